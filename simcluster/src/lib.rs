@@ -1,8 +1,26 @@
-//! The bundled mixed Linux/Windows Kubernetes cluster: an HTTPS API server with simulated nodes.
+//! The bundled mixed Linux/Windows Kubernetes cluster: an HTTPS API server that kubectl and
+//! kube-rs drive, with simulated nodes behind it.
+//!
+//! Start one with [`Cluster::start`]; point clients at [`Cluster::kubeconfig`].
 
+pub mod api;
+pub mod cluster;
 pub mod defaults;
+pub mod discovery;
+pub mod kubeconfig;
+pub mod logs;
+pub mod node;
+pub mod openapi;
 pub mod patch;
 pub mod registry;
+pub mod runtime;
 pub mod selector;
 pub mod status;
 pub mod store;
+pub mod table;
+pub mod tls;
+pub mod topology;
+pub mod validation;
+
+pub use cluster::{Cluster, ClusterConfig, ClusterError};
+pub use topology::Topology;

@@ -18,11 +18,19 @@ pub struct SelectorError {
 
 impl SelectorError {
     fn label(selector: &str, reason: impl Into<String>) -> Self {
-        Self { kind: "label", selector: selector.to_owned(), reason: reason.into() }
+        Self {
+            kind: "label",
+            selector: selector.to_owned(),
+            reason: reason.into(),
+        }
     }
 
     fn field(selector: &str, reason: impl Into<String>) -> Self {
-        Self { kind: "field", selector: selector.to_owned(), reason: reason.into() }
+        Self {
+            kind: "field",
+            selector: selector.to_owned(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -38,7 +46,8 @@ fn is_qualified_name_part(s: &str) -> bool {
     let edge_ok = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     edge_ok(s.bytes().next())
         && edge_ok(s.bytes().next_back())
-        && s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// A DNS-1123 subdomain: dot-separated lowercase labels `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
@@ -75,7 +84,9 @@ fn validate_key(key: &str) -> Result<(), String> {
         return Err(format!("key {key:?}: the name part must not be empty"));
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(format!("key {key:?}: the name part must be at most {MAX_NAME_LEN} characters"));
+        return Err(format!(
+            "key {key:?}: the name part must be at most {MAX_NAME_LEN} characters"
+        ));
     }
     if !is_qualified_name_part(name) {
         return Err(format!(
@@ -145,12 +156,20 @@ impl LabelRequirement {
                 }
             });
         }
-        Ok(Self { key: key.to_owned(), op, values })
+        Ok(Self {
+            key: key.to_owned(),
+            op,
+            values,
+        })
     }
 
     fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         let value = labels.and_then(|l| l.get(&self.key));
-        let in_set = || value.and_then(Value::as_str).is_some_and(|v| self.values.iter().any(|x| x == v));
+        let in_set = || {
+            value
+                .and_then(Value::as_str)
+                .is_some_and(|v| self.values.iter().any(|x| x == v))
+        };
         match self.op {
             LabelOp::Equals | LabelOp::In => in_set(),
             LabelOp::NotEquals | LabelOp::NotIn => !in_set(),
@@ -290,10 +309,17 @@ fn parse_exact_value<'a>(toks: &mut Tokens<'a>) -> Result<&'a str, String> {
 fn parse_set(key: &str, toks: &mut Tokens<'_>) -> Result<Vec<String>, String> {
     match toks.next() {
         Some(Token::Open) => {}
-        other => return Err(format!("expected '(' after 'in'/'notin', found {}", describe(other.as_ref()))),
+        other => {
+            return Err(format!(
+                "expected '(' after 'in'/'notin', found {}",
+                describe(other.as_ref())
+            ));
+        }
     }
     if toks.peek() == Some(&Token::Close) {
-        return Err(format!("key {key:?}: the values set for 'in' and 'notin' must not be empty"));
+        return Err(format!(
+            "key {key:?}: the values set for 'in' and 'notin' must not be empty"
+        ));
     }
     let mut values = Vec::new();
     loop {
@@ -308,7 +334,12 @@ fn parse_set(key: &str, toks: &mut Tokens<'_>) -> Result<Vec<String>, String> {
         match toks.next() {
             Some(Token::Comma) => {}
             Some(Token::Close) => return Ok(values),
-            other => return Err(format!("expected ',' or ')' in a values set, found {}", describe(other.as_ref()))),
+            other => {
+                return Err(format!(
+                    "expected ',' or ')' in a values set, found {}",
+                    describe(other.as_ref())
+                ));
+            }
         }
     }
 }
@@ -329,7 +360,10 @@ impl LabelSelector {
                 None => break,
                 Some(Token::Comma) => {}
                 Some(other) => {
-                    return Err(SelectorError::label(s, format!("expected ',' or end of input, found {other}")));
+                    return Err(SelectorError::label(
+                        s,
+                        format!("expected ',' or end of input, found {other}"),
+                    ));
                 }
             }
         }
@@ -344,7 +378,12 @@ impl LabelSelector {
     pub fn from_label_selector_object(v: &Value) -> Result<Self, SelectorError> {
         let err = |reason: String| SelectorError::label(&v.to_string(), reason);
         let obj = match v {
-            Value::Null => return Ok(Self { requirements: Vec::new(), nothing: true }),
+            Value::Null => {
+                return Ok(Self {
+                    requirements: Vec::new(),
+                    nothing: true,
+                });
+            }
             Value::Object(obj) => obj,
             _ => return Err(err("a label selector must be an object".into())),
         };
@@ -353,8 +392,11 @@ impl LabelSelector {
             None | Some(Value::Null) => {}
             Some(Value::Object(labels)) => {
                 for (key, value) in labels {
-                    let value = value.as_str().ok_or_else(|| err(format!("matchLabels[{key:?}] must be a string")))?;
-                    requirements.push(LabelRequirement::new(key, LabelOp::Equals, vec![value.to_owned()]).map_err(err)?);
+                    let value = value
+                        .as_str()
+                        .ok_or_else(|| err(format!("matchLabels[{key:?}] must be a string")))?;
+                    requirements
+                        .push(LabelRequirement::new(key, LabelOp::Equals, vec![value.to_owned()]).map_err(err)?);
                 }
             }
             Some(_) => return Err(err("matchLabels must be an object".into())),
@@ -374,7 +416,10 @@ impl LabelSelector {
     fn from_requirements(mut requirements: Vec<LabelRequirement>) -> Self {
         requirements.sort();
         requirements.dedup();
-        Self { requirements, nothing: false }
+        Self {
+            requirements,
+            nothing: false,
+        }
     }
 
     /// True when the selector has no requirements and therefore selects everything.
@@ -389,7 +434,11 @@ impl LabelSelector {
 
     /// Matches a whole object by reading its `metadata.labels`.
     pub fn matches_object(&self, obj: &Value) -> bool {
-        self.matches(obj.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object))
+        self.matches(
+            obj.get("metadata")
+                .and_then(|m| m.get("labels"))
+                .and_then(Value::as_object),
+        )
     }
 }
 
@@ -397,13 +446,20 @@ impl LabelSelector {
 fn match_expression(expr: &Value) -> Result<LabelRequirement, String> {
     let obj = expr.as_object().ok_or("must be an object")?;
     let key = obj.get("key").and_then(Value::as_str).ok_or("key must be a string")?;
-    let operator = obj.get("operator").and_then(Value::as_str).ok_or("operator must be a string")?;
+    let operator = obj
+        .get("operator")
+        .and_then(Value::as_str)
+        .ok_or("operator must be a string")?;
     let op = match operator {
         "In" => LabelOp::In,
         "NotIn" => LabelOp::NotIn,
         "Exists" => LabelOp::Exists,
         "DoesNotExist" => LabelOp::DoesNotExist,
-        other => return Err(format!("unknown operator {other:?} (expected In, NotIn, Exists or DoesNotExist)")),
+        other => {
+            return Err(format!(
+                "unknown operator {other:?} (expected In, NotIn, Exists or DoesNotExist)"
+            ));
+        }
     };
     let values = match obj.get("values") {
         None | Some(Value::Null) => Vec::new(),
@@ -506,7 +562,9 @@ fn validate_field_name(field: &str) -> Result<(), String> {
     if field.split('.').all(segment_ok) {
         Ok(())
     } else {
-        Err(format!("invalid field name {field:?}: expected a dotted path such as metadata.name"))
+        Err(format!(
+            "invalid field name {field:?}: expected a dotted path such as metadata.name"
+        ))
     }
 }
 
@@ -523,7 +581,11 @@ fn parse_field_term(term: &str) -> Result<FieldRequirement, String> {
         .ok_or_else(|| format!("{term:?} is not of the form field=value, field==value or field!=value"))?;
     let field = field.trim();
     validate_field_name(field)?;
-    Ok(FieldRequirement { field: field.to_owned(), negated, value: unescape_field_value(value.trim())? })
+    Ok(FieldRequirement {
+        field: field.to_owned(),
+        negated,
+        value: unescape_field_value(value.trim())?,
+    })
 }
 
 /// Looks up a dotted path; missing values and `null` read as `""`, scalars by their string form.
@@ -563,14 +625,19 @@ impl FieldSelector {
 
     /// `Some(v)` when the selector contains the equality `field=v` (useful for index shortcuts).
     pub fn exact(&self, field: &str) -> Option<&str> {
-        self.requirements.iter().find(|r| !r.negated && r.field == field).map(|r| r.value.as_str())
+        self.requirements
+            .iter()
+            .find(|r| !r.negated && r.field == field)
+            .map(|r| r.value.as_str())
     }
 
     /// Matches an object: each field is a dotted path (e.g. `metadata.name`, `status.phase`)
     /// looked up in the JSON; a missing value or `null` counts as the empty string, and
     /// booleans and numbers compare by their string form.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.requirements.iter().all(|r| (field_value(obj, &r.field) == r.value) != r.negated)
+        self.requirements
+            .iter()
+            .all(|r| (field_value(obj, &r.field) == r.value) != r.negated)
     }
 }
 
@@ -623,7 +690,7 @@ mod tests {
     #[case::everything("", json!({}), true)]
     #[case::blank("   ", json!({"a": "b"}), true)]
     fn label_selector_matches(#[case] sel: &str, #[case] l: Value, #[case] expected: bool) {
-        let parsed = LabelSelector::parse(sel).unwrap();
+        let parsed = LabelSelector::parse(sel).expect("valid selector");
         assert_eq!(parsed.matches(Some(&labels(l))), expected, "{sel}");
     }
 
@@ -635,14 +702,14 @@ mod tests {
     #[case("app=web", false)]
     #[case("", true)]
     fn label_selector_without_labels(#[case] sel: &str, #[case] expected: bool) {
-        let parsed = LabelSelector::parse(sel).unwrap();
+        let parsed = LabelSelector::parse(sel).expect("valid selector");
         assert_eq!(parsed.matches(None), expected);
         assert_eq!(parsed.matches_object(&json!({"metadata": {"name": "x"}})), expected);
     }
 
     #[test]
     fn matches_object_reads_metadata_labels() {
-        let sel = LabelSelector::parse("app=web").unwrap();
+        let sel = LabelSelector::parse("app=web").expect("valid selector");
         assert!(sel.matches_object(&json!({"metadata": {"labels": {"app": "web"}}})));
         assert!(!sel.matches_object(&json!({"metadata": {"labels": {"app": "db"}}})));
         assert!(!sel.matches_object(&json!("not an object")));
@@ -672,7 +739,7 @@ mod tests {
     #[case::missing_operator("a b", "expected '=', '==', '!=', 'in' or 'notin'")]
     #[case::set_after_equals("a=(b)", "expected a value")]
     fn label_selector_rejects(#[case] sel: &str, #[case] reason: &str) {
-        let err = LabelSelector::parse(sel).unwrap_err();
+        let err = LabelSelector::parse(sel).expect_err("must be rejected");
         assert_eq!(err.kind, "label");
         assert_eq!(err.selector, sel);
         assert!(err.reason.contains(reason), "{sel}: {}", err.reason);
@@ -687,9 +754,9 @@ mod tests {
     #[case("a=", "a=")]
     #[case("", "")]
     fn label_selector_display_round_trips(#[case] input: &str, #[case] canonical: &str) {
-        let parsed = LabelSelector::parse(input).unwrap();
+        let parsed = LabelSelector::parse(input).expect("valid selector");
         assert_eq!(parsed.to_string(), canonical);
-        assert_eq!(LabelSelector::parse(canonical).unwrap(), parsed);
+        assert_eq!(LabelSelector::parse(canonical).expect("valid selector"), parsed);
     }
 
     #[rstest]
@@ -708,18 +775,29 @@ mod tests {
     #[case::null_fields(json!({"matchLabels": null, "matchExpressions": null}), json!({}), true)]
     #[case::null_selects_nothing(json!(null), json!({}), false)]
     fn label_selector_object_form(#[case] sel: Value, #[case] l: Value, #[case] expected: bool) {
-        let parsed = LabelSelector::from_label_selector_object(&sel).unwrap();
+        let parsed = LabelSelector::from_label_selector_object(&sel).expect("valid selector");
         assert_eq!(parsed.matches(Some(&labels(l))), expected);
     }
 
     #[test]
     fn label_selector_object_form_displays_like_query_form() {
         let obj = json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "t", "operator": "In", "values": ["b", "a"]}]});
-        let parsed = LabelSelector::from_label_selector_object(&obj).unwrap();
+        let parsed = LabelSelector::from_label_selector_object(&obj).expect("valid selector");
         assert_eq!(parsed.to_string(), "app=web,t in (a,b)");
-        assert_eq!(parsed, LabelSelector::parse("t in (b,a), app=web").unwrap());
-        assert!(LabelSelector::from_label_selector_object(&json!({})).unwrap().is_empty());
-        assert!(!LabelSelector::from_label_selector_object(&json!(null)).unwrap().is_empty());
+        assert_eq!(
+            parsed,
+            LabelSelector::parse("t in (b,a), app=web").expect("valid selector")
+        );
+        assert!(
+            LabelSelector::from_label_selector_object(&json!({}))
+                .expect("valid selector")
+                .is_empty()
+        );
+        assert!(
+            !LabelSelector::from_label_selector_object(&json!(null))
+                .expect("valid selector")
+                .is_empty()
+        );
     }
 
     #[rstest]
@@ -734,7 +812,7 @@ mod tests {
     #[case::exists_with_values(json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}), "must be empty")]
     #[case::values_not_strings(json!({"matchExpressions": [{"key": "a", "operator": "In", "values": [1]}]}), "values must be strings")]
     fn label_selector_object_form_rejects(#[case] sel: Value, #[case] reason: &str) {
-        let err = LabelSelector::from_label_selector_object(&sel).unwrap_err();
+        let err = LabelSelector::from_label_selector_object(&sel).expect_err("must be rejected");
         assert_eq!(err.kind, "label");
         assert!(err.reason.contains(reason), "{}", err.reason);
     }
@@ -768,7 +846,11 @@ mod tests {
     #[case::whitespace(" metadata.name = web-1 , type=Normal ", true)]
     #[case::everything("", true)]
     fn field_selector_matches(#[case] sel: &str, #[case] expected: bool) {
-        assert_eq!(FieldSelector::parse(sel).unwrap().matches(&pod()), expected, "{sel}");
+        assert_eq!(
+            FieldSelector::parse(sel).expect("valid selector").matches(&pod()),
+            expected,
+            "{sel}"
+        );
     }
 
     #[rstest]
@@ -782,7 +864,7 @@ mod tests {
     #[case::bad_escape(r"a=b\x", "invalid escape sequence")]
     #[case::trailing_backslash(r"a=b\", "lone backslash")]
     fn field_selector_rejects(#[case] sel: &str, #[case] reason: &str) {
-        let err = FieldSelector::parse(sel).unwrap_err();
+        let err = FieldSelector::parse(sel).expect_err("must be rejected");
         assert_eq!(err.kind, "field");
         assert!(err.reason.contains(reason), "{sel}: {}", err.reason);
     }
@@ -793,19 +875,19 @@ mod tests {
     #[case(r"a=x\,y\=z\\", r"a=x\,y\=z\\")]
     #[case("", "")]
     fn field_selector_display_round_trips(#[case] input: &str, #[case] canonical: &str) {
-        let parsed = FieldSelector::parse(input).unwrap();
+        let parsed = FieldSelector::parse(input).expect("valid selector");
         assert_eq!(parsed.to_string(), canonical);
-        assert_eq!(FieldSelector::parse(canonical).unwrap(), parsed);
+        assert_eq!(FieldSelector::parse(canonical).expect("valid selector"), parsed);
     }
 
     #[test]
     fn field_selector_fields_and_exact() {
-        let sel = FieldSelector::parse(r"spec.nodeName=n\,1,status.phase!=Failed").unwrap();
+        let sel = FieldSelector::parse(r"spec.nodeName=n\,1,status.phase!=Failed").expect("valid selector");
         assert_eq!(sel.fields().collect::<Vec<_>>(), ["spec.nodeName", "status.phase"]);
         assert_eq!(sel.exact("spec.nodeName"), Some("n,1"));
         assert_eq!(sel.exact("status.phase"), None);
         assert_eq!(sel.exact("metadata.name"), None);
         assert!(!sel.is_empty());
-        assert!(FieldSelector::parse("").unwrap().is_empty());
+        assert!(FieldSelector::parse("").expect("valid selector").is_empty());
     }
 }

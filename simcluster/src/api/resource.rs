@@ -1,0 +1,444 @@
+//! The resource verbs: get, list, create, update, patch (JSON, merge, strategic, server-side
+//! apply), delete, delete-collection and pod binding.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::{ApiState, Format, Query, Target, decode_object, json_response, json_value};
+use crate::patch::{self, PatchError};
+use crate::registry::{self, ResourceType};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, Cause};
+use crate::store::{DeleteOptions, Deleted, Obj, Part};
+use crate::{table, validation};
+
+/// Parsed `labelSelector` and `fieldSelector`, checked against what the kind supports.
+pub(crate) struct Selectors {
+    pub label: LabelSelector,
+    pub field: FieldSelector,
+}
+
+impl Selectors {
+    pub(crate) fn parse(rt: &ResourceType, q: &Query) -> Result<Self, ApiError> {
+        let label = LabelSelector::parse(q.get("labelSelector").unwrap_or(""))
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let field = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        if let Some(bad) = field.fields().find(|f| !rt.supports_field(f)) {
+            return Err(ApiError::BadRequest(format!(
+                "field label not supported: {bad}"
+            )));
+        }
+        Ok(Self { label, field })
+    }
+
+    pub(crate) fn matches(&self, obj: &Obj) -> bool {
+        self.label.matches_object(obj.value()) && self.field.matches(obj.value())
+    }
+}
+
+fn part(t: &Target) -> Part {
+    if t.sub.as_deref() == Some("status") {
+        Part::Status
+    } else {
+        Part::Main
+    }
+}
+
+fn name(t: &Target) -> &str {
+    t.name.as_deref().unwrap_or("")
+}
+
+fn object_response(code: StatusCode, obj: &Obj) -> Response {
+    json_response(code, obj.json().clone())
+}
+
+fn reject_dry_run(q: &Query) -> Result<(), ApiError> {
+    match q.get("dryRun") {
+        Some(v) if !v.is_empty() => Err(ApiError::BadRequest(
+            "dryRun is not supported by the bundled cluster; send the request without it".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn get(state: &ApiState, t: &Target, format: Format) -> Result<Response, ApiError> {
+    let obj = state.store.get(t.rt, t.ns(), name(t))?;
+    Ok(match format {
+        Format::Json => object_response(StatusCode::OK, &obj),
+        Format::Table(include) => {
+            let rv = obj.resource_version();
+            json_value(StatusCode::OK, &table::render(t.rt, &[obj], rv, include, true))
+        }
+    })
+}
+
+pub(crate) fn list(state: &ApiState, t: &Target, q: &Query, format: Format) -> Result<Response, ApiError> {
+    let selectors = Selectors::parse(t.rt, q)?;
+    let (items, rv) = state.store.list(t.rt, t.namespace.as_deref());
+    let items: Vec<Obj> = items.into_iter().filter(|o| selectors.matches(o)).collect();
+    Ok(match format {
+        Format::Table(include) => json_value(StatusCode::OK, &table::render(t.rt, &items, rv, include, true)),
+        Format::Json => {
+            // Assemble the list from the stored encodings instead of re-serialising objects.
+            let head = format!(
+                r#"{{"kind":"{}List","apiVersion":"{}","metadata":{{"resourceVersion":"{rv}"}},"items":["#,
+                t.rt.kind,
+                t.rt.api_version()
+            );
+            let size = head.len() + items.iter().map(|o| o.json().len() + 1).sum::<usize>() + 2;
+            let mut body = Vec::with_capacity(size);
+            body.extend_from_slice(head.as_bytes());
+            for (i, o) in items.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                body.extend_from_slice(o.json());
+            }
+            body.extend_from_slice(b"]}");
+            json_response(StatusCode::OK, body)
+        }
+    })
+}
+
+/// Checks apiVersion/kind and namespace of a body against the URL.
+fn check_identity(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
+    let rt = t.rt;
+    if let Some(av) = obj.get("apiVersion").and_then(Value::as_str)
+        && av != rt.api_version()
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the API version in the data ({av}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
+    }
+    if let Some(kind) = obj.get("kind").and_then(Value::as_str)
+        && kind != rt.kind
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            rt.kind
+        )));
+    }
+    if rt.namespaced {
+        let body_ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+        if !body_ns.is_empty() && body_ns != t.ns() {
+            return Err(ApiError::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request".into(),
+            ));
+        }
+    }
+    if !obj.get("metadata").is_none_or(Value::is_object) {
+        return Err(ApiError::BadRequest("metadata must be an object".into()));
+    }
+    Ok(())
+}
+
+pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+    reject_dry_run(q)?;
+    if t.rt.namespaced && t.namespace.is_none() {
+        return Err(ApiError::MethodNotAllowed {
+            verb: "POST".into(),
+            kind: t.rt.kind.into(),
+        });
+    }
+    let mut obj = decode_object(ct, bytes)?;
+    check_identity(t, &mut obj)?;
+    validation::validate(t.rt, &obj)?;
+    let created = state.store.create(t.rt, t.ns(), obj)?;
+    Ok(object_response(StatusCode::CREATED, &created))
+}
+
+pub(crate) fn update(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+    reject_dry_run(q)?;
+    let mut obj = decode_object(ct, bytes)?;
+    check_identity(t, &mut obj)?;
+    let body_name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if !body_name.is_empty() && body_name != name(t) {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({})",
+            name(t)
+        )));
+    }
+    if t.sub.as_deref() == Some("finalize") {
+        let finalizers = obj.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+        let updated = state.store.modify(t.rt, t.ns(), name(t), Part::Main, |cur| {
+            cur["spec"]["finalizers"] = finalizers;
+            Ok(())
+        })?;
+        return Ok(object_response(StatusCode::OK, &updated));
+    }
+    if part(t) == Part::Main {
+        validation::validate(t.rt, &obj)?;
+    }
+    let updated = state.store.update(t.rt, t.ns(), name(t), part(t), obj)?;
+    Ok(object_response(StatusCode::OK, &updated))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+fn patch_type(ct: &str) -> Result<PatchType, ApiError> {
+    match ct {
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
+        "application/apply-patch+yaml" | "application/apply-patch+cbor" if ct.ends_with("yaml") => Ok(PatchType::Apply),
+        other => Err(ApiError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format ({other}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
+        ))),
+    }
+}
+
+fn patch_failed(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
+    match e {
+        PatchError::Malformed(msg) => ApiError::BadRequest(msg),
+        PatchError::Failed(msg) => ApiError::Invalid {
+            group: rt.group.into(),
+            kind: rt.kind.into(),
+            name: name.into(),
+            causes: vec![Cause {
+                reason: "FieldValueInvalid",
+                field: "patch".into(),
+                message: msg,
+            }],
+        },
+    }
+}
+
+pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+    reject_dry_run(q)?;
+    let kind = patch_type(ct)?;
+    let rt = t.rt;
+    let obj_name = name(t).to_string();
+    if kind == PatchType::Apply {
+        return server_side_apply(state, t, q, ct, bytes);
+    }
+    if q.get("force").is_some() {
+        return Err(ApiError::BadRequest("force may only be set for apply patches".into()));
+    }
+    let body: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?;
+    let p = part(t);
+    let updated = state.store.modify(rt, t.ns(), &obj_name, p, |cur| {
+        let current_rv = cur.pointer("/metadata/resourceVersion").cloned();
+        let mut next = cur.clone();
+        match kind {
+            PatchType::Json => patch::json_patch(&mut next, &body),
+            PatchType::Merge => {
+                if body.is_object() {
+                    patch::merge_patch(&mut next, &body);
+                    Ok(())
+                } else {
+                    Err(PatchError::Malformed("a merge patch must be a JSON object".into()))
+                }
+            }
+            PatchType::Strategic => patch::strategic_merge(&mut next, &body, rt.kind),
+            PatchType::Apply => Ok(()),
+        }
+        .map_err(|e| patch_failed(rt, &obj_name, e))?;
+        let patched_rv = next.pointer("/metadata/resourceVersion").cloned();
+        if patched_rv.as_ref().is_some_and(|v| !v.is_null()) && patched_rv != current_rv {
+            return Err(ApiError::Conflict {
+                group: rt.group.into(),
+                resource: rt.plural.into(),
+                name: obj_name.clone(),
+            });
+        }
+        if p == Part::Main {
+            validation::validate(rt, &next)?;
+        }
+        *cur = next;
+        Ok(())
+    })?;
+    Ok(object_response(StatusCode::OK, &updated))
+}
+
+/// Server-side apply: creates the object when absent, otherwise merges the applied
+/// configuration into it (keyed lists merge by their keys). Field ownership is not tracked.
+fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+    let rt = t.rt;
+    if q.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(ApiError::Invalid {
+            group: "meta.k8s.io".into(),
+            kind: "PatchOptions".into(),
+            name: String::new(),
+            causes: vec![Cause::required("fieldManager", "is required for apply patch")],
+        });
+    }
+    let mut applied = decode_object(ct, bytes)?;
+    let mut check = Target { ..t.clone() };
+    check.sub = None;
+    check_identity(&check, &mut applied)?;
+    let obj_name = name(t).to_string();
+    let body_name = applied.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if !body_name.is_empty() && body_name != obj_name {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({obj_name})"
+        )));
+    }
+    let p = part(t);
+    for _ in 0..3 {
+        let result = state.store.modify(rt, t.ns(), &obj_name, p, |cur| {
+            let mut next = cur.clone();
+            let mut patch_body = applied.clone();
+            if let Some(meta) = patch_body.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("resourceVersion");
+                meta.remove("managedFields");
+            }
+            patch::strategic_merge(&mut next, &patch_body, rt.kind).map_err(|e| patch_failed(rt, &obj_name, e))?;
+            if p == Part::Main {
+                validation::validate(rt, &next)?;
+            }
+            *cur = next;
+            Ok(())
+        });
+        match result {
+            Ok(updated) => return Ok(object_response(StatusCode::OK, &updated)),
+            Err(ApiError::NotFound { .. }) if p == Part::Main => {
+                let mut obj = applied.clone();
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert("name".into(), json!(obj_name));
+                }
+                validation::validate(rt, &obj)?;
+                match state.store.create(rt, t.ns(), obj) {
+                    Ok(created) => return Ok(object_response(StatusCode::CREATED, &created)),
+                    // Someone created it meanwhile: merge into theirs.
+                    Err(ApiError::AlreadyExists { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ApiError::Conflict {
+        group: rt.group.into(),
+        resource: rt.plural.into(),
+        name: obj_name,
+    })
+}
+
+fn delete_options(q: &Query, bytes: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions::default();
+    if bytes.iter().any(|b| !b.is_ascii_whitespace()) {
+        let body: Value = serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::BadRequest(format!("the DeleteOptions body is not valid JSON: {e}")))?;
+        if let Some(dry) = body.get("dryRun").and_then(Value::as_array)
+            && !dry.is_empty()
+        {
+            return Err(ApiError::BadRequest("dryRun is not supported by the bundled cluster".into()));
+        }
+        opts.grace_period_seconds = body.get("gracePeriodSeconds").and_then(Value::as_i64);
+        opts.precondition_uid = body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string);
+        opts.precondition_rv = body
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    if let Some(g) = q.get("gracePeriodSeconds") {
+        opts.grace_period_seconds = Some(
+            g.parse()
+                .map_err(|_| ApiError::BadRequest(format!("invalid gracePeriodSeconds {g:?}")))?,
+        );
+    }
+    reject_dry_run(q)?;
+    Ok(opts)
+}
+
+fn deleted_response(rt: &ResourceType, deleted: &Deleted) -> Response {
+    let obj = deleted.object();
+    // Pods and namespaces answer with the object (as the upstream registry does); the rest
+    // with a Success status.
+    if rt.group.is_empty() && matches!(rt.plural, "pods" | "namespaces") {
+        return object_response(StatusCode::OK, obj);
+    }
+    if matches!(deleted, Deleted::Terminating(_)) {
+        return object_response(StatusCode::OK, obj);
+    }
+    json_value(
+        StatusCode::OK,
+        &json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": obj.name(), "group": rt.group, "kind": rt.plural, "uid": obj.uid()},
+        }),
+    )
+}
+
+pub(crate) fn delete(state: &ApiState, t: &Target, q: &Query, bytes: &[u8]) -> Result<Response, ApiError> {
+    let opts = delete_options(q, bytes)?;
+    let deleted = state.store.delete(t.rt, t.ns(), name(t), &opts)?;
+    Ok(deleted_response(t.rt, &deleted))
+}
+
+pub(crate) fn delete_collection(state: &ApiState, t: &Target, q: &Query, bytes: &[u8]) -> Result<Response, ApiError> {
+    let opts = delete_options(q, bytes)?;
+    let selectors = Selectors::parse(t.rt, q)?;
+    let (items, _) = state.store.list(t.rt, t.namespace.as_deref());
+    let mut deleted = Vec::new();
+    for item in items.into_iter().filter(|o| selectors.matches(o)) {
+        match state.store.delete(t.rt, item.namespace(), item.name(), &opts) {
+            Ok(d) => deleted.push(d.object().value().clone()),
+            Err(ApiError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_value(
+        StatusCode::OK,
+        &json!({
+            "kind": format!("{}List", t.rt.kind),
+            "apiVersion": t.rt.api_version(),
+            "metadata": {"resourceVersion": state.store.current_rv().to_string()},
+            "items": deleted,
+        }),
+    ))
+}
+
+/// `POST pods/<name>/binding`: assigns a pod to a node (what a scheduler does).
+pub(crate) fn bind(state: &ApiState, t: &Target, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+    let body = decode_object(ct, bytes)?;
+    let node = body.pointer("/target/name").and_then(Value::as_str).unwrap_or("").to_string();
+    if node.is_empty() {
+        return Err(ApiError::Invalid {
+            group: String::new(),
+            kind: "Binding".into(),
+            name: name(t).into(),
+            causes: vec![Cause::required("target.name", "")],
+        });
+    }
+    let pod_name = name(t).to_string();
+    let pods = registry::core("pods");
+    let now = crate::store::timestamp(chrono::Utc::now());
+    state.store.modify(pods, t.ns(), &pod_name, Part::Main, |pod| {
+        let current = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        if !current.is_empty() {
+            return Err(ApiError::Precondition {
+                group: String::new(),
+                resource: "pods".into(),
+                name: pod_name.clone(),
+                reason: format!("pod {pod_name} is already assigned to node {current:?}"),
+            });
+        }
+        pod["spec"]["nodeName"] = json!(node);
+        Ok(())
+    })?;
+    state.store.modify(pods, t.ns(), &pod_name, Part::Status, |pod| {
+        let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let mut conditions: Vec<Value> = conditions.into_iter().filter(|c| c["type"] != "PodScheduled").collect();
+        conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+        pod["status"]["conditions"] = json!(conditions);
+        Ok(())
+    })?;
+    Ok(json_value(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}

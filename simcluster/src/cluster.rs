@@ -1,0 +1,319 @@
+//! Starting and stopping a bundled cluster: listener, certificates, token, the objects a fresh
+//! cluster holds (namespaces, nodes, leases), the namespace controller, and the kubeconfig.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+use crate::api::{self, Shared};
+use crate::logs::LogBook;
+use crate::registry;
+use crate::runtime::{ContainerRuntime, MinimalRuntime};
+use crate::status::ApiError;
+use crate::store::{EventType, Store, StoreConfig};
+use crate::tls::{Certificates, TlsError};
+use crate::topology::Topology;
+use crate::{kubeconfig, node};
+
+/// Errors starting a cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot register the topology's objects: {0}")]
+    Seed(#[from] ApiError),
+    #[error("cannot write the kubeconfig {path}: {source}")]
+    Kubeconfig { path: String, source: std::io::Error },
+}
+
+/// How to start a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub topology: Topology,
+    /// Where the API server listens; port 0 picks a free port.
+    pub listen: SocketAddr,
+    pub store: StoreConfig,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// Answers exec'd commands; the minimal runtime when None.
+    pub runtime: Option<Arc<dyn ContainerRuntime>>,
+}
+
+impl ClusterConfig {
+    pub fn new(topology: Topology) -> Self {
+        Self {
+            topology,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            store: StoreConfig::default(),
+            bookmark_interval: Duration::from_secs(10),
+            runtime: None,
+        }
+    }
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self::new(Topology::default_cluster())
+    }
+}
+
+/// A running bundled cluster. Dropping it stops the server.
+#[derive(Debug)]
+pub struct Cluster {
+    addr: SocketAddr,
+    url: String,
+    token: String,
+    ca_pem: String,
+    store: Arc<Store>,
+    logs: Arc<LogBook>,
+    node_ips: Vec<(String, Ipv4Addr)>,
+    handle: axum_server::Handle<SocketAddr>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Picks a /24 inside 127.0.0.0/8 for this instance's node addresses, away from 127.0.0.x.
+fn loopback_base() -> [u8; 3] {
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    [127, 1 + bytes[0] % 254, bytes[1]]
+}
+
+fn random_token() -> String {
+    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+fn version_doc(topology: &Topology) -> Value {
+    let (major, minor) = topology.version();
+    json!({
+        "major": major.to_string(),
+        "minor": minor.to_string(),
+        "gitVersion": topology.kubernetes_version,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.6",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+impl Cluster {
+    /// Starts the API server and registers the topology's nodes.
+    pub async fn start(config: ClusterConfig) -> Result<Self, ClusterError> {
+        let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ClusterError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+        listener.set_nonblocking(true).map_err(|source| ClusterError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| ClusterError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+        let certs = Certificates::generate(&[addr.ip()], &[])?;
+        let tls = axum_server::tls_rustls::RustlsConfig::from_config(certs.server_config()?);
+        let token = random_token();
+        let store = Arc::new(Store::new(config.store.clone()));
+        let logs = Arc::new(LogBook::default());
+        let node_ips = seed(&store, &config.topology)?;
+
+        let shared = Arc::new(Shared {
+            store: store.clone(),
+            logs: logs.clone(),
+            runtime: config.runtime.clone().unwrap_or_else(|| Arc::new(MinimalRuntime)),
+            version: version_doc(&config.topology),
+            token: token.clone(),
+            openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),
+            bookmark_interval: config.bookmark_interval,
+        });
+        let handle = axum_server::Handle::new();
+        let app = api::router(shared);
+        let server = axum_server::from_tcp_rustls(listener, tls)
+            .map_err(|source| ClusterError::Listen { addr, source })?
+            .handle(handle.clone());
+        let serve = tokio::spawn(async move {
+            if let Err(e) = server.serve(app.into_make_service()).await {
+                tracing::error!("bundled cluster API server stopped: {e}");
+            }
+        });
+        let namespaces = tokio::spawn(namespace_controller(store.clone()));
+        let reaper = tokio::spawn(pod_reaper(store.clone()));
+        let host = match addr.ip() {
+            IpAddr::V6(ip) => format!("[{ip}]"),
+            IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),
+            IpAddr::V4(ip) => ip.to_string(),
+        };
+        Ok(Self {
+            addr,
+            url: format!("https://{host}:{}", addr.port()),
+            token,
+            ca_pem: certs.ca_pem,
+            store,
+            logs,
+            node_ips,
+            handle,
+            tasks: vec![serve, namespaces, reaper],
+        })
+    }
+
+    /// The address the API server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The PEM of the CA that signed the serving certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn logs(&self) -> &Arc<LogBook> {
+        &self.logs
+    }
+
+    /// Each node's InternalIP.
+    pub fn node_ips(&self) -> &[(String, Ipv4Addr)] {
+        &self.node_ips
+    }
+
+    /// The kubeconfig text for this cluster.
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig::render(&self.url, &self.ca_pem, &self.token)
+    }
+
+    /// Writes the kubeconfig (mode 0600).
+    pub fn write_kubeconfig(&self, path: &std::path::Path) -> Result<(), ClusterError> {
+        kubeconfig::write(path, &self.kubeconfig()).map_err(|source| ClusterError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Stops the server, letting open requests finish for up to a second.
+    pub async fn shutdown(mut self) {
+        self.handle.graceful_shutdown(Some(Duration::from_secs(1)));
+        for task in self.tasks.drain(..) {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// The objects a fresh cluster holds: system namespaces, the topology's nodes and their leases.
+fn seed(store: &Store, topology: &Topology) -> Result<Vec<(String, Ipv4Addr)>, ApiError> {
+    let ns = registry::core("namespaces");
+    for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        store.create(ns, "", json!({"metadata": {"name": name}}))?;
+    }
+    let base = loopback_base();
+    let mut ips = Vec::new();
+    for (i, spec) in topology.nodes.iter().enumerate() {
+        let host = u8::try_from(10 + i).unwrap_or(250);
+        let ip = Ipv4Addr::new(base[0], base[1], base[2], host);
+        store.create(registry::core("nodes"), "", node::node_object(spec, topology, ip))?;
+        store.create(
+            registry::named("coordination.k8s.io", "leases"),
+            "kube-node-lease",
+            node::lease_object(&spec.name),
+        )?;
+        ips.push((spec.name.clone(), ip));
+    }
+    Ok(ips)
+}
+
+/// Empties terminating namespaces and removes them (retrying while pods terminate).
+async fn namespace_controller(store: Arc<Store>) {
+    let ns_rt = registry::core("namespaces");
+    let mut feed = store.subscribe();
+    let mut pending: Vec<String> = Vec::new();
+    let mut retry = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            event = feed.recv() => match event {
+                Ok(e) if e.resource.plural == ns_rt.plural && e.resource.group.is_empty()
+                    && e.kind == EventType::Modified && e.object.is_terminating() => {
+                    let name = e.object.name().to_string();
+                    if !pending.contains(&name) {
+                        pending.push(name);
+                    }
+                }
+                // A pod leaving may let a namespace finish.
+                Ok(e) if e.kind == EventType::Deleted && !pending.is_empty() => {
+                    let ns = e.object.namespace().to_string();
+                    if pending.contains(&ns) {
+                        retry.reset_immediately();
+                    }
+                }
+                Ok(_) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    let (all, _) = store.list(ns_rt, None);
+                    pending = all.iter().filter(|n| n.is_terminating()).map(|n| n.name().to_string()).collect();
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = retry.tick() => {}
+        }
+        let mut still = Vec::new();
+        for name in pending.drain(..) {
+            match store.finalize_namespace(&name) {
+                Ok(true) => {}
+                Ok(false) => still.push(name),
+                Err(e) => {
+                    tracing::warn!("namespace {name}: {e}");
+                    still.push(name);
+                }
+            }
+        }
+        pending = still;
+    }
+}
+
+/// Stands in for the kubelets until simulated nodes run pods: a terminating pod is removed once
+/// its grace period is over, as a kubelet does after stopping its containers.
+async fn pod_reaper(store: Arc<Store>) {
+    let pods = registry::core("pods");
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        let now = chrono::Utc::now();
+        let (all, _) = store.list(pods, None);
+        for pod in all.iter().filter(|p| p.is_terminating()) {
+            let due = pod
+                .value()
+                .pointer("/metadata/deletionTimestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .is_none_or(|t| t <= now);
+            if due && let Err(e) = store.remove_terminated(pods, pod.namespace(), pod.name()) {
+                tracing::debug!("removing terminated pod {}/{}: {e}", pod.namespace(), pod.name());
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Cluster topologies: the YAML schema describing a bundled cluster's nodes, its parsing with
+//! file:line:column errors, and the built-in default topology.
+//!
+//! Schema (every field but `nodes[].name` and `nodes[].os` has a default; unknown fields are
+//! rejected):
+//!
+//! ```yaml
+//! name: default                    # shown by `mixcheck sim profiles`
+//! description: "…"
+//! kubernetesVersion: v1.32.3       # reported by /version and the kubelets
+//! nodes:
+//!   - name: win2022-1
+//!     os: windows                  # linux | windows
+//!     arch: amd64
+//!     role: worker                 # control-plane | worker
+//!     osImage: Windows Server 2022 Datacenter
+//!     kernelVersion: 10.0.20348.2762   # Windows: major.minor.build.revision; the build label comes from it
+//!     containerRuntime: containerd://1.7.20
+//!     kubeletVersion: v1.32.3      # defaults to kubernetesVersion
+//!     kubeProxyVersion: ""
+//!     capacity: {cpu: "4", memory: 16Gi, pods: "110", ephemeral-storage: 128Gi}
+//!     labels: {topology.kubernetes.io/zone: sim-1a}
+//!     taints: [{key: os, value: windows, effect: NoSchedule}]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// The default topology of DESIGN.md: a Linux control plane, a Linux worker, Windows Server
+/// 2019 and 2022 workers, Kubernetes v1.32.
+pub const DEFAULT_TOPOLOGY: &str = include_str!("../topologies/default.yaml");
+
+/// A topology file could not be read or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: String,
+        line: u64,
+        column: u64,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// Operating system of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+impl Os {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Linux => "linux",
+            Self::Windows => "windows",
+        }
+    }
+}
+
+/// The role label a node carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    ControlPlane,
+    #[default]
+    Worker,
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Taint {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    pub effect: String,
+}
+
+/// One node of the topology.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeSpec {
+    pub name: String,
+    pub os: Os,
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    #[serde(default)]
+    pub role: Role,
+    pub os_image: Option<String>,
+    pub kernel_version: Option<String>,
+    pub container_runtime: Option<String>,
+    pub kubelet_version: Option<String>,
+    #[serde(default)]
+    pub kube_proxy_version: String,
+    #[serde(default)]
+    pub capacity: BTreeMap<String, String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+}
+
+fn default_arch() -> String {
+    "amd64".into()
+}
+
+/// A cluster topology.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Topology {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "default_version")]
+    pub kubernetes_version: String,
+    pub nodes: Vec<NodeSpec>,
+}
+
+fn default_version() -> String {
+    "v1.32.3".into()
+}
+
+impl Topology {
+    /// The built-in default topology.
+    pub fn default_cluster() -> Self {
+        match Self::parse(DEFAULT_TOPOLOGY, "<built-in default topology>") {
+            Ok(t) => t,
+            // The embedded file is checked by a unit test; this cannot happen in a release.
+            Err(e) => panic!("built-in topology is invalid: {e}"),
+        }
+    }
+
+    /// Reads and validates a topology file.
+    pub fn load(path: &Path) -> Result<Self, TopologyError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&text, &shown)
+    }
+
+    /// Parses and validates topology YAML; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, TopologyError> {
+        let topology: Topology = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            TopologyError::Parse {
+                path: origin.to_string(),
+                line,
+                column,
+                message: first_line(&e.to_string()),
+            }
+        })?;
+        topology.validate(origin)?;
+        Ok(topology)
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), TopologyError> {
+        let invalid = |message: String| TopologyError::Invalid {
+            path: origin.to_string(),
+            message,
+        };
+        if self.nodes.is_empty() {
+            return Err(invalid("a topology needs at least one node".into()));
+        }
+        parse_version(&self.kubernetes_version)
+            .ok_or_else(|| invalid(format!("kubernetesVersion {:?} is not of the form v1.N.P", self.kubernetes_version)))?;
+        let mut seen = std::collections::BTreeSet::new();
+        for node in &self.nodes {
+            if !crate::validation::is_dns_subdomain(&node.name) {
+                return Err(invalid(format!("node name {:?} is not a valid DNS subdomain", node.name)));
+            }
+            if !seen.insert(node.name.as_str()) {
+                return Err(invalid(format!("node {:?} is listed twice", node.name)));
+            }
+            if node.os == Os::Windows && node.windows_build().is_none() {
+                return Err(invalid(format!(
+                    "node {:?}: kernelVersion {:?} is not a Windows version (10.0.BUILD.REVISION)",
+                    node.name,
+                    node.kernel_version()
+                )));
+            }
+            for taint in &node.taints {
+                if !matches!(taint.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                    return Err(invalid(format!(
+                        "node {:?}: taint effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
+                        node.name, taint.effect
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `major.minor` of the cluster's version.
+    pub fn version(&self) -> (u32, u32) {
+        parse_version(&self.kubernetes_version).unwrap_or((1, 32))
+    }
+}
+
+impl NodeSpec {
+    pub fn os_image(&self) -> String {
+        self.os_image.clone().unwrap_or_else(|| match self.os {
+            Os::Linux => "Ubuntu 22.04.5 LTS".into(),
+            Os::Windows => match self.build_number() {
+                Some(b) if b >= 26100 => "Windows Server 2025 Datacenter".into(),
+                Some(b) if b >= 20348 => "Windows Server 2022 Datacenter".into(),
+                _ => "Windows Server 2019 Datacenter".into(),
+            },
+        })
+    }
+
+    pub fn kernel_version(&self) -> String {
+        self.kernel_version.clone().unwrap_or_else(|| match self.os {
+            Os::Linux => "6.8.0-1017-azure".into(),
+            Os::Windows => "10.0.20348.2762".into(),
+        })
+    }
+
+    pub fn container_runtime(&self) -> String {
+        self.container_runtime
+            .clone()
+            .unwrap_or_else(|| "containerd://1.7.22".into())
+    }
+
+    /// `10.0.17763` for a Windows node (the `node.kubernetes.io/windows-build` label).
+    pub fn windows_build(&self) -> Option<String> {
+        if self.os != Os::Windows {
+            return None;
+        }
+        let kernel = self.kernel_version();
+        let parts: Vec<&str> = kernel.split('.').collect();
+        if parts.len() < 3 || parts.iter().take(3).any(|p| p.parse::<u32>().is_err()) {
+            return None;
+        }
+        Some(parts[..3].join("."))
+    }
+
+    /// The Windows build number (17763, 20348, …).
+    pub fn build_number(&self) -> Option<u32> {
+        if self.os != Os::Windows {
+            return None;
+        }
+        self.kernel_version().split('.').nth(2)?.parse().ok()
+    }
+}
+
+/// `v1.32.3` → (1, 32).
+pub fn parse_version(v: &str) -> Option<(u32, u32)> {
+    let rest = v.strip_prefix('v')?;
+    let mut parts = rest.splitn(3, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor_text = parts.next()?;
+    let minor = minor_text
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    Some((major, minor))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or(s).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[test]
+    fn default_topology_matches_the_design() {
+        let t = Topology::default_cluster();
+        let names: Vec<_> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["control-plane", "linux-1", "win2019-1", "win2022-1"]);
+        assert_eq!(t.version(), (1, 32));
+        let w19 = &t.nodes[2];
+        assert_eq!(w19.windows_build().as_deref(), Some("10.0.17763"));
+        assert!(w19.taints.iter().any(|t| t.key == "os" && t.value == "windows" && t.effect == "NoSchedule"));
+        assert_eq!(t.nodes[3].build_number(), Some(20348));
+    }
+
+    #[rstest]
+    #[case::unknown_field("name: x\nnodes:\n- name: a\n  os: linux\n  colour: red\n", 5, "colour")]
+    #[case::bad_os("name: x\nnodes:\n- name: a\n  os: solaris\n", 4, "solaris")]
+    fn errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
+        match Topology::parse(text, "topo.yaml") {
+            Err(TopologyError::Parse { path, line: l, column, message }) => {
+                assert_eq!(path, "topo.yaml");
+                assert_eq!(l, line, "{message}");
+                assert!(column > 0);
+                assert!(message.contains(needle), "{message}");
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case::no_nodes("name: x\nnodes: []\n", "at least one node")]
+    #[case::dup("name: x\nnodes:\n- {name: a, os: linux}\n- {name: a, os: linux}\n", "twice")]
+    #[case::bad_name("name: x\nnodes:\n- {name: A_B, os: linux}\n", "DNS subdomain")]
+    #[case::bad_kernel("name: x\nnodes:\n- {name: w, os: windows, kernelVersion: abc}\n", "not a Windows version")]
+    #[case::bad_effect("name: x\nnodes:\n- {name: a, os: linux, taints: [{key: k, effect: Sometimes}]}\n", "taint effect")]
+    #[case::bad_version("name: x\nkubernetesVersion: 1.32\nnodes:\n- {name: a, os: linux}\n", "kubernetesVersion")]
+    fn semantic_errors(#[case] text: &str, #[case] needle: &str) {
+        let err = Topology::parse(text, "t.yaml").expect_err("invalid");
+        assert!(err.to_string().contains(needle), "{err}");
+        assert!(err.to_string().starts_with("t.yaml"), "{err}");
+    }
+
+    #[rstest]
+    #[case("v1.32.3", Some((1, 32)))]
+    #[case("v1.9.0-alpha.1", Some((1, 9)))]
+    #[case("v1.14", Some((1, 14)))]
+    #[case("1.14", None)]
+    fn versions(#[case] v: &str, #[case] expected: Option<(u32, u32)>) {
+        assert_eq!(parse_version(v), expected);
+    }
+}
