@@ -248,46 +248,55 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<(String, Ipv4Addr)>, A
     Ok(ips)
 }
 
+/// How long the namespace controller leaves a terminating namespace alone before it sweeps
+/// its contents (the upstream controller works through a rate-limited queue: clients that
+/// delete a namespace and its objects in one go, as `kubectl delete -f` does, see them go
+/// away one by one rather than all at once).
+const NAMESPACE_SWEEP_DELAY: Duration = Duration::from_millis(1500);
+
 /// Empties terminating namespaces and removes them (retrying while pods terminate).
 async fn namespace_controller(store: Arc<Store>) {
     let ns_rt = registry::core("namespaces");
     let mut feed = store.subscribe();
-    let mut pending: Vec<String> = Vec::new();
-    let mut retry = tokio::time::interval(Duration::from_millis(500));
+    let mut pending: Vec<(String, tokio::time::Instant)> = Vec::new();
+    let mut retry = tokio::time::interval(Duration::from_millis(250));
     loop {
         tokio::select! {
             event = feed.recv() => match event {
                 Ok(e) if e.resource.plural == ns_rt.plural && e.resource.group.is_empty()
                     && e.kind == EventType::Modified && e.object.is_terminating() => {
                     let name = e.object.name().to_string();
-                    if !pending.contains(&name) {
-                        pending.push(name);
+                    if !pending.iter().any(|(n, _)| *n == name) {
+                        pending.push((name, tokio::time::Instant::now() + NAMESPACE_SWEEP_DELAY));
                     }
-                }
-                // A pod leaving may let a namespace finish.
-                Ok(e) if e.kind == EventType::Deleted && !pending.is_empty() => {
-                    let ns = e.object.namespace().to_string();
-                    if pending.contains(&ns) {
-                        retry.reset_immediately();
-                    }
+                    continue;
                 }
                 Ok(_) => continue,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     let (all, _) = store.list(ns_rt, None);
-                    pending = all.iter().filter(|n| n.is_terminating()).map(|n| n.name().to_string()).collect();
+                    for n in all.iter().filter(|n| n.is_terminating()) {
+                        if !pending.iter().any(|(p, _)| p == n.name()) {
+                            pending.push((n.name().to_string(), tokio::time::Instant::now()));
+                        }
+                    }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
             _ = retry.tick() => {}
         }
+        let now = tokio::time::Instant::now();
         let mut still = Vec::new();
-        for name in pending.drain(..) {
+        for (name, due) in pending.drain(..) {
+            if due > now {
+                still.push((name, due));
+                continue;
+            }
             match store.finalize_namespace(&name) {
                 Ok(true) => {}
-                Ok(false) => still.push(name),
+                Ok(false) => still.push((name, due)),
                 Err(e) => {
                     tracing::warn!("namespace {name}: {e}");
-                    still.push(name);
+                    still.push((name, due));
                 }
             }
         }
