@@ -1,0 +1,56 @@
+//! Shared fixtures for the simcluster integration tests: a bundled cluster on 127.0.0.1:0 and
+//! clients for it (kube-rs, and a raw reqwest client that trusts the cluster's CA).
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use simcluster::{Cluster, ClusterConfig, Topology};
+
+/// Installs the one crypto provider (ring) for this test process.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Starts the default bundled cluster.
+pub async fn start() -> Cluster {
+    start_with(ClusterConfig::new(Topology::default_cluster())).await
+}
+
+/// Starts a bundled cluster with the given configuration.
+pub async fn start_with(config: ClusterConfig) -> Cluster {
+    install_crypto();
+    Cluster::start(config).await.expect("bundled cluster starts")
+}
+
+/// A kube-rs client for the cluster, verifying its CA and sending its token.
+pub async fn kube_client(cluster: &Cluster) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig()).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig is usable");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// A raw HTTPS client that trusts the cluster's CA (no token: callers add it or test its absence).
+pub fn http_client(cluster: &Cluster) -> reqwest::Client {
+    install_crypto();
+    let ca = reqwest::Certificate::from_pem(cluster.ca_pem().as_bytes()).expect("CA PEM");
+    reqwest::Client::builder()
+        .tls_certs_only([ca])
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("reqwest client")
+}
+
+/// Creates a namespace through the store (fast, no HTTP).
+pub fn namespace(cluster: &Cluster, name: &str) {
+    cluster
+        .store()
+        .create(
+            simcluster::registry::core("namespaces"),
+            "",
+            serde_json::json!({"metadata": {"name": name}}),
+        )
+        .expect("namespace");
+}
