@@ -35,7 +35,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
         let image = node.map(|n| n.os_image()).unwrap_or_default();
         println!("  node {name:<16} {os:<8} {ip:<15} {image}");
     }
-    println!("kubeconfig written to {} (mode 0600); point kubectl at it with:", kubeconfig.display());
+    println!(
+        "kubeconfig written to {} (mode 0600); point kubectl at it with:",
+        kubeconfig.display()
+    );
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes -o wide");
     println!("Press Ctrl-C to stop.");

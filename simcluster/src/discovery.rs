@@ -113,7 +113,11 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             }));
         }
     }
-    let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     Some(json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -135,7 +139,15 @@ mod tests {
             .flatten()
             .filter_map(|r| r["name"].as_str())
             .collect();
-        for expected in ["pods", "pods/log", "pods/exec", "pods/status", "pods/binding", "nodes/status", "namespaces"] {
+        for expected in [
+            "pods",
+            "pods/log",
+            "pods/exec",
+            "pods/status",
+            "pods/binding",
+            "nodes/status",
+            "namespaces",
+        ] {
             assert!(names.contains(&expected), "{expected} missing from {names:?}");
         }
         let pods = &doc["resources"][names.iter().position(|n| *n == "pods").unwrap_or(0)];
@@ -146,7 +158,11 @@ mod tests {
     #[test]
     fn groups_and_unknowns() {
         let list = group_list();
-        assert!(list["groups"].as_array().is_some_and(|g| g.iter().any(|g| g["name"] == "apps")));
+        assert!(
+            list["groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["name"] == "apps"))
+        );
         assert!(group("apps").is_some());
         assert!(group("batch").is_none());
         assert!(resource_list("apps", "v2").is_none());

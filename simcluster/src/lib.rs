@@ -12,6 +12,7 @@ pub mod logs;
 pub mod node;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod runtime;
 pub mod selector;

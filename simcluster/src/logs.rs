@@ -118,9 +118,19 @@ mod tests {
         book.append("a", "p", "c", "one");
         book.restart("a", "p", "c");
         book.append("a", "p", "c", "two\n");
-        let current: Vec<_> = book.read("a", "p", "c", false).unwrap_or_default().into_iter().map(|l| l.text).collect();
+        let current: Vec<_> = book
+            .read("a", "p", "c", false)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| l.text)
+            .collect();
         assert_eq!(current, ["two"]);
-        let previous: Vec<_> = book.read("a", "p", "c", true).unwrap_or_default().into_iter().map(|l| l.text).collect();
+        let previous: Vec<_> = book
+            .read("a", "p", "c", true)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| l.text)
+            .collect();
         assert_eq!(previous, ["one"]);
         assert!(book.read("a", "q", "c", true).is_none());
         let (lines, mut rx) = book.read_and_follow("a", "p", "c");

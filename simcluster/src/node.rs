@@ -51,7 +51,10 @@ pub fn node_object(spec: &NodeSpec, topology: &Topology, ip: Ipv4Addr) -> Value 
         json!({"type": ty, "status": status, "reason": reason, "message": message,
                "lastHeartbeatTime": now, "lastTransitionTime": now})
     };
-    let kubelet_version = spec.kubelet_version.clone().unwrap_or_else(|| topology.kubernetes_version.clone());
+    let kubelet_version = spec
+        .kubelet_version
+        .clone()
+        .unwrap_or_else(|| topology.kubernetes_version.clone());
     let mut node = json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -131,7 +134,14 @@ fn machine_id(name: &str) -> String {
 
 fn uuid_like(name: &str, salt: u8) -> String {
     let hex = machine_id(&format!("{name}/{salt}"));
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// The node's Lease in `kube-node-lease`.
@@ -153,8 +163,14 @@ mod tests {
         let spec = topo.nodes.iter().find(|n| n.name == "win2019-1").expect("node");
         let node = node_object(spec, &topo, Ipv4Addr::new(127, 5, 6, 12));
         assert_eq!(node["metadata"]["labels"]["kubernetes.io/os"], "windows");
-        assert_eq!(node["metadata"]["labels"]["node.kubernetes.io/windows-build"], "10.0.17763");
-        assert_eq!(node["spec"]["taints"][0], json!({"key": "os", "value": "windows", "effect": "NoSchedule"}));
+        assert_eq!(
+            node["metadata"]["labels"]["node.kubernetes.io/windows-build"],
+            "10.0.17763"
+        );
+        assert_eq!(
+            node["spec"]["taints"][0],
+            json!({"key": "os", "value": "windows", "effect": "NoSchedule"})
+        );
         assert_eq!(node["status"]["nodeInfo"]["kernelVersion"], "10.0.17763.6414");
         assert_eq!(node["status"]["nodeInfo"]["osImage"], "Windows Server 2019 Datacenter");
         assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.32.3");
@@ -168,6 +184,10 @@ mod tests {
         let topo = Topology::default_cluster();
         let node = node_object(&topo.nodes[0], &topo, Ipv4Addr::new(127, 0, 0, 2));
         assert_eq!(node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "");
-        assert!(node["metadata"]["labels"].get("node.kubernetes.io/windows-build").is_none());
+        assert!(
+            node["metadata"]["labels"]
+                .get("node.kubernetes.io/windows-build")
+                .is_none()
+        );
     }
 }

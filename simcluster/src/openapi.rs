@@ -29,13 +29,20 @@ pub fn index(hash: &str) -> Value {
     let mut paths = Map::new();
     for (g, v) in group_versions() {
         let key = gv_key(g, v);
-        paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}));
+        paths.insert(
+            key.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
+        );
     }
     json!({"paths": paths})
 }
 
 fn schema_name(r: &ResourceType) -> String {
-    let group = if r.group.is_empty() { "core".to_string() } else { r.group.replace('.', "_") };
+    let group = if r.group.is_empty() {
+        "core".to_string()
+    } else {
+        r.group.replace('.', "_")
+    };
     format!("io.k8s.api.{group}.{}.{}", r.version, r.kind)
 }
 
@@ -132,7 +139,11 @@ mod tests {
             assert!(!patches.is_empty(), "{key}");
             for p in patches {
                 assert!(p["x-kubernetes-group-version-kind"]["kind"].is_string());
-                assert!(p["parameters"].as_array().is_some_and(|ps| ps.iter().any(|x| x["name"] == "fieldValidation")));
+                assert!(
+                    p["parameters"]
+                        .as_array()
+                        .is_some_and(|ps| ps.iter().any(|x| x["name"] == "fieldValidation"))
+                );
             }
         }
         assert!(document("apis/batch/v1").is_none());

@@ -113,9 +113,16 @@ fn minimal(req: &ExecRequest) -> ExecOutput {
         },
         ["env"] | ["printenv"] => {
             let mut out = format!("HOSTNAME={}\n", req.pod.name());
-            if let Some(env) = req.container_spec().and_then(|c| c.get("env")).and_then(Value::as_array) {
+            if let Some(env) = req
+                .container_spec()
+                .and_then(|c| c.get("env"))
+                .and_then(Value::as_array)
+            {
                 for e in env {
-                    if let (Some(n), Some(v)) = (e.get("name").and_then(Value::as_str), e.get("value").and_then(Value::as_str)) {
+                    if let (Some(n), Some(v)) = (
+                        e.get("name").and_then(Value::as_str),
+                        e.get("value").and_then(Value::as_str),
+                    ) {
                         out.push_str(&format!("{n}={v}\n"));
                     }
                 }
@@ -125,11 +132,14 @@ fn minimal(req: &ExecRequest) -> ExecOutput {
         ["cat"] => ExecOutput::ok(req.stdin.clone().unwrap_or_default().to_vec()),
         ["sh", "-c", script] => match script.trim().strip_prefix("exit").map(str::trim) {
             Some(code) => match code.parse::<i32>() {
-                Ok(c) if c == 0 => ExecOutput::ok(Vec::new()),
+                Ok(0) => ExecOutput::ok(Vec::new()),
                 Ok(c) => ExecOutput::failed(c, Vec::new()),
                 Err(_) => ExecOutput::failed(2, format!("sh: exit: Illegal number: {code}\n")),
             },
-            None => ExecOutput::failed(127, format!("sh: {}: not found\n", script.split_whitespace().next().unwrap_or(""))),
+            None => ExecOutput::failed(
+                127,
+                format!("sh: {}: not found\n", script.split_whitespace().next().unwrap_or("")),
+            ),
         },
         [] => ExecOutput {
             stdout: Vec::new(),
@@ -155,10 +165,16 @@ mod tests {
 
     fn request(command: &[&str], stdin: Option<&str>) -> ExecRequest {
         let store = Store::default();
-        store.create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}})).expect("ns");
+        store
+            .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
+            .expect("ns");
         let pod = store
-            .create(registry::core("pods"), "a", json!({"metadata": {"name": "web-1"}, "spec": {"containers": [
-                {"name": "c", "image": "busybox", "env": [{"name": "GREETING", "value": "hi"}]}]}}))
+            .create(
+                registry::core("pods"),
+                "a",
+                json!({"metadata": {"name": "web-1"}, "spec": {"containers": [
+                {"name": "c", "image": "busybox", "env": [{"name": "GREETING", "value": "hi"}]}]}}),
+            )
             .expect("pod");
         ExecRequest {
             pod,
@@ -178,7 +194,12 @@ mod tests {
     #[case(&["sh", "-c", "exit 3"], None, "", ExitStatus::Code(3))]
     #[case(&["false"], None, "", ExitStatus::Code(1))]
     #[tokio::test]
-    async fn minimal_commands(#[case] cmd: &[&str], #[case] stdin: Option<&str>, #[case] stdout: &str, #[case] exit: ExitStatus) {
+    async fn minimal_commands(
+        #[case] cmd: &[&str],
+        #[case] stdin: Option<&str>,
+        #[case] stdout: &str,
+        #[case] exit: ExitStatus,
+    ) {
         let out = MinimalRuntime.exec(request(cmd, stdin)).await;
         assert_eq!(String::from_utf8_lossy(&out.stdout), stdout);
         assert_eq!(out.exit, exit);

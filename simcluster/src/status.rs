@@ -133,10 +133,7 @@ fn qualified(resource: &str, group: &str) -> String {
 }
 
 fn render_causes(causes: &[Cause]) -> String {
-    let parts: Vec<String> = causes
-        .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
-        .collect();
+    let parts: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
     if parts.len() == 1 {
         parts.join("")
     } else {
@@ -202,32 +199,14 @@ impl ApiError {
             "code": self.code(),
         });
         let details = match self {
-            Self::NotFound {
-                group,
-                resource,
-                name,
-            }
-            | Self::AlreadyExists {
-                group,
-                resource,
-                name,
-            }
-            | Self::Conflict {
-                group,
-                resource,
-                name,
-            }
+            Self::NotFound { group, resource, name }
+            | Self::AlreadyExists { group, resource, name }
+            | Self::Conflict { group, resource, name }
             | Self::Precondition {
-                group,
-                resource,
-                name,
-                ..
+                group, resource, name, ..
             }
             | Self::Forbidden {
-                group,
-                resource,
-                name,
-                ..
+                group, resource, name, ..
             } => Some(json!({"name": name, "group": group, "kind": resource})),
             Self::Invalid {
                 group,
@@ -277,12 +256,7 @@ mod tests {
     )]
     #[case(ApiError::UnsupportedMediaType("x".into()), 415, "UnsupportedMediaType", "x")]
     #[case(ApiError::Expired { requested: 3, oldest: 9 }, 410, "Expired", "too old resource version: 3 (9)")]
-    fn status_shape(
-        #[case] err: ApiError,
-        #[case] code: u16,
-        #[case] reason: &str,
-        #[case] message: &str,
-    ) {
+    fn status_shape(#[case] err: ApiError, #[case] code: u16, #[case] reason: &str, #[case] message: &str) {
         let status = err.to_status();
         assert_eq!(status["kind"], "Status");
         assert_eq!(status["status"], "Failure");
@@ -303,10 +277,7 @@ mod tests {
             ],
         };
         let status = err.to_status();
-        assert_eq!(
-            status["details"]["causes"][1]["reason"],
-            "FieldValueInvalid"
-        );
+        assert_eq!(status["details"]["causes"][1]["reason"], "FieldValueInvalid");
         assert!(err.to_string().starts_with(r#"Pod "p" is invalid: ["#));
     }
 }

@@ -25,8 +25,8 @@ pub struct Stored {
 
 impl Stored {
     fn new(value: Value) -> Result<Arc<Self>, ApiError> {
-        let json = serde_json::to_vec(&value)
-            .map_err(|e| ApiError::Internal(format!("cannot serialise object: {e}")))?;
+        let json =
+            serde_json::to_vec(&value).map_err(|e| ApiError::Internal(format!("cannot serialise object: {e}")))?;
         Ok(Arc::new(Self {
             value,
             json: Bytes::from(json),
@@ -294,11 +294,20 @@ impl Store {
         } else {
             meta.remove("namespace");
         }
-        for field in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"] {
+        for field in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+        ] {
             meta.remove(field);
         }
         let mut name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-        let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or("").to_string();
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if name.is_empty() && generate.is_empty() {
             return Err(invalid(
                 rt,
@@ -377,7 +386,14 @@ impl Store {
     /// Atomically reads, changes and writes back one object. `change` gets the current value
     /// and edits it; identity fields are restored afterwards, the part rules applied, and the
     /// generation bumped when the spec changed. An unchanged object is not rewritten.
-    pub fn modify<F>(&self, rt: &'static ResourceType, ns: &str, name: &str, part: Part, change: F) -> Result<Obj, ApiError>
+    pub fn modify<F>(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        part: Part,
+        change: F,
+    ) -> Result<Obj, ApiError>
     where
         F: FnOnce(&mut Value) -> Result<(), ApiError>,
     {
@@ -407,7 +423,11 @@ impl Store {
             defaults::on_write(rt, &mut next);
         }
         if rt.has_spec && old.value().get("spec") != next.get("spec") {
-            let generation = old.value().pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            let generation = old
+                .value()
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             set_meta(&mut next, "generation", json!(generation + 1));
         }
         set_meta(&mut next, "resourceVersion", json!(old.resource_version().to_string()));
@@ -432,7 +452,13 @@ impl Store {
     /// deletionTimestamp and stay until their kubelet removes them with grace 0); objects with
     /// finalizers stay until the finalizers are gone; namespaces become `Terminating` and go
     /// once [`Store::finalize_namespace`] has emptied them.
-    pub fn delete(&self, rt: &'static ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
+    pub fn delete(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
         let mut inner = self.write();
         let table_key = key(rt);
         let k = obj_key(rt, ns, name);
@@ -443,10 +469,28 @@ impl Store {
             .cloned()
             .ok_or_else(|| not_found(rt, name))?;
         if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| *u != old.uid()) {
-            return Err(precondition(rt, name, format!("the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated", old.uid())));
+            return Err(precondition(
+                rt,
+                name,
+                format!(
+                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                    old.uid()
+                ),
+            ));
         }
-        if let Some(rv) = opts.precondition_rv.as_deref().filter(|r| *r != old.resource_version().to_string()) {
-            return Err(precondition(rt, name, format!("the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified", old.resource_version())));
+        if let Some(rv) = opts
+            .precondition_rv
+            .as_deref()
+            .filter(|r| *r != old.resource_version().to_string())
+        {
+            return Err(precondition(
+                rt,
+                name,
+                format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    old.resource_version()
+                ),
+            ));
         }
         let grace = graceful_period(rt, old.value(), opts.grace_period_seconds);
         let has_finalizers = !finalizers_empty(old.value());
@@ -459,8 +503,14 @@ impl Store {
         // Mark for deletion (or shorten a pending graceful deletion).
         let mut next = old.value().clone();
         let already = old.is_terminating();
-        let deadline = Utc::now() + chrono::Duration::seconds(grace.unwrap_or(0));
-        let shorten = match (grace, next.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64)) {
+        let deadline = chrono::Duration::try_seconds(grace.unwrap_or(0))
+            .and_then(|d| Utc::now().checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let shorten = match (
+            grace,
+            next.pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64),
+        ) {
             (Some(g), Some(cur)) => g < cur,
             _ => false,
         };
@@ -533,7 +583,9 @@ impl Store {
         // Something may have been created between the sweep and now; check under the lock.
         let empty = registry::all().iter().filter(|r| r.namespaced).all(|rt| {
             inner.tables.get(&key(rt)).is_none_or(|t| {
-                t.range((name.to_string(), String::new())..).next().is_none_or(|((n, _), _)| n != name)
+                t.range((name.to_string(), String::new())..)
+                    .next()
+                    .is_none_or(|((n, _), _)| n != name)
             })
         });
         if !empty {
@@ -674,7 +726,11 @@ fn precondition(rt: &ResourceType, name: &str, reason: String) -> ApiError {
 
 fn check_namespace_open(inner: &Inner, ns: &str) -> Result<(), ApiError> {
     let ns_rt = registry::core("namespaces");
-    match inner.tables.get(&key(ns_rt)).and_then(|t| t.get(&(String::new(), ns.to_string()))) {
+    match inner
+        .tables
+        .get(&key(ns_rt))
+        .and_then(|t| t.get(&(String::new(), ns.to_string())))
+    {
         None => Err(ApiError::not_found("", "namespaces", ns)),
         Some(n) if n.is_terminating() => Err(ApiError::Forbidden {
             group: String::new(),
@@ -712,22 +768,32 @@ fn finalizers_empty(v: &Value) -> bool {
 fn awaits_kubelet(rt: &ResourceType, v: &Value) -> bool {
     rt.group.is_empty()
         && rt.plural == "pods"
-        && v.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) > 0
+        && v.pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            > 0
 }
+
+/// The longest grace period honoured (ten years); larger requests are clamped to it.
+const MAX_GRACE_SECONDS: i64 = 10 * 365 * 24 * 3600;
 
 /// The grace period a delete gets, or None for an immediate removal.
 fn graceful_period(rt: &ResourceType, v: &Value, requested: Option<i64>) -> Option<i64> {
     if !(rt.group.is_empty() && rt.plural == "pods") {
         return None;
     }
-    let bound = v.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let bound = v
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
     let phase = v.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
     if !bound || matches!(phase, "Succeeded" | "Failed") {
         return None;
     }
     let grace = requested
         .or_else(|| v.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
-        .unwrap_or(30);
+        .unwrap_or(30)
+        .min(MAX_GRACE_SECONDS);
     (grace > 0).then_some(grace)
 }
 
@@ -764,7 +830,11 @@ fn restore_identity(rt: &ResourceType, old: &Value, next: &mut Value) {
     let Some(obj) = next.as_object_mut() else { return };
     obj.insert("apiVersion".into(), json!(rt.api_version()));
     obj.insert("kind".into(), json!(rt.kind));
-    let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let meta = obj.entry("metadata").or_insert_with(|| json!({}));
     if !meta.is_object() {
         *meta = json!({});

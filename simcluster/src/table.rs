@@ -19,79 +19,115 @@ const fn col(name: &'static str, ty: &'static str, priority: u8) -> Column {
 
 fn columns(printer: Printer) -> &'static [Column] {
     match printer {
-        Printer::Node => const { &[
-            col("Name", "string", 0),
-            col("Status", "string", 0),
-            col("Roles", "string", 0),
-            col("Age", "string", 0),
-            col("Version", "string", 0),
-            col("Internal-IP", "string", 1),
-            col("External-IP", "string", 1),
-            col("OS-Image", "string", 1),
-            col("Kernel-Version", "string", 1),
-            col("Container-Runtime", "string", 1),
-        ] },
-        Printer::Pod => const { &[
-            col("Name", "string", 0),
-            col("Ready", "string", 0),
-            col("Status", "string", 0),
-            col("Restarts", "string", 0),
-            col("Age", "string", 0),
-            col("IP", "string", 1),
-            col("Node", "string", 1),
-            col("Nominated Node", "string", 1),
-            col("Readiness Gates", "string", 1),
-        ] },
-        Printer::Service => const { &[
-            col("Name", "string", 0),
-            col("Type", "string", 0),
-            col("Cluster-IP", "string", 0),
-            col("External-IP", "string", 0),
-            col("Port(s)", "string", 0),
-            col("Age", "string", 0),
-            col("Selector", "string", 1),
-        ] },
-        Printer::Deployment => const { &[
-            col("Name", "string", 0),
-            col("Ready", "string", 0),
-            col("Up-to-date", "integer", 0),
-            col("Available", "integer", 0),
-            col("Age", "string", 0),
-            col("Containers", "string", 1),
-            col("Images", "string", 1),
-            col("Selector", "string", 1),
-        ] },
-        Printer::ReplicaSet => const { &[
-            col("Name", "string", 0),
-            col("Desired", "integer", 0),
-            col("Current", "integer", 0),
-            col("Ready", "integer", 0),
-            col("Age", "string", 0),
-            col("Containers", "string", 1),
-            col("Images", "string", 1),
-            col("Selector", "string", 1),
-        ] },
-        Printer::DaemonSet => const { &[
-            col("Name", "string", 0),
-            col("Desired", "integer", 0),
-            col("Current", "integer", 0),
-            col("Ready", "integer", 0),
-            col("Up-to-date", "integer", 0),
-            col("Available", "integer", 0),
-            col("Node Selector", "string", 0),
-            col("Age", "string", 0),
-            col("Containers", "string", 1),
-            col("Images", "string", 1),
-            col("Selector", "string", 1),
-        ] },
-        Printer::Event => const { &[
-            col("Last Seen", "string", 0),
-            col("Type", "string", 0),
-            col("Reason", "string", 0),
-            col("Object", "string", 0),
-            col("Message", "string", 0),
-        ] },
-        Printer::Namespace => const { &[col("Name", "string", 0), col("Status", "string", 0), col("Age", "string", 0)] },
+        Printer::Node => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Status", "string", 0),
+                    col("Roles", "string", 0),
+                    col("Age", "string", 0),
+                    col("Version", "string", 0),
+                    col("Internal-IP", "string", 1),
+                    col("External-IP", "string", 1),
+                    col("OS-Image", "string", 1),
+                    col("Kernel-Version", "string", 1),
+                    col("Container-Runtime", "string", 1),
+                ]
+            }
+        }
+        Printer::Pod => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Ready", "string", 0),
+                    col("Status", "string", 0),
+                    col("Restarts", "string", 0),
+                    col("Age", "string", 0),
+                    col("IP", "string", 1),
+                    col("Node", "string", 1),
+                    col("Nominated Node", "string", 1),
+                    col("Readiness Gates", "string", 1),
+                ]
+            }
+        }
+        Printer::Service => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Type", "string", 0),
+                    col("Cluster-IP", "string", 0),
+                    col("External-IP", "string", 0),
+                    col("Port(s)", "string", 0),
+                    col("Age", "string", 0),
+                    col("Selector", "string", 1),
+                ]
+            }
+        }
+        Printer::Deployment => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Ready", "string", 0),
+                    col("Up-to-date", "integer", 0),
+                    col("Available", "integer", 0),
+                    col("Age", "string", 0),
+                    col("Containers", "string", 1),
+                    col("Images", "string", 1),
+                    col("Selector", "string", 1),
+                ]
+            }
+        }
+        Printer::ReplicaSet => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Desired", "integer", 0),
+                    col("Current", "integer", 0),
+                    col("Ready", "integer", 0),
+                    col("Age", "string", 0),
+                    col("Containers", "string", 1),
+                    col("Images", "string", 1),
+                    col("Selector", "string", 1),
+                ]
+            }
+        }
+        Printer::DaemonSet => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Desired", "integer", 0),
+                    col("Current", "integer", 0),
+                    col("Ready", "integer", 0),
+                    col("Up-to-date", "integer", 0),
+                    col("Available", "integer", 0),
+                    col("Node Selector", "string", 0),
+                    col("Age", "string", 0),
+                    col("Containers", "string", 1),
+                    col("Images", "string", 1),
+                    col("Selector", "string", 1),
+                ]
+            }
+        }
+        Printer::Event => {
+            const {
+                &[
+                    col("Last Seen", "string", 0),
+                    col("Type", "string", 0),
+                    col("Reason", "string", 0),
+                    col("Object", "string", 0),
+                    col("Message", "string", 0),
+                ]
+            }
+        }
+        Printer::Namespace => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Status", "string", 0),
+                    col("Age", "string", 0),
+                ]
+            }
+        }
         Printer::Generic => const { &[col("Name", "string", 0), col("Age", "string", 0)] },
     }
 }
@@ -190,17 +226,29 @@ pub fn human_duration(d: chrono::Duration) -> String {
         format!("{secs}s")
     } else if mins < 10 {
         let s = secs % 60;
-        if s == 0 { format!("{mins}m") } else { format!("{mins}m{s}s") }
+        if s == 0 {
+            format!("{mins}m")
+        } else {
+            format!("{mins}m{s}s")
+        }
     } else if mins < 180 {
         format!("{mins}m")
     } else if hours < 8 {
         let m = mins % 60;
-        if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") }
+        if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        }
     } else if hours < 48 {
         format!("{hours}h")
     } else if hours < 192 {
         let h = hours % 24;
-        if h == 0 { format!("{days}d") } else { format!("{days}d{h}h") }
+        if h == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{h}h")
+        }
     } else if days < 730 {
         format!("{days}d")
     } else if days < 2920 {
@@ -220,7 +268,9 @@ fn containers_images(v: &Value, spec: &str) -> (String, String) {
 }
 
 fn selector_string(v: &Value, ptr: &str) -> String {
-    let Some(sel) = v.pointer(ptr) else { return "<none>".into() };
+    let Some(sel) = v.pointer(ptr) else {
+        return "<none>".into();
+    };
     let map = sel.get("matchLabels").unwrap_or(sel);
     match map.as_object() {
         Some(m) if !m.is_empty() => m
@@ -272,7 +322,11 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
             vec![
                 name,
                 json!(status),
-                json!(if roles.is_empty() { "<none>".into() } else { roles.join(",") }),
+                json!(if roles.is_empty() {
+                    "<none>".into()
+                } else {
+                    roles.join(",")
+                }),
                 json!(age(v, now)),
                 json!(s(v, "/status/nodeInfo/kubeletVersion")),
                 json!(address("InternalIP")),
@@ -316,13 +370,21 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
             } else {
                 "<none>".into()
             };
-            let cluster_ip = if ty == "ExternalName" { "<none>" } else { s(v, "/spec/clusterIP") };
+            let cluster_ip = if ty == "ExternalName" {
+                "<none>"
+            } else {
+                s(v, "/spec/clusterIP")
+            };
             vec![
                 name,
                 json!(ty),
                 json!(or_none(cluster_ip)),
                 json!(external),
-                json!(if ports.is_empty() { "<none>".into() } else { ports.join(",") }),
+                json!(if ports.is_empty() {
+                    "<none>".into()
+                } else {
+                    ports.join(",")
+                }),
                 json!(age(v, now)),
                 json!(selector_string(v, "/spec/selector")),
             ]
@@ -371,11 +433,15 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
             ]
         }
         Printer::Event => {
-            let last = [s(v, "/lastTimestamp"), s(v, "/eventTime"), s(v, "/metadata/creationTimestamp")]
-                .into_iter()
-                .find_map(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| human_duration(now.signed_duration_since(t.with_timezone(&Utc))))
-                .unwrap_or_else(|| "<unknown>".into());
+            let last = [
+                s(v, "/lastTimestamp"),
+                s(v, "/eventTime"),
+                s(v, "/metadata/creationTimestamp"),
+            ]
+            .into_iter()
+            .find_map(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| human_duration(now.signed_duration_since(t.with_timezone(&Utc))))
+            .unwrap_or_else(|| "<unknown>".into());
             let object = format!(
                 "{}/{}",
                 s(v, "/involvedObject/kind").to_lowercase(),
@@ -396,22 +462,39 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 /// READY, STATUS and RESTARTS of a pod, following kubectl's pod printer.
 fn pod_summary(v: &Value, now: DateTime<Utc>) -> (String, String, String) {
-    let total = v.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+    let total = v
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     let statuses = v
         .pointer("/status/containerStatuses")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let ready = statuses.iter().filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true)).count();
+    let ready = statuses
+        .iter()
+        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+        .count();
     let mut reason = {
         let r = s(v, "/status/reason");
-        if r.is_empty() { s(v, "/status/phase").to_string() } else { r.to_string() }
+        if r.is_empty() {
+            s(v, "/status/phase").to_string()
+        } else {
+            r.to_string()
+        }
     };
     let mut restarts = 0;
     let mut last_restart: Option<DateTime<Utc>> = None;
     // Init containers first.
-    let init = v.pointer("/status/initContainerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
-    let init_total = v.pointer("/spec/initContainers").and_then(Value::as_array).map_or(0, Vec::len);
+    let init = v
+        .pointer("/status/initContainerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let init_total = v
+        .pointer("/spec/initContainers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     let mut initializing = false;
     for (idx, c) in init.iter().enumerate() {
         restarts += i(c, "/restartCount");
@@ -422,10 +505,18 @@ fn pod_summary(v: &Value, now: DateTime<Utc>) -> (String, String, String) {
         initializing = true;
         reason = if let Some(code) = term_code {
             let r = s(c, "/state/terminated/reason");
-            if r.is_empty() { format!("Init:ExitCode:{code}") } else { format!("Init:{r}") }
+            if r.is_empty() {
+                format!("Init:ExitCode:{code}")
+            } else {
+                format!("Init:{r}")
+            }
         } else {
             let w = s(c, "/state/waiting/reason");
-            if !w.is_empty() && w != "PodInitializing" { format!("Init:{w}") } else { format!("Init:{idx}/{init_total}") }
+            if !w.is_empty() && w != "PodInitializing" {
+                format!("Init:{w}")
+            } else {
+                format!("Init:{idx}/{init_total}")
+            }
         };
         break;
     }
@@ -460,7 +551,11 @@ fn pod_summary(v: &Value, now: DateTime<Utc>) -> (String, String, String) {
         }
     }
     if v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
-        reason = if s(v, "/status/reason") == "NodeLost" { "Unknown".into() } else { "Terminating".into() };
+        reason = if s(v, "/status/reason") == "NodeLost" {
+            "Unknown".into()
+        } else {
+            "Terminating".into()
+        };
     }
     let restarts = match last_restart {
         Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now.signed_duration_since(t))),

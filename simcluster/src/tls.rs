@@ -5,8 +5,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    SanType,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
@@ -48,7 +48,11 @@ impl Certificates {
         let ca_cert = ca_params.self_signed(&ca_key)?;
         let issuer = Issuer::new(ca_params, ca_key);
 
-        let mut sans = vec!["localhost".to_string(), "kubernetes".to_string(), "kubernetes.default.svc".to_string()];
+        let mut sans = vec![
+            "localhost".to_string(),
+            "kubernetes".to_string(),
+            "kubernetes.default.svc".to_string(),
+        ];
         sans.extend(names.iter().cloned());
         let mut params = CertificateParams::new(sans)?;
         let mut all_ips: Vec<IpAddr> = vec![IpAddr::from([127, 0, 0, 1])];
@@ -57,9 +61,7 @@ impl Certificates {
         params
             .subject_alt_names
             .extend(all_ips.into_iter().map(SanType::IpAddress));
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "kube-apiserver");
+        params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
         params.use_authority_key_identifier_extension = true;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];

@@ -36,10 +36,7 @@ pub const DEFAULT_TOPOLOGY: &str = include_str!("../topologies/default.yaml");
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     #[error("{path}: cannot read: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
         path: String,
@@ -154,10 +151,7 @@ impl Topology {
     /// Parses and validates topology YAML; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, TopologyError> {
         let topology: Topology = serde_saphyr::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((0, 0));
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             TopologyError::Parse {
                 path: origin.to_string(),
                 line,
@@ -177,12 +171,19 @@ impl Topology {
         if self.nodes.is_empty() {
             return Err(invalid("a topology needs at least one node".into()));
         }
-        parse_version(&self.kubernetes_version)
-            .ok_or_else(|| invalid(format!("kubernetesVersion {:?} is not of the form v1.N.P", self.kubernetes_version)))?;
+        parse_version(&self.kubernetes_version).ok_or_else(|| {
+            invalid(format!(
+                "kubernetesVersion {:?} is not of the form v1.N.P",
+                self.kubernetes_version
+            ))
+        })?;
         let mut seen = std::collections::BTreeSet::new();
         for node in &self.nodes {
             if !crate::validation::is_dns_subdomain(&node.name) {
-                return Err(invalid(format!("node name {:?} is not a valid DNS subdomain", node.name)));
+                return Err(invalid(format!(
+                    "node name {:?} is not a valid DNS subdomain",
+                    node.name
+                )));
             }
             if !seen.insert(node.name.as_str()) {
                 return Err(invalid(format!("node {:?} is listed twice", node.name)));
@@ -265,11 +266,7 @@ pub fn parse_version(v: &str) -> Option<(u32, u32)> {
     let mut parts = rest.splitn(3, '.');
     let major = parts.next()?.parse().ok()?;
     let minor_text = parts.next()?;
-    let minor = minor_text
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()?;
+    let minor = minor_text.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
     Some((major, minor))
 }
 
@@ -290,7 +287,11 @@ mod tests {
         assert_eq!(t.version(), (1, 32));
         let w19 = &t.nodes[2];
         assert_eq!(w19.windows_build().as_deref(), Some("10.0.17763"));
-        assert!(w19.taints.iter().any(|t| t.key == "os" && t.value == "windows" && t.effect == "NoSchedule"));
+        assert!(
+            w19.taints
+                .iter()
+                .any(|t| t.key == "os" && t.value == "windows" && t.effect == "NoSchedule")
+        );
         assert_eq!(t.nodes[3].build_number(), Some(20348));
     }
 
@@ -299,7 +300,12 @@ mod tests {
     #[case::bad_os("name: x\nnodes:\n- name: a\n  os: solaris\n", 4, "solaris")]
     fn errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
         match Topology::parse(text, "topo.yaml") {
-            Err(TopologyError::Parse { path, line: l, column, message }) => {
+            Err(TopologyError::Parse {
+                path,
+                line: l,
+                column,
+                message,
+            }) => {
                 assert_eq!(path, "topo.yaml");
                 assert_eq!(l, line, "{message}");
                 assert!(column > 0);
@@ -313,9 +319,18 @@ mod tests {
     #[case::no_nodes("name: x\nnodes: []\n", "at least one node")]
     #[case::dup("name: x\nnodes:\n- {name: a, os: linux}\n- {name: a, os: linux}\n", "twice")]
     #[case::bad_name("name: x\nnodes:\n- {name: A_B, os: linux}\n", "DNS subdomain")]
-    #[case::bad_kernel("name: x\nnodes:\n- {name: w, os: windows, kernelVersion: abc}\n", "not a Windows version")]
-    #[case::bad_effect("name: x\nnodes:\n- {name: a, os: linux, taints: [{key: k, effect: Sometimes}]}\n", "taint effect")]
-    #[case::bad_version("name: x\nkubernetesVersion: 1.32\nnodes:\n- {name: a, os: linux}\n", "kubernetesVersion")]
+    #[case::bad_kernel(
+        "name: x\nnodes:\n- {name: w, os: windows, kernelVersion: abc}\n",
+        "not a Windows version"
+    )]
+    #[case::bad_effect(
+        "name: x\nnodes:\n- {name: a, os: linux, taints: [{key: k, effect: Sometimes}]}\n",
+        "taint effect"
+    )]
+    #[case::bad_version(
+        "name: x\nkubernetesVersion: 1.32\nnodes:\n- {name: a, os: linux}\n",
+        "kubernetesVersion"
+    )]
     fn semantic_errors(#[case] text: &str, #[case] needle: &str) {
         let err = Topology::parse(text, "t.yaml").expect_err("invalid");
         assert!(err.to_string().contains(needle), "{err}");

@@ -16,7 +16,8 @@ pub fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b.first().is_some_and(u8::is_ascii_alphanumeric)
         && b.last().is_some_and(u8::is_ascii_alphanumeric)
 }
@@ -53,7 +54,11 @@ fn check_name(name: &str, rule: NameRule, field: &str, causes: &mut Vec<Cause>) 
         NameRule::Dns1035 => (is_dns1035_label(name), DNS1035_MSG, 63),
     };
     if name.len() > max {
-        causes.push(Cause::invalid(field, name, &format!("must be no more than {max} characters")));
+        causes.push(Cause::invalid(
+            field,
+            name,
+            &format!("must be no more than {max} characters"),
+        ));
     } else if !ok {
         causes.push(Cause::invalid(field, name, msg));
     }
@@ -63,7 +68,10 @@ fn check_name(name: &str, rule: NameRule, field: &str, causes: &mut Vec<Cause>) 
 pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     let mut causes = Vec::new();
     let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    let generate = obj.pointer("/metadata/generateName").and_then(Value::as_str).unwrap_or("");
+    let generate = obj
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if name.is_empty() && generate.is_empty() {
         causes.push(Cause::required("metadata.name", "name or generateName is required"));
     } else if !name.is_empty() {
@@ -114,7 +122,11 @@ fn check_string_map(obj: &Value, field: &str, causes: &mut Vec<Cause>) {
     if let Some(map) = obj.pointer(&format!("/metadata/{field}")).and_then(Value::as_object) {
         for (k, v) in map {
             if !v.is_string() {
-                causes.push(Cause::invalid(format!("metadata.{field}[{k}]"), &v.to_string(), "must be a string"));
+                causes.push(Cause::invalid(
+                    format!("metadata.{field}[{k}]"),
+                    &v.to_string(),
+                    "must be a string",
+                ));
             }
         }
     }
@@ -129,7 +141,9 @@ fn pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
     let mut names = std::collections::BTreeSet::new();
     for list in ["initContainers", "containers"] {
-        let Some(items) = spec.get(list).and_then(Value::as_array) else { continue };
+        let Some(items) = spec.get(list).and_then(Value::as_array) else {
+            continue;
+        };
         for (i, c) in items.iter().enumerate() {
             let at = format!("{path}.{list}[{i}]");
             let name = c.get("name").and_then(Value::as_str).unwrap_or("");
@@ -149,7 +163,12 @@ fn pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
             }
             if let Some(ports) = c.get("ports").and_then(Value::as_array) {
                 for (j, p) in ports.iter().enumerate() {
-                    port_number(p.get("containerPort"), &format!("{at}.ports[{j}].containerPort"), true, causes);
+                    port_number(
+                        p.get("containerPort"),
+                        &format!("{at}.ports[{j}].containerPort"),
+                        true,
+                        causes,
+                    );
                     port_number(p.get("hostPort"), &format!("{at}.ports[{j}].hostPort"), false, causes);
                 }
             }
@@ -169,7 +188,11 @@ fn port_number(v: Option<&Value>, field: &str, required: bool, causes: &mut Vec<
         None => {}
         Some(p) => match p.as_i64() {
             Some(n) if (1..=65535).contains(&n) => {}
-            _ => causes.push(Cause::invalid(field, &p.to_string(), "must be between 1 and 65535, inclusive")),
+            _ => causes.push(Cause::invalid(
+                field,
+                &p.to_string(),
+                "must be between 1 and 65535, inclusive",
+            )),
         },
     }
 }
@@ -201,7 +224,11 @@ fn workload(obj: &Value, causes: &mut Vec<Cause>) {
     if let Some(r) = obj.pointer("/spec/replicas")
         && r.as_i64().is_none_or(|n| n < 0)
     {
-        causes.push(Cause::invalid("spec.replicas", &r.to_string(), "must be greater than or equal to 0"));
+        causes.push(Cause::invalid(
+            "spec.replicas",
+            &r.to_string(),
+            "must be greater than or equal to 0",
+        ));
     }
 }
 
@@ -214,7 +241,11 @@ fn service(obj: &Value, causes: &mut Vec<Cause>) {
     let headless = obj.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None");
     let ports = obj.pointer("/spec/ports").and_then(Value::as_array);
     if ty == "ExternalName" {
-        if obj.pointer("/spec/externalName").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if obj
+            .pointer("/spec/externalName")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             causes.push(Cause::required("spec.externalName", ""));
         }
     } else if ports.is_none_or(Vec::is_empty) && !headless {
@@ -275,10 +306,18 @@ mod tests {
         let mut d = json!({"metadata":{"name":"d"},"spec":{"selector":{"matchLabels":{"app":"a"}},
             "template":{"metadata":{"labels":{"app":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}});
         let err = validate(deploy, &d).expect_err("mismatch");
-        assert!(err.to_string().contains("`selector` does not match template `labels`"), "{err}");
+        assert!(
+            err.to_string().contains("`selector` does not match template `labels`"),
+            "{err}"
+        );
         d["spec"]["template"]["metadata"]["labels"]["app"] = json!("a");
         validate(deploy, &d).expect("valid");
         d["spec"].as_object_mut().map(|s| s.remove("selector"));
-        assert!(validate(deploy, &d).expect_err("missing").to_string().contains("spec.selector: Required value"));
+        assert!(
+            validate(deploy, &d)
+                .expect_err("missing")
+                .to_string()
+                .contains("spec.selector: Required value")
+        );
     }
 }

@@ -67,11 +67,17 @@ fn mark_running(cluster: &simcluster::Cluster, ns: &str, name: &str) {
 async fn typed_crud_round_trip() {
     let (_cluster, client) = setup("crud").await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "crud");
-    let created = cms.create(&PostParams::default(), &cm("one", &[])).await.expect("create");
+    let created = cms
+        .create(&PostParams::default(), &cm("one", &[]))
+        .await
+        .expect("create");
     assert!(created.uid().is_some());
     assert!(created.resource_version().is_some());
     let mut got = cms.get("one").await.expect("get");
-    assert_eq!(got.data.as_ref().and_then(|d| d.get("k")).map(String::as_str), Some("v"));
+    assert_eq!(
+        got.data.as_ref().and_then(|d| d.get("k")).map(String::as_str),
+        Some("v")
+    );
     got.data = Some(BTreeMap::from([("k".to_string(), "w".to_string())]));
     let replaced = cms.replace("one", &PostParams::default(), &got).await.expect("replace");
     assert_ne!(replaced.resource_version(), created.resource_version());
@@ -80,7 +86,13 @@ async fn typed_crud_round_trip() {
     assert_eq!((code, reason.as_str()), (404, "NotFound"));
 
     let nodes: Api<Node> = Api::all(client.clone());
-    let names: Vec<String> = nodes.list(&ListParams::default()).await.expect("nodes").iter().map(|n| n.name_any()).collect();
+    let names: Vec<String> = nodes
+        .list(&ListParams::default())
+        .await
+        .expect("nodes")
+        .iter()
+        .map(|n| n.name_any())
+        .collect();
     assert_eq!(names, ["control-plane", "linux-1", "win2019-1", "win2022-1"]);
     let win = nodes.get("win2019-1").await.expect("node");
     let info = win.status.and_then(|s| s.node_info).expect("nodeInfo");
@@ -102,7 +114,10 @@ async fn patch_types(#[case] patch: Patch<serde_json::Value>, #[case] expected: 
     let cms: Api<ConfigMap> = Api::namespaced(client, "patches");
     cms.create(&PostParams::default(), &cm("p", &[])).await.expect("create");
     let patched = cms.patch("p", &PatchParams::default(), &patch).await.expect("patch");
-    assert_eq!(patched.data.and_then(|d| d.get("k").cloned()).as_deref(), Some(expected));
+    assert_eq!(
+        patched.data.and_then(|d| d.get("k").cloned()).as_deref(),
+        Some(expected)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,13 +131,19 @@ async fn server_side_apply_creates_then_merges() {
                 "spec": {"containers": [{"name": "web", "image": "registry.k8s.io/e2e-test-images/agnhost:2.52"}]}}},
     });
     let pp = PatchParams::apply("mixcheck-test").force();
-    let created = deploys.patch("web", &pp, &Patch::Apply(&manifest)).await.expect("apply creates");
+    let created = deploys
+        .patch("web", &pp, &Patch::Apply(&manifest))
+        .await
+        .expect("apply creates");
     assert_eq!(created.spec.as_ref().and_then(|s| s.replicas), Some(2));
     assert_eq!(created.metadata.generation, Some(1));
     let mut second = manifest.clone();
     second["spec"]["replicas"] = json!(4);
     second["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["netexec"]);
-    let merged = deploys.patch("web", &pp, &Patch::Apply(&second)).await.expect("apply merges");
+    let merged = deploys
+        .patch("web", &pp, &Patch::Apply(&second))
+        .await
+        .expect("apply merges");
     let spec = merged.spec.expect("spec");
     assert_eq!(spec.replicas, Some(4));
     let containers = spec.template.spec.expect("pod spec").containers;
@@ -135,8 +156,14 @@ async fn server_side_apply_creates_then_merges() {
 async fn list_with_label_and_field_selectors() {
     let (cluster, client) = setup("sel").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "sel");
-    for (name, node, app) in [("a", "linux-1", "web"), ("b", "win2022-1", "web"), ("c", "linux-1", "db")] {
-        pods.create(&PostParams::default(), &pod(name, node, app)).await.expect("create");
+    for (name, node, app) in [
+        ("a", "linux-1", "web"),
+        ("b", "win2022-1", "web"),
+        ("c", "linux-1", "db"),
+    ] {
+        pods.create(&PostParams::default(), &pod(name, node, app))
+            .await
+            .expect("create");
     }
     mark_running(&cluster, "sel", "a");
     let names = |list: kube::core::ObjectList<Pod>| list.iter().map(|p| p.name_any()).collect::<Vec<_>>();
@@ -147,16 +174,28 @@ async fn list_with_label_and_field_selectors() {
         (ListParams::default().labels("app,app notin (web)"), &["c"]),
         (ListParams::default().fields("spec.nodeName=linux-1"), &["a", "c"]),
         (ListParams::default().fields("status.phase!=Running"), &["b", "c"]),
-        (ListParams::default().labels("app=web").fields("spec.nodeName=linux-1,metadata.name=a"), &["a"]),
+        (
+            ListParams::default()
+                .labels("app=web")
+                .fields("spec.nodeName=linux-1,metadata.name=a"),
+            &["a"],
+        ),
     ];
     for (params, expected) in cases {
         assert_eq!(names(pods.list(&params).await.expect("list")), expected, "{params:?}");
     }
     let all: Api<Pod> = Api::all(client);
-    let across = all.list(&ListParams::default().fields("metadata.namespace=sel")).await.expect("list all");
+    let across = all
+        .list(&ListParams::default().fields("metadata.namespace=sel"))
+        .await
+        .expect("list all");
     assert_eq!(across.items.len(), 3);
     assert!(across.metadata.resource_version.is_some());
-    let (code, _) = api_error(pods.list(&ListParams::default().fields("spec.bogus=1")).await.expect_err("bad field"));
+    let (code, _) = api_error(
+        pods.list(&ListParams::default().fields("spec.bogus=1"))
+            .await
+            .expect_err("bad field"),
+    );
     assert_eq!(code, 400);
 }
 
@@ -166,13 +205,28 @@ async fn errors_decode_with_upstream_reasons() {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "errs");
     let (code, reason) = api_error(cms.get("missing").await.expect_err("404"));
     assert_eq!((code, reason.as_str()), (404, "NotFound"));
-    cms.create(&PostParams::default(), &cm("dup", &[])).await.expect("create");
-    let (code, reason) = api_error(cms.create(&PostParams::default(), &cm("dup", &[])).await.expect_err("dup"));
+    cms.create(&PostParams::default(), &cm("dup", &[]))
+        .await
+        .expect("create");
+    let (code, reason) = api_error(
+        cms.create(&PostParams::default(), &cm("dup", &[]))
+            .await
+            .expect_err("dup"),
+    );
     assert_eq!((code, reason.as_str()), (409, "AlreadyExists"));
-    let (code, reason) = api_error(cms.create(&PostParams::default(), &cm("Not_Valid", &[])).await.expect_err("invalid"));
+    let (code, reason) = api_error(
+        cms.create(&PostParams::default(), &cm("Not_Valid", &[]))
+            .await
+            .expect_err("invalid"),
+    );
     assert_eq!((code, reason.as_str()), (422, "Invalid"));
     let elsewhere: Api<ConfigMap> = Api::namespaced(client, "no-such-namespace");
-    let (code, reason) = api_error(elsewhere.create(&PostParams::default(), &cm("x", &[])).await.expect_err("no ns"));
+    let (code, reason) = api_error(
+        elsewhere
+            .create(&PostParams::default(), &cm("x", &[]))
+            .await
+            .expect_err("no ns"),
+    );
     assert_eq!((code, reason.as_str()), (404, "NotFound"));
 }
 
@@ -183,15 +237,24 @@ async fn stale_update_conflicts() {
     let v1 = cms.create(&PostParams::default(), &cm("c", &[])).await.expect("create");
     let mut fresh = v1.clone();
     fresh.data = Some(BTreeMap::from([("k".to_string(), "2".to_string())]));
-    cms.replace("c", &PostParams::default(), &fresh).await.expect("first writer wins");
+    cms.replace("c", &PostParams::default(), &fresh)
+        .await
+        .expect("first writer wins");
     let mut stale = v1;
     stale.data = Some(BTreeMap::from([("k".to_string(), "3".to_string())]));
-    let err = cms.replace("c", &PostParams::default(), &stale).await.expect_err("stale");
+    let err = cms
+        .replace("c", &PostParams::default(), &stale)
+        .await
+        .expect_err("stale");
     match err {
         kube::Error::Api(status) => {
             assert_eq!(status.code, 409);
             assert_eq!(status.reason, "Conflict");
-            assert!(status.message.contains("the object has been modified"), "{}", status.message);
+            assert!(
+                status.message.contains("the object has been modified"),
+                "{}",
+                status.message
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -206,9 +269,15 @@ async fn expired_watch_gets_410() {
     let client = common::kube_client(&cluster).await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "old");
     for i in 0..40 {
-        cms.create(&PostParams::default(), &cm(&format!("c{i}"), &[])).await.expect("create");
+        cms.create(&PostParams::default(), &cm(&format!("c{i}"), &[]))
+            .await
+            .expect("create");
     }
-    let mut stream = cms.watch(&WatchParams::default().timeout(5), "1").await.expect("watch").boxed();
+    let mut stream = cms
+        .watch(&WatchParams::default().timeout(5), "1")
+        .await
+        .expect("watch")
+        .boxed();
     match stream.try_next().await.expect("event") {
         Some(WatchEvent::Error(status)) => {
             assert_eq!(status.code, 410);
@@ -230,7 +299,13 @@ async fn watch_sees_every_change_in_order_under_concurrent_writers() {
     const UPDATES: usize = 3;
     let (_cluster, client) = setup("busy").await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "busy");
-    let start_rv = cms.list(&ListParams::default()).await.expect("list").metadata.resource_version.expect("rv");
+    let start_rv = cms
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
     let stream = cms
         .watch(&WatchParams::default().timeout(60), &start_rv)
         .await
@@ -255,10 +330,14 @@ async fn watch_sees_every_change_in_order_under_concurrent_writers() {
             tokio::spawn(async move {
                 for o in 0..OBJECTS {
                     let name = format!("w{w}-o{o}");
-                    cms.create(&PostParams::default(), &cm(&name, &[("writer", &w.to_string())])).await.expect("create");
+                    cms.create(&PostParams::default(), &cm(&name, &[("writer", &w.to_string())]))
+                        .await
+                        .expect("create");
                     for u in 0..UPDATES {
                         let patch = json!({"data": {"k": format!("{u}")}});
-                        cms.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("update");
+                        cms.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                            .expect("update");
                     }
                     cms.delete(&name, &DeleteParams::default()).await.expect("delete");
                 }
@@ -268,7 +347,10 @@ async fn watch_sees_every_change_in_order_under_concurrent_writers() {
     for w in writers {
         w.await.expect("writer");
     }
-    let events = tokio::time::timeout(Duration::from_secs(60), collector).await.expect("collector in time").expect("collector");
+    let events = tokio::time::timeout(Duration::from_secs(60), collector)
+        .await
+        .expect("collector in time")
+        .expect("collector");
     assert_eq!(events.len(), expected_events);
     let mut last_rv = 0u64;
     let mut per_object: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
@@ -297,7 +379,9 @@ async fn watch_sees_every_change_in_order_under_concurrent_writers() {
 async fn runtime_watcher_follows_label_selected_objects() {
     let (_cluster, client) = setup("rw").await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "rw");
-    cms.create(&PostParams::default(), &cm("before", &[("team", "a")])).await.expect("create");
+    cms.create(&PostParams::default(), &cm("before", &[("team", "a")]))
+        .await
+        .expect("create");
     let config = kube::runtime::watcher::Config::default().labels("team=a");
     let mut seen = kube::runtime::watcher(cms.clone(), config)
         .map_ok(|e| match e {
@@ -310,12 +394,18 @@ async fn runtime_watcher_follows_label_selected_objects() {
         .try_filter_map(|x| async move { Ok(x) })
         .boxed();
     assert_eq!(seen.try_next().await.expect("event").as_deref(), Some("apply before"));
-    cms.create(&PostParams::default(), &cm("other-team", &[("team", "b")])).await.expect("create");
-    cms.create(&PostParams::default(), &cm("after", &[("team", "a")])).await.expect("create");
+    cms.create(&PostParams::default(), &cm("other-team", &[("team", "b")]))
+        .await
+        .expect("create");
+    cms.create(&PostParams::default(), &cm("after", &[("team", "a")]))
+        .await
+        .expect("create");
     assert_eq!(seen.try_next().await.expect("event").as_deref(), Some("apply after"));
     // Relabelling out of the selection is a delete for this watcher.
     let relabel = json!({"metadata": {"labels": {"team": "b"}}});
-    cms.patch("before", &PatchParams::default(), &Patch::Merge(&relabel)).await.expect("relabel");
+    cms.patch("before", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .expect("relabel");
     assert_eq!(seen.try_next().await.expect("event").as_deref(), Some("delete before"));
 }
 
@@ -323,9 +413,15 @@ async fn runtime_watcher_follows_label_selected_objects() {
 async fn exec_and_logs_through_kube() {
     let (cluster, client) = setup("ex").await;
     let pods: Api<Pod> = Api::namespaced(client, "ex");
-    pods.create(&PostParams::default(), &pod("shell", "linux-1", "x")).await.expect("create");
+    pods.create(&PostParams::default(), &pod("shell", "linux-1", "x"))
+        .await
+        .expect("create");
 
-    let (code, _) = api_error(pods.logs("shell", &LogParams::default()).await.expect_err("not started"));
+    let (code, _) = api_error(
+        pods.logs("shell", &LogParams::default())
+            .await
+            .expect_err("not started"),
+    );
     assert_eq!(code, 400);
 
     mark_running(&cluster, "ex", "shell");
@@ -334,7 +430,10 @@ async fn exec_and_logs_through_kube() {
         (vec!["printenv", "GREETING"], "hello\n", None),
         (vec!["sh", "-c", "exit 7"], "", Some("7")),
     ] {
-        let mut proc = pods.exec("shell", cmd.clone(), &AttachParams::default()).await.expect("exec");
+        let mut proc = pods
+            .exec("shell", cmd.clone(), &AttachParams::default())
+            .await
+            .expect("exec");
         let mut stdout = proc.stdout().expect("stdout");
         let status = proc.take_status().expect("status");
         let mut text = String::new();
@@ -353,6 +452,15 @@ async fn exec_and_logs_through_kube() {
     cluster.logs().append("ex", "shell", "c", "second line");
     let logs = pods.logs("shell", &LogParams::default()).await.expect("logs");
     assert_eq!(logs, "first line\nsecond line\n");
-    let tail = pods.logs("shell", &LogParams { tail_lines: Some(1), ..Default::default() }).await.expect("tail");
+    let tail = pods
+        .logs(
+            "shell",
+            &LogParams {
+                tail_lines: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("tail");
     assert_eq!(tail, "second line\n");
 }

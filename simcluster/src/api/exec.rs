@@ -44,7 +44,10 @@ pub(crate) fn pick_container(pod: &Obj, requested: Option<&str>) -> Result<Strin
         .collect();
     match requested.filter(|c| !c.is_empty()) {
         Some(c) if names.contains(&c) => Ok(c.to_string()),
-        Some(c) => Err(ApiError::BadRequest(format!("container {c} is not valid for pod {}", pod.name()))),
+        Some(c) => Err(ApiError::BadRequest(format!(
+            "container {c} is not valid for pod {}",
+            pod.name()
+        ))),
         None => {
             let main: Vec<&str> = pod
                 .value()
@@ -74,11 +77,15 @@ pub(crate) fn pick_container(pod: &Obj, requested: Option<&str>) -> Result<Strin
 
 /// The state of a container in the pod's status (None when the kubelet has not reported it).
 pub(crate) fn container_status<'a>(pod: &'a Obj, container: &str) -> Option<&'a Value> {
-    ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"]
-        .iter()
-        .filter_map(|l| pod.value().pointer(&format!("/status/{l}")).and_then(Value::as_array))
-        .flatten()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(container))
+    [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ]
+    .iter()
+    .filter_map(|l| pod.value().pointer(&format!("/status/{l}")).and_then(Value::as_array))
+    .flatten()
+    .find(|c| c.get("name").and_then(Value::as_str) == Some(container))
 }
 
 pub(crate) async fn exec(state: ApiState, t: &Target, q: &Query, mut parts: Parts) -> Result<Response, ApiError> {
@@ -87,9 +94,15 @@ pub(crate) async fn exec(state: ApiState, t: &Target, q: &Query, mut parts: Part
     let container = pick_container(&pod, q.get("container"))?;
     let command = q.all("command");
     if command.is_empty() {
-        return Err(ApiError::BadRequest("you must specify at least one command for the container".into()));
+        return Err(ApiError::BadRequest(
+            "you must specify at least one command for the container".into(),
+        ));
     }
-    let phase = pod.value().pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let phase = pod
+        .value()
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if matches!(phase, "Succeeded" | "Failed") {
         return Err(ApiError::BadRequest(format!(
             "cannot exec into a container in a completed pod; current phase is {phase}"
@@ -105,7 +118,11 @@ pub(crate) async fn exec(state: ApiState, t: &Target, q: &Query, mut parts: Part
         ));
     };
     let upgrade = upgrade.protocols([V5, V4]);
-    let Some(protocol) = upgrade.selected_protocol().and_then(|p| p.to_str().ok()).map(str::to_string) else {
+    let Some(protocol) = upgrade
+        .selected_protocol()
+        .and_then(|p| p.to_str().ok())
+        .map(str::to_string)
+    else {
         return Err(ApiError::BadRequest(format!(
             "no supported streaming protocol was offered: use {V5} or {V4}"
         )));

@@ -42,7 +42,10 @@ impl Options {
 
 fn parse_number<T: std::str::FromStr>(q: &Query, key: &str) -> Result<Option<T>, ApiError> {
     q.get(key)
-        .map(|v| v.parse::<T>().map_err(|_| ApiError::BadRequest(format!("invalid {key} {v:?}"))))
+        .map(|v| {
+            v.parse::<T>()
+                .map_err(|_| ApiError::BadRequest(format!("invalid {key} {v:?}")))
+        })
         .transpose()
 }
 
@@ -60,9 +63,15 @@ pub(crate) async fn logs(state: ApiState, t: &Target, q: &Query) -> Result<Respo
     let pod_name = t.name.clone().unwrap_or_default();
     let pod = state.store.get(pods, t.ns(), &pod_name)?;
     let container = pick_container(&pod, q.get("container"))?;
-    let node = pod.value().pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    let node = pod
+        .value()
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if node.is_empty() {
-        return Err(ApiError::BadRequest(format!("pod {pod_name} does not have a host assigned")));
+        return Err(ApiError::BadRequest(format!(
+            "pod {pod_name} does not have a host assigned"
+        )));
     }
     let previous = q.flag("previous");
     let status = container_status(&pod, &container);
@@ -71,7 +80,8 @@ pub(crate) async fn logs(state: ApiState, t: &Target, q: &Query) -> Result<Respo
         .and_then(|s| s.pointer("/state/waiting/reason"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    let never_started = status.is_none_or(|s| s.pointer("/state/running").is_none() && s.pointer("/state/terminated").is_none());
+    let never_started =
+        status.is_none_or(|s| s.pointer("/state/running").is_none() && s.pointer("/state/terminated").is_none());
     // A crash-looping container shows its last instance's log.
     let use_previous = previous || (never_started && has_previous);
     if previous && !has_previous {
@@ -91,7 +101,13 @@ pub(crate) async fn logs(state: ApiState, t: &Target, q: &Query) -> Result<Respo
         tail: parse_number::<i64>(q, "tailLines")?.and_then(|n| usize::try_from(n).ok()),
         limit_bytes: parse_number::<i64>(q, "limitBytes")?.and_then(|n| usize::try_from(n).ok()),
         since: match (parse_number::<i64>(q, "sinceSeconds")?, q.get("sinceTime")) {
-            (Some(s), _) => Some(Utc::now() - chrono::Duration::seconds(s)),
+            (Some(s), _) if s <= 0 => {
+                return Err(ApiError::BadRequest(format!(
+                    "sinceSeconds must be greater than 0, not {s}"
+                )));
+            }
+            // A window reaching before any representable time means "everything".
+            (Some(s), _) => chrono::Duration::try_seconds(s).and_then(|d| Utc::now().checked_sub_signed(d)),
             (None, Some(t)) => Some(
                 DateTime::parse_from_rfc3339(t)
                     .map_err(|_| ApiError::BadRequest(format!("invalid sinceTime {t:?}")))?
@@ -106,7 +122,13 @@ pub(crate) async fn logs(state: ApiState, t: &Target, q: &Query) -> Result<Respo
         let (lines, rx) = state.logs.read_and_follow(&ns, &pod_name, &container);
         (lines, Some(rx))
     } else {
-        (state.logs.read(&ns, &pod_name, &container, use_previous).unwrap_or_default(), None)
+        (
+            state
+                .logs
+                .read(&ns, &pod_name, &container, use_previous)
+                .unwrap_or_default(),
+            None,
+        )
     };
     let mut selected: Vec<&LogLine> = lines.iter().filter(|l| opts.wanted(l)).collect();
     if let Some(n) = opts.tail {

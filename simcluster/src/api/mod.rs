@@ -23,7 +23,7 @@ use crate::registry::{self, ResourceType};
 use crate::runtime::ContainerRuntime;
 use crate::status::ApiError;
 use crate::store::Store;
-use crate::{discovery, openapi, table};
+use crate::{discovery, openapi, protobuf, table};
 
 /// The largest request body accepted (the apiserver's limit is 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -70,8 +70,14 @@ pub fn router(state: ApiState) -> Router {
         .route("/healthz", get(healthy))
         .route("/readyz", get(healthy))
         .route("/livez", get(healthy))
-        .route("/api", get(|| async { json_value(StatusCode::OK, &discovery::core_versions()) }))
-        .route("/apis", get(|| async { json_value(StatusCode::OK, &discovery::group_list()) }))
+        .route(
+            "/api",
+            get(|| async { json_value(StatusCode::OK, &discovery::core_versions()) }),
+        )
+        .route(
+            "/apis",
+            get(|| async { json_value(StatusCode::OK, &discovery::group_list()) }),
+        )
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*gv}", get(openapi_document))
         .fallback(dispatch)
@@ -102,8 +108,10 @@ async fn version(State(state): State<ApiState>) -> Response {
 
 async fn healthy() -> Response {
     let mut resp = Response::new(Body::from("ok"));
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     resp
 }
 
@@ -136,7 +144,11 @@ impl Query {
     }
 
     pub(crate) fn all(&self, key: &str) -> Vec<String> {
-        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.clone()).collect()
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 
     pub(crate) fn flag(&self, key: &str) -> bool {
@@ -284,17 +296,29 @@ pub(crate) fn content_type(headers: &HeaderMap) -> String {
 /// Decodes a JSON or YAML body into one object.
 pub(crate) fn decode_object(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     let value: Value = match ct {
-        "" | "application/json" | "application/apply-patch+yaml" if looks_like_json(bytes) => serde_json::from_slice(bytes)
-            .map_err(|e| ApiError::BadRequest(format!("the request body is not valid JSON: {e}")))?,
+        "" | "application/json" | "application/apply-patch+yaml" if looks_like_json(bytes) => {
+            serde_json::from_slice(bytes)
+                .map_err(|e| ApiError::BadRequest(format!("the request body is not valid JSON: {e}")))?
+        }
         "application/yaml" | "application/apply-patch+yaml" => {
             let text = std::str::from_utf8(bytes)
                 .map_err(|_| ApiError::BadRequest("the request body is not valid UTF-8".into()))?;
-            serde_saphyr::from_str(text)
-                .map_err(|e| ApiError::BadRequest(format!("the request body is not valid YAML: {}", first_line(&e.to_string()))))?
+            serde_saphyr::from_str(text).map_err(|e| {
+                ApiError::BadRequest(format!(
+                    "the request body is not valid YAML: {}",
+                    first_line(&e.to_string())
+                ))
+            })?
         }
         "" | "application/json" => {
-            return Err(ApiError::BadRequest("the request body is not valid JSON: it is empty or not an object".into()));
+            return Err(ApiError::BadRequest(
+                "the request body is not valid JSON: it is empty or not an object".into(),
+            ));
         }
+        "application/vnd.kubernetes.protobuf" => protobuf::decode(bytes).map_err(|e| match e {
+            protobuf::ProtobufError::Malformed(_) => ApiError::BadRequest(e.to_string()),
+            protobuf::ProtobufError::UnsupportedKind(_) => ApiError::UnsupportedMediaType(e.to_string()),
+        })?,
         other => {
             return Err(ApiError::UnsupportedMediaType(format!(
                 "the body of the request was in an unknown format ({other}) - accepted media types include: application/json, application/yaml"
@@ -308,7 +332,10 @@ pub(crate) fn decode_object(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
 }
 
 fn looks_like_json(bytes: &[u8]) -> bool {
-    bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|b| *b == b'{' || *b == b'[')
+    bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{' || *b == b'[')
 }
 
 fn first_line(s: &str) -> String {
@@ -327,6 +354,12 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
     let q = Query::parse(req.uri().query());
     let method = req.method().clone();
     let route = parse_path(&path)?;
+    if matches!(route, Route::Group(_) | Route::ResourceList(..)) && method != Method::GET {
+        return Err(ApiError::MethodNotAllowed {
+            verb: method.to_string(),
+            kind: "APIResourceList".into(),
+        });
+    }
     let target = match route {
         Route::Group(g) => {
             return discovery::group(&g)
@@ -347,7 +380,9 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         kind: target.rt.kind.into(),
     };
     match (&method, target.name.is_some(), sub) {
-        (&Method::GET, _, Some("exec")) | (&Method::POST, _, Some("exec")) => exec::exec(state, &target, &q, parts).await,
+        (&Method::GET, _, Some("exec")) | (&Method::POST, _, Some("exec")) => {
+            exec::exec(state, &target, &q, parts).await
+        }
         (&Method::GET, true, Some("log")) => logs::logs(state, &target, &q).await,
         (&Method::GET, _, Some("proxy")) | (_, _, Some("proxy")) => Err(ApiError::UnknownPath),
         (&Method::GET, false, None) => {
@@ -403,8 +438,20 @@ mod tests {
     #[case("/api/v1/namespaces/a", "namespaces", None, Some("a"), None)]
     #[case("/api/v1/namespaces/a/status", "namespaces", None, Some("a"), Some("status"))]
     #[case("/api/v1/nodes/n1/status", "nodes", None, Some("n1"), Some("status"))]
-    #[case("/apis/apps/v1/namespaces/x/deployments/d", "deployments", Some("x"), Some("d"), None)]
-    fn paths(#[case] path: &str, #[case] plural: &str, #[case] ns: Option<&str>, #[case] name: Option<&str>, #[case] sub: Option<&str>) {
+    #[case(
+        "/apis/apps/v1/namespaces/x/deployments/d",
+        "deployments",
+        Some("x"),
+        Some("d"),
+        None
+    )]
+    fn paths(
+        #[case] path: &str,
+        #[case] plural: &str,
+        #[case] ns: Option<&str>,
+        #[case] name: Option<&str>,
+        #[case] sub: Option<&str>,
+    ) {
         match parse_path(path) {
             Ok(Route::Resource(t)) => {
                 assert_eq!(t.rt.plural, plural);
@@ -429,7 +476,10 @@ mod tests {
     }
 
     #[rstest]
-    #[case("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", true)]
+    #[case(
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+        true
+    )]
     #[case("application/vnd.kubernetes.protobuf,application/json", false)]
     #[case("*/*", false)]
     #[case("", false)]
@@ -443,7 +493,10 @@ mod tests {
     #[test]
     fn protobuf_only_is_not_acceptable() {
         let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/vnd.kubernetes.protobuf"));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/vnd.kubernetes.protobuf"),
+        );
         assert_eq!(negotiate(&headers, &Query::default()).expect_err("406").code(), 406);
     }
 }

@@ -26,9 +26,7 @@ impl Selectors {
         let field = FieldSelector::parse(q.get("fieldSelector").unwrap_or(""))
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         if let Some(bad) = field.fields().find(|f| !rt.supports_field(f)) {
-            return Err(ApiError::BadRequest(format!(
-                "field label not supported: {bad}"
-            )));
+            return Err(ApiError::BadRequest(format!("field label not supported: {bad}")));
         }
         Ok(Self { label, field })
     }
@@ -223,8 +221,8 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
     if q.get("force").is_some() {
         return Err(ApiError::BadRequest("force may only be set for apply patches".into()));
     }
-    let body: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?;
+    let body: Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?;
     let p = part(t);
     let updated = state.store.modify(rt, t.ns(), &obj_name, p, |cur| {
         let current_rv = cur.pointer("/metadata/resourceVersion").cloned();
@@ -332,10 +330,15 @@ fn delete_options(q: &Query, bytes: &[u8]) -> Result<DeleteOptions, ApiError> {
         if let Some(dry) = body.get("dryRun").and_then(Value::as_array)
             && !dry.is_empty()
         {
-            return Err(ApiError::BadRequest("dryRun is not supported by the bundled cluster".into()));
+            return Err(ApiError::BadRequest(
+                "dryRun is not supported by the bundled cluster".into(),
+            ));
         }
         opts.grace_period_seconds = body.get("gracePeriodSeconds").and_then(Value::as_i64);
-        opts.precondition_uid = body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string);
+        opts.precondition_uid = body
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         opts.precondition_rv = body
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
@@ -405,7 +408,11 @@ pub(crate) fn delete_collection(state: &ApiState, t: &Target, q: &Query, bytes: 
 /// `POST pods/<name>/binding`: assigns a pod to a node (what a scheduler does).
 pub(crate) fn bind(state: &ApiState, t: &Target, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
     let body = decode_object(ct, bytes)?;
-    let node = body.pointer("/target/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let node = body
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if node.is_empty() {
         return Err(ApiError::Invalid {
             group: String::new(),
@@ -433,7 +440,8 @@ pub(crate) fn bind(state: &ApiState, t: &Target, ct: &str, bytes: &[u8]) -> Resu
     state.store.modify(pods, t.ns(), &pod_name, Part::Status, |pod| {
         let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
         let mut conditions: Vec<Value> = conditions.into_iter().filter(|c| c["type"] != "PodScheduled").collect();
-        conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
+        conditions
+            .push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
         pod["status"]["conditions"] = json!(conditions);
         Ok(())
     })?;

@@ -38,7 +38,13 @@ impl Encoder {
         match self.table {
             None => out.extend_from_slice(obj.json()),
             Some(include) => {
-                let t = table::render(self.rt, std::slice::from_ref(obj), obj.resource_version(), include, !self.headers_sent);
+                let t = table::render(
+                    self.rt,
+                    std::slice::from_ref(obj),
+                    obj.resource_version(),
+                    include,
+                    !self.headers_sent,
+                );
                 self.headers_sent = true;
                 out.extend_from_slice(t.to_string().as_bytes());
             }
@@ -138,12 +144,18 @@ pub(crate) async fn watch(state: ApiState, t: &Target, q: &Query, format: Format
                 if send_initial && tx.send(Ok(encoder.bookmark(last_rv, true))).await.is_err() {
                     return;
                 }
-                stream(w.feed, tx, &mut encoder, &mut last_rv, StreamParams {
-                    ns,
-                    selectors,
-                    deadline: tokio::time::Instant::now() + Duration::from_secs(timeout),
-                    bookmarks: bookmarks.then_some(bookmark_every),
-                })
+                stream(
+                    w.feed,
+                    tx,
+                    &mut encoder,
+                    &mut last_rv,
+                    StreamParams {
+                        ns,
+                        selectors,
+                        deadline: tokio::time::Instant::now() + Duration::from_secs(timeout),
+                        bookmarks: bookmarks.then_some(bookmark_every),
+                    },
+                )
                 .await;
             });
         }

@@ -31,8 +31,12 @@ fn pod(name: &str, node: Option<&str>) -> Value {
 #[test]
 fn create_stamps_identity_and_monotonic_versions() {
     let store = store_with_ns("a");
-    let one = store.create(cms(), "a", json!({"metadata": {"name": "one"}})).expect("create");
-    let two = store.create(cms(), "a", json!({"metadata": {"name": "two"}})).expect("create");
+    let one = store
+        .create(cms(), "a", json!({"metadata": {"name": "one"}}))
+        .expect("create");
+    let two = store
+        .create(cms(), "a", json!({"metadata": {"name": "two"}}))
+        .expect("create");
     assert!(two.resource_version() > one.resource_version());
     assert_eq!(one.value()["kind"], "ConfigMap");
     assert_eq!(one.namespace(), "a");
@@ -65,17 +69,25 @@ fn bad_creates_are_rejected(#[case] body: Value, #[case] reason: &str) {
 #[test]
 fn duplicate_and_missing_namespace() {
     let store = store_with_ns("a");
-    store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("create");
-    let dup = store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect_err("dup");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("create");
+    let dup = store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect_err("dup");
     assert_eq!(dup.to_string(), r#"configmaps "x" already exists"#);
-    let missing = store.create(cms(), "nope", json!({"metadata": {"name": "x"}})).expect_err("ns");
+    let missing = store
+        .create(cms(), "nope", json!({"metadata": {"name": "x"}}))
+        .expect_err("ns");
     assert_eq!(missing.to_string(), r#"namespaces "nope" not found"#);
 }
 
 #[test]
 fn stale_update_conflicts_and_fresh_update_wins() {
     let store = store_with_ns("a");
-    let v1 = store.create(cms(), "a", json!({"metadata": {"name": "x"}, "data": {"k": "1"}})).expect("create");
+    let v1 = store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}, "data": {"k": "1"}}))
+        .expect("create");
     let mut next = v1.value().clone();
     next["data"]["k"] = json!("2");
     let v2 = store.update(cms(), "a", "x", Part::Main, next.clone()).expect("update");
@@ -134,7 +146,9 @@ fn generation_follows_spec_only() {
 #[test]
 fn unchanged_write_keeps_the_version() {
     let store = store_with_ns("a");
-    let v1 = store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("create");
+    let v1 = store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("create");
     let v2 = store.modify(cms(), "a", "x", Part::Main, |_| Ok(())).expect("noop");
     assert_eq!(v1.resource_version(), v2.resource_version());
 }
@@ -142,7 +156,9 @@ fn unchanged_write_keeps_the_version() {
 #[test]
 fn identity_cannot_be_changed_by_update() {
     let store = store_with_ns("a");
-    let v1 = store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("create");
+    let v1 = store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("create");
     let v2 = store
         .modify(cms(), "a", "x", Part::Main, |v| {
             v["metadata"]["uid"] = json!("forged");
@@ -153,7 +169,10 @@ fn identity_cannot_be_changed_by_update() {
         .expect("modify");
     assert_eq!(v2.uid(), v1.uid());
     assert_eq!(v2.value()["kind"], "ConfigMap");
-    assert_eq!(v2.value()["metadata"]["creationTimestamp"], v1.value()["metadata"]["creationTimestamp"]);
+    assert_eq!(
+        v2.value()["metadata"]["creationTimestamp"],
+        v1.value()["metadata"]["creationTimestamp"]
+    );
     let renamed = store.modify(cms(), "a", "x", Part::Main, |v| {
         v["metadata"]["name"] = json!("y");
         Ok(())
@@ -168,7 +187,10 @@ fn identity_cannot_be_changed_by_update() {
 fn pod_deletion_is_graceful_when_bound(#[case] node: Option<&str>, #[case] grace: Option<i64>, #[case] removed: bool) {
     let store = store_with_ns("a");
     store.create(pods(), "a", pod("p", node)).expect("create");
-    let opts = DeleteOptions { grace_period_seconds: grace, ..Default::default() };
+    let opts = DeleteOptions {
+        grace_period_seconds: grace,
+        ..Default::default()
+    };
     let out = store.delete(pods(), "a", "p", &opts).expect("delete");
     assert_eq!(matches!(out, Deleted::Removed(_)), removed);
     assert_eq!(store.get(pods(), "a", "p").is_err(), removed);
@@ -193,9 +215,15 @@ fn pod_deletion_is_graceful_when_bound(#[case] node: Option<&str>, #[case] grace
 fn finalizers_hold_deletion_until_removed() {
     let store = store_with_ns("a");
     store
-        .create(cms(), "a", json!({"metadata": {"name": "x", "finalizers": ["example.com/hold"]}}))
+        .create(
+            cms(),
+            "a",
+            json!({"metadata": {"name": "x", "finalizers": ["example.com/hold"]}}),
+        )
         .expect("create");
-    let out = store.delete(cms(), "a", "x", &DeleteOptions::default()).expect("delete");
+    let out = store
+        .delete(cms(), "a", "x", &DeleteOptions::default())
+        .expect("delete");
     assert!(matches!(out, Deleted::Terminating(_)));
     store
         .modify(cms(), "a", "x", Part::Main, |v| {
@@ -209,23 +237,35 @@ fn finalizers_hold_deletion_until_removed() {
 #[test]
 fn delete_preconditions() {
     let store = store_with_ns("a");
-    store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("create");
-    let opts = DeleteOptions { precondition_uid: Some("other".into()), ..Default::default() };
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("create");
+    let opts = DeleteOptions {
+        precondition_uid: Some("other".into()),
+        ..Default::default()
+    };
     assert_eq!(store.delete(cms(), "a", "x", &opts).expect_err("uid").code(), 409);
-    let opts = DeleteOptions { precondition_rv: Some("1".into()), ..Default::default() };
+    let opts = DeleteOptions {
+        precondition_rv: Some("1".into()),
+        ..Default::default()
+    };
     assert_eq!(store.delete(cms(), "a", "x", &opts).expect_err("rv").code(), 409);
 }
 
 #[test]
 fn namespace_deletion_removes_contents_then_itself() {
     let store = store_with_ns("a");
-    store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("cm");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("cm");
     store.create(pods(), "a", pod("unbound", None)).expect("pod");
     store.create(pods(), "a", pod("bound", Some("n1"))).expect("pod");
     let ns = registry::core("namespaces");
     let out = store.delete(ns, "", "a", &DeleteOptions::default()).expect("delete ns");
     assert_eq!(out.object().value()["status"]["phase"], "Terminating");
-    let refused = store.create(cms(), "a", json!({"metadata": {"name": "late"}})).expect_err("closed");
+    let refused = store
+        .create(cms(), "a", json!({"metadata": {"name": "late"}}))
+        .expect_err("closed");
     assert_eq!(refused.code(), 403);
     // The bound pod waits for its kubelet.
     assert!(!store.finalize_namespace("a").expect("finalize"));
@@ -239,9 +279,15 @@ fn namespace_deletion_removes_contents_then_itself() {
 #[test]
 fn list_is_scoped_to_the_namespace() {
     let store = store_with_ns("a");
-    store.create(registry::core("namespaces"), "", json!({"metadata": {"name": "ab"}})).expect("ns");
-    store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("cm");
-    store.create(cms(), "ab", json!({"metadata": {"name": "y"}})).expect("cm");
+    store
+        .create(registry::core("namespaces"), "", json!({"metadata": {"name": "ab"}}))
+        .expect("ns");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("cm");
+    store
+        .create(cms(), "ab", json!({"metadata": {"name": "y"}}))
+        .expect("cm");
     let (items, rv) = store.list(cms(), Some("a"));
     assert_eq!(items.iter().map(|o| o.name()).collect::<Vec<_>>(), ["x"]);
     assert_eq!(rv, store.current_rv());
@@ -252,7 +298,9 @@ fn list_is_scoped_to_the_namespace() {
 fn watch_replays_history_in_order_then_streams() {
     let store = store_with_ns("a");
     let start = store.current_rv();
-    store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("cm");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("cm");
     store
         .modify(cms(), "a", "x", Part::Main, |v| {
             v["data"] = json!({"k": "v"});
@@ -262,7 +310,9 @@ fn watch_replays_history_in_order_then_streams() {
     let mut watch = store.watch(cms(), Some("a"), WatchFrom::After(start)).expect("watch");
     let kinds: Vec<_> = watch.initial.iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [EventType::Added, EventType::Modified]);
-    store.delete(cms(), "a", "x", &DeleteOptions::default()).expect("delete");
+    store
+        .delete(cms(), "a", "x", &DeleteOptions::default())
+        .expect("delete");
     let live = watch.feed.try_recv().expect("live event");
     assert_eq!(live.kind, EventType::Deleted);
     assert_eq!(live.rv, store.current_rv());
@@ -272,7 +322,9 @@ fn watch_replays_history_in_order_then_streams() {
 #[test]
 fn watch_from_now_lists_current_state() {
     let store = store_with_ns("a");
-    store.create(cms(), "a", json!({"metadata": {"name": "x"}})).expect("cm");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("cm");
     let watch = store.watch(cms(), None, WatchFrom::Now).expect("watch");
     assert_eq!(watch.initial.len(), 1);
     assert_eq!(watch.initial[0].kind, EventType::Added);
@@ -282,13 +334,19 @@ fn watch_from_now_lists_current_state() {
 #[test]
 fn expired_history_gives_410() {
     let store = Store::new(StoreConfig { history: 3 });
-    store.create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}})).expect("ns");
+    store
+        .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
+        .expect("ns");
     for i in 0..10 {
-        store.create(cms(), "a", json!({"metadata": {"name": format!("c{i}")}})).expect("cm");
+        store
+            .create(cms(), "a", json!({"metadata": {"name": format!("c{i}")}}))
+            .expect("cm");
     }
     let err = store.watch(cms(), None, WatchFrom::After(1)).expect_err("expired");
     assert_eq!(err.code(), 410);
     assert_eq!(err.reason(), "Expired");
-    let ok = store.watch(cms(), None, WatchFrom::After(store.current_rv() - 2)).expect("recent");
+    let ok = store
+        .watch(cms(), None, WatchFrom::After(store.current_rv() - 2))
+        .expect("recent");
     assert_eq!(ok.initial.len(), 2);
 }

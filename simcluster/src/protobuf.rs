@@ -1,0 +1,315 @@
+//! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) for
+//! the kinds whose objects `kubectl create` sends that way: Namespace, ConfigMap, Secret and
+//! ServiceAccount. The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message
+//! whose `raw` field holds the object; field numbers follow the upstream `generated.proto`.
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+/// A protobuf body that cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtobufError {
+    #[error("the protobuf body is malformed: {0}")]
+    Malformed(&'static str),
+    #[error(
+        "protobuf request bodies are supported for Namespace, ConfigMap, Secret and ServiceAccount only, not {0}; send JSON or YAML instead"
+    )]
+    UnsupportedKind(String),
+}
+
+const MAGIC: &[u8] = b"k8s\0";
+
+/// One decoded field: number and value.
+enum Wire<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Result<u64, ProtobufError> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = self
+                .buf
+                .split_first()
+                .ok_or(ProtobufError::Malformed("truncated varint"))?;
+            self.buf = rest;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(ProtobufError::Malformed("varint too long"))
+    }
+
+    fn next(&mut self) -> Result<Option<(u64, Wire<'a>)>, ProtobufError> {
+        if self.buf.is_empty() {
+            return Ok(None);
+        }
+        let key = self.varint()?;
+        let (field, wire_type) = (key >> 3, key & 7);
+        let value = match wire_type {
+            0 => Wire::Varint(self.varint()?),
+            2 => {
+                let len = usize::try_from(self.varint()?).map_err(|_| ProtobufError::Malformed("length overflow"))?;
+                if len > self.buf.len() {
+                    return Err(ProtobufError::Malformed("length past the end"));
+                }
+                let (bytes, rest) = self.buf.split_at(len);
+                self.buf = rest;
+                Wire::Bytes(bytes)
+            }
+            1 => {
+                self.skip(8)?;
+                Wire::Varint(0)
+            }
+            5 => {
+                self.skip(4)?;
+                Wire::Varint(0)
+            }
+            _ => return Err(ProtobufError::Malformed("unsupported wire type")),
+        };
+        Ok(Some((field, value)))
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), ProtobufError> {
+        if n > self.buf.len() {
+            return Err(ProtobufError::Malformed("fixed-width field past the end"));
+        }
+        self.buf = &self.buf[n..];
+        Ok(())
+    }
+}
+
+fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, ProtobufError> {
+    let mut reader = Reader { buf };
+    let mut out = Vec::new();
+    while let Some(f) = reader.next()? {
+        out.push(f);
+    }
+    Ok(out)
+}
+
+fn text(b: &[u8]) -> Result<String, ProtobufError> {
+    String::from_utf8(b.to_vec()).map_err(|_| ProtobufError::Malformed("a string field is not UTF-8"))
+}
+
+fn bytes_of<'a>(w: &Wire<'a>) -> Result<&'a [u8], ProtobufError> {
+    match w {
+        Wire::Bytes(b) => Ok(b),
+        Wire::Varint(_) => Err(ProtobufError::Malformed("expected a length-delimited field")),
+    }
+}
+
+/// A `map<string, string>` (or `map<string, bytes>` as base64) entry.
+fn map_entry(b: &[u8], value_as_base64: bool) -> Result<(String, Value), ProtobufError> {
+    let mut key = String::new();
+    let mut value = Value::String(String::new());
+    for (n, w) in fields(b)? {
+        match n {
+            1 => key = text(bytes_of(&w)?)?,
+            2 if value_as_base64 => {
+                value = json!(base64::engine::general_purpose::STANDARD.encode(bytes_of(&w)?));
+            }
+            2 => value = json!(text(bytes_of(&w)?)?),
+            _ => {}
+        }
+    }
+    Ok((key, value))
+}
+
+fn insert_map_entry(obj: &mut Map<String, Value>, field: &str, b: &[u8], base64: bool) -> Result<(), ProtobufError> {
+    let (k, v) = map_entry(b, base64)?;
+    let map = obj.entry(field).or_insert_with(|| json!({}));
+    if let Some(m) = map.as_object_mut() {
+        m.insert(k, v);
+    }
+    Ok(())
+}
+
+fn push(obj: &mut Map<String, Value>, field: &str, v: Value) {
+    let list = obj.entry(field).or_insert_with(|| json!([]));
+    if let Some(l) = list.as_array_mut() {
+        l.push(v);
+    }
+}
+
+fn object_meta(b: &[u8]) -> Result<Value, ProtobufError> {
+    let mut meta = Map::new();
+    for (n, w) in fields(b)? {
+        match n {
+            1 => _ = meta.insert("name".into(), json!(text(bytes_of(&w)?)?)),
+            2 => _ = meta.insert("generateName".into(), json!(text(bytes_of(&w)?)?)),
+            3 => _ = meta.insert("namespace".into(), json!(text(bytes_of(&w)?)?)),
+            6 => _ = meta.insert("resourceVersion".into(), json!(text(bytes_of(&w)?)?)),
+            11 => insert_map_entry(&mut meta, "labels", bytes_of(&w)?, false)?,
+            12 => insert_map_entry(&mut meta, "annotations", bytes_of(&w)?, false)?,
+            14 => push(&mut meta, "finalizers", json!(text(bytes_of(&w)?)?)),
+            _ => {}
+        }
+    }
+    Ok(Value::Object(meta))
+}
+
+fn boolean(w: &Wire<'_>) -> Value {
+    json!(matches!(w, Wire::Varint(v) if *v != 0))
+}
+
+fn name_ref(b: &[u8]) -> Result<Value, ProtobufError> {
+    let mut out = Map::new();
+    for (n, w) in fields(b)? {
+        if n == 1 {
+            out.insert("name".into(), json!(text(bytes_of(&w)?)?));
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// Decodes a protobuf request body into the JSON object it encodes.
+pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
+    let envelope = body
+        .strip_prefix(MAGIC)
+        .ok_or(ProtobufError::Malformed("missing the k8s protobuf magic"))?;
+    let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
+    for (n, w) in fields(envelope)? {
+        match n {
+            1 => {
+                for (m, tw) in fields(bytes_of(&w)?)? {
+                    match m {
+                        1 => api_version = text(bytes_of(&tw)?)?,
+                        2 => kind = text(bytes_of(&tw)?)?,
+                        _ => {}
+                    }
+                }
+            }
+            2 => raw = bytes_of(&w)?,
+            _ => {}
+        }
+    }
+    let mut obj = Map::new();
+    obj.insert("apiVersion".into(), json!(api_version));
+    obj.insert("kind".into(), json!(kind));
+    let core = api_version == "v1";
+    for (n, w) in fields(raw)? {
+        let b = || bytes_of(&w);
+        match (core, kind.as_str(), n) {
+            (true, _, 1) => _ = obj.insert("metadata".into(), object_meta(b()?)?),
+            (true, "Namespace", 2) => {
+                let mut spec = Map::new();
+                for (m, fw) in fields(b()?)? {
+                    if m == 1 {
+                        push(&mut spec, "finalizers", json!(text(bytes_of(&fw)?)?));
+                    }
+                }
+                obj.insert("spec".into(), Value::Object(spec));
+            }
+            (true, "Namespace", _) => {}
+            (true, "ConfigMap", 2) => insert_map_entry(&mut obj, "data", b()?, false)?,
+            (true, "ConfigMap", 3) => insert_map_entry(&mut obj, "binaryData", b()?, true)?,
+            (true, "ConfigMap", 4) => _ = obj.insert("immutable".into(), boolean(&w)),
+            (true, "ConfigMap", _) => {}
+            (true, "Secret", 2) => insert_map_entry(&mut obj, "data", b()?, true)?,
+            (true, "Secret", 3) => _ = obj.insert("type".into(), json!(text(b()?)?)),
+            (true, "Secret", 4) => insert_map_entry(&mut obj, "stringData", b()?, false)?,
+            (true, "Secret", 5) => _ = obj.insert("immutable".into(), boolean(&w)),
+            (true, "Secret", _) => {}
+            (true, "ServiceAccount", 2) => push(&mut obj, "secrets", name_ref(b()?)?),
+            (true, "ServiceAccount", 3) => push(&mut obj, "imagePullSecrets", name_ref(b()?)?),
+            (true, "ServiceAccount", 4) => _ = obj.insert("automountServiceAccountToken".into(), boolean(&w)),
+            (true, "ServiceAccount", _) => {}
+            _ => return Err(ProtobufError::UnsupportedKind(format!("{api_version}/{kind}"))),
+        }
+    }
+    if !core || !matches!(kind.as_str(), "Namespace" | "ConfigMap" | "Secret" | "ServiceAccount") {
+        return Err(ProtobufError::UnsupportedKind(format!("{api_version}/{kind}")));
+    }
+    Ok(Value::Object(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    fn field(n: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(n << 3 | 2, &mut out);
+        varint(payload.len() as u64, &mut out);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn entry(k: &str, v: &[u8]) -> Vec<u8> {
+        [field(1, k.as_bytes()), field(2, v)].concat()
+    }
+
+    fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+        let type_meta = [field(1, api_version.as_bytes()), field(2, kind.as_bytes())].concat();
+        [
+            MAGIC.to_vec(),
+            field(1, &type_meta),
+            field(2, raw),
+            field(4, b"application/vnd.kubernetes.protobuf"),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn namespace_as_kubectl_create_sends_it() {
+        let meta = [field(1, b"scratch"), field(11, &entry("team", b"a"))].concat();
+        let body = envelope(
+            "v1",
+            "Namespace",
+            &[field(1, &meta), field(2, &[]), field(3, &[])].concat(),
+        );
+        let obj = decode(&body).expect("decodes");
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "scratch", "labels": {"team": "a"}}, "spec": {}})
+        );
+    }
+
+    #[test]
+    fn secret_and_configmap_maps() {
+        let meta = field(1, b"creds");
+        let raw = [
+            field(1, &meta),
+            field(2, &entry("password", b"hunter2")),
+            field(3, b"Opaque"),
+        ]
+        .concat();
+        let obj = decode(&envelope("v1", "Secret", &raw)).expect("secret");
+        assert_eq!(obj["data"]["password"], "aHVudGVyMg==");
+        assert_eq!(obj["type"], "Opaque");
+        let raw = [field(1, &field(1, b"cfg")), field(2, &entry("mode", b"fast"))].concat();
+        let obj = decode(&envelope("v1", "ConfigMap", &raw)).expect("configmap");
+        assert_eq!(obj["data"]["mode"], "fast");
+    }
+
+    #[rstest]
+    #[case::no_magic(b"{}".to_vec(), "magic")]
+    #[case::truncated([MAGIC.to_vec(), vec![0x0a, 0x05, 0x01]].concat(), "past the end")]
+    #[case::bad_varint([MAGIC.to_vec(), vec![0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]].concat(), "varint")]
+    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret and ServiceAccount")]
+    fn bad_bodies(#[case] body: Vec<u8>, #[case] needle: &str) {
+        let err = decode(&body).expect_err("rejected");
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+}
