@@ -1,0 +1,98 @@
+//! `mixcheck sim serve` as a user runs it: kubeconfig written owner-only and usable, clean stop
+//! on SIGTERM, and bad topologies refused with exit code 2 and file:line:column.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn mixcheck() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mixcheck"))
+}
+
+#[test]
+fn bad_topology_exits_2_naming_the_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("topo.yaml");
+    std::fs::write(&path, "name: x\nnodes:\n  - name: a\n    os: linux\n    colour: red\n").expect("write");
+    let out = mixcheck()
+        .args(["sim", "serve", "--kubeconfig"])
+        .arg(dir.path().join("kc"))
+        .arg("--topology")
+        .arg(&path)
+        .output()
+        .expect("run mixcheck");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("topo.yaml:5:"), "{stderr}");
+    assert!(stderr.contains("colour"), "{stderr}");
+    assert!(
+        !dir.path().join("kc").exists(),
+        "no kubeconfig for a cluster that never started"
+    );
+}
+
+#[test]
+fn missing_topology_file_exits_2() {
+    let out = mixcheck()
+        .args(["sim", "serve", "--topology", "does-not-exist.yaml"])
+        .output()
+        .expect("run mixcheck");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist.yaml: cannot read"));
+}
+
+#[cfg(unix)]
+#[test]
+fn serve_writes_an_owner_only_kubeconfig_and_stops_on_sigterm() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("sim.kubeconfig");
+    let mut child = mixcheck()
+        .args(["sim", "serve", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mixcheck");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut banner = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for line in lines.by_ref() {
+        let line = line.expect("line");
+        let done = line.starts_with("Press Ctrl-C");
+        banner.push(line);
+        if done || Instant::now() > deadline {
+            break;
+        }
+    }
+    let banner = banner.join("\n");
+    assert!(banner.contains("is serving at https://127.0.0.1:"), "{banner}");
+    for node in ["control-plane", "linux-1", "win2019-1", "win2022-1"] {
+        assert!(banner.contains(node), "{banner}");
+    }
+    let mode = std::fs::metadata(&kubeconfig)
+        .expect("kubeconfig exists")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let text = std::fs::read_to_string(&kubeconfig).expect("read kubeconfig");
+    assert!(text.contains("certificate-authority-data:") && text.contains("token:"));
+    assert!(!text.contains("insecure-skip-tls-verify"));
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "mixcheck did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.code(), Some(0));
+    assert!(!kubeconfig.exists(), "the kubeconfig of a stopped cluster is removed");
+}
