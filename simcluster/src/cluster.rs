@@ -21,14 +21,14 @@ use crate::{kubeconfig, node};
 /// Errors starting a cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot listen on {addr}: {cause}")]
+    Listen { addr: SocketAddr, cause: std::io::Error },
     #[error(transparent)]
     Tls(#[from] TlsError),
     #[error("cannot register the topology's objects: {0}")]
     Seed(#[from] ApiError),
-    #[error("cannot write the kubeconfig {path}: {source}")]
-    Kubeconfig { path: String, source: std::io::Error },
+    #[error("cannot write the kubeconfig {path}: {cause}")]
+    Kubeconfig { path: String, cause: std::io::Error },
 }
 
 /// How to start a cluster.
@@ -104,17 +104,17 @@ fn version_doc(topology: &Topology) -> Value {
 impl Cluster {
     /// Starts the API server and registers the topology's nodes.
     pub async fn start(config: ClusterConfig) -> Result<Self, ClusterError> {
-        let listener = std::net::TcpListener::bind(config.listen).map_err(|source| ClusterError::Listen {
+        let listener = std::net::TcpListener::bind(config.listen).map_err(|cause| ClusterError::Listen {
             addr: config.listen,
-            source,
+            cause,
         })?;
-        listener.set_nonblocking(true).map_err(|source| ClusterError::Listen {
+        listener.set_nonblocking(true).map_err(|cause| ClusterError::Listen {
             addr: config.listen,
-            source,
+            cause,
         })?;
-        let addr = listener.local_addr().map_err(|source| ClusterError::Listen {
+        let addr = listener.local_addr().map_err(|cause| ClusterError::Listen {
             addr: config.listen,
-            source,
+            cause,
         })?;
         let certs = Certificates::generate(&[addr.ip()], &[])?;
         let tls = axum_server::tls_rustls::RustlsConfig::from_config(certs.server_config()?);
@@ -135,7 +135,7 @@ impl Cluster {
         let handle = axum_server::Handle::new();
         let app = api::router(shared);
         let server = axum_server::from_tcp_rustls(listener, tls)
-            .map_err(|source| ClusterError::Listen { addr, source })?
+            .map_err(|cause| ClusterError::Listen { addr, cause })?
             .handle(handle.clone());
         let serve = tokio::spawn(async move {
             if let Err(e) = server.serve(app.into_make_service()).await {
@@ -201,9 +201,9 @@ impl Cluster {
 
     /// Writes the kubeconfig (mode 0600).
     pub fn write_kubeconfig(&self, path: &std::path::Path) -> Result<(), ClusterError> {
-        kubeconfig::write(path, &self.kubeconfig()).map_err(|source| ClusterError::Kubeconfig {
+        kubeconfig::write(path, &self.kubeconfig()).map_err(|cause| ClusterError::Kubeconfig {
             path: path.display().to_string(),
-            source,
+            cause,
         })
     }
 

@@ -35,8 +35,9 @@ pub const DEFAULT_TOPOLOGY: &str = include_str!("../topologies/default.yaml");
 /// A topology file could not be read or is invalid.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    #[error("{path}: cannot read: {cause}")]
+    Read { path: String, cause: std::io::Error },
+
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
         path: String,
@@ -141,9 +142,9 @@ impl Topology {
     /// Reads and validates a topology file.
     pub fn load(path: &Path) -> Result<Self, TopologyError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| TopologyError::Read {
             path: shown.clone(),
-            source,
+            cause,
         })?;
         Self::parse(&text, &shown)
     }
@@ -270,8 +271,15 @@ pub fn parse_version(v: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// The parser's message without its own "error: line L column C:" prefix (the error names
+/// the position itself).
 fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).trim().to_string()
+    let line = s.lines().next().unwrap_or(s).trim();
+    let line = line.strip_prefix("error:").map(str::trim_start).unwrap_or(line);
+    match line.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+        Some((position, message)) if position.contains("column") => message.to_string(),
+        _ => line.to_string(),
+    }
 }
 
 #[cfg(test)]
