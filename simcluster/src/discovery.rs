@@ -73,13 +73,7 @@ fn resource_entry(r: &ResourceType) -> Value {
 
 /// `/api/v1` or `/apis/<group>/<version>`: the resources of a group-version.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<&ResourceType> = registry::all()
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-        .collect();
-    if resources.is_empty() {
-        return None;
-    }
+    let resources = registry::in_group_version(group, version)?;
     let mut entries = Vec::new();
     for r in resources {
         let mut entry = resource_entry(r);

@@ -67,13 +67,7 @@ pub fn document(gv: &str) -> Option<Value> {
         ["apis", g, v] => (*g, *v),
         _ => return None,
     };
-    let resources: Vec<&ResourceType> = registry::all()
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-        .collect();
-    if resources.is_empty() {
-        return None;
-    }
+    let resources = registry::in_group_version(group, version)?;
     let mut paths = Map::new();
     let mut schemas = Map::new();
     const WRITE: &[&str] = &["dryRun", "fieldManager", "fieldValidation", "pretty"];

@@ -171,6 +171,15 @@ pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static Resou
         .find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
+/// The resources of one group-version, or None when it is not served.
+pub fn in_group_version(group: &str, version: &str) -> Option<Vec<&'static ResourceType>> {
+    let found: Vec<&'static ResourceType> = RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .collect();
+    (!found.is_empty()).then_some(found)
+}
+
 /// The resource serving `kind` in `apiVersion` (e.g. `apps/v1`, `Deployment`).
 pub fn by_kind(api_version: &str, kind: &str) -> Option<&'static ResourceType> {
     RESOURCES
