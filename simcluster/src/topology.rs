@@ -107,6 +107,84 @@ pub struct NodeSpec {
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub taints: Vec<Taint>,
+    /// Expand this entry into `count` nodes named `<name>-1` … `<name>-<count>`.
+    pub count: Option<u32>,
+    /// The kubelet's resource reservations and eviction thresholds (served at configz).
+    #[serde(default)]
+    pub kubelet: KubeletConfig,
+    /// Whether the runtime offers Hyper-V isolation (RuntimeClass handler `runhcs-wcow-hypervisor`).
+    #[serde(default)]
+    pub hyperv: bool,
+    /// The pod sandbox (pause) image the runtime uses.
+    pub pause_image: Option<String>,
+    /// Faults injected on this node (see `mixcheck sim faults`).
+    #[serde(default)]
+    pub faults: Vec<String>,
+}
+
+/// Kubelet configuration knobs that change what the node reports and enforces.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletConfig {
+    /// Defaults per OS when absent (Windows: memory 2Gi, the documented recommendation).
+    pub system_reserved: Option<BTreeMap<String, String>>,
+    pub kube_reserved: Option<BTreeMap<String, String>>,
+    pub eviction_hard: Option<BTreeMap<String, String>>,
+    pub enforce_node_allocatable: Option<Vec<String>>,
+}
+
+/// How fast simulated kubelets work, and the seed of their jitter.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Timing {
+    /// Multiplies every simulated delay (1.0: the built-in fast timings; 0 is instant).
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// Seed of the per-pod jitter: the same seed gives the same timings.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self { scale: 1.0, seed: 0 }
+    }
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// One platform of an image in the catalogue.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImagePlatform {
+    pub os: Os,
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    /// Windows: the image's OS build (17763, 20348, 26100, …).
+    pub build: Option<u32>,
+}
+
+/// An image added to (or overriding) the built-in catalogue.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageSpec {
+    /// Repository and tag, e.g. `example.com/app:1.0` (a missing tag means `latest`).
+    pub name: String,
+    pub platforms: Vec<ImagePlatform>,
+    /// A manifest list is matched by platform at pull time; a single manifest is pulled as is.
+    #[serde(default = "yes")]
+    pub manifest_list: bool,
+    /// Windows: the user the image runs as (ContainerAdministrator or ContainerUser).
+    pub user: Option<String>,
+    /// Whether the default entrypoint keeps running (a server) or exits at once.
+    #[serde(default)]
+    pub long_running: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_arch() -> String {
@@ -122,6 +200,11 @@ pub struct Topology {
     pub description: String,
     #[serde(default = "default_version")]
     pub kubernetes_version: String,
+    #[serde(default)]
+    pub timing: Timing,
+    /// Images added to the built-in catalogue.
+    #[serde(default)]
+    pub images: Vec<ImageSpec>,
     pub nodes: Vec<NodeSpec>,
 }
 
@@ -160,8 +243,28 @@ impl Topology {
                 message: first_line(&e.to_string()),
             }
         })?;
+        let mut topology = topology;
+        topology.expand_counts();
         topology.validate(origin)?;
         Ok(topology)
+    }
+
+    fn expand_counts(&mut self) {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for node in self.nodes.drain(..) {
+            match node.count {
+                None => nodes.push(node),
+                Some(n) => {
+                    for i in 1..=n {
+                        let mut copy = node.clone();
+                        copy.name = format!("{}-{i}", node.name);
+                        copy.count = None;
+                        nodes.push(copy);
+                    }
+                }
+            }
+        }
+        self.nodes = nodes;
     }
 
     fn validate(&self, origin: &str) -> Result<(), TopologyError> {
@@ -169,6 +272,12 @@ impl Topology {
             path: origin.to_string(),
             message,
         };
+        if !(self.timing.scale.is_finite() && self.timing.scale >= 0.0) {
+            return Err(invalid(format!(
+                "timing.scale {} must be a number >= 0",
+                self.timing.scale
+            )));
+        }
         if self.nodes.is_empty() {
             return Err(invalid("a topology needs at least one node".into()));
         }
@@ -195,6 +304,15 @@ impl Topology {
                     node.name,
                     node.kernel_version()
                 )));
+            }
+            for fault in &node.faults {
+                if !crate::profile::KNOWN_FAULTS.contains(&fault.as_str()) {
+                    return Err(invalid(format!(
+                        "node {:?}: unknown fault {fault:?} (known: {})",
+                        node.name,
+                        crate::profile::KNOWN_FAULTS.join(", ")
+                    )));
+                }
             }
             for taint in &node.taints {
                 if !matches!(taint.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
