@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::{self, Shared};
 use crate::logs::LogBook;
+use crate::profile::{self, NodeProfile};
 use crate::registry;
 use crate::runtime::{ContainerRuntime, MinimalRuntime};
 use crate::status::ApiError;
@@ -121,7 +122,8 @@ impl Cluster {
         let token = random_token();
         let store = Arc::new(Store::new(config.store.clone()));
         let logs = Arc::new(LogBook::default());
-        let node_ips = seed(&store, &config.topology)?;
+        let profiles = Arc::new(seed(&store, &config.topology)?);
+        let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
 
         let shared = Arc::new(Shared {
             store: store.clone(),
@@ -226,26 +228,36 @@ impl Drop for Cluster {
     }
 }
 
-/// The objects a fresh cluster holds: system namespaces, the topology's nodes and their leases.
-fn seed(store: &Store, topology: &Topology) -> Result<Vec<(String, Ipv4Addr)>, ApiError> {
+/// The objects a fresh cluster holds: system namespaces, the topology's nodes and their
+/// leases. Returns the nodes' profiles.
+fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError> {
     let ns = registry::core("namespaces");
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         store.create(ns, "", json!({"metadata": {"name": name}}))?;
     }
     let base = loopback_base();
-    let mut ips = Vec::new();
-    for (i, spec) in topology.nodes.iter().enumerate() {
-        let host = u8::try_from(10 + i).unwrap_or(250);
-        let ip = Ipv4Addr::new(base[0], base[1], base[2], host);
-        store.create(registry::core("nodes"), "", node::node_object(spec, topology, ip))?;
+    let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
+        .map(|i| {
+            // 10.. upwards within this instance's /16 of 127.0.0.0/8.
+            let n = 10 + i;
+            Ipv4Addr::new(
+                base[0],
+                base[1],
+                base[2].wrapping_add((n / 250) as u8),
+                (n % 250) as u8 + 2,
+            )
+        })
+        .collect();
+    let profiles = profile::profiles(topology, &ips);
+    for (spec, p) in topology.nodes.iter().zip(&profiles) {
+        store.create(registry::core("nodes"), "", node::node_object(spec, p))?;
         store.create(
             registry::named("coordination.k8s.io", "leases"),
             "kube-node-lease",
             node::lease_object(&spec.name),
         )?;
-        ips.push((spec.name.clone(), ip));
     }
-    Ok(ips)
+    Ok(profiles)
 }
 
 /// How long the namespace controller leaves a terminating namespace alone before it sweeps

@@ -5,11 +5,13 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Map, Value, json};
 
+use crate::profile::NodeProfile;
 use crate::store::timestamp;
-use crate::topology::{NodeSpec, Os, Role, Topology};
+use crate::topology::{NodeSpec, Os, Role};
 
-/// The Node object a kubelet with this spec would register.
-pub fn node_object(spec: &NodeSpec, topology: &Topology, ip: Ipv4Addr) -> Value {
+/// The Node object a kubelet with this spec and profile would register.
+pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
+    let ip = profile.ip;
     let os = spec.os.as_str();
     let mut labels = Map::new();
     for (k, v) in [
@@ -34,7 +36,8 @@ pub fn node_object(spec: &NodeSpec, topology: &Topology, ip: Ipv4Addr) -> Value 
         Os::Linux => "unix:///run/containerd/containerd.sock",
         Os::Windows => "npipe:////./pipe/containerd-containerd",
     };
-    let capacity = capacity(spec);
+    let capacity = json!(profile.capacity);
+    let allocatable = json!(profile.allocatable);
     let taints: Vec<Value> = spec
         .taints
         .iter()
@@ -51,10 +54,7 @@ pub fn node_object(spec: &NodeSpec, topology: &Topology, ip: Ipv4Addr) -> Value 
         json!({"type": ty, "status": status, "reason": reason, "message": message,
                "lastHeartbeatTime": now, "lastTransitionTime": now})
     };
-    let kubelet_version = spec
-        .kubelet_version
-        .clone()
-        .unwrap_or_else(|| topology.kubernetes_version.clone());
+    let kubelet_version = profile.kubelet_version.clone();
     let mut node = json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -67,10 +67,14 @@ pub fn node_object(spec: &NodeSpec, topology: &Topology, ip: Ipv4Addr) -> Value 
                 "kubeadm.alpha.kubernetes.io/cri-socket": cri_socket,
             },
         },
-        "spec": {"providerID": format!("mixcheck-sim://{}", spec.name)},
+        "spec": {
+            "providerID": format!("mixcheck-sim://{}", spec.name),
+            "podCIDR": profile.pod_cidr,
+            "podCIDRs": [profile.pod_cidr],
+        },
         "status": {
             "capacity": capacity,
-            "allocatable": capacity,
+            "allocatable": allocatable,
             "conditions": [
                 condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
                 condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -100,22 +104,6 @@ pub fn node_object(spec: &NodeSpec, topology: &Topology, ip: Ipv4Addr) -> Value 
         node["spec"]["taints"] = json!(taints);
     }
     node
-}
-
-fn capacity(spec: &NodeSpec) -> Value {
-    let mut cap = Map::new();
-    cap.insert("cpu".into(), json!("4"));
-    cap.insert("memory".into(), json!("16Gi"));
-    cap.insert("pods".into(), json!("110"));
-    cap.insert("ephemeral-storage".into(), json!("100Gi"));
-    if spec.os == Os::Linux {
-        cap.insert("hugepages-1Gi".into(), json!("0"));
-        cap.insert("hugepages-2Mi".into(), json!("0"));
-    }
-    for (k, v) in &spec.capacity {
-        cap.insert(k.clone(), json!(v));
-    }
-    Value::Object(cap)
 }
 
 /// A stable, name-derived hex id (deterministic across runs).
@@ -156,12 +144,22 @@ pub fn lease_object(node: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::Topology;
+
+    fn object(name: &str, ip: Ipv4Addr) -> Value {
+        let topo = Topology::default_cluster();
+        let (i, spec) = topo
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.name == name)
+            .expect("node");
+        node_object(spec, &NodeProfile::new(spec, &topo, i, ip))
+    }
 
     #[test]
     fn windows_node_is_labelled_and_tainted() {
-        let topo = Topology::default_cluster();
-        let spec = topo.nodes.iter().find(|n| n.name == "win2019-1").expect("node");
-        let node = node_object(spec, &topo, Ipv4Addr::new(127, 5, 6, 12));
+        let node = object("win2019-1", Ipv4Addr::new(127, 5, 6, 12));
         assert_eq!(node["metadata"]["labels"]["kubernetes.io/os"], "windows");
         assert_eq!(
             node["metadata"]["labels"]["node.kubernetes.io/windows-build"],
@@ -176,13 +174,14 @@ mod tests {
         assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.32.3");
         assert_eq!(node["status"]["addresses"][0]["address"], "127.5.6.12");
         assert!(node["status"]["capacity"].get("hugepages-2Mi").is_none());
+        assert_eq!(node["status"]["allocatable"]["memory"], "14168064Ki");
+        assert_eq!(node["spec"]["podCIDR"], "10.244.2.0/24");
         assert_eq!(node["status"]["nodeInfo"]["machineID"].as_str().map(str::len), Some(32));
     }
 
     #[test]
     fn control_plane_has_role_label() {
-        let topo = Topology::default_cluster();
-        let node = node_object(&topo.nodes[0], &topo, Ipv4Addr::new(127, 0, 0, 2));
+        let node = object("control-plane", Ipv4Addr::new(127, 0, 0, 2));
         assert_eq!(node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "");
         assert!(
             node["metadata"]["labels"]
