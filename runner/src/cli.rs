@@ -27,13 +27,23 @@ pub enum Command {
 pub enum SimCommand {
     /// Run the bundled cluster until interrupted, and write a kubeconfig for kubectl.
     Serve(ServeArgs),
+    /// List the built-in cluster profiles (use one with `sim serve --profile NAME`).
+    Profiles,
+    /// List the faults a node can carry, with the symptom each produces.
+    Faults,
 }
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Topology file (YAML); the built-in default cluster when omitted.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "profile")]
     pub topology: Option<PathBuf>,
+    /// A built-in profile instead of a topology file (see `mixcheck sim profiles`).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Inject a fault on a node (repeatable), e.g. `--fault win2019-1:kubelet-stopped`.
+    #[arg(long = "fault", value_name = "NODE:FAULT")]
+    pub faults: Vec<String>,
     /// Address and port of the API server (loopback unless you name another address).
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,

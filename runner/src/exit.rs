@@ -29,6 +29,9 @@ pub fn classify(e: &anyhow::Error) -> Code {
         let _ = err;
         return Code::Usage;
     }
+    if e.downcast_ref::<crate::sim::UsageError>().is_some() {
+        return Code::Usage;
+    }
     if let Some(simcluster::ClusterError::Listen { .. }) = e.downcast_ref::<simcluster::ClusterError>() {
         return Code::Usage;
     }

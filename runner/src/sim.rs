@@ -8,14 +8,67 @@ use crate::exit::Code;
 pub async fn run(cmd: SimCommand) -> anyhow::Result<Code> {
     match cmd {
         SimCommand::Serve(args) => serve(args).await,
+        SimCommand::Profiles => {
+            profiles()?;
+            Ok(Code::Passed)
+        }
+        SimCommand::Faults => {
+            for fault in simcluster::profile::KNOWN_FAULTS {
+                println!("{fault:<24} {}", simcluster::profile::fault_symptom(fault));
+            }
+            Ok(Code::Passed)
+        }
     }
 }
 
+fn profiles() -> anyhow::Result<()> {
+    println!("{:<26} {:<9} {:<6} DESCRIPTION", "PROFILE", "VERSION", "NODES");
+    for (name, _) in simcluster::topology::PROFILES {
+        let t = simcluster::Topology::profile(name)?;
+        println!(
+            "{name:<26} {:<9} {:<6} {}",
+            t.kubernetes_version,
+            t.nodes.len(),
+            t.description
+        );
+    }
+    Ok(())
+}
+
+/// Applies `--fault NODE:FAULT` flags to a topology.
+fn apply_faults(topology: &mut simcluster::Topology, faults: &[String]) -> Result<(), UsageError> {
+    for spec in faults {
+        let (node, fault) = spec
+            .split_once(':')
+            .ok_or_else(|| UsageError(format!("--fault {spec:?}: expected NODE:FAULT")))?;
+        if !simcluster::profile::KNOWN_FAULTS.contains(&fault) {
+            return Err(UsageError(format!(
+                "--fault {spec:?}: unknown fault {fault:?} (known: {})",
+                simcluster::profile::KNOWN_FAULTS.join(", ")
+            )));
+        }
+        let target = topology
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == node)
+            .ok_or_else(|| UsageError(format!("--fault {spec:?}: the topology has no node {node:?}")))?;
+        target.faults.push(fault.to_string());
+    }
+    Ok(())
+}
+
+/// A bad command-line value (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
-    let topology = match &args.topology {
-        Some(path) => simcluster::Topology::load(path)?,
-        None => simcluster::Topology::default_cluster(),
+    let mut topology = match (&args.topology, &args.profile) {
+        (Some(path), _) => simcluster::Topology::load(path)?,
+        (None, Some(name)) => simcluster::Topology::profile(name)?,
+        (None, None) => simcluster::Topology::default_cluster(),
     };
+    apply_faults(&mut topology, &args.faults)?;
     let mut config = simcluster::ClusterConfig::new(topology.clone());
     config.listen = args.listen;
     let cluster = simcluster::Cluster::start(config).await?;

@@ -9,14 +9,18 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use crate::api::{self, Shared};
+use crate::commands::SimRuntime;
+use crate::images::Catalogue;
+use crate::kubelet::Kubelets;
 use crate::logs::LogBook;
 use crate::profile::{self, NodeProfile};
 use crate::registry;
-use crate::runtime::{ContainerRuntime, MinimalRuntime};
+use crate::runtime::ContainerRuntime;
 use crate::status::ApiError;
 use crate::store::{EventType, Store, StoreConfig};
 use crate::tls::{Certificates, TlsError};
 use crate::topology::Topology;
+use crate::{controllers, scheduler};
 use crate::{kubeconfig, node};
 
 /// Errors starting a cluster.
@@ -125,10 +129,17 @@ impl Cluster {
         let profiles = Arc::new(seed(&store, &config.topology)?);
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
 
+        let catalogue = Arc::new(Catalogue::with_extra(&config.topology.images));
+        let runtime: Arc<dyn ContainerRuntime> = match config.runtime.clone() {
+            Some(r) => r,
+            None => Arc::new(SimRuntime::new(store.clone(), profiles.clone())),
+        };
         let shared = Arc::new(Shared {
             store: store.clone(),
             logs: logs.clone(),
-            runtime: config.runtime.clone().unwrap_or_else(|| Arc::new(MinimalRuntime)),
+            runtime,
+            profiles: profiles.clone(),
+            cluster_version: config.topology.version(),
             version: version_doc(&config.topology),
             token: token.clone(),
             openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),
@@ -146,6 +157,9 @@ impl Cluster {
         });
         let namespaces = tokio::spawn(namespace_controller(store.clone()));
         let reaper = tokio::spawn(pod_reaper(store.clone()));
+        let scheduler = tokio::spawn(scheduler::run(store.clone()));
+        let controllers = tokio::spawn(controllers::run(store.clone()));
+        let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone()).run());
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),
@@ -160,7 +174,7 @@ impl Cluster {
             logs,
             node_ips,
             handle,
-            tasks: vec![serve, namespaces, reaper],
+            tasks: vec![serve, namespaces, reaper, scheduler, controllers, kubelets],
         })
     }
 
@@ -316,16 +330,25 @@ async fn namespace_controller(store: Arc<Store>) {
     }
 }
 
-/// Stands in for the kubelets until simulated nodes run pods: a terminating pod is removed once
-/// its grace period is over, as a kubelet does after stopping its containers.
+/// The pod garbage collector's orphan rule: a terminating pod bound to a node that does not
+/// exist has no kubelet to finish it, so it is removed once its grace period is over.
 async fn pod_reaper(store: Arc<Store>) {
     let pods = registry::core("pods");
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let nodes = registry::core("nodes");
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
         let now = chrono::Utc::now();
         let (all, _) = store.list(pods, None);
         for pod in all.iter().filter(|p| p.is_terminating()) {
+            let node = pod
+                .value()
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if store.get(nodes, "", node).is_ok() {
+                continue;
+            }
             let due = pod
                 .value()
                 .pointer("/metadata/deletionTimestamp")
@@ -333,7 +356,7 @@ async fn pod_reaper(store: Arc<Store>) {
                 .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
                 .is_none_or(|t| t <= now);
             if due && let Err(e) = store.remove_terminated(pods, pod.namespace(), pod.name()) {
-                tracing::debug!("removing terminated pod {}/{}: {e}", pod.namespace(), pod.name());
+                tracing::debug!("removing orphaned pod {}/{}: {e}", pod.namespace(), pod.name());
             }
         }
     }

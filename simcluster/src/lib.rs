@@ -3,15 +3,21 @@
 //!
 //! Start one with [`Cluster::start`]; point clients at [`Cluster::kubeconfig`].
 
+pub mod admission;
 pub mod api;
 pub mod cluster;
+pub mod commands;
+pub mod controllers;
 pub mod defaults;
 pub mod discovery;
 pub mod events;
+pub mod images;
 pub mod kubeconfig;
+pub mod kubelet;
 pub mod logs;
 pub mod node;
 pub mod openapi;
+pub mod outcome;
 pub mod patch;
 pub mod profile;
 pub mod protobuf;

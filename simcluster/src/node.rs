@@ -1,8 +1,6 @@
 //! Node objects built from the topology: labels, taints, nodeInfo, capacity, addresses and
 //! conditions as a real kubelet registers them, plus each node's Lease.
 
-use std::net::Ipv4Addr;
-
 use serde_json::{Map, Value, json};
 
 use crate::profile::NodeProfile;
@@ -145,6 +143,7 @@ pub fn lease_object(node: &str) -> Value {
 mod tests {
     use super::*;
     use crate::topology::Topology;
+    use std::net::Ipv4Addr;
 
     fn object(name: &str, ip: Ipv4Addr) -> Value {
         let topo = Topology::default_cluster();

@@ -28,6 +28,25 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+/// The built-in profiles: the default cluster and the clusters the seed documents describe.
+pub const PROFILES: &[(&str, &str)] = &[
+    ("default", DEFAULT_TOPOLOGY),
+    ("k8s-1.5-ws2016", include_str!("../topologies/k8s-1.5-ws2016.yaml")),
+    ("k8s-1.9-ws1709", include_str!("../topologies/k8s-1.9-ws1709.yaml")),
+    (
+        "k8s-1.14-ws2019-host-gw",
+        include_str!("../topologies/k8s-1.14-ws2019-host-gw.yaml"),
+    ),
+    (
+        "k8s-1.14-ws2019-vxlan",
+        include_str!("../topologies/k8s-1.14-ws2019-vxlan.yaml"),
+    ),
+    (
+        "current-ws2022-ws2025",
+        include_str!("../topologies/current-ws2022-ws2025.yaml"),
+    ),
+];
+
 /// The default topology of DESIGN.md: a Linux control plane, a Linux worker, Windows Server
 /// 2019 and 2022 workers, Kubernetes v1.32.
 pub const DEFAULT_TOPOLOGY: &str = include_str!("../topologies/default.yaml");
@@ -133,6 +152,51 @@ pub struct KubeletConfig {
     pub enforce_node_allocatable: Option<Vec<String>>,
 }
 
+/// The pod network's mode (the Windows CNI/HNS network type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkMode {
+    /// flannel host-gw / win-bridge (HNS L2Bridge).
+    #[default]
+    L2bridge,
+    /// flannel vxlan / win-overlay (HNS Overlay).
+    Overlay,
+    /// Azure CNI (HNS L2Tunnel).
+    L2tunnel,
+    /// ovn-kubernetes, or the 1.5-era transparent network.
+    Transparent,
+}
+
+/// The cluster network.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Network {
+    #[serde(default)]
+    pub mode: NetworkMode,
+    #[serde(default = "default_cluster_cidr")]
+    pub cluster_cidr: String,
+    #[serde(default = "default_service_cidr")]
+    pub service_cidr: String,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Self {
+            mode: NetworkMode::default(),
+            cluster_cidr: default_cluster_cidr(),
+            service_cidr: default_service_cidr(),
+        }
+    }
+}
+
+fn default_cluster_cidr() -> String {
+    "10.244.0.0/16".into()
+}
+
+fn default_service_cidr() -> String {
+    "10.96.0.0/12".into()
+}
+
 /// How fast simulated kubelets work, and the seed of their jitter.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -201,6 +265,8 @@ pub struct Topology {
     #[serde(default = "default_version")]
     pub kubernetes_version: String,
     #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
     pub timing: Timing,
     /// Images added to the built-in catalogue.
     #[serde(default)]
@@ -220,6 +286,21 @@ impl Topology {
             // The embedded file is checked by a unit test; this cannot happen in a release.
             Err(e) => panic!("built-in topology is invalid: {e}"),
         }
+    }
+
+    /// A built-in profile by name.
+    pub fn profile(name: &str) -> Result<Self, TopologyError> {
+        let (_, text) = PROFILES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| TopologyError::Invalid {
+                path: name.to_string(),
+                message: format!(
+                    "no built-in profile of that name (profiles: {})",
+                    PROFILES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
+        Self::parse(text, &format!("<profile {name}>"))
     }
 
     /// Reads and validates a topology file.
@@ -419,6 +500,20 @@ mod tests {
                 .any(|t| t.key == "os" && t.value == "windows" && t.effect == "NoSchedule")
         );
         assert_eq!(t.nodes[3].build_number(), Some(20348));
+    }
+
+    #[test]
+    fn every_profile_parses() {
+        for (name, _) in PROFILES {
+            let t = Topology::profile(name).expect("profile parses");
+            assert_eq!(&t.name, name);
+            assert!(t.nodes.iter().any(|n| n.os == Os::Windows), "{name} has a Windows node");
+        }
+        assert!(Topology::profile("nope").is_err());
+        assert_eq!(
+            Topology::profile("k8s-1.14-ws2019-vxlan").expect("p").network.mode,
+            NetworkMode::Overlay
+        );
     }
 
     #[rstest]

@@ -156,11 +156,7 @@ async fn server_side_apply_creates_then_merges() {
 async fn list_with_label_and_field_selectors() {
     let (cluster, client) = setup("sel").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "sel");
-    for (name, node, app) in [
-        ("a", "linux-1", "web"),
-        ("b", "win2022-1", "web"),
-        ("c", "linux-1", "db"),
-    ] {
+    for (name, node, app) in [("a", "ghost-1", "web"), ("b", "ghost-2", "web"), ("c", "ghost-1", "db")] {
         pods.create(&PostParams::default(), &pod(name, node, app))
             .await
             .expect("create");
@@ -172,12 +168,12 @@ async fn list_with_label_and_field_selectors() {
         (ListParams::default().labels("app!=web"), &["c"]),
         (ListParams::default().labels("app in (db,cache)"), &["c"]),
         (ListParams::default().labels("app,app notin (web)"), &["c"]),
-        (ListParams::default().fields("spec.nodeName=linux-1"), &["a", "c"]),
+        (ListParams::default().fields("spec.nodeName=ghost-1"), &["a", "c"]),
         (ListParams::default().fields("status.phase!=Running"), &["b", "c"]),
         (
             ListParams::default()
                 .labels("app=web")
-                .fields("spec.nodeName=linux-1,metadata.name=a"),
+                .fields("spec.nodeName=ghost-1,metadata.name=a"),
             &["a"],
         ),
     ];
@@ -413,18 +409,24 @@ async fn runtime_watcher_follows_label_selected_objects() {
 async fn exec_and_logs_through_kube() {
     let (cluster, client) = setup("ex").await;
     let pods: Api<Pod> = Api::namespaced(client, "ex");
-    pods.create(&PostParams::default(), &pod("shell", "linux-1", "x"))
+    let mut shell = pod("shell", "linux-1", "x");
+    if let Some(spec) = shell.spec.as_mut() {
+        spec.containers[0].command = Some(vec!["sleep".into(), "infinity".into()]);
+    }
+    pods.create(&PostParams::default(), &shell).await.expect("create");
+    // A Windows-only image on a Linux node never starts: its log is refused.
+    let mut stuck = pod("stuck", "linux-1", "x");
+    if let Some(spec) = stuck.spec.as_mut() {
+        spec.containers[0].image = Some("mcr.microsoft.com/windows/servercore:ltsc2022".into());
+    }
+    pods.create(&PostParams::default(), &stuck).await.expect("create");
+
+    let running =
+        kube::runtime::wait::await_condition(pods.clone(), "shell", kube::runtime::conditions::is_pod_running());
+    tokio::time::timeout(Duration::from_secs(20), running)
         .await
-        .expect("create");
-
-    let (code, _) = api_error(
-        pods.logs("shell", &LogParams::default())
-            .await
-            .expect_err("not started"),
-    );
-    assert_eq!(code, 400);
-
-    mark_running(&cluster, "ex", "shell");
+        .expect("running in time")
+        .expect("watch");
     for (cmd, out, exit) in [
         (vec!["hostname"], "shell\n", None),
         (vec!["printenv", "GREETING"], "hello\n", None),
@@ -451,7 +453,7 @@ async fn exec_and_logs_through_kube() {
     cluster.logs().append("ex", "shell", "c", "first line");
     cluster.logs().append("ex", "shell", "c", "second line");
     let logs = pods.logs("shell", &LogParams::default()).await.expect("logs");
-    assert_eq!(logs, "first line\nsecond line\n");
+    assert!(logs.ends_with("first line\nsecond line\n"), "{logs:?}");
     let tail = pods
         .logs(
             "shell",
@@ -463,4 +465,20 @@ async fn exec_and_logs_through_kube() {
         .await
         .expect("tail");
     assert_eq!(tail, "second line\n");
+
+    // The stuck pod's container waits on its image pull.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match pods.logs("stuck", &LogParams::default()).await {
+            Err(kube::Error::Api(status))
+                if status.message.contains("pull image") || status.message.contains("can't be pulled") =>
+            {
+                assert_eq!(status.code, 400);
+                assert!(status.message.contains("is waiting to start"), "{}", status.message);
+                break;
+            }
+            other => assert!(tokio::time::Instant::now() < deadline, "no pull failure yet: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

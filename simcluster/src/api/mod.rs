@@ -39,6 +39,10 @@ pub struct Shared {
     pub token: String,
     pub openapi_hash: String,
     pub bookmark_interval: Duration,
+    /// The simulated nodes (their kubelets' configz and logs).
+    pub profiles: Arc<Vec<crate::profile::NodeProfile>>,
+    /// The API server's `major.minor` (version-dependent validation).
+    pub cluster_version: (u32, u32),
 }
 
 pub type ApiState = Arc<Shared>;
@@ -384,7 +388,14 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
             exec::exec(state, &target, &q, parts).await
         }
         (&Method::GET, true, Some("log")) => logs::logs(state, &target, &q).await,
-        (&Method::GET, _, Some("proxy")) | (_, _, Some("proxy")) => Err(ApiError::UnknownPath),
+        (&Method::GET, true, Some("proxy")) if target.rt.plural == "nodes" => {
+            let rest = path
+                .split_once("/proxy")
+                .map(|(_, r)| r.trim_start_matches('/'))
+                .unwrap_or("");
+            node_proxy(&state, target.name.as_deref().unwrap_or(""), rest)
+        }
+        (_, _, Some("proxy")) => Err(ApiError::UnknownPath),
         (&Method::GET, false, None) => {
             let format = negotiate(&parts.headers, &q)?;
             if q.flag("watch") {
@@ -424,6 +435,41 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         }
         (m, _, _) => Err(not_allowed(m.as_str())),
     }
+}
+
+/// `nodes/<name>/proxy/<path>`: the simulated kubelet's own endpoints.
+fn node_proxy(state: &ApiState, node: &str, rest: &str) -> Result<Response, ApiError> {
+    state.store.get(registry::core("nodes"), "", node)?;
+    let profile = state
+        .profiles
+        .iter()
+        .find(|p| p.name == node)
+        .ok_or_else(|| ApiError::BadRequest(format!("no kubelet answers for node {node:?}")))?;
+    if profile.has_fault("kubelet-stopped") {
+        return Err(ApiError::Internal(format!(
+            "error trying to reach service: dial tcp {}:10250: connect: connection refused",
+            profile.ip
+        )));
+    }
+    match rest.trim_end_matches('/') {
+        "configz" => Ok(json_value(StatusCode::OK, &profile.configz())),
+        "healthz" => Ok(healthy_response()),
+        "logs/kubelet.log" => {
+            let lines = state.logs.read("", node, "kubelet", false).unwrap_or_default();
+            let text: String = lines.iter().map(|l| format!("{}\n", l.text)).collect();
+            Ok(Response::new(Body::from(text)))
+        }
+        _ => Err(ApiError::UnknownPath),
+    }
+}
+
+fn healthy_response() -> Response {
+    let mut resp = Response::new(Body::from("ok"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
 }
 
 #[cfg(test)]

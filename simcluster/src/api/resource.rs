@@ -11,7 +11,7 @@ use crate::registry::{self, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause};
 use crate::store::{DeleteOptions, Deleted, Obj, Part};
-use crate::{table, validation};
+use crate::{admission, outcome, table, validation};
 
 /// Parsed `labelSelector` and `fieldSelector`, checked against what the kind supports.
 pub(crate) struct Selectors {
@@ -34,6 +34,40 @@ impl Selectors {
     pub(crate) fn matches(&self, obj: &Obj) -> bool {
         self.label.matches_object(obj.value()) && self.field.matches(obj.value())
     }
+}
+
+/// Validates an object, including the Windows pod rules that depend on the cluster version
+/// (for pods and for the pod templates of workloads).
+fn validate(state: &ApiState, rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    validation::validate(rt, obj)?;
+    let (spec, prefix) = match rt.kind {
+        "Pod" => (obj.get("spec"), "spec"),
+        "Deployment" | "ReplicaSet" | "DaemonSet" => (obj.pointer("/spec/template/spec"), "spec.template.spec"),
+        _ => (None, ""),
+    };
+    let Some(spec) = spec else { return Ok(()) };
+    let causes: Vec<Cause> = outcome::windows_api_violations(spec, state.cluster_version)
+        .into_iter()
+        .map(|mut c| {
+            if let Some(rest) = c.field.strip_prefix("spec") {
+                c.field = format!("{prefix}{rest}");
+            }
+            c
+        })
+        .collect();
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        group: rt.group.into(),
+        kind: rt.kind.into(),
+        name: obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
+        causes,
+    })
 }
 
 fn part(t: &Target) -> Part {
@@ -143,7 +177,10 @@ pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
     }
     let mut obj = decode_object(ct, bytes)?;
     check_identity(t, &mut obj)?;
-    validation::validate(t.rt, &obj)?;
+    validate(state, t.rt, &obj)?;
+    if t.rt.kind == "Pod" {
+        admission::admit_pod(&state.store, &mut obj)?;
+    }
     let created = state.store.create(t.rt, t.ns(), obj)?;
     Ok(object_response(StatusCode::CREATED, &created))
 }
@@ -168,7 +205,7 @@ pub(crate) fn update(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
         return Ok(object_response(StatusCode::OK, &updated));
     }
     if part(t) == Part::Main {
-        validation::validate(t.rt, &obj)?;
+        validate(state, t.rt, &obj)?;
     }
     let updated = state.store.update(t.rt, t.ns(), name(t), part(t), obj)?;
     Ok(object_response(StatusCode::OK, &updated))
@@ -250,7 +287,7 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
             });
         }
         if p == Part::Main {
-            validation::validate(rt, &next)?;
+            validate(state, rt, &next)?;
         }
         *cur = next;
         Ok(())
@@ -292,7 +329,7 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
             }
             patch::strategic_merge(&mut next, &patch_body, rt.kind).map_err(|e| patch_failed(rt, &obj_name, e))?;
             if p == Part::Main {
-                validation::validate(rt, &next)?;
+                validate(state, rt, &next)?;
             }
             *cur = next;
             Ok(())
@@ -304,7 +341,10 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
                 if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.insert("name".into(), json!(obj_name));
                 }
-                validation::validate(rt, &obj)?;
+                validate(state, rt, &obj)?;
+                if rt.kind == "Pod" {
+                    admission::admit_pod(&state.store, &mut obj)?;
+                }
                 match state.store.create(rt, t.ns(), obj) {
                     Ok(created) => return Ok(object_response(StatusCode::CREATED, &created)),
                     // Someone created it meanwhile: merge into theirs.

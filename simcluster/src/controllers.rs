@@ -1,0 +1,644 @@
+//! The controllers a user relies on: Deployment → ReplicaSet → Pods, DaemonSet (one pod per
+//! eligible node), the default ServiceAccount of each namespace, and garbage collection of
+//! objects whose owner was deleted. Event-driven with a periodic resync; each reconcile reads
+//! the store and converges one object.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::admission;
+use crate::events::{self, Kind, Source};
+use crate::registry::{self, ResourceType};
+use crate::scheduler::{Misfit, NodeInfo, PodNeeds, Usage, misfits};
+use crate::status::ApiError;
+use crate::store::{DeleteOptions, EventType, Obj, Part, Store};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    ServiceAccount(String),
+    Deployment(String, String),
+    ReplicaSet(String, String),
+    DaemonSet(String, String),
+}
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn rt(group: &str, plural: &str) -> &'static ResourceType {
+    registry::named(group, plural)
+}
+
+fn owner_of(v: &Value, kind: &str) -> Option<(String, String)> {
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| {
+            o.get("kind").and_then(Value::as_str) == Some(kind)
+                && o.get("controller").and_then(Value::as_bool) == Some(true)
+        })
+        .map(|o| (s(o, "/name").to_string(), s(o, "/uid").to_string()))
+}
+
+fn owned_by(v: &Value, uid: &str) -> bool {
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|o| o.get("uid").and_then(Value::as_str) == Some(uid)))
+}
+
+fn owner_ref(owner: &Obj, kind: &str, api_version: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": owner.name(), "uid": owner.uid(),
+           "controller": true, "blockOwnerDeletion": true})
+}
+
+fn is_active(pod: &Obj) -> bool {
+    !pod.is_terminating() && !matches!(s(pod.value(), "/status/phase"), "Succeeded" | "Failed")
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| s(c, "/type") == "Ready" && s(c, "/status") == "True"))
+}
+
+/// A short, stable hash of a pod template (the `pod-template-hash` label).
+fn template_hash(template: &Value) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let text = template.to_string();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (0..10)
+        .map(|i| ALPHABET[((h >> (i * 6)) % ALPHABET.len() as u64) as usize] as char)
+        .collect()
+}
+
+struct Controllers {
+    store: Arc<Store>,
+    /// Per ReplicaSet: when it may next replace failed pods (so rejected pods do not pile up at full speed).
+    replace_after: HashMap<(String, String), (Instant, u32)>,
+}
+
+/// Runs the controllers until the store closes.
+pub async fn run(store: Arc<Store>) {
+    let mut feed = store.subscribe();
+    let mut ctl = Controllers {
+        store: store.clone(),
+        replace_after: HashMap::new(),
+    };
+    let mut queue: BTreeSet<Key> = BTreeSet::new();
+    ctl.enqueue_all(&mut queue);
+    let mut resync = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        ctl.drain(&mut queue);
+        tokio::select! {
+            event = feed.recv() => match event {
+                Ok(e) => ctl.on_event(&e, &mut queue),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => ctl.enqueue_all(&mut queue),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = resync.tick() => ctl.enqueue_all(&mut queue),
+        }
+        // Batch what arrived meanwhile.
+        loop {
+            match feed.try_recv() {
+                Ok(e) => ctl.on_event(&e, &mut queue),
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => ctl.enqueue_all(&mut queue),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl Controllers {
+    fn enqueue_all(&self, queue: &mut BTreeSet<Key>) {
+        for ns in self.store.list(registry::core("namespaces"), None).0 {
+            queue.insert(Key::ServiceAccount(ns.name().to_string()));
+        }
+        for (plural, make) in [
+            ("deployments", Key::Deployment as fn(String, String) -> Key),
+            ("replicasets", Key::ReplicaSet),
+            ("daemonsets", Key::DaemonSet),
+        ] {
+            for o in self.store.list(rt("apps", plural), None).0 {
+                queue.insert(make(o.namespace().to_string(), o.name().to_string()));
+            }
+        }
+    }
+
+    fn on_event(&self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
+        let v = e.object.value();
+        let ns = e.object.namespace().to_string();
+        let name = e.object.name().to_string();
+        match (e.resource.group, e.resource.plural) {
+            ("", "namespaces") if e.kind == EventType::Added => {
+                queue.insert(Key::ServiceAccount(name));
+            }
+            ("", "serviceaccounts") if e.kind == EventType::Deleted => {
+                queue.insert(Key::ServiceAccount(ns));
+            }
+            ("apps", "deployments") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["replicasets"]);
+                } else {
+                    queue.insert(Key::Deployment(ns, name));
+                }
+            }
+            ("apps", "replicasets") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["pods"]);
+                } else {
+                    queue.insert(Key::ReplicaSet(ns.clone(), name));
+                }
+                if let Some((owner, _)) = owner_of(v, "Deployment") {
+                    queue.insert(Key::Deployment(ns, owner));
+                }
+            }
+            ("apps", "daemonsets") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["pods"]);
+                } else {
+                    queue.insert(Key::DaemonSet(ns, name));
+                }
+            }
+            ("", "pods") => {
+                let pod = e
+                    .previous
+                    .as_ref()
+                    .map_or(v, |p| if e.kind == EventType::Deleted { p.value() } else { v });
+                if let Some((owner, _)) = owner_of(pod, "ReplicaSet") {
+                    queue.insert(Key::ReplicaSet(ns, owner));
+                } else if let Some((owner, _)) = owner_of(pod, "DaemonSet") {
+                    queue.insert(Key::DaemonSet(ns, owner));
+                }
+            }
+            ("", "nodes")
+                if e.kind != EventType::Modified
+                    || e.previous.as_ref().is_some_and(|p| {
+                        p.value().pointer("/spec") != v.pointer("/spec")
+                            || p.value().pointer("/metadata/labels") != v.pointer("/metadata/labels")
+                    }) =>
+            {
+                for o in self.store.list(rt("apps", "daemonsets"), None).0 {
+                    queue.insert(Key::DaemonSet(o.namespace().to_string(), o.name().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn drain(&mut self, queue: &mut BTreeSet<Key>) {
+        while let Some(key) = queue.pop_first() {
+            let result = match &key {
+                Key::ServiceAccount(ns) => self.service_account(ns),
+                Key::Deployment(ns, name) => self.deployment(ns, name),
+                Key::ReplicaSet(ns, name) => self.replica_set(ns, name),
+                Key::DaemonSet(ns, name) => self.daemon_set(ns, name),
+            };
+            match result {
+                Ok(())
+                | Err(ApiError::NotFound { .. })
+                | Err(ApiError::Conflict { .. })
+                | Err(ApiError::Forbidden { .. }) => {}
+                Err(e) => tracing::warn!("controller {key:?}: {e}"),
+            }
+        }
+    }
+
+    fn collect_garbage(&self, ns: &str, owner_uid: &str, plurals: &[&str]) {
+        for plural in plurals {
+            let kind = if *plural == "pods" {
+                registry::core("pods")
+            } else {
+                rt("apps", plural)
+            };
+            for o in self.store.list(kind, Some(ns)).0 {
+                if owned_by(o.value(), owner_uid) {
+                    let _ = self.store.delete(kind, ns, o.name(), &DeleteOptions::default());
+                }
+            }
+        }
+    }
+
+    fn service_account(&self, ns: &str) -> Result<(), ApiError> {
+        let namespace = self.store.get(registry::core("namespaces"), "", ns)?;
+        if namespace.is_terminating() {
+            return Ok(());
+        }
+        let sa = registry::core("serviceaccounts");
+        match self.store.get(sa, ns, "default") {
+            Ok(_) => Ok(()),
+            Err(ApiError::NotFound { .. }) => match self.store.create(sa, ns, json!({"metadata": {"name": "default"}}))
+            {
+                Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    fn deployment(&self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let deploy = self.store.get(rt("apps", "deployments"), ns, name)?;
+        if deploy.is_terminating() {
+            return Ok(());
+        }
+        let d = deploy.value();
+        let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+        let template = d.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+        let hash = template_hash(&template);
+        let rs_rt = rt("apps", "replicasets");
+        let owned: Vec<Obj> = self
+            .store
+            .list(rs_rt, Some(ns))
+            .0
+            .into_iter()
+            .filter(|r| owned_by(r.value(), deploy.uid()))
+            .collect();
+        let current_name = format!("{name}-{hash}");
+        let revision = owned
+            .iter()
+            .filter_map(|r| {
+                s(r.value(), "/metadata/annotations/deployment.kubernetes.io~1revision")
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        let current = owned.iter().find(|r| r.name() == current_name).cloned();
+        let current = match current {
+            Some(r) => {
+                if r.value().pointer("/spec/replicas").and_then(Value::as_i64) != Some(replicas) {
+                    self.store.modify(rs_rt, ns, &current_name, Part::Main, |v| {
+                        v["spec"]["replicas"] = json!(replicas);
+                        Ok(())
+                    })?
+                } else {
+                    r
+                }
+            }
+            None => {
+                let mut tpl = template.clone();
+                tpl["metadata"]["labels"]["pod-template-hash"] = json!(hash);
+                let mut selector = d.pointer("/spec/selector").cloned().unwrap_or_else(|| json!({}));
+                selector["matchLabels"]["pod-template-hash"] = json!(hash);
+                let labels = tpl.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+                let rs = json!({
+                    "metadata": {
+                        "name": current_name,
+                        "labels": labels,
+                        "annotations": {"deployment.kubernetes.io/revision": (revision + 1).to_string(),
+                                        "deployment.kubernetes.io/desired-replicas": replicas.to_string()},
+                        "ownerReferences": [owner_ref(&deploy, "Deployment", "apps/v1")],
+                    },
+                    "spec": {"replicas": replicas, "selector": selector, "template": tpl},
+                });
+                let created = match self.store.create(rs_rt, ns, rs) {
+                    Ok(c) => c,
+                    Err(ApiError::AlreadyExists { .. }) => self.store.get(rs_rt, ns, &current_name)?,
+                    Err(e) => return Err(e),
+                };
+                events::emit(
+                    &self.store,
+                    d,
+                    Kind::Normal,
+                    "ScalingReplicaSet",
+                    &format!("Scaled up replica set {current_name} from 0 to {replicas}"),
+                    &Source::controller("deployment-controller"),
+                );
+                created
+            }
+        };
+        // Older ReplicaSets scale to zero once the new one exists (a simple rollout).
+        for old in owned.iter().filter(|r| r.name() != current_name) {
+            if old
+                .value()
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                != 0
+            {
+                self.store.modify(rs_rt, ns, old.name(), Part::Main, |v| {
+                    v["spec"]["replicas"] = json!(0);
+                    Ok(())
+                })?;
+            }
+        }
+        let all: Vec<&Obj> = owned
+            .iter()
+            .filter(|r| r.name() != current_name)
+            .chain([&current])
+            .collect();
+        let sum = |field: &str| {
+            all.iter()
+                .map(|r| {
+                    r.value()
+                        .pointer(&format!("/status/{field}"))
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0)
+                })
+                .sum::<i64>()
+        };
+        let updated = current
+            .value()
+            .pointer("/status/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let available = sum("availableReplicas");
+        let generation = d.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
+        let (avail_status, avail_reason, avail_msg) = if available >= replicas {
+            (
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+            )
+        } else {
+            (
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+            )
+        };
+        let progressing_reason = if updated == replicas && available >= replicas {
+            "NewReplicaSetAvailable"
+        } else {
+            "ReplicaSetUpdated"
+        };
+        let status = json!({
+            "observedGeneration": generation,
+            "replicas": sum("replicas"),
+            "updatedReplicas": updated,
+            "readyReplicas": sum("readyReplicas"),
+            "availableReplicas": available,
+            "unavailableReplicas": (replicas - available).max(0),
+            "conditions": [
+                {"type": "Available", "status": avail_status, "reason": avail_reason, "message": avail_msg},
+                {"type": "Progressing", "status": "True", "reason": progressing_reason,
+                 "message": format!("ReplicaSet \"{current_name}\" is progressing.")},
+            ],
+        });
+        self.write_status(rt("apps", "deployments"), ns, name, d, status)
+    }
+
+    fn write_status(
+        &self,
+        kind: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        current: &Value,
+        mut status: Value,
+    ) -> Result<(), ApiError> {
+        // Keep condition timestamps when nothing about the condition changed.
+        let now = crate::store::timestamp(chrono::Utc::now());
+        if let Some(conds) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+            for c in conds.iter_mut() {
+                let old = current
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|o| o.iter().find(|o| o.get("type") == c.get("type")));
+                let (ts, tt) = match old {
+                    Some(o) if o.get("status") == c.get("status") && o.get("reason") == c.get("reason") => {
+                        (o.get("lastUpdateTime").cloned(), o.get("lastTransitionTime").cloned())
+                    }
+                    _ => (None, None),
+                };
+                c["lastUpdateTime"] = ts.unwrap_or_else(|| json!(now));
+                c["lastTransitionTime"] = tt.unwrap_or_else(|| json!(now));
+            }
+        }
+        if current.get("status") == Some(&status) {
+            return Ok(());
+        }
+        self.store.modify(kind, ns, name, Part::Status, |v| {
+            v["status"] = status;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    fn replica_set(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let rs_rt = rt("apps", "replicasets");
+        let rs = self.store.get(rs_rt, ns, name)?;
+        if rs.is_terminating() {
+            return Ok(());
+        }
+        let r = rs.value();
+        let replicas = r.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
+        let pods_rt = registry::core("pods");
+        let owned: Vec<Obj> = self
+            .store
+            .list(pods_rt, Some(ns))
+            .0
+            .into_iter()
+            .filter(|p| owned_by(p.value(), rs.uid()))
+            .collect();
+        let mut active: Vec<&Obj> = owned.iter().filter(|p| is_active(p)).collect();
+        let failed = owned
+            .iter()
+            .filter(|p| s(p.value(), "/status/phase") == "Failed")
+            .count();
+        let missing = replicas - active.len() as i64;
+        let key = (ns.to_string(), name.to_string());
+        if missing > 0 {
+            // Replacing failed pods backs off, so a rejected template does not flood the cluster.
+            let allowed = self.replace_after.get(&key).is_none_or(|(at, _)| Instant::now() >= *at);
+            if failed == 0 || allowed {
+                if failed > 0 {
+                    let tries = self.replace_after.get(&key).map_or(0, |(_, n)| *n) + 1;
+                    let wait = Duration::from_millis(500u64.saturating_mul(1 << tries.min(6)));
+                    self.replace_after.insert(key.clone(), (Instant::now() + wait, tries));
+                }
+                for _ in 0..missing {
+                    self.create_pod(&rs, "ReplicaSet", None)?;
+                }
+            }
+        } else if missing < 0 {
+            // Delete the least useful first: unscheduled, then not ready, then the newest.
+            active.sort_by_key(|p| {
+                let v = p.value();
+                (
+                    !s(v, "/spec/nodeName").is_empty(),
+                    is_ready(v),
+                    std::cmp::Reverse(s(v, "/metadata/creationTimestamp").to_string()),
+                )
+            });
+            for pod in active.iter().take((-missing) as usize) {
+                let _ = self.store.delete(pods_rt, ns, pod.name(), &DeleteOptions::default());
+            }
+        }
+        let live: Vec<&Obj> = owned.iter().filter(|p| is_active(p)).collect();
+        let ready = live.iter().filter(|p| is_ready(p.value())).count();
+        let count = live.len() as i64 + missing.max(0);
+        let status = json!({
+            "replicas": count.min(replicas.max(live.len() as i64)),
+            "fullyLabeledReplicas": live.len(),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "observedGeneration": r.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+        });
+        self.write_status(rs_rt, ns, name, r, status)
+    }
+
+    /// Creates one pod from a controller's template (through pod admission).
+    fn create_pod(&self, owner: &Obj, kind: &str, node: Option<&str>) -> Result<Obj, ApiError> {
+        let o = owner.value();
+        let mut template = o.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+        let mut metadata = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        metadata["generateName"] = json!(format!("{}-", owner.name()));
+        metadata["ownerReferences"] = json!([owner_ref(owner, kind, "apps/v1")]);
+        if let Some(m) = metadata.as_object_mut() {
+            m.remove("name");
+        }
+        if let Some(node) = node {
+            let spec = &mut template["spec"];
+            spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+            });
+            let mut tolerations = spec
+                .get("tolerations")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            tolerations.extend(daemonset_tolerations());
+            spec["tolerations"] = json!(tolerations);
+        }
+        let mut pod = json!({"metadata": metadata, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))});
+        admission::admit_pod(&self.store, &mut pod)?;
+        let created = self.store.create(registry::core("pods"), owner.namespace(), pod)?;
+        events::emit(
+            &self.store,
+            o,
+            Kind::Normal,
+            "SuccessfulCreate",
+            &format!("Created pod: {}", created.name()),
+            &Source::controller(if kind == "DaemonSet" {
+                "daemonset-controller"
+            } else {
+                "replicaset-controller"
+            }),
+        );
+        Ok(created)
+    }
+
+    fn daemon_set(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let ds_rt = rt("apps", "daemonsets");
+        let ds = self.store.get(ds_rt, ns, name)?;
+        if ds.is_terminating() {
+            return Ok(());
+        }
+        let template_pod = json!({"spec": ds.value().pointer("/spec/template/spec").cloned().unwrap_or(Value::Null)});
+        let mut needs = PodNeeds::from_pod(&template_pod);
+        needs.tolerations.extend(daemonset_tolerations());
+        needs.host_ports.clear();
+        let nodes: Vec<NodeInfo> = self
+            .store
+            .list(registry::core("nodes"), None)
+            .0
+            .iter()
+            .map(|n| NodeInfo::from_node(n.value()))
+            .collect();
+        let eligible: Vec<&NodeInfo> = nodes
+            .iter()
+            .filter(|n| {
+                misfits(&needs, n, &Usage::default())
+                    .iter()
+                    .all(|m| matches!(m, Misfit::Insufficient(_) | Misfit::TooManyPods | Misfit::Ports))
+            })
+            .collect();
+        let pods_rt = registry::core("pods");
+        let owned: Vec<Obj> = self
+            .store
+            .list(pods_rt, Some(ns))
+            .0
+            .into_iter()
+            .filter(|p| owned_by(p.value(), ds.uid()))
+            .collect();
+        let target_node = |p: &Obj| -> String {
+            let node = s(p.value(), "/spec/nodeName");
+            if !node.is_empty() {
+                return node.to_string();
+            }
+            p.value()
+                .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let mut by_node: HashMap<String, Vec<&Obj>> = HashMap::new();
+        for p in owned.iter().filter(|p| is_active(p)) {
+            by_node.entry(target_node(p)).or_default().push(p);
+        }
+        for node in &eligible {
+            match by_node.get(&node.name) {
+                None => {
+                    self.create_pod(&ds, "DaemonSet", Some(&node.name))?;
+                }
+                Some(pods) if pods.len() > 1 => {
+                    for extra in &pods[1..] {
+                        let _ = self.store.delete(pods_rt, ns, extra.name(), &DeleteOptions::default());
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let eligible_names: BTreeSet<&str> = eligible.iter().map(|n| n.name.as_str()).collect();
+        for (node, pods) in &by_node {
+            if !eligible_names.contains(node.as_str()) {
+                for p in pods {
+                    let _ = self.store.delete(pods_rt, ns, p.name(), &DeleteOptions::default());
+                }
+            }
+        }
+        let scheduled = eligible.iter().filter(|n| by_node.contains_key(&n.name)).count();
+        let ready = eligible
+            .iter()
+            .filter(|n| {
+                by_node
+                    .get(&n.name)
+                    .is_some_and(|ps| ps.iter().any(|p| is_ready(p.value())))
+            })
+            .count();
+        let status = json!({
+            "desiredNumberScheduled": eligible.len(),
+            "currentNumberScheduled": scheduled,
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+            "updatedNumberScheduled": scheduled,
+            "numberAvailable": ready,
+            "numberUnavailable": eligible.len() - ready,
+            "observedGeneration": ds.value().pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+        });
+        self.write_status(ds_rt, ns, name, ds.value(), status)
+    }
+}
+
+/// The tolerations the DaemonSet controller adds to its pods (never `os=windows`).
+fn daemonset_tolerations() -> Vec<Value> {
+    let t = |key: &str, effect: &str| json!({"key": key, "operator": "Exists", "effect": effect});
+    vec![
+        t("node.kubernetes.io/not-ready", "NoExecute"),
+        t("node.kubernetes.io/unreachable", "NoExecute"),
+        t("node.kubernetes.io/disk-pressure", "NoSchedule"),
+        t("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        t("node.kubernetes.io/pid-pressure", "NoSchedule"),
+        t("node.kubernetes.io/unschedulable", "NoSchedule"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_hash_is_stable_and_sensitive() {
+        let a = json!({"spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        let b = json!({"spec": {"containers": [{"name": "c", "image": "i:2"}]}});
+        assert_eq!(template_hash(&a), template_hash(&a));
+        assert_ne!(template_hash(&a), template_hash(&b));
+        assert_eq!(template_hash(&a).len(), 10);
+    }
+}

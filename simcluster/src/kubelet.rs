@@ -1,0 +1,894 @@
+//! Simulated kubelets: one per node, driven by the node's profile. They renew node leases,
+//! admit pods, and run each pod as a state machine (sandbox, image pulls, container create and
+//! start, exits and restarts with CrashLoopBackOff back-off, graceful termination), writing pod
+//! status and events with upstream reasons. What happens to a pod is decided by
+//! [`outcome::plan`]; this module only plays it out over (simulated) time.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::events::{self, Kind, Source};
+use crate::images::Catalogue;
+use crate::logs::LogBook;
+use crate::outcome::{self, ContainerOutcome, ContainerPlan, PodVerdict, Process};
+use crate::profile::{NodeProfile, Step};
+use crate::quantity::Quantity;
+use crate::registry;
+use crate::scheduler::PodNeeds;
+use crate::status::ApiError;
+use crate::store::{EventType, Obj, Part, Store, timestamp};
+
+/// What every kubelet shares.
+#[derive(Debug)]
+pub struct Kubelets {
+    pub store: Arc<Store>,
+    pub logs: Arc<LogBook>,
+    pub catalogue: Arc<Catalogue>,
+    pub profiles: Arc<Vec<NodeProfile>>,
+    /// Pods being run, by uid: the signal that asks them to terminate.
+    running: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Pod IPs in use per node.
+    ips: Mutex<HashMap<String, BTreeSet<u32>>>,
+    /// Images already pulled per node.
+    pulled: Mutex<HashMap<String, BTreeSet<String>>>,
+}
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn now() -> String {
+    timestamp(chrono::Utc::now())
+}
+
+fn scaled(ms: u64, profile: &NodeProfile) -> Duration {
+    Duration::from_secs_f64(ms as f64 * profile.timing.scale / 1000.0)
+}
+
+impl Kubelets {
+    pub fn new(
+        store: Arc<Store>,
+        logs: Arc<LogBook>,
+        catalogue: Arc<Catalogue>,
+        profiles: Arc<Vec<NodeProfile>>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            logs,
+            catalogue,
+            profiles,
+            running: Mutex::new(HashMap::new()),
+            ips: Mutex::new(HashMap::new()),
+            pulled: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn profile(&self, node: &str) -> Option<&NodeProfile> {
+        self.profiles.iter().find(|p| p.name == node)
+    }
+
+    /// Runs every node's kubelet until the store closes.
+    pub async fn run(self: Arc<Self>) {
+        self.mark_stopped_nodes();
+        tokio::spawn(self.clone().renew_leases());
+        let mut feed = self.store.subscribe();
+        self.resync();
+        let mut resync = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            tokio::select! {
+                event = feed.recv() => match event {
+                    Ok(e) if e.resource.group.is_empty() && e.resource.plural == "pods" => self.on_pod(&e.object, e.kind),
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync(),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                _ = resync.tick() => self.resync(),
+            }
+        }
+    }
+
+    fn resync(self: &Arc<Self>) {
+        for pod in self.store.list(registry::core("pods"), None).0 {
+            self.on_pod(&pod, EventType::Modified);
+        }
+    }
+
+    fn on_pod(self: &Arc<Self>, pod: &Obj, kind: EventType) {
+        let node = s(pod.value(), "/spec/nodeName");
+        if node.is_empty() || kind == EventType::Deleted {
+            return;
+        }
+        let Some(profile) = self.profile(node).cloned() else {
+            return;
+        };
+        let uid = pod.uid().to_string();
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        match running.get(&uid) {
+            Some(stop) => {
+                if pod.is_terminating() {
+                    stop.notify_one();
+                }
+            }
+            None => {
+                // A pod that already finished before we saw it (resync) has nothing to run.
+                let phase = s(pod.value(), "/status/phase");
+                if matches!(phase, "Succeeded" | "Failed") && !pod.is_terminating() {
+                    return;
+                }
+                let stop = Arc::new(Notify::new());
+                if pod.is_terminating() {
+                    stop.notify_one();
+                }
+                running.insert(uid.clone(), stop.clone());
+                let this = self.clone();
+                let pod = pod.clone();
+                tokio::spawn(async move {
+                    this.run_pod(profile, pod, stop).await;
+                });
+            }
+        }
+    }
+
+    /// Nodes whose kubelet is stopped: NotReady (Unknown) with the unreachable taints.
+    fn mark_stopped_nodes(&self) {
+        let nodes = registry::core("nodes");
+        for p in self.profiles.iter().filter(|p| p.has_fault("kubelet-stopped")) {
+            let at = now();
+            let _ = self.store.modify(nodes, "", &p.name, Part::Main, |n| {
+                let mut taints = n
+                    .pointer("/spec/taints")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for effect in ["NoSchedule", "NoExecute"] {
+                    taints.push(json!({"key": "node.kubernetes.io/unreachable", "effect": effect, "timeAdded": at}));
+                }
+                n["spec"]["taints"] = json!(taints);
+                Ok(())
+            });
+            let _ = self.store.modify(nodes, "", &p.name, Part::Status, |n| {
+                if let Some(conds) = n.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+                    for c in conds.iter_mut() {
+                        c["status"] = json!("Unknown");
+                        c["reason"] = json!("NodeStatusUnknown");
+                        c["message"] = json!("Kubelet stopped posting node status.");
+                        c["lastTransitionTime"] = json!(at);
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Renews each running kubelet's node Lease every 10 s.
+    async fn renew_leases(self: Arc<Self>) {
+        let leases = registry::named("coordination.k8s.io", "leases");
+        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            tick.tick().await;
+            let renew = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+            for p in self.profiles.iter().filter(|p| !p.has_fault("kubelet-stopped")) {
+                let _ = self.store.modify(leases, "kube-node-lease", &p.name, Part::Main, |l| {
+                    l["spec"]["renewTime"] = json!(renew);
+                    Ok(())
+                });
+            }
+        }
+    }
+
+    fn allocate_ip(&self, profile: &NodeProfile) -> String {
+        let mut ips = self.ips.lock().unwrap_or_else(|p| p.into_inner());
+        let used = ips.entry(profile.name.clone()).or_default();
+        let host = (2..255).find(|h| !used.contains(h)).unwrap_or(254);
+        used.insert(host);
+        let prefix = profile.pod_cidr.trim_end_matches("0/24");
+        format!("{prefix}{host}")
+    }
+
+    fn release_ip(&self, profile: &NodeProfile, ip: &str) {
+        if let Some(host) = ip.rsplit('.').next().and_then(|h| h.parse::<u32>().ok()) {
+            let mut ips = self.ips.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(used) = ips.get_mut(&profile.name) {
+                used.remove(&host);
+            }
+        }
+    }
+
+    fn already_pulled(&self, node: &str, image: &str) -> bool {
+        let mut pulled = self.pulled.lock().unwrap_or_else(|p| p.into_inner());
+        !pulled.entry(node.to_string()).or_default().insert(image.to_string())
+    }
+
+    async fn run_pod(self: Arc<Self>, profile: NodeProfile, pod: Obj, stop: Arc<Notify>) {
+        let mut run = PodRun::new(self.clone(), profile, pod, stop);
+        run.play().await;
+        run.terminate().await;
+        let uid = run.pod.uid().to_string();
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&uid);
+    }
+}
+
+/// One container's live state.
+#[derive(Debug, Clone)]
+struct Container {
+    plan: ContainerPlan,
+    init: bool,
+    restarts: u32,
+    state: Value,
+    last_state: Value,
+    ready: bool,
+    started: bool,
+    container_id: String,
+}
+
+impl Container {
+    fn status(&self, image_id: &str) -> Value {
+        json!({
+            "name": self.plan.name,
+            "image": self.plan.image,
+            "imageID": if self.started || self.restarts > 0 { image_id.to_string() } else { String::new() },
+            "containerID": if self.container_id.is_empty() { Value::Null } else { json!(self.container_id) },
+            "ready": self.ready,
+            "started": self.started,
+            "restartCount": self.restarts,
+            "state": self.state,
+            "lastState": self.last_state,
+        })
+    }
+
+    fn running(&self) -> bool {
+        self.state.get("running").is_some()
+    }
+
+    fn terminated_code(&self) -> Option<i64> {
+        self.state.pointer("/terminated/exitCode").and_then(Value::as_i64)
+    }
+}
+
+enum Ended {
+    /// The pod is being deleted.
+    Stopped,
+    /// Nothing more will happen until deletion.
+    Settled,
+}
+
+struct PodRun {
+    k: Arc<Kubelets>,
+    profile: NodeProfile,
+    pod: Obj,
+    stop: Arc<Notify>,
+    source: Source,
+    containers: Vec<Container>,
+    pod_ip: String,
+    phase: &'static str,
+    reason: Option<(String, String)>,
+    sandbox_ready: bool,
+}
+
+impl PodRun {
+    fn new(k: Arc<Kubelets>, profile: NodeProfile, pod: Obj, stop: Arc<Notify>) -> Self {
+        let source = Source::kubelet(&profile.name);
+        Self {
+            k,
+            profile,
+            pod,
+            stop,
+            source,
+            containers: Vec::new(),
+            pod_ip: String::new(),
+            phase: "Pending",
+            reason: None,
+            sandbox_ready: false,
+        }
+    }
+
+    fn v(&self) -> &Value {
+        self.pod.value()
+    }
+
+    fn full_name(&self) -> String {
+        format!("{}_{}({})", self.pod.name(), self.pod.namespace(), self.pod.uid())
+    }
+
+    fn event(&self, kind: Kind, reason: &str, message: &str) {
+        events::emit(&self.k.store, self.pod.value(), kind, reason, message, &self.source);
+    }
+
+    /// Waits, unless the pod is deleted meanwhile (then false).
+    async fn wait(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(d) => true,
+            _ = self.stop.notified() => {
+                // Keep the permit for terminate().
+                self.stop.notify_one();
+                false
+            }
+        }
+    }
+
+    fn restart_policy(&self) -> &str {
+        match s(self.v(), "/spec/restartPolicy") {
+            "" => "Always",
+            p => p,
+        }
+    }
+
+    /// Resource admission of a pod placed by name on a node without room (OutOfcpu, OutOfmemory).
+    fn resource_rejection(&self) -> Option<(String, String)> {
+        let needs = PodNeeds::from_pod(self.v());
+        let mut used_cpu = Quantity::default();
+        let mut used_mem = Quantity::default();
+        let (pods, _) = self.k.store.list(registry::core("pods"), None);
+        for p in pods.iter().filter(|p| p.uid() != self.pod.uid()) {
+            let v = p.value();
+            if s(v, "/spec/nodeName") == self.profile.name
+                && !matches!(s(v, "/status/phase"), "Succeeded" | "Failed")
+                && !s(v, "/status/podIP").is_empty()
+            {
+                let n = PodNeeds::from_pod(v);
+                used_cpu = used_cpu + n.cpu;
+                used_mem = used_mem + n.memory;
+            }
+        }
+        let alloc = |k: &str| {
+            self.profile
+                .allocatable
+                .get(k)
+                .and_then(|v| Quantity::parse(v))
+                .unwrap_or_default()
+        };
+        for (res, need, used) in [("cpu", needs.cpu, used_cpu), ("memory", needs.memory, used_mem)] {
+            let cap = alloc(res);
+            if need.milli() > 0 && used + need > cap {
+                let fmt = |q: Quantity| {
+                    if res == "cpu" {
+                        q.milli().to_string()
+                    } else {
+                        q.value().to_string()
+                    }
+                };
+                return Some((
+                    format!("Outof{res}"),
+                    format!(
+                        "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: {}, capacity: {}",
+                        fmt(need),
+                        fmt(used),
+                        fmt(cap)
+                    ),
+                ));
+            }
+        }
+        None
+    }
+
+    async fn play(&mut self) {
+        if self.profile.has_fault("kubelet-stopped") || self.pod.is_terminating() {
+            return;
+        }
+        if let Some((reason, message)) = self.resource_rejection() {
+            self.reject(&reason, &message);
+            return;
+        }
+        let handler = match s(self.v(), "/spec/runtimeClassName") {
+            "" => None,
+            name => self
+                .k
+                .store
+                .get(registry::named("node.k8s.io", "runtimeclasses"), "", name)
+                .ok()
+                .map(|rc| s(rc.value(), "/handler").to_string()),
+        };
+        let verdict = outcome::plan(&self.profile, self.v(), &self.k.catalogue, handler.as_deref());
+        let event_reason = verdict.event_reason().unwrap_or("FailedCreatePodSandBox").to_string();
+        match verdict {
+            PodVerdict::Rejected { reason, message, .. } => self.reject(&reason, &message),
+            PodVerdict::SandboxFails { message, .. } => self.sandbox_fails(&event_reason, &message).await,
+            PodVerdict::Proceed(plan) => {
+                for line in &plan.kubelet_log {
+                    self.k.logs.append("", &self.profile.name, "kubelet", line);
+                }
+                for (reason, message) in &plan.warning_events {
+                    self.event(Kind::Warning, reason, message);
+                }
+                self.pod_ip = if plan.host_network || plan.host_process {
+                    self.profile.ip.to_string()
+                } else {
+                    self.k.allocate_ip(&self.profile)
+                };
+                let make = |c: &ContainerPlan, init: bool| Container {
+                    plan: c.clone(),
+                    init,
+                    restarts: 0,
+                    state: json!({"waiting": {"reason": if init { "PodInitializing" } else { "ContainerCreating" }}}),
+                    last_state: json!({}),
+                    ready: false,
+                    started: false,
+                    container_id: String::new(),
+                };
+                self.containers = plan
+                    .init_containers
+                    .iter()
+                    .map(|c| make(c, true))
+                    .chain(plan.containers.iter().map(|c| make(c, false)))
+                    .collect();
+                self.write_status();
+                if !self.wait(self.profile.delay(Step::Sandbox, self.pod.uid())).await {
+                    return;
+                }
+                self.sandbox_ready = true;
+                let _ = self.run_containers().await;
+            }
+        }
+    }
+
+    fn reject(&mut self, reason: &str, message: &str) {
+        self.phase = "Failed";
+        self.reason = Some((reason.to_string(), message.to_string()));
+        self.write_status();
+        let short = message.strip_prefix("Pod was rejected: ").unwrap_or(message);
+        self.event(Kind::Warning, reason, short);
+    }
+
+    async fn sandbox_fails(&mut self, reason: &str, message: &str) {
+        self.write_status();
+        let mut attempt = 0;
+        loop {
+            self.event(Kind::Warning, reason, message);
+            if !self.wait(self.profile.backoff(attempt)).await {
+                return;
+            }
+            attempt += 1;
+        }
+    }
+
+    async fn run_containers(&mut self) -> Ended {
+        // Init containers, one after another, each to a successful exit.
+        let init_count = self.containers.iter().filter(|c| c.init).count();
+        for i in 0..init_count {
+            loop {
+                match self.start(i).await {
+                    None => return Ended::Stopped,
+                    Some(true) => {}
+                    Some(false) => match self.crash_loop(i).await {
+                        None => return Ended::Stopped,
+                        Some(()) => continue,
+                    },
+                }
+                match self.await_exit(i).await {
+                    None => return Ended::Stopped,
+                    Some(0) => break,
+                    Some(_) if self.restart_policy() == "Never" => {
+                        self.phase = "Failed";
+                        self.write_status();
+                        return Ended::Settled;
+                    }
+                    Some(_) => {
+                        if self.crash_loop(i).await.is_none() {
+                            return Ended::Stopped;
+                        }
+                    }
+                }
+            }
+        }
+        // Regular containers: start each, then watch them all.
+        for i in init_count..self.containers.len() {
+            if self.start(i).await.is_none() {
+                return Ended::Stopped;
+            }
+        }
+        self.supervise(init_count).await
+    }
+
+    /// Pulls, creates and starts container i. Some(true): running; Some(false): the start
+    /// failed (retry with back-off); None: the pod was deleted meanwhile.
+    async fn start(&mut self, i: usize) -> Option<bool> {
+        let image = self.containers[i].plan.image.clone();
+        let name = self.containers[i].plan.name.clone();
+        if let ContainerOutcome::PullFails { message, .. } = self.containers[i].plan.outcome.clone() {
+            self.pull_forever(i, &image, &message).await;
+            return None;
+        }
+        if !self.pull(&image).await {
+            return None;
+        }
+        match self.containers[i].plan.outcome.clone() {
+            ContainerOutcome::ConfigError { message, .. } => {
+                let mut attempt = 0;
+                loop {
+                    self.containers[i].state =
+                        json!({"waiting": {"reason": "CreateContainerConfigError", "message": message}});
+                    self.write_status();
+                    self.event(Kind::Warning, "Failed", &format!("Error: {message}"));
+                    if !self.wait(self.profile.backoff(attempt)).await {
+                        return None;
+                    }
+                    attempt += 1;
+                }
+            }
+            ContainerOutcome::StartFails { message, .. } => {
+                if !self.wait(self.profile.delay(Step::Create, self.pod.uid())).await {
+                    return None;
+                }
+                self.containers[i].container_id = container_id(self.pod.uid(), &name, self.containers[i].restarts);
+                self.event(Kind::Normal, "Created", &format!("Created container: {name}"));
+                let message = message.replace(
+                    "<containerId>",
+                    self.containers[i].container_id.trim_start_matches("containerd://"),
+                );
+                self.event(Kind::Warning, "Failed", &format!("Error: {message}"));
+                let at = now();
+                self.containers[i].state = json!({"terminated": {"exitCode": 128, "reason": "StartError", "message": message,
+                    "startedAt": "1970-01-01T00:00:00Z", "finishedAt": at, "containerID": self.containers[i].container_id}});
+                self.write_status();
+                Some(false)
+            }
+            ContainerOutcome::Runs { process } => {
+                if !self.wait(self.profile.delay(Step::Create, self.pod.uid())).await {
+                    return None;
+                }
+                self.containers[i].container_id = container_id(self.pod.uid(), &name, self.containers[i].restarts);
+                self.event(Kind::Normal, "Created", &format!("Created container: {name}"));
+                if !self.wait(self.profile.delay(Step::Start, self.pod.uid())).await {
+                    return None;
+                }
+                self.event(Kind::Normal, "Started", &format!("Started container {name}"));
+                let log = match &process {
+                    Process::LongRunning { log }
+                    | Process::Exits { log, .. }
+                    | Process::AllocationFails { log, .. } => log.clone(),
+                    Process::OomKilled { .. } => Vec::new(),
+                };
+                for line in log {
+                    self.k.logs.append(self.pod.namespace(), self.pod.name(), &name, &line);
+                }
+                let c = &mut self.containers[i];
+                c.state = json!({"running": {"startedAt": now()}});
+                c.started = true;
+                c.ready = !c.init;
+                self.write_status();
+                Some(true)
+            }
+            ContainerOutcome::PullFails { .. } => None,
+        }
+    }
+
+    async fn pull(&mut self, image: &str) -> bool {
+        if self.k.already_pulled(&self.profile.name, image) {
+            self.event(
+                Kind::Normal,
+                "Pulled",
+                &format!("Container image \"{image}\" already present on machine"),
+            );
+            return true;
+        }
+        self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
+        let d = self.profile.delay(Step::Pull, self.pod.uid());
+        if !self.wait(d).await {
+            return false;
+        }
+        let secs = d.as_secs_f64().max(0.001);
+        self.event(
+            Kind::Normal,
+            "Pulled",
+            &format!("Successfully pulled image \"{image}\" in {secs:.3}s ({secs:.3}s including waiting). Image size: 45321876 bytes."),
+        );
+        true
+    }
+
+    async fn pull_forever(&mut self, i: usize, image: &str, message: &str) {
+        let mut attempt = 0;
+        loop {
+            self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
+            if !self.wait(self.profile.delay(Step::Pull, self.pod.uid())).await {
+                return;
+            }
+            self.event(
+                Kind::Warning,
+                "Failed",
+                &format!("Failed to pull image \"{image}\": {message}"),
+            );
+            self.event(Kind::Warning, "Failed", "Error: ErrImagePull");
+            self.containers[i].state = json!({"waiting": {"reason": "ErrImagePull", "message": message}});
+            self.write_status();
+            if !self.wait(self.profile.backoff(attempt) / 2).await {
+                return;
+            }
+            self.event(Kind::Normal, "BackOff", &format!("Back-off pulling image \"{image}\""));
+            self.event(Kind::Warning, "Failed", "Error: ImagePullBackOff");
+            self.containers[i].state = json!({"waiting": {"reason": "ImagePullBackOff", "message": format!("Back-off pulling image \"{image}\": ErrImagePull: {message}")}});
+            self.write_status();
+            if !self.wait(self.profile.backoff(attempt)).await {
+                return;
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Waits for container i (running) to exit; Some(code), or None when the pod is deleted.
+    async fn await_exit(&mut self, i: usize) -> Option<i64> {
+        let (after, code, reason) = match &self.containers[i].plan.outcome {
+            ContainerOutcome::Runs {
+                process: Process::Exits { code, after_ms, .. },
+            } => (
+                scaled(*after_ms, &self.profile),
+                i64::from(*code),
+                if *code == 0 { "Completed" } else { "Error" },
+            ),
+            ContainerOutcome::Runs {
+                process: Process::OomKilled { after_ms },
+            } => (scaled(*after_ms, &self.profile), 137, "OOMKilled"),
+            ContainerOutcome::Runs {
+                process: Process::AllocationFails { after_ms, .. },
+            } => (scaled(*after_ms, &self.profile), 1, "Error"),
+            _ => {
+                // Long-running: only deletion ends it.
+                self.stop.notified().await;
+                self.stop.notify_one();
+                return None;
+            }
+        };
+        if !self.wait(after).await {
+            return None;
+        }
+        let c = &mut self.containers[i];
+        let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
+        c.state = json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+        c.ready = false;
+        self.write_status();
+        Some(code)
+    }
+
+    /// Back-off before restarting container i: CrashLoopBackOff. None when the pod is deleted.
+    async fn crash_loop(&mut self, i: usize) -> Option<()> {
+        let name = self.containers[i].plan.name.clone();
+        let restarts = self.containers[i].restarts;
+        let label = NodeProfile::backoff_label(restarts);
+        let full = self.full_name();
+        {
+            let c = &mut self.containers[i];
+            c.last_state = c.state.clone();
+            c.restarts += 1;
+            c.ready = false;
+            c.state = json!({"waiting": {"reason": "CrashLoopBackOff",
+                "message": format!("back-off {label} restarting failed container={name} pod={full}")}});
+        }
+        self.write_status();
+        self.event(
+            Kind::Warning,
+            "BackOff",
+            &format!("Back-off restarting failed container {name} in pod {full}"),
+        );
+        if !self.wait(self.profile.backoff(restarts)).await {
+            return None;
+        }
+        self.k.logs.restart(self.pod.namespace(), self.pod.name(), &name);
+        Some(())
+    }
+
+    /// Watches the regular containers: exits, restarts per policy, the pod's final phase.
+    async fn supervise(&mut self, first: usize) -> Ended {
+        let indices: Vec<usize> = (first..self.containers.len()).collect();
+        // Each container that can exit gets its own timeline; long-running ones wait for deletion.
+        loop {
+            let mut next: Option<(Duration, usize)> = None;
+            for &i in &indices {
+                let c = &self.containers[i];
+                let wake = match (&c.plan.outcome, c.running(), c.terminated_code()) {
+                    (ContainerOutcome::StartFails { .. }, _, Some(_)) => Some(Duration::ZERO),
+                    (ContainerOutcome::Runs { process }, true, _) => match process {
+                        Process::LongRunning { .. } => None,
+                        Process::Exits { after_ms, .. }
+                        | Process::OomKilled { after_ms }
+                        | Process::AllocationFails { after_ms, .. } => Some(scaled(*after_ms, &self.profile)),
+                    },
+                    _ => None,
+                };
+                if let Some(w) = wake
+                    && next.is_none_or(|(d, _)| w < d)
+                {
+                    next = Some((w, i));
+                }
+            }
+            self.update_phase();
+            let Some((_, i)) = next else {
+                // Nothing more happens on its own.
+                self.stop.notified().await;
+                self.stop.notify_one();
+                return Ended::Stopped;
+            };
+            let code = if self.containers[i].running() {
+                match self.await_exit(i).await {
+                    None => return Ended::Stopped,
+                    Some(code) => code,
+                }
+            } else {
+                self.containers[i].terminated_code().unwrap_or(128)
+            };
+            let restart = match self.restart_policy() {
+                "Never" => false,
+                "OnFailure" => code != 0,
+                _ => true,
+            };
+            if !restart {
+                // Stays terminated; mark the outcome as settled so it is not picked again.
+                self.containers[i].plan.outcome = ContainerOutcome::Runs {
+                    process: Process::LongRunning { log: Vec::new() },
+                };
+                self.update_phase();
+                if self.containers[first..].iter().all(|c| c.terminated_code().is_some()) {
+                    self.write_status();
+                    return Ended::Settled;
+                }
+                continue;
+            }
+            if self.crash_loop(i).await.is_none() {
+                return Ended::Stopped;
+            }
+            if self.start(i).await.is_none() {
+                return Ended::Stopped;
+            }
+        }
+    }
+
+    fn update_phase(&mut self) {
+        let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
+        let all_terminated = !regular.is_empty()
+            && regular
+                .iter()
+                .all(|c| c.terminated_code().is_some() && c.state.get("waiting").is_none());
+        let phase = if all_terminated && self.restart_policy() != "Always" {
+            if regular.iter().all(|c| c.terminated_code() == Some(0)) {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
+        } else if regular.iter().any(|c| c.started || c.restarts > 0) {
+            "Running"
+        } else {
+            "Pending"
+        };
+        if phase != self.phase {
+            self.phase = phase;
+            self.write_status();
+        }
+    }
+
+    fn write_status(&self) {
+        let pods = registry::core("pods");
+        let at = now();
+        let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
+        let init: Vec<&Container> = self.containers.iter().filter(|c| c.init).collect();
+        let all_ready = !regular.is_empty() && regular.iter().all(|c| c.ready);
+        let initialized = init.iter().all(|c| c.terminated_code() == Some(0));
+        let image_id = |c: &Container| format!("{}@sha256:{:064x}", c.plan.image.split(':').next().unwrap_or(""), 0u8);
+        let container_statuses: Vec<Value> = regular.iter().map(|c| c.status(&image_id(c))).collect();
+        let init_statuses: Vec<Value> = init.iter().map(|c| c.status(&image_id(c))).collect();
+        let phase = self.phase;
+        let reason = self.reason.clone();
+        let pod_ip = self.pod_ip.clone();
+        let host_ip = self.profile.ip.to_string();
+        let sandbox_ready = self.sandbox_ready;
+        let result = self.k.store.modify(pods, self.pod.namespace(), self.pod.name(), Part::Status, |p| {
+            let old_conditions = p.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut status = json!({"phase": phase, "qosClass": p.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort"))});
+            if let Some((r, m)) = &reason {
+                status["reason"] = json!(r);
+                status["message"] = json!(m);
+                status["conditions"] = json!(old_conditions);
+                p["status"] = status;
+                return Ok(());
+            }
+            status["hostIP"] = json!(host_ip);
+            status["hostIPs"] = json!([{"ip": host_ip}]);
+            if !pod_ip.is_empty() && sandbox_ready {
+                status["podIP"] = json!(pod_ip);
+                status["podIPs"] = json!([{"ip": pod_ip}]);
+            }
+            status["startTime"] = p.pointer("/status/startTime").cloned().unwrap_or(json!(at));
+            let cond = |ty: &str, ok: bool, reason: Option<&str>| {
+                let status = if ok { "True" } else { "False" };
+                let transition = old_conditions
+                    .iter()
+                    .find(|c| s(c, "/type") == ty && s(c, "/status") == status)
+                    .and_then(|c| c.get("lastTransitionTime").cloned())
+                    .unwrap_or(json!(at));
+                let mut c = json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": transition});
+                if let (false, Some(r)) = (ok, reason) {
+                    c["reason"] = json!(r);
+                }
+                c
+            };
+            let unready = regular.iter().filter(|c| !c.ready).map(|c| c.plan.name.as_str()).collect::<Vec<_>>();
+            let mut conditions = vec![
+                cond("PodReadyToStartContainers", sandbox_ready, None),
+                cond("Initialized", initialized, Some("ContainersNotInitialized")),
+                cond("Ready", all_ready, Some("ContainersNotReady")),
+                cond("ContainersReady", all_ready, Some("ContainersNotReady")),
+                cond("PodScheduled", true, None),
+            ];
+            if !all_ready {
+                let msg = format!("containers with unready status: [{}]", unready.join(" "));
+                conditions[2]["message"] = json!(msg);
+                conditions[3]["message"] = json!(msg);
+            }
+            status["conditions"] = json!(conditions);
+            status["containerStatuses"] = json!(container_statuses);
+            if !init_statuses.is_empty() {
+                status["initContainerStatuses"] = json!(init_statuses);
+            }
+            p["status"] = status;
+            Ok(())
+        });
+        if let Err(e) = result
+            && !matches!(e, ApiError::NotFound { .. })
+        {
+            tracing::debug!("pod status write failed: {e}");
+        }
+    }
+
+    /// Graceful termination once the pod is deleted: stop containers, then remove the pod.
+    async fn terminate(&mut self) {
+        if !self.pod.is_terminating() {
+            // Wait for the deletion.
+            self.stop.notified().await;
+        }
+        let pods = registry::core("pods");
+        let Ok(current) = self.k.store.get(pods, self.pod.namespace(), self.pod.name()) else {
+            self.cleanup();
+            return;
+        };
+        self.pod = current;
+        let running: Vec<String> = self
+            .containers
+            .iter()
+            .filter(|c| c.running())
+            .map(|c| c.plan.name.clone())
+            .collect();
+        for name in &running {
+            self.event(Kind::Normal, "Killing", &format!("Stopping container {name}"));
+        }
+        if !running.is_empty() && !self.profile.has_fault("kubelet-stopped") {
+            tokio::time::sleep(self.profile.delay(Step::Stop, self.pod.uid())).await;
+            for c in self.containers.iter_mut().filter(|c| c.running()) {
+                let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
+                c.state = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+                c.ready = false;
+            }
+            self.write_status();
+        }
+        if self.profile.has_fault("kubelet-stopped") {
+            // No kubelet: the pod stays Terminating, as on a real unreachable node.
+            return;
+        }
+        let _ = self
+            .k
+            .store
+            .remove_terminated(pods, self.pod.namespace(), self.pod.name());
+        self.cleanup();
+    }
+
+    fn cleanup(&self) {
+        if !self.pod_ip.is_empty() && self.pod_ip != self.profile.ip.to_string() {
+            self.k.release_ip(&self.profile, &self.pod_ip);
+        }
+        self.k.logs.remove_pod(self.pod.namespace(), self.pod.name());
+    }
+}
+
+fn container_id(pod_uid: &str, name: &str, restarts: u32) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in pod_uid.bytes().chain(name.bytes()).chain(restarts.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!(
+        "containerd://{h:016x}{:016x}{:016x}{:016x}",
+        h.rotate_left(13),
+        h.rotate_left(29),
+        h.rotate_left(47)
+    )
+}
