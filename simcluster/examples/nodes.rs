@@ -51,8 +51,7 @@ async fn main() -> Result<(), String> {
     let pods = arg("--pods", 10_000)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let started = Instant::now();
-    let mut config = ClusterConfig::new(topology(nodes)?);
-    config.store.history = 50_000;
+    let config = ClusterConfig::new(topology(nodes)?);
     let cluster = Cluster::start(config).await.map_err(|e| e.to_string())?;
     println!("{nodes} nodes registered in {:.2}s", started.elapsed().as_secs_f64());
 
@@ -154,10 +153,30 @@ async fn main() -> Result<(), String> {
             ));
         }
         if last_report.elapsed() > Duration::from_secs(2) {
-            println!("  … {running} Running of {} pods", all.len());
+            let unbound = all
+                .iter()
+                .filter(|p| p.value().pointer("/spec/nodeName").is_none())
+                .count();
+            let failed = all
+                .iter()
+                .filter(|p| p.value().pointer("/status/phase").and_then(|v| v.as_str()) == Some("Failed"))
+                .count();
+            println!(
+                "  … {running} Running of {} pods ({unbound} unscheduled, {failed} failed)",
+                all.len()
+            );
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for plural in ["pods", "events"] {
+        let (items, _) = cluster.store().list(registry::core(plural), None);
+        let bytes: usize = items.iter().map(|o| o.json().len()).sum();
+        println!(
+            "store: {} {plural}, {:.1} MiB of JSON",
+            items.len(),
+            bytes as f64 / 1_048_576.0
+        );
     }
     match peak_rss_mib() {
         Some(mib) => println!("memory: peak resident {mib:.0} MiB"),

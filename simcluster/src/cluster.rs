@@ -298,7 +298,7 @@ async fn namespace_controller(store: Arc<Store>) {
                     continue;
                 }
                 Ok(_) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                Err(crate::store::RecvError::Lagged(_)) => {
                     let (all, _) = store.list(ns_rt, None);
                     for n in all.iter().filter(|n| n.is_terminating()) {
                         if !pending.iter().any(|(p, _)| p == n.name()) {
@@ -306,7 +306,6 @@ async fn namespace_controller(store: Arc<Store>) {
                         }
                     }
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
             _ = retry.tick() => {}
         }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::admission;
 use crate::events::{self, Kind, Source};
 use crate::registry::{self, ResourceType};
-use crate::scheduler::{Misfit, NodeInfo, PodNeeds, Usage, misfits};
+use crate::scheduler::{Misfit, NodeInfo, PodNeeds, Toleration, Usage, misfits};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, EventType, Obj, Part, Store};
 
@@ -25,7 +25,7 @@ enum Key {
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    crate::pointer::str(v, ptr)
 }
 
 fn rt(group: &str, plural: &str) -> &'static ResourceType {
@@ -41,6 +41,15 @@ fn owner_of(v: &Value, kind: &str) -> Option<(String, String)> {
                 && o.get("controller").and_then(Value::as_bool) == Some(true)
         })
         .map(|o| (s(o, "/name").to_string(), s(o, "/uid").to_string()))
+}
+
+fn owner_uids(v: &Value) -> Vec<String> {
+    crate::pointer::get(v, "/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("uid").and_then(Value::as_str).map(str::to_string))
+        .collect()
 }
 
 fn owned_by(v: &Value, uid: &str) -> bool {
@@ -80,6 +89,8 @@ fn template_hash(template: &Value) -> String {
 
 struct Controllers {
     store: Arc<Store>,
+    /// Pods by owner uid, then pod uid; kept current from the change feed.
+    pods_by_owner: Option<HashMap<String, HashMap<String, Obj>>>,
     /// Per ReplicaSet: when it may next replace failed pods (so rejected pods do not pile up at full speed).
     replace_after: HashMap<(String, String), (Instant, u32)>,
 }
@@ -89,6 +100,7 @@ pub async fn run(store: Arc<Store>) {
     let mut feed = store.subscribe();
     let mut ctl = Controllers {
         store: store.clone(),
+        pods_by_owner: None,
         replace_after: HashMap::new(),
     };
     let mut queue: BTreeSet<Key> = BTreeSet::new();
@@ -99,8 +111,10 @@ pub async fn run(store: Arc<Store>) {
         tokio::select! {
             event = feed.recv() => match event {
                 Ok(e) => ctl.on_event(&e, &mut queue),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => ctl.enqueue_all(&mut queue),
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                Err(crate::store::RecvError::Lagged(_)) => {
+                    ctl.pods_by_owner = None;
+                    ctl.enqueue_all(&mut queue);
+                }
             },
             _ = resync.tick() => ctl.enqueue_all(&mut queue),
         }
@@ -108,7 +122,10 @@ pub async fn run(store: Arc<Store>) {
         loop {
             match feed.try_recv() {
                 Ok(e) => ctl.on_event(&e, &mut queue),
-                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => ctl.enqueue_all(&mut queue),
+                Err(crate::store::TryRecvError::Lagged(_)) => {
+                    ctl.pods_by_owner = None;
+                    ctl.enqueue_all(&mut queue);
+                }
                 Err(_) => break,
             }
         }
@@ -131,7 +148,10 @@ impl Controllers {
         }
     }
 
-    fn on_event(&self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
+    fn on_event(&mut self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
+        if e.resource.group.is_empty() && e.resource.plural == "pods" {
+            self.index_pod(e);
+        }
         let v = e.object.value();
         let ns = e.object.namespace().to_string();
         let name = e.object.name().to_string();
@@ -189,6 +209,40 @@ impl Controllers {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The pods a controller owns.
+    fn owned_pods(&mut self, owner_uid: &str) -> Vec<Obj> {
+        let store = self.store.clone();
+        let index = self.pods_by_owner.get_or_insert_with(|| {
+            let mut index: HashMap<String, HashMap<String, Obj>> = HashMap::new();
+            for pod in store.list(registry::core("pods"), None).0 {
+                for uid in owner_uids(pod.value()) {
+                    index.entry(uid).or_default().insert(pod.uid().to_string(), pod.clone());
+                }
+            }
+            index
+        });
+        index
+            .get(owner_uid)
+            .map(|pods| pods.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Keeps the owner index in step with one pod change.
+    fn index_pod(&mut self, e: &crate::store::Event) {
+        let Some(index) = self.pods_by_owner.as_mut() else {
+            return;
+        };
+        let uid = e.object.uid().to_string();
+        for owner in owner_uids(e.object.value()) {
+            let pods = index.entry(owner).or_default();
+            if e.kind == EventType::Deleted {
+                pods.remove(&uid);
+            } else {
+                pods.insert(uid.clone(), e.object.clone());
+            }
         }
     }
 
@@ -429,13 +483,7 @@ impl Controllers {
         let r = rs.value();
         let replicas = r.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
         let pods_rt = registry::core("pods");
-        let owned: Vec<Obj> = self
-            .store
-            .list(pods_rt, Some(ns))
-            .0
-            .into_iter()
-            .filter(|p| owned_by(p.value(), rs.uid()))
-            .collect();
+        let owned: Vec<Obj> = self.owned_pods(rs.uid());
         let mut active: Vec<&Obj> = owned.iter().filter(|p| is_active(p)).collect();
         let failed = owned
             .iter()
@@ -532,7 +580,9 @@ impl Controllers {
         }
         let template_pod = json!({"spec": ds.value().pointer("/spec/template/spec").cloned().unwrap_or(Value::Null)});
         let mut needs = PodNeeds::from_pod(&template_pod);
-        needs.tolerations.extend(daemonset_tolerations());
+        needs
+            .tolerations
+            .extend(daemonset_tolerations().iter().map(Toleration::from_json));
         needs.host_ports.clear();
         let nodes: Vec<NodeInfo> = self
             .store
@@ -550,13 +600,7 @@ impl Controllers {
             })
             .collect();
         let pods_rt = registry::core("pods");
-        let owned: Vec<Obj> = self
-            .store
-            .list(pods_rt, Some(ns))
-            .0
-            .into_iter()
-            .filter(|p| owned_by(p.value(), ds.uid()))
-            .collect();
+        let owned: Vec<Obj> = self.owned_pods(ds.uid());
         let target_node = |p: &Obj| -> String {
             let node = s(p.value(), "/spec/nodeName");
             if !node.is_empty() {

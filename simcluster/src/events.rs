@@ -2,6 +2,10 @@
 //! reasons and messages, `involvedObject`, `source`, and aggregation of repeats (count and
 //! lastTimestamp) the way the event recorder does.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde_json::{Value, json};
 
 use crate::registry;
@@ -91,22 +95,31 @@ pub fn record(
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .unwrap_or("default");
-    let event_name = format!(
-        "{name}.{:016x}",
-        key_hash(uid, field_path.unwrap_or(""), reason, message)
-    );
+    let key = key_hash(uid, field_path.unwrap_or(""), reason, message);
     let now = timestamp(chrono::Utc::now());
-    let bumped = store.modify(events, ns, &event_name, Part::Main, |ev| {
-        let count = ev.get("count").and_then(Value::as_i64).unwrap_or(1);
-        ev["count"] = json!(count + 1);
-        ev["lastTimestamp"] = json!(now);
-        Ok(())
-    });
-    match bumped {
-        Ok(_) => return Ok(()),
-        Err(ApiError::NotFound { .. }) => {}
-        Err(e) => return Err(e),
+    // A repeat (same object, reason and message) bumps the event it already has.
+    let existing = aggregation()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+        .cloned();
+    if let Some(existing) = existing {
+        let bumped = store.modify(events, ns, &existing, Part::Main, |ev| {
+            let count = ev.get("count").and_then(Value::as_i64).unwrap_or(1);
+            ev["count"] = json!(count + 1);
+            ev["lastTimestamp"] = json!(now);
+            Ok(())
+        });
+        match bumped {
+            Ok(_) => return Ok(()),
+            Err(ApiError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
     }
+    // Named like client-go's recorder: the object's name and a time-ordered hex suffix, so
+    // listing an object's events gives them in the order they happened.
+    let event_name = format!("{name}.{:016x}", next_stamp());
+    remember(key, &event_name);
     let mut source_json = json!({"component": source.component});
     if let Some(host) = &source.host {
         source_json["host"] = json!(host);
@@ -131,6 +144,35 @@ pub fn record(
         | Err(ApiError::NotFound { .. })
         | Err(ApiError::AlreadyExists { .. }) => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+/// Event names of recent (object, reason, message) keys, for aggregation (like the
+/// recorder's LRU cache; uids make keys unique across clusters in one process).
+fn aggregation() -> &'static Mutex<HashMap<u64, String>> {
+    static CACHE: std::sync::OnceLock<Mutex<HashMap<u64, String>>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn remember(key: u64, name: &str) {
+    let mut cache = aggregation().lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= 200_000 {
+        cache.clear();
+    }
+    cache.insert(key, name.to_string());
+}
+
+/// Nanoseconds since the epoch, strictly increasing across calls.
+fn next_stamp() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = u64::try_from(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)).unwrap_or(0);
+    let mut prev = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(prev + 1);
+        match LAST.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
     }
 }
 
@@ -199,5 +241,8 @@ mod tests {
         assert_eq!(backoff.value()["involvedObject"]["uid"], pod.uid());
         assert_eq!(backoff.value()["source"], json!({"component": "kubelet", "host": "n1"}));
         assert_eq!(backoff.value()["type"], "Warning");
+        // Listed in the order they happened (names are time-ordered).
+        let reasons: Vec<_> = events.iter().map(|e| e.value()["reason"].clone()).collect();
+        assert_eq!(reasons, [json!("BackOff"), json!("Pulling")]);
     }
 }

@@ -29,16 +29,20 @@ pub struct Kubelets {
     pub logs: Arc<LogBook>,
     pub catalogue: Arc<Catalogue>,
     pub profiles: Arc<Vec<NodeProfile>>,
+    /// Profile index by node name.
+    by_name: HashMap<String, usize>,
     /// Pods being run, by uid: the signal that asks them to terminate.
     running: Mutex<HashMap<String, Arc<Notify>>>,
     /// Pod IPs in use per node.
     ips: Mutex<HashMap<String, BTreeSet<u32>>>,
     /// Images already pulled per node.
     pulled: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// CPU and memory requested by the pods each node has admitted (kubelet admission).
+    admitted: Mutex<HashMap<String, (Quantity, Quantity)>>,
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    crate::pointer::str(v, ptr)
 }
 
 fn now() -> String {
@@ -56,19 +60,22 @@ impl Kubelets {
         catalogue: Arc<Catalogue>,
         profiles: Arc<Vec<NodeProfile>>,
     ) -> Arc<Self> {
+        let by_name = profiles.iter().enumerate().map(|(i, p)| (p.name.clone(), i)).collect();
         Arc::new(Self {
             store,
             logs,
             catalogue,
             profiles,
+            by_name,
             running: Mutex::new(HashMap::new()),
             ips: Mutex::new(HashMap::new()),
             pulled: Mutex::new(HashMap::new()),
+            admitted: Mutex::new(HashMap::new()),
         })
     }
 
     fn profile(&self, node: &str) -> Option<&NodeProfile> {
-        self.profiles.iter().find(|p| p.name == node)
+        self.by_name.get(node).and_then(|i| self.profiles.get(*i))
     }
 
     /// Runs every node's kubelet until the store closes.
@@ -77,14 +84,14 @@ impl Kubelets {
         tokio::spawn(self.clone().renew_leases());
         let mut feed = self.store.subscribe();
         self.resync();
-        let mut resync = tokio::time::interval(Duration::from_secs(2));
+        let mut resync = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
                 event = feed.recv() => match event {
                     Ok(e) if e.resource.group.is_empty() && e.resource.plural == "pods" => self.on_pod(&e.object, e.kind),
                     Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.resync(),
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    // Fell behind the history: the periodic resync picks up what was missed.
+                    Err(crate::store::RecvError::Lagged(_)) => {}
                 },
                 _ = resync.tick() => self.resync(),
             }
@@ -123,7 +130,8 @@ impl Kubelets {
                 if pod.is_terminating() {
                     stop.notify_one();
                 }
-                running.insert(uid.clone(), stop.clone());
+                running.insert(pod.uid().to_string(), stop.clone());
+                let profile = profile.clone();
                 let this = self.clone();
                 let pod = pod.clone();
                 tokio::spawn(async move {
@@ -267,6 +275,8 @@ struct PodRun {
     phase: &'static str,
     reason: Option<(String, String)>,
     sandbox_ready: bool,
+    /// Whether this pod holds an admission reservation.
+    admitted: bool,
 }
 
 impl PodRun {
@@ -283,6 +293,7 @@ impl PodRun {
             phase: "Pending",
             reason: None,
             sandbox_ready: false,
+            admitted: false,
         }
     }
 
@@ -317,23 +328,10 @@ impl PodRun {
         }
     }
 
-    /// Resource admission of a pod placed by name on a node without room (OutOfcpu, OutOfmemory).
-    fn resource_rejection(&self) -> Option<(String, String)> {
+    /// Resource admission (OutOfcpu, OutOfmemory): the pod must fit in what the node's
+    /// admitted pods leave of its allocatable. Admitting it reserves its requests.
+    fn admit_resources(&self) -> Option<(String, String)> {
         let needs = PodNeeds::from_pod(self.v());
-        let mut used_cpu = Quantity::default();
-        let mut used_mem = Quantity::default();
-        let (pods, _) = self.k.store.list(registry::core("pods"), None);
-        for p in pods.iter().filter(|p| p.uid() != self.pod.uid()) {
-            let v = p.value();
-            if s(v, "/spec/nodeName") == self.profile.name
-                && !matches!(s(v, "/status/phase"), "Succeeded" | "Failed")
-                && !s(v, "/status/podIP").is_empty()
-            {
-                let n = PodNeeds::from_pod(v);
-                used_cpu = used_cpu + n.cpu;
-                used_mem = used_mem + n.memory;
-            }
-        }
         let alloc = |k: &str| {
             self.profile
                 .allocatable
@@ -341,6 +339,8 @@ impl PodRun {
                 .and_then(|v| Quantity::parse(v))
                 .unwrap_or_default()
         };
+        let mut admitted = self.k.admitted.lock().unwrap_or_else(|p| p.into_inner());
+        let (used_cpu, used_mem) = admitted.get(&self.profile.name).copied().unwrap_or_default();
         for (res, need, used) in [("cpu", needs.cpu, used_cpu), ("memory", needs.memory, used_mem)] {
             let cap = alloc(res);
             if need.milli() > 0 && used + need > cap {
@@ -362,17 +362,32 @@ impl PodRun {
                 ));
             }
         }
+        admitted.insert(
+            self.profile.name.clone(),
+            (used_cpu + needs.cpu, used_mem + needs.memory),
+        );
         None
+    }
+
+    /// Gives back what [`Self::admit_resources`] reserved.
+    fn release_resources(&self) {
+        let needs = PodNeeds::from_pod(self.v());
+        let mut admitted = self.k.admitted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((cpu, mem)) = admitted.get_mut(&self.profile.name) {
+            *cpu = *cpu - needs.cpu;
+            *mem = *mem - needs.memory;
+        }
     }
 
     async fn play(&mut self) {
         if self.profile.has_fault("kubelet-stopped") || self.pod.is_terminating() {
             return;
         }
-        if let Some((reason, message)) = self.resource_rejection() {
+        if let Some((reason, message)) = self.admit_resources() {
             self.reject(&reason, &message);
             return;
         }
+        self.admitted = true;
         let handler = match s(self.v(), "/spec/runtimeClassName") {
             "" => None,
             name => self
@@ -757,7 +772,7 @@ impl PodRun {
         }
     }
 
-    fn write_status(&self) {
+    fn write_status(&mut self) {
         let pods = registry::core("pods");
         let at = now();
         let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
@@ -823,10 +838,11 @@ impl PodRun {
             p["status"] = status;
             Ok(())
         });
-        if let Err(e) = result
-            && !matches!(e, ApiError::NotFound { .. })
-        {
-            tracing::debug!("pod status write failed: {e}");
+        match result {
+            // Keep the stored version: the task then holds no copy of its own.
+            Ok(latest) => self.pod = latest,
+            Err(ApiError::NotFound { .. }) => {}
+            Err(e) => tracing::debug!("pod status write failed: {e}"),
         }
     }
 
@@ -871,7 +887,11 @@ impl PodRun {
         self.cleanup();
     }
 
-    fn cleanup(&self) {
+    fn cleanup(&mut self) {
+        if self.admitted {
+            self.release_resources();
+            self.admitted = false;
+        }
         if !self.pod_ip.is_empty() && self.pod_ip != self.profile.ip.to_string() {
             self.k.release_ip(&self.profile, &self.pod_ip);
         }

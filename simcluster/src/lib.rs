@@ -19,6 +19,7 @@ pub mod node;
 pub mod openapi;
 pub mod outcome;
 pub mod patch;
+pub mod pointer;
 pub mod profile;
 pub mod protobuf;
 pub mod quantity;

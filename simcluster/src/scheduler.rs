@@ -73,7 +73,38 @@ impl NodeInfo {
 }
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    crate::pointer::str(v, ptr)
+}
+
+/// A pod toleration, parsed once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toleration {
+    pub key: String,
+    pub exists: bool,
+    pub value: String,
+    pub effect: String,
+}
+
+impl Toleration {
+    pub fn from_json(t: &Value) -> Self {
+        Self {
+            key: str_at(t, "/key").into(),
+            exists: str_at(t, "/operator") == "Exists",
+            value: str_at(t, "/value").into(),
+            effect: str_at(t, "/effect").into(),
+        }
+    }
+
+    fn tolerates(&self, taint: &Taint) -> bool {
+        if !self.effect.is_empty() && self.effect != taint.effect {
+            return false;
+        }
+        if self.exists {
+            self.key.is_empty() || self.key == taint.key
+        } else {
+            self.key == taint.key && self.value == taint.value
+        }
+    }
 }
 
 /// What a pod asks of a node.
@@ -81,9 +112,9 @@ fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
 pub struct PodNeeds {
     pub cpu: Quantity,
     pub memory: Quantity,
-    pub node_selector: Map<String, Value>,
+    pub node_selector: Vec<(String, String)>,
     pub affinity_terms: Vec<Value>,
-    pub tolerations: Vec<Value>,
+    pub tolerations: Vec<Toleration>,
     /// (protocol, hostIP, hostPort)
     pub host_ports: Vec<(String, String, i64)>,
 }
@@ -135,8 +166,10 @@ impl PodNeeds {
             node_selector: spec
                 .get("nodeSelector")
                 .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect(),
             affinity_terms: spec
                 .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
                 .and_then(Value::as_array)
@@ -145,8 +178,10 @@ impl PodNeeds {
             tolerations: spec
                 .get("tolerations")
                 .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
+                .into_iter()
+                .flatten()
+                .map(Toleration::from_json)
+                .collect(),
             host_ports,
         }
     }
@@ -199,18 +234,8 @@ impl Misfit {
     }
 }
 
-fn tolerates(tolerations: &[Value], taint: &Taint) -> bool {
-    tolerations.iter().any(|t| {
-        let effect = str_at(t, "/effect");
-        if !effect.is_empty() && effect != taint.effect {
-            return false;
-        }
-        let key = str_at(t, "/key");
-        match str_at(t, "/operator") {
-            "Exists" => key.is_empty() || key == taint.key,
-            _ => key == taint.key && str_at(t, "/value") == taint.value,
-        }
-    })
+fn tolerates(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| t.tolerates(taint))
 }
 
 fn expression_matches(expr: &Value, value: Option<&str>) -> bool {
@@ -254,7 +279,7 @@ pub fn misfits(needs: &PodNeeds, node: &NodeInfo, usage: &Usage) -> Vec<Misfit> 
         && !needs
             .tolerations
             .iter()
-            .any(|t| str_at(t, "/key") == "node.kubernetes.io/unschedulable")
+            .any(|t| t.key == "node.kubernetes.io/unschedulable")
     {
         return vec![Misfit::Unschedulable];
     }
@@ -269,7 +294,7 @@ pub fn misfits(needs: &PodNeeds, node: &NodeInfo, usage: &Usage) -> Vec<Misfit> 
     let selector_ok = needs
         .node_selector
         .iter()
-        .all(|(k, v)| node.labels.get(k).and_then(Value::as_str) == v.as_str());
+        .all(|(k, v)| node.labels.get(k).and_then(Value::as_str) == Some(v.as_str()));
     let affinity_ok = needs.affinity_terms.is_empty() || needs.affinity_terms.iter().any(|t| term_matches(t, node));
     if !selector_ok || !affinity_ok {
         return vec![Misfit::Affinity];
@@ -326,22 +351,70 @@ pub fn failure_message(total: usize, reasons: &[Vec<Misfit>]) -> String {
     )
 }
 
+/// How many feasible nodes to find before scoring, as upstream's adaptive
+/// percentageOfNodesToScore does (50 % − nodes/125, at least 5 %, at least 100 nodes).
+pub fn feasible_nodes_to_find(total: usize) -> usize {
+    if total <= 100 {
+        return total;
+    }
+    let percent = (50i64 - (total as i64) / 125).max(5) as usize;
+    (total * percent / 100).max(100)
+}
+
+/// The node a pod's required affinity pins it to by name (DaemonSet pods), if any.
+fn pinned_node(needs: &PodNeeds) -> Option<&str> {
+    match needs.affinity_terms.as_slice() {
+        [term] => {
+            let fields = term.get("matchFields").and_then(Value::as_array)?;
+            match fields.as_slice() {
+                [f] if str_at(f, "/key") == "metadata.name" && str_at(f, "/operator") == "In" => {
+                    match f.get("values").and_then(Value::as_array).map(Vec::as_slice) {
+                        Some([v]) => v.as_str(),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Picks the best node: least allocated (memory and cpu shares), then fewest pods, then name.
+/// Nodes are visited from `start` round-robin and the search stops after
+/// [`feasible_nodes_to_find`] feasible ones; the failure message covers every node.
 pub fn choose<'a>(
     needs: &PodNeeds,
     nodes: &'a [NodeInfo],
     usage: &HashMap<String, Usage>,
 ) -> Result<&'a NodeInfo, String> {
+    choose_from(needs, nodes, usage, 0)
+}
+
+pub fn choose_from<'a>(
+    needs: &PodNeeds,
+    nodes: &'a [NodeInfo],
+    usage: &HashMap<String, Usage>,
+    start: usize,
+) -> Result<&'a NodeInfo, String> {
     let empty = Usage::default();
+    if let Some(target) = pinned_node(needs)
+        && let Some(node) = nodes.iter().find(|n| n.name == target)
+        && misfits(needs, node, usage.get(&node.name).unwrap_or(&empty)).is_empty()
+    {
+        return Ok(node);
+    }
+    let wanted = feasible_nodes_to_find(nodes.len());
     let mut best: Option<(f64, i128, &NodeInfo)> = None;
-    let mut reasons = Vec::new();
-    for node in nodes {
+    let mut feasible = 0usize;
+    let n = nodes.len();
+    for offset in 0..n {
+        let node = &nodes[(start + offset) % n];
         let used = usage.get(&node.name).unwrap_or(&empty);
-        let misfit = misfits(needs, node, used);
-        if !misfit.is_empty() {
-            reasons.push(misfit);
+        if !misfits(needs, node, used).is_empty() {
             continue;
         }
+        feasible += 1;
         let share = |used: Quantity, add: Quantity, cap: Quantity| {
             if cap.milli() <= 0 {
                 1.0
@@ -352,14 +425,23 @@ pub fn choose<'a>(
         let score = share(used.cpu, needs.cpu, node.cpu) + share(used.memory, needs.memory, node.memory);
         let better = match &best {
             None => true,
-            Some((s, pods, n)) => (score, used.pods, node.name.as_str()) < (*s, *pods, n.name.as_str()),
+            Some((s, pods, b)) => (score, used.pods, node.name.as_str()) < (*s, *pods, b.name.as_str()),
         };
         if better {
             best = Some((score, used.pods, node));
         }
+        if feasible >= wanted {
+            break;
+        }
     }
-    best.map(|(_, _, n)| n)
-        .ok_or_else(|| failure_message(nodes.len(), &reasons))
+    if let Some((_, _, node)) = best {
+        return Ok(node);
+    }
+    let reasons: Vec<Vec<Misfit>> = nodes
+        .iter()
+        .map(|node| misfits(needs, node, usage.get(&node.name).unwrap_or(&empty)))
+        .collect();
+    Err(failure_message(nodes.len(), &reasons))
 }
 
 fn is_active(pod: &Value) -> bool {
@@ -382,8 +464,7 @@ pub async fn run(store: Arc<Store>) {
                     }
                 }
                 Ok(_) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                Err(crate::store::RecvError::Lagged(_)) => {}
             },
             _ = retry.tick() => {}
         }
@@ -420,9 +501,11 @@ pub fn schedule_pending(store: &Store, last_failure: &mut HashMap<String, (Insta
     });
     let keep: HashSet<String> = pending.iter().map(|p| p.uid().to_string()).collect();
     last_failure.retain(|uid, _| keep.contains(uid));
+    let mut start = 0usize;
     for pod in pending {
         let needs = PodNeeds::from_pod(pod.value());
-        match choose(&needs, &nodes, &usage) {
+        start = start.wrapping_add(1);
+        match choose_from(&needs, &nodes, &usage, start % nodes.len().max(1)) {
             Ok(node) => {
                 if bind(store, &pod, &node.name).is_ok() {
                     usage.entry(node.name.clone()).or_default().add(&needs);

@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 
 use crate::defaults;
 use crate::registry::{self, ResourceType};
@@ -152,9 +152,69 @@ pub enum WatchFrom {
 #[derive(Debug)]
 pub struct Watch {
     pub initial: Vec<Arc<Event>>,
-    pub feed: broadcast::Receiver<Arc<Event>>,
+    pub feed: Subscription,
     /// The resourceVersion the watch has covered once `initial` is sent.
     pub start_rv: u64,
+}
+
+/// Why a subscription has nothing to hand out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryRecvError {
+    /// Nothing new yet.
+    Empty,
+    /// The subscriber fell behind the history by this many changes: it must resynchronise.
+    Lagged(u64),
+}
+
+/// Why `recv` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvError {
+    /// The subscriber fell behind the history; its cursor moved to the oldest retained change.
+    Lagged(u64),
+}
+
+/// A cursor over the store's change history: every change after the point of subscription,
+/// in order. Retention is the history's alone, so a slow subscriber costs no memory; one that
+/// falls behind the history gets `Lagged` and must resynchronise (like a 410 for watches).
+#[derive(Debug)]
+pub struct Subscription {
+    store: Arc<Store>,
+    after: u64,
+    changes: watch::Receiver<u64>,
+}
+
+impl Subscription {
+    /// The next change, without waiting.
+    pub fn try_recv(&mut self) -> Result<Arc<Event>, TryRecvError> {
+        match self.store.next_after(self.after) {
+            Ok(e) => {
+                self.after = e.rv;
+                Ok(e)
+            }
+            Err(TryRecvError::Lagged(n)) => {
+                self.after = self.store.read().compacted;
+                Err(TryRecvError::Lagged(n))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The next change, waiting for one.
+    pub async fn recv(&mut self) -> Result<Arc<Event>, RecvError> {
+        loop {
+            self.changes.mark_unchanged();
+            match self.try_recv() {
+                Ok(e) => return Ok(e),
+                Err(TryRecvError::Lagged(n)) => return Err(RecvError::Lagged(n)),
+                Err(TryRecvError::Empty) => {
+                    if self.changes.changed().await.is_err() {
+                        // The store is gone; nothing will ever come.
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Settings of a store.
@@ -166,7 +226,7 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { history: 20_000 }
+        Self { history: 10_000 }
     }
 }
 
@@ -185,7 +245,8 @@ struct Inner {
 #[derive(Debug)]
 pub struct Store {
     inner: RwLock<Inner>,
-    feed: broadcast::Sender<Arc<Event>>,
+    /// The latest resourceVersion, for subscribers waiting on the history.
+    latest: watch::Sender<u64>,
     config: StoreConfig,
 }
 
@@ -228,10 +289,10 @@ fn random_suffix() -> String {
 
 impl Store {
     pub fn new(config: StoreConfig) -> Self {
-        let (feed, _) = broadcast::channel(config.history.clamp(1024, 65_536));
+        let (latest, _) = watch::channel(0);
         Self {
             inner: RwLock::new(Inner::default()),
-            feed,
+            latest,
             config,
         }
     }
@@ -601,11 +662,11 @@ impl Store {
 
     /// Starts a watch on one kind. `WatchFrom::After(rv)` fails with 410 Expired when the
     /// history no longer holds every change after `rv`.
-    pub fn watch(&self, rt: &ResourceType, ns: Option<&str>, from: WatchFrom) -> Result<Watch, ApiError> {
+    pub fn watch(self: &Arc<Self>, rt: &ResourceType, ns: Option<&str>, from: WatchFrom) -> Result<Watch, ApiError> {
         // Subscribing under the read lock means no write lands between the snapshot or the
         // history replay and the live feed: no gap and no duplicate.
         let inner = self.read();
-        let feed = self.feed.subscribe();
+        let feed = self.subscribe_after(inner.rv);
         let table_key = key(rt);
         let ns = ns.filter(|_| rt.namespaced);
         let initial = match from {
@@ -657,8 +718,26 @@ impl Store {
     }
 
     /// Every change in the store from now on (for controllers).
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.feed.subscribe()
+    pub fn subscribe(self: &Arc<Self>) -> Subscription {
+        self.subscribe_after(self.current_rv())
+    }
+
+    fn subscribe_after(self: &Arc<Self>, rv: u64) -> Subscription {
+        Subscription {
+            store: self.clone(),
+            after: rv,
+            changes: self.latest.subscribe(),
+        }
+    }
+
+    /// The first recorded change after `rv`, or why there is none.
+    fn next_after(&self, rv: u64) -> Result<Arc<Event>, TryRecvError> {
+        let inner = self.read();
+        if rv < inner.compacted {
+            return Err(TryRecvError::Lagged(inner.compacted - rv));
+        }
+        let at = inner.history.partition_point(|e| e.rv <= rv);
+        inner.history.get(at).cloned().ok_or(TryRecvError::Empty)
     }
 
     /// The oldest resourceVersion a watch can still resume from.
@@ -697,8 +776,9 @@ impl Store {
                 inner.compacted = dropped.rv;
             }
         }
-        // No receivers is fine: nobody is watching.
-        let _ = self.feed.send(event);
+        let rv = event.rv;
+        drop(event);
+        self.latest.send_replace(rv);
     }
 }
 

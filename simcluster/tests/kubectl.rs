@@ -1,6 +1,8 @@
 //! Acceptance test: the real `kubectl` CLI (1.32) driving an in-process bundled cluster — version,
 //! nodes, client- and server-side apply, get/label/patch/delete/wait, watch, exec, logs, describe,
-//! and the shape of its errors.
+//! and the shape of its errors — with pods really run by the simulated kubelets: the seed guides'
+//! Windows web server and IIS Deployments on Windows nodes of the right build, a Secret volume on
+//! Linux, and Windows build mismatches (HCS start error, pull without a matching platform).
 
 mod common;
 
@@ -10,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use simcluster::{Cluster, registry, store};
+use simcluster::Cluster;
 use tempfile::TempDir;
 
 const MISSING: &str =
@@ -134,28 +135,42 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
 }
 
 /// Parses kubectl's table output: each row as column name → cell, cut at the headers' offsets
-/// (cells may contain spaces, like an OS image).
+/// (cells may contain spaces, like an OS image). Header names are separated by at least two
+/// spaces (kubectl pads columns with three), so `NOMINATED NODE` is one column.
 fn table(out: &str) -> Vec<HashMap<String, String>> {
     let mut lines = out.lines().filter(|l| !l.trim().is_empty());
     let header = lines.next().expect("a table header");
-    let mut starts: Vec<(usize, &str)> = Vec::new();
-    let mut offset = 0;
-    for name in header.split_whitespace() {
-        let start = offset + header[offset..].find(name).expect("header word");
-        starts.push((start, name));
-        offset = start + name.len();
+    let mut starts: Vec<usize> = Vec::new();
+    let mut spaces = usize::MAX;
+    for (i, ch) in header.char_indices() {
+        if ch == ' ' {
+            spaces = spaces.saturating_add(1);
+            continue;
+        }
+        if spaces >= 2 {
+            starts.push(i);
+        }
+        spaces = 0;
     }
+    let columns: Vec<(usize, String)> = starts
+        .iter()
+        .enumerate()
+        .map(|(k, start)| {
+            let end = starts.get(k + 1).copied().unwrap_or(header.len());
+            (*start, header[*start..end].trim().to_string())
+        })
+        .collect();
     lines
         .map(|line| {
-            starts
+            columns
                 .iter()
                 .enumerate()
                 .map(|(k, (start, name))| {
-                    let end = starts
+                    let end = columns
                         .get(k + 1)
                         .map_or(line.len(), |(next, _)| (*next).min(line.len()));
                     let cell = line.get((*start).min(line.len())..end).unwrap_or_default();
-                    (name.to_string(), cell.trim().to_string())
+                    (name.clone(), cell.trim().to_string())
                 })
                 .collect()
         })
@@ -246,31 +261,94 @@ fn manifest_objects(ns: &str) -> [String; 5] {
     ]
 }
 
-/// Creates pod `name` (container `name`, busybox) bound to node linux-1.
-fn run_bound_pod(k: &Kubectl, ns: &str, name: &str) {
-    let out = k
-        .run(&[
-            "run",
-            name,
-            "-n",
-            ns,
-            "--image=busybox:1.36",
-            "--restart=Never",
-            r#"--overrides={"apiVersion":"v1","spec":{"nodeName":"linux-1"}}"#,
-        ])
-        .ok();
+/// `kubectl run NAME -n NS --image=IMAGE --restart=Never [bound to NODE] [--command -- COMMAND…]`:
+/// pod `name` with one container `name`; `node` binds it by `spec.nodeName` (no scheduler).
+fn run_pod(k: &Kubectl, ns: &str, name: &str, image: &str, node: Option<&str>, command: &[&str]) {
+    let image = format!("--image={image}");
+    let overrides = node.map(|n| format!(r#"--overrides={{"apiVersion":"v1","spec":{{"nodeName":"{n}"}}}}"#));
+    let mut args = vec!["run", name, "-n", ns, image.as_str(), "--restart=Never"];
+    args.extend(overrides.as_deref());
+    if !command.is_empty() {
+        args.extend(["--command", "--"]);
+        args.extend(command);
+    }
+    let out = k.run(&args).ok();
     assert_eq!(out.trim(), format!("pod/{name} created"));
 }
 
-/// The status a kubelet reports for a running single-container pod.
-fn running_status(container: &str) -> Value {
-    json!({
-        "phase": "Running",
-        "containerStatuses": [{
-            "name": container, "ready": true, "restartCount": 0, "image": "busybox:1.36", "imageID": "",
-            "started": true, "state": {"running": {"startedAt": "2026-11-21T00:00:00Z"}},
-        }],
-    })
+/// Creates pod `name` (busybox running `sleep infinity`) bound to node linux-1 and waits until
+/// its kubelet reports it Ready.
+fn run_sleeper(k: &Kubectl, ns: &str, name: &str) {
+    run_pod(k, ns, name, "busybox:1.36", Some("linux-1"), &["sleep", "infinity"]);
+    wait_ready(k, ns, &format!("pod/{name}"));
+}
+
+/// `kubectl wait --for=condition=Ready` on `objects` (`pod/x`, or `pod -l app=x`).
+fn wait_ready(k: &Kubectl, ns: &str, objects: &str) {
+    let mut args = vec!["wait", "--for=condition=Ready", "-n", ns, "--timeout=50s"];
+    args.extend(objects.split_whitespace());
+    k.run(&args).ok();
+}
+
+/// The STATUS column of `kubectl get pod NAME`.
+fn pod_status(k: &Kubectl, ns: &str, name: &str) -> String {
+    let rows = table(&k.run(&["get", "pod", name, "-n", ns]).ok());
+    cell(row(&rows, "NAME", name), "STATUS").to_string()
+}
+
+/// Polls `kubectl get pod NAME` until its STATUS is one of `wanted` (for up to 30 s); returns
+/// every distinct STATUS seen on the way, in order, the wanted one last.
+fn await_status(k: &Kubectl, ns: &str, name: &str, wanted: &[&str]) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        let status = pod_status(k, ns, name);
+        if seen.last() != Some(&status) {
+            seen.push(status.clone());
+        }
+        if wanted.contains(&status.as_str()) {
+            return seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pod {ns}/{name} never showed {wanted:?}; statuses seen: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The `Events:` section of `kubectl describe`: (type, reason, whole line) per event.
+fn described_events(described: &str) -> Vec<(String, String, String)> {
+    described
+        .lines()
+        .skip_while(|l| !l.starts_with("Events:"))
+        .skip(1)
+        .take_while(|l| l.starts_with(' '))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let (kind, reason) = (words.next()?, words.next()?);
+            matches!(kind, "Normal" | "Warning").then(|| (kind.to_string(), reason.to_string(), l.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The values of every `KEY: value` line of `kubectl describe` (at any indentation).
+fn described_fields<'a>(described: &'a str, key: &str) -> Vec<&'a str> {
+    let prefix = format!("{key}:");
+    described
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(&prefix))
+        .map(str::trim)
+        .collect()
+}
+
+/// The first event with `reason` (panics, showing the whole description, if there is none).
+fn event<'a>(events: &'a [(String, String, String)], reason: &str, described: &str) -> &'a str {
+    events
+        .iter()
+        .find(|(_, r, _)| r == reason)
+        .map(|(_, _, line)| line.as_str())
+        .unwrap_or_else(|| panic!("no {reason} event in\n{described}"))
 }
 
 /// Polls `done` every 50 ms for up to 20 s.
@@ -445,18 +523,59 @@ async fn server_side_apply() {
 async fn pods_across_namespaces_and_labels() {
     let cluster = common::start().await;
     let k = Kubectl::new(&cluster);
-    for (ns, pod) in [("team-a", "alpha"), ("team-b", "beta")] {
-        common::namespace(&cluster, ns);
-        let out = k
-            .run(&["run", pod, "-n", ns, "--image=busybox:1.36", "--restart=Never"])
-            .ok();
-        assert_eq!(out.trim(), format!("pod/{pod} created"));
-    }
+    // alpha keeps running; beta runs busybox's default command (`sh`), which exits at once
+    // without a terminal: the pod completes.
+    common::namespace(&cluster, "team-a");
+    common::namespace(&cluster, "team-b");
+    run_pod(&k, "team-a", "alpha", "busybox:1.36", None, &["sleep", "infinity"]);
+    run_pod(&k, "team-b", "beta", "busybox:1.36", None, &[]);
+    wait_ready(&k, "team-a", "pod/alpha");
+    k.run(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Succeeded",
+        "pod/beta",
+        "-n",
+        "team-b",
+        "--timeout=50s",
+    ])
+    .ok();
 
     let pods = table(&k.run(&["get", "pods", "-A"]).ok());
-    assert_eq!(cell(row(&pods, "NAME", "alpha"), "NAMESPACE"), "team-a", "{pods:#?}");
-    assert_eq!(cell(row(&pods, "NAME", "beta"), "NAMESPACE"), "team-b", "{pods:#?}");
-    assert_eq!(cell(row(&pods, "NAME", "alpha"), "STATUS"), "Pending", "{pods:#?}");
+    let alpha = row(&pods, "NAME", "alpha");
+    let beta = row(&pods, "NAME", "beta");
+    assert_eq!(cell(alpha, "NAMESPACE"), "team-a", "{pods:#?}");
+    assert_eq!(cell(beta, "NAMESPACE"), "team-b", "{pods:#?}");
+    assert_eq!(
+        (cell(alpha, "READY"), cell(alpha, "STATUS"), cell(alpha, "RESTARTS")),
+        ("1/1", "Running", "0"),
+        "{pods:#?}"
+    );
+    assert_eq!(
+        (cell(beta, "READY"), cell(beta, "STATUS"), cell(beta, "RESTARTS")),
+        ("0/1", "Completed", "0"),
+        "{pods:#?}"
+    );
+    let wide = table(&k.run(&["get", "pods", "-A", "-o", "wide"]).ok());
+    for name in ["alpha", "beta"] {
+        // The only schedulable node: the control plane is tainted, Windows nodes too.
+        assert_eq!(cell(row(&wide, "NAME", name), "NODE"), "linux-1", "{wide:#?}");
+    }
+    assert_eq!(
+        k.jsonpath(
+            "team-b",
+            "pod/beta",
+            "{.status.containerStatuses[0].state.terminated.reason}"
+        ),
+        "Completed"
+    );
+    assert_eq!(
+        k.jsonpath(
+            "team-b",
+            "pod/beta",
+            "{.status.containerStatuses[0].state.terminated.exitCode}"
+        ),
+        "0"
+    );
 
     let out = k.run(&["label", "pod", "alpha", "-n", "team-a", "tier=backend"]).ok();
     assert_eq!(out.trim(), "pod/alpha labeled");
@@ -493,22 +612,53 @@ async fn wait_for_delete_and_watch() {
     let k = Kubectl::new(&cluster);
     common::namespace(&cluster, "w");
 
-    // A pod bound to a node stays (terminating) for its grace period; wait really waits for it.
-    run_bound_pod(&k, "w", "sleeper");
-    let out = k
-        .run(&[
-            "delete",
-            "pod",
-            "sleeper",
+    // A running pod: its kubelet stops the container and removes the pod long before the
+    // 30 s default grace period is over; `kubectl delete` waits for that.
+    run_sleeper(&k, "w", "sleeper");
+    let started = Instant::now();
+    let out = k.run(&["delete", "pod", "sleeper", "-n", "w"]).ok();
+    let took = started.elapsed();
+    assert_eq!(out.trim(), r#"pod "sleeper" deleted"#);
+    assert!(
+        took < Duration::from_secs(15),
+        "deleting a running pod took {took:?}: the kubelet should finish it at once"
+    );
+    let err = k.run(&["get", "pod", "sleeper", "-n", "w"]).fails();
+    assert!(err.contains(r#"pods "sleeper" not found"#), "{err}");
+    let events = table(
+        &k.run(&[
+            "get",
+            "events",
             "-n",
             "w",
-            "--wait=false",
-            "--grace-period=2",
+            "--field-selector",
+            "involvedObject.name=sleeper",
         ])
+        .ok(),
+    );
+    let killing = row(&events, "REASON", "Killing");
+    assert_eq!(cell(killing, "OBJECT"), "pod/sleeper", "{events:#?}");
+    assert_eq!(cell(killing, "MESSAGE"), "Stopping container sleeper", "{events:#?}");
+
+    // A pod bound to a node that does not exist has no kubelet to finish it: it stays
+    // Terminating until pod garbage collection removes it when its grace period is over, and
+    // `wait --for=delete` really waits for that.
+    run_pod(
+        &k,
+        "w",
+        "ghost",
+        "busybox:1.36",
+        Some("ghost-node"),
+        &["sleep", "infinity"],
+    );
+    assert_eq!(pod_status(&k, "w", "ghost"), "Pending");
+    let out = k
+        .run(&["delete", "pod", "ghost", "-n", "w", "--wait=false", "--grace-period=2"])
         .ok();
-    assert_eq!(out.trim(), r#"pod "sleeper" deleted"#);
+    assert_eq!(out.trim(), r#"pod "ghost" deleted"#);
     let started = Instant::now();
-    let waited = k.run(&["wait", "--for=delete", "pod/sleeper", "-n", "w", "--timeout=30s"]);
+    assert_eq!(pod_status(&k, "w", "ghost"), "Terminating");
+    let waited = k.run(&["wait", "--for=delete", "pod/ghost", "-n", "w", "--timeout=30s"]);
     let took = started.elapsed();
     assert_eq!(waited.code, Some(0), "{waited:#?}");
     assert!(
@@ -516,33 +666,42 @@ async fn wait_for_delete_and_watch() {
         "wait returned after {took:?}, before the grace period ended"
     );
     assert!(took < Duration::from_secs(20), "wait took {took:?}");
-    let err = k.run(&["get", "pod", "sleeper", "-n", "w"]).fails();
-    assert!(err.contains(r#"pods "sleeper" not found"#), "{err}");
+    let err = k.run(&["get", "pod", "ghost", "-n", "w"]).fails();
+    assert!(err.contains(r#"pods "ghost" not found"#), "{err}");
 
     // A watch streams what happens after its initial listing.
-    run_bound_pod(&k, "w", "first");
+    run_sleeper(&k, "w", "first");
     let out_path: PathBuf = k.dir.path().join("watch.out");
     let out_file = std::fs::File::create(&out_path).expect("watch output file");
     let mut watcher = k.spawn(
-        &["get", "pods", "-w", "-n", "w"],
+        &["get", "pods", "-w", "-n", "w", "-L", "seen"],
         Stdio::null(),
         Stdio::from(out_file),
         Stdio::null(),
     );
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
-    let rows = |name: &str| {
+    let rows_of = |name: &str| -> Vec<String> {
         read(&out_path)
             .lines()
             .filter(|l| l.split_whitespace().next() == Some(name))
-            .count()
+            .map(str::to_string)
+            .collect()
     };
-    eventually("the watch's initial listing", || rows("first") == 1);
+    eventually("the watch's initial listing", || rows_of("first").len() == 1);
     assert!(read(&out_path).starts_with("NAME"), "{}", read(&out_path));
+    assert!(rows_of("first")[0].contains("Running"), "{}", read(&out_path));
 
-    run_bound_pod(&k, "w", "second");
-    eventually("the watch to show the new pod", || rows("second") >= 1);
+    // The new pod shows up, and so does its progress to Running.
+    run_sleeper(&k, "w", "second");
+    eventually("the watch to show the new pod running", || {
+        rows_of("second").iter().any(|l| l.contains("Running"))
+    });
     k.run(&["label", "pod", "first", "-n", "w", "seen=yes"]).ok();
-    eventually("the watch to show the relabelled pod", || rows("first") >= 2);
+    eventually("the watch to show the relabelled pod", || {
+        rows_of("first")
+            .iter()
+            .any(|l| l.split_whitespace().last() == Some("yes"))
+    });
     assert_eq!(
         watcher.try_wait().expect("watcher status"),
         None,
@@ -583,21 +742,8 @@ async fn errors_exec_and_logs() {
         "{err}"
     );
 
-    // exec into a pod whose status says it runs (written through the status subresource).
-    run_bound_pod(&k, "e", "shell");
-    let status = json!({"status": running_status("shell")}).to_string();
-    k.run(&[
-        "patch",
-        "pod",
-        "shell",
-        "-n",
-        "e",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &status,
-    ])
-    .ok();
+    // exec into a running pod.
+    run_sleeper(&k, "e", "shell");
     assert_eq!(k.run(&["exec", "shell", "-n", "e", "--", "hostname"]).ok(), "shell\n");
     let exit3 = k.run(&["exec", "shell", "-n", "e", "--", "sh", "-c", "exit 3"]);
     assert_eq!(exit3.code, Some(3), "{exit3:#?}");
@@ -610,22 +756,536 @@ async fn errors_exec_and_logs() {
         .ok();
     assert_eq!(echoed, "from stdin\n");
 
-    // Logs: a container that never started has none; a running one shows what it wrote.
-    run_bound_pod(&k, "e", "idle");
+    // Logs: a container that never started has none. A Windows-only image cannot be pulled on
+    // linux-1, so the container waits in ErrImagePull / ImagePullBackOff.
+    run_pod(
+        &k,
+        "e",
+        "idle",
+        "mcr.microsoft.com/windows/servercore:ltsc2022",
+        Some("linux-1"),
+        &[],
+    );
+    let seen = await_status(&k, "e", "idle", &["ErrImagePull", "ImagePullBackOff"]);
+    let waiting = k.jsonpath("e", "pod/idle", "{.status.containerStatuses[0].state.waiting.message}");
+    assert!(
+        waiting.contains("no match for platform in manifest"),
+        "{waiting} (statuses {seen:?})"
+    );
     let err = k.run(&["logs", "idle", "-n", "e"]).fails();
-    assert!(err.contains("is waiting to start"), "{err}");
+    assert!(
+        err.contains(r#"Error from server (BadRequest): container "idle" in pod "idle" is waiting to start: "#)
+            && (err.contains("image can't be pulled") || err.contains("trying and failing to pull image")),
+        "{err}"
+    );
+    // Nor can anything be exec'd in it.
+    let err = k.run(&["exec", "idle", "-n", "e", "--", "hostname"]).fails();
+    assert!(err.contains(r#"container not found ("idle")"#), "{err}");
 
-    run_bound_pod(&k, "e", "chatty");
-    cluster
-        .store()
-        .modify(registry::core("pods"), "e", "chatty", store::Part::Status, |pod| {
-            pod["status"] = running_status("chatty");
-            Ok(())
-        })
-        .expect("pod marked running");
-    for line in ["one", "two", "three"] {
-        cluster.logs().append("e", "chatty", "chatty", line);
-    }
+    // A running container shows what its process wrote.
+    run_pod(
+        &k,
+        "e",
+        "chatty",
+        "busybox:1.36",
+        Some("linux-1"),
+        &["sh", "-c", "echo one; echo two; echo three; sleep infinity"],
+    );
+    wait_ready(&k, "e", "pod/chatty");
     assert_eq!(k.run(&["logs", "chatty", "-n", "e"]).ok(), "one\ntwo\nthree\n");
     assert_eq!(k.run(&["logs", "chatty", "-n", "e", "--tail=1"]).ok(), "three\n");
+
+    // A container that exited keeps its log, and its pod shows how it ended.
+    run_pod(
+        &k,
+        "e",
+        "done",
+        "busybox:1.36",
+        Some("linux-1"),
+        &["sh", "-c", "echo finished; exit 4"],
+    );
+    k.run(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Failed",
+        "pod/done",
+        "-n",
+        "e",
+        "--timeout=50s",
+    ])
+    .ok();
+    assert_eq!(k.run(&["logs", "done", "-n", "e"]).ok(), "finished\n");
+    assert_eq!(pod_status(&k, "e", "done"), "Error");
+    let err = k.run(&["exec", "done", "-n", "e", "--", "hostname"]).fails();
+    assert!(
+        err.contains("cannot exec into a container in a completed pod; current phase is Failed"),
+        "{err}"
+    );
+    assert_eq!(
+        k.jsonpath(
+            "e",
+            "pod/done",
+            "{.status.containerStatuses[0].state.terminated.exitCode}"
+        ),
+        "4"
+    );
+}
+
+/// The seed guide's sample Windows web server: a Service and a Deployment of Windows Server Core
+/// (2019) running a PowerShell HttpListener loop, placed on Windows Server 2019 nodes by
+/// nodeSelector (OS and build) with the toleration for the Windows nodes' taint. The script
+/// announces itself first, so its log has a line (the guide prints it after `Start()`).
+const WIN_WEBSERVER: &str = r#"apiVersion: v1
+kind: Service
+metadata:
+  name: win-webserver
+  labels:
+    app: win-webserver
+spec:
+  ports:
+    # the port that this service should serve on
+    - port: 80
+      targetPort: 80
+  selector:
+    app: win-webserver
+  type: NodePort
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  labels:
+    app: win-webserver
+  name: win-webserver
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: win-webserver
+  template:
+    metadata:
+      labels:
+        app: win-webserver
+      name: win-webserver
+    spec:
+      containers:
+        - name: windowswebserver
+          image: mcr.microsoft.com/windows/servercore:ltsc2019
+          command:
+            - powershell.exe
+            - -command
+            - |
+              Write-Host 'Listening at http://*:80/'
+              $listener = New-Object System.Net.HttpListener
+              $listener.Prefixes.Add('http://*:80/')
+              $listener.Start()
+              while ($listener.IsListening) {
+                $context = $listener.GetContext()
+                $requestUrl = $context.Request.Url
+                Write-Host('> {0}' -f $requestUrl)
+                $content = '<html><body><H1>Windows Container Web Server</H1></body></html>'
+                $buffer = [System.Text.Encoding]::UTF8.GetBytes($content)
+                $response = $context.Response
+                $response.ContentLength64 = $buffer.Length
+                $response.OutputStream.Write($buffer, 0, $buffer.Length)
+                $response.Close()
+                Write-Host('< {0}' -f $response.StatusCode)
+              }
+      nodeSelector:
+        kubernetes.io/os: windows
+        node.kubernetes.io/windows-build: "10.0.17763"
+      tolerations:
+        - key: os
+          operator: Equal
+          value: windows
+          effect: NoSchedule
+"#;
+
+/// The seed guide's IIS Deployment (three replicas of the IIS image), on the Windows Server 2022
+/// image and nodes of today instead of `microsoft/iis` with the long-gone Hyper-V annotation.
+const IIS: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: iis
+spec:
+  selector:
+    matchLabels:
+      app: iis
+  replicas: 3
+  template:
+    metadata:
+      labels:
+        app: iis
+    spec:
+      containers:
+        - name: iis
+          image: mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022
+          ports:
+            - containerPort: 80
+      nodeSelector:
+        kubernetes.io/os: windows
+        node.kubernetes.io/windows-build: "10.0.20348"
+      tolerations:
+        - key: os
+          operator: Equal
+          value: windows
+          effect: NoSchedule
+"#;
+
+/// A Linux pod with a Secret volume, and two Windows Server Core pods the Windows Server 2022
+/// node cannot run: a single-manifest 2019 image (pulled as is; HCS refuses to start it) and the
+/// `ltsc2019` manifest list (no entry for the node's build: the pull fails).
+const LINUX_AND_MISMATCHED: &str = r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+type: Opaque
+stringData:
+  password: s3cret
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: linux-shell
+spec:
+  nodeSelector:
+    kubernetes.io/os: linux
+  containers:
+    - name: shell
+      image: busybox:1.36
+      command: ["sleep", "infinity"]
+      volumeMounts:
+        - name: creds
+          mountPath: /etc/creds
+          readOnly: true
+  volumes:
+    - name: creds
+      secret:
+        secretName: creds
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: build-mismatch
+spec:
+  nodeSelector:
+    kubernetes.io/os: windows
+    node.kubernetes.io/windows-build: "10.0.20348"
+  tolerations:
+    - key: os
+      operator: Equal
+      value: windows
+      effect: NoSchedule
+  containers:
+    - name: servercore
+      image: mcr.microsoft.com/windows/servercore:10.0.17763.6414
+      command: ["ping", "-t", "localhost"]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pull-mismatch
+spec:
+  nodeSelector:
+    kubernetes.io/os: windows
+    node.kubernetes.io/windows-build: "10.0.20348"
+  tolerations:
+    - key: os
+      operator: Equal
+      value: windows
+      effect: NoSchedule
+  containers:
+    - name: servercore
+      image: mcr.microsoft.com/windows/servercore:ltsc2019
+      command: ["ping", "-t", "localhost"]
+"#;
+
+/// Node name → its `node.kubernetes.io/windows-build` label (empty on Linux nodes).
+fn node_builds(k: &Kubectl) -> HashMap<String, String> {
+    let nodes = table(&k.run(&["get", "nodes", "-L", "node.kubernetes.io/windows-build"]).ok());
+    nodes
+        .iter()
+        .map(|n| (cell(n, "NAME").to_string(), cell(n, "WINDOWS-BUILD").to_string()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn seed_guides_windows_apps_run_on_simulated_nodes() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    let web = k.file("win-webserver.yaml", WIN_WEBSERVER);
+    let iis = k.file("iis.yaml", IIS);
+    let applied = k.run(&["apply", "-f", &web, "-f", &iis]).ok();
+    assert_eq!(
+        applied.lines().collect::<Vec<_>>(),
+        [
+            "service/win-webserver created",
+            "deployment.apps/win-webserver created",
+            "deployment.apps/iis created"
+        ],
+        "{applied}"
+    );
+    k.run(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/win-webserver",
+        "deployment/iis",
+        "--timeout=50s",
+    ])
+    .ok();
+    wait_ready(&k, "default", "pod -l app=win-webserver");
+    wait_ready(&k, "default", "pod -l app=iis");
+    let deployments = table(&k.run(&["get", "deployments"]).ok());
+    assert_eq!(
+        cell(row(&deployments, "NAME", "win-webserver"), "READY"),
+        "2/2",
+        "{deployments:#?}"
+    );
+    assert_eq!(
+        cell(row(&deployments, "NAME", "iis"), "READY"),
+        "3/3",
+        "{deployments:#?}"
+    );
+    let services = table(&k.run(&["get", "services"]).ok());
+    assert_eq!(
+        cell(row(&services, "NAME", "win-webserver"), "TYPE"),
+        "NodePort",
+        "{services:#?}"
+    );
+
+    // Every pod runs on a Windows node of the build its nodeSelector asks for.
+    let builds = node_builds(&k);
+    let mut pods_of: HashMap<&str, Vec<(String, String)>> = HashMap::new();
+    for (app, build, replicas) in [("win-webserver", "10.0.17763", 2), ("iis", "10.0.20348", 3)] {
+        let wide = table(&k.run(&["get", "pods", "-l", &format!("app={app}"), "-o", "wide"]).ok());
+        assert_eq!(wide.len(), replicas, "{wide:#?}");
+        for pod in &wide {
+            let node = cell(pod, "NODE");
+            assert_eq!(
+                builds.get(node).map(String::as_str),
+                Some(build),
+                "{pod:#?} on {builds:?}"
+            );
+            assert!(cell(pod, "NAME").starts_with(&format!("{app}-")), "{pod:#?}");
+            assert_eq!(cell(pod, "READY"), "1/1", "{pod:#?}");
+            assert_eq!(cell(pod, "STATUS"), "Running", "{pod:#?}");
+            assert_eq!(cell(pod, "RESTARTS"), "0", "{pod:#?}");
+            assert!(cell(pod, "IP").parse::<std::net::Ipv4Addr>().is_ok(), "{pod:#?}");
+            assert_eq!(cell(pod, "NOMINATED NODE"), "<none>", "{pod:#?}");
+            pods_of
+                .entry(app)
+                .or_default()
+                .push((cell(pod, "NAME").to_string(), node.to_string()));
+        }
+    }
+    let web_pods = &pods_of["win-webserver"];
+    let iis_pods = &pods_of["iis"];
+
+    // describe: the scheduler's and the kubelet's events, in the order they happened (checked
+    // last, after everything else). The first pod on a node pulls the image; the others find
+    // it already present.
+    let mut out_of_order: Vec<String> = Vec::new();
+    for (app, image, container) in [
+        (
+            "win-webserver",
+            "mcr.microsoft.com/windows/servercore:ltsc2019",
+            "windowswebserver",
+        ),
+        (
+            "iis",
+            "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022",
+            "iis",
+        ),
+    ] {
+        let mut pulled_by = 0;
+        for (pod, node) in &pods_of[app] {
+            let described = k.run(&["describe", "pod", pod]).ok();
+            let node_field = described_fields(&described, "Node");
+            assert!(
+                node_field.len() == 1 && node_field[0].starts_with(&format!("{node}/")),
+                "{described}"
+            );
+            assert_eq!(described_fields(&described, "Image"), [image], "{described}");
+            let events = described_events(&described);
+            let scheduled = event(&events, "Scheduled", &described);
+            assert!(
+                scheduled.contains(&format!("Successfully assigned default/{pod} to {node}")),
+                "{described}"
+            );
+            let pulled = event(&events, "Pulled", &described);
+            assert!(
+                pulled.contains(&format!("Container image \"{image}\" already present on machine"))
+                    || pulled.contains(&format!("Successfully pulled image \"{image}\"")),
+                "{described}"
+            );
+            if events.iter().any(|(_, r, _)| r == "Pulling") {
+                pulled_by += 1;
+                assert!(
+                    event(&events, "Pulling", &described).contains(&format!("Pulling image \"{image}\"")),
+                    "{described}"
+                );
+                assert!(pulled.contains("Successfully pulled image"), "{described}");
+            }
+            assert!(
+                event(&events, "Created", &described).contains(&format!("Created container: {container}")),
+                "{described}"
+            );
+            assert!(
+                event(&events, "Started", &described).contains(&format!("Started container {container}")),
+                "{described}"
+            );
+            let order: Vec<&str> = events
+                .iter()
+                .map(|(_, r, _)| r.as_str())
+                .filter(|r| ["Scheduled", "Pulling", "Pulled", "Created", "Started"].contains(r))
+                .collect();
+            let expected: Vec<&str> = ["Scheduled", "Pulling", "Pulled", "Created", "Started"]
+                .into_iter()
+                .filter(|r| order.contains(r))
+                .collect();
+            if order != expected {
+                out_of_order.push(format!(
+                    "{pod}: events listed as {order:?}, not {expected:?}:\n{described}"
+                ));
+            }
+            assert!(events.iter().all(|(kind, _, _)| kind == "Normal"), "{described}");
+        }
+        assert!(pulled_by >= 1, "no {app} pod pulled {image}");
+    }
+
+    // logs: the web server's announcement; IIS's ServiceMonitor writes nothing to stdout.
+    for (pod, _) in web_pods {
+        assert_eq!(k.run(&["logs", pod]).ok(), "Listening at http://*:80/\n", "{pod}");
+    }
+    let (iis_pod, _) = &iis_pods[0];
+    let iis_logs = k.run(&["logs", iis_pod]);
+    assert_eq!(iis_logs.code, Some(0), "{iis_logs:#?}");
+
+    // exec: `cmd /c ver` reports the build of the node the container shares its kernel with.
+    for (pods, build) in [(web_pods, "10.0.17763"), (iis_pods, "10.0.20348")] {
+        for (pod, node) in pods {
+            let ver = k.run(&["exec", pod, "--", "cmd", "/c", "ver"]).ok();
+            assert!(
+                ver.contains(&format!("Microsoft Windows [Version {build}.")),
+                "{pod} on {node}: {ver:?}"
+            );
+        }
+    }
+
+    // Events of the same second are listed in the order they were recorded (upstream names
+    // each event `<object>.<hex UnixNano>`, so the listing is chronological and describe's
+    // sort by timestamp keeps that order).
+    assert!(out_of_order.is_empty(), "{}", out_of_order.join("\n\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn secret_volume_on_linux_and_windows_build_mismatch() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    let file = k.file("pods.yaml", LINUX_AND_MISMATCHED);
+    let applied = k.run(&["apply", "-f", &file]).ok();
+    assert_eq!(
+        applied.lines().collect::<Vec<_>>(),
+        [
+            "secret/creds created",
+            "pod/linux-shell created",
+            "pod/build-mismatch created",
+            "pod/pull-mismatch created"
+        ],
+        "{applied}"
+    );
+
+    // The Linux pod: a Secret volume is a tmpfs mount (never written to the node's disk).
+    wait_ready(&k, "default", "pod/linux-shell");
+    let wide = table(&k.run(&["get", "pods", "-o", "wide"]).ok());
+    assert_eq!(cell(row(&wide, "NAME", "linux-shell"), "NODE"), "linux-1", "{wide:#?}");
+    for name in ["build-mismatch", "pull-mismatch"] {
+        assert_eq!(cell(row(&wide, "NAME", name), "NODE"), "win2022-1", "{wide:#?}");
+    }
+    let mounts = k.run(&["exec", "linux-shell", "--", "cat", "/proc/mounts"]).ok();
+    let mount_of = |path: &str| {
+        mounts
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.get(1) == Some(&path))
+            .unwrap_or_else(|| panic!("no mount at {path} in\n{mounts}"))
+    };
+    let creds = mount_of("/etc/creds");
+    assert_eq!((creds[0], creds[2]), ("tmpfs", "tmpfs"), "{mounts}");
+    assert!(creds[3].starts_with("ro,"), "{mounts}");
+    let token = mount_of("/var/run/secrets/kubernetes.io/serviceaccount");
+    assert_eq!((token[0], token[2]), ("tmpfs", "tmpfs"), "{mounts}");
+    assert_eq!(
+        k.run(&["exec", "linux-shell", "--", "cat", "/etc/creds/password"]).ok(),
+        "s3cret"
+    );
+
+    // A single-manifest Windows Server 2019 image is pulled on the 2022 node, but HCS refuses to
+    // start it (process isolation needs the same build): StartError, then CrashLoopBackOff.
+    let seen = await_status(&k, "default", "build-mismatch", &["CrashLoopBackOff"]);
+    for status in &seen {
+        assert!(
+            [
+                "Pending",
+                "ContainerCreating",
+                "StartError",
+                "RunContainerError",
+                "CrashLoopBackOff"
+            ]
+            .contains(&status.as_str()),
+            "{seen:?}"
+        );
+    }
+    let described = k.run(&["describe", "pod", "build-mismatch"]).ok();
+    assert!(
+        described.contains("The container operating system does not match the host operating system"),
+        "{described}"
+    );
+    // State: Waiting (CrashLoopBackOff); Last State: Terminated (StartError, exit code 128).
+    let reasons = described_fields(&described, "Reason");
+    assert!(
+        reasons.contains(&"CrashLoopBackOff") && reasons.contains(&"StartError"),
+        "{described}"
+    );
+    assert_eq!(described_fields(&described, "Exit Code"), ["128"], "{described}");
+    let events = described_events(&described);
+    assert!(
+        event(&events, "Pulled", &described).contains("mcr.microsoft.com/windows/servercore:10.0.17763.6414"),
+        "{described}"
+    );
+    assert!(
+        events.iter().any(|(kind, reason, line)| kind == "Warning"
+            && reason == "Failed"
+            && line.contains("hcs::CreateComputeSystem")
+            && line.contains("The container operating system does not match the host operating system")),
+        "{described}"
+    );
+    assert!(
+        events.iter().any(|(kind, reason, line)| kind == "Warning"
+            && reason == "BackOff"
+            && line.contains("Back-off restarting failed container servercore in pod build-mismatch")),
+        "{described}"
+    );
+
+    // The ltsc2019 manifest list has no entry for build 20348: the pull itself fails.
+    let seen = await_status(&k, "default", "pull-mismatch", &["ErrImagePull", "ImagePullBackOff"]);
+    for status in &seen {
+        assert!(
+            ["Pending", "ContainerCreating", "ErrImagePull", "ImagePullBackOff"].contains(&status.as_str()),
+            "{seen:?}"
+        );
+    }
+    let described = k.run(&["describe", "pod", "pull-mismatch"]).ok();
+    let events = described_events(&described);
+    assert!(
+        events.iter().any(|(kind, reason, line)| kind == "Warning"
+            && reason == "Failed"
+            && line.contains(r#"Failed to pull image "mcr.microsoft.com/windows/servercore:ltsc2019""#)
+            && line.contains("no match for platform in manifest")),
+        "{described}"
+    );
+    assert!(
+        !described.contains("The container operating system does not match"),
+        "{described}"
+    );
 }

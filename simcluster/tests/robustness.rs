@@ -169,7 +169,9 @@ fn pod(name: &str) -> Value {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": {"app": "fz"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80}]}]},
+        // Left to a scheduler that does not exist, so the fixture binds it itself.
+        "spec": {"schedulerName": "fixture-scheduler",
+                 "containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80}]}]},
     })
 }
 
@@ -368,7 +370,7 @@ async fn clients_verify_the_serving_certificate() {
 #[case(Method::GET, "/openapi/v3/apis/batch/v1")]
 #[case(Method::GET, "/nonsense")]
 #[case(Method::PUT, "/nonsense/deeper/still")]
-#[case(Method::GET, "/api/v1/nodes/n/proxy/x")]
+#[case(Method::GET, "/api/v1/namespaces/default/pods/p/proxy/x")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_paths_and_kinds_are_404(#[case] method: Method, #[case] path: &str) {
     let api = Api::start().await;
@@ -996,14 +998,10 @@ async fn supported_selectors_still_work() {
     assert_eq!(r.code, 200, "{}", r.text());
 }
 
-/// Binds `namespace/name` to the first node and marks its container running.
+/// Binds `namespace/name` to a node no simulated kubelet runs (so nothing else writes its
+/// status) and marks its container running.
 async fn make_running(api: &Api, namespace: &str, name: &str) {
-    let node = api
-        .cluster
-        .node_ips()
-        .first()
-        .map(|(n, _)| n.clone())
-        .expect("the cluster has a node");
+    let node = "fixture-node".to_string();
     let pods = format!("/api/v1/namespaces/{namespace}/pods");
     let bound = api
         .send_json(

@@ -3,14 +3,14 @@
 //! server-rendered Table events for `kubectl get -w`.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::resource::Selectors;
@@ -180,7 +180,7 @@ struct StreamParams {
 }
 
 async fn stream(
-    mut feed: broadcast::Receiver<Arc<Event>>,
+    mut feed: crate::store::Subscription,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
     encoder: &mut Encoder,
     last_rv: &mut u64,
@@ -203,13 +203,12 @@ async fn stream(
                         return;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                Err(crate::store::RecvError::Lagged(_)) => {
                     // This watcher fell behind the feed: it must relist, as after a compaction.
                     let err = ApiError::Expired { requested: *last_rv, oldest: *last_rv + 1 };
                     let _ = tx.send(Ok(Encoder::raw("ERROR", &err.to_status()))).await;
                     return;
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
             },
             _ = ticker.tick(), if p.bookmarks.is_some() => {
                 if tx.send(Ok(encoder.bookmark(*last_rv, false))).await.is_err() {

@@ -11,8 +11,8 @@ fn cms() -> &'static ResourceType {
     registry::core("configmaps")
 }
 
-fn store_with_ns(ns: &str) -> Store {
-    let store = Store::default();
+fn store_with_ns(ns: &str) -> Arc<Store> {
+    let store = Arc::new(Store::default());
     store
         .create(registry::core("namespaces"), "", json!({"metadata": {"name": ns}}))
         .expect("namespace");
@@ -333,7 +333,7 @@ fn watch_from_now_lists_current_state() {
 
 #[test]
 fn expired_history_gives_410() {
-    let store = Store::new(StoreConfig { history: 3 });
+    let store = Arc::new(Store::new(StoreConfig { history: 3 }));
     store
         .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
         .expect("ns");
@@ -349,4 +349,28 @@ fn expired_history_gives_410() {
         .watch(cms(), None, WatchFrom::After(store.current_rv() - 2))
         .expect("recent");
     assert_eq!(ok.initial.len(), 2);
+}
+
+#[test]
+fn subscription_reads_in_order_and_reports_lag() {
+    let store = Arc::new(Store::new(StoreConfig { history: 4 }));
+    let mut sub = store.subscribe();
+    store
+        .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
+        .expect("ns");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "x"}}))
+        .expect("cm");
+    let first = sub.try_recv().expect("first");
+    let second = sub.try_recv().expect("second");
+    assert!(second.rv > first.rv);
+    assert_eq!(sub.try_recv().expect_err("empty"), TryRecvError::Empty);
+    for i in 0..10 {
+        store
+            .create(cms(), "a", json!({"metadata": {"name": format!("c{i}")}}))
+            .expect("cm");
+    }
+    assert!(matches!(sub.try_recv(), Err(TryRecvError::Lagged(_))));
+    // After a lag the cursor resumes at the oldest retained change.
+    assert!(sub.try_recv().is_ok());
 }
