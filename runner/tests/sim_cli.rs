@@ -96,3 +96,71 @@ fn serve_writes_an_owner_only_kubeconfig_and_stops_on_sigterm() {
     assert_eq!(exit.code(), Some(0));
     assert!(!kubeconfig.exists(), "the kubeconfig of a stopped cluster is removed");
 }
+
+#[test]
+fn profiles_lists_every_builtin_cluster() {
+    let out = mixcheck().args(["sim", "profiles"]).output().expect("run mixcheck");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "default",
+        "k8s-1.5-ws2016",
+        "k8s-1.9-ws1709",
+        "k8s-1.14-ws2019-host-gw",
+        "k8s-1.14-ws2019-vxlan",
+        "current-ws2022-ws2025",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(name)), "{name} missing:\n{text}");
+    }
+    assert!(text.contains("v1.14.10"), "{text}");
+}
+
+#[test]
+fn faults_lists_symptoms() {
+    let out = mixcheck().args(["sim", "faults"]).output().expect("run mixcheck");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("kubelet-stopped") && text.contains("NotReady"), "{text}");
+}
+
+#[test]
+fn bad_fault_flags_exit_2() {
+    for (flag, needle) in [
+        ("win2019-1", "expected NODE:FAULT"),
+        ("win2019-1:gremlins", "unknown fault"),
+        ("nope:kubelet-stopped", "has no node"),
+    ] {
+        let out = mixcheck()
+            .args(["sim", "serve", "--fault", flag])
+            .output()
+            .expect("run mixcheck");
+        assert_eq!(out.status.code(), Some(2), "{flag}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(needle), "{flag}: {out:?}");
+    }
+}
+
+#[test]
+fn unknown_profile_exits_2() {
+    let out = mixcheck()
+        .args(["sim", "serve", "--profile", "k8s-0.1"])
+        .output()
+        .expect("run mixcheck");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no built-in profile"));
+}
+
+#[test]
+fn the_readme_topology_example_is_valid() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).expect("README");
+    let section = readme.split("### Topology files").nth(1).expect("topology section");
+    let block = section
+        .split("```yaml")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("yaml block");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("readme-topology.yaml");
+    std::fs::write(&path, block).expect("write");
+    let topology = simcluster::Topology::load(&path).expect("the README example parses");
+    assert_eq!(topology.nodes.len(), 3, "count: 3 expands the node");
+}
