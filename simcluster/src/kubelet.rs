@@ -564,6 +564,8 @@ impl PodRun {
                 c.state = json!({"running": {"startedAt": now()}});
                 c.started = true;
                 c.ready = !c.init;
+                // One write carries both the container state and the pod phase it implies.
+                self.phase = self.computed_phase();
                 self.write_status();
                 Some(true)
             }
@@ -749,13 +751,14 @@ impl PodRun {
         }
     }
 
-    fn update_phase(&mut self) {
+    /// The pod phase the containers' states imply.
+    fn computed_phase(&self) -> &'static str {
         let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
         let all_terminated = !regular.is_empty()
             && regular
                 .iter()
                 .all(|c| c.terminated_code().is_some() && c.state.get("waiting").is_none());
-        let phase = if all_terminated && self.restart_policy() != "Always" {
+        if all_terminated && self.restart_policy() != "Always" {
             if regular.iter().all(|c| c.terminated_code() == Some(0)) {
                 "Succeeded"
             } else {
@@ -765,7 +768,11 @@ impl PodRun {
             "Running"
         } else {
             "Pending"
-        };
+        }
+    }
+
+    fn update_phase(&mut self) {
+        let phase = self.computed_phase();
         if phase != self.phase {
             self.phase = phase;
             self.write_status();

@@ -452,6 +452,7 @@ fn is_active(pod: &Value) -> bool {
 pub async fn run(store: Arc<Store>) {
     let mut feed = store.subscribe();
     let mut last_failure: HashMap<String, (Instant, String)> = HashMap::new();
+    let mut needs_cache: HashMap<String, PodNeeds> = HashMap::new();
     let mut retry = tokio::time::interval(Duration::from_secs(1));
     loop {
         // Wake on any pod or node change (or a periodic retry), then batch briefly.
@@ -470,24 +471,34 @@ pub async fn run(store: Arc<Store>) {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
         while feed.try_recv().is_ok() {}
-        schedule_pending(&store, &mut last_failure);
+        schedule_pending(&store, &mut last_failure, &mut needs_cache);
     }
 }
 
-/// One scheduling pass over every pending pod.
-pub fn schedule_pending(store: &Store, last_failure: &mut HashMap<String, (Instant, String)>) {
+/// One scheduling pass over every pending pod. `needs_cache` keeps each bound pod's parsed
+/// requests between passes (a pod's resources do not change once it is bound).
+pub fn schedule_pending(
+    store: &Store,
+    last_failure: &mut HashMap<String, (Instant, String)>,
+    needs_cache: &mut HashMap<String, PodNeeds>,
+) {
     let pods_rt = registry::core("pods");
     let (nodes, _) = store.list(registry::core("nodes"), None);
     let nodes: Vec<NodeInfo> = nodes.iter().map(|n| NodeInfo::from_node(n.value())).collect();
     let (pods, _) = store.list(pods_rt, None);
     let mut usage: HashMap<String, Usage> = HashMap::new();
     let mut pending: Vec<Obj> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::with_capacity(pods.len());
     for pod in pods {
         let v = pod.value();
         let node = str_at(v, "/spec/nodeName");
         if !node.is_empty() {
             if is_active(v) {
-                usage.entry(node.to_string()).or_default().add(&PodNeeds::from_pod(v));
+                let needs = needs_cache
+                    .entry(pod.uid().to_string())
+                    .or_insert_with(|| PodNeeds::from_pod(v));
+                usage.entry(node.to_string()).or_default().add(needs);
+                seen.insert(pod.uid().to_string());
             }
         } else if !pod.is_terminating()
             && is_active(v)
@@ -499,6 +510,7 @@ pub fn schedule_pending(store: &Store, last_failure: &mut HashMap<String, (Insta
     pending.sort_by(|a, b| {
         str_at(a.value(), "/metadata/creationTimestamp").cmp(str_at(b.value(), "/metadata/creationTimestamp"))
     });
+    needs_cache.retain(|uid, _| seen.contains(uid));
     let keep: HashSet<String> = pending.iter().map(|p| p.uid().to_string()).collect();
     last_failure.retain(|uid, _| keep.contains(uid));
     let mut start = 0usize;
