@@ -71,6 +71,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
     apply_faults(&mut topology, &args.faults)?;
     let mut config = simcluster::ClusterConfig::new(topology.clone());
     config.listen = args.listen;
+    // Handlers go in before anything tells a user (or a script) that the cluster is up.
+    let interrupt = Interrupt::install();
     let cluster = simcluster::Cluster::start(config).await?;
     cluster
         .write_kubeconfig(&args.kubeconfig)
@@ -95,31 +97,43 @@ async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
     println!("  export KUBECONFIG={}", kubeconfig.display());
     println!("  kubectl get nodes -o wide");
     println!("Press Ctrl-C to stop.");
-    wait_for_interrupt().await;
+    interrupt.wait().await;
     println!("stopping the bundled cluster");
     cluster.shutdown().await;
     let _ = std::fs::remove_file(&args.kubeconfig);
     Ok(Code::Passed)
 }
 
-async fn wait_for_interrupt() {
+/// Ctrl-C and, on Unix, SIGTERM, listened for from the moment of installation.
+struct Interrupt {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    term: Option<tokio::signal::unix::Signal>,
+    ctrl_c: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>,
+}
+
+impl Interrupt {
+    fn install() -> Self {
+        // ctrl_c() registers its handler on first poll; poll it once now by boxing a started future.
+        let mut ctrl_c: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> =
+            Box::pin(tokio::signal::ctrl_c());
+        let waker = std::task::Waker::noop();
+        let _ = ctrl_c.as_mut().poll(&mut std::task::Context::from_waker(waker));
+        Self {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+            ctrl_c,
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            tokio::select! {
+                _ = &mut self.ctrl_c => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+        let _ = self.ctrl_c.await;
     }
 }

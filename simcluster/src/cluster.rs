@@ -127,6 +127,8 @@ impl Cluster {
         let store = Arc::new(Store::new(config.store.clone()));
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
+        let allocator = Arc::new(crate::services::Allocator::new(&config.topology.network.service_cidr));
+        crate::services::seed(&store, &allocator)?;
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
 
         let catalogue = Arc::new(Catalogue::with_extra(&config.topology.images));
@@ -140,6 +142,7 @@ impl Cluster {
             runtime,
             profiles: profiles.clone(),
             cluster_version: config.topology.version(),
+            allocator,
             version: version_doc(&config.topology),
             token: token.clone(),
             openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),

@@ -22,6 +22,7 @@ enum Key {
     Deployment(String, String),
     ReplicaSet(String, String),
     DaemonSet(String, String),
+    Service(String, String),
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -146,6 +147,9 @@ impl Controllers {
                 queue.insert(make(o.namespace().to_string(), o.name().to_string()));
             }
         }
+        for o in self.store.list(registry::core("services"), None).0 {
+            queue.insert(Key::Service(o.namespace().to_string(), o.name().to_string()));
+        }
     }
 
     fn on_event(&mut self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
@@ -186,7 +190,20 @@ impl Controllers {
                     queue.insert(Key::DaemonSet(ns, name));
                 }
             }
+            ("", "services") => {
+                queue.insert(Key::Service(ns, name));
+            }
             ("", "pods") => {
+                // A pod's readiness or address changes the endpoints of the services selecting it.
+                for svc in self.store.list(registry::core("services"), Some(&ns)).0 {
+                    let selector = svc.value().pointer("/spec/selector").and_then(Value::as_object);
+                    let labels = v.pointer("/metadata/labels").and_then(Value::as_object);
+                    if selector.is_some_and(|sel| {
+                        !sel.is_empty() && sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
+                    }) {
+                        queue.insert(Key::Service(ns.clone(), svc.name().to_string()));
+                    }
+                }
                 let pod = e
                     .previous
                     .as_ref()
@@ -253,6 +270,7 @@ impl Controllers {
                 Key::Deployment(ns, name) => self.deployment(ns, name),
                 Key::ReplicaSet(ns, name) => self.replica_set(ns, name),
                 Key::DaemonSet(ns, name) => self.daemon_set(ns, name),
+                Key::Service(ns, name) => self.endpoints(ns, name),
             };
             match result {
                 Ok(())
@@ -658,6 +676,147 @@ impl Controllers {
         });
         self.write_status(ds_rt, ns, name, ds.value(), status)
     }
+}
+
+impl Controllers {
+    /// Endpoints and the EndpointSlice of a Service with a selector, from the pods it selects.
+    fn endpoints(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let svc = match self.store.get(registry::core("services"), ns, name) {
+            Ok(s) => s,
+            Err(ApiError::NotFound { .. }) => {
+                let _ = self
+                    .store
+                    .delete(registry::core("endpoints"), ns, name, &DeleteOptions::default());
+                let _ = self.store.delete(
+                    rt("discovery.k8s.io", "endpointslices"),
+                    ns,
+                    &format!("{name}-sim"),
+                    &DeleteOptions::default(),
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let v = svc.value();
+        let Some(selector) = v
+            .pointer("/spec/selector")
+            .and_then(Value::as_object)
+            .filter(|s| !s.is_empty())
+        else {
+            return Ok(());
+        };
+        let (pods, _) = self.store.list(registry::core("pods"), Some(ns));
+        let mut ready = Vec::new();
+        let mut not_ready = Vec::new();
+        let mut slice_endpoints = Vec::new();
+        let mut first_pod: Option<Obj> = None;
+        for pod in &pods {
+            let p = pod.value();
+            let labels = p.pointer("/metadata/labels").and_then(Value::as_object);
+            if !selector
+                .iter()
+                .all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
+            {
+                continue;
+            }
+            let ip = s(p, "/status/podIP");
+            if ip.is_empty() || matches!(s(p, "/status/phase"), "Succeeded" | "Failed") {
+                continue;
+            }
+            let is_ready = is_ready(p) && !pod.is_terminating();
+            let address = json!({"ip": ip, "nodeName": s(p, "/spec/nodeName"),
+                "targetRef": {"kind": "Pod", "namespace": ns, "name": pod.name(), "uid": pod.uid()}});
+            slice_endpoints.push(json!({"addresses": [ip], "nodeName": s(p, "/spec/nodeName"),
+                "conditions": {"ready": is_ready, "serving": is_ready, "terminating": pod.is_terminating()},
+                "targetRef": {"kind": "Pod", "namespace": ns, "name": pod.name(), "uid": pod.uid()}}));
+            if is_ready {
+                ready.push(address)
+            } else {
+                not_ready.push(address)
+            }
+            first_pod.get_or_insert_with(|| pod.clone());
+        }
+        let ports: Vec<Value> = v
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|sp| {
+                let target = match sp.get("targetPort") {
+                    Some(Value::Number(n)) => n.as_i64(),
+                    Some(Value::String(port_name)) => first_pod.as_ref().and_then(|p| named_port(p.value(), port_name)),
+                    _ => sp.get("port").and_then(Value::as_i64),
+                };
+                let mut port = json!({"port": target.unwrap_or(0), "protocol": s(sp, "/protocol")});
+                if !s(sp, "/name").is_empty() {
+                    port["name"] = json!(s(sp, "/name"));
+                }
+                port
+            })
+            .collect();
+        let mut subset = json!({"ports": ports});
+        if !ready.is_empty() {
+            subset["addresses"] = json!(ready);
+        }
+        if !not_ready.is_empty() {
+            subset["notReadyAddresses"] = json!(not_ready);
+        }
+        let subsets = if ready.is_empty() && not_ready.is_empty() {
+            json!([])
+        } else {
+            json!([subset])
+        };
+        let owner = json!([{"apiVersion": "v1", "kind": "Service", "name": name, "uid": svc.uid(), "controller": true, "blockOwnerDeletion": true}]);
+        let endpoints = json!({"metadata": {"name": name, "labels": v.pointer("/metadata/labels").cloned().unwrap_or(json!({}))},
+            "subsets": subsets});
+        self.put(registry::core("endpoints"), ns, name, endpoints, "subsets")?;
+        let slice = json!({"metadata": {"name": format!("{name}-sim"), "ownerReferences": owner,
+                "labels": {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4", "endpoints": slice_endpoints, "ports": ports});
+        self.put(
+            rt("discovery.k8s.io", "endpointslices"),
+            ns,
+            &format!("{name}-sim"),
+            slice,
+            "endpoints",
+        )
+    }
+
+    /// Creates or replaces a controller-owned object when `field` (or ports) changed.
+    fn put(&self, kind: &'static ResourceType, ns: &str, name: &str, obj: Value, field: &str) -> Result<(), ApiError> {
+        match self.store.get(kind, ns, name) {
+            Ok(current) => {
+                let cur = current.value();
+                if cur.get(field) == obj.get(field) && cur.get("ports") == obj.get("ports") {
+                    return Ok(());
+                }
+                self.store.modify(kind, ns, name, Part::Main, |c| {
+                    c[field] = obj.get(field).cloned().unwrap_or(Value::Null);
+                    if let Some(ports) = obj.get("ports") {
+                        c["ports"] = ports.clone();
+                    }
+                    Ok(())
+                })?;
+                Ok(())
+            }
+            Err(ApiError::NotFound { .. }) => match self.store.create(kind, ns, obj) {
+                Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The number of a container port by name.
+fn named_port(pod: &Value, name: &str) -> Option<i64> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|c| c.get("ports").and_then(Value::as_array))
+        .flatten()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+        .and_then(|p| p.get("containerPort").and_then(Value::as_i64))
 }
 
 /// The tolerations the DaemonSet controller adds to its pods (never `os=windows`).

@@ -27,6 +27,7 @@ pub mod registry;
 pub mod runtime;
 pub mod scheduler;
 pub mod selector;
+pub mod services;
 pub mod status;
 pub mod store;
 pub mod table;

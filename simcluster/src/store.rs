@@ -933,6 +933,44 @@ fn restore_identity(rt: &ResourceType, old: &Value, next: &mut Value) {
         restore(meta, &old_meta, field);
     }
     meta.remove("managedFields");
+    if rt.kind == "Service" {
+        keep_service_addresses(old, next);
+    }
+}
+
+/// A Service's allocated ClusterIP and node ports survive updates that leave them out.
+fn keep_service_addresses(old: &Value, next: &mut Value) {
+    let Some(spec) = next.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        let missing = spec.get(field).is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+        if missing && let Some(v) = old.pointer(&format!("/spec/{field}")) {
+            spec.insert(field.into(), v.clone());
+        }
+    }
+    let old_ports = old
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let node_port_type = matches!(
+        spec.get("type").and_then(Value::as_str),
+        Some("NodePort" | "LoadBalancer")
+    );
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            if !node_port_type || p.get("nodePort").is_some_and(|v| !v.is_null()) {
+                continue;
+            }
+            let same = old_ports
+                .iter()
+                .find(|o| o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol"));
+            if let Some(np) = same.and_then(|o| o.get("nodePort")) {
+                p.insert("nodePort".into(), np.clone());
+            }
+        }
+    }
 }
 
 fn restore(meta: &mut Map<String, Value>, old: &Map<String, Value>, field: &str) {

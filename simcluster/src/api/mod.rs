@@ -43,6 +43,8 @@ pub struct Shared {
     pub profiles: Arc<Vec<crate::profile::NodeProfile>>,
     /// The API server's `major.minor` (version-dependent validation).
     pub cluster_version: (u32, u32),
+    /// ClusterIP and NodePort allocation.
+    pub allocator: Arc<crate::services::Allocator>,
 }
 
 pub type ApiState = Arc<Shared>;

@@ -70,6 +70,15 @@ fn validate(state: &ApiState, rt: &ResourceType, obj: &Value) -> Result<(), ApiE
     })
 }
 
+/// Creates an object; Services get their addresses from the allocator.
+fn create_object(state: &ApiState, rt: &'static ResourceType, ns: &str, obj: Value) -> Result<Obj, ApiError> {
+    if rt.group.is_empty() && rt.plural == "services" {
+        state.allocator.create(&state.store, ns, obj)
+    } else {
+        state.store.create(rt, ns, obj)
+    }
+}
+
 fn part(t: &Target) -> Part {
     if t.sub.as_deref() == Some("status") {
         Part::Status
@@ -181,7 +190,7 @@ pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
     if t.rt.kind == "Pod" {
         admission::admit_pod(&state.store, &mut obj)?;
     }
-    let created = state.store.create(t.rt, t.ns(), obj)?;
+    let created = create_object(state, t.rt, t.ns(), obj)?;
     Ok(object_response(StatusCode::CREATED, &created))
 }
 
@@ -345,7 +354,7 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
                 if rt.kind == "Pod" {
                     admission::admit_pod(&state.store, &mut obj)?;
                 }
-                match state.store.create(rt, t.ns(), obj) {
+                match create_object(state, rt, t.ns(), obj) {
                     Ok(created) => return Ok(object_response(StatusCode::CREATED, &created)),
                     // Someone created it meanwhile: merge into theirs.
                     Err(ApiError::AlreadyExists { .. }) => continue,

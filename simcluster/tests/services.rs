@@ -1,0 +1,154 @@
+//! Service addressing through kube-rs: the built-in services, ClusterIP and NodePort
+//! allocation with upstream conflict errors, addresses kept across updates, and Endpoints /
+//! EndpointSlices following the ready pods a selector picks.
+
+mod common;
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+fn service(name: &str, spec: serde_json::Value) -> Service {
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("service")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_get_addresses_and_conflicts_are_invalid() {
+    let cluster = common::start().await;
+    common::namespace(&cluster, "svc");
+    let client = common::kube_client(&cluster).await;
+    let dns: Api<Service> = Api::namespaced(client.clone(), "kube-system");
+    let kube_dns = dns.get("kube-dns").await.expect("kube-dns");
+    assert_eq!(kube_dns.spec.and_then(|s| s.cluster_ip).as_deref(), Some("10.96.0.10"));
+    let default: Api<Service> = Api::namespaced(client.clone(), "default");
+    let kubernetes = default.get("kubernetes").await.expect("kubernetes");
+    assert_eq!(kubernetes.spec.and_then(|s| s.cluster_ip).as_deref(), Some("10.96.0.1"));
+
+    let services: Api<Service> = Api::namespaced(client.clone(), "svc");
+    let web = services
+        .create(
+            &PostParams::default(),
+            &service(
+                "web",
+                json!({"type": "NodePort", "selector": {"app": "web"},
+            "ports": [{"port": 80, "targetPort": 8080}]}),
+            ),
+        )
+        .await
+        .expect("create");
+    let spec = web.spec.expect("spec");
+    let ip = spec.cluster_ip.clone().expect("cluster ip");
+    assert!(ip.starts_with("10.96."), "{ip}");
+    let node_port = spec.ports.as_ref().and_then(|p| p[0].node_port).expect("node port");
+    assert!((30000..=32767).contains(&node_port));
+
+    let clash = service(
+        "clash",
+        json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": node_port}]}),
+    );
+    match services.create(&PostParams::default(), &clash).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422);
+            assert!(
+                status.message.contains("provided port is already allocated"),
+                "{}",
+                status.message
+            );
+        }
+        other => panic!("expected 422, got {other:?}"),
+    }
+
+    // A re-apply that leaves the allocated fields out keeps them.
+    let reapply = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}});
+    let after = services
+        .patch("web", &PatchParams::apply("test").force(), &Patch::Apply(&reapply))
+        .await
+        .expect("apply");
+    let after = after.spec.expect("spec");
+    assert_eq!(after.cluster_ip.as_deref(), Some(ip.as_str()));
+    assert_eq!(after.ports.and_then(|p| p[0].node_port), Some(node_port));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_follow_the_ready_pods_of_the_selector() {
+    let cluster = common::start().await;
+    common::namespace(&cluster, "ep");
+    let client = common::kube_client(&cluster).await;
+    let services: Api<Service> = Api::namespaced(client.clone(), "ep");
+    services
+        .create(
+            &PostParams::default(),
+            &service(
+                "web",
+                json!({"selector": {"app": "web"},
+            "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
+            ),
+        )
+        .await
+        .expect("service");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "ep");
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web",
+            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"],
+            "ports": [{"name": "http", "containerPort": 8080}]}]}}}}))
+    .expect("deployment");
+    deployments.create(&PostParams::default(), &d).await.expect("create");
+    let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), "ep");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let subset = loop {
+        if let Ok(e) = endpoints.get("web").await
+            && let Some(subset) = e.subsets.and_then(|s| s.into_iter().next())
+            && subset.addresses.as_ref().is_some_and(|a| a.len() == 2)
+        {
+            break subset;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "endpoints never had 2 ready addresses"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let ports = subset.ports.expect("ports");
+    assert_eq!(
+        ports[0].port, 8080,
+        "the named targetPort resolves to the container port"
+    );
+    assert!(
+        subset
+            .addresses
+            .expect("addresses")
+            .iter()
+            .all(|a| a.ip.starts_with("10.") && a.node_name.as_deref() == Some("linux-1"))
+    );
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "ep");
+    let list = slices
+        .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+        .await
+        .expect("slices");
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].endpoints.len(), 2);
+
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 0}})),
+        )
+        .await
+        .expect("scale to zero");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let e = endpoints.get("web").await.expect("endpoints");
+        if e.subsets.is_none_or(|s| s.is_empty()) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "endpoints never emptied");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
