@@ -10,6 +10,7 @@ pub mod commands;
 pub mod controllers;
 pub mod defaults;
 pub mod discovery;
+pub mod dns;
 pub mod events;
 pub mod images;
 pub mod kubeconfig;
