@@ -134,7 +134,10 @@ impl Cluster {
         let catalogue = Arc::new(Catalogue::with_extra(&config.topology.images));
         let runtime: Arc<dyn ContainerRuntime> = match config.runtime.clone() {
             Some(r) => r,
-            None => Arc::new(SimRuntime::new(store.clone(), profiles.clone())),
+            None => Arc::new(
+                SimRuntime::new(store.clone(), profiles.clone())
+                    .with_network(Arc::new(crate::network::SimNetwork::new(store.clone()))),
+            ),
         };
         let shared = Arc::new(Shared {
             store: store.clone(),

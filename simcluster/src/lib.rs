@@ -16,6 +16,7 @@ pub mod images;
 pub mod kubeconfig;
 pub mod kubelet;
 pub mod logs;
+pub mod network;
 pub mod node;
 pub mod openapi;
 pub mod outcome;

@@ -1,6 +1,6 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) for
-//! the kinds whose objects `kubectl create` sends that way: Namespace, ConfigMap, Secret and
-//! ServiceAccount. The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message
+//! the kinds whose objects `kubectl create` sends that way: Namespace, ConfigMap, Secret,
+//! ServiceAccount and Service. The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message
 //! whose `raw` field holds the object; field numbers follow the upstream `generated.proto`.
 
 use base64::Engine as _;
@@ -12,7 +12,7 @@ pub enum ProtobufError {
     #[error("the protobuf body is malformed: {0}")]
     Malformed(&'static str),
     #[error(
-        "protobuf request bodies are supported for Namespace, ConfigMap, Secret and ServiceAccount only, not {0}; send JSON or YAML instead"
+        "protobuf request bodies are supported for Namespace, ConfigMap, Secret, ServiceAccount and Service only, not {0}; send JSON or YAML instead"
     )]
     UnsupportedKind(String),
 }
@@ -169,6 +169,68 @@ fn name_ref(b: &[u8]) -> Result<Value, ProtobufError> {
     Ok(Value::Object(out))
 }
 
+fn int(w: &Wire<'_>) -> Value {
+    match w {
+        // int32 fields are varints (negative values are sign-extended to 64 bits).
+        Wire::Varint(v) => json!(*v as i64),
+        Wire::Bytes(_) => Value::Null,
+    }
+}
+
+/// `intstr.IntOrString`: type (0 int, 1 string), intVal, strVal.
+fn int_or_string(b: &[u8]) -> Result<Value, ProtobufError> {
+    let (mut ty, mut int_val, mut str_val) = (0u64, Value::Null, Value::Null);
+    for (n, w) in fields(b)? {
+        match (n, &w) {
+            (1, Wire::Varint(v)) => ty = *v,
+            (2, _) => int_val = int(&w),
+            (3, _) => str_val = json!(text(bytes_of(&w)?)?),
+            _ => {}
+        }
+    }
+    Ok(if ty == 1 { str_val } else { int_val })
+}
+
+fn service_port(b: &[u8]) -> Result<Value, ProtobufError> {
+    let mut port = Map::new();
+    for (n, w) in fields(b)? {
+        match n {
+            1 => _ = port.insert("name".into(), json!(text(bytes_of(&w)?)?)),
+            2 => _ = port.insert("protocol".into(), json!(text(bytes_of(&w)?)?)),
+            3 => _ = port.insert("port".into(), int(&w)),
+            4 => _ = port.insert("targetPort".into(), int_or_string(bytes_of(&w)?)?),
+            5 => _ = port.insert("nodePort".into(), int(&w)),
+            6 => _ = port.insert("appProtocol".into(), json!(text(bytes_of(&w)?)?)),
+            _ => {}
+        }
+    }
+    Ok(Value::Object(port))
+}
+
+/// `ServiceSpec`, the fields `kubectl create service` and `kubectl expose` set.
+fn service_spec(b: &[u8]) -> Result<Value, ProtobufError> {
+    let mut spec = Map::new();
+    for (n, w) in fields(b)? {
+        match n {
+            1 => push(&mut spec, "ports", service_port(bytes_of(&w)?)?),
+            2 => insert_map_entry(&mut spec, "selector", bytes_of(&w)?, false)?,
+            3 => _ = spec.insert("clusterIP".into(), json!(text(bytes_of(&w)?)?)),
+            4 => _ = spec.insert("type".into(), json!(text(bytes_of(&w)?)?)),
+            5 => push(&mut spec, "externalIPs", json!(text(bytes_of(&w)?)?)),
+            7 => _ = spec.insert("sessionAffinity".into(), json!(text(bytes_of(&w)?)?)),
+            10 => _ = spec.insert("externalName".into(), json!(text(bytes_of(&w)?)?)),
+            11 => _ = spec.insert("externalTrafficPolicy".into(), json!(text(bytes_of(&w)?)?)),
+            13 => _ = spec.insert("publishNotReadyAddresses".into(), boolean(&w)),
+            17 => _ = spec.insert("ipFamilyPolicy".into(), json!(text(bytes_of(&w)?)?)),
+            18 => push(&mut spec, "clusterIPs", json!(text(bytes_of(&w)?)?)),
+            19 => push(&mut spec, "ipFamilies", json!(text(bytes_of(&w)?)?)),
+            22 => _ = spec.insert("internalTrafficPolicy".into(), json!(text(bytes_of(&w)?)?)),
+            _ => {}
+        }
+    }
+    Ok(Value::Object(spec))
+}
+
 /// Decodes a protobuf request body into the JSON object it encodes.
 pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let envelope = body
@@ -221,10 +283,17 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             (true, "ServiceAccount", 3) => push(&mut obj, "imagePullSecrets", name_ref(b()?)?),
             (true, "ServiceAccount", 4) => _ = obj.insert("automountServiceAccountToken".into(), boolean(&w)),
             (true, "ServiceAccount", _) => {}
+            (true, "Service", 2) => _ = obj.insert("spec".into(), service_spec(b()?)?),
+            (true, "Service", _) => {}
             _ => return Err(ProtobufError::UnsupportedKind(format!("{api_version}/{kind}"))),
         }
     }
-    if !core || !matches!(kind.as_str(), "Namespace" | "ConfigMap" | "Secret" | "ServiceAccount") {
+    if !core
+        || !matches!(
+            kind.as_str(),
+            "Namespace" | "ConfigMap" | "Secret" | "ServiceAccount" | "Service"
+        )
+    {
         return Err(ProtobufError::UnsupportedKind(format!("{api_version}/{kind}")));
     }
     Ok(Value::Object(obj))
@@ -303,11 +372,44 @@ mod tests {
         assert_eq!(obj["data"]["mode"], "fast");
     }
 
+    fn varint_field(n: u64, v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(n << 3, &mut out);
+        varint(v, &mut out);
+        out
+    }
+
+    #[test]
+    fn service_as_kubectl_create_service_sends_it() {
+        let target = [varint_field(1, 0), varint_field(2, 8080)].concat();
+        let port = [
+            field(1, b"80-8080"),
+            field(2, b"TCP"),
+            varint_field(3, 80),
+            field(4, &target),
+        ]
+        .concat();
+        let spec = [field(1, &port), field(2, &entry("app", b"web")), field(4, b"NodePort")].concat();
+        let raw = [field(1, &field(1, b"web")), field(2, &spec)].concat();
+        let obj = decode(&envelope("v1", "Service", &raw)).expect("service");
+        assert_eq!(
+            obj["spec"]["ports"][0],
+            json!({"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080})
+        );
+        assert_eq!(obj["spec"]["selector"], json!({"app": "web"}));
+        assert_eq!(obj["spec"]["type"], "NodePort");
+        let named = [varint_field(1, 1), field(3, b"http")].concat();
+        let port = [varint_field(3, 80), field(4, &named)].concat();
+        let raw = [field(1, &field(1, b"w")), field(2, &field(1, &port))].concat();
+        let obj = decode(&envelope("v1", "Service", &raw)).expect("service");
+        assert_eq!(obj["spec"]["ports"][0]["targetPort"], "http");
+    }
+
     #[rstest]
     #[case::no_magic(b"{}".to_vec(), "magic")]
     #[case::truncated([MAGIC.to_vec(), vec![0x0a, 0x05, 0x01]].concat(), "past the end")]
     #[case::bad_varint([MAGIC.to_vec(), vec![0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]].concat(), "varint")]
-    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret and ServiceAccount")]
+    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret, ServiceAccount and Service")]
     fn bad_bodies(#[case] body: Vec<u8>, #[case] needle: &str) {
         let err = decode(&body).expect_err("rejected");
         assert!(err.to_string().contains(needle), "{err}");

@@ -174,7 +174,7 @@ impl Allocator {
         if let Some(list) = spec.get_mut("ports").and_then(Value::as_array_mut) {
             for (i, p) in list.iter_mut().enumerate() {
                 let Some(p) = p.as_object_mut() else { continue };
-                match p.get("nodePort").and_then(Value::as_i64) {
+                match p.get("nodePort").and_then(Value::as_i64).filter(|n| *n != 0) {
                     Some(np) if old_ports.contains(&np) => {
                         taken.insert(np);
                     }
@@ -322,6 +322,24 @@ mod tests {
         let err = alloc.create(&store, "a", svc("second", spec)).expect_err("conflict");
         assert_eq!(err.code(), 422);
         assert!(err.to_string().contains(needle), "{err}");
+    }
+
+    #[test]
+    fn node_port_zero_means_allocate() {
+        let store = store();
+        let alloc = Allocator::new("10.96.0.0/12");
+        let s = alloc
+            .create(
+                &store,
+                "a",
+                svc(
+                    "zero",
+                    json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 0}]}),
+                ),
+            )
+            .expect("svc");
+        let np = s.value()["spec"]["ports"][0]["nodePort"].as_i64().unwrap_or(0);
+        assert!(NODE_PORTS.contains(&np), "{np}");
     }
 
     #[test]

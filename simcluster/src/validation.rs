@@ -253,7 +253,8 @@ fn service(obj: &Value, causes: &mut Vec<Cause>) {
     }
     for (i, p) in ports.into_iter().flatten().enumerate() {
         port_number(p.get("port"), &format!("spec.ports[{i}].port"), true, causes);
-        if let Some(np) = p.get("nodePort").filter(|v| !v.is_null()) {
+        // 0 (or no value) asks the allocator for a port.
+        if let Some(np) = p.get("nodePort").filter(|v| !v.is_null() && v.as_i64() != Some(0)) {
             port_number(Some(np), &format!("spec.ports[{i}].nodePort"), false, causes);
         }
         if ports.is_some_and(|l| l.len() > 1) && p.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {

@@ -479,6 +479,12 @@ async fn pods_reach_running_through_the_documented_states() {
     let (_cluster, client) = setup("life").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "life");
     let mut stream = kube::runtime::watcher(pods.clone(), kube::runtime::watcher::Config::default()).boxed();
+    // The watch must be established before the pod exists, or it may only ever see it Running.
+    while let Ok(Some(Ok(ev))) = tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+        if matches!(ev, kube::runtime::watcher::Event::InitDone) {
+            break;
+        }
+    }
     let spec = json!({"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "infinity"]}]});
     pods.create(&PostParams::default(), &pod("life", spec))
         .await
