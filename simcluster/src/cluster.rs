@@ -166,6 +166,7 @@ impl Cluster {
         let scheduler = tokio::spawn(scheduler::run(store.clone()));
         let controllers = tokio::spawn(controllers::run(store.clone()));
         let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone()).run());
+        let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone()));
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),
@@ -180,7 +181,7 @@ impl Cluster {
             logs,
             node_ips,
             handle,
-            tasks: vec![serve, namespaces, reaper, scheduler, controllers, kubelets],
+            tasks: vec![serve, namespaces, reaper, scheduler, controllers, kubelets, listeners],
         })
     }
 

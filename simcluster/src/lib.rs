@@ -15,6 +15,7 @@ pub mod events;
 pub mod images;
 pub mod kubeconfig;
 pub mod kubelet;
+pub mod listeners;
 pub mod logs;
 pub mod network;
 pub mod node;

@@ -152,3 +152,72 @@ async fn endpoints_follow_the_ready_pods_of_the_selector() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// NP-REMOTE: an outside client reaches a NodePort on every node, Linux and Windows, also when
+/// the backend runs on another node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_clients_reach_node_ports_on_every_node() {
+    let cluster = common::start().await;
+    common::namespace(&cluster, "np");
+    let client = common::kube_client(&cluster).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "np");
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "echo"}, "spec": {"replicas": 1,
+        "selector": {"matchLabels": {"app": "echo"}},
+        "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [{"name": "echo",
+            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]}}}}))
+    .expect("deployment");
+    deployments.create(&PostParams::default(), &d).await.expect("create");
+    let services: Api<Service> = Api::namespaced(client.clone(), "np");
+    let svc = services
+        .create(
+            &PostParams::default(),
+            &service(
+                "echo",
+                json!({"type": "NodePort", "selector": {"app": "echo"},
+            "ports": [{"port": 80, "targetPort": 8080}]}),
+            ),
+        )
+        .await
+        .expect("service");
+    let node_port = svc
+        .spec
+        .and_then(|s| s.ports)
+        .and_then(|p| p[0].node_port)
+        .expect("node port");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("http client");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "np");
+    for (node, ip) in cluster.node_ips() {
+        let url = format!("http://{ip}:{node_port}/hostname");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let body = loop {
+            match http.get(&url).send().await {
+                Ok(r) if r.status().is_success() => break r.text().await.expect("body"),
+                other => {
+                    assert!(tokio::time::Instant::now() < deadline, "{node} {url}: {other:?}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        let backend = pods.get(&body).await.expect("the answer names a backend pod");
+        assert_eq!(
+            backend.spec.and_then(|s| s.node_name).as_deref(),
+            Some("linux-1"),
+            "{node}"
+        );
+        let echo = http
+            .get(format!("http://{ip}:{node_port}/echo?msg=hi"))
+            .send()
+            .await
+            .expect("echo");
+        assert_eq!(echo.text().await.expect("body"), "hi");
+    }
+    // Stopping the cluster closes its listeners.
+    let (_, ip) = cluster.node_ips()[0];
+    cluster.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = http.get(format!("http://{ip}:{node_port}/hostname")).send().await;
+    assert!(after.is_err(), "still answering after shutdown: {after:?}");
+}
