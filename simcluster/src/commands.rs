@@ -652,13 +652,12 @@ fn wants_host_process(pod: &Value) -> bool {
 fn hex_id(parts: &[&str]) -> String {
     let mut out = String::with_capacity(64);
     for salt in 0u8..4 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let bytes = parts.iter().flat_map(|p| p.bytes().chain(std::iter::once(0)));
-        for b in std::iter::once(salt).chain(bytes) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        let mut hasher = crate::hash::Fnv::default();
+        hasher.write(&[salt]);
+        for p in parts {
+            hasher.write(p.as_bytes()).write(&[0]);
         }
-        let _ = write!(out, "{h:016x}");
+        let _ = write!(out, "{:016x}", hasher.finish());
     }
     out
 }

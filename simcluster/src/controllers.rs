@@ -77,12 +77,7 @@ fn is_ready(pod: &Value) -> bool {
 /// A short, stable hash of a pod template (the `pod-template-hash` label).
 fn template_hash(template: &Value) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let text = template.to_string();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    let h = crate::hash::fnv1a(template.to_string().as_bytes());
     (0..10)
         .map(|i| ALPHABET[((h >> (i * 6)) % ALPHABET.len() as u64) as usize] as char)
         .collect()

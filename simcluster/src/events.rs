@@ -177,14 +177,11 @@ fn next_stamp() -> u64 {
 }
 
 fn key_hash(uid: &str, field_path: &str, reason: &str, message: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut hasher = crate::hash::Fnv::default();
     for part in [uid, field_path, reason, message] {
-        for b in part.bytes().chain([0u8]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        hasher.write(part.as_bytes()).write(&[0]);
     }
-    h
+    hasher.finish()
 }
 
 /// Shorthand: record and log (never fails the caller; events are best effort upstream too).

@@ -907,11 +907,11 @@ impl PodRun {
 }
 
 fn container_id(pod_uid: &str, name: &str, restarts: u32) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in pod_uid.bytes().chain(name.bytes()).chain(restarts.to_le_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    let h = crate::hash::Fnv::default()
+        .write(pod_uid.as_bytes())
+        .write(name.as_bytes())
+        .write(&restarts.to_le_bytes())
+        .finish();
     format!(
         "containerd://{h:016x}{:016x}{:016x}{:016x}",
         h.rotate_left(13),

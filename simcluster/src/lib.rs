@@ -12,6 +12,7 @@ pub mod defaults;
 pub mod discovery;
 pub mod dns;
 pub mod events;
+pub mod hash;
 pub mod images;
 pub mod kubeconfig;
 pub mod kubelet;

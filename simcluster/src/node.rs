@@ -106,14 +106,11 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
 
 /// A stable, name-derived hex id (deterministic across runs).
 fn machine_id(name: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut hasher = crate::hash::Fnv::default();
     let mut out = String::new();
     for round in 0u64..2 {
-        for b in name.bytes().chain(round.to_le_bytes()) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        out.push_str(&format!("{h:016x}"));
+        hasher.write(name.as_bytes()).write(&round.to_le_bytes());
+        out.push_str(&format!("{:016x}", hasher.finish()));
     }
     out
 }

@@ -171,11 +171,11 @@ pub enum Process {
 pub fn container_id(pod_uid: &str, container: &str) -> String {
     let mut out = String::with_capacity(64);
     for salt in 0u8..4 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in pod_uid.bytes().chain([0, salt]).chain(container.bytes()) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        let mut h = crate::hash::Fnv::default()
+            .write(pod_uid.as_bytes())
+            .write(&[0, salt])
+            .write(container.as_bytes())
+            .finish();
         h ^= h >> 29;
         out.push_str(&format!("{h:016x}"));
     }

@@ -266,11 +266,10 @@ impl NodeProfile {
 
 /// A reproducible number in [0, 1) from a seed, a string and a salt (FNV-1a then a mix).
 pub fn unit_hash(seed: u64, key: &str, salt: u64) -> f64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    for b in key.bytes().chain(salt.to_le_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    let mut h = crate::hash::Fnv::with_basis(crate::hash::OFFSET ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .write(key.as_bytes())
+        .write(&salt.to_le_bytes())
+        .finish();
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
