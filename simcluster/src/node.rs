@@ -139,18 +139,11 @@ pub fn lease_object(node: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::Topology;
     use std::net::Ipv4Addr;
 
     fn object(name: &str, ip: Ipv4Addr) -> Value {
-        let topo = Topology::default_cluster();
-        let (i, spec) = topo
-            .nodes
-            .iter()
-            .enumerate()
-            .find(|(_, n)| n.name == name)
-            .expect("node");
-        node_object(spec, &NodeProfile::new(spec, &topo, i, ip))
+        let (spec, profile) = crate::profile::default_node(name, ip);
+        node_object(&spec, &profile)
     }
 
     #[test]

@@ -1441,14 +1441,7 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
                     for _ in 0..4 {
                         chars.next();
                     }
-                    while let Some(&c) = chars.peek() {
-                        if c.is_ascii_alphanumeric() || c == '_' {
-                            name.push(c);
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
+                    read_identifier(&mut chars, &mut name);
                     cur.push_str(&ctx.var(&name).unwrap_or_default());
                 } else {
                     cur.push('$');
@@ -1465,14 +1458,7 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
                     name.push(c);
                 }
             } else {
-                while let Some(&c) = chars.peek() {
-                    if c.is_ascii_alphanumeric() || c == '_' {
-                        name.push(c);
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
+                read_identifier(&mut chars, &mut name);
             }
             if name.is_empty() {
                 cur.push('$');
@@ -2287,6 +2273,18 @@ pub fn windows_api_violations(pod_spec: &Value, cluster_version: (u32, u32)) -> 
         }
     }
     causes
+}
+
+/// Moves a variable name (letters, digits, `_`) from `chars` into `name`.
+fn read_identifier(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, name: &mut String) {
+    while let Some(&c) = chars.peek() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            name.push(c);
+            chars.next();
+        } else {
+            break;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -335,6 +335,19 @@ fn allocatable(
     out
 }
 
+/// The profile of a node of the built-in default topology (for tests).
+#[cfg(test)]
+pub(crate) fn default_node(name: &str, ip: Ipv4Addr) -> (NodeSpec, NodeProfile) {
+    let topo = Topology::default_cluster();
+    let (i, spec) = topo
+        .nodes
+        .iter()
+        .enumerate()
+        .find(|(_, n)| n.name == name)
+        .expect("a default node");
+    (spec.clone(), NodeProfile::new(spec, &topo, i, ip))
+}
+
 /// The profiles of all nodes of a topology, with their addresses.
 pub fn profiles(topology: &Topology, ips: &[Ipv4Addr]) -> Vec<NodeProfile> {
     topology
@@ -352,14 +365,7 @@ mod tests {
     use rstest::rstest;
 
     fn default_profile(name: &str) -> NodeProfile {
-        let topo = Topology::default_cluster();
-        let (i, spec) = topo
-            .nodes
-            .iter()
-            .enumerate()
-            .find(|(_, n)| n.name == name)
-            .expect("node");
-        NodeProfile::new(spec, &topo, i, Ipv4Addr::new(127, 1, 1, 10))
+        default_node(name, Ipv4Addr::new(127, 1, 1, 10)).1
     }
 
     #[test]
