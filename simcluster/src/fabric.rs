@@ -140,6 +140,14 @@ pub struct NodeFacts {
     /// The address Windows kube-proxy's load balancers SNAT to on overlay networks without DSR
     /// (`--source-vip`, leased from the node's pod subnet: its .254).
     pub source_vip: Ipv4Addr,
+    /// The most backends one Service may have behind this node's HNS load balancer (Windows;
+    /// 64, or 1024 with the OS fix: NET-SVC-BACKEND-LIMIT).
+    pub backend_limit: usize,
+    /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
+    pub port_mappings: bool,
+    /// Whether the node's host network reaches ClusterIPs whose backends run on other nodes
+    /// (current Windows nodes with HostProcess on containerd 1.7+; SVC-VIP-FROM-NODE).
+    pub vip_from_host: bool,
     pub faults: Vec<Fault>,
 }
 
@@ -357,8 +365,6 @@ pub struct Fabric {
     host_ports: HashMap<(usize, u16, Proto), usize>,
     /// (nodePort, proto) → (service, port index).
     node_ports: HashMap<(u16, Proto), (usize, usize)>,
-    /// Nodes with at least one running pod.
-    busy: Vec<bool>,
 }
 
 /// The kubelet's read-only port, always open on every node.
@@ -377,7 +383,6 @@ impl Fabric {
             host_listeners: HashMap::new(),
             host_ports: HashMap::new(),
             node_ports: HashMap::new(),
-            busy: Vec::new(),
         }
     }
 
@@ -387,7 +392,6 @@ impl Fabric {
         self.host_listeners.clear();
         self.host_ports.clear();
         self.node_ports.clear();
-        self.busy = vec![false; self.nodes.len()];
         for (i, h) in self.outside.iter().enumerate() {
             self.addrs.insert(h.ip, Addr::Outside(i));
         }
@@ -395,12 +399,6 @@ impl Fabric {
             self.addrs.insert(n.ip, Addr::Node(i));
         }
         for (i, p) in self.pods.iter().enumerate() {
-            // Only pods with an HNS endpoint on the node's vSwitch count (not host-network ones).
-            if !p.host_network
-                && let Some(b) = self.busy.get_mut(p.node)
-            {
-                *b = true;
-            }
             if p.host_network {
                 for s in &p.serves {
                     self.host_listeners.insert((p.node, s.port, s.proto), i);
@@ -468,7 +466,22 @@ impl Fabric {
     /// Whether the node's kube-proxy load-balances with DSR: asked for in the topology, and
     /// available on Windows Server 2019 and later with Kubernetes 1.14 or later (NET-DSR).
     fn dsr(&self, node: &NodeFacts) -> bool {
-        self.net.dsr && (!node.windows || (node.build.is_some_and(|b| b >= 17763) && node.kube >= (1, 14)))
+        self.net.dsr && (!node.windows || (Self::dsr_capable(node) && node.kube >= (1, 14)))
+    }
+
+    /// The Windows build supports DSR (kube-proxy's `hcn.DSRSupported()`: Windows Server 2019+).
+    fn dsr_capable(node: &NodeFacts) -> bool {
+        node.build.is_some_and(|b| b >= 17763)
+    }
+
+    /// Whether this Windows node's kube-proxy serves `externalTrafficPolicy: Local`
+    /// (NET-LOCAL-POLICY-NON-DSR, NET-DSR). In 1.14 neither Local nor DSR was supported (W14),
+    /// whatever the flags. Later kube-proxy serves Local in DSR mode: with `--enable-dsr` from
+    /// 1.15, and — as current `pkg/proxy/winkernel` does in `newServiceInfo` — on its own for
+    /// every Local service wherever the OS supports DSR (APPROX: from the 1.20 docs on, the
+    /// first to describe Local as a DSR-mode feature).
+    fn local_policy_served(&self, node: &NodeFacts) -> bool {
+        node.kube >= (1, 15) && Self::dsr_capable(node) && (self.net.dsr || node.kube >= (1, 20))
     }
 
     /// The address a load balancer on `node` leaves as the source of balanced traffic, when it
@@ -757,8 +770,7 @@ impl Fabric {
                 )
             });
         }
-        let limit = if node.kube < (1, 23) { 64 } else { 1024 };
-        if node.windows && targets.len() > limit {
+        if node.windows && targets.len() > node.backend_limit {
             return Err(Verdict::fail(
                 Failure::Timeout,
                 "NET-SVC-BACKEND-LIMIT",
@@ -800,20 +812,20 @@ impl Fabric {
             return Verdict::fail(Failure::Timeout, "SVC-TYPES", "the service has no such port");
         };
         let node = &self.nodes[lb];
-        if matches!(flow.src, Src::Node(_)) && node.windows {
-            return if node.kube <= (1, 9) {
-                Verdict::fail(
-                    Failure::Timeout,
-                    "HIST-1.9-SVC-VIP-NODE",
-                    "Windows nodes cannot reach Service IPs (platform limitation of Kubernetes 1.9)",
-                )
-            } else {
-                Verdict::fail(
-                    Failure::Timeout,
-                    "SVC-VIP-FROM-NODE",
-                    "a Windows host cannot reach Service ClusterIPs; only its pods can",
-                )
-            };
+        let windows_host = matches!(flow.src, Src::Node(_)) && node.windows;
+        if windows_host && node.kube <= (1, 9) {
+            return Verdict::fail(
+                Failure::Timeout,
+                "HIST-1.9-SVC-VIP-NODE",
+                "Windows nodes cannot reach Service IPs (platform limitation of Kubernetes 1.9)",
+            );
+        }
+        if windows_host && !node.vip_from_host {
+            return Verdict::fail(
+                Failure::Timeout,
+                "SVC-VIP-FROM-NODE",
+                "a Windows host cannot reach Service ClusterIPs; only its pods can",
+            );
         }
         if let Some(v) = self.pod_out(flow.src, false, flow.proto) {
             return v;
@@ -844,6 +856,13 @@ impl Fabric {
             Ok(b) => b,
             Err(v) => return v,
         };
+        if windows_host && self.pods[backend].node == lb {
+            return Verdict::fail(
+                Failure::Timeout,
+                "SVC-VIP-FROM-NODE",
+                "a Windows host cannot reach the Service backends scheduled on it through the ClusterIP",
+            );
+        }
         let mut leg = self.to_pod(flow.src, backend, port, flow.proto);
         if leg.rule == Fault::ExceptionListMissingCluster.rule() {
             return leg;
@@ -857,7 +876,12 @@ impl Fabric {
                 "ClientIP session affinity is ignored before Windows Server 2022: round robin",
             );
         }
-        if self.src_windows(flow.src) {
+        if windows_host {
+            leg.with_rule(
+                "SVC-VIP-FROM-NODE",
+                "a current Windows host (HostProcess, containerd 1.7+) reaches ClusterIPs whose backends run on other nodes",
+            )
+        } else if self.src_windows(flow.src) {
             leg.with_rule("SVC-VIP-FROM-WINPOD", "a Windows pod reaches Service ClusterIPs")
         } else {
             leg.with_rule("NET-POD-SVC-CLUSTERIP", "pod to ClusterIP works")
@@ -905,20 +929,11 @@ impl Fabric {
                 "kube-proxy has no source VIP endpoint on this re-joined node (stale SourceVip.json): its NodePorts forward nothing",
             );
         }
-        // Documented as a design limitation of older Windows networking (common-problems.md);
-        // the version cut-off is an approximation.
-        if node.windows && node.kube < (1, 20) && !self.busy.get(n).copied().unwrap_or(false) {
-            return Verdict::fail(
-                Failure::Timeout,
-                "NP-REMOTE",
-                "on this Windows version NodePort forwarding needs at least one pod running on the node",
-            );
-        }
-        if s.local_only && node.windows && !self.dsr(node) {
+        if s.local_only && node.windows && !self.local_policy_served(node) {
             return Verdict::fail(
                 Failure::Timeout,
                 "NET-LOCAL-POLICY-NON-DSR",
-                "externalTrafficPolicy: Local needs kube-proxy with DSR on Windows",
+                "externalTrafficPolicy: Local is not supported by this Windows kube-proxy without DSR",
             );
         }
         let client = self.source_ip(flow.src);
@@ -957,6 +972,21 @@ impl Fabric {
         let from = self.src_node(flow.src);
         if let Some(v) = self.pod_out(flow.src, from != Some(n), flow.proto) {
             return v;
+        }
+        let node = &self.nodes[n];
+        if node.windows && !node.port_mappings {
+            return Verdict::fail(
+                Failure::Timeout,
+                "NET-HOSTPORT",
+                "this Windows CNI has no portMappings: nothing maps the hostPort to the pod",
+            );
+        }
+        if node.windows && from == Some(n) && node.build.is_some_and(|b| b < 18362) {
+            return Verdict::fail(
+                Failure::Timeout,
+                "NET-HOSTPORT",
+                "a Windows node reaches its own hostPorts only from Windows Server 1903 on",
+            );
         }
         if let Some(v) = self.pod_in(pod, from, flow.proto) {
             return v;

@@ -61,6 +61,9 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric
             kube: p.kubelet,
             ip: p.ip,
             source_vip: source_vip_of(&p.pod_cidr),
+            backend_limit: p.service_backend_limit,
+            port_mappings: p.port_mappings,
+            vip_from_host: p.host_reaches_remote_cluster_ips(),
             faults: p.faults.iter().copied().collect(),
         });
     }

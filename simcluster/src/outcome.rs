@@ -10,9 +10,10 @@
 //! Modelled choices (documented deviations or simplifications):
 //! - Admission runs in upstream order: the pod **label** `kubernetes.io/os` (kubelet ≥ 1.23)
 //!   before `spec.os.name` (kubelet ≥ 1.24, when `IdentifyPodOS` became on by default), then
-//!   the simulator's own checks: one container per pod on Windows Server 2016
-//!   (POD-MULTI-CONTAINER) and no mixing of HostProcess and normal containers (SEC-HOSTPROCESS,
-//!   a kubelet sandbox-config error upstream, surfaced here as a rejection).
+//!   the simulator's own check that HostProcess and normal containers are not mixed
+//!   (SEC-HOSTPROCESS, a kubelet sandbox-config error upstream, surfaced here as a rejection).
+//!   Several containers in one pod start on every build; on Windows Server 2016 they only lack
+//!   a shared localhost, which the network fabric models (POD-MULTI-CONTAINER).
 //! - `emptyDir.medium: Memory` on Windows is a volume set-up failure; it is returned as
 //!   [`PodVerdict::SandboxFails`] whose message starts with `MountVolume.SetUp failed` — its
 //!   event reason is `FailedMount` ([`PodVerdict::event_reason`]).
@@ -413,17 +414,6 @@ fn admission(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodVerdict> {
             "PodOSNotSupported",
             "Failed to admit pod as the OS field doesn't match node OS",
             "SCHED-POD-OS",
-        ));
-    }
-    let app_containers = view.containers.iter().filter(|(_, init)| !init).count();
-    if profile.one_container_per_pod() && app_containers > 1 {
-        return Some(rejected(
-            "MultipleContainersNotSupported",
-            &format!(
-                "Windows Server 2016 (build {}) runs one container per pod: containers of a pod cannot share a network namespace (POD-MULTI-CONTAINER); this pod has {app_containers} containers",
-                profile.build.unwrap_or_default()
-            ),
-            "POD-MULTI-CONTAINER",
         ));
     }
     if profile.is_windows() && profile.kubelet >= (1, 22) {
@@ -2206,9 +2196,9 @@ fn containers_with_paths(spec: &Value) -> Vec<(String, &Value)> {
 
 /// Extra API validation of a pod spec at create/update: the HostProcess rules
 /// (Kubernetes ≥ 1.23: all containers HostProcess or none, `hostNetwork` required, pod and
-/// container values identical) and, for `spec.os.name: windows` on Kubernetes ≥ 1.25, one
-/// `Forbidden: cannot be set for a windows pod` cause per Linux-only field
-/// (SEC-OS-FIELD-VALIDATION); `spec.os.name: linux` forbids `windowsOptions`. Empty when fine.
+/// container values identical) and, for `spec.os.name: windows` on Kubernetes ≥ 1.24 (the
+/// `IdentifyPodOS` gate beta and on by default; GA in 1.25), one `Forbidden: cannot be set for
+/// a windows pod` cause per Linux-only field (SEC-OS-FIELD-VALIDATION; WI26, WI31); `spec.os.name: linux` forbids `windowsOptions`. Empty when fine.
 pub fn windows_api_violations(pod_spec: &Value, cluster_version: (u32, u32)) -> Vec<Cause> {
     let mut causes = Vec::new();
     let containers = containers_with_paths(pod_spec);
@@ -2251,7 +2241,7 @@ pub fn windows_api_violations(pod_spec: &Value, cluster_version: (u32, u32)) -> 
         }
     }
 
-    if cluster_version < (1, 25) {
+    if cluster_version < (1, 24) {
         return causes;
     }
     match str_at(pod_spec, &["os", "name"]) {
@@ -2277,7 +2267,7 @@ pub fn windows_api_violations(pod_spec: &Value, cluster_version: (u32, u32)) -> 
             "appArmorProfile" => (1, 30),
             "supplementalGroupsPolicy" => (1, 31),
             "seLinuxChangePolicy" => (1, 32),
-            _ => (1, 25),
+            _ => (1, 24),
         };
         for field in ["appArmorProfile", "seLinuxOptions"] {
             if cluster_version >= since(field) && present(sc, &[field]) {
@@ -2314,9 +2304,9 @@ pub fn windows_api_violations(pod_spec: &Value, cluster_version: (u32, u32)) -> 
     }
     if let Some(sc) = pod_sc {
         for (field, since) in [
-            ("runAsUser", (1, 25)),
-            ("runAsGroup", (1, 25)),
-            ("supplementalGroups", (1, 25)),
+            ("runAsUser", (1, 24)),
+            ("runAsGroup", (1, 24)),
+            ("supplementalGroups", (1, 24)),
             ("supplementalGroupsPolicy", (1, 31)),
             ("seLinuxChangePolicy", (1, 32)),
         ] {
@@ -2977,14 +2967,15 @@ mod tests {
         "",
         ""
     )]
-    // Windows Server 2016: one container per pod (POD-MULTI-CONTAINER).
+    // Windows Server 2016: the containers of a pod start; only localhost between them fails
+    // (POD-MULTI-CONTAINER; S4, S0 — no document says the kubelet rejects the pod).
     #[case::pod_multi_container_ws2016(
         win_pause(14393, "docker://1.12.2-cs2-ws-beta", "1.5", "apprenda/pause:latest"),
         two_pod(SC2016),
         None,
-        Kind::Rejected,
-        "MultipleContainersNotSupported: Pod was rejected: Windows Server 2016 (build 14393) runs one container per pod",
-        "POD-MULTI-CONTAINER"
+        Kind::Runs,
+        "",
+        ""
     )]
     #[case::pod_multi_container_ws2016_single(
         win_pause(14393, "docker://1.12.2-cs2-ws-beta", "1.5", "apprenda/pause:latest"),
@@ -3482,13 +3473,17 @@ mod tests {
     #[case::share_process_namespace(json!({"shareProcessNamespace": false}), "spec.shareProcessNamespace")]
     fn pod_level_linux_fields(#[case] extra: Value, #[case] field: &str) {
         let spec = win_spec(extra);
-        let causes = windows_api_violations(&spec, (1, 25));
-        assert_eq!(causes.len(), 1, "{causes:?}");
-        assert_eq!(causes[0].field, field);
-        assert_eq!(causes[0].reason, "FieldValueForbidden");
-        assert_eq!(causes[0].message, "Forbidden: cannot be set for a windows pod");
-        // Before 1.25 (IdentifyPodOS not GA) the API server does not check them.
-        assert!(windows_api_violations(&spec, (1, 24)).is_empty());
+        // SEC-OS-FIELD-VALIDATION (WI26, WI31): rejected from 1.24, when IdentifyPodOS went
+        // beta and on by default — not only from its GA in 1.25.
+        for version in [(1, 24), (1, 25)] {
+            let causes = windows_api_violations(&spec, version);
+            assert_eq!(causes.len(), 1, "{version:?}: {causes:?}");
+            assert_eq!(causes[0].field, field);
+            assert_eq!(causes[0].reason, "FieldValueForbidden");
+            assert_eq!(causes[0].message, "Forbidden: cannot be set for a windows pod");
+        }
+        // Before 1.24 (IdentifyPodOS alpha, off by default) the API server does not check them.
+        assert!(windows_api_violations(&spec, (1, 23)).is_empty());
         // Without spec.os they are accepted (and ignored by the kubelet).
         let mut no_os = spec.clone();
         if let Some(o) = no_os.as_object_mut() {
@@ -3526,7 +3521,12 @@ mod tests {
                 .iter()
                 .all(|c| c.message == "Forbidden: cannot be set for a windows pod")
         );
-        assert!(windows_api_violations(&spec, (1, 24)).is_empty());
+        assert_eq!(
+            windows_api_violations(&spec, (1, 24)).len(),
+            2,
+            "SEC-OS-FIELD-VALIDATION from 1.24"
+        );
+        assert!(windows_api_violations(&spec, (1, 23)).is_empty());
     }
 
     #[test]

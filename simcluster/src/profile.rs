@@ -57,6 +57,10 @@ pub struct NodeProfile {
     pub faults: BTreeSet<Fault>,
     /// The cluster's pod network mode (which CNI set-up the node runs).
     pub network_mode: NetworkMode,
+    /// The most backends per Service a Windows HNS load balancer takes (NET-SVC-BACKEND-LIMIT).
+    pub service_backend_limit: usize,
+    /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
+    pub port_mappings: bool,
     pub ip: Ipv4Addr,
     /// This node's pod CIDR (`10.244.<index>.0/24`).
     pub pod_cidr: String,
@@ -77,6 +81,18 @@ fn runtime_of(s: &str) -> (RuntimeKind, (u32, u32)) {
     (kind, (major, minor))
 }
 
+/// The LTSC builds from Windows Server 2022 on (2022, 2025): the lower bounds of the relaxed
+/// build match.
+const LTSC_FROM_2022: &[u32] = &[20348, 26100];
+
+/// Whether the Windows CNI of a cluster of that Kubernetes version maps hostPorts when the
+/// topology does not say (NET-HOSTPORT, review note 2026-11): the 1.9 guide's host-gw
+/// PortMapping works; the 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116);
+/// win-bridge gained it in containernetworking/plugins#475 (2020, the 1.18 era).
+fn port_mappings_by_era(version: (u32, u32)) -> bool {
+    version < (1, 10) || version >= (1, 18)
+}
+
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
@@ -92,13 +108,8 @@ impl NodeProfile {
         let container_runtime = spec.container_runtime();
         let (runtime, runtime_version) = runtime_of(&container_runtime);
         let windows = spec.os == Os::Windows;
-        let system_reserved = spec.kubelet.system_reserved.clone().unwrap_or_else(|| {
-            if windows {
-                map(&[("memory", "2Gi")])
-            } else {
-                BTreeMap::new()
-            }
-        });
+        // The kubelet reserves nothing unless told to (MEM-SYS-RESERVED is a recommendation).
+        let system_reserved = spec.kubelet.system_reserved.clone().unwrap_or_default();
         let kube_reserved = spec.kubelet.kube_reserved.clone().unwrap_or_default();
         let eviction_hard = spec.kubelet.eviction_hard.clone().unwrap_or_else(|| {
             // Windows kubelets from 1.31 default to a 500Mi hard threshold (KEVD).
@@ -144,6 +155,11 @@ impl NodeProfile {
             enforce_node_allocatable,
             faults: spec.faults.iter().filter_map(|f| Fault::parse(f)).collect(),
             network_mode: topology.network.mode,
+            service_backend_limit: spec.service_backend_limit.map_or(64, |l| l as usize),
+            port_mappings: topology
+                .network
+                .port_mappings
+                .unwrap_or_else(|| port_mappings_by_era(topology.version())),
             ip,
             pod_cidr: format!("10.{}.{}.0/24", 244 + index / 256, index % 256),
             index,
@@ -172,9 +188,19 @@ impl NodeProfile {
         self.is_windows() && self.hyperv && self.runtime == RuntimeKind::Containerd && self.runtime_version >= (1, 7)
     }
 
-    /// Windows Server 2016 has no shared pod network namespace: one container per pod (the 1.5 alpha limit).
-    pub fn one_container_per_pod(&self) -> bool {
+    /// Windows Server 2016 has no shared pod network compartment: containers of one pod start,
+    /// but cannot reach each other over localhost (POD-MULTI-CONTAINER, the 1.5 alpha limit).
+    pub fn no_shared_localhost(&self) -> bool {
         self.is_windows() && self.build.is_some_and(|b| b < 16299)
+    }
+
+    /// Whether a HostProcess pod on this node reaches Service ClusterIPs whose backends run on
+    /// other nodes: current Windows nodes (HostProcess on containerd 1.7 or later), as the
+    /// upstream e2e "should support querying api-server using in-cluster config" requires.
+    /// Older nodes keep the FAQ's limitation; no node reaches backends on itself through a
+    /// ClusterIP (SVC-VIP-FROM-NODE).
+    pub fn host_reaches_remote_cluster_ips(&self) -> bool {
+        self.supports_host_process() && self.runtime_version >= (1, 7)
     }
 
     /// Memory-pressure eviction exists on Windows only from kubelet 1.31 (MEM-EVICTION).
@@ -183,13 +209,23 @@ impl NodeProfile {
     }
 
     /// Whether a process-isolated container of an image built for `image_build` starts on this
-    /// host: the build must match, except that hosts from 20348 on run images from 20348 up to
-    /// their own build (VER-BUILD-MATCH).
+    /// host: the build must match, except that hosts from 20348 on run images from the latest
+    /// LTSC strictly older than the host (LTSC 2022 when there is none) up to their own build —
+    /// Windows Server 2025 runs ltsc2022 images, a newer host does not (VER-BUILD-MATCH, HCS
+    /// `CheckHostAndContainerCompat`).
     pub fn process_isolation_runs(&self, image_build: u32) -> bool {
         match self.build {
             Some(host) if host == image_build => true,
-            Some(host) => host >= 20348 && (20348..=host).contains(&image_build),
-            None => false,
+            Some(host) if host >= 20348 => {
+                let lowest = LTSC_FROM_2022
+                    .iter()
+                    .copied()
+                    .filter(|b| *b < host)
+                    .max()
+                    .unwrap_or(20348);
+                (lowest..=host).contains(&image_build)
+            }
+            _ => false,
         }
     }
 
@@ -384,6 +420,33 @@ mod tests {
         assert_eq!(p.configz()["kubeletconfig"]["enforceNodeAllocatable"], json!([]));
     }
 
+    /// MEM-SYS-RESERVED (W14, WRES): 2 GiB is a recommendation; the kubelet's own default is
+    /// to reserve nothing, so a node that omits it reserves nothing and allocatable shows it.
+    #[test]
+    fn windows_nodes_reserve_nothing_unless_told() {
+        let topo = Topology::parse(
+            "name: t\nkubernetesVersion: v1.32.3\nnodes:\n  - {name: w, os: windows, kernelVersion: 10.0.20348.2762}\n",
+            "t.yaml",
+        )
+        .expect("parses");
+        let p = NodeProfile::new(&topo.nodes[0], &topo, 0, Ipv4Addr::new(127, 1, 1, 10));
+        assert!(p.system_reserved.is_empty());
+        assert_eq!(p.configz()["kubeletconfig"]["systemReserved"], json!({}));
+        let expected = Quantity::parse("16Gi").expect("q") - Quantity::parse("500Mi").expect("q");
+        assert_eq!(p.allocatable["memory"], expected.format_bytes());
+    }
+
+    /// NET-HOSTPORT: without a topology setting, hostPort mapping follows the era's CNI.
+    #[rstest]
+    #[case::k19_port_mapping((1, 9), true)]
+    #[case::k114_no_port_mappings((1, 14), false)]
+    #[case::k117((1, 17), false)]
+    #[case::k118_win_bridge_port_mappings((1, 18), true)]
+    #[case::current((1, 32), true)]
+    fn host_port_mappings_by_era(#[case] version: (u32, u32), #[case] maps: bool) {
+        assert_eq!(port_mappings_by_era(version), maps);
+    }
+
     #[test]
     fn linux_allocatable_keeps_default_eviction() {
         let p = default_profile("linux-1");
@@ -401,6 +464,11 @@ mod tests {
     #[case(26100, 26100, true)]
     #[case(20348, 26100, false)]
     #[case(14393, 14393, true)]
+    #[case::win11_22h2_runs_ltsc2022(22621, 20348, true)]
+    // VER-BUILD-MATCH (HCS CheckHostAndContainerCompat): a host newer than Windows Server 2025
+    // runs images from the previous LTSC (2025) up, no longer ltsc2022.
+    #[case::newer_than_ws2025_refuses_ltsc2022(26200, 20348, false)]
+    #[case::newer_than_ws2025_runs_ltsc2025(26200, 26100, true)]
     fn build_match(#[case] host: u32, #[case] image: u32, #[case] runs: bool) {
         let mut p = default_profile("win2019-1");
         p.build = Some(host);

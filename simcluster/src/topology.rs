@@ -14,6 +14,7 @@
 //!   serviceCidr: 10.96.0.0/12
 //!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local)
 //!   flannelVersion: v0.26.1        # overlay: a Windows node reaches its own pods from v0.12
+//!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
 //! nodes:
 //!   - name: win2022-1
 //!     os: windows                  # linux | windows
@@ -27,6 +28,8 @@
 //!     capacity: {cpu: "4", memory: 16Gi, pods: "110", ephemeral-storage: 128Gi}
 //!     labels: {topology.kubernetes.io/zone: sim-1a}
 //!     taints: [{key: os, value: windows, effect: NoSchedule}]
+//!     kubelet: {systemReserved: {memory: 2Gi}}   # default: nothing reserved
+//!     serviceBackendLimit: 1024    # Windows HNS backends per Service: 64, 1024 with the OS fix
 //!     faults: [mac-spoofing-disabled] # see `mixcheck sim faults`
 //! ```
 
@@ -146,13 +149,18 @@ pub struct NodeSpec {
     /// Faults injected on this node (see `mixcheck sim faults`).
     #[serde(default)]
     pub faults: Vec<String>,
+    /// The most backends one Service may have behind a Windows HNS load balancer: 64, or 1024
+    /// where the node has the Windows fix that raised it (microsoft/Windows-Containers#93;
+    /// NET-SVC-BACKEND-LIMIT). Windows only; default 64.
+    pub service_backend_limit: Option<u32>,
 }
 
 /// Kubelet configuration knobs that change what the node reports and enforces.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KubeletConfig {
-    /// Defaults per OS when absent (Windows: memory 2Gi, the documented recommendation).
+    /// Empty when absent, as the kubelet's own default; the documented recommendation for
+    /// Windows nodes (MEM-SYS-RESERVED) is `{memory: 2Gi}`, which topologies state explicitly.
     pub system_reserved: Option<BTreeMap<String, String>>,
     pub kube_reserved: Option<BTreeMap<String, String>>,
     pub eviction_hard: Option<BTreeMap<String, String>>,
@@ -237,6 +245,11 @@ pub struct Network {
     /// NET-NODE-POD-OVERLAY). Absent: a current flannel.
     #[serde(default)]
     pub flannel_version: Option<String>,
+    /// Whether the Windows CNI maps `hostPort`s (`portMappings` capability; NET-HOSTPORT).
+    /// Absent: by era — the 1.9 guide's PortMapping works, the 1.14-era win-bridge/win-overlay
+    /// plugins had no portMappings, current ones do.
+    #[serde(default)]
+    pub port_mappings: Option<bool>,
 }
 
 impl Default for Network {
@@ -247,6 +260,7 @@ impl Default for Network {
             service_cidr: default_service_cidr(),
             dsr: false,
             flannel_version: None,
+            port_mappings: None,
         }
     }
 }
@@ -482,10 +496,16 @@ impl NodeSpec {
     pub fn os_image(&self) -> String {
         self.os_image.clone().unwrap_or_else(|| match self.os {
             Os::Linux => "Ubuntu 22.04.5 LTS".into(),
+            // The product name the kubelet reads from the registry: LTSC releases carry their
+            // year, semi-annual ones (1709, 1803, 1903 … 20H2, 23H2) only the edition.
             Os::Windows => match self.build_number() {
                 Some(b) if b >= 26100 => "Windows Server 2025 Datacenter".into(),
-                Some(b) if b >= 20348 => "Windows Server 2022 Datacenter".into(),
-                _ => "Windows Server 2019 Datacenter".into(),
+                Some(b) if b > 20348 => "Windows Server Datacenter".into(),
+                Some(20348) => "Windows Server 2022 Datacenter".into(),
+                Some(b) if b > 17763 => "Windows Server Datacenter".into(),
+                Some(17763) | None => "Windows Server 2019 Datacenter".into(),
+                Some(b) if b > 14393 => "Windows Server Datacenter".into(),
+                Some(_) => "Windows Server 2016 Datacenter".into(),
             },
         })
     }
@@ -565,6 +585,23 @@ mod tests {
                 .any(|t| t.key == "os" && t.value == "windows" && t.effect == "NoSchedule")
         );
         assert_eq!(t.nodes[3].build_number(), Some(20348));
+    }
+
+    /// The default `osImage` per build is the product name the kubelet reports: LTSC releases
+    /// with their year, semi-annual ones (1709, 1803, 1903, 2004, 23H2) without (§1.1).
+    #[rstest]
+    #[case::ws2016("10.0.14393.1884", "Windows Server 2016 Datacenter")]
+    #[case::sac_1709("10.0.16299.19", "Windows Server Datacenter")]
+    #[case::sac_1803("10.0.17134.1", "Windows Server Datacenter")]
+    #[case::ws2019("10.0.17763.6414", "Windows Server 2019 Datacenter")]
+    #[case::sac_2004("10.0.19041.610", "Windows Server Datacenter")]
+    #[case::ws2022("10.0.20348.2762", "Windows Server 2022 Datacenter")]
+    #[case::sac_23h2("10.0.25398.1", "Windows Server Datacenter")]
+    #[case::ws2025("10.0.26100.3775", "Windows Server 2025 Datacenter")]
+    fn default_os_image_per_build(#[case] kernel: &str, #[case] os_image: &str) {
+        let yaml = format!("name: t\nnodes:\n  - {{name: w, os: windows, kernelVersion: \"{kernel}\"}}\n");
+        let t = Topology::parse(&yaml, "t.yaml").expect("parses");
+        assert_eq!(t.nodes[0].os_image(), os_image);
     }
 
     #[test]

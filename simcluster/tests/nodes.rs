@@ -287,7 +287,7 @@ async fn a_pod_whose_os_field_does_not_match_its_node_is_rejected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_os_field_with_linux_only_security_fields_is_refused_by_the_api() {
-    // SEC-OS-FIELD-VALIDATION (Kubernetes >= 1.25)
+    // SEC-OS-FIELD-VALIDATION (Kubernetes >= 1.24, WI26/WI31)
     let (_cluster, client) = setup("sec").await;
     let pods: Api<Pod> = Api::namespaced(client, "sec");
     let spec = json!({"os": {"name": "windows"}, "securityContext": {"runAsUser": 1000},

@@ -32,6 +32,18 @@ impl Era {
         }
     }
 
+    /// Whether the era's Windows CNI maps hostPorts (NET-HOSTPORT: the 1.9 guide's PortMapping
+    /// works, the 1.14-era plugins had no portMappings, current ones do).
+    fn port_mappings(self) -> bool {
+        self != Era::K114
+    }
+
+    /// Whether the era's Windows hosts reach remote-backed ClusterIPs (HostProcess on
+    /// containerd 1.7+; SVC-VIP-FROM-NODE).
+    fn vip_from_host(self) -> bool {
+        self == Era::Current
+    }
+
     fn builds(self) -> [u32; 2] {
         match self {
             Era::Current => [17763, 20348],
@@ -88,6 +100,8 @@ struct World {
     faults: Vec<(usize, Fault)>,
     /// Whether the Windows nodes run any pod.
     windows_pods: bool,
+    /// The Windows nodes' per-service backend limit (NET-SVC-BACKEND-LIMIT).
+    backend_limit: usize,
 }
 
 impl World {
@@ -99,6 +113,7 @@ impl World {
             flannel_fix: true,
             faults: Vec::new(),
             windows_pods: true,
+            backend_limit: 64,
         }
     }
 
@@ -123,6 +138,9 @@ impl World {
                 kube: self.era.kube(),
                 ip: node_ip(n),
                 source_vip: Ipv4Addr::new(10, 244, n as u8, 254),
+                backend_limit: self.backend_limit,
+                port_mappings: self.era.port_mappings(),
+                vip_from_host: self.era.vip_from_host(),
                 faults: self.faults.iter().filter(|(at, _)| *at == n).map(|(_, x)| *x).collect(),
             });
         }
@@ -348,7 +366,8 @@ fn check(f: &Fabric, from: From, to: To, proto: Proto, expect: Class, rule: &str
 #[case::linux_pod_to_cluster_ip(From::Pod(LIN1), To::Cluster(WIN1), Tcp, Works, "NET-POD-SVC-CLUSTERIP")]
 #[case::linux_pod_to_cluster_ip_udp(From::Pod(LIN2), To::Cluster(LIN1), Udp, Works, "NET-POD-SVC-CLUSTERIP")]
 #[case::linux_host_to_cluster_ip(From::Host(LIN1), To::Cluster(WIN2), Tcp, Works, "NET-POD-SVC-CLUSTERIP")]
-#[case::windows_host_to_cluster_ip(From::Host(WIN1), To::Cluster(LIN1), Tcp, Timeout, "SVC-VIP-FROM-NODE")]
+// SVC-VIP-FROM-NODE (WUG: hosts cannot reach "services scheduled on them"; E2E/host_process
+// in-cluster API access needs remote-backed ClusterIPs to work from a HostProcess pod).
 #[case::windows_host_to_own_cluster_ip(From::Host(WIN2), To::Cluster(WIN2), Tcp, Timeout, "SVC-VIP-FROM-NODE")]
 #[case::ping_cluster_ip(From::Pod(LIN1), To::Cluster(LIN2), Icmp, NoReply, "SVC-TYPES")]
 #[case::outside_to_cluster_ip(From::Outside, To::Cluster(LIN1), Tcp, Timeout, "SVC-TYPES")]
@@ -366,7 +385,7 @@ fn check(f: &Fabric, from: From, to: To, proto: Proto, expect: Class, rule: &str
 #[case::linux_host_loopback_node_port(From::Host(LIN1), To::LoopbackNodePort(WIN1), Tcp, Works, "SVC-TYPES")]
 #[case::windows_pod_to_own_node_port(From::Pod(WIN1), To::NodePort { at: WIN1, svc: LIN1 }, Tcp, Works, "NP-FROM-WINPOD")]
 #[case::windows_pod_to_linux_node_port(From::Pod(WIN2), To::NodePort { at: LIN1, svc: WIN2 }, Tcp, Works, "NP-FROM-WINPOD")]
-#[case::local_policy_without_dsr(From::Outside, To::LocalNodePort { at: WIN1, svc: WIN1 }, Tcp, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
+#[case::local_policy_without_the_dsr_flag(From::Outside, To::LocalNodePort { at: WIN1, svc: WIN1 }, Tcp, Works, "NET-DSR")]
 #[case::local_policy_linux(From::Outside, To::LocalNodePort { at: LIN1, svc: LIN1 }, Tcp, Works, "NP-REMOTE")]
 #[case::local_policy_no_local_endpoint(From::Outside, To::LocalNodePort { at: LIN2, svc: LIN1 }, Tcp, Timeout, "SVC-TYPES")]
 #[case::empty_node_port_linux(From::Outside, To::NodePort { at: LIN1, svc: 9 }, Tcp, Refused, "NET-POD-SVC-CLUSTERIP")]
@@ -509,6 +528,22 @@ fn flows_in_every_mode(
     Works,
     "NET-POD-EXT-IP"
 )]
+// SVC-VIP-FROM-NODE on a current node: a remote-backed ClusterIP answers the Windows host,
+// except on overlay, where the host reaches no remote pod at all (NET-NODE-POD-OVERLAY).
+#[case::l2bridge_windows_host_to_remote_cluster_ip(
+    NetworkMode::L2bridge,
+    From::Host(WIN1),
+    To::Cluster(LIN1),
+    Works,
+    "SVC-VIP-FROM-NODE"
+)]
+#[case::overlay_windows_host_to_remote_cluster_ip(
+    NetworkMode::Overlay,
+    From::Host(WIN1),
+    To::Cluster(LIN1),
+    Timeout,
+    "NET-NODE-POD-OVERLAY"
+)]
 fn flows_by_mode(
     #[case] mode: NetworkMode,
     #[case] from: From,
@@ -629,14 +664,21 @@ fn local_policy_with_dsr_keeps_the_client_address(#[case] at: usize, #[case] rul
     assert_eq!(v.result.map(|r| r.seen_from), Ok(node_ip(at)));
 }
 
+/// `externalTrafficPolicy: Local` on a Windows node (NET-LOCAL-POLICY-NON-DSR, NET-DSR; W14,
+/// W20, WNET and the review note of 2026-11): a limitation in 1.14 whatever the flags and on
+/// builds without DSR; on current clusters kube-proxy turns Local into DSR on WS2019+ with or
+/// without `--enable-dsr`, and the backend sees the client's address.
 #[rstest]
-#[case::ws1709_has_no_dsr(Era::K19, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
-#[case::ws2019_on_1_14(Era::K114, Works, "NET-DSR")]
-fn dsr_needs_windows_server_2019(#[case] era: Era, #[case] expect: Class, #[case] rule: &str) {
+#[case::ws1709_has_no_dsr(Era::K19, true, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
+#[case::k114_without_dsr(Era::K114, false, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
+#[case::k114_even_with_dsr(Era::K114, true, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
+#[case::current_without_the_flag(Era::Current, false, Works, "NET-DSR")]
+#[case::current_with_the_flag(Era::Current, true, Works, "NET-DSR")]
+fn local_policy_by_era_and_flags(#[case] era: Era, #[case] dsr: bool, #[case] expect: Class, #[case] rule: &str) {
     let mut w = World::new(NetworkMode::L2bridge, era);
-    w.dsr = true;
+    w.dsr = dsr;
     let f = w.build();
-    check(
+    let v = check(
         &f,
         From::Outside,
         To::LocalNodePort { at: WIN1, svc: WIN1 },
@@ -644,6 +686,9 @@ fn dsr_needs_windows_server_2019(#[case] era: Era, #[case] expect: Class, #[case
         expect,
         rule,
     );
+    if expect == Works {
+        assert_eq!(v.result.map(|r| r.seen_from), Ok(Ipv4Addr::new(192, 0, 2, 50)));
+    }
 }
 
 /// Who the backend sees: the client pod, the node, or the node's source VIP (overlay without DSR).
@@ -683,37 +728,58 @@ fn pod_flows_keep_the_pod_address_and_outside_flows_are_natted() {
     assert_eq!(v.result.map(|r| r.seen_from), Ok(node_ip(WIN1)));
 }
 
+/// NP-REMOTE: a Windows node forwards its NodePorts whether or not it runs a pod — no document
+/// says a NodePort needs a local pod (review of 2026-11 removed that invented rule).
 #[rstest]
-#[case::old_windows_node_without_pods(Era::K114, false, Timeout, "NP-REMOTE")]
-#[case::old_windows_node_with_a_pod(Era::K114, true, Works, "NP-REMOTE")]
-#[case::current_windows_node_without_pods(Era::Current, false, Works, "NP-REMOTE")]
-fn old_windows_node_ports_need_a_local_pod(
-    #[case] era: Era,
-    #[case] windows_pods: bool,
-    #[case] expect: Class,
-    #[case] rule: &str,
+fn windows_node_ports_forward_without_local_pods(
+    #[values(Era::K19, Era::K114, Era::Current)] era: Era,
+    #[values(false, true)] windows_pods: bool,
 ) {
     let mut w = World::new(NetworkMode::L2bridge, era);
     w.windows_pods = windows_pods;
-    let mut f = w.build();
-    // A host-network pod has no endpoint on the vSwitch: it does not count.
-    let mut host = pod("node-probe", WIN1, node_ip(WIN1), Vec::new());
-    host.host_network = true;
-    f.pods.push(host);
-    f.index();
+    let f = w.build();
     check(
         &f,
         From::Outside,
         To::NodePort { at: WIN1, svc: LIN1 },
         Tcp,
-        expect,
-        rule,
+        Works,
+        "NP-REMOTE",
     );
 }
 
-/// A fabric with one service of `backends` pods on LIN1 (ClusterIP 10.96.9.9:80).
-fn crowded(era: Era, backends: usize, affinity: bool) -> Fabric {
-    let mut f = World::new(NetworkMode::L2bridge, era).build();
+/// NET-HOSTPORT by era (S2; review note 2026-11: containernetworking/plugins#475, k8s#90116):
+/// the 1.9 host-gw PortMapping works, 1.14-era win-bridge/win-overlay had no portMappings,
+/// current CNIs map hostPorts.
+#[rstest]
+#[case::k19_port_mapping(Era::K19, From::Outside, Works)]
+#[case::k114_no_port_mappings(Era::K114, From::Outside, Timeout)]
+#[case::k114_from_linux_host(Era::K114, From::Host(LIN1), Timeout)]
+#[case::current_port_mappings(Era::Current, From::Outside, Works)]
+#[case::current_from_another_windows_node(Era::Current, From::Host(WIN2), Works)]
+fn host_port_by_era(#[case] era: Era, #[case] from: From, #[case] expect: Class) {
+    let f = World::new(NetworkMode::L2bridge, era).build();
+    check(&f, from, To::HostPort, Tcp, expect, "NET-HOSTPORT");
+}
+
+/// NET-HOSTPORT: a Windows node reaches its own hostPort only from Windows Server 1903 (18362).
+#[rstest]
+#[case::ws2019(17763, Timeout)]
+#[case::ws1903(18362, Works)]
+#[case::ws2022(20348, Works)]
+fn own_host_port_needs_windows_1903(#[case] build: u32, #[case] expect: Class) {
+    let mut f = World::new(NetworkMode::L2bridge, Era::Current).build();
+    f.nodes[WIN1].build = Some(build);
+    check(&f, From::Host(WIN1), To::HostPort, Tcp, expect, "NET-HOSTPORT");
+    check(&f, From::Host(WIN2), To::HostPort, Tcp, Works, "NET-HOSTPORT");
+}
+
+/// A fabric with one service of `backends` pods on LIN1 (ClusterIP 10.96.9.9:80), Windows
+/// nodes taking at most `limit` backends per service.
+fn crowded(era: Era, limit: usize, backends: usize, affinity: bool) -> Fabric {
+    let mut w = World::new(NetworkMode::L2bridge, era);
+    w.backend_limit = limit;
+    let mut f = w.build();
     let mut targets = Vec::new();
     for i in 0..backends {
         f.pods.push(pod(
@@ -756,20 +822,25 @@ fn to_many(f: &Fabric, from: usize, pick: u64) -> Verdict {
     })
 }
 
+/// NET-SVC-BACKEND-LIMIT (W20, W22, WNETo: 64; WNET: 1024; review note 2026-11): a property of
+/// the Windows node (the OS fix of microsoft/Windows-Containers#93), not of the Kubernetes
+/// version — a current cluster without the fix still takes 64.
 #[rstest]
-#[case::old_docs_limit_windows(Era::K114, 65, WIN1, Timeout, "NET-SVC-BACKEND-LIMIT")]
-#[case::old_docs_at_limit(Era::K114, 64, WIN1, Works, "SVC-VIP-FROM-WINPOD")]
-#[case::old_docs_linux_unlimited(Era::K114, 65, LIN2, Works, "NET-POD-SVC-CLUSTERIP")]
-#[case::current_limit(Era::Current, 1025, WIN2, Timeout, "NET-SVC-BACKEND-LIMIT")]
-#[case::current_under_limit(Era::Current, 1024, WIN2, Works, "SVC-VIP-FROM-WINPOD")]
+#[case::old_limit_windows(Era::K114, 64, 65, WIN1, Timeout, "NET-SVC-BACKEND-LIMIT")]
+#[case::old_limit_at_limit(Era::K114, 64, 64, WIN1, Works, "SVC-VIP-FROM-WINPOD")]
+#[case::linux_unlimited(Era::K114, 64, 65, LIN2, Works, "NET-POD-SVC-CLUSTERIP")]
+#[case::current_cluster_without_the_fix(Era::Current, 64, 65, WIN2, Timeout, "NET-SVC-BACKEND-LIMIT")]
+#[case::fix_installed_over_limit(Era::Current, 1024, 1025, WIN2, Timeout, "NET-SVC-BACKEND-LIMIT")]
+#[case::fix_installed_at_limit(Era::Current, 1024, 1024, WIN2, Works, "SVC-VIP-FROM-WINPOD")]
 fn backend_limit_per_service(
     #[case] era: Era,
+    #[case] limit: usize,
     #[case] backends: usize,
     #[case] from: usize,
     #[case] expect: Class,
     #[case] rule: &str,
 ) {
-    let f = crowded(era, backends, false);
+    let f = crowded(era, limit, backends, false);
     let v = to_many(&f, from, 7);
     assert_eq!((class(&v), v.rule), (expect, rule), "{v:?}");
 }
@@ -780,7 +851,7 @@ fn backend_limit_per_service(
 #[case::ws2019_ignores_affinity(WIN1, true, 5)]
 #[case::no_affinity_round_robin(LIN1, false, 5)]
 fn session_affinity(#[case] from: usize, #[case] affinity: bool, #[case] distinct: usize) {
-    let f = crowded(Era::Current, 5, affinity);
+    let f = crowded(Era::Current, 64, 5, affinity);
     let ignored = to_many(&f, from, 0).rule == "NET-SESSION-AFFINITY";
     assert_eq!(ignored, affinity && distinct > 1, "the rule names the ignored affinity");
     let seen: std::collections::HashSet<_> = (0..10)
