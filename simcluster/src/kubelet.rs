@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::events::{self, Kind, Source};
+use crate::eviction::{self, ContainerUse, PodUse};
 use crate::images::Catalogue;
 use crate::logs::LogBook;
 use crate::outcome::{self, ContainerOutcome, ContainerPlan, PodVerdict, Process};
@@ -39,6 +40,12 @@ pub struct Kubelets {
     pulled: Mutex<HashMap<String, BTreeSet<String>>>,
     /// CPU and memory requested by the pods each node has admitted (kubelet admission).
     admitted: Mutex<HashMap<String, (Quantity, Quantity)>>,
+    /// Memory the running containers hold, per node (the eviction signal, MEM-EVICTION).
+    memory: Mutex<HashMap<String, Vec<PodUse>>>,
+    /// Pods chosen for eviction, by uid, with the eviction message.
+    evictions: Mutex<HashMap<String, String>>,
+    /// Nodes whose MemoryPressure condition is True.
+    pressure: Mutex<BTreeSet<String>>,
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -71,7 +78,167 @@ impl Kubelets {
             ips: Mutex::new(HashMap::new()),
             pulled: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
+            memory: Mutex::new(HashMap::new()),
+            evictions: Mutex::new(HashMap::new()),
+            pressure: Mutex::new(BTreeSet::new()),
         })
+    }
+
+    /// Records that container `container` of `pod` holds `bytes` of memory on the node.
+    fn hold_memory(&self, profile: &NodeProfile, pod: &Obj, container: &str, bytes: u128) {
+        let spec = pod.value();
+        let request = spec
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| s(c, "/name") == container))
+            .and_then(|c| {
+                let r = c
+                    .pointer("/resources/requests/memory")
+                    .or_else(|| c.pointer("/resources/limits/memory"))?;
+                let text = r.as_str().map(str::to_string).unwrap_or_else(|| r.to_string());
+                let bytes = Quantity::parse(&text).and_then(|q| u128::try_from(q.value()).ok())?;
+                Some((text, bytes))
+            });
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let pods = memory.entry(profile.name.clone()).or_default();
+        let at = match pods.iter().position(|p| p.uid == pod.uid()) {
+            Some(i) => i,
+            None => {
+                pods.push(PodUse {
+                    uid: pod.uid().to_string(),
+                    namespace: pod.namespace().to_string(),
+                    name: pod.name().to_string(),
+                    priority: spec.pointer("/spec/priority").and_then(Value::as_i64).unwrap_or(0),
+                    containers: Vec::new(),
+                });
+                pods.len() - 1
+            }
+        };
+        let containers = &mut pods[at].containers;
+        containers.retain(|c| c.name != container);
+        containers.push(ContainerUse {
+            name: container.to_string(),
+            bytes,
+            request,
+        });
+    }
+
+    /// Forgets the memory a pod's containers held; true if it held any.
+    fn release_memory(&self, node: &str, uid: &str) -> bool {
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(pods) = memory.get_mut(node) else {
+            return false;
+        };
+        let before = pods.len();
+        pods.retain(|p| p.uid != uid);
+        before != pods.len()
+    }
+
+    /// The eviction manager's pass over one node: the `memory.available` signal against the
+    /// hard threshold sets the MemoryPressure condition and, under pressure, picks one pod to
+    /// evict (MEM-EVICTION). Nodes whose kubelet does not evict (Windows before 1.31) do
+    /// nothing: there the condition is not implemented.
+    fn check_memory(&self, profile: &NodeProfile) {
+        if !profile.evicts_on_memory_pressure() {
+            return;
+        }
+        let Some((threshold, bytes)) = eviction::threshold(profile) else {
+            return;
+        };
+        let (under, victim) = {
+            let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+            let pods = memory.get(&profile.name).map(Vec::as_slice).unwrap_or_default();
+            let available = eviction::available(profile, pods);
+            let under = available < bytes;
+            let mut evictions = self.evictions.lock().unwrap_or_else(|p| p.into_inner());
+            let victim = if under {
+                eviction::victim(pods, &|p| evictions.contains_key(&p.uid))
+                    .map(|p| (p.uid.clone(), eviction::message(&threshold, available, p)))
+            } else {
+                None
+            };
+            if let Some((uid, message)) = &victim {
+                evictions.insert(uid.clone(), message.clone());
+            }
+            (under, victim.map(|v| v.0))
+        };
+        let changed = {
+            let mut pressure = self.pressure.lock().unwrap_or_else(|p| p.into_inner());
+            if under {
+                pressure.insert(profile.name.clone())
+            } else {
+                pressure.remove(&profile.name)
+            }
+        };
+        if changed {
+            self.set_memory_pressure(profile, under);
+        }
+        if let Some(uid) = victim {
+            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(stop) = running.get(&uid) {
+                stop.notify_one();
+            }
+        }
+    }
+
+    /// The node's MemoryPressure condition and its `node.kubernetes.io/memory-pressure` taint.
+    fn set_memory_pressure(&self, profile: &NodeProfile, under: bool) {
+        let nodes = registry::core("nodes");
+        let at = now();
+        let (status, reason, message) = if under {
+            (
+                "True",
+                "KubeletHasInsufficientMemory",
+                "kubelet has insufficient memory available",
+            )
+        } else {
+            (
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            )
+        };
+        let _ = self.store.modify(nodes, "", &profile.name, Part::Status, |n| {
+            if let Some(conds) = n.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+                for c in conds.iter_mut().filter(|c| s(c, "/type") == "MemoryPressure") {
+                    c["status"] = json!(status);
+                    c["reason"] = json!(reason);
+                    c["message"] = json!(message);
+                    c["lastTransitionTime"] = json!(at);
+                }
+            }
+            Ok(())
+        });
+        let result = self.store.modify(nodes, "", &profile.name, Part::Main, |n| {
+            let mut taints: Vec<Value> = n
+                .pointer("/spec/taints")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            taints.retain(|t| s(t, "/key") != "node.kubernetes.io/memory-pressure");
+            if under {
+                taints.push(
+                    json!({"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule", "timeAdded": at}),
+                );
+            }
+            n["spec"]["taints"] = json!(taints);
+            Ok(())
+        });
+        if under && let Ok(node) = result {
+            events::emit(
+                &self.store,
+                node.value(),
+                Kind::Warning,
+                "EvictionThresholdMet",
+                "Attempting to reclaim memory",
+                &Source::kubelet(&profile.name),
+            );
+        }
+    }
+
+    /// The eviction message, if the eviction manager chose this pod.
+    fn take_eviction(&self, uid: &str) -> Option<String> {
+        self.evictions.lock().unwrap_or_else(|p| p.into_inner()).remove(uid)
     }
 
     fn profile(&self, node: &str) -> Option<&NodeProfile> {
@@ -321,6 +488,8 @@ struct PodRun {
     sandbox_ready: bool,
     /// Whether this pod holds an admission reservation.
     admitted: bool,
+    /// Evicted by the kubelet (phase Failed, reason Evicted, container states kept).
+    evicted: bool,
 }
 
 impl PodRun {
@@ -338,6 +507,7 @@ impl PodRun {
             reason: None,
             sandbox_ready: false,
             admitted: false,
+            evicted: false,
         }
     }
 
@@ -610,6 +780,7 @@ impl PodRun {
                 self.event(Kind::Normal, "Started", &format!("Started container {name}"));
                 let log = match &process {
                     Process::LongRunning { log }
+                    | Process::Holding { log, .. }
                     | Process::Exits { log, .. }
                     | Process::AllocationFails { log, .. } => log.clone(),
                     Process::OomKilled { .. } => Vec::new(),
@@ -624,6 +795,10 @@ impl PodRun {
                 // One write carries both the container state and the pod phase it implies.
                 self.phase = self.computed_phase();
                 self.write_status();
+                if let Process::Holding { bytes, .. } = process {
+                    self.k.hold_memory(&self.profile, &self.pod, &name, bytes);
+                    self.k.check_memory(&self.profile);
+                }
                 Some(true)
             }
             ContainerOutcome::PullFails { .. } => None,
@@ -754,7 +929,7 @@ impl PodRun {
                 let wake = match (&c.plan.outcome, c.running(), c.terminated_code()) {
                     (ContainerOutcome::StartFails { .. }, _, Some(_)) => Some(Duration::ZERO),
                     (ContainerOutcome::Runs { process }, true, _) => match process {
-                        Process::LongRunning { .. } => None,
+                        Process::LongRunning { .. } | Process::Holding { .. } => None,
                         Process::Exits { after_ms, .. }
                         | Process::OomKilled { after_ms }
                         | Process::AllocationFails { after_ms, .. } => Some(scaled(*after_ms, &self.profile)),
@@ -851,10 +1026,12 @@ impl PodRun {
         let pod_ip = self.pod_ip.clone();
         let host_ip = self.profile.ip.to_string();
         let sandbox_ready = self.sandbox_ready;
+        let evicted = self.evicted;
+        let disruption = self.profile.kubelet >= (1, 26);
         let result = self.k.store.modify(pods, self.pod.namespace(), self.pod.name(), Part::Status, |p| {
             let old_conditions = p.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
             let mut status = json!({"phase": phase, "qosClass": p.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort"))});
-            if let Some((r, m)) = &reason {
+            if let Some((r, m)) = reason.as_ref().filter(|_| !evicted) {
                 status["reason"] = json!(r);
                 status["message"] = json!(m);
                 status["conditions"] = json!(old_conditions);
@@ -894,6 +1071,14 @@ impl PodRun {
                 conditions[2]["message"] = json!(msg);
                 conditions[3]["message"] = json!(msg);
             }
+            if let (true, Some((r, m))) = (evicted, &reason) {
+                status["reason"] = json!(r);
+                status["message"] = json!(m);
+                if disruption {
+                    conditions.push(json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+                        "lastTransitionTime": at, "reason": "TerminationByKubelet", "message": m}));
+                }
+            }
             status["conditions"] = json!(conditions);
             status["containerStatuses"] = json!(container_statuses);
             if !init_statuses.is_empty() {
@@ -913,8 +1098,12 @@ impl PodRun {
     /// Graceful termination once the pod is deleted: stop containers, then remove the pod.
     async fn terminate(&mut self) {
         if !self.pod.is_terminating() {
-            // Wait for the deletion.
+            // Wait for the deletion (or an eviction, which then waits for the deletion).
             self.stop.notified().await;
+            if let Some(message) = self.k.take_eviction(self.pod.uid()) {
+                self.evict(&message).await;
+                self.stop.notified().await;
+            }
         }
         let pods = registry::core("pods");
         let Ok(current) = self.k.store.get(pods, self.pod.namespace(), self.pod.name()) else {
@@ -951,7 +1140,44 @@ impl PodRun {
         self.cleanup();
     }
 
+    /// Hard eviction under memory pressure: the containers are killed at once, the pod ends
+    /// Failed with reason `Evicted` and the upstream message, and its memory, requests and
+    /// address go back to the node; the object stays until it is deleted (MEM-EVICTION).
+    async fn evict(&mut self, message: &str) {
+        let running: Vec<String> = self
+            .containers
+            .iter()
+            .filter(|c| c.running())
+            .map(|c| c.plan.name.clone())
+            .collect();
+        self.event(Kind::Warning, "Evicted", message);
+        for name in &running {
+            self.event(Kind::Normal, "Killing", &format!("Stopping container {name}"));
+        }
+        // Killed without a grace period: SIGKILL on Linux, TerminateProcess on Windows.
+        let code = if self.profile.is_windows() { 1 } else { 137 };
+        for c in self.containers.iter_mut().filter(|c| c.running()) {
+            let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
+            c.state = json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+            c.ready = false;
+        }
+        self.phase = "Failed";
+        self.reason = Some(("Evicted".into(), message.to_string()));
+        self.evicted = true;
+        self.write_status();
+        if self.k.release_memory(&self.profile.name, self.pod.uid()) {
+            self.k.check_memory(&self.profile);
+        }
+        if self.admitted {
+            self.release_resources();
+            self.admitted = false;
+        }
+    }
+
     fn cleanup(&mut self) {
+        if self.k.release_memory(&self.profile.name, self.pod.uid()) {
+            self.k.check_memory(&self.profile);
+        }
         if self.admitted {
             self.release_resources();
             self.admitted = false;

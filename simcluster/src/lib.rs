@@ -12,6 +12,7 @@ pub mod defaults;
 pub mod discovery;
 pub mod dns;
 pub mod events;
+pub mod eviction;
 pub mod fabric;
 pub mod faults;
 pub mod hash;

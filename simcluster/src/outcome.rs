@@ -169,6 +169,9 @@ pub enum Process {
     /// Windows: no OOM killer (MEM-NO-OOM-KILL): the allocation fails inside the process, which
     /// exits with an error (reason Error, code 1) and logs the failure.
     AllocationFails { after_ms: u64, log: Vec<String> },
+    /// Keeps running, holding `bytes` of memory it allocated (a memory tool within its limit):
+    /// what the node's memory signal counts (MEM-EVICTION).
+    Holding { bytes: u128, log: Vec<String> },
 }
 
 /// A reproducible 64-hex-digit container id for runtime messages.
@@ -1364,6 +1367,10 @@ fn after(p: Process, ms: u64, mut log: Vec<String>) -> Process {
                 log,
             }
         }
+        Process::Holding { bytes, log: l } => {
+            log.extend(l);
+            Process::Holding { bytes, log }
+        }
         other => other,
     }
 }
@@ -1724,10 +1731,14 @@ fn allocate(ctx: &ProcCtx, total: Option<u128>, after_ms: u64, fail_log: Vec<Str
             },
         });
     }
-    if total.is_none() {
-        return Eval::Forever { log: Vec::new() };
+    match (total, &fits) {
+        (None, _) => Eval::Forever { log: Vec::new() },
+        (Some(bytes), Eval::Forever { log }) => Eval::Memory(Process::Holding {
+            bytes,
+            log: log.clone(),
+        }),
+        _ => fits,
     }
-    fits
 }
 
 const PAGING_FILE_TOO_SMALL: &str = "The paging file is too small for this operation to complete.";
@@ -3399,7 +3410,7 @@ mod tests {
         let p = process(&node, c);
         match (expected, &p) {
             ("oom", Process::OomKilled { .. })
-            | ("running", Process::LongRunning { .. })
+            | ("running", Process::LongRunning { .. } | Process::Holding { .. })
             | ("exits", Process::Exits { code: 0, .. }) => {}
             ("alloc", Process::AllocationFails { log, .. }) => {
                 assert!(!log.is_empty());

@@ -496,3 +496,89 @@ async fn pods_reach_running_through_the_documented_states() {
         );
     }
 }
+
+/// MEM-EVICTION (WI31, KEVD, GH kubernetes#122922): a Windows kubelet from 1.31 evicts on
+/// `memory.available` below its hard threshold (500Mi by default) — the pod ends Failed with
+/// reason Evicted and the upstream message, the node reports MemoryPressure while it lasts;
+/// a 1.14 Windows kubelet takes no eviction action (W14) and the pod keeps running.
+#[rstest]
+#[case::windows_1_32_evicts("default", "win2022-1", true)]
+#[case::windows_1_14_does_not("k8s-1.14-ws2019-host-gw", "", false)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_pressure_eviction_by_kubelet_version(#[case] profile: &str, #[case] node: &str, #[case] evicts: bool) {
+    let topology = Topology::profile(profile).expect("profile");
+    let (_cluster, client) = common::cluster_and_client(topology.clone(), "mem").await;
+    let windows = topology
+        .nodes
+        .iter()
+        .find(|n| n.os == simcluster::topology::Os::Windows && (node.is_empty() || n.name == node))
+        .expect("a Windows node");
+    let image = "registry.k8s.io/e2e-test-images/agnhost:2.52";
+    // 16Gi capacity: holding 16000Mi leaves 384Mi, under the 500Mi threshold.
+    let spec = json!({"nodeName": windows.name, "tolerations": [toleration()],
+        "containers": [{"name": "hog", "image": image,
+            "args": ["stress", "--mem-alloc-size", "100Mi", "--mem-alloc-sleep", "1s", "--mem-total", "16000Mi"]}]});
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "mem");
+    pods.create(&PostParams::default(), &pod("hog", spec))
+        .await
+        .expect("create");
+    if evicts {
+        let p = common::eventually("pod hog Evicted", || async {
+            pods.get("hog").await.ok().filter(|p| common::phase(p) == "Failed")
+        })
+        .await;
+        let status = p.status.expect("status");
+        assert_eq!(status.reason.as_deref(), Some("Evicted"));
+        let message = status.message.unwrap_or_default();
+        assert!(
+            message
+                .starts_with("The node was low on resource: memory. Threshold quantity: 500Mi, available: 393216Ki. ")
+                && message
+                    .contains("Container hog was using 16384000Ki, request is 0, has larger consumption of memory."),
+            "{message}"
+        );
+        let events = events_for(&client, "mem", "hog").await;
+        assert!(
+            events.iter().any(|(r, m)| r == "Evicted" && m == &message),
+            "{events:?}"
+        );
+        let disruption = status.conditions.unwrap_or_default();
+        assert!(
+            disruption
+                .iter()
+                .any(|c| c.type_ == "DisruptionTarget" && c.reason.as_deref() == Some("TerminationByKubelet"))
+        );
+        // The node said so while it lasted, and is back to sufficient memory afterwards.
+        let node_events = events_for(&client, "default", &windows.name).await;
+        assert!(
+            node_events
+                .iter()
+                .any(|(r, m)| r == "EvictionThresholdMet" && m == "Attempting to reclaim memory"),
+            "{node_events:?}"
+        );
+        let nodes: Api<Node> = Api::all(client.clone());
+        let n = nodes.get(&windows.name).await.expect("node");
+        let pressure = n
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "MemoryPressure")
+            .expect("MemoryPressure condition");
+        assert_eq!(pressure.status, "False");
+        assert!(
+            !n.spec
+                .and_then(|s| s.taints)
+                .unwrap_or_default()
+                .iter()
+                .any(|t| t.key == "node.kubernetes.io/memory-pressure")
+        );
+    } else {
+        running(&pods, "hog").await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let p = pods.get("hog").await.expect("pod");
+        assert_eq!(common::phase(&p), "Running");
+        let events = events_for(&client, "mem", "hog").await;
+        assert!(!events.iter().any(|(r, _)| r == "Evicted"), "{events:?}");
+    }
+}
