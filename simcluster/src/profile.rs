@@ -90,7 +90,7 @@ const LTSC_FROM_2022: &[u32] = &[20348, 26100];
 /// PortMapping works; the 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116);
 /// win-bridge gained it in containernetworking/plugins#475 (2020, the 1.18 era).
 fn port_mappings_by_era(version: (u32, u32)) -> bool {
-    version < (1, 10) || version >= (1, 18)
+    !((1, 10)..(1, 18)).contains(&version)
 }
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
