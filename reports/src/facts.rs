@@ -1,0 +1,133 @@
+//! The cluster facts a run collected before judging ([`Facts`], [`NodeFacts`]): each one optional,
+//! and each known one with the place it was read from ([`Fact`]).
+
+use std::{collections::BTreeMap, fmt};
+
+use serde::{Deserialize, Serialize};
+
+/// A known fact and where it was read from, e.g.
+/// `{"value": "overlay", "source": "kube-flannel/kube-flannel-cfg net-conf.json"}`.
+///
+/// An unknown fact is `None` where the fact is used (and absent from `results.json`); a rule that
+/// needs it judges the cell indeterminate, naming the fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fact<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from: an object and field (`status.nodeInfo.kubeletVersion`), an endpoint
+    /// (`GET /version`, `nodes/win2022-1/proxy/configz`) or `--network-mode` for user input.
+    pub source: String,
+}
+
+impl<T> Fact<T> {
+    /// A fact read from `source`.
+    pub fn new(value: T, source: impl Into<String>) -> Self {
+        Fact {
+            value,
+            source: source.into(),
+        }
+    }
+}
+
+/// A node's operating system (label `kubernetes.io/os`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    /// `linux`
+    Linux,
+    /// `windows`
+    Windows,
+}
+
+impl Os {
+    /// The label value (`linux`, `windows`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        }
+    }
+}
+
+impl fmt::Display for Os {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Taint {
+    /// e.g. `os`
+    pub key: String,
+    /// e.g. `windows`; absent for taints without a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// What the run learnt about one node. Memory amounts are bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeFacts {
+    /// Label `kubernetes.io/os`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<Fact<Os>>,
+    /// The build of `node.kubernetes.io/windows-build` (`10.0.20348` → 20348); Windows only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows_build: Option<Fact<u32>>,
+    /// `status.nodeInfo.kernelVersion` (on Windows `10.0.<build>.<revision>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_version: Option<Fact<String>>,
+    /// `status.nodeInfo.osImage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os_image: Option<Fact<String>>,
+    /// `status.nodeInfo.kubeletVersion`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubelet_version: Option<Fact<String>>,
+    /// The version of the kube-proxy serving this node (its DaemonSet's image tag, or nodeInfo).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_proxy_version: Option<Fact<String>>,
+    /// `status.nodeInfo.containerRuntimeVersion` (`containerd://1.7.20`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_runtime_version: Option<Fact<String>>,
+    /// `spec.taints`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Fact<Vec<Taint>>>,
+    /// `status.capacity.memory`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_capacity_bytes: Option<Fact<u64>>,
+    /// `status.allocatable.memory`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_allocatable_bytes: Option<Fact<u64>>,
+    /// `systemReserved.memory` of the kubelet's configz (0 when the kubelet reserves nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_reserved_memory_bytes: Option<Fact<u64>>,
+}
+
+/// What the run learnt about the cluster before judging any cell.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Facts {
+    /// `GET /version` gitVersion (`v1.32.0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<Fact<String>>,
+    /// Per node, by node name (sorted, so `results.json` is stable).
+    pub nodes: BTreeMap<String, NodeFacts>,
+    /// The pod network mode (`l2bridge`, `overlay`, `host-gw`, `azure-cni`, …), detected or given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_mode: Option<Fact<String>>,
+    /// Whether Windows kube-proxy runs with direct server return.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dsr: Option<Fact<bool>>,
+    /// The cluster's kube-proxy version (per-node versions are in [`NodeFacts`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_proxy_version: Option<Fact<String>>,
+    /// Whether HostProcess pods can run (server ≥ 1.23, containerd ≥ 1.6, a privileged namespace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_process: Option<Fact<bool>>,
+    /// Whether pods may reach the internet (false on air-gapped clusters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Fact<bool>>,
+}

@@ -1,0 +1,200 @@
+//! Reports for this crate's tests: a full one (every part filled at least once) and a cell builder.
+
+use chrono::{TimeZone as _, Utc};
+
+use crate::{
+    cell::{Cell, CellId, Coordinates, Expectation, Locality, NodeRef, NodeRole, Observed, Pool},
+    evidence::{Evidence, Excerpt, PodEvent},
+    facts::{Fact, Facts, NodeFacts, Os, Taint},
+    report::{RunReport, Selection, Target},
+    verdict::{Expected, Verdict},
+};
+
+/// A cell of check `suite/check` for `rule` whose only coordinate is `variant`.
+pub(crate) fn cell(suite: &str, check: &str, rule: &str, variant: &str, verdict: Verdict) -> Cell {
+    let coordinates = Coordinates {
+        variant: Some(variant.into()),
+        ..Default::default()
+    };
+    Cell {
+        id: CellId::new(suite, rule, &coordinates).expect("valid id"),
+        suite: suite.into(),
+        check: check.into(),
+        rule_id: rule.into(),
+        title: format!("{check} title"),
+        category: suite.into(),
+        verdict,
+        expected: Expectation {
+            kind: Expected::Works,
+            text: "works".into(),
+        },
+        coordinates,
+        nodes: Vec::new(),
+        observed: Observed {
+            summary: format!("{rule} {variant} observed"),
+            evidence: None,
+        },
+        remedy: None,
+        sources: Vec::new(),
+        reproduce: None,
+        reason: None,
+        flaky: false,
+        duration_ms: 10,
+    }
+}
+
+/// A report with every field of the model set somewhere.
+pub(crate) fn sample_report() -> RunReport {
+    let started = Utc
+        .with_ymd_and_hms(2026, 11, 21, 10, 0, 0)
+        .single()
+        .expect("valid time");
+    let mut report = RunReport::new(
+        "0.1.0",
+        "20261121-ab12",
+        Target::Kubeconfig {
+            context: "aks-prod".into(),
+            server: "https://aks-prod.hcp.westeurope.azmk8s.io:443".into(),
+        },
+        started,
+    );
+    report.finished_at = Utc
+        .with_ymd_and_hms(2026, 11, 21, 10, 1, 2)
+        .single()
+        .expect("valid time");
+    report.duration_ms = 62_400;
+    report.strict = true;
+    report.selection = Selection {
+        suites: vec!["net".into(), "mem".into()],
+        checks: vec!["^pod-to-.*".into()],
+    };
+
+    let win = NodeFacts {
+        os: Some(Fact::new(Os::Windows, "label kubernetes.io/os")),
+        windows_build: Some(Fact::new(20348, "label node.kubernetes.io/windows-build")),
+        kernel_version: Some(Fact::new("10.0.20348.2762".into(), "status.nodeInfo.kernelVersion")),
+        os_image: Some(Fact::new(
+            "Windows Server 2022 Datacenter".into(),
+            "status.nodeInfo.osImage",
+        )),
+        kubelet_version: Some(Fact::new("v1.32.0".into(), "status.nodeInfo.kubeletVersion")),
+        kube_proxy_version: Some(Fact::new("v1.32.0".into(), "kube-system/kube-proxy-windows image")),
+        container_runtime_version: Some(Fact::new(
+            "containerd://1.7.20".into(),
+            "status.nodeInfo.containerRuntimeVersion",
+        )),
+        taints: Some(Fact::new(
+            vec![Taint {
+                key: "os".into(),
+                value: Some("windows".into()),
+                effect: "NoSchedule".into(),
+            }],
+            "spec.taints",
+        )),
+        memory_capacity_bytes: Some(Fact::new(8 << 30, "status.capacity.memory")),
+        memory_allocatable_bytes: Some(Fact::new(7 << 30, "status.allocatable.memory")),
+        system_reserved_memory_bytes: Some(Fact::new(1 << 30, "nodes/win2022-1/proxy/configz systemReserved")),
+    };
+    let linux = NodeFacts {
+        os: Some(Fact::new(Os::Linux, "label kubernetes.io/os")),
+        taints: Some(Fact::new(Vec::new(), "spec.taints")),
+        ..Default::default()
+    };
+    report.facts = Facts {
+        server_version: Some(Fact::new("v1.32.0".into(), "GET /version")),
+        nodes: [("win2022-1".to_owned(), win), ("linux-1".to_owned(), linux)]
+            .into_iter()
+            .collect(),
+        network_mode: Some(Fact::new(
+            "overlay".into(),
+            "kube-flannel/kube-flannel-cfg net-conf.json",
+        )),
+        dsr: Some(Fact::new(false, "kube-system/kube-proxy-windows args")),
+        kube_proxy_version: Some(Fact::new("v1.32.0".into(), "kube-system/kube-proxy image")),
+        host_process: Some(Fact::new(true, "server ≥ 1.23, containerd ≥ 1.6")),
+        egress: None,
+    };
+
+    let coordinates = Coordinates {
+        source: Some(Pool::of(Os::Windows, Some(20348))),
+        destination: Some(Pool::of(Os::Linux, None)),
+        locality: Some(Locality::OtherNode),
+        protocol: Some("tcp".into()),
+        variant: Some("pod-ip".into()),
+    };
+    let flow = Cell {
+        id: CellId::new("net", "NET-POD-POD-IP-CROSS", &coordinates).expect("valid id"),
+        suite: "net".into(),
+        check: "pod-to-pod-ip".into(),
+        rule_id: "NET-POD-POD-IP-CROSS".into(),
+        title: "Pod to pod by IP across OSes".into(),
+        category: "net".into(),
+        verdict: Verdict::Fail,
+        expected: Expectation {
+            kind: Expected::Works,
+            text: "pods reach pods of the other OS by IP".into(),
+        },
+        coordinates,
+        nodes: vec![
+            NodeRef {
+                name: "win2022-1".into(),
+                os: Os::Windows,
+                build: Some(20348),
+                role: NodeRole::Source,
+            },
+            NodeRef {
+                name: "linux-1".into(),
+                os: Os::Linux,
+                build: None,
+                role: NodeRole::Destination,
+            },
+        ],
+        observed: Observed {
+            summary: "connect 10.244.1.7:8080 timed out after 10 s".into(),
+            evidence: Some(Evidence {
+                pod: Some("mixcheck-20261121-ab12/win-client-0".into()),
+                command: vec![
+                    "/agnhost".into(),
+                    "connect".into(),
+                    "10.244.1.7:8080".into(),
+                    "--timeout=10s".into(),
+                ],
+                exit_code: Some(1),
+                stdout: Excerpt::new(""),
+                stderr: Excerpt::new(b"\x1b[31mTIMEOUT\x1b[0m\r\n"),
+                events: vec![PodEvent {
+                    object: "pod/win-client-0".into(),
+                    event_type: "Warning".into(),
+                    reason: "FailedCreatePodSandBox".into(),
+                    message: Excerpt::new("hcs::CreateComputeSystem: The container operating system does not match"),
+                }],
+            }),
+        },
+        remedy: Some("Add the cluster and service CIDRs to the HNS ExceptionList (WDBG).".into()),
+        sources: vec!["W14".into(), "WDBG".into()],
+        reproduce: Some(
+            "kubectl -n mixcheck-20261121-ab12 exec win-client-0 -- /agnhost connect 10.244.1.7:8080".into(),
+        ),
+        reason: None,
+        flaky: false,
+        duration_ms: 10_250,
+    };
+    let mut skipped = cell(
+        "net",
+        "icmp-external",
+        "NET-ICMP-EXTERNAL",
+        "ping",
+        Verdict::Indeterminate,
+    );
+    skipped.reason = Some("egress".into());
+    let mut flaky = cell(
+        "mem",
+        "system-reserved",
+        "MEM-SYSTEM-RESERVED",
+        "windows-20348",
+        Verdict::Pass,
+    );
+    flaky.flaky = true;
+    report.cells = vec![flow, skipped, flaky];
+    report
+}
