@@ -42,10 +42,33 @@
 //! - **A report is always written**, atomically ([`results_json::write`]), also for a run that
 //!   stopped before its first check ([`Aborted`]).
 //!
+//! # Example
+//!
+//! ```
+//! use mixcheck_reports::{CellId, Coordinates, Expected, Os, Outcome, Pool, Verdict, decide};
+//!
+//! // Ping to the internet from a Windows pod on overlay: documented to get no reply.
+//! let verdict = decide(Expected::Limitation, &Outcome::FailedAsDocumented);
+//! assert_eq!(verdict, Verdict::KnownLimitation);
+//! assert!(!verdict.fails_gate(false) && verdict.fails_gate(true));
+//!
+//! let at = Coordinates {
+//!     source: Some(Pool::of(Os::Windows, Some(20348))),
+//!     destination: Some(Pool::named("external")),
+//!     protocol: Some("icmp".into()),
+//!     ..Default::default()
+//! };
+//! let id = CellId::new("net", "NET-ICMP-EXTERNAL", &at)?;
+//! assert_eq!(id.as_str(), "net/NET-ICMP-EXTERNAL[windows-20348→external,icmp]");
+//! # Ok::<(), mixcheck_reports::CellIdError>(())
+//! ```
+//!
 //! # Modules
 //!
 //! [`verdict`] (verdicts, expectations, outcomes, counts) · [`facts`] · [`cell`] · [`evidence`] ·
 //! [`report`] · [`results_json`] (the file) · [`summary`] (plain text for CI logs).
+
+#![warn(missing_docs)]
 
 pub mod cell;
 pub mod evidence;

@@ -1,5 +1,5 @@
-//! `results.json`: the [`RunReport`] as a file — written atomically ([`write`]) and read back
-//! ([`read`], for `mixcheck diff` and for re-rendering) with errors that name the file and the
+//! `results.json`: the [`RunReport`] as a file — written atomically ([`write()`]) and read back
+//! ([`read()`], for `mixcheck diff` and for re-rendering) with errors that name the file and the
 //! position.
 
 use std::{
@@ -130,7 +130,7 @@ struct Header {
     schema_version: Option<u32>,
 }
 
-/// Reads a `results.json` written by [`write`] (of this or an older schema version).
+/// Reads a `results.json` written by [`write()`] (of this or an older schema version).
 ///
 /// # Errors
 ///
