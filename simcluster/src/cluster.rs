@@ -155,6 +155,8 @@ impl Cluster {
             token: token.clone(),
             openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),
             bookmark_interval: config.bookmark_interval,
+            admin: crate::authorization::UserInfo::kubeadm_admin(config.topology.version()),
+            authorizer: Arc::new(crate::authorization::ClusterAdmin),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);

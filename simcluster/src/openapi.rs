@@ -140,7 +140,8 @@ mod tests {
                 );
             }
         }
-        assert!(document("apis/batch/v1").is_none());
+        assert!(document("apis/batch/v1").is_some());
+        assert!(document("apis/rbac.authorization.k8s.io/v1").is_none());
         assert!(document("garbage").is_none());
     }
 }

@@ -144,7 +144,7 @@ pub(crate) fn list(state: &ApiState, t: &Target, q: &Query, format: Format) -> R
 }
 
 /// Checks apiVersion/kind and namespace of a body against the URL.
-fn check_identity(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn check_identity(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
     let rt = t.rt;
     if let Some(av) = obj.get("apiVersion").and_then(Value::as_str)
         && av != rt.api_version()
