@@ -171,7 +171,11 @@ impl Cluster {
         let namespaces = tokio::spawn(namespace_controller(store.clone()));
         let reaper = tokio::spawn(pod_reaper(store.clone()));
         let scheduler = tokio::spawn(scheduler::run(store.clone()));
-        let controllers = tokio::spawn(controllers::run(store.clone()));
+        let controllers = tokio::spawn(controllers::run(
+            store.clone(),
+            config.topology.version(),
+            config.topology.timing.scale,
+        ));
         let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone()).run());
         let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone(), simnet.clone()));
         let host = match addr.ip() {

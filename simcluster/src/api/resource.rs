@@ -42,7 +42,7 @@ fn validate(state: &ApiState, rt: &ResourceType, obj: &Value) -> Result<(), ApiE
     validation::validate(rt, obj)?;
     let (spec, prefix) = match rt.kind {
         "Pod" => (obj.get("spec"), "spec"),
-        "Deployment" | "ReplicaSet" | "DaemonSet" => (obj.pointer("/spec/template/spec"), "spec.template.spec"),
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "Job" => (obj.pointer("/spec/template/spec"), "spec.template.spec"),
         _ => (None, ""),
     };
     let Some(spec) = spec else { return Ok(()) };

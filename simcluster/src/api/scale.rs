@@ -156,7 +156,12 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
             patch::json_patch(&mut next, &body).map_err(failed)?;
         }
         "application/merge-patch+json" | "application/strategic-merge-patch+json" | "application/apply-patch+yaml" => {
-            let body = decode_object(ct, bytes)?;
+            let body = if ct == "application/apply-patch+yaml" {
+                decode_object(ct, bytes)?
+            } else {
+                serde_json::from_slice(bytes)
+                    .map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?
+            };
             patch::strategic_merge(&mut next, &body, "Scale").map_err(failed)?;
         }
         other => {
