@@ -137,8 +137,8 @@ async fn openapi_index(State(state): State<ApiState>) -> Response {
 }
 
 async fn openapi_document(axum::extract::Path(gv): axum::extract::Path<String>) -> Response {
-    match openapi::document(gv.trim_matches('/')) {
-        Some(doc) => json_value(StatusCode::OK, &doc),
+    match openapi::document_bytes(gv.trim_matches('/')) {
+        Some(doc) => json_response(StatusCode::OK, doc),
         None => ApiError::UnknownPath.into_response(),
     }
 }
