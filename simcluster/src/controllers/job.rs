@@ -136,7 +136,7 @@ impl Controllers {
                     let wait = Duration::from_secs(1u64 << exp).mul_f64(self.scale.max(0.0));
                     self.job_backoff.insert(key.clone(), (failures, Instant::now() + wait));
                 } else if Instant::now() >= at {
-                    for _ in active_count..wanted {
+                    while active_count < wanted {
                         self.create_pod(&job, "Job", None)?;
                         active_count += 1;
                     }
