@@ -155,6 +155,8 @@ impl Cluster {
             token: token.clone(),
             openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),
             bookmark_interval: config.bookmark_interval,
+            admin: crate::authorization::UserInfo::kubeadm_admin(config.topology.version()),
+            authorizer: Arc::new(crate::authorization::ClusterAdmin),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);
@@ -169,7 +171,11 @@ impl Cluster {
         let namespaces = tokio::spawn(namespace_controller(store.clone()));
         let reaper = tokio::spawn(pod_reaper(store.clone()));
         let scheduler = tokio::spawn(scheduler::run(store.clone()));
-        let controllers = tokio::spawn(controllers::run(store.clone()));
+        let controllers = tokio::spawn(controllers::run(
+            store.clone(),
+            config.topology.version(),
+            config.topology.timing.scale,
+        ));
         let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone()).run());
         let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone(), simnet.clone()));
         let host = match addr.ip() {

@@ -1,6 +1,6 @@
 //! The controllers a user relies on: Deployment → ReplicaSet → Pods, DaemonSet (one pod per
-//! eligible node), the default ServiceAccount of each namespace, and garbage collection of
-//! objects whose owner was deleted. Event-driven with a periodic resync; each reconcile reads
+//! eligible node), Job (in `job`), the default ServiceAccount of each namespace, and garbage
+//! collection of objects whose owner was deleted. Event-driven with a periodic resync; each reconcile reads
 //! the store and converges one object.
 
 use std::collections::{BTreeSet, HashMap};
@@ -16,12 +16,15 @@ use crate::scheduler::{Misfit, NodeInfo, PodNeeds, Toleration, Usage, misfits};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, EventType, Obj, Part, Store};
 
+mod job;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Key {
     ServiceAccount(String),
     Deployment(String, String),
     ReplicaSet(String, String),
     DaemonSet(String, String),
+    Job(String, String),
     Service(String, String),
 }
 
@@ -89,15 +92,25 @@ struct Controllers {
     pods_by_owner: Option<HashMap<String, HashMap<String, Obj>>>,
     /// Per ReplicaSet: when it may next replace failed pods (so rejected pods do not pile up at full speed).
     replace_after: HashMap<(String, String), (Instant, u32)>,
+    /// Per Job: the failures seen and when it may next create pods.
+    job_backoff: HashMap<(String, String), (i64, Instant)>,
+    /// The cluster's `major.minor` (which Job conditions exist).
+    version: (u32, u32),
+    /// The topology's `timing.scale` (the Job back-off).
+    scale: f64,
 }
 
-/// Runs the controllers until the store closes.
-pub async fn run(store: Arc<Store>) {
+/// Runs the controllers of a cluster at `version` until the store closes; `scale` multiplies
+/// their delays like the topology's `timing.scale`.
+pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
     let mut feed = store.subscribe();
     let mut ctl = Controllers {
         store: store.clone(),
         pods_by_owner: None,
         replace_after: HashMap::new(),
+        job_backoff: HashMap::new(),
+        version,
+        scale,
     };
     let mut queue: BTreeSet<Key> = BTreeSet::new();
     ctl.enqueue_all(&mut queue);
@@ -145,6 +158,9 @@ impl Controllers {
         for o in self.store.list(registry::core("services"), None).0 {
             queue.insert(Key::Service(o.namespace().to_string(), o.name().to_string()));
         }
+        for o in self.store.list(rt("batch", "jobs"), None).0 {
+            queue.insert(Key::Job(o.namespace().to_string(), o.name().to_string()));
+        }
     }
 
     fn on_event(&mut self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
@@ -185,6 +201,13 @@ impl Controllers {
                     queue.insert(Key::DaemonSet(ns, name));
                 }
             }
+            ("batch", "jobs") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["pods"]);
+                } else {
+                    queue.insert(Key::Job(ns, name));
+                }
+            }
             ("", "services") => {
                 queue.insert(Key::Service(ns, name));
             }
@@ -207,6 +230,8 @@ impl Controllers {
                     queue.insert(Key::ReplicaSet(ns, owner));
                 } else if let Some((owner, _)) = owner_of(pod, "DaemonSet") {
                     queue.insert(Key::DaemonSet(ns, owner));
+                } else if let Some((owner, _)) = owner_of(pod, "Job") {
+                    queue.insert(Key::Job(ns, owner));
                 }
             }
             ("", "nodes")
@@ -265,6 +290,7 @@ impl Controllers {
                 Key::Deployment(ns, name) => self.deployment(ns, name),
                 Key::ReplicaSet(ns, name) => self.replica_set(ns, name),
                 Key::DaemonSet(ns, name) => self.daemon_set(ns, name),
+                Key::Job(ns, name) => self.job(ns, name),
                 Key::Service(ns, name) => self.endpoints(ns, name),
             };
             match result {
@@ -550,7 +576,7 @@ impl Controllers {
         let mut template = o.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
         let mut metadata = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
         metadata["generateName"] = json!(format!("{}-", owner.name()));
-        metadata["ownerReferences"] = json!([owner_ref(owner, kind, "apps/v1")]);
+        metadata["ownerReferences"] = json!([owner_ref(owner, kind, s(o, "/apiVersion"))]);
         if let Some(m) = metadata.as_object_mut() {
             m.remove("name");
         }
@@ -576,10 +602,10 @@ impl Controllers {
             Kind::Normal,
             "SuccessfulCreate",
             &format!("Created pod: {}", created.name()),
-            &Source::controller(if kind == "DaemonSet" {
-                "daemonset-controller"
-            } else {
-                "replicaset-controller"
+            &Source::controller(match kind {
+                "DaemonSet" => "daemonset-controller",
+                "Job" => "job-controller",
+                _ => "replicaset-controller",
             }),
         );
         Ok(created)

@@ -30,7 +30,7 @@ pub fn on_create(rt: &ResourceType, v: &mut Value) {
             }
             obj.insert("status".into(), json!({"phase": "Active"}));
         }
-        "Deployment" | "ReplicaSet" | "DaemonSet" => {
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "Job" => {
             obj.insert("status".into(), json!({}));
         }
         "Service" => {
@@ -80,6 +80,24 @@ pub fn on_write(rt: &ResourceType, v: &mut Value) {
             }
             template_spec(obj);
         }
+        "Job" => {
+            if let Some(spec) = object_at(obj, &["spec"]) {
+                if !spec.contains_key("completions") && !spec.contains_key("parallelism") {
+                    spec.insert("completions".into(), json!(1));
+                }
+                or_insert(spec, "parallelism", json!(1));
+                or_insert(spec, "backoffLimit", json!(6));
+                or_insert(spec, "completionMode", json!("NonIndexed"));
+                or_insert(spec, "suspend", json!(false));
+                let replacement = if spec.contains_key("podFailurePolicy") {
+                    "Failed"
+                } else {
+                    "TerminatingOrFailed"
+                };
+                or_insert(spec, "podReplacementPolicy", json!(replacement));
+            }
+            template_spec(obj);
+        }
         "Service" => {
             if let Some(spec) = object_at(obj, &["spec"]) {
                 or_insert(spec, "type", json!("ClusterIP"));
@@ -96,6 +114,38 @@ pub fn on_write(rt: &ResourceType, v: &mut Value) {
         }
         "Secret" => secret_string_data(obj),
         _ => {}
+    }
+}
+
+/// Defaults that need the object's final name (a generated one included): a Job's selector
+/// and the labels its pods get (`batch.kubernetes.io/controller-uid`, `…/job-name` and their
+/// legacy forms), unless the Job chose its selector itself (`manualSelector`).
+pub fn on_named(rt: &ResourceType, v: &mut Value) {
+    if rt.kind != "Job" || v.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    let uid = v
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let Some(obj) = v.as_object_mut() else { return };
+    if let Some(spec) = object_at(obj, &["spec"]) {
+        spec.insert(
+            "selector".into(),
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
+    }
+    if let Some(labels) = object_at(obj, &["spec", "template", "metadata", "labels"]) {
+        labels.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
+        labels.insert("batch.kubernetes.io/job-name".into(), json!(name));
+        labels.insert("controller-uid".into(), json!(uid));
+        labels.insert("job-name".into(), json!(name));
     }
 }
 

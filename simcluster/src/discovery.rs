@@ -55,6 +55,7 @@ fn verbs_for_sub(sub: &str) -> &'static [&'static str] {
         "binding" => &["create"],
         "finalize" => &["update"],
         "proxy" => &["create", "delete", "get", "patch", "update"],
+        "scale" => &["get", "patch", "update"],
         _ => &["get"],
     }
 }
@@ -65,7 +66,7 @@ fn resource_entry(r: &ResourceType) -> Value {
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": registry::verbs(),
+        "verbs": r.verbs,
         "shortNames": r.short_names,
         "categories": r.categories,
     })
@@ -91,6 +92,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
         for sub in r.subresources {
             let kind = match *sub {
                 "binding" => "Binding",
+                "scale" => "Scale",
                 "log" | "exec" | "proxy" => match *sub {
                     "exec" => "PodExecOptions",
                     "proxy" => "NodeProxyOptions",
@@ -98,13 +100,19 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 },
                 _ => r.kind,
             };
-            entries.push(json!({
+            let mut entry = json!({
                 "name": format!("{}/{sub}", r.plural),
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": kind,
                 "verbs": verbs_for_sub(sub),
-            }));
+            });
+            // The scale subresource answers in autoscaling/v1, whatever the parent's group.
+            if *sub == "scale" {
+                entry["group"] = json!("autoscaling");
+                entry["version"] = json!("v1");
+            }
+            entries.push(entry);
         }
     }
     let group_version = if group.is_empty() {
@@ -158,7 +166,8 @@ mod tests {
                 .is_some_and(|g| g.iter().any(|g| g["name"] == "apps"))
         );
         assert!(group("apps").is_some());
-        assert!(group("batch").is_none());
+        assert!(group("batch").is_some());
+        assert!(group("rbac.authorization.k8s.io").is_none());
         assert!(resource_list("apps", "v2").is_none());
     }
 }

@@ -365,6 +365,9 @@ impl Kubelets {
                     self.logs.append("", &p.name, "kubelet", &line);
                 }
             }
+            for line in crate::nodelogs::kube_proxy_start(p, at).unwrap_or_default() {
+                self.logs.append("", &p.name, crate::nodelogs::KUBE_PROXY, &line);
+            }
             let Some(lines) = crate::nodelogs::flanneld_start(p, at) else {
                 continue;
             };

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod authorization;
 pub mod cluster;
 pub mod commands;
 pub mod controllers;

@@ -1,6 +1,7 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) for
 //! the kinds whose objects `kubectl create` sends that way: Namespace, ConfigMap, Secret,
-//! ServiceAccount and Service. The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message
+//! ServiceAccount and Service, and the reviews `kubectl auth can-i` sends
+//! (SelfSubjectAccessReview, SelfSubjectRulesReview). The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message
 //! whose `raw` field holds the object; field numbers follow the upstream `generated.proto`.
 
 use base64::Engine as _;
@@ -12,7 +13,7 @@ pub enum ProtobufError {
     #[error("the protobuf body is malformed: {0}")]
     Malformed(&'static str),
     #[error(
-        "protobuf request bodies are supported for Namespace, ConfigMap, Secret, ServiceAccount and Service only, not {0}; send JSON or YAML instead"
+        "protobuf request bodies are supported for Namespace, ConfigMap, Secret, ServiceAccount, Service and the self-subject reviews only, not {0}; send JSON or YAML instead"
     )]
     UnsupportedKind(String),
 }
@@ -231,6 +232,45 @@ fn service_spec(b: &[u8]) -> Result<Value, ProtobufError> {
     Ok(Value::Object(spec))
 }
 
+/// The string fields of a message, by field number, into `names`.
+fn strings(b: &[u8], names: &[(u64, &str)]) -> Result<Value, ProtobufError> {
+    let mut obj = Map::new();
+    for (n, w) in fields(b)? {
+        if let Some((_, name)) = names.iter().find(|(m, _)| *m == n) {
+            obj.insert((*name).into(), json!(text(bytes_of(&w)?)?));
+        }
+    }
+    Ok(Value::Object(obj))
+}
+
+/// `SelfSubjectAccessReviewSpec` (`authorization/v1/generated.proto`); the field and label
+/// selectors of resource attributes are not decoded.
+fn access_review_spec(b: &[u8]) -> Result<Value, ProtobufError> {
+    let mut spec = Map::new();
+    for (n, w) in fields(b)? {
+        match n {
+            1 => {
+                let names = [
+                    (1, "namespace"),
+                    (2, "verb"),
+                    (3, "group"),
+                    (4, "version"),
+                    (5, "resource"),
+                    (6, "subresource"),
+                    (7, "name"),
+                ];
+                spec.insert("resourceAttributes".into(), strings(bytes_of(&w)?, &names)?);
+            }
+            2 => {
+                let names = [(1, "path"), (2, "verb")];
+                spec.insert("nonResourceAttributes".into(), strings(bytes_of(&w)?, &names)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(Value::Object(spec))
+}
+
 /// Decodes a protobuf request body into the JSON object it encodes.
 pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let envelope = body
@@ -256,9 +296,17 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     obj.insert("apiVersion".into(), json!(api_version));
     obj.insert("kind".into(), json!(kind));
     let core = api_version == "v1";
+    let review = api_version == "authorization.k8s.io/v1"
+        && matches!(kind.as_str(), "SelfSubjectAccessReview" | "SelfSubjectRulesReview");
     for (n, w) in fields(raw)? {
         let b = || bytes_of(&w);
         match (core, kind.as_str(), n) {
+            (false, _, 1) if review => _ = obj.insert("metadata".into(), object_meta(b()?)?),
+            (false, "SelfSubjectAccessReview", 2) if review => _ = obj.insert("spec".into(), access_review_spec(b()?)?),
+            (false, "SelfSubjectRulesReview", 2) if review => {
+                _ = obj.insert("spec".into(), strings(b()?, &[(1, "namespace")])?)
+            }
+            (false, _, _) if review => {}
             (true, _, 1) => _ = obj.insert("metadata".into(), object_meta(b()?)?),
             (true, "Namespace", 2) => {
                 let mut spec = Map::new();
@@ -288,12 +336,12 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
             _ => return Err(ProtobufError::UnsupportedKind(format!("{api_version}/{kind}"))),
         }
     }
-    if !core
-        || !matches!(
+    let core_kind = core
+        && matches!(
             kind.as_str(),
             "Namespace" | "ConfigMap" | "Secret" | "ServiceAccount" | "Service"
-        )
-    {
+        );
+    if !core_kind && !review {
         return Err(ProtobufError::UnsupportedKind(format!("{api_version}/{kind}")));
     }
     Ok(Value::Object(obj))
@@ -405,11 +453,25 @@ mod tests {
         assert_eq!(obj["spec"]["ports"][0]["targetPort"], "http");
     }
 
+    #[test]
+    fn access_review_as_kubectl_auth_can_i_sends_it() {
+        let attributes = [field(1, b"default"), field(2, b"create"), field(5, b"pods")].concat();
+        let raw = [field(1, &[]), field(2, &field(1, &attributes))].concat();
+        let obj = decode(&envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", &raw)).expect("review");
+        assert_eq!(
+            obj["spec"]["resourceAttributes"],
+            json!({"namespace": "default", "verb": "create", "resource": "pods"})
+        );
+        let raw = field(2, &field(1, b"default"));
+        let obj = decode(&envelope("authorization.k8s.io/v1", "SelfSubjectRulesReview", &raw)).expect("rules");
+        assert_eq!(obj["spec"], json!({"namespace": "default"}));
+    }
+
     #[rstest]
     #[case::no_magic(b"{}".to_vec(), "magic")]
     #[case::truncated([MAGIC.to_vec(), vec![0x0a, 0x05, 0x01]].concat(), "past the end")]
     #[case::bad_varint([MAGIC.to_vec(), vec![0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]].concat(), "varint")]
-    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret, ServiceAccount and Service")]
+    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret, ServiceAccount, Service and the self-subject reviews")]
     fn bad_bodies(#[case] body: Vec<u8>, #[case] needle: &str) {
         let err = decode(&body).expect_err("rejected");
         assert!(err.to_string().contains(needle), "{err}");

@@ -10,6 +10,7 @@ pub enum Printer {
     Deployment,
     ReplicaSet,
     DaemonSet,
+    Job,
     Event,
     Namespace,
     Generic,
@@ -33,6 +34,8 @@ pub struct ResourceType {
     /// Field selectors beyond `metadata.name` / `metadata.namespace`.
     pub field_selectors: &'static [&'static str],
     pub printer: Printer,
+    /// The verbs served (discovery lists them; others answer 405).
+    pub verbs: &'static [&'static str],
 }
 
 impl ResourceType {
@@ -72,6 +75,11 @@ impl ResourceType {
         }
     }
 
+    /// Whether the kind is only ever created (reviews: the answer comes back, nothing is stored).
+    pub fn create_only(&self) -> bool {
+        self.verbs == CREATE_ONLY
+    }
+
     /// Whether `field` is a supported field-selector label for this kind.
     pub fn supports_field(&self, field: &str) -> bool {
         matches!(field, "metadata.name" | "metadata.namespace") || self.field_selectors.contains(&field)
@@ -89,15 +97,20 @@ const STD_VERBS: &[&str] = &[
     "watch",
 ];
 
-/// The verbs every served resource supports.
-pub fn verbs() -> &'static [&'static str] {
-    STD_VERBS
-}
+/// The verbs of review kinds (SelfSubjectAccessReview, …): create only.
+const CREATE_ONLY: &[&str] = &["create"];
 
 macro_rules! resource {
     ($group:expr, $version:expr, $plural:expr, $singular:expr, $kind:expr, $ns:expr,
      short: [$($short:expr),*], cat: [$($cat:expr),*], sub: [$($sub:expr),*],
      spec: $spec:expr, fields: [$($field:expr),*], printer: $printer:ident) => {
+        resource!($group, $version, $plural, $singular, $kind, $ns,
+            short: [$($short),*], cat: [$($cat),*], sub: [$($sub),*],
+            spec: $spec, fields: [$($field),*], printer: $printer, verbs: STD_VERBS)
+    };
+    ($group:expr, $version:expr, $plural:expr, $singular:expr, $kind:expr, $ns:expr,
+     short: [$($short:expr),*], cat: [$($cat:expr),*], sub: [$($sub:expr),*],
+     spec: $spec:expr, fields: [$($field:expr),*], printer: $printer:ident, verbs: $verbs:expr) => {
         ResourceType {
             group: $group,
             version: $version,
@@ -111,6 +124,7 @@ macro_rules! resource {
             has_spec: $spec,
             field_selectors: &[$($field),*],
             printer: Printer::$printer,
+            verbs: $verbs,
         }
     };
 }
@@ -149,12 +163,21 @@ static RESOURCES: &[ResourceType] = &[
     resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
     resource!("apps", "v1", "deployments", "deployment", "Deployment", true,
-        short: ["deploy"], cat: ["all"], sub: ["status"], spec: true, fields: [], printer: Deployment),
+        short: ["deploy"], cat: ["all"], sub: ["status", "scale"], spec: true, fields: [],
+        printer: Deployment),
     resource!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true,
-        short: ["rs"], cat: ["all"], sub: ["status"], spec: true, fields: ["status.replicas"],
+        short: ["rs"], cat: ["all"], sub: ["status", "scale"], spec: true, fields: ["status.replicas"],
         printer: ReplicaSet),
     resource!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true,
         short: ["ds"], cat: ["all"], sub: ["status"], spec: true, fields: [], printer: DaemonSet),
+    resource!("batch", "v1", "jobs", "job", "Job", true,
+        short: [], cat: ["all"], sub: ["status"], spec: true, fields: ["status.successful"], printer: Job),
+    resource!("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+        "SelfSubjectAccessReview", false,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic, verbs: CREATE_ONLY),
+    resource!("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+        "SelfSubjectRulesReview", false,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic, verbs: CREATE_ONLY),
     resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
 ];
@@ -240,7 +263,8 @@ mod tests {
     fn groups_are_listed_once() {
         let groups = groups();
         assert!(groups.iter().any(|(g, v)| *g == "apps" && v == &["v1"]));
-        assert_eq!(groups.len(), 4);
+        assert_eq!(groups.len(), 6);
+        assert!(groups.iter().any(|(g, v)| *g == "batch" && v == &["v1"]));
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub enum ApiError {
         name: String,
         reason: String,
     },
-    #[error("{kind} {name:?} is invalid: {}", render_causes(.causes))]
+    #[error("{} {name:?} is invalid: {}", qualified(.kind, .group), render_causes(.causes))]
     Invalid {
         group: String,
         kind: String,

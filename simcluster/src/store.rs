@@ -403,6 +403,7 @@ impl Store {
             }
             set_meta(&mut value, "name", json!(name));
         }
+        defaults::on_named(rt, &mut value);
         let k = obj_key(rt, ns, &name);
         if inner.tables.get(&table_key).is_some_and(|t| t.contains_key(&k)) {
             return Err(ApiError::AlreadyExists {

@@ -108,6 +108,20 @@ fn columns(printer: Printer) -> &'static [Column] {
                 ]
             }
         }
+        Printer::Job => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Status", "string", 0),
+                    col("Completions", "string", 0),
+                    col("Duration", "string", 0),
+                    col("Age", "string", 0),
+                    col("Containers", "string", 1),
+                    col("Images", "string", 1),
+                    col("Selector", "string", 1),
+                ]
+            }
+        }
         Printer::Event => {
             const {
                 &[
@@ -432,6 +446,19 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
                 json!(selector_string(v, "/spec/selector")),
             ]
         }
+        Printer::Job => {
+            let (c, im) = containers_images(v, "/spec/template/spec/containers");
+            vec![
+                name,
+                json!(job_status(v)),
+                json!(job_completions(v)),
+                json!(job_duration(v, now)),
+                json!(age(v, now)),
+                json!(c),
+                json!(im),
+                json!(selector_string(v, "/spec/selector")),
+            ]
+        }
         Printer::Event => {
             let last = [
                 s(v, "/lastTimestamp"),
@@ -457,6 +484,61 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
         }
         Printer::Namespace => vec![name, json!(s(v, "/status/phase")), json!(age(v, now))],
         Printer::Generic => vec![name, json!(age(v, now))],
+    }
+}
+
+fn has_condition(v: &Value, ty: &str) -> bool {
+    v.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| s(c, "/type") == ty && s(c, "/status") == "True"))
+}
+
+/// A Job's STATUS cell, in the order upstream's printer checks the conditions.
+fn job_status(v: &Value) -> &'static str {
+    if has_condition(v, "Complete") {
+        "Complete"
+    } else if has_condition(v, "Failed") {
+        "Failed"
+    } else if v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        "Terminating"
+    } else if has_condition(v, "Suspended") {
+        "Suspended"
+    } else if has_condition(v, "FailureTarget") {
+        "FailureTarget"
+    } else if has_condition(v, "SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
+    } else {
+        "Running"
+    }
+}
+
+/// A Job's COMPLETIONS cell: `succeeded/completions`, or `n/1 of p` for a work queue.
+fn job_completions(v: &Value) -> String {
+    let succeeded = i(v, "/status/succeeded");
+    match v.pointer("/spec/completions").and_then(Value::as_i64) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => {
+            let parallelism = i(v, "/spec/parallelism");
+            if parallelism > 1 {
+                format!("{succeeded}/1 of {parallelism}")
+            } else {
+                format!("{succeeded}/1")
+            }
+        }
+    }
+}
+
+/// A Job's DURATION cell: from its start to its completion, or to now while it runs.
+fn job_duration(v: &Value, now: DateTime<Utc>) -> String {
+    let time = |ptr: &str| {
+        DateTime::parse_from_rfc3339(s(v, ptr))
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    match (time("/status/startTime"), time("/status/completionTime")) {
+        (None, _) => String::new(),
+        (Some(start), None) => human_duration(now.signed_duration_since(start)),
+        (Some(start), Some(done)) => human_duration(done.signed_duration_since(start)),
     }
 }
 
@@ -599,6 +681,26 @@ mod tests {
         let (r, st, _) = pod_summary(&pod, Utc::now());
         assert_eq!(r, ready);
         assert_eq!(st, status);
+    }
+
+    #[rstest]
+    #[case::running(json!({"spec":{"completions":3,"parallelism":1},"status":{"active":1,"succeeded":1,"startTime":"2026-01-01T00:00:00Z"}}),
+        "Running", "1/3", "10s")]
+    #[case::complete(json!({"spec":{"completions":1,"parallelism":1},"status":{"succeeded":1,"startTime":"2026-01-01T00:00:00Z",
+        "completionTime":"2026-01-01T00:00:04Z","conditions":[{"type":"SuccessCriteriaMet","status":"True"},{"type":"Complete","status":"True"}]}}),
+        "Complete", "1/1", "4s")]
+    #[case::failed(json!({"spec":{"completions":1,"parallelism":1},"status":{"failed":7,"startTime":"2026-01-01T00:00:00Z",
+        "conditions":[{"type":"FailureTarget","status":"True"},{"type":"Failed","status":"True"}]}}), "Failed", "0/1", "10s")]
+    #[case::work_queue(json!({"spec":{"parallelism":3},"status":{}}), "Running", "0/1 of 3", "")]
+    fn job_cells(#[case] job: Value, #[case] status: &str, #[case] completions: &str, #[case] duration: &str) {
+        let now = DateTime::parse_from_rfc3339("2026-01-01T00:00:10Z")
+            .expect("time")
+            .with_timezone(&Utc);
+        let c = cells(Printer::Job, &job, now);
+        assert_eq!(c.len(), columns(Printer::Job).len());
+        assert_eq!(c[1], status);
+        assert_eq!(c[2], completions);
+        assert_eq!(c[3], duration);
     }
 
     #[test]

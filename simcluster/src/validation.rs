@@ -85,6 +85,7 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
             None => causes.push(Cause::required("spec.containers", "")),
         },
         "Deployment" | "ReplicaSet" | "DaemonSet" => workload(obj, &mut causes),
+        "Job" => job(obj, &mut causes),
         "Service" => service(obj, &mut causes),
         "ConfigMap" | "Secret" => {
             for field in ["data", "binaryData"] {
@@ -232,6 +233,49 @@ fn workload(obj: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
+fn job(obj: &Value, causes: &mut Vec<Cause>) {
+    if obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
+        workload(obj, causes);
+    } else {
+        match obj.pointer("/spec/template/spec") {
+            Some(spec) => pod_spec(spec, "spec.template.spec", causes),
+            None => causes.push(Cause::required("spec.template.spec.containers", "")),
+        }
+    }
+    // A Job's pods end: they may restart in place on failure, never run forever (the API
+    // defaults a missing policy to Always first, which is why that is what is reported).
+    const POLICIES: &[&str] = &["OnFailure", "Never"];
+    let policy = obj
+        .pointer("/spec/template/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Always");
+    if !POLICIES.contains(&policy) && ["Always", "OnFailure", "Never"].contains(&policy) {
+        causes.push(Cause::unsupported("spec.template.spec.restartPolicy", policy, POLICIES));
+    }
+    for (field, min) in [
+        ("parallelism", 0),
+        ("completions", 0),
+        ("backoffLimit", 0),
+        ("ttlSecondsAfterFinished", 0),
+        ("activeDeadlineSeconds", 1),
+    ] {
+        if let Some(v) = obj.pointer(&format!("/spec/{field}")).filter(|v| !v.is_null())
+            && v.as_i64().is_none_or(|n| n < min)
+        {
+            let detail = if min == 0 {
+                "must be greater than or equal to 0"
+            } else {
+                "must be greater than 0"
+            };
+            causes.push(Cause {
+                reason: "FieldValueInvalid",
+                field: format!("spec.{field}"),
+                message: format!("Invalid value: {v}: {detail}"),
+            });
+        }
+    }
+}
+
 fn service(obj: &Value, causes: &mut Vec<Cause>) {
     const TYPES: &[&str] = &["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
     let ty = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
@@ -299,6 +343,35 @@ mod tests {
         let err = validate(registry::core(plural), &obj).expect_err("invalid");
         assert_eq!(err.code(), 422);
         assert!(err.to_string().contains(needle), "{err}");
+    }
+
+    #[rstest]
+    #[case::restart_always(json!({"restartPolicy": "Always"}), "spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"")]
+    #[case::restart_unset(json!({}), "Unsupported value: \"Always\"")]
+    fn a_job_pod_must_end(#[case] extra: Value, #[case] needle: &str) {
+        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+        if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        let job = json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": spec}}});
+        let err = validate(registry::named("batch", "jobs"), &job).expect_err("invalid");
+        assert!(err.to_string().starts_with(r#"Job.batch "j" is invalid: "#), "{err}");
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+
+    #[test]
+    fn a_job_counts_are_not_negative() {
+        let job = json!({"metadata": {"name": "j"}, "spec": {"backoffLimit": -1, "completions": 2,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let err = validate(registry::named("batch", "jobs"), &job).expect_err("invalid");
+        assert!(
+            err.to_string()
+                .contains("spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0"),
+            "{err}"
+        );
+        let mut ok = job.clone();
+        ok["spec"]["backoffLimit"] = json!(0);
+        validate(registry::named("batch", "jobs"), &ok).expect("valid");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! a normal pod never gets its sandbox (the documented `FailedCreatePodSandBox` event, retried,
 //! the container waiting in `ContainerCreating`) or, with the kubelet stopped, is never started;
 //! HostProcess pods on the node start where the fault spares them; a pod on the other Windows
-//! node of the same topology runs. The node log proxy serves what the fault leaves in the
-//! kubelet's and flanneld's logs.
+//! node of the same topology runs. The node log proxy serves each node's log directory as its
+//! kubelet would (what runs as a node service there) and what the fault leaves in the
+//! kubelet's, kube-proxy's and flanneld's logs.
 
 mod common;
 
@@ -19,12 +20,28 @@ const NS: &str = "faults";
 const FAULTED: &str = "win2022-1";
 /// The other Windows node of the default topology, which carries no fault.
 const HEALTHY: &str = "win2019-1";
+/// A seed-era topology: Kubernetes 1.14 on Windows Server 2019 with Docker, no HostProcess, so
+/// kube-proxy and flanneld run as node services with their own log files.
+const SEED_ERA: &str = "k8s-1.14-ws2019-host-gw";
+/// Its faulted and healthy Windows nodes.
+const SEED_FAULTED: &str = "win2019-2";
+const SEED_HEALTHY: &str = "win2019-1";
 
 /// The default topology with `fault` on [`FAULTED`], its timings at a fifth.
 async fn cluster_with(fault: &str) -> (Cluster, Client) {
     let mut topology = Topology::default_cluster();
     topology.timing.scale = 0.2;
     if let Some(n) = topology.nodes.iter_mut().find(|n| n.name == FAULTED) {
+        n.faults.push(fault.into());
+    }
+    common::cluster_and_client(topology, NS).await
+}
+
+/// The seed-era topology with `fault` on [`SEED_FAULTED`].
+async fn seed_era_with(fault: &str) -> (Cluster, Client) {
+    let mut topology = Topology::profile(SEED_ERA).expect("built-in profile");
+    topology.timing.scale = 0.2;
+    if let Some(n) = topology.nodes.iter_mut().find(|n| n.name == SEED_FAULTED) {
         n.faults.push(fault.into());
     }
     common::cluster_and_client(topology, NS).await
@@ -179,13 +196,13 @@ async fn a_faulted_windows_node_keeps_its_pods_from_starting_and_spares_the_rest
 #[rstest]
 #[case::waiting_on_the_faulted_node(
     "flanneld-waiting",
-    FAULTED,
+    SEED_FAULTED,
     &["Found network config - Backend type: host-gw", "Waiting for the Network to be created"],
     &["Wrote subnet file"]
 )]
 #[case::healthy_on_the_other_node(
     "flanneld-waiting",
-    HEALTHY,
+    SEED_HEALTHY,
     &[
         "Created subnet manager: Kubernetes Subnet Manager - win2019-1",
         "Creating the node lease for IPv4. This is the n.Spec.PodCIDRs: [10.244.2.0/24]",
@@ -194,7 +211,7 @@ async fn a_faulted_windows_node_keeps_its_pods_from_starting_and_spares_the_rest
     ],
     &["Waiting for the Network"]
 )]
-#[case::never_started("flannel-subnet-env-missing", FAULTED, &[], &["Wrote subnet file", "Running backend."])]
+#[case::never_started("flannel-subnet-env-missing", SEED_FAULTED, &[], &["Wrote subnet file", "Running backend."])]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flanneld_logs_show_whether_the_subnet_file_was_written(
     #[case] fault: &str,
@@ -202,18 +219,20 @@ async fn flanneld_logs_show_whether_the_subnet_file_was_written(
     #[case] present: &[&str],
     #[case] absent: &[&str],
 ) {
-    let (_cluster, client) = cluster_with(fault).await;
-    let log = node_log(&client, node, "flanneld.log").await.expect("flanneld.log");
+    let (_cluster, client) = seed_era_with(fault).await;
+    let log = node_log(&client, node, "flanneld/flanneld.log")
+        .await
+        .expect("flanneld.log");
     for text in present {
         assert!(log.contains(text), "{text:?} missing from\n{log}");
     }
     for text in absent {
         assert!(!log.contains(text), "{text:?} in\n{log}");
     }
-    if fault == "flanneld-waiting" && node == FAULTED {
+    if fault == "flanneld-waiting" && node == SEED_FAULTED {
         // The start script keeps polling for the network.
         let repeats = common::eventually("the waiting line repeated", || async {
-            let log = node_log(&client, node, "flanneld.log").await.ok()?;
+            let log = node_log(&client, node, "flanneld/flanneld.log").await.ok()?;
             let n = log
                 .lines()
                 .filter(|l| *l == "Waiting for the Network to be created")
@@ -225,12 +244,121 @@ async fn flanneld_logs_show_whether_the_subnet_file_was_written(
     }
 }
 
+/// flanneld runs as a node service only on Windows nodes without HostProcess: Linux nodes run
+/// it as a pod, and so do current Windows nodes (a HostProcess DaemonSet).
+#[rstest]
+#[case::linux("linux-1")]
+#[case::host_process_windows(FAULTED)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn linux_nodes_have_no_flanneld_log() {
+async fn no_flanneld_log_where_flanneld_is_a_pod(#[case] node: &str) {
     let (_cluster, client) = cluster_with("flanneld-waiting").await;
-    match node_log(&client, "linux-1", "flanneld.log").await {
+    match node_log(&client, node, "flanneld/flanneld.log").await {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 404),
         other => panic!("expected 404, got {other:?}"),
+    }
+}
+
+/// The names a kubelet's log directory listing links to.
+fn listed(html: &str) -> Vec<String> {
+    assert!(html.starts_with("<!doctype html>\n"), "{html}");
+    assert!(html.contains("<pre>\n") && html.ends_with("</pre>\n"), "{html}");
+    html.lines()
+        .filter_map(|l| l.strip_prefix("<a href=\""))
+        .map(|l| {
+            let (href, rest) = l.split_once("\">").expect("an href");
+            assert_eq!(rest, format!("{href}</a>"), "{l}");
+            href.to_string()
+        })
+        .collect()
+}
+
+#[rstest]
+#[case::linux("default", "linux-1", &["containers/", "journal/", "pods/", "syslog"])]
+#[case::windows_host_process("default", "win2022-1", &["containers/", "kubelet/", "pods/"])]
+#[case::windows_seed_era_flannel(SEED_ERA, "win2019-1", &["containers/", "flanneld/", "kube-proxy/", "kubelet/", "pods/"])]
+#[case::windows_seed_era_transparent("k8s-1.5-ws2016", "win2016-1", &["containers/", "kube-proxy/", "kubelet/", "pods/"])]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_log_directories_list_what_runs_on_the_node(
+    #[case] topology: &str,
+    #[case] node: &str,
+    #[case] expected: &[&str],
+) {
+    let topology = if topology == "default" {
+        Topology::default_cluster()
+    } else {
+        Topology::profile(topology).expect("built-in profile")
+    };
+    let (_cluster, client) = common::cluster_and_client(topology, NS).await;
+    let top = node_log(&client, node, "").await.expect("the log directory");
+    assert_eq!(listed(&top), expected);
+    if expected.contains(&"kubelet/") {
+        let dir = node_log(&client, node, "kubelet/").await.expect("kubelet/");
+        assert_eq!(listed(&dir), ["kubelet.log"]);
+    }
+    match node_log(&client, node, "nothing.log").await {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 404),
+        other => panic!("expected 404, got {other:?}"),
+    }
+}
+
+/// A pod's container log shows up under `containers/` and `pods/` in the runtime's format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn container_logs_are_in_the_node_log_directory() {
+    let (_cluster, client) = common::cluster_and_client(Topology::default_cluster(), NS).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let p = pod(
+        "talker",
+        json!({"nodeName": "linux-1",
+            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sh", "-c", "echo hello from talker; sleep 3600"]}]}),
+    );
+    let created = pods.create(&PostParams::default(), &p).await.expect("talker");
+    let uid = created.uid().expect("uid");
+    let file = common::eventually("the container log file", || async {
+        let listing = node_log(&client, "linux-1", "containers/").await.ok()?;
+        listed(&listing)
+            .into_iter()
+            .find(|n| n.starts_with(&format!("talker_{NS}_c-")))
+    })
+    .await;
+    assert!(file.ends_with(".log"), "{file}");
+    let text = common::eventually("the line in the file", || async {
+        let text = node_log(&client, "linux-1", &format!("containers/{file}")).await.ok()?;
+        text.contains("hello from talker").then_some(text)
+    })
+    .await;
+    let line = text.lines().next().expect("a line");
+    assert!(line.ends_with(" stdout F hello from talker"), "{line}");
+    let pod_dir = format!("{NS}_talker_{uid}/");
+    assert!(listed(&node_log(&client, "linux-1", "pods/").await.expect("pods/")).contains(&pod_dir));
+    let in_pod = node_log(&client, "linux-1", &format!("pods/{pod_dir}c/0.log"))
+        .await
+        .expect("0.log");
+    assert!(in_pod.contains("hello from talker"), "{in_pod}");
+}
+
+/// kube-proxy as a node service logs its flags: `--hostname-override` names the node unless
+/// the fault left it out (NET-KUBEPROXY-HOSTNAME); a stopped kube-proxy has logged nothing.
+#[rstest]
+#[case::healthy("kube-proxy-stopped", SEED_HEALTHY, Some("FLAG: --hostname-override=\"win2019-1\""))]
+#[case::no_hostname_override(
+    "kube-proxy-no-hostname-override",
+    SEED_FAULTED,
+    Some("FLAG: --hostname-override=\"\"")
+)]
+#[case::stopped("kube-proxy-stopped", SEED_FAULTED, None)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_proxy_logs_follow_its_faults(#[case] fault: &str, #[case] node: &str, #[case] line: Option<&str>) {
+    let (_cluster, client) = seed_era_with(fault).await;
+    let log = node_log(&client, node, "kube-proxy/kube-proxy.log")
+        .await
+        .expect("kube-proxy.log");
+    match line {
+        Some(line) => {
+            assert!(log.contains(line), "{line:?} missing from\n{log}");
+            assert!(log.contains("FLAG: --proxy-mode=\"kernelspace\""), "{log}");
+            assert!(log.contains("Version: v1.14.10"), "{log}");
+        }
+        None => assert!(log.is_empty(), "{log}"),
     }
 }
 
@@ -245,7 +373,7 @@ async fn a_missing_hns_network_shows_in_the_kubelet_log() {
     .await
     .expect("stuck");
     let log = common::eventually("the runtime error in the kubelet log", || async {
-        let log = node_log(&client, FAULTED, "kubelet.log").await.ok()?;
+        let log = node_log(&client, FAULTED, "kubelet/kubelet.log").await.ok()?;
         log.contains("RunPodSandbox from runtime service failed").then_some(log)
     })
     .await;
@@ -256,6 +384,8 @@ async fn a_missing_hns_network_shows_in_the_kubelet_log() {
         "{log}"
     );
     assert!(log.contains("pod=\"faults/stuck\""), "{log}");
-    let other = node_log(&client, HEALTHY, "kubelet.log").await.expect("kubelet.log");
+    let other = node_log(&client, HEALTHY, "kubelet/kubelet.log")
+        .await
+        .expect("kubelet.log");
     assert!(!other.contains("No network adapter found"), "{other}");
 }

@@ -1226,3 +1226,175 @@ async fn secret_volume_on_linux_and_windows_build_mismatch() {
         "{described}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn scale_a_deployment_and_its_pods_follow() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    k.run(&["apply", "-f", &k.file("app.yaml", &manifest("grow", "blue", 1))])
+        .ok();
+    let scaled = k.run(&["scale", "deploy", "web", "-n", "grow", "--replicas=3"]).ok();
+    assert_eq!(scaled.trim(), "deployment.apps/web scaled");
+    assert_eq!(k.jsonpath("grow", "deployment/web", "{.spec.replicas}"), "3");
+    eventually("three ready replicas", || {
+        k.jsonpath("grow", "deployment/web", "{.status.readyReplicas}") == "3"
+    });
+    let pods = k
+        .run(&["get", "pods", "-n", "grow", "-l", "app=web", "-o", "name"])
+        .ok();
+    assert_eq!(pods.lines().count(), 3, "{pods}");
+    // --current-replicas is a precondition: kubectl reads the Scale, then PUTs it.
+    let err = k
+        .run(&[
+            "scale",
+            "deploy",
+            "web",
+            "-n",
+            "grow",
+            "--current-replicas=2",
+            "--replicas=1",
+        ])
+        .fails();
+    assert!(err.contains("Expected replicas to be 2, was 3"), "{err}");
+    k.run(&[
+        "scale",
+        "deploy",
+        "web",
+        "-n",
+        "grow",
+        "--current-replicas=3",
+        "--replicas=1",
+    ])
+    .ok();
+    eventually("one pod left", || {
+        k.run(&["get", "pods", "-n", "grow", "-l", "app=web", "-o", "name"])
+            .ok()
+            .lines()
+            .count()
+            == 1
+    });
+    let resources = k.run(&["api-resources", "--api-group=apps", "-o", "name"]).ok();
+    assert!(resources.lines().any(|l| l == "deployments.apps"), "{resources}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn auth_can_i_answers_for_the_admin() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    assert_eq!(k.run(&["auth", "can-i", "create", "pods"]).ok().trim(), "yes");
+    assert_eq!(
+        k.run(&["auth", "can-i", "delete", "nodes", "--all-namespaces"])
+            .ok()
+            .trim(),
+        "yes"
+    );
+    assert_eq!(k.run(&["auth", "can-i", "get", "/logs"]).ok().trim(), "yes");
+    let list = k.run(&["auth", "can-i", "--list", "-n", "default"]).ok();
+    let rows = table(&list);
+    let all = row(&rows, "Resources", "*.*");
+    assert_eq!(cell(all, "Verbs"), "[*]");
+    assert!(
+        rows.iter()
+            .any(|r| cell(r, "Non-Resource URLs") == "[*]" && cell(r, "Verbs") == "[*]"),
+        "{list}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn explain_reads_the_served_schemas() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    let os = k.run(&["explain", "pod.spec.os"]).ok();
+    assert!(os.contains("KIND:") && os.contains("Pod"), "{os}");
+    assert!(os.contains("FIELD: os <PodOS>"), "{os}");
+    assert!(os.contains("name\t<string> -required-"), "{os}");
+    let strategy = k.run(&["explain", "deployment.spec.strategy"]).ok();
+    assert!(strategy.contains("rollingUpdate"), "{strategy}");
+    assert!(strategy.contains("GROUP:      apps"), "{strategy}");
+    let backoff = k.run(&["explain", "job.spec.backoffLimit"]).ok();
+    assert!(backoff.contains("FIELD: backoffLimit <integer>"), "{backoff}");
+    let err = k.run(&["explain", "pod.spec.nodeSelecter"]).fails();
+    assert!(err.contains(r#"field "nodeSelecter" does not exist"#), "{err}");
+
+    // Strict validation (kubectl's default) reports an unknown field as the apiserver does.
+    let typo = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\nspec:\n  nodeSelecter: {a: b}\n  containers:\n  - name: c\n    image: busybox:1.36\n    imagePullPolicy: IfNotPresent\n    bogus: 1\n";
+    let file = k.file("typo.yaml", typo);
+    let err = k.run(&["apply", "-f", &file]).fails();
+    assert!(
+        err.contains(r#"Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.containers[0].bogus", unknown field "spec.nodeSelecter""#),
+        "{err}"
+    );
+    // With --validate=warn the server drops the unknown fields and warns.
+    let out = k.run(&["apply", "-f", &file, "--validate=warn"]);
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert!(
+        out.stderr.contains(r#"Warning: unknown field "spec.nodeSelecter""#),
+        "{out:#?}"
+    );
+    assert_eq!(k.jsonpath("default", "pod/typo", "{.spec.nodeSelecter}"), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn node_log_directories_through_the_proxy() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    let windows = k.run(&["get", "--raw", "/api/v1/nodes/win2022-1/proxy/logs/"]).ok();
+    assert!(windows.contains("<pre>\n"), "{windows}");
+    assert!(windows.contains("<a href=\"kubelet/\">kubelet/</a>\n"), "{windows}");
+    assert!(
+        !windows.contains("kube-proxy/"),
+        "HostProcess nodes run kube-proxy as a pod: {windows}"
+    );
+    let linux = k.run(&["get", "--raw", "/api/v1/nodes/linux-1/proxy/logs/"]).ok();
+    for entry in ["containers/", "journal/", "pods/", "syslog"] {
+        assert!(
+            linux.contains(&format!("<a href=\"{entry}\">{entry}</a>")),
+            "{entry} in {linux}"
+        );
+    }
+    let kubelet = k
+        .run(&["get", "--raw", "/api/v1/nodes/win2022-1/proxy/logs/kubelet/"])
+        .ok();
+    assert!(kubelet.contains("<a href=\"kubelet.log\">kubelet.log</a>"), "{kubelet}");
+    let err = k
+        .run(&["get", "--raw", "/api/v1/nodes/linux-1/proxy/logs/kubelet.log"])
+        .fails();
+    assert!(err.contains("NotFound") || err.contains("not find"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn a_job_runs_to_completion() {
+    let cluster = common::start().await;
+    let k = Kubectl::new(&cluster);
+    // `kubectl create job` sends protobuf, which the bundled cluster decodes only for a few
+    // kinds; apply sends JSON.
+    let manifest = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hello\n  namespace: default\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: hello\n        image: busybox:1.36\n        command: [sh, -c, 'echo hi; exit 0']\n";
+    let created = k.run(&["apply", "-f", &k.file("job.yaml", manifest)]).ok();
+    assert_eq!(created.trim(), "job.batch/hello created");
+    let waited = k
+        .run(&[
+            "wait",
+            "--for=condition=complete",
+            "job/hello",
+            "-n",
+            "default",
+            "--timeout=50s",
+        ])
+        .ok();
+    assert_eq!(waited.trim(), "job.batch/hello condition met");
+    let rows = table(&k.run(&["get", "jobs", "-n", "default"]).ok());
+    let job = row(&rows, "NAME", "hello");
+    assert_eq!(cell(job, "STATUS"), "Complete");
+    assert_eq!(cell(job, "COMPLETIONS"), "1/1");
+    assert!(!cell(job, "DURATION").is_empty(), "{job:?}");
+    let pods = table(&k.run(&["get", "pods", "-n", "default", "-l", "job-name=hello"]).ok());
+    assert_eq!(pods.len(), 1);
+    assert_eq!(cell(&pods[0], "STATUS"), "Completed");
+    let logs = k.run(&["logs", "job/hello", "-n", "default"]).ok();
+    assert_eq!(logs, "hi\n");
+}

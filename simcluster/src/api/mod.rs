@@ -3,7 +3,10 @@
 
 mod exec;
 mod logs;
+mod nodeproxy;
 mod resource;
+mod reviews;
+mod scale;
 mod watch;
 
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
 
+use crate::authorization::{Authorizer, UserInfo};
 use crate::logs::LogBook;
 use crate::registry::{self, ResourceType};
 use crate::runtime::ContainerRuntime;
@@ -45,6 +49,10 @@ pub struct Shared {
     pub cluster_version: (u32, u32),
     /// ClusterIP and NodePort allocation.
     pub allocator: Arc<crate::services::Allocator>,
+    /// Who the bearer token is.
+    pub admin: UserInfo,
+    /// What identities may do (reviews ask it).
+    pub authorizer: Arc<dyn Authorizer>,
 }
 
 pub type ApiState = Arc<Shared>;
@@ -91,7 +99,7 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-async fn authenticate(State(state): State<ApiState>, req: Request, next: Next) -> Response {
+async fn authenticate(State(state): State<ApiState>, mut req: Request, next: Next) -> Response {
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -99,7 +107,10 @@ async fn authenticate(State(state): State<ApiState>, req: Request, next: Next) -
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     match presented {
-        Some(token) if constant_time_eq(token.as_bytes(), state.token.as_bytes()) => next.run(req).await,
+        Some(token) if constant_time_eq(token.as_bytes(), state.token.as_bytes()) => {
+            req.extensions_mut().insert(state.admin.clone());
+            next.run(req).await
+        }
         _ => ApiError::Unauthorized.into_response(),
     }
 }
@@ -126,8 +137,8 @@ async fn openapi_index(State(state): State<ApiState>) -> Response {
 }
 
 async fn openapi_document(axum::extract::Path(gv): axum::extract::Path<String>) -> Response {
-    match openapi::document(gv.trim_matches('/')) {
-        Some(doc) => json_value(StatusCode::OK, &doc),
+    match openapi::document_bytes(gv.trim_matches('/')) {
+        Some(doc) => json_response(StatusCode::OK, doc),
         None => ApiError::UnknownPath.into_response(),
     }
 }
@@ -385,7 +396,28 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         verb: verb.into(),
         kind: target.rt.kind.into(),
     };
+    if target.rt.create_only() {
+        if method != Method::POST || target.name.is_some() {
+            return Err(not_allowed(method.as_str()));
+        }
+        let user = parts
+            .extensions
+            .get::<UserInfo>()
+            .cloned()
+            .ok_or(ApiError::Unauthorized)?;
+        let bytes = read_body(body, &parts.headers).await?;
+        return reviews::create(&state, &target, &user, &content_type(&parts.headers), &bytes);
+    }
     match (&method, target.name.is_some(), sub) {
+        (&Method::GET, true, Some("scale")) => scale::get(&state, &target),
+        (&Method::PUT, true, Some("scale")) => {
+            let bytes = read_body(body, &parts.headers).await?;
+            scale::update(&state, &target, &content_type(&parts.headers), &bytes)
+        }
+        (&Method::PATCH, true, Some("scale")) => {
+            let bytes = read_body(body, &parts.headers).await?;
+            scale::patch(&state, &target, &q, &content_type(&parts.headers), &bytes)
+        }
         (&Method::GET, _, Some("exec")) | (&Method::POST, _, Some("exec")) => {
             exec::exec(state, &target, &q, parts).await
         }
@@ -395,7 +427,7 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
                 .split_once("/proxy")
                 .map(|(_, r)| r.trim_start_matches('/'))
                 .unwrap_or("");
-            node_proxy(&state, target.name.as_deref().unwrap_or(""), rest)
+            nodeproxy::serve(&state, target.name.as_deref().unwrap_or(""), rest)
         }
         (_, _, Some("proxy")) => Err(ApiError::UnknownPath),
         (&Method::GET, false, None) => {
@@ -437,48 +469,6 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         }
         (m, _, _) => Err(not_allowed(m.as_str())),
     }
-}
-
-/// `nodes/<name>/proxy/<path>`: the simulated kubelet's own endpoints.
-fn node_proxy(state: &ApiState, node: &str, rest: &str) -> Result<Response, ApiError> {
-    state.store.get(registry::core("nodes"), "", node)?;
-    let profile = state
-        .profiles
-        .iter()
-        .find(|p| p.name == node)
-        .ok_or_else(|| ApiError::BadRequest(format!("no kubelet answers for node {node:?}")))?;
-    if profile.has_fault(crate::faults::Fault::KubeletStopped) {
-        return Err(ApiError::Internal(format!(
-            "error trying to reach service: dial tcp {}:10250: connect: connection refused",
-            profile.ip
-        )));
-    }
-    match rest.trim_end_matches('/') {
-        "configz" => Ok(json_value(StatusCode::OK, &profile.configz())),
-        "healthz" => Ok(healthy_response()),
-        "logs/kubelet.log" => Ok(node_log(state, node, "kubelet")),
-        // flanneld runs on the node only on Windows nodes of a flannel network.
-        "logs/flanneld.log" if profile.is_windows() && profile.network_mode.flannel().is_some() => {
-            Ok(node_log(state, node, crate::nodelogs::FLANNELD))
-        }
-        _ => Err(ApiError::UnknownPath),
-    }
-}
-
-/// A node-level log file as text, one line each.
-fn node_log(state: &ApiState, node: &str, log: &str) -> Response {
-    let lines = state.logs.read("", node, log, false).unwrap_or_default();
-    let text: String = lines.iter().map(|l| format!("{}\n", l.text)).collect();
-    Response::new(Body::from(text))
-}
-
-fn healthy_response() -> Response {
-    let mut resp = Response::new(Body::from("ok"));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    resp
 }
 
 #[cfg(test)]
@@ -523,7 +513,7 @@ mod tests {
     #[case("/api/v1/widgets")]
     #[case("/api/v1/pods/p")]
     #[case("/api/v1/namespaces/a/pods/p/teleport")]
-    #[case("/apis/batch")]
+    #[case("/apis/rbac.authorization.k8s.io")]
     #[case("/apis/apps/v1/namespaces//deployments")]
     #[case("/nonsense")]
     fn unknown_paths(#[case] path: &str) {

@@ -11,7 +11,7 @@ use crate::registry::{self, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause};
 use crate::store::{DeleteOptions, Deleted, Obj, Part};
-use crate::{admission, outcome, table, validation};
+use crate::{admission, openapi, outcome, table, validation};
 
 /// Parsed `labelSelector` and `fieldSelector`, checked against what the kind supports.
 pub(crate) struct Selectors {
@@ -42,7 +42,7 @@ fn validate(state: &ApiState, rt: &ResourceType, obj: &Value) -> Result<(), ApiE
     validation::validate(rt, obj)?;
     let (spec, prefix) = match rt.kind {
         "Pod" => (obj.get("spec"), "spec"),
-        "Deployment" | "ReplicaSet" | "DaemonSet" => (obj.pointer("/spec/template/spec"), "spec.template.spec"),
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "Job" => (obj.pointer("/spec/template/spec"), "spec.template.spec"),
         _ => (None, ""),
     };
     let Some(spec) = spec else { return Ok(()) };
@@ -144,7 +144,7 @@ pub(crate) fn list(state: &ApiState, t: &Target, q: &Query, format: Format) -> R
 }
 
 /// Checks apiVersion/kind and namespace of a body against the URL.
-fn check_identity(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn check_identity(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
     let rt = t.rt;
     if let Some(av) = obj.get("apiVersion").and_then(Value::as_str)
         && av != rt.api_version()
@@ -176,6 +176,90 @@ fn check_identity(t: &Target, obj: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// How a write treats fields its kind's schema does not declare (`fieldValidation`; Warn when
+/// not given, as upstream): the apiserver drops them, warning or not, or refuses the write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
+    match q.get("fieldValidation") {
+        None | Some("" | "Warn") => Ok(FieldValidation::Warn),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some("Strict") => Ok(FieldValidation::Strict),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "fieldValidation parameter unsupported: {other}. Supported values are \"Ignore\", \"Warn\" and \"Strict\""
+        ))),
+    }
+}
+
+/// Checks the fields `obj` has beyond its kind's schema (and beyond those `before` already
+/// had): Strict refuses them with the decoder's `strict decoding error`, after `context` when
+/// given; Warn and Ignore drop them, Warn returning the warnings to send.
+fn check_fields(
+    rt: &ResourceType,
+    obj: &mut Value,
+    before: Option<&Value>,
+    mode: FieldValidation,
+    context: Option<String>,
+) -> Result<Vec<String>, ApiError> {
+    let mut unknown = openapi::unknown_fields(rt, obj);
+    if let Some(before) = before {
+        let old: Vec<String> = openapi::unknown_fields(rt, before)
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        unknown.retain(|f| !old.contains(&f.path));
+    }
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let named: Vec<String> = unknown.iter().map(|f| format!("unknown field {:?}", f.path)).collect();
+    if mode == FieldValidation::Strict {
+        let error = format!("strict decoding error: {}", named.join(", "));
+        return Err(ApiError::BadRequest(match context {
+            Some(c) => format!("{c}: {error}"),
+            None => error,
+        }));
+    }
+    openapi::prune(obj, &unknown);
+    Ok(if mode == FieldValidation::Warn {
+        named
+    } else {
+        Vec::new()
+    })
+}
+
+/// What the decoder says before a strict decoding error of a whole object.
+fn decoding_context(rt: &ResourceType) -> Option<String> {
+    Some(format!(
+        "{kind} in version {:?} cannot be handled as a {kind}",
+        rt.version,
+        kind = rt.kind
+    ))
+}
+
+/// Adds `Warning: 299 - "…"` headers, as the apiserver sends them: like its warning recorder,
+/// at most 4 KiB of warnings per response (the rest are dropped).
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    const BUDGET: usize = 4 * 1024;
+    let mut used = 0;
+    for w in warnings {
+        used += w.len();
+        if used > BUDGET {
+            break;
+        }
+        let text = format!("299 - {:?}", w);
+        if let Ok(v) = axum::http::HeaderValue::from_str(&text) {
+            resp.headers_mut().append("warning", v);
+        }
+    }
+    resp
+}
+
 pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
     reject_dry_run(q)?;
     if t.rt.namespaced && t.namespace.is_none() {
@@ -184,20 +268,28 @@ pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
             kind: t.rt.kind.into(),
         });
     }
+    let mode = field_validation(q)?;
     let mut obj = decode_object(ct, bytes)?;
     check_identity(t, &mut obj)?;
+    let warnings = check_fields(t.rt, &mut obj, None, mode, decoding_context(t.rt))?;
     validate(state, t.rt, &obj)?;
     if t.rt.kind == "Pod" {
         admission::admit_pod(&state.store, &mut obj)?;
     }
     let created = create_object(state, t.rt, t.ns(), obj)?;
-    Ok(object_response(StatusCode::CREATED, &created))
+    Ok(with_warnings(object_response(StatusCode::CREATED, &created), &warnings))
 }
 
 pub(crate) fn update(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
     reject_dry_run(q)?;
+    let mode = field_validation(q)?;
     let mut obj = decode_object(ct, bytes)?;
     check_identity(t, &mut obj)?;
+    let warnings = if t.sub.is_none() {
+        check_fields(t.rt, &mut obj, None, mode, decoding_context(t.rt))?
+    } else {
+        Vec::new()
+    };
     let body_name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
     if !body_name.is_empty() && body_name != name(t) {
         return Err(ApiError::BadRequest(format!(
@@ -217,7 +309,7 @@ pub(crate) fn update(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
         validate(state, t.rt, &obj)?;
     }
     let updated = state.store.update(t.rt, t.ns(), name(t), part(t), obj)?;
-    Ok(object_response(StatusCode::OK, &updated))
+    Ok(with_warnings(object_response(StatusCode::OK, &updated), &warnings))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,9 +359,11 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
     if q.get("force").is_some() {
         return Err(ApiError::BadRequest("force may only be set for apply patches".into()));
     }
+    let mode = field_validation(q)?;
     let body: Value =
         serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?;
     let p = part(t);
+    let mut warnings = Vec::new();
     let updated = state.store.modify(rt, t.ns(), &obj_name, p, |cur| {
         let current_rv = cur.pointer("/metadata/resourceVersion").cloned();
         let mut next = cur.clone();
@@ -296,12 +390,13 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
             });
         }
         if p == Part::Main {
+            warnings = check_fields(rt, &mut next, Some(cur), mode, None)?;
             validate(state, rt, &next)?;
         }
         *cur = next;
         Ok(())
     })?;
-    Ok(object_response(StatusCode::OK, &updated))
+    Ok(with_warnings(object_response(StatusCode::OK, &updated), &warnings))
 }
 
 /// Server-side apply: creates the object when absent, otherwise merges the applied
@@ -316,6 +411,7 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
             causes: vec![Cause::required("fieldManager", "is required for apply patch")],
         });
     }
+    let mode = field_validation(q)?;
     let mut applied = decode_object(ct, bytes)?;
     let mut check = Target { ..t.clone() };
     check.sub = None;
@@ -328,6 +424,12 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
         )));
     }
     let p = part(t);
+    let mut warnings = Vec::new();
+    if p == Part::Main {
+        // The applied configuration is a partial object of the kind: its unknown fields are
+        // the ones to report (or drop).
+        warnings = check_fields(rt, &mut applied, None, mode, None)?;
+    }
     for _ in 0..3 {
         let result = state.store.modify(rt, t.ns(), &obj_name, p, |cur| {
             let mut next = cur.clone();
@@ -344,7 +446,7 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
             Ok(())
         });
         match result {
-            Ok(updated) => return Ok(object_response(StatusCode::OK, &updated)),
+            Ok(updated) => return Ok(with_warnings(object_response(StatusCode::OK, &updated), &warnings)),
             Err(ApiError::NotFound { .. }) if p == Part::Main => {
                 let mut obj = applied.clone();
                 if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -355,7 +457,9 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
                     admission::admit_pod(&state.store, &mut obj)?;
                 }
                 match create_object(state, rt, t.ns(), obj) {
-                    Ok(created) => return Ok(object_response(StatusCode::CREATED, &created)),
+                    Ok(created) => {
+                        return Ok(with_warnings(object_response(StatusCode::CREATED, &created), &warnings));
+                    }
                     // Someone created it meanwhile: merge into theirs.
                     Err(ApiError::AlreadyExists { .. }) => continue,
                     Err(e) => return Err(e),
