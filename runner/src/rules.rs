@@ -1,0 +1,86 @@
+//! The rules catalogue: every rule id of windows-rules.md (§2 and the historic §7) with its
+//! documented summary and sources, embedded from `suites/rules.yaml`. Suites may cite only
+//! these ids; `mixcheck list --uncovered` lists the ones no check covers.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The embedded catalogue text.
+pub const EMBEDDED: &str = include_str!("../../suites/rules.yaml");
+
+/// One rule of the catalogue.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Rule {
+    pub id: String,
+    pub category: String,
+    pub applies_when: String,
+    pub documented: String,
+    pub sources: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    rules: Vec<Rule>,
+}
+
+/// The rules by id.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    rules: BTreeMap<String, Rule>,
+}
+
+impl Catalogue {
+    /// The catalogue built into the binary.
+    pub fn embedded() -> Result<Self, crate::suite::SuiteError> {
+        let file: File = serde_saphyr::from_str(EMBEDDED).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            crate::suite::SuiteError::Parse {
+                path: "suites/rules.yaml (embedded)".into(),
+                line,
+                column,
+                message: e.to_string().lines().next().unwrap_or_default().to_string(),
+            }
+        })?;
+        Ok(Self {
+            rules: file.rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
+        })
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.rules.contains_key(id)
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Rule> {
+        self.rules.get(id)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_holds_every_rule_of_windows_rules_md() {
+        let c = Catalogue::embedded().expect("catalogue parses");
+        // §2 and §7 of windows-rules.md, with "A / B" rows split.
+        assert_eq!(c.len(), 118);
+        for id in ["NET-POD-POD-IP-CROSS", "SVC-VIP-FROM-NODE", "MEM-EVICTION", "VER-KUBEPROXY-SKEW", "HIST-1.9-SVC-VIP-NODE"] {
+            assert!(c.contains(id), "{id}");
+        }
+        assert!(!c.contains("NET-TELEPORT"));
+        let r = c.get("NP-LOCAL-NODE").expect("rule");
+        assert_eq!(r.documented, "LIMITATION");
+        assert!(r.sources.iter().any(|s| s == "W14"));
+    }
+}

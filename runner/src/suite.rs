@@ -1,0 +1,780 @@
+//! Suites: the YAML documents that hold the documented expectations — one per category, each
+//! check tied to a rule of the catalogue, with a typed probe, a matrix expanded over the nodes a
+//! cluster really has, the expected result by condition and the remedy per failure class.
+//! Parsing rejects unknown fields with file:line:column; [`Suites::validate`] rejects unknown
+//! rule ids, duplicate check names and conditions that can never hold.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::rules::Catalogue;
+
+/// The suites built into the binary (`suites/*.yaml` at build time).
+pub const EMBEDDED: &[(&str, &str)] = &[("network-flows.yaml", include_str!("../../suites/network-flows.yaml"))];
+
+/// The schema version every suite declares.
+pub const API_VERSION: &str = "mixcheck/v1";
+
+/// A problem with a suite file.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("{path}: cannot read: {cause}")]
+    Read { path: String, cause: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// One suite document.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Suite {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub category: String,
+    #[serde(default)]
+    pub description: String,
+    pub checks: Vec<Check>,
+    /// Where it came from (file name or path), for messages.
+    #[serde(skip)]
+    pub origin: String,
+}
+
+/// One check: a documented rule probed over a matrix of cells.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Check {
+    /// Unique within the suite (kebab-case).
+    pub name: String,
+    /// A rule id of the catalogue (`suites/rules.yaml`).
+    pub rule: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// Source ids of the catalogue (W14, WNET, E2E/hybrid_network, …).
+    pub sources: Vec<String>,
+    pub probe: Probe,
+    #[serde(default)]
+    pub matrix: Matrix,
+    /// The documented expectation: the first entry whose `when` holds decides.
+    pub expect: Vec<Expectation>,
+    /// The documented remedy per failure class (`any` applies to every class).
+    #[serde(default)]
+    pub remedy: BTreeMap<FailureClass, String>,
+}
+
+/// Where a probe runs from or what it reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// A fixture pod on a node of the pool.
+    Pod,
+    /// The node's own network: a hostNetwork pod on Linux, a HostProcess pod on Windows.
+    Host,
+}
+
+/// What a `connect` probe aims at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Destination {
+    /// The server pod's IP.
+    PodIp,
+    /// The ClusterIP of the service in front of the server pod.
+    ClusterIp,
+    /// The service by its fully qualified name.
+    ServiceFqdn,
+    /// The service by its short name (same namespace).
+    ServiceShort,
+    /// The destination node's address at the service's NodePort.
+    NodePort,
+    /// `127.0.0.1` at the NodePort, from the node itself.
+    LoopbackNodePort,
+    /// The destination node's address at the server pod's hostPort.
+    HostPort,
+    /// The destination node's address (its kubelet port, or ICMP).
+    NodeIp,
+    /// An address outside the cluster (`--outside-ip`, default a well-known one).
+    OutsideIp,
+    /// A name outside the cluster (`--outside-name`).
+    OutsideName,
+    /// Another container of the same pod over localhost.
+    Localhost,
+}
+
+/// A protocol a cell uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Icmp,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Icmp => "icmp",
+        })
+    }
+}
+
+/// How a lookup names its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NameForm {
+    /// `svc.ns.svc.cluster.local`
+    Fqdn,
+    /// `svc`
+    Short,
+    /// `svc.ns` (a dotted partial name)
+    Dotted,
+    /// `kubernetes.default` from another namespace
+    OtherNamespaceDotted,
+    /// A pod's name behind a headless service: `host.subdomain.ns.svc.cluster.local`.
+    PodFqdn,
+    /// A name outside the cluster.
+    Outside,
+}
+
+/// The typed probe of a check.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", tag = "kind")]
+pub enum Probe {
+    /// A connection from `from` on the source pool to `to` on the destination pool.
+    Connect {
+        from: Origin,
+        to: Destination,
+        /// Use the fixture that sets this variant up (e.g. `local-policy`, `affinity`).
+        #[serde(default)]
+        service: ServiceVariant,
+        /// What a successful connection must also show.
+        #[serde(default)]
+        verify: Verify,
+    },
+    /// A name lookup from a pod (`nslookup`/`Resolve-DnsName`-free: resolved by connecting).
+    Resolve {
+        from: Origin,
+        name: NameForm,
+        /// The pod's DNS policy fixture (`ClusterFirst` by default).
+        #[serde(default)]
+        dns: DnsVariant,
+    },
+    /// A command in a fixture on the pool's node; passes when its output matches.
+    Exec {
+        fixture: String,
+        /// The command per OS (argv).
+        command: BTreeMap<Os, Vec<String>>,
+        /// A regular expression the standard output must match.
+        #[serde(default)]
+        stdout: Option<String>,
+    },
+    /// Create a fixture pod and watch what the API server and kubelet do with it.
+    Create {
+        fixture: String,
+        /// What counts as the documented success of the probe.
+        outcome: CreateOutcome,
+        /// A regular expression the reason/message must match for `rejected`/`fails` outcomes.
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// A fact read from the cluster's own objects, compared with the documentation.
+    Fact { fact: FactCheck },
+    /// The runner's own HTTP client at a node's NodePort (the outside-client view).
+    Outside { to: Destination },
+    /// Existing DaemonSets/Deployments that could put Linux pods on Windows nodes.
+    Audit { audit: AuditKind },
+}
+
+/// Services the fixtures put in front of a server pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceVariant {
+    #[default]
+    Cluster,
+    /// `externalTrafficPolicy: Local`.
+    LocalPolicy,
+    /// `sessionAffinity: ClientIP`.
+    ClientIpAffinity,
+}
+
+/// What a connection must show beyond getting through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verify {
+    /// It gets through (an answer, a reply).
+    #[default]
+    Reachable,
+    /// The backend sees the client's own address (`/clientip`).
+    ClientIpPreserved,
+    /// Ten requests from one client all reach the same backend.
+    OneBackend,
+}
+
+/// The DNS set-up of a resolving pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DnsVariant {
+    #[default]
+    ClusterFirst,
+    /// `hostNetwork` with `dnsPolicy: ClusterFirstWithHostNet`.
+    ClusterFirstWithHostNet,
+    /// `dnsPolicy: None` with a `dnsConfig`.
+    Custom,
+}
+
+/// What a `create` probe expects when it passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CreateOutcome {
+    /// The pod runs (Running or Succeeded).
+    Runs,
+    /// The API server refuses the object (422 Invalid / 403 Forbidden).
+    RejectedByApi,
+    /// The kubelet rejects or the runtime fails it (status reason, events).
+    Fails,
+    /// The scheduler leaves it Pending with FailedScheduling.
+    Unschedulable,
+}
+
+/// The facts a `fact` probe judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FactCheck {
+    OsLabels,
+    BuildLabel,
+    OsSupported,
+    ControlPlaneLinux,
+    KubeletSkew,
+    KubeProxySkew,
+    Runtime,
+    SystemReserved,
+    AllocatableMath,
+    EnforceNodeAllocatable,
+    EvictionThreshold,
+    PressureConditions,
+    WindowsTaint,
+    RuntimeClasses,
+    PauseImage,
+    HostProcess,
+}
+
+/// What an `audit` probe inspects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditKind {
+    /// Workloads without an OS selector that tolerate the Windows taint (or with none to tolerate).
+    LinuxWorkloadsOnWindows,
+}
+
+/// An operating system of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+impl fmt::Display for Os {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        })
+    }
+}
+
+/// Same or other node for a source/destination pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    SameNode,
+    #[default]
+    OtherNode,
+}
+
+/// The dimensions a check expands over. Absent: one cell per pool of `from` (or per cluster).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Matrix {
+    /// Source pools by OS (Windows expands per build the cluster has).
+    #[serde(default)]
+    pub from: Vec<Os>,
+    /// Destination pools by OS.
+    #[serde(default)]
+    pub to: Vec<Os>,
+    #[serde(default)]
+    pub placement: Vec<Placement>,
+    #[serde(default)]
+    pub protocol: Vec<Protocol>,
+    /// Free-form variants (e.g. `env`, `volume`), each a separate cell.
+    #[serde(default)]
+    pub variant: Vec<String>,
+    /// Which source/destination OS pairs to keep.
+    #[serde(default)]
+    pub pairs: Pairs,
+    /// One cell per node of the source pool instead of one per pool.
+    #[serde(default)]
+    pub per_node: bool,
+}
+
+/// Which OS pairs a matrix keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pairs {
+    #[default]
+    All,
+    /// Source and destination of the same OS.
+    SameOs,
+    /// Linux ↔ Windows only.
+    CrossOs,
+}
+
+/// The documented expectation for the cells a condition selects.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expectation {
+    #[serde(default)]
+    pub when: Condition,
+    pub result: Documented,
+    /// For limitations and known issues: the failure classes that are the documented way to
+    /// fail; any other failure is broken.
+    #[serde(default)]
+    pub failure: Vec<FailureClass>,
+    /// One line: what the documentation says for these conditions.
+    pub says: String,
+    /// Overrides the check's sources for this condition.
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// What the documentation says for a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Documented {
+    Works,
+    Limitation,
+    UnsupportedApi,
+    KnownOsIssue,
+    /// A recommendation: following it passes, not following it warns.
+    Recommendation,
+    /// The rule does not apply to these conditions.
+    NotApplicable,
+}
+
+/// How a probe failed (`any` in remedies matches every class).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureClass {
+    Any,
+    Timeout,
+    Refused,
+    Reset,
+    Dns,
+    NoReply,
+    Other,
+    /// The API server refused the object.
+    Rejected,
+    /// The kubelet or runtime failed the pod.
+    PodFailed,
+    /// The object was accepted where it should not have been.
+    Accepted,
+    /// A fact differs from the documentation.
+    Mismatch,
+}
+
+impl FailureClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureClass::Any => "any",
+            FailureClass::Timeout => "timeout",
+            FailureClass::Refused => "refused",
+            FailureClass::Reset => "reset",
+            FailureClass::Dns => "dns",
+            FailureClass::NoReply => "no-reply",
+            FailureClass::Other => "other",
+            FailureClass::Rejected => "rejected",
+            FailureClass::PodFailed => "pod-failed",
+            FailureClass::Accepted => "accepted",
+            FailureClass::Mismatch => "mismatch",
+        }
+    }
+}
+
+/// Conditions on the facts of a cell; every field given must hold.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Condition {
+    /// The API server's version, e.g. `">=1.14, <1.20"`.
+    #[serde(default)]
+    pub kubernetes: Option<VersionRange>,
+    /// The kubelet version of the node under test (the source's, else the destination's).
+    #[serde(default)]
+    pub kubelet: Option<VersionRange>,
+    /// The Windows build of the source node, e.g. `">=20348"`.
+    #[serde(default)]
+    pub from_build: Option<VersionRange>,
+    #[serde(default)]
+    pub to_build: Option<VersionRange>,
+    #[serde(default)]
+    pub from_os: Option<Os>,
+    #[serde(default)]
+    pub to_os: Option<Os>,
+    #[serde(default)]
+    pub placement: Option<Placement>,
+    #[serde(default)]
+    pub protocol: Option<Protocol>,
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// The cluster's network mode (`l2bridge`, `overlay`, `l2tunnel`, `transparent`).
+    #[serde(default)]
+    pub network_mode: Vec<String>,
+    /// The container runtime of the node under test (`containerd`, `docker`) and its version.
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub runtime_version: Option<VersionRange>,
+    /// HostProcess pods available on the Windows node under test.
+    #[serde(default)]
+    pub host_process: Option<bool>,
+    /// The flannel version of the cluster (overlay: node → local pod from 0.12).
+    #[serde(default)]
+    pub flannel: Option<VersionRange>,
+    /// kube-proxy on Windows serves Local traffic policy with DSR.
+    #[serde(default)]
+    pub dsr: Option<bool>,
+    /// Outbound traffic to the internet is allowed (`--egress=false` says it is not).
+    #[serde(default)]
+    pub egress: Option<bool>,
+}
+
+/// A version range such as `">=1.14, <1.20"` over `major.minor` versions or build numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRange {
+    pub text: String,
+    bounds: Vec<(Cmp, Vec<u32>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
+    Ge,
+    Gt,
+    Le,
+    Lt,
+    Eq,
+}
+
+impl VersionRange {
+    /// Parses `>=1.14`, `<1.20`, `=20348`, comma-separated.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut bounds = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (cmp, rest) = [(">=", Cmp::Ge), ("<=", Cmp::Le), (">", Cmp::Gt), ("<", Cmp::Lt), ("=", Cmp::Eq)]
+                .iter()
+                .find_map(|(p, c)| part.strip_prefix(p).map(|r| (*c, r)))
+                .ok_or_else(|| format!("version bound {part:?} must start with >=, >, <=, < or ="))?;
+            let rest = rest.trim().trim_start_matches('v');
+            let parts: Result<Vec<u32>, _> = rest.split('.').map(str::parse::<u32>).collect();
+            let parts = parts.map_err(|_| format!("{rest:?} in {part:?} is not a version (1.14, 20348)"))?;
+            bounds.push((cmp, parts));
+        }
+        if bounds.is_empty() {
+            return Err(format!("version range {text:?} is empty"));
+        }
+        Ok(Self {
+            text: text.to_string(),
+            bounds,
+        })
+    }
+
+    /// Whether `version` (e.g. `[1, 32]` or `[20348]`) lies in the range.
+    pub fn contains(&self, version: &[u32]) -> bool {
+        self.bounds.iter().all(|(cmp, bound)| {
+            let n = bound.len().min(version.len());
+            let ord = version[..n].cmp(&bound[..n]);
+            match cmp {
+                Cmp::Ge => ord.is_ge(),
+                Cmp::Gt => ord.is_gt(),
+                Cmp::Le => ord.is_le(),
+                Cmp::Lt => ord.is_lt(),
+                Cmp::Eq => ord.is_eq(),
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for VersionRange {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        VersionRange::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// All suites of a run, validated.
+#[derive(Debug, Clone)]
+pub struct Suites {
+    pub suites: Vec<Suite>,
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or(s).to_string()
+}
+
+/// Parses one suite document; `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<Suite, SuiteError> {
+    let mut suite: Suite = serde_saphyr::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        SuiteError::Parse {
+            path: origin.to_string(),
+            line,
+            column,
+            message: first_line(&e.to_string()),
+        }
+    })?;
+    suite.origin = origin.to_string();
+    Ok(suite)
+}
+
+impl Suites {
+    /// The embedded suites, with the `*.yaml` files of `extra` (if given) added; a file with
+    /// the name of an embedded suite replaces it.
+    pub fn load(extra: Option<&Path>, rules: &Catalogue) -> Result<Self, SuiteError> {
+        let mut by_name: BTreeMap<String, Suite> = BTreeMap::new();
+        for (file, text) in EMBEDDED {
+            let suite = parse(text, &format!("suites/{file} (embedded)"))?;
+            by_name.insert(suite.name.clone(), suite);
+        }
+        if let Some(dir) = extra {
+            for path in yaml_files(dir)? {
+                let shown = path.display().to_string();
+                let text = std::fs::read_to_string(&path).map_err(|cause| SuiteError::Read {
+                    path: shown.clone(),
+                    cause,
+                })?;
+                let suite = parse(&text, &shown)?;
+                by_name.insert(suite.name.clone(), suite);
+            }
+        }
+        let suites = Suites {
+            suites: by_name.into_values().collect(),
+        };
+        suites.validate(rules)?;
+        Ok(suites)
+    }
+
+    /// Rejects what parsing cannot: schema version and kind, unknown rule ids, duplicate
+    /// checks, bad regular expressions, checks without an unconditional fallback expectation.
+    pub fn validate(&self, rules: &Catalogue) -> Result<(), SuiteError> {
+        for suite in &self.suites {
+            let invalid = |message: String| SuiteError::Invalid {
+                path: suite.origin.clone(),
+                message,
+            };
+            if suite.api_version != API_VERSION {
+                return Err(invalid(format!(
+                    "apiVersion {:?} is not supported (expected {API_VERSION:?})",
+                    suite.api_version
+                )));
+            }
+            if suite.kind != "Suite" {
+                return Err(invalid(format!("kind {:?} must be \"Suite\"", suite.kind)));
+            }
+            if !is_kebab(&suite.name) {
+                return Err(invalid(format!("suite name {:?} must be kebab-case", suite.name)));
+            }
+            let mut names = BTreeSet::new();
+            for check in &suite.checks {
+                let at = |message: String| invalid(format!("check {:?}: {message}", check.name));
+                if !is_kebab(&check.name) {
+                    return Err(at("the name must be kebab-case".into()));
+                }
+                if !names.insert(check.name.as_str()) {
+                    return Err(at("listed twice".into()));
+                }
+                if !rules.contains(&check.rule) {
+                    return Err(at(format!(
+                        "unknown rule id {:?} (see suites/rules.yaml, from windows-rules.md)",
+                        check.rule
+                    )));
+                }
+                if check.sources.is_empty() {
+                    return Err(at("needs at least one source".into()));
+                }
+                if check.expect.is_empty() {
+                    return Err(at("needs at least one expectation".into()));
+                }
+                if let Some(last) = check.expect.last()
+                    && !last.when.is_unconditional()
+                {
+                    return Err(at("its last expectation must have no `when` (the default)".into()));
+                }
+                for e in &check.expect {
+                    if e.says.trim().is_empty() {
+                        return Err(at("every expectation says what the documentation says (`says`)".into()));
+                    }
+                }
+                match &check.probe {
+                    Probe::Exec { stdout: Some(re), .. } | Probe::Create { message: Some(re), .. } => {
+                        regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
+                    }
+                    _ => {}
+                }
+                if let Probe::Exec { command, .. } = &check.probe
+                    && command.is_empty()
+                {
+                    return Err(at("an exec probe needs a command for at least one OS".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every check, with its suite.
+    pub fn checks(&self) -> impl Iterator<Item = (&Suite, &Check)> {
+        self.suites.iter().flat_map(|s| s.checks.iter().map(move |c| (s, c)))
+    }
+}
+
+impl Condition {
+    pub fn is_unconditional(&self) -> bool {
+        self.kubernetes.is_none()
+            && self.kubelet.is_none()
+            && self.from_build.is_none()
+            && self.to_build.is_none()
+            && self.from_os.is_none()
+            && self.to_os.is_none()
+            && self.placement.is_none()
+            && self.protocol.is_none()
+            && self.variant.is_none()
+            && self.network_mode.is_empty()
+            && self.runtime.is_none()
+            && self.runtime_version.is_none()
+            && self.host_process.is_none()
+            && self.flannel.is_none()
+            && self.dsr.is_none()
+            && self.egress.is_none()
+    }
+}
+
+fn is_kebab(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, SuiteError> {
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|cause| SuiteError::Read {
+        path: shown.clone(),
+        cause,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn rules() -> Catalogue {
+        Catalogue::embedded().expect("catalogue")
+    }
+
+    const MINIMAL: &str = "apiVersion: mixcheck/v1
+kind: Suite
+name: t
+category: network
+checks:
+  - name: c
+    rule: NET-POD-POD-IP-CROSS
+    title: pod to pod
+    sources: [W14]
+    probe: {kind: connect, from: pod, to: pod-ip}
+    matrix: {from: [linux, windows], to: [linux, windows], protocol: [tcp, udp]}
+    expect:
+      - {when: {networkMode: [overlay], fromOs: windows}, result: limitation, failure: [timeout], says: x}
+      - {result: works, says: works}
+    remedy: {timeout: check MAC spoofing}
+";
+
+    #[test]
+    fn every_embedded_suite_is_valid() {
+        let suites = Suites::load(None, &rules()).expect("embedded suites are valid");
+        assert_eq!(suites.suites.len(), EMBEDDED.len());
+    }
+
+    #[test]
+    fn a_minimal_suite_parses() {
+        let s = parse(MINIMAL, "t.yaml").expect("parses");
+        let suites = Suites { suites: vec![s] };
+        suites.validate(&rules()).expect("valid");
+        let (_, c) = suites.checks().next().expect("a check");
+        assert!(matches!(c.probe, Probe::Connect { from: Origin::Pod, to: Destination::PodIp, .. }));
+        assert_eq!(c.matrix.protocol, vec![Protocol::Tcp, Protocol::Udp]);
+        assert_eq!(c.remedy.get(&FailureClass::Timeout).map(String::as_str), Some("check MAC spoofing"));
+    }
+
+    #[rstest]
+    #[case::unknown_field("  - name: c\n    rule: NET-POD-POD-IP-CROSS\n    bogus: 1\n", 10)]
+    #[case::bad_probe_kind("    probe: {kind: teleport}\n", 11)]
+    fn syntax_errors_name_file_line_and_column(#[case] replace_tail: &str, #[case] line: usize) {
+        let text = match replace_tail.starts_with("    probe") {
+            true => MINIMAL.replace("    probe: {kind: connect, from: pod, to: pod-ip}\n", replace_tail),
+            false => MINIMAL.replace("  - name: c\n    rule: NET-POD-POD-IP-CROSS\n", replace_tail),
+        };
+        match parse(&text, "suites/t.yaml") {
+            Err(SuiteError::Parse { path, line: l, column, .. }) => {
+                assert_eq!(path, "suites/t.yaml");
+                assert_eq!(l, line, "{text}");
+                assert!(column > 0);
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case::unknown_rule(MINIMAL.replace("NET-POD-POD-IP-CROSS", "NET-TELEPORT"), "unknown rule id \"NET-TELEPORT\"")]
+    #[case::bad_version(MINIMAL.replace("apiVersion: mixcheck/v1", "apiVersion: mixcheck/v9"), "apiVersion")]
+    #[case::no_default(MINIMAL.replace("      - {result: works, says: works}\n", ""), "last expectation")]
+    #[case::no_sources(MINIMAL.replace("sources: [W14]", "sources: []"), "source")]
+    fn semantic_errors(#[case] text: String, #[case] needle: &str) {
+        let s = parse(&text, "t.yaml").expect("parses");
+        let err = Suites { suites: vec![s] }.validate(&rules()).expect_err("invalid");
+        assert!(err.to_string().contains(needle), "{err}");
+        assert!(err.to_string().starts_with("t.yaml: "), "{err}");
+    }
+
+    #[rstest]
+    #[case(">=1.14", &[1, 14], true)]
+    #[case(">=1.14", &[1, 9], false)]
+    #[case(">=1.14, <1.20", &[1, 19], true)]
+    #[case(">=1.14, <1.20", &[1, 20], false)]
+    #[case(">=20348", &[26100], true)]
+    #[case("<18362", &[17763], true)]
+    #[case("=1.5", &[1, 5], true)]
+    #[case("v1.31", &[1, 31], false)]
+    fn version_ranges(#[case] range: &str, #[case] version: &[u32], #[case] inside: bool) {
+        match VersionRange::parse(range) {
+            Ok(r) => assert_eq!(r.contains(version), inside),
+            Err(_) => assert!(!inside, "{range} should parse"),
+        }
+    }
+}
