@@ -22,9 +22,9 @@
 //! Every profile but ovn-kubernetes has kubeadm's Linux `kube-proxy` DaemonSet and ConfigMap
 //! (image tag = the cluster's version). flannel lives in namespace `kube-flannel` from flannel
 //! v0.20 (as its manifests do) and in `kube-system` before; its version is
-//! `network.flannelVersion`, else v0.26.1 in the HostProcess era and the seed guides' v0.11.0
-//! (v0.12.0 on overlay, the oldest release with the behaviour the fabric gives an unversioned
-//! flannel) before. The Windows kube-proxy's image tag is each node's `kubeProxyVersion`, else
+//! `network.flannelVersion`, else v0.26.1 in the HostProcess era and before it the seed guides'
+//! v0.11.0 (v0.10.0, the first with Windows host-gw, before Kubernetes 1.14; v0.12.0 on overlay,
+//! the oldest release with the behaviour the fabric gives an unversioned flannel). The Windows kube-proxy's image tag is each node's `kubeProxyVersion`, else
 //! its kubelet's version; nodes of different versions get one DaemonSet per version.
 //!
 //! Deliberate deviations: sig-windows-tools' flannel HostProcess kube-proxy passes its flags from
@@ -130,20 +130,24 @@ impl Addons {
         let mode = topology.network.mode;
         let cni = match (mode, era) {
             (NetworkMode::L2bridge | NetworkMode::Overlay, _) => {
-                let version = topology
+                let flannel = topology
                     .network
                     .flannel_version
                     .clone()
                     .map(|v| if v.starts_with('v') { v } else { format!("v{v}") })
-                    .unwrap_or_else(|| default_flannel_version(era, mode).to_string());
-                let namespace = if flannel_at_least(&version, (0, 20)) {
+                    .unwrap_or_else(|| default_flannel_version(era, mode, version).to_string());
+                let namespace = if flannel_at_least(&flannel, (0, 20)) {
                     "kube-flannel"
                 } else {
                     "kube-system"
                 };
                 Cni::Flannel {
-                    backend: if mode == NetworkMode::Overlay { "vxlan" } else { "host-gw" },
-                    version,
+                    backend: if mode == NetworkMode::Overlay {
+                        "vxlan"
+                    } else {
+                        "host-gw"
+                    },
+                    version: flannel,
                     namespace,
                 }
             }
@@ -163,7 +167,13 @@ impl Addons {
             .iter()
             .zip(profiles)
             .find(|(spec, _)| spec.role == Role::ControlPlane)
-            .or_else(|| topology.nodes.iter().zip(profiles).find(|(spec, _)| spec.os == Os::Linux))
+            .or_else(|| {
+                topology
+                    .nodes
+                    .iter()
+                    .zip(profiles)
+                    .find(|(spec, _)| spec.os == Os::Linux)
+            })
             .map(|(_, p)| p.ip.to_string())
             .unwrap_or_else(|| "127.0.0.1".into());
         let mut windows_kube_proxy: Vec<(String, Vec<String>)> = Vec::new();
@@ -210,11 +220,12 @@ impl Addons {
 }
 
 /// The flannel version a profile runs when the topology names none.
-fn default_flannel_version(era: Era, mode: NetworkMode) -> &'static str {
+fn default_flannel_version(era: Era, mode: NetworkMode, version: (u32, u32)) -> &'static str {
     match (era, mode) {
         (Era::HostProcess, _) => "v0.26.1",
         (Era::NodeServices, NetworkMode::Overlay) => "v0.12.0",
-        (Era::NodeServices, _) => "v0.11.0",
+        (Era::NodeServices, _) if version >= (1, 14) => "v0.11.0",
+        (Era::NodeServices, _) => "v0.10.0",
     }
 }
 

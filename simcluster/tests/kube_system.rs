@@ -108,13 +108,20 @@ async fn detect(client: &Client) -> NetworkFacts {
     let kube_proxy = dss
         .items
         .iter()
-        .find(|d| d.metadata.name.as_deref() == Some("kube-proxy") && d.metadata.namespace.as_deref() == Some("kube-system"))
+        .find(|d| {
+            d.metadata.name.as_deref() == Some("kube-proxy") && d.metadata.namespace.as_deref() == Some("kube-system")
+        })
         .map(|d| tag(&first_image(d)));
     let mut windows_kube_proxy: Vec<String> = dss
         .items
         .iter()
         .filter(|d| {
-            d.metadata.labels.as_ref().and_then(|l| l.get("k8s-app")).map(String::as_str) == Some("kube-proxy")
+            d.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("k8s-app"))
+                .map(String::as_str)
+                == Some("kube-proxy")
                 && template_os(d).as_deref() == Some("windows")
         })
         .map(|d| {
@@ -258,17 +265,31 @@ async fn check_facts_and_placement(topology: Topology) {
         let proxies = ready_pods(&client, "kube-system", "k8s-app=kube-proxy", linux.len()).await;
         assert_eq!(nodes_of(&proxies), linux, "kube-proxy on every Linux node");
     }
-    if let Some(mode) = want.mode.filter(|m| matches!(m, NetworkMode::L2bridge | NetworkMode::Overlay)) {
+    if let Some(mode) = want
+        .mode
+        .filter(|m| matches!(m, NetworkMode::L2bridge | NetworkMode::Overlay))
+    {
         let ns = if host_process { "kube-flannel" } else { "kube-system" };
-        let agents = if host_process { linux.len() + windows.len() } else { linux.len() };
+        let agents = if host_process {
+            linux.len() + windows.len()
+        } else {
+            linux.len()
+        };
         let flannel = ready_pods(&client, ns, "app=flannel", agents).await;
-        assert!(nodes_of(&flannel).iter().all(|n| linux.contains(n) || host_process), "{mode:?}");
+        assert!(
+            nodes_of(&flannel).iter().all(|n| linux.contains(n) || host_process),
+            "{mode:?}"
+        );
     }
     if host_process && want.windows_kube_proxy.len() == 1 {
         let proxies = ready_pods(&client, "kube-system", "k8s-app=kube-proxy-windows", windows.len()).await;
         let mut want_nodes = windows.clone();
         want_nodes.sort();
-        assert_eq!(nodes_of(&proxies), want_nodes, "the HostProcess kube-proxy on every Windows node");
+        assert_eq!(
+            nodes_of(&proxies),
+            want_nodes,
+            "the HostProcess kube-proxy on every Windows node"
+        );
         let hp = proxies[0]
             .spec
             .as_ref()
@@ -276,9 +297,14 @@ async fn check_facts_and_placement(topology: Topology) {
             .and_then(|s| s.windows_options.as_ref())
             .and_then(|w| w.host_process);
         assert_eq!(hp, Some(true));
-        let args = proxies[0].spec.as_ref().map(|s| s.containers[0].args.clone().unwrap_or_default());
+        let args = proxies[0]
+            .spec
+            .as_ref()
+            .map(|s| s.containers[0].args.clone().unwrap_or_default());
         assert!(
-            args.unwrap_or_default().iter().any(|a| a == "--hostname-override=$(NODE_NAME)"),
+            args.unwrap_or_default()
+                .iter()
+                .any(|a| a == "--hostname-override=$(NODE_NAME)"),
             "NET-KUBEPROXY-HOSTNAME"
         );
     }
@@ -286,7 +312,11 @@ async fn check_facts_and_placement(topology: Topology) {
 
 async fn exec(pods: &Api<Pod>, pod: &str, argv: &[&str]) -> (bool, String) {
     let mut proc = pods
-        .exec(pod, argv.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &AttachParams::default())
+        .exec(
+            pod,
+            argv.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            &AttachParams::default(),
+        )
         .await
         .expect("exec");
     let mut stdout = proc.stdout().expect("stdout");
@@ -331,9 +361,12 @@ async fn cluster_dns_goes_through_the_coredns_pods() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "dns");
     let client_pod = json!({"metadata": {"name": "cli"}, "spec": {"nodeSelector": {"kubernetes.io/hostname": "linux-1"},
         "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}});
-    pods.create(&PostParams::default(), &serde_json::from_value(client_pod).expect("pod"))
-        .await
-        .expect("create");
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(client_pod).expect("pod"),
+    )
+    .await
+    .expect("create");
     common::eventually("the client pod running", || async {
         pods.get("cli").await.ok().filter(|p| common::phase(p) == "Running")
     })
@@ -354,14 +387,21 @@ async fn cluster_dns_goes_through_the_coredns_pods() {
         .collect();
     expected.sort();
     assert_eq!(addresses, expected);
-    assert!(expected.iter().all(|(_, name)| name.starts_with("coredns-")), "{expected:?}");
+    assert!(
+        expected.iter().all(|(_, name)| name.starts_with("coredns-")),
+        "{expected:?}"
+    );
 
     let (ok, out) = exec(&pods, "cli", &["nslookup", "kubernetes.default"]).await;
     assert!(ok, "{out}");
     assert!(out.contains("10.96.0.1"), "{out}");
     // CoreDNS's own endpoints answer on the pod IP.
     let ip = &expected[0].0;
-    for (port, path, body) in [(8181, "ready", "OK"), (8080, "health", "OK"), (9153, "metrics", "coredns_")] {
+    for (port, path, body) in [
+        (8181, "ready", "OK"),
+        (8080, "health", "OK"),
+        (9153, "metrics", "coredns_"),
+    ] {
         let (ok, out) = exec(&pods, "cli", &["curl", "-s", &format!("http://{ip}:{port}/{path}")]).await;
         assert!(ok && out.contains(body), "{port}/{path}: {out}");
     }
@@ -418,10 +458,34 @@ fn waiting_reason(p: &Pod) -> Option<String> {
 }
 
 #[rstest]
-#[case::kube_proxy_stopped("kube-proxy-stopped", "kube-system", "k8s-app=kube-proxy-windows", false, "\"Error running ProxyServer\"")]
-#[case::no_hostname_override("kube-proxy-no-hostname-override", "kube-system", "k8s-app=kube-proxy-windows", true, "\"Failed to retrieve node info\" err=\"nodes \\\"win-")]
-#[case::flanneld_waiting("flanneld-waiting", "kube-flannel", "app=flannel", false, "Waiting for the Network to be created")]
-#[case::subnet_env_missing("flannel-subnet-env-missing", "kube-flannel", "app=flannel", true, "Failed to write subnet file: open C:\\run\\flannel\\subnet.env")]
+#[case::kube_proxy_stopped(
+    "kube-proxy-stopped",
+    "kube-system",
+    "k8s-app=kube-proxy-windows",
+    false,
+    "\"Error running ProxyServer\""
+)]
+#[case::no_hostname_override(
+    "kube-proxy-no-hostname-override",
+    "kube-system",
+    "k8s-app=kube-proxy-windows",
+    true,
+    "\"Failed to retrieve node info\" err=\"nodes \\\"win-"
+)]
+#[case::flanneld_waiting(
+    "flanneld-waiting",
+    "kube-flannel",
+    "app=flannel",
+    false,
+    "Waiting for the Network to be created"
+)]
+#[case::subnet_env_missing(
+    "flannel-subnet-env-missing",
+    "kube-flannel",
+    "app=flannel",
+    true,
+    "Failed to write subnet file: open C:\\run\\flannel\\subnet.env"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_faults_show_in_the_agents_pods(
     #[case] fault: &str,
@@ -446,10 +510,7 @@ async fn windows_faults_show_in_the_agents_pods(
     assert!(log.contains(logged), "{log}");
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     if stays_ready {
-        common::eventually("the agent ready", || async {
-            pods.get(&name).await.ok().filter(ready)
-        })
-        .await;
+        common::eventually("the agent ready", || async { pods.get(&name).await.ok().filter(ready) }).await;
     } else {
         let p = common::eventually("the agent crash-looping", || async {
             pods.get(&name)
@@ -487,7 +548,10 @@ async fn a_stopped_kubelets_agents_do_not_run() {
         .find(|c| c.type_ == "Ready")
         .map(|c| c.status);
     assert_eq!(node_ready.as_deref(), Some("Unknown"));
-    for (ns, selector) in [("kube-system", "k8s-app=kube-proxy-windows"), ("kube-flannel", "app=flannel")] {
+    for (ns, selector) in [
+        ("kube-system", "k8s-app=kube-proxy-windows"),
+        ("kube-flannel", "app=flannel"),
+    ] {
         let p = pod_on(&client, ns, selector, FAULTED).await;
         assert_eq!(common::phase(&p), "Pending", "{selector}");
         assert!(!ready(&p), "{selector}");
@@ -496,7 +560,8 @@ async fn a_stopped_kubelets_agents_do_not_run() {
     let ds: Api<DaemonSet> = Api::namespaced(client.clone(), "kube-system");
     let status = common::eventually("kube-proxy-windows status", || async {
         let d = ds.get("kube-proxy-windows").await.ok()?;
-        d.status.filter(|s| s.desired_number_scheduled == 2 && s.number_ready == 1)
+        d.status
+            .filter(|s| s.desired_number_scheduled == 2 && s.number_ready == 1)
     })
     .await;
     assert_eq!(status.number_unavailable, Some(1));

@@ -1270,7 +1270,10 @@ async fn kube_system_pods_and_a_faulted_nodes_agents() {
     let mut rows = Vec::new();
     eventually("the kube-system pods Running", || {
         rows = wide_pods(&k, "kube-system");
-        rows.len() == 6 && rows.iter().all(|(_, ready, status, _)| ready == "1/1" && status == "Running")
+        rows.len() == 6
+            && rows
+                .iter()
+                .all(|(_, ready, status, _)| ready == "1/1" && status == "Running")
     });
     assert_eq!(nodes_of(&rows, "coredns"), linux, "{rows:#?}");
     assert_eq!(nodes_of(&rows, "kube-proxy"), linux, "{rows:#?}");
@@ -1281,7 +1284,9 @@ async fn kube_system_pods_and_a_faulted_nodes_agents() {
     eventually("the flannel pods", || {
         flannel = wide_pods(&k, "kube-flannel");
         flannel.len() == 4
-            && flannel.iter().all(|(_, ready, _, node)| (ready == "1/1") == (node != "win2022-1"))
+            && flannel
+                .iter()
+                .all(|(_, ready, _, node)| (ready == "1/1") == (node != "win2022-1"))
     });
     let mut all: Vec<String> = flannel.iter().map(|(.., node)| node.clone()).collect();
     all.sort();
@@ -1302,7 +1307,10 @@ async fn kube_system_pods_and_a_faulted_nodes_agents() {
         .find(|(name, .., node)| name.starts_with("kube-proxy-windows-") && node == "win2022-1")
         .expect("the faulted node's kube-proxy pod");
     let log = k.run(&["logs", "-n", "kube-system", faulted_proxy]).ok();
-    assert!(log.contains("\"Failed to retrieve node info\" err=\"nodes \\\"win-"), "{log}");
+    assert!(
+        log.contains("\"Failed to retrieve node info\" err=\"nodes \\\"win-"),
+        "{log}"
+    );
     let (healthy_proxy, ..) = rows
         .iter()
         .find(|(name, .., node)| name.starts_with("kube-proxy-windows-") && node == "win2019-1")
@@ -1312,7 +1320,11 @@ async fn kube_system_pods_and_a_faulted_nodes_agents() {
     assert!(log.contains("\"Version info\" version=\"v1.32.3\""), "{log}");
 
     // The objects a harness reads its facts from.
-    let image = k.jsonpath("kube-system", "daemonset/kube-proxy", "{.spec.template.spec.containers[0].image}");
+    let image = k.jsonpath(
+        "kube-system",
+        "daemonset/kube-proxy",
+        "{.spec.template.spec.containers[0].image}",
+    );
     assert_eq!(image, "registry.k8s.io/kube-proxy:v1.32.3");
     let net_conf = k.jsonpath("kube-flannel", "configmap/kube-flannel-cfg", "{.data.net-conf\\.json}");
     assert!(net_conf.contains("\"Type\": \"host-gw\""), "{net_conf}");

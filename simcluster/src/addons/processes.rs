@@ -78,7 +78,10 @@ fn is_itself(addon: Addon, command: Option<&[String]>) -> bool {
         Addon::CoreDns => p == "coredns",
         Addon::KubeProxy | Addon::WindowsKubeProxy => p == "kube-proxy",
         Addon::Flanneld | Addon::WindowsFlanneld => p == "flanneld",
-        Addon::KubeDns => matches!(p.as_str(), "kube-dns" | "dnsmasq-nanny" | "sidecar" | "dnsmasq" | "exechealthz"),
+        Addon::KubeDns => matches!(
+            p.as_str(),
+            "kube-dns" | "dnsmasq-nanny" | "sidecar" | "dnsmasq" | "exechealthz"
+        ),
         Addon::AzureNetworkMonitor | Addon::IpMasqAgent => true,
         Addon::OvnKube => p == "ovnkube.sh",
     }
@@ -164,21 +167,22 @@ pub fn process(
             "networkmonitor.go:52",
             "Starting network monitor",
         )]),
-        Addon::IpMasqAgent => forever(vec![klog(
-            'I',
-            at,
-            1,
-            "ip-masq-agent.go:187",
-            "ip-masq-agent started",
+        Addon::IpMasqAgent => forever(vec![klog('I', at, 1, "ip-masq-agent.go:187", "ip-masq-agent started")]),
+        Addon::OvnKube => forever(vec![format!(
+            "================== ovnkube.sh --- version: {version} ================"
         )]),
-        Addon::OvnKube => forever(vec![format!("================== ovnkube.sh --- version: {version} ================")]),
         _ => None,
     }
 }
 
 /// The version kube-proxy reports (the image tag without the sig-windows-tools suffix).
 fn proxy_version(tag: &str) -> &str {
-    tag.split("-flannel").next().unwrap_or(tag).split("-calico").next().unwrap_or(tag)
+    tag.split("-flannel")
+        .next()
+        .unwrap_or(tag)
+        .split("-calico")
+        .next()
+        .unwrap_or(tag)
 }
 
 fn linux_kube_proxy(profile: &NodeProfile, version: &str, at: DateTime<Utc>) -> Vec<String> {
@@ -253,10 +257,7 @@ fn windows_kube_proxy(profile: &NodeProfile, version: &str, at: DateTime<Utc>) -
             log,
         };
     }
-    log.push(info(
-        "config.go:199",
-        "\"Starting service config controller\"",
-    ));
+    log.push(info("config.go:199", "\"Starting service config controller\""));
     log.push(info(
         "shared_informer.go:320",
         "\"Caches are synced\" controller=\"service config\"",
@@ -271,8 +272,14 @@ fn linux_flanneld(profile: &NodeProfile, at: DateTime<Utc>) -> Vec<String> {
         line("kube.go:139", "Waiting 10m0s for node controller to sync"),
         line("kube.go:469", "Starting kube subnet manager"),
         line("kube.go:146", "Node controller sync successful"),
-        line("main.go:231", &format!("Created subnet manager: Kubernetes Subnet Manager - {}", profile.name)),
-        line("main.go:352", &format!("Found network config - Backend type: {backend}")),
+        line(
+            "main.go:231",
+            &format!("Created subnet manager: Kubernetes Subnet Manager - {}", profile.name),
+        ),
+        line(
+            "main.go:352",
+            &format!("Found network config - Backend type: {backend}"),
+        ),
         line("main.go:410", "Wrote subnet file to /run/flannel/subnet.env"),
         line("main.go:414", "Running backend."),
     ]
@@ -310,7 +317,9 @@ fn windows_flanneld(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Process>
                     at,
                     pid,
                     "main.go:411",
-                    &format!("Failed to write subnet file: open {WINDOWS_SUBNET_ENV}: The system cannot find the path specified."),
+                    &format!(
+                        "Failed to write subnet file: open {WINDOWS_SUBNET_ENV}: The system cannot find the path specified."
+                    ),
                 );
             }
         }

@@ -41,12 +41,48 @@ fn image(v: &Value) -> &str {
 }
 
 #[rstest]
-#[case::default("default", Era::HostProcess, "kube-flannel", "registry.k8s.io/kube-proxy:v1.32.3", "registry.k8s.io/coredns/coredns:v1.11.3")]
-#[case::current("current-ws2022-ws2025", Era::HostProcess, "kube-flannel", "registry.k8s.io/kube-proxy:v1.33.4", "registry.k8s.io/coredns/coredns:v1.12.0")]
-#[case::host_gw("k8s-1.14-ws2019-host-gw", Era::NodeServices, "kube-system", "k8s.gcr.io/kube-proxy:v1.14.10", "k8s.gcr.io/coredns:1.3.1")]
-#[case::vxlan("k8s-1.14-ws2019-vxlan", Era::NodeServices, "kube-system", "k8s.gcr.io/kube-proxy:v1.14.10", "k8s.gcr.io/coredns:1.3.1")]
-#[case::ws1709("k8s-1.9-ws1709", Era::NodeServices, "kube-system", "gcr.io/google_containers/kube-proxy-amd64:v1.9.11", "")]
-#[case::ws2016("k8s-1.5-ws2016", Era::NodeServices, "", "gcr.io/google_containers/kube-proxy-amd64:v1.5.7", "")]
+#[case::default(
+    "default",
+    Era::HostProcess,
+    "kube-flannel",
+    "registry.k8s.io/kube-proxy:v1.32.3",
+    "registry.k8s.io/coredns/coredns:v1.11.3"
+)]
+#[case::current(
+    "current-ws2022-ws2025",
+    Era::HostProcess,
+    "kube-flannel",
+    "registry.k8s.io/kube-proxy:v1.33.4",
+    "registry.k8s.io/coredns/coredns:v1.12.0"
+)]
+#[case::host_gw(
+    "k8s-1.14-ws2019-host-gw",
+    Era::NodeServices,
+    "kube-system",
+    "k8s.gcr.io/kube-proxy:v1.14.10",
+    "k8s.gcr.io/coredns:1.3.1"
+)]
+#[case::vxlan(
+    "k8s-1.14-ws2019-vxlan",
+    Era::NodeServices,
+    "kube-system",
+    "k8s.gcr.io/kube-proxy:v1.14.10",
+    "k8s.gcr.io/coredns:1.3.1"
+)]
+#[case::ws1709(
+    "k8s-1.9-ws1709",
+    Era::NodeServices,
+    "kube-system",
+    "gcr.io/google_containers/kube-proxy-amd64:v1.9.11",
+    ""
+)]
+#[case::ws2016(
+    "k8s-1.5-ws2016",
+    Era::NodeServices,
+    "",
+    "gcr.io/google_containers/kube-proxy-amd64:v1.5.7",
+    ""
+)]
 fn each_profile_gets_its_eras_addons(
     #[case] name: &str,
     #[case] era: Era,
@@ -131,12 +167,7 @@ fn net_conf_names_the_backend(#[case] mode: &str, #[case] needle: &str, #[case] 
 #[rstest]
 #[case::aks("l2tunnel", "azure-cni-networkmonitor", "kube-system", true)]
 #[case::ovn("transparent", "ovnkube-node", "ovn-kubernetes", false)]
-fn other_cnis_show_their_markers(
-    #[case] mode: &str,
-    #[case] ds: &str,
-    #[case] ns: &str,
-    #[case] kube_proxy: bool,
-) {
+fn other_cnis_show_their_markers(#[case] mode: &str, #[case] ds: &str, #[case] ns: &str, #[case] kube_proxy: bool) {
     let text = format!(
         "name: t\nkubernetesVersion: v1.30.2\nnetwork: {{mode: {mode}}}\nnodes:\n- {{name: l, os: linux}}\n- {{name: w, os: windows, kernelVersion: 10.0.20348.1, containerRuntime: containerd://1.7.20}}\n"
     );
@@ -241,4 +272,33 @@ fn the_machine_hostname_is_a_windows_default_name() {
     assert!(name.starts_with("win-") && name.len() == 15, "{name}");
     assert_ne!(name, node.name);
     assert_eq!(name, processes::machine_hostname(&node), "stable");
+}
+
+#[rstest]
+#[case::default("default", "kube-flannel", "kube-flannel-ds", "docker.io/flannel/flannel:v0.26.1")]
+#[case::host_gw(
+    "k8s-1.14-ws2019-host-gw",
+    "kube-system",
+    "kube-flannel-ds-amd64",
+    "quay.io/coreos/flannel:v0.11.0-amd64"
+)]
+#[case::vxlan(
+    "k8s-1.14-ws2019-vxlan",
+    "kube-system",
+    "kube-flannel-ds-amd64",
+    "quay.io/coreos/flannel:v0.11.0-amd64"
+)]
+#[case::ws1709(
+    "k8s-1.9-ws1709",
+    "kube-system",
+    "kube-flannel-ds",
+    "quay.io/coreos/flannel:v0.10.0-amd64"
+)]
+fn flannel_follows_its_eras_manifest(#[case] name: &str, #[case] ns: &str, #[case] ds: &str, #[case] img: &str) {
+    let (a, _) = profile(name);
+    let objects = a.objects();
+    let d = find(&objects, "daemonsets", ns, ds).unwrap_or_else(|| panic!("{name}: {ns}/{ds}"));
+    assert_eq!(image(d), img);
+    let windows = find(&objects, "daemonsets", ns, "kube-flannel-ds-windows-amd64");
+    assert_eq!(windows.is_some(), a.era == Era::HostProcess, "{name}");
 }
