@@ -71,6 +71,37 @@ fn main() -> Result<(), String> {
             json!({"metadata": {"name": "kube-dns"}, "spec": {"clusterIP": "10.96.0.10", "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}}),
         )
         .map_err(err)?;
+    // CoreDNS behind kube-dns, as the add-ons run it: two pods on the first Linux nodes.
+    let mut dns_addresses = Vec::new();
+    for (i, node) in profiles.iter().filter(|p| !p.is_windows()).take(2).enumerate() {
+        let name = format!("coredns-{i}");
+        let ip = format!("{}250", node.pod_cidr.trim_end_matches("0/24"));
+        store
+            .create(
+                registry::core("pods"),
+                "kube-system",
+                json!({"metadata": {"name": name, "labels": {"k8s-app": "kube-dns"}},
+                    "spec": {"nodeName": node.name, "containers": [{"name": "coredns",
+                        "image": "registry.k8s.io/coredns/coredns:v1.11.3"}]}}),
+            )
+            .map_err(err)?;
+        store
+            .modify(registry::core("pods"), "kube-system", &name, Part::Status, |p| {
+                p["status"] = json!({"phase": "Running", "podIP": ip,
+                    "containerStatuses": [{"name": "coredns", "ready": true, "state": {"running": {}}}]});
+                Ok(())
+            })
+            .map_err(err)?;
+        dns_addresses.push(json!({"ip": ip, "nodeName": node.name, "targetRef": {"kind": "Pod", "name": name}}));
+    }
+    store
+        .create(
+            registry::core("endpoints"),
+            "kube-system",
+            json!({"metadata": {"name": "kube-dns"}, "subsets": [{"addresses": dns_addresses,
+                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}]}),
+        )
+        .map_err(err)?;
     let started = Instant::now();
     let pod_ip = |i: usize| {
         let node = i % nodes;

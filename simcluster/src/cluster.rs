@@ -1,5 +1,6 @@
 //! Starting and stopping a bundled cluster: listener, certificates, token, the objects a fresh
-//! cluster holds (namespaces, nodes, leases), the namespace controller, and the kubeconfig.
+//! cluster holds (namespaces, nodes, leases, the add-ons of [`crate::addons`]), the namespace
+//! controller, and the kubeconfig.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -47,6 +48,9 @@ pub struct ClusterConfig {
     pub bookmark_interval: Duration,
     /// Answers exec'd commands; the minimal runtime when None.
     pub runtime: Option<Arc<dyn ContainerRuntime>>,
+    /// Runs the kube-system workloads of the topology's profile (CoreDNS, kube-proxy, the CNI;
+    /// see [`crate::addons`]). Without them the cluster has no DNS server.
+    pub addons: bool,
 }
 
 impl ClusterConfig {
@@ -57,6 +61,7 @@ impl ClusterConfig {
             store: StoreConfig::default(),
             bookmark_interval: Duration::from_secs(10),
             runtime: None,
+            addons: true,
         }
     }
 }
@@ -129,6 +134,9 @@ impl Cluster {
         let profiles = Arc::new(seed(&store, &config.topology)?);
         let allocator = Arc::new(crate::services::Allocator::new(&config.topology.network.service_cidr));
         crate::services::seed(&store, &allocator)?;
+        if config.addons {
+            crate::addons::install(&store, &config.topology, &profiles)?;
+        }
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
         let simnet = Arc::new(crate::servers::SimNet::new(
             store.clone(),
@@ -178,6 +186,14 @@ impl Cluster {
         ));
         let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone()).run());
         let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone(), simnet.clone()));
+        if config.addons && crate::addons::dns_can_run(&profiles) {
+            // A real cluster is handed over with its DNS up.
+            let scale = config.topology.timing.scale.clamp(1.0, 6.0);
+            let timeout = Duration::from_secs_f64(10.0 * scale);
+            if !crate::addons::wait_for_cluster_dns(&store, timeout).await {
+                tracing::warn!("the cluster DNS has no ready endpoint after {timeout:?}");
+            }
+        }
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),

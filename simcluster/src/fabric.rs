@@ -175,6 +175,8 @@ pub enum App {
     Web,
     /// A DNS server.
     Dns,
+    /// CoreDNS's HTTP endpoints: `/health` (8080), `/ready` (8181), `/metrics` (9153).
+    DnsHealth,
 }
 
 /// A listening port in a pod.

@@ -7,6 +7,8 @@
 //! the repository with any tag (its `latest` entry, else the first one). `k8s.gcr.io` is looked
 //! up as `registry.k8s.io` (the old registry redirects there).
 //!
+//! The cluster add-ons' images (CoreDNS, kube-proxy, flannel, …) are in it too.
+//!
 //! Manifest lists are matched by platform at pull time; a single manifest is pulled as is and
 //! the runtime only finds out at start that it cannot run it. Real Windows images on MCR are
 //! manifest lists with one entry per build, so a mismatched build fails at *pull*; the
@@ -254,6 +256,7 @@ impl Catalogue {
         c.add_pause_images();
         c.add_windows_images();
         c.add_linux_images();
+        c.add_addon_images();
         c
     }
 
@@ -561,6 +564,59 @@ impl Catalogue {
         for repo in ["nginx", "httpd", "redis", "postgres", "traefik/whoami"] {
             self.pattern(repo, Tags::Any, list(linux(), None, true));
         }
+    }
+}
+
+impl Catalogue {
+    /// The cluster add-ons' images ([`crate::addons`]): CoreDNS and kube-dns, kube-proxy,
+    /// flannel and the Azure CNI and ovn-kubernetes agents are Linux images; sig-windows-tools'
+    /// HostProcess images carry one Windows entry without an OS build (they run on any build).
+    fn add_addon_images(&mut self) {
+        let linux_server = || list(linux(), None, true);
+        let mut repos = vec![
+            "registry.k8s.io/coredns/coredns".to_string(),
+            "registry.k8s.io/coredns".to_string(),
+            "registry.k8s.io/kube-proxy".to_string(),
+            "mcr.microsoft.com/oss/kubernetes/kube-proxy".to_string(),
+            "flannel/flannel".to_string(),
+            "flannel/flannel-cni-plugin".to_string(),
+            "rancher/mirrored-flannelcni-flannel".to_string(),
+            "rancher/mirrored-flannelcni-flannel-cni-plugin".to_string(),
+            "quay.io/coreos/flannel".to_string(),
+            "mcr.microsoft.com/containernetworking/networkmonitor".to_string(),
+            "mcr.microsoft.com/aks/ip-masq-agent-v2".to_string(),
+            "ghcr.io/ovn-org/ovn-kubernetes/ovn-kube-ubuntu".to_string(),
+        ];
+        for registry in ["registry.k8s.io", "gcr.io/google_containers"] {
+            for name in [
+                "kube-proxy-amd64",
+                "k8s-dns-kube-dns-amd64",
+                "k8s-dns-dnsmasq-nanny-amd64",
+                "k8s-dns-sidecar-amd64",
+                "kubedns-amd64",
+                "kube-dnsmasq-amd64",
+                "dnsmasq-metrics-amd64",
+                "exechealthz-amd64",
+            ] {
+                repos.push(format!("{registry}/{name}"));
+            }
+        }
+        for repo in repos {
+            self.pattern(&repo, Tags::Any, linux_server());
+        }
+        let host_process = || {
+            list(
+                vec![ImagePlatform {
+                    os: Os::Windows,
+                    arch: "amd64".into(),
+                    build: None,
+                }],
+                Some(ADMIN),
+                true,
+            )
+        };
+        self.pattern("sigwindowstools/kube-proxy", Tags::Any, host_process());
+        self.pattern("sigwindowstools/flannel", Tags::Any, host_process());
     }
 }
 

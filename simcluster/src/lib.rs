@@ -3,6 +3,7 @@
 //!
 //! Start one with [`Cluster::start`]; point clients at [`Cluster::kubeconfig`].
 
+pub mod addons;
 pub mod admission;
 pub mod api;
 pub mod authorization;

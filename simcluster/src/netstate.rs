@@ -1,7 +1,8 @@
 //! The network fabric's facts read from the cluster's state: the nodes (from their profiles),
 //! the running pods and what listens in them (agnhost subcommands and their flags, web server
-//! images, declared container ports), hostPorts, services with their ready backends from the
-//! Endpoints objects, and the simulated outside world with its resolvers.
+//! images, CoreDNS and kube-dns, declared container ports), hostPorts, services with their ready
+//! backends from the Endpoints objects (the cluster DNS service's are the DNS pods: without a
+//! ready one, lookups fail), and the simulated outside world with its resolvers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -45,10 +46,6 @@ pub fn node_resolver(node_ip: Ipv4Addr) -> Ipv4Addr {
     let [a, b, c, _] = node_ip.octets();
     Ipv4Addr::new(a, b, c, 1)
 }
-
-/// The name the bundled cluster's DNS server goes by in the fabric (it runs on the first Linux
-/// node, where CoreDNS would).
-pub const CLUSTER_DNS_POD: &str = "coredns (bundled cluster DNS)";
 
 /// The fabric for the cluster's current state.
 pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric {
@@ -248,6 +245,15 @@ fn container_serves(c: &Value, container: usize) -> Vec<Serve> {
         return out;
     }
     if name.starts_with("coredns") {
+        // CoreDNS: DNS, and its health (8080), ready (8181) and prometheus (9153) plugins.
+        out.push(serve(53, Proto::Udp, App::Dns));
+        out.push(serve(53, Proto::Tcp, App::Dns));
+        for port in [8080, 8181, 9153] {
+            out.push(serve(port, Proto::Tcp, App::DnsHealth));
+        }
+    }
+    if name.starts_with("k8s-dns-dnsmasq") || name.starts_with("kube-dnsmasq") {
+        // kube-dns: dnsmasq answers port 53 and forwards cluster names to kubedns.
         out.push(serve(53, Proto::Udp, App::Dns));
         out.push(serve(53, Proto::Tcp, App::Dns));
     }
@@ -349,16 +355,6 @@ fn add_services(
                 targets,
             });
         }
-        if cluster_dns && ports.iter().all(|p| p.targets.is_empty()) {
-            // No CoreDNS pods: the bundled cluster answers DNS itself, from the first Linux node.
-            if let Some(dns) = cluster_dns_pod(f) {
-                for p in &mut ports {
-                    if p.port == 53 {
-                        p.targets.push((dns, 53));
-                    }
-                }
-            }
-        }
         f.services.push(ServiceFacts {
             namespace: ns,
             name: svc.name().to_string(),
@@ -369,35 +365,6 @@ fn add_services(
             cluster_dns,
         });
     }
-}
-
-/// Adds the bundled DNS server as a pod without an address of its own on the first Linux node.
-fn cluster_dns_pod(f: &mut Fabric) -> Option<usize> {
-    let node = f.nodes.iter().position(|n| !n.windows)?;
-    f.pods.push(PodFacts {
-        namespace: "kube-system".into(),
-        name: CLUSTER_DNS_POD.into(),
-        hostname: "coredns".into(),
-        ip: Ipv4Addr::UNSPECIFIED,
-        node,
-        host_network: false,
-        serves: vec![
-            Serve {
-                port: 53,
-                proto: Proto::Udp,
-                app: App::Dns,
-                container: 0,
-            },
-            Serve {
-                port: 53,
-                proto: Proto::Tcp,
-                app: App::Dns,
-                container: 0,
-            },
-        ],
-        host_ports: Vec::new(),
-    });
-    Some(f.pods.len() - 1)
 }
 
 #[cfg(test)]

@@ -136,6 +136,7 @@ mod tests {
                 })
                 .expect("status");
         }
+        crate::addons::test_cluster_dns(&store, "control-plane", "10.244.0.2");
         let net = Arc::new(SimNet::new(
             store.clone(),
             profiles.clone(),

@@ -131,6 +131,9 @@ pub fn kube_proxy_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<
 /// The start script's line while the HNS network flanneld should create does not exist.
 pub const FLANNELD_WAITING: &str = "Waiting for the Network to be created";
 
+/// The VNI a node with [`Fault::VxlanParamsMismatch`] runs its VXLAN backend with.
+pub const VXLAN_MISMATCHED_VNI: u32 = 4097;
+
 /// A process id for the node's flanneld, stable per node.
 fn pid(profile: &NodeProfile) -> u64 {
     service_pid(profile, FLANNELD)
@@ -187,6 +190,22 @@ pub fn flanneld_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<St
             &format!("Found network config - Backend type: {}", flannel.backend),
         ),
     ];
+    if flannel.backend == "vxlan" {
+        // Windows needs VNI 4096 and port 4789 on every node (NET-FLANNEL-VXLAN-PARAMS).
+        let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
+            VXLAN_MISMATCHED_VNI
+        } else {
+            crate::addons::VXLAN_VNI
+        };
+        lines.push(line(
+            "vxlan_windows.go:126",
+            &format!(
+                "VXLAN config: Name={} MacPrefix=0E-2A VNI={vni} Port={} GBP=false DirectRouting=false",
+                flannel.network,
+                crate::addons::VXLAN_PORT
+            ),
+        ));
+    }
     if profile.has_fault(Fault::FlanneldWaiting) {
         lines.push(FLANNELD_WAITING.to_string());
         return Some(lines);

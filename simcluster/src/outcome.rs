@@ -938,13 +938,10 @@ fn container_plan(
             .and_then(|q| u128::try_from(q.value()).ok()),
         stdin: bool_at(c, &["stdin"]).unwrap_or(false),
     };
-    let process = process_of(
-        &ctx,
-        &info,
-        &Reference::parse(&image).repo,
-        string_list(c.get("command")),
-        string_list(c.get("args")),
-    );
+    let (command, args) = (string_list(c.get("command")), string_list(c.get("args")));
+    // The cluster add-ons' images (kube-proxy, flanneld, CoreDNS, …) behave per node profile.
+    let process = crate::addons::process(profile, &image, command.as_deref(), args.as_deref())
+        .unwrap_or_else(|| process_of(&ctx, &info, &Reference::parse(&image).repo, command, args));
     plan(ContainerOutcome::Runs { process })
 }
 

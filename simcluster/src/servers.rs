@@ -129,6 +129,25 @@ impl SimNet {
     }
 }
 
+/// CoreDNS's HTTP plugins: `health` on 8080 (`/health`), `ready` on 8181 (`/ready`),
+/// `prometheus` on 9153 (`/metrics`); Go's mux answers anything else with a 404.
+fn coredns_http(at: Endpoint, path: &str) -> HttpReply {
+    let port = match at {
+        Endpoint::Pod { port, .. } => port,
+        _ => 0,
+    };
+    match (port, path) {
+        (8080, "/health") | (8181, "/ready") => reply(200, "OK"),
+        (9153, "/metrics") => reply(
+            200,
+            "# HELP coredns_health_request_failures_total The number of times the health check failed.\n\
+             # TYPE coredns_health_request_failures_total counter\n\
+             coredns_health_request_failures_total 0\n",
+        ),
+        _ => reply(404, "404 page not found\n"),
+    }
+}
+
 /// A client at one source, over one snapshot of the fabric.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -225,6 +244,7 @@ impl Client {
                             p.hostname, p.namespace, p.name
                         ),
                     )),
+                    Some(App::DnsHealth) => Ok(coredns_http(reached.at, path)),
                     Some(App::Dns) | None => Err(Failure::Reset),
                 }
             }

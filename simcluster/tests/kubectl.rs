@@ -1278,6 +1278,33 @@ async fn scale_a_deployment_and_its_pods_follow() {
     assert!(resources.lines().any(|l| l == "deployments.apps"), "{resources}");
 }
 
+/// The (NAME, READY, STATUS, NODE) rows of `kubectl get pods -n NS -o wide`.
+fn wide_pods(k: &Kubectl, ns: &str) -> Vec<(String, String, String, String)> {
+    table(&k.run(&["get", "pods", "-n", ns, "-o", "wide"]).ok())
+        .iter()
+        .map(|r| {
+            (
+                cell(r, "NAME").to_string(),
+                cell(r, "READY").to_string(),
+                cell(r, "STATUS").to_string(),
+                cell(r, "NODE").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The nodes (sorted) of the pods whose name starts with `prefix` and does not continue with
+/// `-windows`.
+fn nodes_of(rows: &[(String, String, String, String)], prefix: &str) -> Vec<String> {
+    let mut nodes: Vec<String> = rows
+        .iter()
+        .filter(|(name, ..)| name.starts_with(&format!("{prefix}-")) && !name.starts_with(&format!("{prefix}-windows")))
+        .map(|(.., node)| node.clone())
+        .collect();
+    nodes.sort();
+    nodes
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kubectl"]
 async fn auth_can_i_answers_for_the_admin() {
@@ -1397,4 +1424,82 @@ async fn a_job_runs_to_completion() {
     assert_eq!(cell(&pods[0], "STATUS"), "Completed");
     let logs = k.run(&["logs", "job/hello", "-n", "default"]).ok();
     assert_eq!(logs, "hi\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kubectl"]
+async fn kube_system_pods_and_a_faulted_nodes_agents() {
+    // win2022-1's kube-proxy runs without --hostname-override and its flanneld waits for its network.
+    let mut topology = simcluster::Topology::default_cluster();
+    for node in topology.nodes.iter_mut().filter(|n| n.name == "win2022-1") {
+        node.faults = vec!["kube-proxy-no-hostname-override".into(), "flanneld-waiting".into()];
+    }
+    let cluster = common::start_with(simcluster::ClusterConfig::new(topology)).await;
+    let k = Kubectl::new(&cluster);
+
+    let linux = ["control-plane".to_string(), "linux-1".to_string()];
+    let windows = ["win2019-1".to_string(), "win2022-1".to_string()];
+    let mut rows = Vec::new();
+    eventually("the kube-system pods Running", || {
+        rows = wide_pods(&k, "kube-system");
+        rows.len() == 6
+            && rows
+                .iter()
+                .all(|(_, ready, status, _)| ready == "1/1" && status == "Running")
+    });
+    assert_eq!(nodes_of(&rows, "coredns"), linux, "{rows:#?}");
+    assert_eq!(nodes_of(&rows, "kube-proxy"), linux, "{rows:#?}");
+    assert_eq!(nodes_of(&rows, "kube-proxy-windows"), windows, "{rows:#?}");
+
+    // flannel: every node, the faulted node's Windows agent not ready.
+    let mut flannel = Vec::new();
+    eventually("the flannel pods", || {
+        flannel = wide_pods(&k, "kube-flannel");
+        flannel.len() == 4
+            && flannel
+                .iter()
+                .all(|(_, ready, _, node)| (ready == "1/1") == (node != "win2022-1"))
+    });
+    let mut all: Vec<String> = flannel.iter().map(|(.., node)| node.clone()).collect();
+    all.sort();
+    assert_eq!(all, ["control-plane", "linux-1", "win2019-1", "win2022-1"]);
+    let (faulted_flannel, ..) = flannel
+        .iter()
+        .find(|(.., node)| node == "win2022-1")
+        .expect("the faulted node's flannel pod");
+    let mut log = String::new();
+    eventually("the waiting line in the flannel pod's log", || {
+        log = k.run(&["logs", "-n", "kube-flannel", faulted_flannel]).stdout;
+        log.contains("Waiting for the Network to be created")
+    });
+    assert!(log.contains("Found network config - Backend type: host-gw"), "{log}");
+
+    let (faulted_proxy, ..) = rows
+        .iter()
+        .find(|(name, .., node)| name.starts_with("kube-proxy-windows-") && node == "win2022-1")
+        .expect("the faulted node's kube-proxy pod");
+    let log = k.run(&["logs", "-n", "kube-system", faulted_proxy]).ok();
+    assert!(
+        log.contains("\"Failed to retrieve node info\" err=\"nodes \\\"win-"),
+        "{log}"
+    );
+    let (healthy_proxy, ..) = rows
+        .iter()
+        .find(|(name, .., node)| name.starts_with("kube-proxy-windows-") && node == "win2019-1")
+        .expect("the healthy node's kube-proxy pod");
+    let log = k.run(&["logs", "-n", "kube-system", healthy_proxy]).ok();
+    assert!(!log.contains("Failed to retrieve node info"), "{log}");
+    assert!(log.contains("\"Version info\" version=\"v1.32.3\""), "{log}");
+
+    // The objects a harness reads its facts from.
+    let image = k.jsonpath(
+        "kube-system",
+        "daemonset/kube-proxy",
+        "{.spec.template.spec.containers[0].image}",
+    );
+    assert_eq!(image, "registry.k8s.io/kube-proxy:v1.32.3");
+    let net_conf = k.jsonpath("kube-flannel", "configmap/kube-flannel-cfg", "{.data.net-conf\\.json}");
+    assert!(net_conf.contains("\"Type\": \"host-gw\""), "{net_conf}");
+    let config = k.jsonpath("kube-system", "configmap/kube-proxy-windows", "{.data.config\\.conf}");
+    assert!(config.contains("enableDSR: false"), "{config}");
 }

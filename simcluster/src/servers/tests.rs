@@ -133,6 +133,7 @@ fn lab(faults: &[(&str, Fault)]) -> Lab {
             "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}),
         "10.244.3.31".into(),
     );
+    crate::addons::test_cluster_dns(&store, "control-plane", "10.244.0.2");
     let net = Arc::new(SimNet::new(
         store.clone(),
         profiles.clone(),
