@@ -18,9 +18,120 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Check a mixed cluster against the documented Windows-node rules (the bundled cluster
+    /// unless --kubeconfig or --context names a real one).
+    Run(Box<RunArgs>),
+    /// List the suites and checks, with rule ids and sources.
+    List(ListArgs),
+    /// Validate suites and fixtures without touching a cluster.
+    Lint(LintArgs),
+    /// Every image the fixtures use, per OS (to mirror them for air-gapped clusters).
+    Images(ImagesArgs),
+    /// Delete the namespaces earlier runs left behind (label app.kubernetes.io/managed-by=mixcheck).
+    Cleanup(CleanupArgs),
     /// The bundled mixed Linux/Windows cluster.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+/// Where suites and fixtures come from, besides the embedded ones.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SourceArgs {
+    /// A folder of suite files (*.yaml) that add to or replace the embedded suites by name.
+    #[arg(long, value_name = "DIR")]
+    pub suites: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// List the rules of the catalogue that no check covers, instead of the checks.
+    #[arg(long)]
+    pub uncovered: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// A folder of fixture files (*.yaml) to validate besides the embedded ones.
+    #[arg(long, value_name = "DIR")]
+    pub fixtures: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    /// Print the images as rewritten for this registry mirror.
+    #[arg(long, value_name = "REGISTRY")]
+    pub image_registry: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// Kubeconfig of the cluster (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Only list the namespaces that would be deleted.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig of a real cluster to check (also $KUBECONFIG together with --context).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to use (a real cluster; never chosen implicitly).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Bundled cluster: a topology file instead of the default topology.
+    #[arg(long, value_name = "FILE", conflicts_with = "profile")]
+    pub topology: Option<PathBuf>,
+    /// Bundled cluster: a built-in profile (see `mixcheck sim profiles`).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Bundled cluster: inject a fault on a node (repeatable), e.g. `win2019-1:kube-proxy-stopped`.
+    #[arg(long = "fault", value_name = "NODE:FAULT")]
+    pub faults: Vec<String>,
+    /// Run only this suite (repeatable).
+    #[arg(long = "suite", value_name = "NAME")]
+    pub suite: Vec<String>,
+    /// Run only checks whose `suite/check` or rule id matches (repeatable; a leading `!` negates).
+    #[arg(long = "check", value_name = "REGEX")]
+    pub check: Vec<String>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// The cluster's network mode when it cannot be detected (l2bridge, overlay, l2tunnel, transparent).
+    #[arg(long, value_name = "MODE")]
+    pub network_mode: Option<String>,
+    /// Whether pods may reach the internet (`--egress=false` on air-gapped clusters).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub egress: bool,
+    /// The whole run's deadline (e.g. 10m, 90s).
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub timeout: String,
+    /// Probes run at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub concurrency: usize,
+    /// Keep the run namespace afterwards, for triage with the printed kubectl commands.
+    #[arg(long)]
+    pub keep: bool,
+    /// Documented limitations and unfollowed recommendations fail the gate too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Where results.json goes.
+    #[arg(long, value_name = "DIR", default_value = "mixcheck-report")]
+    pub report_dir: PathBuf,
+    /// Rewrite fixture images to this registry (air-gapped mirrors), e.g. `mirror.example.com/k8s`.
+    #[arg(long, value_name = "REGISTRY")]
+    pub image_registry: Option<String>,
+    /// Only the summary; no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,9 +9,7 @@ pub enum Code {
     Failed = 1,
     Usage = 2,
     Unreachable = 3,
-    #[allow(dead_code)]
     NothingSelected = 4,
-    #[allow(dead_code)]
     Interrupted = 130,
     /// Not a documented outcome: the harness itself broke (reported as a failure).
     Internal = 70,
@@ -29,7 +27,15 @@ pub fn classify(e: &anyhow::Error) -> Code {
         let _ = err;
         return Code::Usage;
     }
-    if e.downcast_ref::<crate::sim::UsageError>().is_some() {
+    if e.downcast_ref::<crate::sim::UsageError>().is_some()
+        || e.downcast_ref::<crate::plan::PlanError>().is_some()
+        || e.downcast_ref::<crate::suite::SuiteError>().is_some()
+        || e.downcast_ref::<crate::fixture::FixtureError>().is_some()
+        || matches!(
+            e.downcast_ref::<crate::target::TargetError>(),
+            Some(crate::target::TargetError::Kubeconfig { .. })
+        )
+    {
         return Code::Usage;
     }
     if let Some(simcluster::ClusterError::Listen { .. }) = e.downcast_ref::<simcluster::ClusterError>() {

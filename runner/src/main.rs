@@ -2,8 +2,19 @@
 //! to the documented exit code.
 
 mod cli;
+mod deploy;
 mod exit;
+mod facts;
+mod fixture;
+mod plan;
+mod probe;
+mod rules;
+mod run;
 mod sim;
+mod suite;
+mod target;
+mod verdict;
+mod workload;
 
 use clap::Parser as _;
 
@@ -22,6 +33,11 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async {
         match args.command {
+            cli::Command::Run(run) => run_command(&run).await,
+            cli::Command::List(list) => list_command(&list),
+            cli::Command::Lint(lint) => lint_command(&lint),
+            cli::Command::Images(images) => images_command(&images),
+            cli::Command::Cleanup(args) => cleanup_command(&args).await,
             cli::Command::Sim(sim) => sim::run(sim).await,
         }
     });
@@ -32,6 +48,132 @@ fn main() -> std::process::ExitCode {
             exit::classify(&e).into()
         }
     }
+}
+
+/// `mixcheck run`: plan, run, report; the exit code says whether the gate passed.
+async fn run_command(args: &cli::RunArgs) -> anyhow::Result<exit::Code> {
+    let started = std::time::Instant::now();
+    let plan = match plan::RunPlan::from_args(args) {
+        Ok(p) => p,
+        Err(plan::PlanError::NothingSelected(what)) => {
+            eprintln!("mixcheck: no check matches the selection ({what}); `mixcheck list` shows the checks");
+            return Ok(exit::Code::NothingSelected);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let fixtures = fixture::Fixtures::load(None)?;
+    let finished = run::execute(&plan, &fixtures).await;
+    let report = finished.report;
+    match mixcheck_reports::results_json::write(&report, &plan.report_dir) {
+        Ok(path) => eprintln!("Results: {}", path.display()),
+        Err(e) => eprintln!("mixcheck: {e}"),
+    }
+    print!("{}", mixcheck_reports::summary::plain(&report));
+    if let Some(a) = &report.aborted {
+        eprintln!("mixcheck: {}", a.reason);
+    }
+    eprintln!("Wall time: {:.1}s", started.elapsed().as_secs_f64());
+    Ok(finished.code)
+}
+
+/// `mixcheck list`: the checks with their rule ids and sources, or the rules no check covers.
+fn list_command(args: &cli::ListArgs) -> anyhow::Result<exit::Code> {
+    let catalogue = rules::Catalogue::embedded()?;
+    let suites = suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+    if args.uncovered {
+        let covered: std::collections::BTreeSet<&str> = suites.checks().map(|(_, c)| c.rule.as_str()).collect();
+        println!(
+            "{:<32} {:<5} {:<40} DOCUMENTED (SOURCES)",
+            "RULE", "CAT", "APPLIES WHEN"
+        );
+        let uncovered: Vec<_> = catalogue.iter().filter(|r| !covered.contains(r.id.as_str())).collect();
+        for r in &uncovered {
+            println!(
+                "{:<32} {:<5} {:<40} {} ({})",
+                r.id,
+                r.category,
+                r.applies_when,
+                r.documented,
+                r.sources.join(", ")
+            );
+        }
+        eprintln!("{} of {} rules have no check", uncovered.len(), catalogue.len());
+        return Ok(exit::Code::Passed);
+    }
+    for s in &suites.suites {
+        println!("{} ({}): {}", s.name, s.category, s.description.trim());
+        for c in &s.checks {
+            println!("  {:<40} {:<28} {}", c.name, c.rule, c.sources.join(", "));
+            println!("  {:<40} {}", "", c.title);
+            if !c.description.trim().is_empty() {
+                println!("  {:<40} {}", "", c.description.trim());
+            }
+        }
+    }
+    Ok(exit::Code::Passed)
+}
+
+/// `mixcheck lint`: suites and fixtures validated; exit 2 on the first problem.
+fn lint_command(args: &cli::LintArgs) -> anyhow::Result<exit::Code> {
+    let catalogue = rules::Catalogue::embedded()?;
+    let suites = suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+    let fixtures = fixture::Fixtures::load(args.fixtures.as_deref())?;
+    let checks = suites.checks().count();
+    println!(
+        "ok: {} suites, {checks} checks, {} fixtures",
+        suites.suites.len(),
+        fixtures.by_name.len()
+    );
+    Ok(exit::Code::Passed)
+}
+
+/// `mixcheck images`: the fixture images per OS (and per Windows tag where they vary).
+fn images_command(args: &cli::ImagesArgs) -> anyhow::Result<exit::Code> {
+    let fixtures = fixture::Fixtures::load(None)?;
+    println!("{:<8} {:<72} FIXTURE", "OS", "IMAGE");
+    for (image, os, name) in fixtures.images() {
+        let tags: Vec<String> = if image.contains("{{windows-tag}}") {
+            ["ltsc2019", "ltsc2022", "ltsc2025"]
+                .iter()
+                .map(|t| image.replace("{{windows-tag}}", t))
+                .collect()
+        } else {
+            vec![image.clone()]
+        };
+        for image in tags {
+            let shown = match &args.image_registry {
+                Some(reg) => fixture::rewrite_image(&image, reg),
+                None => image,
+            };
+            println!("{os:<8} {shown:<72} {name}");
+        }
+    }
+    Ok(exit::Code::Passed)
+}
+
+/// `mixcheck cleanup`: deletes (or lists) the run namespaces left on a cluster.
+async fn cleanup_command(args: &cli::CleanupArgs) -> anyhow::Result<exit::Code> {
+    let spec = plan::TargetSpec::Kubeconfig {
+        path: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let target = match target::connect(&spec, &|m| eprintln!("{m}")).await {
+        Ok(t) => t,
+        Err(e @ target::TargetError::Unreachable { .. }) => {
+            eprintln!("mixcheck: {e}");
+            return Ok(exit::Code::Unreachable);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.dry_run {
+        for (name, phase) in run::leftovers(&target.client).await? {
+            println!("{name} {phase}");
+        }
+        return Ok(exit::Code::Passed);
+    }
+    let n = run::cleanup_all(&target.client).await?;
+    eprintln!("deleted {n} namespaces");
+    Ok(exit::Code::Passed)
 }
 
 fn init_tracing(verbose: u8) {

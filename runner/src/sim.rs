@@ -43,7 +43,7 @@ fn profiles() -> anyhow::Result<()> {
 }
 
 /// Applies `--fault NODE:FAULT` flags to a topology.
-fn apply_faults(topology: &mut simcluster::Topology, faults: &[String]) -> Result<(), UsageError> {
+pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String]) -> Result<(), UsageError> {
     for spec in faults {
         let (node, fault) = spec
             .split_once(':')

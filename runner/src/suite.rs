@@ -26,8 +26,8 @@ pub enum SuiteError {
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
         path: String,
-        line: usize,
-        column: usize,
+        line: u64,
+        column: u64,
         message: String,
     },
     #[error("{path}: {message}")]
@@ -324,9 +324,10 @@ pub struct Matrix {
     /// Which source/destination OS pairs to keep.
     #[serde(default)]
     pub pairs: Pairs,
-    /// One cell per node of the source pool instead of one per pool.
-    #[serde(default)]
-    pub per_node: bool,
+    /// Accepted for compatibility and ignored: cells are per pool (their ids never carry node
+    /// names) and every node of the pool is judged, the worst result standing.
+    #[serde(default, rename = "perNode")]
+    pub _per_node: bool,
 }
 
 /// Which OS pairs a matrix keeps.
@@ -480,10 +481,16 @@ impl VersionRange {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut bounds = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (cmp, rest) = [(">=", Cmp::Ge), ("<=", Cmp::Le), (">", Cmp::Gt), ("<", Cmp::Lt), ("=", Cmp::Eq)]
-                .iter()
-                .find_map(|(p, c)| part.strip_prefix(p).map(|r| (*c, r)))
-                .ok_or_else(|| format!("version bound {part:?} must start with >=, >, <=, < or ="))?;
+            let (cmp, rest) = [
+                (">=", Cmp::Ge),
+                ("<=", Cmp::Le),
+                (">", Cmp::Gt),
+                ("<", Cmp::Lt),
+                ("=", Cmp::Eq),
+            ]
+            .iter()
+            .find_map(|(p, c)| part.strip_prefix(p).map(|r| (*c, r)))
+            .ok_or_else(|| format!("version bound {part:?} must start with >=, >, <=, < or ="))?;
             let rest = rest.trim().trim_start_matches('v');
             let parts: Result<Vec<u32>, _> = rest.split('.').map(str::parse::<u32>).collect();
             let parts = parts.map_err(|_| format!("{rest:?} in {part:?} is not a version (1.14, 20348)"))?;
@@ -669,7 +676,8 @@ impl Condition {
 
 fn is_kebab(s: &str) -> bool {
     !s.is_empty()
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -727,21 +735,33 @@ checks:
         let suites = Suites { suites: vec![s] };
         suites.validate(&rules()).expect("valid");
         let (_, c) = suites.checks().next().expect("a check");
-        assert!(matches!(c.probe, Probe::Connect { from: Origin::Pod, to: Destination::PodIp, .. }));
+        assert!(matches!(
+            c.probe,
+            Probe::Connect {
+                from: Origin::Pod,
+                to: Destination::PodIp,
+                ..
+            }
+        ));
         assert_eq!(c.matrix.protocol, vec![Protocol::Tcp, Protocol::Udp]);
-        assert_eq!(c.remedy.get(&FailureClass::Timeout).map(String::as_str), Some("check MAC spoofing"));
+        assert_eq!(
+            c.remedy.get(&FailureClass::Timeout).map(String::as_str),
+            Some("check MAC spoofing")
+        );
     }
 
     #[rstest]
-    #[case::unknown_field("  - name: c\n    rule: NET-POD-POD-IP-CROSS\n    bogus: 1\n", 10)]
-    #[case::bad_probe_kind("    probe: {kind: teleport}\n", 11)]
-    fn syntax_errors_name_file_line_and_column(#[case] replace_tail: &str, #[case] line: usize) {
+    #[case::unknown_field("  - name: c\n    rule: NET-POD-POD-IP-CROSS\n    bogus: 1\n", 8)]
+    #[case::bad_probe_kind("    probe: {kind: teleport}\n", 10)]
+    fn syntax_errors_name_file_line_and_column(#[case] replace_tail: &str, #[case] line: u64) {
         let text = match replace_tail.starts_with("    probe") {
             true => MINIMAL.replace("    probe: {kind: connect, from: pod, to: pod-ip}\n", replace_tail),
             false => MINIMAL.replace("  - name: c\n    rule: NET-POD-POD-IP-CROSS\n", replace_tail),
         };
         match parse(&text, "suites/t.yaml") {
-            Err(SuiteError::Parse { path, line: l, column, .. }) => {
+            Err(SuiteError::Parse {
+                path, line: l, column, ..
+            }) => {
                 assert_eq!(path, "suites/t.yaml");
                 assert_eq!(l, line, "{text}");
                 assert!(column > 0);

@@ -1,0 +1,436 @@
+//! Deployment of a run's fixtures: one labelled run namespace; per schedulable node a netexec
+//! server and a node-side probe, per pool two session-affinity backends; the services in front
+//! of them — all in one wave by server-side apply, awaited in parallel with per-OS timeouts;
+//! then where each pod really landed is verified before any probe.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use mixcheck_reports::Os;
+use serde_json::json;
+
+use crate::facts::{ClusterFacts, ClusterNode};
+use crate::fixture::{self, Fixtures, MANAGED_BY, RUN_LABEL};
+
+/// The field manager of the run's server-side applies.
+const MANAGER: &str = "mixcheck";
+/// The subdomain (headless service) of the server pods: `srv-N.mixcheck-pods.NS.svc.cluster.local`.
+pub const SUBDOMAIN: &str = "mixcheck-pods";
+/// The hostPort the server pods map (NET-HOSTPORT).
+pub const HOST_PORT: u16 = 48080;
+
+/// A fixture pod of the run, once awaited.
+#[derive(Debug, Clone)]
+pub struct Placed {
+    pub name: String,
+    pub ip: String,
+    /// Why it is not usable (never ready, landed elsewhere), with its status and events.
+    pub problem: Option<String>,
+}
+
+/// A service of the run.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceInfo {
+    pub name: String,
+    pub cluster_ip: String,
+    /// (TCP node port, UDP node port)
+    pub node_ports: (Option<u16>, Option<u16>),
+}
+
+/// What the run deployed, by node name.
+#[derive(Debug, Clone, Default)]
+pub struct Deployment {
+    pub servers: BTreeMap<String, Placed>,
+    pub clients: BTreeMap<String, Placed>,
+    /// The node-side probe; None where it cannot exist (Windows without HostProcess).
+    pub hosts: BTreeMap<String, Placed>,
+    /// ClusterIP+NodePort service over each node's server.
+    pub services: BTreeMap<String, ServiceInfo>,
+    /// `externalTrafficPolicy: Local` service over each node's server.
+    pub local_services: BTreeMap<String, ServiceInfo>,
+    /// `sessionAffinity: ClientIP` service per pool.
+    pub affinity: BTreeMap<String, ServiceInfo>,
+    /// The server pods' hostnames, for the pod FQDN (`srv-N`).
+    pub hostnames: BTreeMap<String, String>,
+}
+
+/// Why deployment could not proceed at all.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("fixture {0:?} is missing (it is embedded; was it overridden by --fixtures?)")]
+    MissingFixture(String),
+    #[error("creating {what}: {cause}")]
+    Api { what: String, cause: kube::Error },
+}
+
+fn api_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> DeployError {
+    let what = what.into();
+    move |cause| DeployError::Api { what, cause }
+}
+
+/// The labels of everything a run creates.
+pub fn run_labels(run_id: &str) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::new();
+    l.insert(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string());
+    l.insert(RUN_LABEL.to_string(), run_id.to_string());
+    l
+}
+
+/// Creates the run namespace (privileged Pod Security level: HostProcess pods need it).
+pub async fn create_namespace(client: &kube::Client, ns: &str, run_id: &str) -> Result<(), DeployError> {
+    let mut labels = run_labels(run_id);
+    labels.insert("pod-security.kubernetes.io/enforce".into(), "privileged".into());
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns, "labels": labels}})).map_err(|e| DeployError::Api {
+            what: format!("namespace {ns}"),
+            cause: kube::Error::SerdeError(e),
+        })?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .map_err(api_err(format!("namespace {ns}")))?;
+    Ok(())
+}
+
+/// How long a pod of this OS may take to become ready (Windows images pull slowly).
+fn ready_timeout(os: Os) -> Duration {
+    match os {
+        Os::Linux => Duration::from_secs(180),
+        Os::Windows => Duration::from_secs(600),
+    }
+}
+
+/// Waiting reasons that will not resolve on their own.
+const STUCK: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+    "RunContainerError",
+];
+
+/// Deploys the network fixtures on every schedulable node and awaits them (within `deadline`).
+#[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
+pub async fn deploy(
+    client: &kube::Client,
+    ns: &str,
+    run_id: &str,
+    facts: &ClusterFacts,
+    fixtures: &Fixtures,
+    registry: Option<&str>,
+    deadline: Instant,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Deployment, DeployError> {
+    let labels = run_labels(run_id);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let apply = PatchParams::apply(MANAGER).force();
+    let fixture = |name: &str| {
+        fixtures
+            .get(name)
+            .ok_or_else(|| DeployError::MissingFixture(name.into()))
+    };
+    let server = fixture("netexec-server")?;
+    let client_fx = fixture("netexec-client")?;
+    let host = fixture("host-probe")?;
+    let affinity = fixture("affinity-backend")?;
+    let nodes: Vec<(usize, &ClusterNode)> = facts
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.schedulable())
+        .collect();
+    let mut dep = Deployment::default();
+    // (pod name, node, os, role)
+    let mut wanted: Vec<(String, String, Os)> = Vec::new();
+    let mut hosts_wanted: Vec<(String, String, Os)> = Vec::new();
+    let mut clients_wanted: Vec<(String, String, Os)> = Vec::new();
+    for (i, node) in &nodes {
+        let key = fixture::os_key(node.os);
+        if let Some(pod) = server.pods.get(key) {
+            let name = format!("srv-{i}");
+            let mut l = labels.clone();
+            l.insert("mixcheck.io/server".into(), i.to_string());
+            let mut p = fixture::stamp(pod, &name, node, &l, registry);
+            p["spec"]["hostname"] = json!(name);
+            p["spec"]["subdomain"] = json!(SUBDOMAIN);
+            pods.patch(&name, &apply, &Patch::Apply(&p))
+                .await
+                .map_err(api_err(format!("pod {name}")))?;
+            dep.hostnames.insert(node.name.clone(), name.clone());
+            wanted.push((name, node.name.clone(), node.os));
+            for (svc_name, local) in [(format!("svc-{i}"), false), (format!("local-{i}"), true)] {
+                let mut spec = json!({
+                    "type": "NodePort",
+                    "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
+                    "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]
+                });
+                if local {
+                    spec["externalTrafficPolicy"] = json!("Local");
+                } else if let Some(ports) = spec["ports"].as_array_mut() {
+                    ports.push(json!({"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}));
+                }
+                let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
+                services
+                    .patch(&svc_name, &apply, &Patch::Apply(&s))
+                    .await
+                    .map_err(api_err(format!("service {svc_name}")))?;
+            }
+        }
+        if let Some(pod) = client_fx.pods.get(key) {
+            let name = format!("cli-{i}");
+            let p = fixture::stamp(pod, &name, node, &labels, registry);
+            pods.patch(&name, &apply, &Patch::Apply(&p))
+                .await
+                .map_err(api_err(format!("pod {name}")))?;
+            clients_wanted.push((name, node.name.clone(), node.os));
+        }
+        let host_ok = match node.os {
+            Os::Linux => true,
+            Os::Windows => node.host_process() == Some(true),
+        };
+        if host_ok && let Some(pod) = host.pods.get(key) {
+            let name = format!("host-{i}");
+            let p = fixture::stamp(pod, &name, node, &labels, registry);
+            pods.patch(&name, &apply, &Patch::Apply(&p))
+                .await
+                .map_err(api_err(format!("pod {name}")))?;
+            hosts_wanted.push((name, node.name.clone(), node.os));
+        }
+    }
+    // The headless service that gives server pods their FQDN.
+    let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SUBDOMAIN, "labels": labels},
+        "spec": {"clusterIP": "None", "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}});
+    services
+        .patch(SUBDOMAIN, &apply, &Patch::Apply(&headless))
+        .await
+        .map_err(api_err("service mixcheck-pods"))?;
+    // Two affinity backends per pool, spread over its nodes.
+    let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
+    for (_, n) in &nodes {
+        pools.entry(n.pool()).or_default().push(n);
+    }
+    let mut affinity_wanted = Vec::new();
+    for (pi, (pool, members)) in pools.iter().enumerate() {
+        let Some(pod) = members.first().and_then(|n| affinity.pods.get(fixture::os_key(n.os))) else {
+            continue;
+        };
+        for k in 0..2 {
+            let node = members[k % members.len()];
+            let name = format!("aff-{pi}-{k}");
+            let mut l = labels.clone();
+            l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
+            let p = fixture::stamp(pod, &name, node, &l, registry);
+            pods.patch(&name, &apply, &Patch::Apply(&p))
+                .await
+                .map_err(api_err(format!("pod {name}")))?;
+            affinity_wanted.push((name, node.name.clone(), node.os));
+        }
+        let svc_name = format!("aff-{pi}");
+        let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels},
+            "spec": {"selector": {"mixcheck.io/affinity-pool": pi.to_string(), RUN_LABEL: run_id}, "sessionAffinity": "ClientIP",
+                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
+        services
+            .patch(&svc_name, &apply, &Patch::Apply(&s))
+            .await
+            .map_err(api_err(format!("service {svc_name}")))?;
+        dep.affinity.insert(
+            pool.clone(),
+            ServiceInfo {
+                name: svc_name,
+                ..ServiceInfo::default()
+            },
+        );
+    }
+    let total = wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len();
+    say(&format!(
+        "Deployed {total} fixture pods in namespace {ns}; waiting for them (Windows images pull slowly)…"
+    ));
+    let all: Vec<(String, String, Os)> = wanted
+        .iter()
+        .chain(&clients_wanted)
+        .chain(&hosts_wanted)
+        .chain(&affinity_wanted)
+        .cloned()
+        .collect();
+    let placed = await_pods(&pods, &all, deadline, say).await;
+    for (name, node, _) in &wanted {
+        if let Some(p) = placed.get(name) {
+            dep.servers.insert(node.clone(), p.clone());
+        }
+    }
+    for (name, node, _) in &clients_wanted {
+        if let Some(p) = placed.get(name) {
+            dep.clients.insert(node.clone(), p.clone());
+        }
+    }
+    for (name, node, _) in &hosts_wanted {
+        if let Some(p) = placed.get(name) {
+            dep.hosts.insert(node.clone(), p.clone());
+        }
+    }
+    // Service addresses.
+    let list = services
+        .list(&ListParams::default())
+        .await
+        .map_err(api_err("service list"))?;
+    let info = |s: &Service| {
+        let spec = s.spec.clone().unwrap_or_default();
+        let ports = spec.ports.unwrap_or_default();
+        let np = |proto: &str| {
+            ports
+                .iter()
+                .find(|p| p.protocol.as_deref() == Some(proto))
+                .and_then(|p| p.node_port)
+                .and_then(|p| u16::try_from(p).ok())
+        };
+        ServiceInfo {
+            name: s.metadata.name.clone().unwrap_or_default(),
+            cluster_ip: spec.cluster_ip.unwrap_or_default(),
+            node_ports: (np("TCP"), np("UDP")),
+        }
+    };
+    let by_name: BTreeMap<String, ServiceInfo> = list
+        .items
+        .iter()
+        .map(|s| (s.metadata.name.clone().unwrap_or_default(), info(s)))
+        .collect();
+    for (i, node) in &nodes {
+        if let Some(s) = by_name.get(&format!("svc-{i}")) {
+            dep.services.insert(node.name.clone(), s.clone());
+        }
+        if let Some(s) = by_name.get(&format!("local-{i}")) {
+            dep.local_services.insert(node.name.clone(), s.clone());
+        }
+    }
+    for s in dep.affinity.values_mut() {
+        if let Some(found) = by_name.get(&s.name) {
+            *s = found.clone();
+        }
+    }
+    Ok(dep)
+}
+
+/// Why a pod is not (yet) usable, or None when it is running and ready.
+fn pod_state(p: &Pod) -> (bool, Option<String>) {
+    let status = p.status.clone().unwrap_or_default();
+    let phase = status.phase.clone().unwrap_or_default();
+    let ready = status
+        .conditions
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if phase == "Running" && ready {
+        return (true, None);
+    }
+    if phase == "Failed" || phase == "Succeeded" {
+        let why = format!(
+            "pod {phase}: {} {}",
+            status.reason.unwrap_or_default(),
+            status.message.unwrap_or_default()
+        );
+        return (true, Some(why.trim().to_string()));
+    }
+    for c in status.container_statuses.unwrap_or_default() {
+        if let Some(w) = c.state.and_then(|s| s.waiting)
+            && let Some(reason) = w.reason
+            && STUCK.contains(&reason.as_str())
+        {
+            return (
+                true,
+                Some(format!(
+                    "container {}: {reason}: {}",
+                    c.name,
+                    w.message.unwrap_or_default()
+                )),
+            );
+        }
+    }
+    (false, Some(format!("pod {phase}, not ready")))
+}
+
+async fn await_pods(
+    pods: &Api<Pod>,
+    wanted: &[(String, String, Os)],
+    deadline: Instant,
+    say: &(dyn Fn(&str) + Sync),
+) -> BTreeMap<String, Placed> {
+    let started = Instant::now();
+    let mut done: BTreeMap<String, Placed> = BTreeMap::new();
+    let mut last_report = Instant::now();
+    loop {
+        let list = pods
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        let by_name: BTreeMap<String, &Pod> = list
+            .iter()
+            .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
+            .collect();
+        let mut pending = 0;
+        for (name, node, os) in wanted {
+            if done.contains_key(name) {
+                continue;
+            }
+            let timed_out = started.elapsed() > ready_timeout(*os) || Instant::now() >= deadline;
+            let Some(p) = by_name.get(name) else {
+                if timed_out {
+                    done.insert(name.clone(), placed(name, "", Some("the pod does not exist".into())));
+                } else {
+                    pending += 1;
+                }
+                continue;
+            };
+            let (settled, problem) = pod_state(p);
+            let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+            if settled || timed_out {
+                let problem = match problem {
+                    Some(why) if timed_out && !settled => {
+                        Some(format!("not ready within {}s: {why}", ready_timeout(*os).as_secs()))
+                    }
+                    other => other,
+                };
+                let problem = problem
+                    .or_else(|| (landed != *node).then(|| format!("landed on node {landed:?}, not on {node:?}")));
+                done.insert(name.clone(), placed(name, &ip, problem));
+            } else {
+                pending += 1;
+            }
+        }
+        if pending == 0 {
+            break;
+        }
+        if last_report.elapsed() > Duration::from_secs(10) {
+            say(&format!(
+                "  still waiting for {pending} fixture pods ({}s)",
+                started.elapsed().as_secs()
+            ));
+            last_report = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    done
+}
+
+fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
+    Placed {
+        name: name.to_string(),
+        ip: ip.to_string(),
+        problem,
+    }
+}
+
+/// The run namespace's object as JSON (for `--keep` messages).
+pub fn describe_keep(ns: &str) -> String {
+    format!(
+        "kept namespace {ns}: inspect with `kubectl get pods,svc -n {ns} -o wide`; delete with `kubectl delete namespace {ns}` or `mixcheck cleanup`"
+    )
+}

@@ -1,0 +1,720 @@
+//! The cluster facts a run judges by (windows-rules.md §0.1b), read only from the cluster's own
+//! objects: `/version`; per node its labels, `status.nodeInfo`, taints, capacity, allocatable and
+//! the kubelet's configz (node proxy); the network mode, DSR and the kube-proxy and flannel
+//! versions from the CNI and kube-proxy DaemonSets and ConfigMaps, as AKS, EKS, GKE and kubeadm
+//! clusters show them — or as stated with `--network-mode` / `--egress`. A fact that cannot be
+//! read stays unknown, and the checks that need it become indeterminate.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::{Api, ListParams};
+use mixcheck_reports::{Fact, Facts, NodeFacts, Os, Taint};
+use serde_json::Value;
+
+/// One node as the run sees it.
+#[derive(Debug, Clone)]
+pub struct ClusterNode {
+    pub name: String,
+    pub os: Os,
+    pub build: Option<u32>,
+    /// The InternalIP (else the first address).
+    pub address: String,
+    pub kubelet: Option<(u32, u32)>,
+    /// `containerd` / `docker` and its `major.minor`.
+    pub runtime: Option<(String, (u32, u32))>,
+    pub taints: Vec<Taint>,
+    pub control_plane: bool,
+    pub ready: bool,
+    pub labels: BTreeMap<String, String>,
+    /// The kernel version (`10.0.20348.2762`, `6.8.0-1017-azure`).
+    pub kernel: String,
+    /// Memory capacity and allocatable, in bytes.
+    pub memory: (Option<u64>, Option<u64>),
+    /// The node's conditions by type → status.
+    pub conditions: BTreeMap<String, String>,
+    /// The kubelet's configz document (None when the node proxy did not answer).
+    pub configz: Option<Value>,
+}
+
+impl ClusterNode {
+    /// HostProcess pods: Windows, kubelet ≥ 1.23, containerd ≥ 1.6 (SEC-HOSTPROCESS, WHPC).
+    pub fn host_process(&self) -> Option<bool> {
+        if self.os != Os::Windows {
+            return Some(false);
+        }
+        let kubelet = self.kubelet?;
+        let (runtime, version) = self.runtime.as_ref()?;
+        Some(kubelet >= (1, 23) && runtime == "containerd" && *version >= (1, 6))
+    }
+
+    /// The pool a node belongs to: `linux`, or `windows-<build>`.
+    pub fn pool(&self) -> String {
+        mixcheck_reports::Pool::of(self.os, self.build).as_str().to_string()
+    }
+
+    /// Whether fixtures may be scheduled here: Ready, not the control plane.
+    pub fn schedulable(&self) -> bool {
+        self.ready && !self.control_plane
+    }
+}
+
+/// Everything a run knows about its cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterFacts {
+    pub version: (u32, u32),
+    pub nodes: Vec<ClusterNode>,
+    pub network_mode: Option<Fact<String>>,
+    pub dsr: Option<Fact<bool>>,
+    pub flannel_version: Option<Fact<String>>,
+    pub egress: Fact<bool>,
+    /// The facts as the report records them.
+    pub report: Facts,
+}
+
+/// `v1.32.3` / `1.32` / `v0.26.1` → (major, minor).
+pub fn major_minor(text: &str) -> Option<(u32, u32)> {
+    let t = text.trim().trim_start_matches('v');
+    let mut parts = t.split(['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.trim_end_matches('+').parse().ok()?;
+    Some((major, minor))
+}
+
+fn image_tag(image: &str) -> Option<&str> {
+    let last = image.rsplit('/').next()?;
+    let tag = last.split_once(':')?.1;
+    Some(tag.split('@').next().unwrap_or(tag))
+}
+
+/// The Windows build of `10.0.20348` / `10.0.20348.2762`.
+fn build_of(text: &str) -> Option<u32> {
+    let mut parts = text.split('.');
+    let (_, _, build) = (parts.next()?, parts.next()?, parts.next()?);
+    build.parse().ok()
+}
+
+fn node_of(n: &Node) -> ClusterNode {
+    let name = n.metadata.name.clone().unwrap_or_default();
+    let labels = n.metadata.labels.clone().unwrap_or_default();
+    let status = n.status.clone().unwrap_or_default();
+    let info = status.node_info.clone().unwrap_or_default();
+    let os = match labels
+        .get("kubernetes.io/os")
+        .map(String::as_str)
+        .unwrap_or(info.operating_system.as_str())
+    {
+        "windows" => Os::Windows,
+        _ => Os::Linux,
+    };
+    let build = match os {
+        Os::Windows => labels
+            .get("node.kubernetes.io/windows-build")
+            .and_then(|b| build_of(b))
+            .or_else(|| build_of(&info.kernel_version)),
+        Os::Linux => None,
+    };
+    let addresses = status.addresses.clone().unwrap_or_default();
+    let address = addresses
+        .iter()
+        .find(|a| a.type_ == "InternalIP")
+        .or_else(|| addresses.first())
+        .map(|a| a.address.clone())
+        .unwrap_or_default();
+    let runtime = info.container_runtime_version.split_once("://").and_then(|(kind, v)| {
+        let mm = major_minor(v)?;
+        Some((kind.to_string(), mm))
+    });
+    let taints = n
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| Taint {
+            key: t.key,
+            value: t.value,
+            effect: t.effect,
+        })
+        .collect();
+    let conditions: BTreeMap<String, String> = status
+        .conditions
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.status))
+        .collect();
+    let ready = conditions.get("Ready").is_some_and(|s| s == "True");
+    let mem = |m: &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+        m.as_ref()
+            .and_then(|m| m.get("memory"))
+            .and_then(|q| quantity_bytes(&q.0))
+    };
+    ClusterNode {
+        control_plane: labels.contains_key("node-role.kubernetes.io/control-plane")
+            || labels.contains_key("node-role.kubernetes.io/master"),
+        name,
+        os,
+        build,
+        address,
+        kubelet: major_minor(&info.kubelet_version),
+        runtime,
+        taints,
+        ready,
+        labels,
+        kernel: info.kernel_version.clone(),
+        memory: (mem(&status.capacity), mem(&status.allocatable)),
+        conditions,
+        configz: None,
+    }
+}
+
+pub fn quantity_bytes(q: &str) -> Option<u64> {
+    let digits: String = q.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let n: u64 = digits.parse().ok()?;
+    let mult: u64 = match &q[digits.len()..] {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// Reads the facts. `network_mode`/`egress` are the user's statements, used where detection
+/// finds nothing (mode) or always (egress).
+pub async fn collect(
+    client: &kube::Client,
+    network_mode: Option<&str>,
+    egress: bool,
+) -> Result<ClusterFacts, kube::Error> {
+    let version = client.apiserver_version().await?;
+    let git = version.git_version.clone();
+    let server = major_minor(&git)
+        .or_else(|| {
+            Some((
+                version.major.parse().ok()?,
+                version.minor.trim_end_matches('+').parse().ok()?,
+            ))
+        })
+        .unwrap_or((0, 0));
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let node_list = nodes_api.list(&ListParams::default()).await?;
+    let mut report = Facts {
+        server_version: Some(Fact::new(git, "GET /version")),
+        ..Facts::default()
+    };
+    let mut nodes = Vec::new();
+    for n in &node_list.items {
+        let mut node = node_of(n);
+        let info = n.status.as_ref().and_then(|s| s.node_info.clone()).unwrap_or_default();
+        let status = n.status.clone().unwrap_or_default();
+        let src = format!("node/{}", node.name);
+        let mem = |m: &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+            m.as_ref()
+                .and_then(|m| m.get("memory"))
+                .and_then(|q| quantity_bytes(&q.0))
+        };
+        let configz = configz(client, &node.name).await;
+        node.configz = configz.clone();
+        let reserved = configz.as_ref().map(|c| {
+            c.pointer("/kubeletconfig/systemReserved/memory")
+                .and_then(Value::as_str)
+                .and_then(quantity_bytes)
+                .unwrap_or(0)
+        });
+        report.nodes.insert(
+            node.name.clone(),
+            NodeFacts {
+                os: Some(Fact::new(node.os, format!("{src} label kubernetes.io/os"))),
+                windows_build: node
+                    .build
+                    .map(|b| Fact::new(b, format!("{src} label node.kubernetes.io/windows-build"))),
+                kernel_version: Some(Fact::new(info.kernel_version.clone(), format!("{src} status.nodeInfo"))),
+                os_image: Some(Fact::new(info.os_image.clone(), format!("{src} status.nodeInfo"))),
+                kubelet_version: Some(Fact::new(
+                    info.kubelet_version.clone(),
+                    format!("{src} status.nodeInfo"),
+                )),
+                #[allow(deprecated)]
+                kube_proxy_version: (!info.kube_proxy_version.is_empty())
+                    .then(|| Fact::new(info.kube_proxy_version.clone(), format!("{src} status.nodeInfo"))),
+                container_runtime_version: Some(Fact::new(
+                    info.container_runtime_version.clone(),
+                    format!("{src} status.nodeInfo"),
+                )),
+                taints: Some(Fact::new(node.taints.clone(), format!("{src} spec.taints"))),
+                memory_capacity_bytes: mem(&status.capacity).map(|b| Fact::new(b, format!("{src} status.capacity"))),
+                memory_allocatable_bytes: mem(&status.allocatable)
+                    .map(|b| Fact::new(b, format!("{src} status.allocatable"))),
+                system_reserved_memory_bytes: reserved
+                    .map(|b| Fact::new(b, format!("/api/v1/nodes/{}/proxy/configz systemReserved", node.name))),
+            },
+        );
+        nodes.push(node);
+    }
+    let addons = addons(client).await;
+    let network_mode = addons
+        .network_mode
+        .or_else(|| network_mode.map(|m| Fact::new(m.to_string(), "--network-mode")));
+    let egress = Fact::new(egress, if egress { "default (--egress)" } else { "--egress=false" });
+    let windows: Vec<&ClusterNode> = nodes.iter().filter(|n| n.os == Os::Windows).collect();
+    let host_process = (!windows.is_empty())
+        .then(|| windows.iter().map(|n| n.host_process()).collect::<Option<Vec<bool>>>())
+        .flatten()
+        .map(|all| {
+            Fact::new(
+                all.iter().all(|b| *b),
+                "nodes' kubelet and containerd versions (HostProcess: 1.23+, containerd 1.6+)",
+            )
+        });
+    report.network_mode = network_mode.clone();
+    report.dsr = addons.dsr.clone();
+    report.kube_proxy_version = addons.kube_proxy_version.clone();
+    report.host_process = host_process;
+    report.egress = Some(egress.clone());
+    Ok(ClusterFacts {
+        version: server,
+        nodes,
+        network_mode,
+        dsr: addons.dsr,
+        flannel_version: addons.flannel_version,
+        egress,
+        report,
+    })
+}
+
+/// The kubelet's configz through the node proxy (None when it does not answer).
+async fn configz(client: &kube::Client, node: &str) -> Option<Value> {
+    let req = http::Request::get(format!("/api/v1/nodes/{node}/proxy/configz"))
+        .body(Vec::new())
+        .ok()?;
+    client.request::<Value>(req).await.ok()
+}
+
+#[derive(Debug, Default)]
+struct Addons {
+    network_mode: Option<Fact<String>>,
+    dsr: Option<Fact<bool>>,
+    kube_proxy_version: Option<Fact<String>>,
+    flannel_version: Option<Fact<String>>,
+}
+
+fn ds_key(ds: &DaemonSet) -> String {
+    format!(
+        "{}/{}",
+        ds.metadata.namespace.clone().unwrap_or_default(),
+        ds.metadata.name.clone().unwrap_or_default()
+    )
+}
+
+fn ds_images(ds: &DaemonSet) -> Vec<String> {
+    ds.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(|p| p.containers.iter().filter_map(|c| c.image.clone()).collect())
+        .unwrap_or_default()
+}
+
+fn ds_windows(ds: &DaemonSet) -> bool {
+    ds.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.node_selector.as_ref())
+        .and_then(|s| s.get("kubernetes.io/os"))
+        .is_some_and(|os| os == "windows")
+}
+
+fn ds_args(ds: &DaemonSet) -> Vec<String> {
+    ds.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(|p| {
+            p.containers
+                .iter()
+                .flat_map(|c| {
+                    c.command
+                        .clone()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .chain(c.args.clone().unwrap_or_default())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `enableDSR: true` inside a KubeProxyConfiguration's `winkernel` section.
+fn dsr_in_config(text: &str) -> Option<bool> {
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        let v = l.strip_prefix("enableDSR:")?;
+        match v.trim() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        }
+    })
+}
+
+/// The CNI, kube-proxy and their settings from the cluster's add-on objects.
+async fn addons(client: &kube::Client) -> Addons {
+    let mut out = Addons::default();
+    let daemonsets: Vec<DaemonSet> = Api::<DaemonSet>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let configmaps: Api<ConfigMap> = Api::all(client.clone());
+    // flannel: the backend of net-conf.json (kube-flannel-cfg, in kube-flannel or kube-system).
+    if let Ok(list) = configmaps
+        .list(&ListParams::default().fields("metadata.name=kube-flannel-cfg"))
+        .await
+    {
+        for cm in list.items {
+            let ns = cm.metadata.namespace.clone().unwrap_or_default();
+            let Some(conf) = cm.data.as_ref().and_then(|d| d.get("net-conf.json")) else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_str::<Value>(conf) else {
+                continue;
+            };
+            let mode = match v
+                .pointer("/Backend/Type")
+                .and_then(Value::as_str)
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+            {
+                Some("vxlan") => "overlay",
+                Some("host-gw") => "l2bridge",
+                _ => continue,
+            };
+            out.network_mode = Some(Fact::new(
+                mode.to_string(),
+                format!("{ns}/kube-flannel-cfg net-conf.json Backend.Type"),
+            ));
+        }
+    }
+    for ds in &daemonsets {
+        let name = ds.metadata.name.clone().unwrap_or_default();
+        let key = ds_key(ds);
+        let images = ds_images(ds);
+        if out.network_mode.is_none() {
+            if name.starts_with("azure-cni") || name == "azure-vnet" {
+                out.network_mode = Some(Fact::new(
+                    "l2tunnel".to_string(),
+                    format!("daemonset {key} (Azure CNI)"),
+                ));
+            } else if name.starts_with("ovnkube-node") {
+                out.network_mode = Some(Fact::new(
+                    "transparent".to_string(),
+                    format!("daemonset {key} (ovn-kubernetes)"),
+                ));
+            }
+        }
+        if name.contains("flannel")
+            && !ds_windows(ds)
+            && out.flannel_version.is_none()
+            && let Some(tag) = images
+                .iter()
+                .filter(|i| i.contains("flannel") && !i.contains("cni-plugin"))
+                .find_map(|i| image_tag(i))
+        {
+            out.flannel_version = Some(Fact::new(tag.to_string(), format!("daemonset {key} image")));
+        }
+        if name.contains("kube-proxy") {
+            let tag = images
+                .iter()
+                .filter(|i| i.contains("kube-proxy"))
+                .find_map(|i| image_tag(i));
+            if !ds_windows(ds) {
+                if let Some(tag) = tag {
+                    out.kube_proxy_version = Some(Fact::new(tag.to_string(), format!("daemonset {key} image")));
+                }
+            } else {
+                let args = ds_args(ds);
+                if let Some(flag) = args.iter().find_map(|a| a.strip_prefix("--enable-dsr=")) {
+                    out.dsr = Some(Fact::new(flag == "true", format!("daemonset {key} --enable-dsr")));
+                }
+            }
+        }
+    }
+    if out.dsr.is_none()
+        && let Ok(list) = configmaps.list(&ListParams::default()).await
+    {
+        for cm in list.items {
+            let name = cm.metadata.name.clone().unwrap_or_default();
+            if !name.starts_with("kube-proxy-windows") {
+                continue;
+            }
+            let ns = cm.metadata.namespace.clone().unwrap_or_default();
+            if let Some(dsr) = cm.data.as_ref().and_then(|d| d.values().find_map(|t| dsr_in_config(t))) {
+                out.dsr = Some(Fact::new(dsr, format!("configmap {ns}/{name} winkernel.enableDSR")));
+            }
+        }
+    }
+    out
+}
+
+/// The Windows Server builds the Kubernetes docs list as supported for a version (§1.2 of
+/// windows-rules.md); None where the docs of that version were not retrieved (GAP).
+pub fn supported_builds(k8s: (u32, u32)) -> Option<&'static [u32]> {
+    Some(match k8s {
+        (1, 5..=8) => &[14393],
+        (1, 9) => &[16299],
+        (1, 14..=17) => &[17763],
+        (1, 18) => &[17763, 18362, 18363],
+        (1, 19..=20) => &[17763, 18363, 19041],
+        (1, 22) => &[17763, 19041, 19042],
+        (1, 23..=34) => &[17763, 19042, 20348],
+        (1, 35..) => &[20348, 26100],
+        _ => return None,
+    })
+}
+
+/// What a `fact` probe found on one node: whether the documented state holds, and what was
+/// seen. Err names a fact that could not be read.
+pub fn judge(
+    check: crate::suite::FactCheck,
+    node: &ClusterNode,
+    facts: &ClusterFacts,
+) -> Result<(bool, String), String> {
+    use crate::suite::FactCheck as F;
+    let configz = || {
+        node.configz
+            .as_ref()
+            .ok_or_else(|| format!("the kubelet configz of {} (node proxy)", node.name))
+    };
+    let q = |v: Option<&Value>| v.and_then(Value::as_str).and_then(quantity_bytes).unwrap_or(0);
+    let gib = |b: u64| format!("{:.2}Gi", b as f64 / f64::from(1u32 << 30));
+    Ok(match check {
+        F::OsLabels => {
+            let os = node.labels.get("kubernetes.io/os");
+            let arch = node.labels.get("kubernetes.io/arch");
+            (
+                os.is_some() && arch.is_some(),
+                format!(
+                    "kubernetes.io/os={} kubernetes.io/arch={}",
+                    os.map_or("(missing)", String::as_str),
+                    arch.map_or("(missing)", String::as_str)
+                ),
+            )
+        }
+        F::BuildLabel => {
+            let label = node
+                .labels
+                .get("node.kubernetes.io/windows-build")
+                .cloned()
+                .unwrap_or_default();
+            let kernel: Vec<&str> = node.kernel.split('.').take(3).collect();
+            let expected = kernel.join(".");
+            (
+                label == expected,
+                format!(
+                    "label node.kubernetes.io/windows-build={label:?}, kernel {}",
+                    node.kernel
+                ),
+            )
+        }
+        F::OsSupported => {
+            let build = node.build.ok_or("the node's Windows build")?;
+            let list = supported_builds(facts.version).ok_or_else(|| {
+                format!(
+                    "the Windows OS list of Kubernetes {}.{} docs",
+                    facts.version.0, facts.version.1
+                )
+            })?;
+            (
+                list.contains(&build),
+                format!(
+                    "build {build}; documented for {}.{}: {list:?}",
+                    facts.version.0, facts.version.1
+                ),
+            )
+        }
+        F::ControlPlaneLinux => (
+            !node.control_plane || node.os == Os::Linux,
+            format!(
+                "{} node, {}",
+                node.os,
+                if node.control_plane { "control plane" } else { "worker" }
+            ),
+        ),
+        F::KubeletSkew => {
+            let k = node.kubelet.ok_or("the node's kubelet version")?;
+            let (major, server) = facts.version;
+            let allowed = if k.1 < 25 { 2 } else { 3 };
+            let ok = k.0 == major && k.1 <= server && server - k.1 <= allowed;
+            (
+                ok,
+                format!(
+                    "kubelet {}.{}, API server {}.{} (allowed: up to {allowed} minor versions older)",
+                    k.0, k.1, major, server
+                ),
+            )
+        }
+        F::KubeProxySkew => {
+            let kp = facts
+                .report
+                .kube_proxy_version
+                .as_ref()
+                .and_then(|f| major_minor(&f.value))
+                .ok_or("the kube-proxy version (kube-proxy DaemonSet image)")?;
+            let (major, server) = facts.version;
+            let allowed = if kp.1 < 25 { 2 } else { 3 };
+            let ok = kp.0 == major && kp.1 <= server && server - kp.1 <= allowed;
+            (
+                ok,
+                format!("kube-proxy {}.{}, API server {}.{}", kp.0, kp.1, major, server),
+            )
+        }
+        F::Runtime => {
+            let (kind, v) = node.runtime.clone().ok_or("the node's container runtime")?;
+            let k8s = facts.version;
+            let ok = match kind.as_str() {
+                "containerd" => v >= (1, 4) || k8s < (1, 20),
+                "docker" => k8s < (1, 24) || node.os == Os::Windows,
+                _ => false,
+            };
+            (ok, format!("{kind} {}.{} on Kubernetes {}.{}", v.0, v.1, k8s.0, k8s.1))
+        }
+        F::SystemReserved => {
+            let c = configz()?;
+            let bytes = q(c.pointer("/kubeletconfig/systemReserved/memory"));
+            (bytes >= 2 << 30, format!("systemReserved.memory = {}", gib(bytes)))
+        }
+        F::AllocatableMath => {
+            let c = configz()?;
+            let (cap, alloc) = (
+                node.memory.0.ok_or("the node's memory capacity")?,
+                node.memory.1.ok_or("the node's allocatable memory")?,
+            );
+            let sys = q(c.pointer("/kubeletconfig/systemReserved/memory"));
+            let kube = q(c.pointer("/kubeletconfig/kubeReserved/memory"));
+            let hard = c
+                .pointer("/kubeletconfig/evictionHard/memory.available")
+                .and_then(Value::as_str)
+                .map_or(0, |t| {
+                    t.strip_suffix('%')
+                        .and_then(|p| p.parse::<f64>().ok())
+                        .map_or_else(|| quantity_bytes(t).unwrap_or(0), |p| (cap as f64 * p / 100.0) as u64)
+                });
+            let expected = cap.saturating_sub(sys + kube + hard);
+            let diff = expected.abs_diff(alloc);
+            (
+                diff <= 1 << 20,
+                format!(
+                    "allocatable {alloc} = capacity {cap} − systemReserved {sys} − kubeReserved {kube} − evictionHard {hard}? (expected {expected})"
+                ),
+            )
+        }
+        F::EnforceNodeAllocatable => {
+            let c = configz()?;
+            let v = c
+                .pointer("/kubeletconfig/enforceNodeAllocatable")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let empty = v.as_array().is_none_or(|a| a.is_empty());
+            (empty, format!("enforceNodeAllocatable = {v}"))
+        }
+        F::EvictionThreshold => {
+            let c = configz()?;
+            let v = c
+                .pointer("/kubeletconfig/evictionHard/memory.available")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            (
+                v.is_some(),
+                format!(
+                    "evictionHard memory.available = {}",
+                    v.unwrap_or_else(|| "(none)".into())
+                ),
+            )
+        }
+        F::PressureConditions => {
+            let has = |t: &str| node.conditions.contains_key(t);
+            (
+                has("MemoryPressure") && has("DiskPressure") && has("Ready"),
+                format!(
+                    "conditions: {}",
+                    node.conditions.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        }
+        F::WindowsTaint => {
+            let tainted = node
+                .taints
+                .iter()
+                .any(|t| t.key == "os" && t.value.as_deref() == Some("windows") && t.effect == "NoSchedule");
+            (
+                tainted || node.os == Os::Linux,
+                format!(
+                    "taints: {}",
+                    node.taints
+                        .iter()
+                        .map(|t| format!("{}={}:{}", t.key, t.value.clone().unwrap_or_default(), t.effect))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        }
+        F::HostProcess => {
+            let hp = node.host_process().ok_or("the node's kubelet and runtime versions")?;
+            (hp, format!("kubelet {:?}, runtime {:?}", node.kubelet, node.runtime))
+        }
+        F::RuntimeClasses | F::PauseImage => {
+            return Err(format!("{check:?} is not observable by this version of mixcheck"));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("v1.32.3", Some((1, 32)))]
+    #[case("1.9", Some((1, 9)))]
+    #[case("v0.26.1", Some((0, 26)))]
+    #[case("v1.14.0-rc.1", Some((1, 14)))]
+    #[case("nope", None)]
+    fn versions(#[case] text: &str, #[case] mm: Option<(u32, u32)>) {
+        assert_eq!(major_minor(text), mm);
+    }
+
+    #[rstest]
+    #[case("registry.k8s.io/kube-proxy:v1.32.3", Some("v1.32.3"))]
+    #[case("localhost:5000/kube-proxy:v1.9.0", Some("v1.9.0"))]
+    #[case("docker.io/flannel/flannel:v0.26.1@sha256:abc", Some("v0.26.1"))]
+    #[case("kube-proxy", None)]
+    fn image_tags(#[case] image: &str, #[case] tag: Option<&str>) {
+        assert_eq!(image_tag(image), tag);
+    }
+
+    #[test]
+    fn dsr_from_a_kube_proxy_configuration() {
+        assert_eq!(
+            dsr_in_config("kind: KubeProxyConfiguration\nwinkernel:\n  enableDSR: true\n"),
+            Some(true)
+        );
+        assert_eq!(dsr_in_config("winkernel:\n  enableDSR: false"), Some(false));
+        assert_eq!(dsr_in_config("mode: iptables"), None);
+    }
+
+    #[rstest]
+    #[case("16777216Ki", Some(16 << 30))]
+    #[case("2Gi", Some(2 << 30))]
+    #[case("500Mi", Some(500 << 20))]
+    #[case("1000", Some(1000))]
+    #[case("1.5Gi", None)]
+    fn quantities(#[case] q: &str, #[case] bytes: Option<u64>) {
+        assert_eq!(quantity_bytes(q), bytes);
+    }
+}

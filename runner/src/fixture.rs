@@ -1,0 +1,422 @@
+//! Fixtures: the Kubernetes manifests the checks deploy (`fixtures/*.yaml`, embedded), real
+//! multi-OS workloads that run unchanged on a real cluster. Each Pod document names its OS in the
+//! annotation `mixcheck.io/os`; the runner stamps a copy per node: its name, the run's labels,
+//! the node's hostname/OS/build selectors and tolerations for the node's taints, and the image
+//! registry of `--image-registry`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use mixcheck_reports::Os;
+use serde_json::{Value, json};
+
+use crate::facts::ClusterNode;
+
+/// The fixtures built into the binary.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("netexec-server", include_str!("../../fixtures/netexec-server.yaml")),
+    ("netexec-client", include_str!("../../fixtures/netexec-client.yaml")),
+    ("host-probe", include_str!("../../fixtures/host-probe.yaml")),
+    ("affinity-backend", include_str!("../../fixtures/affinity-backend.yaml")),
+];
+
+/// The annotation that says which OS a fixture pod is for.
+pub const OS_ANNOTATION: &str = "mixcheck.io/os";
+/// Labels every object of a run carries.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mixcheck");
+pub const RUN_LABEL: &str = "mixcheck.io/run";
+
+/// A bad fixture file (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    #[error("{path}: cannot read: {cause}")]
+    Read { path: String, cause: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: String,
+        line: u64,
+        column: u64,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// One fixture: its pod per OS and the other objects it needs.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    pub name: String,
+    pub pods: BTreeMap<OsKey, Value>,
+    pub others: Vec<Value>,
+}
+
+/// An OS as a map key.
+pub type OsKey = &'static str;
+
+pub fn os_key(os: Os) -> OsKey {
+    match os {
+        Os::Linux => "linux",
+        Os::Windows => "windows",
+    }
+}
+
+/// Parses one fixture file; `origin` names it in errors.
+pub fn parse(name: &str, text: &str, origin: &str) -> Result<Fixture, FixtureError> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        FixtureError::Parse {
+            path: origin.to_string(),
+            line,
+            column,
+            message: e.to_string().lines().next().unwrap_or_default().to_string(),
+        }
+    })?;
+    let invalid = |message: String| FixtureError::Invalid {
+        path: origin.to_string(),
+        message,
+    };
+    let mut fixture = Fixture {
+        name: name.to_string(),
+        pods: BTreeMap::new(),
+        others: Vec::new(),
+    };
+    for (i, doc) in docs.into_iter().enumerate() {
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if doc.get("apiVersion").and_then(Value::as_str).is_none() || kind.is_empty() {
+            return Err(invalid(format!("document {} has no apiVersion or kind", i + 1)));
+        }
+        if doc.pointer("/metadata/namespace").is_some() {
+            return Err(invalid(format!(
+                "document {} sets a namespace (the runner sets it)",
+                i + 1
+            )));
+        }
+        if kind != "Pod" {
+            fixture.others.push(doc);
+            continue;
+        }
+        let doc_name = doc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if doc_name != name {
+            return Err(invalid(format!(
+                "pod {doc_name:?} must be named after its file ({name:?})"
+            )));
+        }
+        let os = match doc
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(OS_ANNOTATION))
+            .and_then(Value::as_str)
+        {
+            Some("linux") => "linux",
+            Some("windows") => "windows",
+            Some(other) => {
+                return Err(invalid(format!(
+                    "pod {name:?}: {OS_ANNOTATION} is {other:?}, expected linux or windows"
+                )));
+            }
+            None => {
+                return Err(invalid(format!(
+                    "pod {name:?} has no OS: add the annotation {OS_ANNOTATION}: linux|windows"
+                )));
+            }
+        };
+        if doc.pointer("/spec/nodeName").is_some() {
+            return Err(invalid(format!(
+                "pod {name:?} ({os}) sets nodeName (the runner places fixtures)"
+            )));
+        }
+        if fixture.pods.insert(os, doc).is_some() {
+            return Err(invalid(format!("two {os} pods named {name:?}")));
+        }
+    }
+    if fixture.pods.is_empty() && fixture.others.is_empty() {
+        return Err(invalid("no objects".into()));
+    }
+    Ok(fixture)
+}
+
+/// Every fixture of a run by name: the embedded ones and those of `extra`.
+#[derive(Debug, Clone)]
+pub struct Fixtures {
+    pub by_name: BTreeMap<String, Fixture>,
+}
+
+impl Fixtures {
+    pub fn load(extra: Option<&Path>) -> Result<Self, FixtureError> {
+        let mut by_name = BTreeMap::new();
+        for (name, text) in EMBEDDED {
+            by_name.insert(
+                name.to_string(),
+                parse(name, text, &format!("fixtures/{name}.yaml (embedded)"))?,
+            );
+        }
+        if let Some(dir) = extra {
+            let shown = dir.display().to_string();
+            let entries = std::fs::read_dir(dir).map_err(|cause| FixtureError::Read {
+                path: shown.clone(),
+                cause,
+            })?;
+            let mut paths: Vec<_> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                let origin = path.display().to_string();
+                let text = std::fs::read_to_string(&path).map_err(|cause| FixtureError::Read {
+                    path: origin.clone(),
+                    cause,
+                })?;
+                let name = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                by_name.insert(name.clone(), parse(&name, &text, &origin)?);
+            }
+        }
+        Ok(Self { by_name })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Fixture> {
+        self.by_name.get(name)
+    }
+
+    /// Every image the fixtures use, with the OS it runs on (for `mixcheck images`).
+    pub fn images(&self) -> Vec<(String, OsKey, String)> {
+        let mut out = Vec::new();
+        for f in self.by_name.values() {
+            for (os, pod) in &f.pods {
+                for c in containers(pod) {
+                    if let Some(image) = c.get("image").and_then(Value::as_str) {
+                        out.push((image.to_string(), *os, f.name.clone()));
+                    }
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
+    ["/spec/initContainers", "/spec/containers"]
+        .into_iter()
+        .filter_map(|p| pod.pointer(p).and_then(Value::as_array))
+        .flatten()
+}
+
+/// The LTSC tag of a Windows build (`{{windows-tag}}`).
+pub fn windows_tag(build: u32) -> &'static str {
+    match build {
+        b if b >= 26100 => "ltsc2025",
+        b if b >= 20348 => "ltsc2022",
+        b if b >= 17763 => "ltsc2019",
+        b if b >= 16299 => "1709",
+        _ => "sac2016",
+    }
+}
+
+/// `registry.k8s.io/e2e-test-images/agnhost:2.53` with `--image-registry mirror.local/k8s` →
+/// `mirror.local/k8s/e2e-test-images/agnhost:2.53` (the first path segment is the registry
+/// when it has a dot, a colon or is `localhost`).
+pub fn rewrite_image(image: &str, registry: &str) -> String {
+    let (first, rest) = image.split_once('/').unwrap_or(("", image));
+    let path = if first.contains('.') || first.contains(':') || first == "localhost" {
+        rest
+    } else {
+        image
+    };
+    format!("{registry}/{path}")
+}
+
+/// A copy of `pod` for `node`: named `name`, labelled for the run, pinned to the node by its
+/// hostname, OS and build labels, tolerating the node's taints, images rewritten.
+pub fn stamp(
+    pod: &Value,
+    name: &str,
+    node: &ClusterNode,
+    labels: &BTreeMap<String, String>,
+    registry: Option<&str>,
+) -> Value {
+    let mut p = pod.clone();
+    p["metadata"]["name"] = json!(name);
+    let meta_labels = p["metadata"]
+        .as_object_mut()
+        .map(|m| m.entry("labels").or_insert_with(|| json!({})));
+    if let Some(Value::Object(l)) = meta_labels {
+        for (k, v) in labels {
+            l.insert(k.clone(), json!(v));
+        }
+    }
+    let mut selector = serde_json::Map::new();
+    selector.insert(
+        "kubernetes.io/hostname".into(),
+        json!(node.labels.get("kubernetes.io/hostname").unwrap_or(&node.name)),
+    );
+    selector.insert("kubernetes.io/os".into(), json!(os_key(node.os)));
+    if let Some(build) = node.labels.get("node.kubernetes.io/windows-build") {
+        selector.insert("node.kubernetes.io/windows-build".into(), json!(build));
+    }
+    p["spec"]["nodeSelector"] = Value::Object(selector);
+    let mut tolerations: Vec<Value> = p
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for t in &node.taints {
+        if t.effect == "PreferNoSchedule" {
+            continue;
+        }
+        let mut tol = json!({"key": t.key, "effect": t.effect});
+        match &t.value {
+            Some(v) if !v.is_empty() => {
+                tol["operator"] = json!("Equal");
+                tol["value"] = json!(v);
+            }
+            _ => tol["operator"] = json!("Exists"),
+        }
+        tolerations.push(tol);
+    }
+    p["spec"]["tolerations"] = json!(tolerations);
+    let tag = node.build.map(windows_tag).unwrap_or("ltsc2022");
+    for path in ["/spec/initContainers", "/spec/containers"] {
+        if let Some(cs) = p.pointer_mut(path).and_then(Value::as_array_mut) {
+            for c in cs {
+                if let Some(image) = c.get("image").and_then(Value::as_str) {
+                    let mut image = image.replace("{{windows-tag}}", tag);
+                    if let Some(reg) = registry {
+                        image = rewrite_image(&image, reg);
+                    }
+                    c["image"] = json!(image);
+                }
+            }
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mixcheck_reports::Taint;
+    use rstest::rstest;
+
+    fn node(os: Os, build: Option<u32>, taints: Vec<Taint>) -> ClusterNode {
+        let mut labels = BTreeMap::new();
+        labels.insert("kubernetes.io/hostname".to_string(), "n1".to_string());
+        if let Some(b) = build {
+            labels.insert("node.kubernetes.io/windows-build".to_string(), format!("10.0.{b}"));
+        }
+        ClusterNode {
+            name: "n1".into(),
+            os,
+            build,
+            address: "10.0.0.1".into(),
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints,
+            control_plane: false,
+            ready: true,
+            labels,
+            kernel: String::new(),
+            memory: (None, None),
+            conditions: BTreeMap::new(),
+            configz: None,
+        }
+    }
+
+    #[test]
+    fn the_embedded_fixtures_have_a_pod_per_os() {
+        let f = Fixtures::load(None).expect("fixtures");
+        for name in ["netexec-server", "netexec-client", "host-probe", "affinity-backend"] {
+            let fx = f.get(name).expect(name);
+            assert!(
+                fx.pods.contains_key("linux") && fx.pods.contains_key("windows"),
+                "{name}"
+            );
+        }
+        assert!(
+            f.images()
+                .iter()
+                .any(|(i, os, _)| i.contains("agnhost") && *os == "windows")
+        );
+    }
+
+    #[rstest]
+    #[case::no_os(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n",
+        "has no OS"
+    )]
+    #[case::bad_os(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {mixcheck.io/os: beos}}\nspec: {containers: []}\n",
+        "expected linux or windows"
+    )]
+    #[case::wrong_name(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: y, annotations: {mixcheck.io/os: linux}}\nspec: {containers: []}\n",
+        "named after its file"
+    )]
+    #[case::namespace("apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: a}\n", "namespace")]
+    fn bad_fixtures_name_the_file(#[case] text: &str, #[case] needle: &str) {
+        let err = parse("x", text, "fixtures/x.yaml").expect_err("invalid");
+        assert!(err.to_string().starts_with("fixtures/x.yaml"), "{err}");
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+
+    #[test]
+    fn syntax_errors_give_line_and_column() {
+        match parse(
+            "x",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n",
+            "fixtures/x.yaml",
+        ) {
+            Err(FixtureError::Parse { line, .. }) => assert!(line >= 3),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn stamping_pins_tolerates_and_rewrites() {
+        let f = Fixtures::load(None).expect("fixtures");
+        let pod = &f.get("netexec-server").expect("fx").pods["windows"];
+        let n = node(
+            Os::Windows,
+            Some(20348),
+            vec![Taint {
+                key: "os".into(),
+                value: Some("windows".into()),
+                effect: "NoSchedule".into(),
+            }],
+        );
+        let mut labels = BTreeMap::new();
+        labels.insert(RUN_LABEL.to_string(), "abc".to_string());
+        let p = stamp(pod, "srv-n1", &n, &labels, Some("mirror.local/k8s"));
+        assert_eq!(p["metadata"]["name"], "srv-n1");
+        assert_eq!(p["metadata"]["labels"][RUN_LABEL], "abc");
+        assert_eq!(
+            p["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"],
+            "10.0.20348"
+        );
+        assert_eq!(p["spec"]["nodeSelector"]["kubernetes.io/hostname"], "n1");
+        assert_eq!(
+            p["spec"]["tolerations"][0],
+            json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"})
+        );
+        assert_eq!(
+            p["spec"]["containers"][0]["image"],
+            "mirror.local/k8s/e2e-test-images/agnhost:2.53"
+        );
+    }
+
+    #[rstest]
+    #[case("registry.k8s.io/pause:3.10", "m.io/x", "m.io/x/pause:3.10")]
+    #[case("busybox:1.36", "m.io/x", "m.io/x/busybox:1.36")]
+    #[case("localhost:5000/a/b:1", "m.io", "m.io/a/b:1")]
+    fn image_rewrites(#[case] image: &str, #[case] reg: &str, #[case] out: &str) {
+        assert_eq!(rewrite_image(image, reg), out);
+    }
+}

@@ -1,0 +1,289 @@
+//! The run plan: raw `mixcheck run` arguments validated once, before any cluster call — the
+//! target, the selected checks, the deadline and the stated facts. Every problem here is a usage
+//! error (exit code 2), except a selection that matches nothing (exit code 4).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use regex::Regex;
+
+use crate::cli::RunArgs;
+use crate::rules::Catalogue;
+use crate::suite::{Check, Suite, Suites};
+
+/// Why a run cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Suite(#[from] crate::suite::SuiteError),
+    #[error(transparent)]
+    Topology(#[from] simcluster::topology::TopologyError),
+    #[error("no check matches the selection ({0})")]
+    NothingSelected(String),
+}
+
+/// What a run checks.
+#[derive(Debug)]
+pub enum TargetSpec {
+    /// The bundled cluster, started in-process.
+    Bundled {
+        profile: String,
+        topology: Box<simcluster::Topology>,
+    },
+    /// A real cluster named by a kubeconfig and/or context.
+    Kubeconfig {
+        path: Option<PathBuf>,
+        context: Option<String>,
+    },
+}
+
+/// A validated run.
+#[derive(Debug)]
+pub struct RunPlan {
+    pub target: TargetSpec,
+    pub suites: Suites,
+    /// The selected checks as (suite index, check index).
+    pub selected: Vec<(usize, usize)>,
+    pub selection: mixcheck_reports::Selection,
+    pub deadline: Duration,
+    pub concurrency: usize,
+    pub keep: bool,
+    pub strict: bool,
+    pub quiet: bool,
+    pub report_dir: PathBuf,
+    pub image_registry: Option<String>,
+    pub network_mode: Option<String>,
+    pub egress: bool,
+}
+
+impl RunPlan {
+    pub fn checks(&self) -> impl Iterator<Item = (&Suite, &Check)> {
+        self.selected
+            .iter()
+            .map(|&(s, c)| (&self.suites.suites[s], &self.suites.suites[s].checks[c]))
+    }
+}
+
+/// `10m`, `90s`, `1h30m`, `500ms`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        total += match unit {
+            "ms" => Duration::from_millis(n),
+            "s" | "" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n * 60),
+            "h" => Duration::from_secs(n * 3600),
+            _ => return None,
+        };
+    }
+    Some(total)
+}
+
+const NETWORK_MODES: &[&str] = &["l2bridge", "overlay", "l2tunnel", "transparent"];
+
+/// One `--check` expression.
+#[derive(Debug)]
+struct CheckFilter {
+    negate: bool,
+    re: Regex,
+}
+
+impl RunPlan {
+    pub fn from_args(args: &RunArgs) -> Result<Self, PlanError> {
+        let real = args.kubeconfig.is_some() || args.context.is_some();
+        if real && (args.topology.is_some() || args.profile.is_some() || !args.faults.is_empty()) {
+            return Err(PlanError::Usage(
+                "--topology, --profile and --fault apply to the bundled cluster only, not to a cluster named by --kubeconfig/--context"
+                    .into(),
+            ));
+        }
+        if let Some(mode) = &args.network_mode
+            && !NETWORK_MODES.contains(&mode.as_str())
+        {
+            return Err(PlanError::Usage(format!(
+                "--network-mode {mode:?}: expected one of {}",
+                NETWORK_MODES.join(", ")
+            )));
+        }
+        let deadline = parse_duration(&args.timeout).filter(|d| !d.is_zero()).ok_or_else(|| {
+            PlanError::Usage(format!(
+                "--timeout {:?}: expected a duration such as 10m or 90s",
+                args.timeout
+            ))
+        })?;
+        if args.concurrency == 0 {
+            return Err(PlanError::Usage("--concurrency must be at least 1".into()));
+        }
+        if let Some(reg) = &args.image_registry
+            && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
+        {
+            return Err(PlanError::Usage(format!(
+                "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
+            )));
+        }
+        let filters = args
+            .check
+            .iter()
+            .map(|raw| {
+                let (negate, pattern) = match raw.strip_prefix('!') {
+                    Some(p) => (true, p),
+                    None => (false, raw.as_str()),
+                };
+                Regex::new(pattern)
+                    .map(|re| CheckFilter { negate, re })
+                    .map_err(|e| PlanError::Usage(format!("--check {raw:?}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let catalogue = Catalogue::embedded()?;
+        let suites = Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+        for name in &args.suite {
+            if !suites.suites.iter().any(|s| &s.name == name) {
+                let known: Vec<&str> = suites.suites.iter().map(|s| s.name.as_str()).collect();
+                return Err(PlanError::Usage(format!(
+                    "--suite {name:?}: no such suite (known: {})",
+                    known.join(", ")
+                )));
+            }
+        }
+        let mut selected = Vec::new();
+        for (si, suite) in suites.suites.iter().enumerate() {
+            if !args.suite.is_empty() && !args.suite.contains(&suite.name) {
+                continue;
+            }
+            for (ci, check) in suite.checks.iter().enumerate() {
+                let key = format!("{}/{}", suite.name, check.name);
+                let keep = filters.iter().all(|f| {
+                    let hit = f.re.is_match(&key) || f.re.is_match(&check.rule);
+                    hit != f.negate
+                });
+                if keep {
+                    selected.push((si, ci));
+                }
+            }
+        }
+        let selection = mixcheck_reports::Selection {
+            suites: args.suite.clone(),
+            checks: args.check.clone(),
+        };
+        if selected.is_empty() {
+            let what = if args.check.is_empty() && args.suite.is_empty() {
+                "the suites hold no checks".to_string()
+            } else {
+                format!("suites {:?}, checks {:?}", args.suite, args.check)
+            };
+            return Err(PlanError::NothingSelected(what));
+        }
+        let target = if real {
+            TargetSpec::Kubeconfig {
+                path: args.kubeconfig.clone(),
+                context: args.context.clone(),
+            }
+        } else {
+            let (profile, mut topology) = match (&args.topology, &args.profile) {
+                (Some(path), _) => (path.display().to_string(), simcluster::Topology::load(path)?),
+                (None, Some(name)) => (name.clone(), simcluster::Topology::profile(name)?),
+                (None, None) => ("default".to_string(), simcluster::Topology::default_cluster()),
+            };
+            crate::sim::apply_faults(&mut topology, &args.faults).map_err(|e| PlanError::Usage(e.0))?;
+            TargetSpec::Bundled {
+                profile,
+                topology: Box::new(topology),
+            }
+        };
+        Ok(Self {
+            target,
+            suites,
+            selected,
+            selection,
+            deadline,
+            concurrency: args.concurrency,
+            keep: args.keep,
+            strict: args.strict,
+            quiet: args.quiet,
+            report_dir: args.report_dir.clone(),
+            image_registry: args.image_registry.clone(),
+            network_mode: args.network_mode.clone(),
+            egress: args.egress,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+    use rstest::rstest;
+
+    fn plan(args: &[&str]) -> Result<RunPlan, PlanError> {
+        let mut argv = vec!["mixcheck", "run"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(argv).expect("parses");
+        match cli.command {
+            crate::cli::Command::Run(run) => RunPlan::from_args(&run),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case("10m", Some(600))]
+    #[case("90s", Some(90))]
+    #[case("1h30m", Some(5400))]
+    #[case("45", Some(45))]
+    #[case("5x", None)]
+    #[case("", None)]
+    fn durations(#[case] text: &str, #[case] secs: Option<u64>) {
+        assert_eq!(parse_duration(text).map(|d| d.as_secs()), secs);
+    }
+
+    #[test]
+    fn the_default_plan_targets_the_bundled_cluster_with_every_check() {
+        let p = plan(&[]).expect("plan");
+        assert!(matches!(p.target, TargetSpec::Bundled { ref profile, .. } if profile == "default"));
+        assert_eq!(p.selected.len(), p.suites.checks().count());
+        assert_eq!(p.deadline, Duration::from_secs(600));
+    }
+
+    #[rstest]
+    #[case::fault_on_real_cluster(&["--context", "prod", "--fault", "win-1:kube-proxy-stopped"], "bundled cluster only")]
+    #[case::profile_on_real_cluster(&["--kubeconfig", "kc", "--profile", "default"], "bundled cluster only")]
+    #[case::bad_regex(&["--check", "("], "--check")]
+    #[case::bad_mode(&["--network-mode", "mesh"], "--network-mode")]
+    #[case::bad_timeout(&["--timeout", "soon"], "--timeout")]
+    #[case::unknown_suite(&["--suite", "nope"], "no such suite")]
+    #[case::unknown_fault(&["--fault", "win2019-1:gremlins"], "unknown fault")]
+    fn usage_errors(#[case] args: &[&str], #[case] needle: &str) {
+        match plan(args) {
+            Err(PlanError::Usage(m)) => assert!(m.contains(needle), "{m}"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn check_filters_select_and_negate() {
+        let only = plan(&["--check", "NET-POD-POD-IP"]).expect("plan");
+        assert!(only.checks().all(|(_, c)| c.rule.starts_with("NET-POD-POD-IP")));
+        assert!(only.selected.len() >= 2);
+        let without = plan(&["--check", "!NET-POD-POD-IP"]).expect("plan");
+        assert!(without.checks().all(|(_, c)| !c.rule.starts_with("NET-POD-POD-IP")));
+        assert_eq!(
+            only.selected.len() + without.selected.len(),
+            only.suites.checks().count()
+        );
+        assert!(matches!(
+            plan(&["--check", "^nothing-at-all$"]),
+            Err(PlanError::NothingSelected(_))
+        ));
+    }
+}

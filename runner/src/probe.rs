@@ -1,0 +1,362 @@
+//! Probes: what a cell observes, only through the Kubernetes API — commands exec'd (over
+//! WebSocket) in fixture pods with the real tools of their images (`curl`/`curl.exe`, agnhost
+//! `connect`, `ping`) — classified into the failure classes the suites name. Every call has a
+//! timeout; only transport errors are retried, and a pass after a retry is marked flaky.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, AttachParams};
+use mixcheck_reports::Os;
+use tokio::io::AsyncReadExt;
+
+use crate::suite::{FailureClass, Protocol};
+
+/// How long one exec may take before it counts as a transport failure.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+/// The connect timeout the probes give their tools.
+pub const CONNECT_SECS: u32 = 5;
+/// The `path` of a request that is a plain TCP connect (agnhost `connect`), not HTTP.
+pub const RAW_TCP: &str = "(tcp connect)";
+
+/// What one command printed.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub argv: Vec<String>,
+    pub pod: String,
+    pub container: Option<String>,
+    pub exit_code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Output {
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+}
+
+/// The exec transport failed (not a probe result).
+#[derive(Debug, thiserror::Error)]
+#[error("exec in pod {pod}: {message}")]
+pub struct TransportError {
+    pub pod: String,
+    pub message: String,
+}
+
+/// Runs `argv` in `pod` (container `container`), with a timeout.
+pub async fn exec(
+    pods: &Api<Pod>,
+    pod: &str,
+    container: Option<&str>,
+    argv: &[String],
+) -> Result<Output, TransportError> {
+    let fail = |message: String| TransportError {
+        pod: pod.to_string(),
+        message,
+    };
+    let mut params = AttachParams::default().stdin(false).stdout(true).stderr(true);
+    if let Some(c) = container {
+        params = params.container(c);
+    }
+    let run = async {
+        let mut proc = pods
+            .exec(pod, argv.to_vec(), &params)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let mut stdout = proc.stdout().ok_or_else(|| fail("no stdout stream".into()))?;
+        let mut stderr = proc.stderr().ok_or_else(|| fail("no stderr stream".into()))?;
+        let status = proc.take_status().ok_or_else(|| fail("no status channel".into()))?;
+        let (mut so, mut se) = (Vec::new(), Vec::new());
+        let (r1, r2, status) = tokio::join!(stdout.read_to_end(&mut so), stderr.read_to_end(&mut se), status);
+        r1.map_err(|e| fail(e.to_string()))?;
+        r2.map_err(|e| fail(e.to_string()))?;
+        let _ = proc.join().await;
+        let exit_code = match &status {
+            Some(s) if s.status.as_deref() == Some("Success") => Some(0),
+            Some(s) => s
+                .details
+                .as_ref()
+                .and_then(|d| d.causes.as_ref())
+                .and_then(|c| c.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
+                .and_then(|c| c.message.as_deref())
+                .and_then(|m| m.parse().ok()),
+            None => None,
+        };
+        Ok(Output {
+            argv: argv.to_vec(),
+            pod: pod.to_string(),
+            container: container.map(str::to_string),
+            exit_code,
+            stdout: so,
+            stderr: se,
+        })
+    };
+    match tokio::time::timeout(EXEC_TIMEOUT, run).await {
+        Ok(r) => r,
+        Err(_) => Err(fail(format!("no answer within {}s", EXEC_TIMEOUT.as_secs()))),
+    }
+}
+
+/// Runs a probe command, retrying transport failures (not results) up to twice.
+/// Returns the output and whether it took a retry (a flaky pass).
+pub async fn exec_retrying(
+    pods: &Api<Pod>,
+    pod: &str,
+    container: Option<&str>,
+    argv: &[String],
+) -> Result<(Output, bool), TransportError> {
+    let mut last = None;
+    for attempt in 0..3 {
+        match exec(pods, pod, container, argv).await {
+            Ok(out) => return Ok((out, attempt > 0)),
+            Err(e) => {
+                tracing::debug!("exec transport failure (attempt {}): {e}", attempt + 1);
+                last = Some(e);
+                tokio::time::sleep(Duration::from_millis(300 * (attempt + 1))).await;
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| TransportError {
+        pod: pod.to_string(),
+        message: "exec failed".into(),
+    }))
+}
+
+/// Where a connection probe runs: a pod with the agnhost image, or a Windows host (HostProcess).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// agnhost (Linux: curl, ping, agnhost; Windows: curl.exe, agnhost).
+    Agnhost(Os),
+    /// A Windows HostProcess pod: the host's curl.exe and ping.
+    WindowsHost,
+}
+
+/// What a connection probe asks for.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub host: String,
+    pub port: u16,
+    pub protocol: Protocol,
+    /// HTTP path for TCP (`/hostname`, `/clientip`); HTTPS when `tls`.
+    pub path: String,
+    pub tls: bool,
+}
+
+/// The command line of a connection probe.
+pub fn command(runner: Runner, req: &Request) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    let secs = CONNECT_SECS.to_string();
+    match (req.protocol, runner) {
+        (Protocol::Icmp, Runner::Agnhost(Os::Linux)) => {
+            vec![s("ping"), s("-c"), s("1"), s("-W"), secs, req.host.clone()]
+        }
+        (Protocol::Icmp, _) => vec![
+            s("ping"),
+            s("-n"),
+            s("1"),
+            s("-w"),
+            (CONNECT_SECS * 1000).to_string(),
+            req.host.clone(),
+        ],
+        (Protocol::Tcp, Runner::Agnhost(_)) if req.path == RAW_TCP => vec![
+            s("/agnhost"),
+            s("connect"),
+            format!("{}:{}", req.host, req.port),
+            format!("--timeout={secs}s"),
+        ],
+        (Protocol::Udp, _) => vec![
+            s("/agnhost"),
+            s("connect"),
+            format!("{}:{}", req.host, req.port),
+            format!("--timeout={secs}s"),
+            s("--protocol=udp"),
+        ],
+        (Protocol::Tcp, r) => {
+            let curl = match r {
+                Runner::Agnhost(Os::Linux) => "curl",
+                _ => "curl.exe",
+            };
+            let scheme = if req.tls { "https" } else { "http" };
+            let mut argv = vec![s(curl), s("-s"), s("-S")];
+            if req.tls {
+                argv.push(s("-k"));
+            }
+            argv.extend([
+                s("--connect-timeout"),
+                secs.clone(),
+                s("-m"),
+                (CONNECT_SECS * 2).to_string(),
+                format!("{scheme}://{}:{}{}", req.host, req.port, req.path),
+            ]);
+            argv
+        }
+    }
+}
+
+/// How a probe came out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// Got through; the HTTP body (TCP) or nothing.
+    Reached(String),
+    Failed(FailureClass),
+}
+
+/// Classifies a connection probe's output by its tool's documented exit codes and messages.
+pub fn classify(req: &Request, out: &Output) -> Observation {
+    let code = out.exit_code.unwrap_or(-1);
+    if req.protocol == Protocol::Icmp {
+        return match code {
+            0 => Observation::Reached(String::new()),
+            _ => Observation::Failed(FailureClass::NoReply),
+        };
+    }
+    if req.protocol == Protocol::Udp || req.path == RAW_TCP {
+        // agnhost connect: silent on success, else one line prefixed with the failure class.
+        if code == 0 {
+            return Observation::Reached(out.stdout_text());
+        }
+        let err = out.stderr_text();
+        let class = if err.starts_with("TIMEOUT") {
+            FailureClass::Timeout
+        } else if err.starts_with("REFUSED") {
+            FailureClass::Refused
+        } else if err.starts_with("DNS") {
+            FailureClass::Dns
+        } else {
+            FailureClass::Other
+        };
+        return Observation::Failed(class);
+    }
+    // curl: 6 could not resolve host, 7 could not connect (refused), 28 timeout, 52 empty
+    // reply, 56 receive failure (reset).
+    match code {
+        0 => Observation::Reached(out.stdout_text()),
+        6 => Observation::Failed(FailureClass::Dns),
+        7 => Observation::Failed(FailureClass::Refused),
+        28 => Observation::Failed(FailureClass::Timeout),
+        52 | 56 => Observation::Failed(FailureClass::Reset),
+        _ => Observation::Failed(FailureClass::Other),
+    }
+}
+
+/// A `kubectl exec` line that repeats a probe by hand (on a `--keep` run).
+pub fn reproduce(ns: &str, out: &Output) -> String {
+    let container = out.container.as_ref().map(|c| format!(" -c {c}")).unwrap_or_default();
+    let args: Vec<String> = out
+        .argv
+        .iter()
+        .map(|a| {
+            if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=%?&".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    format!("kubectl exec -n {ns} {}{container} -- {}", out.pod, args.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn req(protocol: Protocol) -> Request {
+        Request {
+            host: "10.244.1.5".into(),
+            port: 8080,
+            protocol,
+            path: "/hostname".into(),
+            tls: false,
+        }
+    }
+
+    fn out(code: i32, stderr: &str) -> Output {
+        Output {
+            exit_code: Some(code),
+            stderr: stderr.as_bytes().to_vec(),
+            stdout: b"srv-1".to_vec(),
+            ..Output::default()
+        }
+    }
+
+    #[rstest]
+    #[case(Protocol::Tcp, 0, "", Observation::Reached("srv-1".into()))]
+    #[case(
+        Protocol::Tcp,
+        7,
+        "curl: (7) Failed to connect",
+        Observation::Failed(FailureClass::Refused)
+    )]
+    #[case(
+        Protocol::Tcp,
+        28,
+        "curl: (28) Connection timed out",
+        Observation::Failed(FailureClass::Timeout)
+    )]
+    #[case(
+        Protocol::Tcp,
+        6,
+        "curl: (6) Could not resolve host",
+        Observation::Failed(FailureClass::Dns)
+    )]
+    #[case(
+        Protocol::Tcp,
+        56,
+        "curl: (56) Recv failure",
+        Observation::Failed(FailureClass::Reset)
+    )]
+    #[case(Protocol::Udp, 1, "TIMEOUT\n", Observation::Failed(FailureClass::Timeout))]
+    #[case(Protocol::Udp, 1, "REFUSED\n", Observation::Failed(FailureClass::Refused))]
+    #[case(Protocol::Udp, 1, "DNS: lookup x", Observation::Failed(FailureClass::Dns))]
+    #[case(Protocol::Icmp, 1, "", Observation::Failed(FailureClass::NoReply))]
+    fn classification(#[case] p: Protocol, #[case] code: i32, #[case] stderr: &str, #[case] expect: Observation) {
+        assert_eq!(classify(&req(p), &out(code, stderr)), expect);
+    }
+
+    #[test]
+    fn commands_per_runner() {
+        assert_eq!(
+            command(Runner::Agnhost(Os::Windows), &req(Protocol::Tcp)),
+            [
+                "curl.exe",
+                "-s",
+                "-S",
+                "--connect-timeout",
+                "5",
+                "-m",
+                "10",
+                "http://10.244.1.5:8080/hostname"
+            ]
+        );
+        assert_eq!(
+            command(Runner::Agnhost(Os::Linux), &req(Protocol::Udp)),
+            [
+                "/agnhost",
+                "connect",
+                "10.244.1.5:8080",
+                "--timeout=5s",
+                "--protocol=udp"
+            ]
+        );
+        assert_eq!(
+            command(Runner::WindowsHost, &req(Protocol::Icmp))[0..3],
+            ["ping", "-n", "1"]
+        );
+        let o = Output {
+            argv: command(Runner::Agnhost(Os::Linux), &req(Protocol::Tcp)),
+            pod: "srv-1".into(),
+            container: Some("client".into()),
+            ..Output::default()
+        };
+        assert_eq!(
+            reproduce("mixcheck-x", &o),
+            "kubectl exec -n mixcheck-x srv-1 -c client -- curl -s -S --connect-timeout 5 -m 10 http://10.244.1.5:8080/hostname"
+        );
+    }
+}

@@ -1,0 +1,1428 @@
+//! One `mixcheck run`, from a validated plan to its report: connect (or start the bundled
+//! cluster), check permissions, read the facts, expand every selected check over the nodes the
+//! cluster has, deploy the fixtures, probe with bounded concurrency, judge each cell, write
+//! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use futures::StreamExt as _;
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use mixcheck_reports::cell::{
+    Coordinates, Expectation as CellExpectation, Locality, NodeRef, NodeRole, Observed, Pool,
+};
+use mixcheck_reports::evidence::{Evidence, Excerpt};
+use mixcheck_reports::verdict::{Expected, Outcome};
+use mixcheck_reports::{Cell, CellId, Os, RunReport, Verdict};
+
+use crate::deploy::{self, Deployment};
+use crate::exit::Code;
+use crate::facts::{self, ClusterFacts, ClusterNode};
+use crate::fixture::Fixtures;
+use crate::plan::RunPlan;
+use crate::probe::{self, Request, Runner};
+use crate::suite::{
+    Check, Destination, NameForm, Origin, Pairs, Placement, Probe, Protocol, ServiceVariant, Suite, Verify,
+};
+use crate::verdict::{self, CellFacts};
+
+/// The outside address and name the outbound checks use (TCP 53 and ICMP on a public resolver;
+/// HTTP on a public web site).
+const OUTSIDE_IP: &str = "1.1.1.1";
+const OUTSIDE_IP_PORT: u16 = 53;
+const OUTSIDE_NAME: &str = "www.microsoft.com";
+
+/// What one run ended with.
+pub struct Finished {
+    pub code: Code,
+    pub report: RunReport,
+}
+
+/// Runs the plan. Errors before any check become an aborted report with their exit code.
+pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
+    let started = Utc::now();
+    let clock = Instant::now();
+    let quiet = plan.quiet;
+    let say = move |m: &str| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    };
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let placeholder = match &plan.target {
+        crate::plan::TargetSpec::Bundled { profile, .. } => mixcheck_reports::Target::Bundled {
+            profile: profile.clone(),
+        },
+        crate::plan::TargetSpec::Kubeconfig { context, .. } => mixcheck_reports::Target::Kubeconfig {
+            context: context.clone().unwrap_or_else(|| "current-context".into()),
+            server: String::new(),
+        },
+    };
+    let mut report = RunReport::new(env!("CARGO_PKG_VERSION"), run_id.clone(), placeholder, started);
+    report.strict = plan.strict;
+    report.selection = plan.selection.clone();
+    let abort = |mut report: RunReport, code: Code, reason: String| {
+        report.aborted = Some(mixcheck_reports::Aborted {
+            reason,
+            exit_code: code as u8,
+        });
+        report.finished_at = Utc::now();
+        report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Finished { code, report }
+    };
+    let target = match tokio::time::timeout(plan.deadline, crate::target::connect(&plan.target, &say)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            let code = match e {
+                crate::target::TargetError::Kubeconfig { .. } => Code::Usage,
+                crate::target::TargetError::Bundled(_) => Code::Failed,
+                crate::target::TargetError::Unreachable { .. } => Code::Unreachable,
+            };
+            return abort(report, code, e.to_string());
+        }
+        Err(_) => {
+            return abort(
+                report,
+                Code::Unreachable,
+                "the cluster did not answer before the run's deadline".into(),
+            );
+        }
+    };
+    report.target = target.report.clone();
+    let client = target.client.clone();
+    if let Err(missing) = preflight(&client, &format!("mixcheck-{run_id}")).await {
+        return abort(report, Code::Unreachable, missing);
+    }
+    let facts = match facts::collect(&client, plan.network_mode.as_deref(), plan.egress).await {
+        Ok(f) => f,
+        Err(e) => {
+            return abort(
+                report,
+                Code::Unreachable,
+                format!("cannot read the cluster's facts: {e}"),
+            );
+        }
+    };
+    report.facts = facts.report.clone();
+    say(&format!(
+        "Cluster: {} · {} nodes ({}) · network mode {}",
+        facts
+            .report
+            .server_version
+            .as_ref()
+            .map(|f| f.value.as_str())
+            .unwrap_or("?"),
+        facts.nodes.len(),
+        pools_line(&facts),
+        facts.network_mode.as_ref().map_or("unknown", |m| m.value.as_str())
+    ));
+    let ns = format!("mixcheck-{run_id}");
+    let deadline = clock + plan.deadline;
+    let work = async {
+        deploy::create_namespace(&client, &ns, &run_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let dep = deploy::deploy(
+            &client,
+            &ns,
+            &run_id,
+            &facts,
+            fixtures,
+            plan.image_registry.as_deref(),
+            deadline,
+            &say,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let cells = plan_cells(plan, &facts);
+        say(&format!(
+            "Probing {} cells of {} checks…",
+            cells.len(),
+            plan.selected.len()
+        ));
+        let ctx = Ctx {
+            client: client.clone(),
+            workloads: crate::workload::Workloads::new(
+                client.clone(),
+                &ns,
+                fixtures,
+                deploy::run_labels(&run_id),
+                plan.image_registry.clone(),
+            ),
+            pods: Api::namespaced(client.clone(), &ns),
+            facts: &facts,
+            dep: &dep,
+            ns: &ns,
+        };
+        let results: Vec<Cell> = futures::stream::iter(cells.iter().enumerate())
+            .map(|(i, c)| judge_cell(&ctx, c, i))
+            .buffered(plan.concurrency)
+            .collect()
+            .await;
+        Ok::<Vec<Cell>, String>(results)
+    };
+    let outcome = tokio::select! {
+        r = work => Ended::Done(r),
+        _ = interrupted() => Ended::Interrupted,
+        _ = tokio::time::sleep_until(deadline.into()) => Ended::Deadline,
+    };
+    if plan.keep {
+        say(&deploy::describe_keep(&ns));
+    } else {
+        cleanup(&client, &ns, &say).await;
+    }
+    target.stop().await;
+    let (code, cells, aborted) = match outcome {
+        Ended::Done(Ok(cells)) => (None, cells, None),
+        Ended::Done(Err(e)) => (
+            Some(Code::Failed),
+            Vec::new(),
+            Some(format!("the run could not deploy its fixtures: {e}")),
+        ),
+        Ended::Interrupted => (
+            Some(Code::Interrupted),
+            Vec::new(),
+            Some("interrupted (Ctrl-C); the run namespace was deleted".into()),
+        ),
+        Ended::Deadline => (
+            Some(Code::Failed),
+            Vec::new(),
+            Some(format!(
+                "the run's deadline ({}s, --timeout) passed before every check ran",
+                plan.deadline.as_secs()
+            )),
+        ),
+    };
+    report.cells = cells;
+    if let (Some(code), Some(reason)) = (code, aborted) {
+        return abort(report, code, reason);
+    }
+    report.finished_at = Utc::now();
+    report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let code = if report.gate_passed(plan.strict) {
+        Code::Passed
+    } else {
+        Code::Failed
+    };
+    Finished { code, report }
+}
+
+enum Ended {
+    Done(Result<Vec<Cell>, String>),
+    Interrupted,
+    Deadline,
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn pools_line(facts: &ClusterFacts) -> String {
+    let mut pools: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &facts.nodes {
+        *pools.entry(n.pool()).or_default() += 1;
+    }
+    pools
+        .iter()
+        .map(|(p, n)| format!("{n}× {p}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Deletes the run namespace (everything the run created is in it).
+pub async fn cleanup(client: &kube::Client, ns: &str, say: &dyn Fn(&str)) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    match tokio::time::timeout(Duration::from_secs(30), api.delete(ns, &DeleteParams::background())).await {
+        Ok(Ok(_)) => say(&format!("Deleted the run namespace {ns}")),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
+        Ok(Err(e)) => {
+            eprintln!("mixcheck: could not delete the run namespace {ns}: {e} (delete it with `mixcheck cleanup`)")
+        }
+        Err(_) => eprintln!("mixcheck: deleting the run namespace {ns} timed out (delete it with `mixcheck cleanup`)"),
+    }
+}
+
+/// The run namespaces on a cluster with their phase.
+pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            crate::fixture::MANAGED_BY.0,
+            crate::fixture::MANAGED_BY.1
+        )))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|n| {
+            let phase = n.status.and_then(|s| s.phase).unwrap_or_default();
+            (n.metadata.name.unwrap_or_default(), phase)
+        })
+        .collect())
+}
+
+/// `mixcheck cleanup`: deletes every namespace a run left (label app.kubernetes.io/managed-by=mixcheck).
+pub async fn cleanup_all(client: &kube::Client) -> Result<usize, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            crate::fixture::MANAGED_BY.0,
+            crate::fixture::MANAGED_BY.1
+        )))
+        .await?;
+    let mut n = 0;
+    for ns in list.items {
+        if let Some(name) = ns.metadata.name {
+            api.delete(&name, &DeleteParams::background()).await?;
+            println!("deleted namespace {name}");
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Checks with SelfSubjectAccessReview that the credentials allow what the run does; lists
+/// every missing permission.
+async fn preflight(client: &kube::Client, ns: &str) -> Result<(), String> {
+    let needs: &[(&str, &str, &str, &str, bool)] = &[
+        // verb, group, resource, subresource, namespaced
+        ("create", "", "namespaces", "", false),
+        ("delete", "", "namespaces", "", false),
+        ("list", "", "nodes", "", false),
+        ("get", "", "nodes", "proxy", false),
+        ("create", "", "pods", "", true),
+        ("patch", "", "pods", "", true),
+        ("list", "", "pods", "", true),
+        ("create", "", "pods", "exec", true),
+        ("create", "", "services", "", true),
+        ("patch", "", "services", "", true),
+        ("list", "", "events", "", true),
+        ("list", "apps", "daemonsets", "", false),
+        ("list", "", "configmaps", "", false),
+    ];
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let mut missing = Vec::new();
+    for (verb, group, resource, sub, namespaced) in needs {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.to_string()),
+                    group: Some(group.to_string()),
+                    resource: Some(resource.to_string()),
+                    subresource: (!sub.is_empty()).then(|| sub.to_string()),
+                    namespace: namespaced.then(|| ns.to_string()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let what = format!(
+            "{verb} {}{resource}{}",
+            if group.is_empty() {
+                String::new()
+            } else {
+                format!("{group}/")
+            },
+            if sub.is_empty() {
+                String::new()
+            } else {
+                format!("/{sub}")
+            }
+        );
+        match api.create(&PostParams::default(), &review).await {
+            Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => {}
+            Ok(_) => missing.push(what),
+            Err(e) => return Err(format!("the access review for \"{what}\" failed: {e}")),
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the credentials lack permissions the run needs:\n  - {}\n  check: the RBAC bindings of the kubeconfig's user (`kubectl auth can-i --list`)",
+            missing.join("\n  - ")
+        ))
+    }
+}
+
+/// One probed pair of a cell: source and destination node indexes.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    from: Option<usize>,
+    to: Option<usize>,
+}
+
+/// A cell before probing.
+#[derive(Debug)]
+struct CellPlan<'a> {
+    suite: &'a Suite,
+    check: &'a Check,
+    coordinates: Coordinates,
+    placement: Option<Placement>,
+    protocol: Option<Protocol>,
+    variant: Option<String>,
+    pairs: Vec<Pair>,
+    /// Set when the cell is decided without probing.
+    fixed: Option<(Verdict, String)>,
+}
+
+/// Node pairs covering every node of both pools at least once (about max(|S|, |D|) pairs).
+fn sample_pairs(from: &[usize], to: &[usize], same_node: bool) -> Vec<Pair> {
+    if same_node {
+        return from
+            .iter()
+            .filter(|n| to.contains(n))
+            .map(|n| Pair {
+                from: Some(*n),
+                to: Some(*n),
+            })
+            .collect();
+    }
+    let k = from.len().max(to.len());
+    let mut out = Vec::new();
+    for i in 0..k {
+        let s = from[i % from.len()];
+        let d = (0..to.len()).map(|j| to[(i + j) % to.len()]).find(|d| *d != s);
+        if let Some(d) = d {
+            out.push(Pair {
+                from: Some(s),
+                to: Some(d),
+            });
+        }
+    }
+    out
+}
+
+fn os_of(o: crate::suite::Os) -> Os {
+    match o {
+        crate::suite::Os::Linux => Os::Linux,
+        crate::suite::Os::Windows => Os::Windows,
+    }
+}
+
+/// Expands the selected checks over the cluster's pools.
+fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> {
+    let nodes: Vec<(usize, &ClusterNode)> = facts
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.schedulable())
+        .collect();
+    let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
+    for (i, n) in &nodes {
+        pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(*i);
+    }
+    let pools_of = |os: &[crate::suite::Os]| -> Vec<(String, Os, Vec<usize>)> {
+        pools
+            .iter()
+            .filter(|(_, (o, _))| os.iter().any(|x| os_of(*x) == *o))
+            .map(|(p, (o, n))| (p.clone(), *o, n.clone()))
+            .collect()
+    };
+    let mut cells = Vec::new();
+    for (suite, check) in plan.checks() {
+        let m = &check.matrix;
+        let from_os = if m.from.is_empty() {
+            vec![crate::suite::Os::Linux, crate::suite::Os::Windows]
+        } else {
+            m.from.clone()
+        };
+        let protocols: Vec<Option<Protocol>> = if m.protocol.is_empty() {
+            vec![None]
+        } else {
+            m.protocol.iter().copied().map(Some).collect()
+        };
+        let placements: Vec<Option<Placement>> = if m.placement.is_empty() {
+            vec![None]
+        } else {
+            m.placement.iter().copied().map(Some).collect()
+        };
+        let variants: Vec<Option<String>> = if m.variant.is_empty() {
+            vec![None]
+        } else {
+            m.variant.iter().cloned().map(Some).collect()
+        };
+        let unsupported: Option<String> = None;
+        if !matches!(check.probe, Probe::Connect { .. } | Probe::Resolve { .. }) {
+            cells.extend(node_cells(
+                suite,
+                check,
+                facts,
+                &from_os,
+                &protocols,
+                &variants,
+                unsupported,
+            ));
+            continue;
+        }
+        let to_pools: Option<Vec<(String, Os, Vec<usize>)>> = (!m.to.is_empty()).then(|| pools_of(&m.to));
+        for (fp, fos, fnodes) in pools_of(&from_os) {
+            let destinations: Vec<(Option<String>, Option<Os>, Vec<usize>)> = match &to_pools {
+                Some(tp) => tp
+                    .iter()
+                    .map(|(p, o, n)| (Some(p.clone()), Some(*o), n.clone()))
+                    .collect(),
+                // Without a `to` list: the destination is the probe's own target (same pool,
+                // the outside world, the same pod).
+                None => vec![(None, None, fnodes.clone())],
+            };
+            for (tp, tos, tnodes) in destinations {
+                if let Some(tos) = tos {
+                    let keep = match m.pairs {
+                        Pairs::All => true,
+                        Pairs::SameOs => tos == fos,
+                        Pairs::CrossOs => tos != fos,
+                    };
+                    if !keep {
+                        continue;
+                    }
+                }
+                for placement in &placements {
+                    if *placement == Some(Placement::SameNode) && tp.as_deref().is_some_and(|t| t != fp) {
+                        continue;
+                    }
+                    for protocol in &protocols {
+                        for variant in &variants {
+                            let same = *placement == Some(Placement::SameNode) || tp.is_none() && placement.is_none();
+                            let pairs = sample_pairs(&fnodes, &tnodes, same);
+                            let dest_pool = match (&tp, &check.probe) {
+                                (Some(t), _) => Some(Pool::named(t.clone())),
+                                (
+                                    None,
+                                    Probe::Connect {
+                                        to: Destination::OutsideIp | Destination::OutsideName,
+                                        ..
+                                    },
+                                ) => Some(Pool::named("external")),
+                                (
+                                    None,
+                                    Probe::Connect {
+                                        to: Destination::Localhost,
+                                        ..
+                                    },
+                                ) => Some(Pool::named("same-pod")),
+                                (None, Probe::Resolve { .. }) => Some(Pool::named("cluster-dns")),
+                                // Its own pool's service or pods.
+                                _ => Some(Pool::named(fp.clone())),
+                            };
+                            let coordinates = Coordinates {
+                                source: Some(Pool::named(fp.clone())),
+                                destination: dest_pool,
+                                locality: placement.map(|p| match p {
+                                    Placement::SameNode => Locality::SameNode,
+                                    Placement::OtherNode => Locality::OtherNode,
+                                }),
+                                protocol: protocol.map(|p| p.to_string()),
+                                variant: variant.clone(),
+                            };
+                            let fixed = if let Some(why) = &unsupported {
+                                Some((Verdict::Error, why.clone()))
+                            } else if pairs.is_empty() {
+                                Some((
+                                    Verdict::NotApplicable,
+                                    format!(
+                                        "the cluster has no second schedulable node for {fp} → {}",
+                                        tp.clone().unwrap_or_default()
+                                    ),
+                                ))
+                            } else {
+                                None
+                            };
+                            cells.push(CellPlan {
+                                suite,
+                                check,
+                                coordinates,
+                                placement: *placement,
+                                protocol: *protocol,
+                                variant: variant.clone(),
+                                pairs,
+                                fixed,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// Cells of checks about nodes (fact, exec, create, outside, audit probes): one per pool of
+/// `from` (or `to` for outside probes), or one per node with `perNode`; every node of a pool is
+/// judged and the worst result stands.
+fn node_cells<'a>(
+    suite: &'a Suite,
+    check: &'a Check,
+    facts: &ClusterFacts,
+    from_os: &[crate::suite::Os],
+    protocols: &[Option<Protocol>],
+    variants: &[Option<String>],
+    unsupported: Option<String>,
+) -> Vec<CellPlan<'a>> {
+    let m = &check.matrix;
+    // Facts cover every node (control planes too); workloads only schedulable ones.
+    let all_nodes = matches!(check.probe, Probe::Fact { .. });
+    let oses: Vec<crate::suite::Os> = match (&check.probe, m.to.is_empty()) {
+        (Probe::Outside { .. }, false) => m.to.clone(),
+        _ => from_os.to_vec(),
+    };
+    let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, n) in facts.nodes.iter().enumerate() {
+        if (all_nodes || n.schedulable()) && oses.iter().any(|o| os_of(*o) == n.os) {
+            pools.entry(n.pool()).or_default().push(i);
+        }
+    }
+    let outside = matches!(check.probe, Probe::Outside { .. });
+    let mut groups: Vec<(String, Option<String>, Vec<usize>)> = Vec::new();
+    // One cell per pool (ids never carry node names, so a baseline survives node
+    // replacement); every node of the pool is judged and the worst result stands.
+    for (pool, members) in pools {
+        groups.push((pool, None, members));
+    }
+    let mut out = Vec::new();
+    for (pool, node, members) in groups {
+        for protocol in protocols {
+            for variant in variants {
+                let variant = match (&node, variant) {
+                    (Some(n), Some(v)) => Some(format!("{v}@{n}")),
+                    (Some(n), None) => Some(n.clone()),
+                    (None, v) => v.clone(),
+                };
+                let coordinates = Coordinates {
+                    source: Some(Pool::named(if outside { "external".to_string() } else { pool.clone() })),
+                    destination: outside.then(|| Pool::named(pool.clone())),
+                    locality: None,
+                    protocol: protocol.map(|p| p.to_string()),
+                    variant: variant.clone(),
+                };
+                let pairs = members
+                    .iter()
+                    .map(|&i| {
+                        if outside {
+                            Pair {
+                                from: None,
+                                to: Some(i),
+                            }
+                        } else {
+                            Pair {
+                                from: Some(i),
+                                to: None,
+                            }
+                        }
+                    })
+                    .collect();
+                out.push(CellPlan {
+                    suite,
+                    check,
+                    coordinates,
+                    placement: None,
+                    protocol: *protocol,
+                    variant: variant.clone(),
+                    pairs,
+                    fixed: unsupported.clone().map(|w| (Verdict::Error, w)),
+                });
+            }
+        }
+    }
+    out
+}
+
+struct Ctx<'a> {
+    client: kube::Client,
+    workloads: crate::workload::Workloads<'a>,
+    pods: Api<Pod>,
+    facts: &'a ClusterFacts,
+    dep: &'a Deployment,
+    ns: &'a str,
+}
+
+/// One judged pair.
+struct PairJudgement {
+    verdict: Verdict,
+    expected: Option<CellExpectation>,
+    reason: Option<String>,
+    summary: String,
+    output: Option<probe::Output>,
+    class: Option<crate::suite::FailureClass>,
+    flaky: bool,
+    sources: Vec<String>,
+}
+
+fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
+    PairJudgement {
+        verdict,
+        expected: None,
+        reason: Some(reason.clone()),
+        summary: reason,
+        output: None,
+        class: None,
+        flaky: false,
+        sources: Vec::new(),
+    }
+}
+
+fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
+    NodeRef {
+        name: n.name.clone(),
+        os: n.os,
+        build: n.build,
+        role,
+    }
+}
+
+impl Ctx<'_> {
+    fn pods_client(&self) -> &kube::Client {
+        &self.client
+    }
+}
+
+async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
+    let clock = Instant::now();
+    let check = plan.check;
+    let mut judged: Vec<(Pair, PairJudgement)> = Vec::new();
+    if let Some((verdict, why)) = &plan.fixed {
+        judged.push((Pair { from: None, to: None }, judgement(*verdict, why.clone())));
+    } else {
+        for pair in &plan.pairs {
+            let j = match &plan.check.probe {
+                Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
+                _ => judge_other(ctx, plan, *pair, index).await,
+            };
+            judged.push((*pair, j));
+        }
+    }
+    // The cell takes the worst of its pairs.
+    let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
+    let mut nodes = Vec::new();
+    for (pair, _) in &judged {
+        for (idx, role) in [(pair.from, NodeRole::Source), (pair.to, NodeRole::Destination)] {
+            if let Some(n) = idx.and_then(|i| ctx.facts.nodes.get(i)) {
+                let r = node_ref(n, role);
+                if !nodes.contains(&r) {
+                    nodes.push(r);
+                }
+            }
+        }
+    }
+    let (_, j) = judged
+        .into_iter()
+        .find(|(p, _)| Some((p.from, p.to)) == worst.map(|w| (w.from, w.to)))
+        .unwrap_or((
+            Pair { from: None, to: None },
+            judgement(Verdict::Error, "no pair was judged".into()),
+        ));
+    let id = CellId::new(&plan.suite.name, &check.rule, &plan.coordinates).unwrap_or_else(|_| {
+        CellId::new(&plan.suite.name, &check.rule, &Coordinates::default()).unwrap_or_else(|_| {
+            // Suite and rule names are validated kebab-case and catalogue ids; this cannot fail.
+            CellId::new("invalid", "INVALID", &Coordinates::default()).unwrap_or_else(|e| panic!("cell id: {e}"))
+        })
+    });
+    let remedy = match (j.verdict, j.class) {
+        (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => class
+            .and_then(|c| check.remedy.get(&c))
+            .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any))
+            .cloned(),
+        _ => None,
+    };
+    let evidence = j.output.as_ref().map(|o| Evidence {
+        pod: Some(format!("{}/{}", ctx.ns, o.pod)),
+        command: o.argv.clone(),
+        exit_code: o.exit_code,
+        stdout: Excerpt::new(&o.stdout),
+        stderr: Excerpt::new(&o.stderr),
+        events: Vec::new(),
+    });
+    Cell {
+        id,
+        suite: plan.suite.name.clone(),
+        check: check.name.clone(),
+        rule_id: check.rule.clone(),
+        title: check.title.clone(),
+        category: plan.suite.category.clone(),
+        verdict: j.verdict,
+        expected: j.expected.unwrap_or(CellExpectation {
+            kind: Expected::Works,
+            text: j.reason.clone().unwrap_or_default(),
+        }),
+        coordinates: plan.coordinates.clone(),
+        nodes,
+        observed: Observed {
+            summary: j.summary,
+            evidence,
+        },
+        remedy,
+        sources: if j.sources.is_empty() {
+            check.sources.clone()
+        } else {
+            j.sources
+        },
+        reproduce: j.output.as_ref().map(|o| probe::reproduce(ctx.ns, o)),
+        reason: j.reason,
+        flaky: j.flaky,
+        duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudgement {
+    let facts = ctx.facts;
+    let from = pair.from.and_then(|i| facts.nodes.get(i));
+    let to = pair.to.and_then(|i| facts.nodes.get(i));
+    let cell_facts = CellFacts {
+        kubernetes: facts.version,
+        from,
+        to,
+        placement: plan.placement,
+        protocol: plan.protocol,
+        variant: plan.variant.as_deref(),
+        network_mode: facts.network_mode.as_ref().map(|f| f.value.as_str()),
+        dsr: facts.dsr.as_ref().map(|f| f.value),
+        flannel: facts
+            .flannel_version
+            .as_ref()
+            .and_then(|f| facts::major_minor(&f.value)),
+        egress: facts.egress.value,
+    };
+    let e = match verdict::expectation(plan.check, &cell_facts) {
+        Ok(e) => e,
+        Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
+    };
+    let sources = if e.sources.is_empty() {
+        plan.check.sources.clone()
+    } else {
+        e.sources.clone()
+    };
+    let Some(kind) = verdict::expected(e.result) else {
+        let mut j = judgement(Verdict::NotApplicable, e.says.clone());
+        j.sources = sources;
+        return j;
+    };
+    let expected = Some(CellExpectation {
+        kind,
+        text: e.says.clone(),
+    });
+    let with = |mut j: PairJudgement| {
+        j.expected = expected.clone();
+        j.sources = sources.clone();
+        j
+    };
+    let request = match build_request(ctx, plan, from, to) {
+        Ok(r) => r,
+        Err(Unprobed::Indeterminate(why)) => return with(judgement(Verdict::Indeterminate, why)),
+        Err(Unprobed::Error(why)) => return with(judgement(Verdict::Error, why)),
+    };
+    let (pod, container, runner, req, verify) = request;
+    let argv = probe::command(runner, &req);
+    let (out, flaky) = match probe::exec_retrying(&ctx.pods, &pod, container.as_deref(), &argv).await {
+        Ok(x) => x,
+        Err(e) => return with(judgement(Verdict::Error, format!("the probe could not run: {e}"))),
+    };
+    let mut result = probe::classify(&req, &out);
+    let mut flaky = flaky;
+    let mut detail = String::new();
+    if let probe::Observation::Reached(body) = &result {
+        match verify {
+            Verify::Reachable => {}
+            Verify::ClientIpPreserved => {
+                let seen = body
+                    .trim()
+                    .rsplit_once(':')
+                    .map_or(body.trim(), |(ip, _)| ip)
+                    .to_string();
+                let own = from.map(|n| n.address.clone()).unwrap_or_default();
+                if seen != own {
+                    detail = format!(" (backend saw {seen}, the client is {own})");
+                    result = probe::Observation::Failed(crate::suite::FailureClass::Mismatch);
+                }
+            }
+            Verify::OneBackend => {
+                let mut seen = std::collections::BTreeSet::new();
+                seen.insert(body.trim().to_string());
+                for _ in 0..9 {
+                    match probe::exec_retrying(&ctx.pods, &pod, container.as_deref(), &argv).await {
+                        Ok((o, f)) => {
+                            flaky |= f;
+                            if let probe::Observation::Reached(b) = probe::classify(&req, &o) {
+                                seen.insert(b.trim().to_string());
+                            }
+                        }
+                        Err(e) => return with(judgement(Verdict::Error, format!("the probe could not run: {e}"))),
+                    }
+                }
+                if seen.len() > 1 {
+                    detail = format!(
+                        " (10 requests reached {} backends: {})",
+                        seen.len(),
+                        seen.into_iter().collect::<Vec<_>>().join(", ")
+                    );
+                    result = probe::Observation::Failed(crate::suite::FailureClass::Mismatch);
+                }
+            }
+        }
+    }
+    let outcome = verdict::outcome(e, &result);
+    let verdict = verdict::decide(e, &outcome);
+    let target = match req.protocol {
+        Protocol::Icmp => format!("{} icmp", req.host),
+        p => format!("{}:{} {p}", req.host, req.port),
+    };
+    let summary = match &result {
+        probe::Observation::Reached(_) => format!("{pod} → {target}: reached{detail}"),
+        probe::Observation::Failed(c) => format!("{pod} → {target}: {}{detail}", c.name()),
+    };
+    let class = match &result {
+        probe::Observation::Failed(c) => Some(*c),
+        probe::Observation::Reached(_) => None,
+    };
+    let reason = match &outcome {
+        Outcome::FailedOtherwise if kind != Expected::Works => Some(format!(
+            "failed ({}), not in the documented way",
+            class.map_or("?", |c| c.name())
+        )),
+        _ => None,
+    };
+    with(PairJudgement {
+        verdict,
+        expected: None,
+        reason,
+        summary,
+        output: Some(out),
+        class,
+        flaky: flaky && verdict == Verdict::Pass,
+        sources: Vec::new(),
+    })
+}
+
+enum Unprobed {
+    Indeterminate(String),
+    Error(String),
+}
+
+type Built = (String, Option<String>, Runner, Request, Verify);
+
+fn usable(p: Option<&deploy::Placed>, what: &str, node: &str) -> Result<String, Unprobed> {
+    match p {
+        Some(p) if p.problem.is_none() => Ok(p.name.clone()),
+        Some(p) => Err(Unprobed::Error(format!(
+            "the {what} on {node} is not usable: {}",
+            p.problem.clone().unwrap_or_default()
+        ))),
+        None => Err(Unprobed::Error(format!("no {what} was deployed on {node}"))),
+    }
+}
+
+/// The pod to exec in and what to ask for, for one pair.
+fn build_request(
+    ctx: &Ctx<'_>,
+    plan: &CellPlan<'_>,
+    from: Option<&ClusterNode>,
+    to: Option<&ClusterNode>,
+) -> Result<Built, Unprobed> {
+    let dep = ctx.dep;
+    let protocol = plan.protocol.unwrap_or(Protocol::Tcp);
+    let src = from.ok_or_else(|| Unprobed::Error("the cell has no source node".into()))?;
+    let (origin, verify, service) = match &plan.check.probe {
+        Probe::Connect {
+            from, verify, service, ..
+        } => (*from, *verify, *service),
+        Probe::Resolve { dns, .. } if *dns != crate::suite::DnsVariant::ClusterFirst => {
+            return Err(Unprobed::Error(format!(
+                "resolving with the DNS set-up {dns:?} is not implemented in this version of mixcheck"
+            )));
+        }
+        Probe::Resolve { from, .. } => (*from, Verify::Reachable, ServiceVariant::Cluster),
+        _ => return Err(Unprobed::Error("not a connection probe".into())),
+    };
+    let localhost = matches!(
+        plan.check.probe,
+        Probe::Connect {
+            to: Destination::Localhost,
+            ..
+        }
+    );
+    let (pod, container, runner) = match (origin, localhost) {
+        (_, true) => (
+            usable(dep.servers.get(&src.name), "netexec server", &src.name)?,
+            Some("client".to_string()),
+            Runner::Agnhost(src.os),
+        ),
+        (Origin::Pod, false) => (
+            usable(dep.clients.get(&src.name), "client pod", &src.name)?,
+            None,
+            Runner::Agnhost(src.os),
+        ),
+        (Origin::Host, false) => {
+            if src.os == Os::Windows && src.host_process() != Some(true) {
+                return Err(Unprobed::Indeterminate(format!(
+                    "HostProcess pods are not available on {} (they need Kubernetes 1.23+ and containerd 1.6+): no documented in-cluster way to probe from the Windows host",
+                    src.name
+                )));
+            }
+            let runner = if src.os == Os::Windows {
+                Runner::WindowsHost
+            } else {
+                Runner::Agnhost(Os::Linux)
+            };
+            (
+                usable(dep.hosts.get(&src.name), "node-side probe", &src.name)?,
+                None,
+                runner,
+            )
+        }
+    };
+    let dst = to.unwrap_or(src);
+    let server_ip = |n: &ClusterNode| -> Result<String, Unprobed> {
+        match dep.servers.get(&n.name) {
+            Some(p) if p.problem.is_none() => Ok(p.ip.clone()),
+            Some(p) => Err(Unprobed::Error(format!(
+                "the netexec server on {} is not usable: {}",
+                n.name,
+                p.problem.clone().unwrap_or_default()
+            ))),
+            None => Err(Unprobed::Error(format!("no netexec server on {}", n.name))),
+        }
+    };
+    let svc = |n: &ClusterNode, local: bool| -> Result<&deploy::ServiceInfo, Unprobed> {
+        let map = if local { &dep.local_services } else { &dep.services };
+        map.get(&n.name)
+            .ok_or_else(|| Unprobed::Error(format!("no service over the server on {}", n.name)))
+    };
+    let http = |host: String, port: u16, path: &str| Request {
+        host,
+        port,
+        protocol,
+        path: path.to_string(),
+        tls: false,
+    };
+    let path = match verify {
+        Verify::ClientIpPreserved => "/clientip",
+        _ => "/hostname",
+    };
+    let req = match &plan.check.probe {
+        Probe::Resolve { name, .. } => {
+            let host = match name {
+                NameForm::PodFqdn => {
+                    let hostname = dep.hostnames.get(&dst.name).cloned().unwrap_or_default();
+                    format!("{hostname}.{}.{}.svc.cluster.local", deploy::SUBDOMAIN, ctx.ns)
+                }
+                NameForm::Fqdn => format!("{}.{}.svc.cluster.local", svc(dst, false)?.name, ctx.ns),
+                NameForm::Short => svc(dst, false)?.name.clone(),
+                NameForm::Dotted => format!("{}.{}", svc(dst, false)?.name, ctx.ns),
+                NameForm::OtherNamespaceDotted => "kubernetes.default".to_string(),
+                NameForm::Outside => OUTSIDE_NAME.to_string(),
+            };
+            let port = match name {
+                NameForm::PodFqdn => 8080,
+                NameForm::OtherNamespaceDotted => 443,
+                _ => 80,
+            };
+            let mut r = http(host, port, "/hostname");
+            r.protocol = Protocol::Tcp;
+            r.tls = port == 443;
+            if r.tls {
+                r.path = "/version".into();
+            }
+            r
+        }
+        Probe::Connect { to: dest, .. } => match dest {
+            Destination::PodIp => {
+                let port = if protocol == Protocol::Udp { 8081 } else { 8080 };
+                http(server_ip(dst)?, port, path)
+            }
+            Destination::ClusterIp => {
+                if service == ServiceVariant::ClientIpAffinity {
+                    let s = dep
+                        .affinity
+                        .get(&dst.pool())
+                        .ok_or_else(|| Unprobed::Error(format!("no affinity service for pool {}", dst.pool())))?;
+                    http(s.cluster_ip.clone(), 80, "/hostname")
+                } else {
+                    let s = svc(dst, service == ServiceVariant::LocalPolicy)?;
+                    let port = if protocol == Protocol::Udp { 90 } else { 80 };
+                    http(s.cluster_ip.clone(), port, path)
+                }
+            }
+            Destination::ServiceFqdn => http(
+                format!("{}.{}.svc.cluster.local", svc(dst, false)?.name, ctx.ns),
+                80,
+                path,
+            ),
+            Destination::ServiceShort => http(svc(dst, false)?.name.clone(), 80, path),
+            Destination::NodePort | Destination::LoopbackNodePort => {
+                let s = svc(dst, service == ServiceVariant::LocalPolicy)?;
+                let port = if protocol == Protocol::Udp {
+                    s.node_ports.1
+                } else {
+                    s.node_ports.0
+                }
+                .ok_or_else(|| Unprobed::Error(format!("service {} has no node port", s.name)))?;
+                let host = if *dest == Destination::LoopbackNodePort {
+                    "127.0.0.1".to_string()
+                } else {
+                    dst.address.clone()
+                };
+                http(host, port, path)
+            }
+            Destination::HostPort => http(dst.address.clone(), deploy::HOST_PORT, path),
+            Destination::NodeIp => {
+                let mut r = http(dst.address.clone(), 10250, "/healthz");
+                r.tls = true;
+                r
+            }
+            Destination::OutsideIp => {
+                let mut r = http(OUTSIDE_IP.to_string(), OUTSIDE_IP_PORT, "/");
+                // A raw TCP connect: the port speaks DNS, not HTTP.
+                if r.protocol == Protocol::Tcp {
+                    r.protocol = Protocol::Udp;
+                    return Ok((pod, container, runner, raw_tcp(r), verify));
+                }
+                r
+            }
+            Destination::OutsideName => http(OUTSIDE_NAME.to_string(), 80, "/"),
+            Destination::Localhost => http("127.0.0.1".to_string(), 8080, "/hostname"),
+        },
+        _ => return Err(Unprobed::Error("not a connection probe".into())),
+    };
+    Ok((pod, container, runner, req, verify))
+}
+
+/// A TCP connect without HTTP (agnhost connect), expressed as a request the command builder
+/// turns into `agnhost connect HOST:PORT` (no `--protocol`).
+fn raw_tcp(mut r: Request) -> Request {
+    r.protocol = Protocol::Tcp;
+    r.path = probe::RAW_TCP.to_string();
+    r
+}
+
+/// Judges one node of a fact, exec, create or outside cell.
+async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usize) -> PairJudgement {
+    let facts = ctx.facts;
+    let node_idx = pair.from.or(pair.to).unwrap_or(0);
+    let Some(node) = facts.nodes.get(node_idx) else {
+        return judgement(Verdict::Error, "the cell has no node".into());
+    };
+    let cell_facts = CellFacts {
+        kubernetes: facts.version,
+        from: pair.from.and_then(|i| facts.nodes.get(i)),
+        to: pair.to.and_then(|i| facts.nodes.get(i)),
+        placement: None,
+        protocol: plan.protocol,
+        variant: plan.variant.as_deref(),
+        network_mode: facts.network_mode.as_ref().map(|f| f.value.as_str()),
+        dsr: facts.dsr.as_ref().map(|f| f.value),
+        flannel: facts
+            .flannel_version
+            .as_ref()
+            .and_then(|f| facts::major_minor(&f.value)),
+        egress: facts.egress.value,
+    };
+    let e = match verdict::expectation(plan.check, &cell_facts) {
+        Ok(e) => e,
+        Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
+    };
+    let sources = if e.sources.is_empty() {
+        plan.check.sources.clone()
+    } else {
+        e.sources.clone()
+    };
+    let Some(kind) = verdict::expected(e.result) else {
+        let mut j = judgement(Verdict::NotApplicable, e.says.clone());
+        j.sources = sources;
+        return j;
+    };
+    let finish = |observation: probe::Observation, summary: String, output: Option<probe::Output>| {
+        let outcome = verdict::outcome(e, &observation);
+        let verdict = verdict::decide(e, &outcome);
+        let class = match &observation {
+            probe::Observation::Failed(c) => Some(*c),
+            probe::Observation::Reached(_) => None,
+        };
+        PairJudgement {
+            verdict,
+            expected: Some(CellExpectation {
+                kind,
+                text: e.says.clone(),
+            }),
+            reason: None,
+            summary,
+            output,
+            class,
+            flaky: false,
+            sources: sources.clone(),
+        }
+    };
+    let error = |why: String| {
+        let mut j = judgement(Verdict::Error, why);
+        j.expected = Some(CellExpectation {
+            kind,
+            text: e.says.clone(),
+        });
+        j.sources = sources.clone();
+        j
+    };
+    match &plan.check.probe {
+        Probe::Fact { fact } => match facts::judge(*fact, node, facts) {
+            Ok((true, seen)) => finish(
+                probe::Observation::Reached(seen.clone()),
+                format!("{}: {seen}", node.name),
+                None,
+            ),
+            Ok((false, seen)) => finish(
+                probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                format!("{}: {seen}", node.name),
+                None,
+            ),
+            Err(fact) => {
+                let mut j = judgement(Verdict::Indeterminate, format!("unknown: {fact}"));
+                j.sources = sources.clone();
+                j
+            }
+        },
+        Probe::Outside { to } => {
+            let Some(svc) = ctx.dep.services.get(&node.name) else {
+                return error(format!("no service over the server on {}", node.name));
+            };
+            let port = match to {
+                Destination::HostPort => Some(deploy::HOST_PORT),
+                _ => svc.node_ports.0,
+            };
+            let Some(port) = port else {
+                return error(format!("service {} has no node port", svc.name));
+            };
+            let url = format!("http://{}:{port}/hostname", node.address);
+            let (obs, seen) = outside_get(&url).await;
+            finish(obs, format!("this machine → {url}: {seen}"), None)
+        }
+        Probe::Exec {
+            fixture,
+            command,
+            stdout,
+        } => {
+            let os = match node.os {
+                Os::Linux => crate::suite::Os::Linux,
+                Os::Windows => crate::suite::Os::Windows,
+            };
+            let Some(argv) = command.get(&os) else {
+                return finish(
+                    probe::Observation::Failed(crate::suite::FailureClass::Other),
+                    format!("the check has no {} command", node.os),
+                    None,
+                );
+            };
+            let pod = match ctx.workloads.ready_pod(fixture, node, node_idx).await {
+                Ok(p) => p,
+                Err(why) => return error(why),
+            };
+            let argv: Vec<String> = argv.iter().map(|a| a.replace("{{namespace}}", ctx.ns)).collect();
+            let out = match probe::exec_retrying(&ctx.pods, &pod, None, &argv).await {
+                Ok((o, _)) => o,
+                Err(e) => return error(format!("the probe could not run: {e}")),
+            };
+            let text = out.stdout_text();
+            let matched = match stdout {
+                Some(re) => regex::Regex::new(re).map(|r| r.is_match(&text)).unwrap_or(false),
+                None => true,
+            };
+            let obs = if out.exit_code == Some(0) && matched {
+                probe::Observation::Reached(text.clone())
+            } else if out.exit_code == Some(0) {
+                probe::Observation::Failed(crate::suite::FailureClass::Mismatch)
+            } else {
+                probe::Observation::Failed(crate::suite::FailureClass::Other)
+            };
+            let first = text.lines().next().unwrap_or_default().to_string();
+            finish(obs, format!("{pod}: exit {:?}, {first:?}", out.exit_code), Some(out))
+        }
+        Probe::Create {
+            fixture,
+            outcome,
+            message,
+        } => match ctx.workloads.create(fixture, node, node_idx, index).await {
+            Ok((name, seen)) => {
+                let matched = seen.outcome == *outcome
+                    && message.as_ref().is_none_or(|re| {
+                        regex::Regex::new(re)
+                            .map(|r| r.is_match(&seen.message))
+                            .unwrap_or(false)
+                    });
+                let obs = if matched {
+                    probe::Observation::Reached(seen.message.clone())
+                } else {
+                    probe::Observation::Failed(match seen.outcome {
+                        crate::suite::CreateOutcome::RejectedByApi => crate::suite::FailureClass::Rejected,
+                        crate::suite::CreateOutcome::Fails => crate::suite::FailureClass::PodFailed,
+                        crate::suite::CreateOutcome::Runs => crate::suite::FailureClass::Accepted,
+                        crate::suite::CreateOutcome::Unschedulable => crate::suite::FailureClass::Other,
+                    })
+                };
+                let summary = format!(
+                    "pod {name}: {:?}{}",
+                    seen.outcome,
+                    if seen.message.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", seen.message)
+                    }
+                );
+                finish(obs, summary, None)
+            }
+            Err(why) => error(why),
+        },
+        Probe::Audit {
+            audit: crate::suite::AuditKind::LinuxWorkloadsOnWindows,
+        } => {
+            let windows: Vec<&ClusterNode> = facts
+                .nodes
+                .iter()
+                .filter(|n| n.os == Os::Windows && n.schedulable())
+                .collect();
+            match audit_workloads(ctx.pods_client(), &windows).await {
+                Ok(found) if found.is_empty() => finish(
+                    probe::Observation::Reached(String::new()),
+                    "no DaemonSet or Deployment without an OS selector can land on the Windows nodes".into(),
+                    None,
+                ),
+                Ok(found) => finish(
+                    probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                    format!(
+                        "without an OS selector and not kept off Windows by taints: {}",
+                        found.join(", ")
+                    ),
+                    None,
+                ),
+                Err(e) => error(format!("listing workloads: {e}")),
+            }
+        }
+        Probe::Connect { .. } | Probe::Resolve { .. } => error("not a node probe".into()),
+    }
+}
+
+/// The runner's own HTTP GET (the outside client's view of a NodePort), with a timeout.
+async fn outside_get(url: &str) -> (probe::Observation, String) {
+    use crate::suite::FailureClass as C;
+    let client = match reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(probe::CONNECT_SECS.into()))
+        .timeout(Duration::from_secs((probe::CONNECT_SECS * 2).into()))
+        .no_proxy()
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => return (probe::Observation::Failed(C::Other), e.to_string()),
+    };
+    match client.get(url).send().await {
+        Ok(r) => {
+            let status = r.status();
+            let body = r.text().await.unwrap_or_default();
+            (
+                probe::Observation::Reached(body.clone()),
+                format!("HTTP {status}: {}", body.trim()),
+            )
+        }
+        Err(e) if e.is_timeout() => (probe::Observation::Failed(C::Timeout), "timeout".into()),
+        Err(e) if e.is_connect() => {
+            let text = format!("{e:?}");
+            let class = if text.contains("refused") || text.contains("Refused") {
+                C::Refused
+            } else {
+                C::Timeout
+            };
+            (probe::Observation::Failed(class), class.name().to_string())
+        }
+        Err(e) => (probe::Observation::Failed(C::Other), e.to_string()),
+    }
+}
+
+/// SCHED-NODESELECTOR's audit: DaemonSets and Deployments without an OS selector that the
+/// Windows nodes' taints do not keep away, i.e. that would put (Linux) pods on Windows nodes.
+async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Result<Vec<String>, kube::Error> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
+    use k8s_openapi::api::core::v1::PodSpec;
+    let lands_on_windows = |spec: Option<&PodSpec>| -> bool {
+        let Some(spec) = spec else { return false };
+        let os = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/os"));
+        let affinity_os = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+            .is_some_and(|r| {
+                r.node_selector_terms.iter().any(|t| {
+                    t.match_expressions
+                        .iter()
+                        .flatten()
+                        .any(|e| e.key == "kubernetes.io/os")
+                })
+            });
+        if os.is_some() || affinity_os {
+            return false;
+        }
+        let tolerations = spec.tolerations.clone().unwrap_or_default();
+        windows.iter().any(|n| {
+            n.taints
+                .iter()
+                .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+                .all(|t| {
+                    tolerations.iter().any(|tol| {
+                        let key_ok = tol.key.as_deref().is_none_or(|k| k.is_empty() || k == t.key);
+                        let op_exists = tol.operator.as_deref() == Some("Exists");
+                        let value_ok = op_exists
+                            || tol.value.as_deref().unwrap_or_default() == t.value.as_deref().unwrap_or_default();
+                        let effect_ok = tol.effect.as_deref().is_none_or(|e| e.is_empty() || e == t.effect);
+                        key_ok && value_ok && effect_ok
+                    })
+                })
+        })
+    };
+    let mut found = Vec::new();
+    for ds in Api::<DaemonSet>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        if lands_on_windows(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
+            found.push(format!(
+                "daemonset {}/{}",
+                ds.metadata.namespace.unwrap_or_default(),
+                ds.metadata.name.unwrap_or_default()
+            ));
+        }
+    }
+    for d in Api::<Deploy>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        if lands_on_windows(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
+            found.push(format!(
+                "deployment {}/{}",
+                d.metadata.namespace.unwrap_or_default(),
+                d.metadata.name.unwrap_or_default()
+            ));
+        }
+    }
+    Ok(found)
+}

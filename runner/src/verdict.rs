@@ -1,0 +1,342 @@
+//! Judging a cell: which documented expectation applies to its facts (the first `expect` entry
+//! whose `when` holds; a condition on an unknown fact makes the cell indeterminate, naming the
+//! fact), and what a probe result means against it — mapped to a verdict in one place,
+//! [`mixcheck_reports::verdict::decide`].
+
+use mixcheck_reports::verdict::{Expected, Outcome};
+use mixcheck_reports::{Os, Verdict};
+
+use crate::facts::ClusterNode;
+use crate::probe;
+use crate::suite::{Check, Condition, Documented, Expectation, FailureClass, Placement, Protocol, VersionRange};
+
+/// The facts one probed pair of a cell is judged by.
+#[derive(Debug, Clone)]
+pub struct CellFacts<'a> {
+    pub kubernetes: (u32, u32),
+    pub from: Option<&'a ClusterNode>,
+    pub to: Option<&'a ClusterNode>,
+    pub placement: Option<Placement>,
+    pub protocol: Option<Protocol>,
+    pub variant: Option<&'a str>,
+    pub network_mode: Option<&'a str>,
+    pub dsr: Option<bool>,
+    pub flannel: Option<(u32, u32)>,
+    pub egress: bool,
+}
+
+impl CellFacts<'_> {
+    /// The node whose versions a rule is about: the source, else the destination.
+    fn node(&self) -> Option<&ClusterNode> {
+        self.from.or(self.to)
+    }
+}
+
+/// Whether a condition holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holds {
+    Yes,
+    No,
+    /// It depends on a fact nobody knows (named).
+    Unknown(String),
+}
+
+fn range(r: &Option<VersionRange>, value: Option<Vec<u32>>, fact: &str) -> Holds {
+    match (r, value) {
+        (None, _) => Holds::Yes,
+        (Some(r), Some(v)) => {
+            if r.contains(&v) {
+                Holds::Yes
+            } else {
+                Holds::No
+            }
+        }
+        (Some(_), None) => Holds::Unknown(fact.to_string()),
+    }
+}
+
+fn mm(v: (u32, u32)) -> Vec<u32> {
+    vec![v.0, v.1]
+}
+
+/// Evaluates every field of `c`; the first that fails decides No, else any unknown decides Unknown.
+pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
+    let node = f.node();
+    let checks: Vec<Holds> = vec![
+        range(&c.kubernetes, Some(mm(f.kubernetes)), "the API server version"),
+        range(
+            &c.kubelet,
+            node.and_then(|n| n.kubelet).map(mm),
+            "the node's kubelet version",
+        ),
+        match (&c.from_build, f.from) {
+            (None, _) => Holds::Yes,
+            (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
+            (r, n) => range(
+                r,
+                n.and_then(|n| n.build).map(|b| vec![b]),
+                "the source node's Windows build",
+            ),
+        },
+        match (&c.to_build, f.to) {
+            (None, _) => Holds::Yes,
+            (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
+            (r, n) => range(
+                r,
+                n.and_then(|n| n.build).map(|b| vec![b]),
+                "the destination node's Windows build",
+            ),
+        },
+        os_is(c.from_os, f.from),
+        os_is(c.to_os, f.to),
+        eq(c.placement, f.placement),
+        eq(c.protocol, f.protocol),
+        match &c.variant {
+            None => Holds::Yes,
+            Some(v) => bool_holds(f.variant == Some(v.as_str())),
+        },
+        if c.network_mode.is_empty() {
+            Holds::Yes
+        } else {
+            match f.network_mode {
+                Some(m) => bool_holds(c.network_mode.iter().any(|x| x == m)),
+                None => Holds::Unknown("the network mode (detected from the CNI's objects, or --network-mode)".into()),
+            }
+        },
+        match &c.runtime {
+            None => Holds::Yes,
+            Some(r) => match node.and_then(|n| n.runtime.as_ref()) {
+                Some((kind, _)) => bool_holds(kind == r),
+                None => Holds::Unknown("the node's container runtime".into()),
+            },
+        },
+        range(
+            &c.runtime_version,
+            node.and_then(|n| n.runtime.as_ref()).map(|(_, v)| mm(*v)),
+            "the node's container runtime version",
+        ),
+        match c.host_process {
+            None => Holds::Yes,
+            Some(want) => match node.and_then(ClusterNode::host_process) {
+                Some(has) => bool_holds(has == want),
+                None => Holds::Unknown("HostProcess support (the node's kubelet and containerd versions)".into()),
+            },
+        },
+        range(
+            &c.flannel,
+            f.flannel.map(mm),
+            "the flannel version (from the flannel DaemonSet's image)",
+        ),
+        match c.dsr {
+            None => Holds::Yes,
+            Some(want) => match f.dsr {
+                Some(has) => bool_holds(has == want),
+                None => Holds::Unknown(
+                    "whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)".into(),
+                ),
+            },
+        },
+        match c.egress {
+            None => Holds::Yes,
+            Some(want) => bool_holds(f.egress == want),
+        },
+    ];
+    if checks.contains(&Holds::No) {
+        return Holds::No;
+    }
+    checks
+        .into_iter()
+        .find(|h| matches!(h, Holds::Unknown(_)))
+        .unwrap_or(Holds::Yes)
+}
+
+fn bool_holds(b: bool) -> Holds {
+    if b { Holds::Yes } else { Holds::No }
+}
+
+fn eq<T: PartialEq>(want: Option<T>, have: Option<T>) -> Holds {
+    match want {
+        None => Holds::Yes,
+        Some(w) => bool_holds(have == Some(w)),
+    }
+}
+
+fn os_is(want: Option<crate::suite::Os>, node: Option<&ClusterNode>) -> Holds {
+    match (want, node) {
+        (None, _) => Holds::Yes,
+        (Some(w), Some(n)) => bool_holds(matches!(
+            (w, n.os),
+            (crate::suite::Os::Linux, Os::Linux) | (crate::suite::Os::Windows, Os::Windows)
+        )),
+        (Some(_), None) => Holds::No,
+    }
+}
+
+/// The expectation that applies, or the fact whose absence leaves it open.
+pub fn expectation<'a>(check: &'a Check, f: &CellFacts) -> Result<&'a Expectation, String> {
+    for e in &check.expect {
+        match holds(&e.when, f) {
+            Holds::Yes => return Ok(e),
+            Holds::No => continue,
+            Holds::Unknown(fact) => return Err(fact),
+        }
+    }
+    Err("no documented expectation applies".into())
+}
+
+/// The report's name for what the documentation says (None: not applicable).
+pub fn expected(d: Documented) -> Option<Expected> {
+    match d {
+        Documented::Works => Some(Expected::Works),
+        Documented::Limitation => Some(Expected::Limitation),
+        Documented::UnsupportedApi => Some(Expected::UnsupportedApi),
+        Documented::KnownOsIssue => Some(Expected::KnownOsIssue),
+        Documented::Recommendation => Some(Expected::Recommendation),
+        Documented::NotApplicable => None,
+    }
+}
+
+/// What a probe result means against the expectation.
+pub fn outcome(e: &Expectation, result: &probe::Observation) -> Outcome {
+    match (e.result, result) {
+        (Documented::Recommendation, probe::Observation::Failed(FailureClass::Mismatch)) => {
+            Outcome::RecommendationNotFollowed
+        }
+        // For a rule the API server or kubelet is documented to refuse, the probe "reaches" its
+        // documented outcome when the refusal happens (a `create` probe's `outcome`).
+        (Documented::UnsupportedApi, probe::Observation::Reached(_)) => Outcome::RejectedAsDocumented,
+        (Documented::UnsupportedApi, probe::Observation::Failed(FailureClass::Rejected | FailureClass::PodFailed)) => {
+            Outcome::RejectedAsDocumented
+        }
+        (Documented::UnsupportedApi, probe::Observation::Failed(_)) => Outcome::Accepted,
+        (_, probe::Observation::Reached(_)) => Outcome::Passed,
+        (_, probe::Observation::Failed(class)) => {
+            if e.failure.is_empty() || e.failure.contains(class) || e.failure.contains(&FailureClass::Any) {
+                Outcome::FailedAsDocumented
+            } else {
+                Outcome::FailedOtherwise
+            }
+        }
+    }
+}
+
+/// The verdict of a judged pair.
+pub fn decide(e: &Expectation, outcome: &Outcome) -> Verdict {
+    match expected(e.result) {
+        Some(x) => mixcheck_reports::verdict::decide(x, outcome),
+        None => Verdict::NotApplicable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use std::collections::BTreeMap;
+
+    fn node(os: Os, build: Option<u32>, kubelet: (u32, u32), runtime: (&str, (u32, u32))) -> ClusterNode {
+        ClusterNode {
+            name: "n".into(),
+            os,
+            build,
+            address: "10.0.0.1".into(),
+            kubelet: Some(kubelet),
+            runtime: Some((runtime.0.into(), runtime.1)),
+            taints: Vec::new(),
+            control_plane: false,
+            ready: true,
+            labels: BTreeMap::new(),
+            kernel: String::new(),
+            memory: (None, None),
+            conditions: BTreeMap::new(),
+            configz: None,
+        }
+    }
+
+    fn facts<'a>(from: &'a ClusterNode, to: &'a ClusterNode, mode: Option<&'a str>) -> CellFacts<'a> {
+        CellFacts {
+            kubernetes: from.kubelet.unwrap_or((1, 32)),
+            from: Some(from),
+            to: Some(to),
+            placement: Some(Placement::OtherNode),
+            protocol: Some(Protocol::Tcp),
+            variant: None,
+            network_mode: mode,
+            dsr: None,
+            flannel: None,
+            egress: true,
+        }
+    }
+
+    fn check(yaml_expect: &str) -> Check {
+        let text = format!(
+            "apiVersion: mixcheck/v1\nkind: Suite\nname: t\ncategory: x\nchecks:\n  - name: c\n    rule: SVC-VIP-FROM-NODE\n    title: t\n    sources: [W14]\n    probe: {{kind: connect, from: host, to: cluster-ip}}\n    expect:\n{yaml_expect}"
+        );
+        crate::suite::parse(&text, "t.yaml").expect("suite").checks.remove(0)
+    }
+
+    /// SVC-VIP-FROM-NODE as network-flows.yaml encodes it (S2, W14, WUG, E2E/host_process).
+    const VIP: &str = "      - {when: {kubernetes: \"<1.10\"}, result: limitation, failure: [timeout], says: a}
+      - {when: {placement: same-node}, result: limitation, failure: [timeout], says: b}
+      - {when: {runtime: containerd, runtimeVersion: \">=1.7\", hostProcess: true}, result: works, says: c}
+      - {result: limitation, failure: [timeout], says: d}
+";
+
+    #[rstest]
+    #[case::k19((1, 9), Some(16299), ("docker", (17, 6)), Documented::Limitation, "a")]
+    #[case::k114((1, 14), Some(17763), ("docker", (18, 9)), Documented::Limitation, "d")]
+    #[case::current((1, 32), Some(20348), ("containerd", (1, 7)), Documented::Works, "c")]
+    #[case::containerd_16((1, 32), Some(20348), ("containerd", (1, 6)), Documented::Limitation, "d")]
+    fn the_first_matching_expectation_decides(
+        #[case] kubelet: (u32, u32),
+        #[case] build: Option<u32>,
+        #[case] runtime: (&str, (u32, u32)),
+        #[case] result: Documented,
+        #[case] says: &str,
+    ) {
+        let c = check(VIP);
+        let win = node(Os::Windows, build, kubelet, runtime);
+        let lin = node(Os::Linux, None, kubelet, ("containerd", (1, 7)));
+        let e = expectation(&c, &facts(&win, &lin, Some("l2bridge"))).expect("an expectation");
+        assert_eq!((e.result, e.says.as_str()), (result, says));
+    }
+
+    #[test]
+    fn an_unknown_fact_makes_the_cell_indeterminate() {
+        let c = check(
+            "      - {when: {networkMode: [overlay]}, result: limitation, says: a}\n      - {result: works, says: b}\n",
+        );
+        let win = node(Os::Windows, Some(20348), (1, 32), ("containerd", (1, 7)));
+        let err = expectation(&c, &facts(&win, &win, None)).expect_err("indeterminate");
+        assert!(err.contains("network mode"), "{err}");
+        let e = expectation(&c, &facts(&win, &win, Some("l2bridge"))).expect("works");
+        assert_eq!(e.says, "b");
+    }
+
+    #[rstest]
+    #[case::works_pass(Documented::Works, &[], probe::Observation::Reached(String::new()), Verdict::Pass)]
+    #[case::works_fail(Documented::Works, &[], probe::Observation::Failed(FailureClass::Timeout), Verdict::Fail)]
+    #[case::limitation_documented(Documented::Limitation, &[FailureClass::Timeout], probe::Observation::Failed(FailureClass::Timeout), Verdict::KnownLimitation)]
+    #[case::limitation_other_failure(Documented::Limitation, &[FailureClass::NoReply], probe::Observation::Failed(FailureClass::Timeout), Verdict::Fail)]
+    #[case::limitation_passes(Documented::Limitation, &[FailureClass::Timeout], probe::Observation::Reached(String::new()), Verdict::BetterThanDocumented)]
+    #[case::recommendation_not_followed(Documented::Recommendation, &[], probe::Observation::Failed(FailureClass::Mismatch), Verdict::Warn)]
+    #[case::recommendation_followed(Documented::Recommendation, &[], probe::Observation::Reached(String::new()), Verdict::Pass)]
+    #[case::api_rejects(Documented::UnsupportedApi, &[], probe::Observation::Failed(FailureClass::Rejected), Verdict::Pass)]
+    #[case::api_accepts(Documented::UnsupportedApi, &[], probe::Observation::Failed(FailureClass::Accepted), Verdict::Fail)]
+    #[case::api_refusal_observed(Documented::UnsupportedApi, &[], probe::Observation::Reached(String::new()), Verdict::Pass)]
+    fn results_against_expectations(
+        #[case] result: Documented,
+        #[case] failure: &[FailureClass],
+        #[case] probe: probe::Observation,
+        #[case] verdict: Verdict,
+    ) {
+        let e = Expectation {
+            when: Condition::default(),
+            result,
+            failure: failure.to_vec(),
+            says: "x".into(),
+            sources: Vec::new(),
+        };
+        assert_eq!(decide(&e, &outcome(&e, &probe)), verdict);
+    }
+}

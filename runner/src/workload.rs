@@ -1,0 +1,278 @@
+//! The fixture workloads of `create` and `exec` probes, deployed on demand on a node of the
+//! cell's pool: a `create` probe watches what the API server, scheduler and kubelet do with its
+//! pod (accepted and running, refused by the API, failed by the kubelet/runtime, unschedulable);
+//! an `exec` probe's pod is created once per node and awaited before its command runs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::Value;
+use tokio::sync::{Mutex, OnceCell};
+
+use crate::facts::ClusterNode;
+use crate::fixture::{self, Fixtures};
+use crate::suite::CreateOutcome;
+
+/// A fixture pod for exec probes, created once: its name, or why it never ran.
+type Ready = Arc<OnceCell<Result<String, String>>>;
+
+/// How long a created pod may take to show what it does.
+const SETTLE: Duration = Duration::from_secs(120);
+
+/// What happened to a created pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    pub outcome: CreateOutcome,
+    /// The API error, or the pod's status reason/message and its warning events.
+    pub message: String,
+}
+
+/// Deploys fixture pods for probes; each (fixture, node) once.
+pub struct Workloads<'a> {
+    pub client: kube::Client,
+    pub ns: String,
+    pub fixtures: &'a Fixtures,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub registry: Option<String>,
+    ready: Mutex<HashMap<String, Ready>>,
+}
+
+impl<'a> Workloads<'a> {
+    pub fn new(
+        client: kube::Client,
+        ns: &str,
+        fixtures: &'a Fixtures,
+        labels: std::collections::BTreeMap<String, String>,
+        registry: Option<String>,
+    ) -> Self {
+        Self {
+            client,
+            ns: ns.to_string(),
+            fixtures,
+            labels,
+            registry,
+            ready: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn pod_for(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        suffix: &str,
+    ) -> Result<(String, Value), String> {
+        let fx = self
+            .fixtures
+            .get(fixture)
+            .ok_or_else(|| format!("fixture {fixture:?} does not exist (fixtures/{fixture}.yaml)"))?;
+        let pod = fx
+            .pods
+            .get(fixture::os_key(node.os))
+            .ok_or_else(|| format!("fixture {fixture:?} has no {} pod", node.os))?;
+        let name = format!("{fixture}-{index}{suffix}");
+        let name: String = name.chars().take(63).collect();
+        let mut p = fixture::stamp(pod, &name, node, &self.labels, self.registry.as_deref());
+        p["apiVersion"] = Value::from("v1");
+        p["kind"] = Value::from("Pod");
+        Ok((name, p))
+    }
+
+    /// Applies the fixture's other objects (Secrets, ConfigMaps) once.
+    async fn others(&self, fixture: &str) -> Result<(), String> {
+        let Some(fx) = self.fixtures.get(fixture) else {
+            return Ok(());
+        };
+        for doc in &fx.others {
+            let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            let (ar, _) = kube::discovery::pinned_kind(&self.client, &gvk)
+                .await
+                .map_err(|e| format!("{kind}: {e}"))?;
+            let api: Api<kube::api::DynamicObject> = Api::namespaced_with(self.client.clone(), &self.ns, &ar);
+            let mut obj = doc.clone();
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                let labels = meta
+                    .entry("labels")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(l) = labels.as_object_mut() {
+                    for (k, v) in &self.labels {
+                        l.insert(k.clone(), Value::from(v.clone()));
+                    }
+                }
+            }
+            let params = kube::api::PatchParams::apply("mixcheck").force();
+            api.patch(name, &params, &kube::api::Patch::Apply(&obj))
+                .await
+                .map_err(|e| format!("{kind} {name}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// A running pod of `fixture` on `node` for exec probes (created and awaited once).
+    pub async fn ready_pod(&self, fixture: &str, node: &ClusterNode, index: usize) -> Result<String, String> {
+        let key = format!("{fixture}@{}", node.name);
+        let cell = {
+            let mut map = self.ready.lock().await;
+            map.entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone()
+        };
+        cell.get_or_init(|| async {
+            self.others(fixture).await?;
+            let (name, pod) = self.pod_for(fixture, node, index, "")?;
+            let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+            let params = kube::api::PatchParams::apply("mixcheck").force();
+            pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
+                .await
+                .map_err(|e| format!("pod {name}: {e}"))?;
+            let seen = self.settle(&name, node.os).await;
+            match seen.outcome {
+                CreateOutcome::Runs => Ok(name),
+                _ => Err(format!("the fixture pod {name} did not start: {}", seen.message)),
+            }
+        })
+        .await
+        .clone()
+    }
+
+    /// Creates a pod of `fixture` on `node` and reports what happens to it.
+    pub async fn create(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        cell: usize,
+    ) -> Result<(String, Observed), String> {
+        self.others(fixture).await?;
+        let (name, pod) = self.pod_for(fixture, node, index, &format!("-c{cell}"))?;
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let typed: Pod = match serde_json::from_value(pod) {
+            Ok(p) => p,
+            Err(e) => return Err(format!("fixture {fixture:?} is not a Pod: {e}")),
+        };
+        match pods.create(&PostParams::default(), &typed).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 422 || s.code == 403 || s.code == 400 => {
+                return Ok((
+                    name,
+                    Observed {
+                        outcome: CreateOutcome::RejectedByApi,
+                        message: s.message.clone(),
+                    },
+                ));
+            }
+            Err(e) => return Err(format!("creating pod {name}: {e}")),
+        }
+        Ok((name.clone(), self.settle(&name, node.os).await))
+    }
+
+    /// Polls a pod until it runs, fails, or stays unschedulable.
+    async fn settle(&self, name: &str, os: mixcheck_reports::Os) -> Observed {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.ns);
+        let limit = if os == mixcheck_reports::Os::Windows {
+            SETTLE * 2
+        } else {
+            SETTLE
+        };
+        let started = Instant::now();
+        loop {
+            let warnings: Vec<(String, String)> = events
+                .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|e| e.type_.as_deref() == Some("Warning"))
+                .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+                .collect();
+            let events_text = warnings
+                .iter()
+                .map(|(r, m)| format!("{r}: {m}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            if let Ok(p) = pods.get(name).await {
+                let status = p.status.clone().unwrap_or_default();
+                let phase = status.phase.clone().unwrap_or_default();
+                let reason = format!(
+                    "{} {}",
+                    status.reason.clone().unwrap_or_default(),
+                    status.message.clone().unwrap_or_default()
+                );
+                let waiting: Vec<String> = status
+                    .container_statuses
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|c| {
+                        let s = c.state?;
+                        if let Some(w) = s.waiting {
+                            let r = w.reason.unwrap_or_default();
+                            (r != "ContainerCreating" && r != "PodInitializing")
+                                .then(|| format!("{r}: {}", w.message.unwrap_or_default()))
+                        } else {
+                            s.terminated
+                                .filter(|t| t.exit_code != 0)
+                                .map(|t| format!("{}: {}", t.reason.unwrap_or_default(), t.message.unwrap_or_default()))
+                        }
+                    })
+                    .collect();
+                let message = [reason.trim().to_string(), waiting.join("; "), events_text.clone()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                if phase == "Failed" || !waiting.is_empty() {
+                    return Observed {
+                        outcome: CreateOutcome::Fails,
+                        message,
+                    };
+                }
+                if phase == "Running" || phase == "Succeeded" {
+                    let ready = status
+                        .conditions
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True");
+                    if ready || phase == "Succeeded" {
+                        return Observed {
+                            outcome: CreateOutcome::Runs,
+                            message,
+                        };
+                    }
+                }
+                if warnings.iter().any(|(r, _)| r == "FailedScheduling") && started.elapsed() > Duration::from_secs(3) {
+                    return Observed {
+                        outcome: CreateOutcome::Unschedulable,
+                        message,
+                    };
+                }
+                if warnings
+                    .iter()
+                    .any(|(r, _)| r.starts_with("Failed") && r != "FailedScheduling")
+                    && started.elapsed() > Duration::from_secs(5)
+                {
+                    return Observed {
+                        outcome: CreateOutcome::Fails,
+                        message,
+                    };
+                }
+                if started.elapsed() > limit {
+                    return Observed {
+                        outcome: CreateOutcome::Fails,
+                        message: format!("not running after {}s: {message}", limit.as_secs()),
+                    };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+}

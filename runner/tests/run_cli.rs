@@ -1,0 +1,282 @@
+//! `mixcheck run` as a user or CI runs it: the default run against the bundled cluster, the
+//! same run through a kubeconfig against a separate `mixcheck sim serve`, and bad input with
+//! its exit code (2 usage/suite/fixture, 3 unreachable, 4 nothing selected, 130 interrupted).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn mixcheck() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mixcheck"))
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    mixcheck()
+        .current_dir(dir)
+        .env_remove("KUBECONFIG")
+        .args(args)
+        .output()
+        .expect("run mixcheck")
+}
+
+fn results(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json parses")
+}
+
+fn cells(report: &Value) -> Vec<&Value> {
+    report["cells"].as_array().expect("cells").iter().collect()
+}
+
+/// (cell id → verdict) of a report.
+fn verdicts(report: &Value) -> std::collections::BTreeMap<String, String> {
+    cells(report)
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap_or_default().to_string(),
+                c["verdict"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_default_run_passes_the_gate_on_the_bundled_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_in(dir.path(), &["run", "--quiet"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let report = results(dir.path());
+    let all = cells(&report);
+    assert!(!all.is_empty());
+    for c in &all {
+        let v = c["verdict"].as_str().unwrap_or_default();
+        assert!(v != "fail" && v != "error", "{c:#}");
+    }
+    // Documented limitations appear as such (NP-LOCAL-NODE is not in this suite; ICMP to the
+    // outside from Windows pods and the Windows host's own ClusterIP backends are).
+    let known: Vec<&str> = all
+        .iter()
+        .filter(|c| c["verdict"] == "known-limitation")
+        .filter_map(|c| c["rule_id"].as_str())
+        .collect();
+    assert!(known.contains(&"NET-ICMP-EXTERNAL"), "{known:?}");
+    assert!(known.contains(&"SVC-VIP-FROM-NODE"), "{known:?}");
+    assert!(
+        report["facts"]["network_mode"]["value"] == "l2bridge",
+        "{:#}",
+        report["facts"]
+    );
+    assert!(stdout.contains("gate"), "{stdout}");
+}
+
+/// A `mixcheck sim serve` process and the kubeconfig it wrote.
+struct Serve {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Serve {
+    fn start() -> Serve {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = mixcheck()
+            .args(["sim", "serve", "--kubeconfig"])
+            .arg(dir.path().join("kc"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sim serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            match lines.next() {
+                Some(Ok(l)) if l.starts_with("kubeconfig written") => break,
+                Some(Ok(_)) => {}
+                _ => panic!("sim serve ended before writing its kubeconfig"),
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+        Serve { child, dir }
+    }
+
+    fn kubeconfig(&self) -> String {
+        self.dir.path().join("kc").display().to_string()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_run_through_a_kubeconfig_gives_the_same_verdicts_cell_by_cell() {
+    let serve = Serve::start();
+    let a = tempfile::tempdir().expect("tempdir");
+    let out = run_in(a.path(), &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let b = tempfile::tempdir().expect("tempdir");
+    let out = run_in(b.path(), &["run", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (through_api, in_process) = (results(a.path()), results(b.path()));
+    assert_eq!(
+        through_api["target"]["kind"], "kubeconfig",
+        "{:#}",
+        through_api["target"]
+    );
+    assert_eq!(verdicts(&through_api), verdicts(&in_process));
+}
+
+#[test]
+fn bad_suites_exit_2_naming_file_line_and_column() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suites = dir.path().join("suites");
+    std::fs::create_dir(&suites).expect("mkdir");
+    std::fs::write(
+        suites.join("broken.yaml"),
+        "apiVersion: mixcheck/v1\nkind: Suite\nname: broken\ncategory: x\nchecks:\n  - name: c\n    colour: red\n",
+    )
+    .expect("write");
+    let out = run_in(dir.path(), &["run", "--suites", "suites"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("broken.yaml:7:"), "{stderr}");
+    assert!(!dir.path().join("mixcheck-report").exists(), "nothing ran");
+}
+
+#[test]
+fn an_unknown_rule_id_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suites = dir.path().join("suites");
+    std::fs::create_dir(&suites).expect("mkdir");
+    std::fs::write(
+        suites.join("odd.yaml"),
+        "apiVersion: mixcheck/v1\nkind: Suite\nname: odd\ncategory: x\nchecks:\n  - name: c\n    rule: NET-TELEPORT\n    title: t\n    sources: [W14]\n    probe: {kind: connect, from: pod, to: pod-ip}\n    expect: [{result: works, says: x}]\n",
+    )
+    .expect("write");
+    let out = run_in(dir.path(), &["lint", "--suites", "suites"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown rule id \"NET-TELEPORT\""));
+}
+
+#[test]
+fn a_fixture_without_an_os_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fx = dir.path().join("fixtures");
+    std::fs::create_dir(&fx).expect("mkdir");
+    std::fs::write(
+        fx.join("plain.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n  containers: [{name: c, image: busybox}]\n",
+    )
+    .expect("write");
+    let out = run_in(dir.path(), &["lint", "--fixtures", "fixtures"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("plain.yaml") && stderr.contains("has no OS"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_fault_against_a_real_cluster_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_in(
+        dir.path(),
+        &["run", "--context", "prod", "--fault", "win-1:kube-proxy-stopped"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bundled cluster only"));
+}
+
+#[test]
+fn an_unreachable_cluster_exits_3_within_the_timeout_and_says_what_to_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A port that refuses connections.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let kc = dir.path().join("kc");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:{port}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+        ),
+    )
+    .expect("write");
+    let started = Instant::now();
+    let out = run_in(dir.path(), &["run", "--kubeconfig", "kc", "--timeout", "60s"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot reach the cluster") && stderr.contains("check:"),
+        "{stderr}"
+    );
+    // CI always gets a file: the aborted run's report.
+    let report = results(dir.path());
+    assert_eq!(report["aborted"]["exit_code"], 3);
+}
+
+#[test]
+fn a_selection_that_matches_nothing_exits_4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_in(dir.path(), &["run", "--check", "^no-such-check$"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no check matches"));
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_deletes_its_namespace_and_exits_130() {
+    let serve = Serve::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = mixcheck()
+        .current_dir(dir.path())
+        .args(["run", "--kubeconfig", &serve.kubeconfig()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let mut namespace = String::new();
+    for line in lines.by_ref() {
+        let line = line.expect("line");
+        if let Some(rest) = line.split("in namespace ").nth(1) {
+            namespace = rest.split(';').next().unwrap_or_default().trim().to_string();
+            break;
+        }
+    }
+    assert!(namespace.starts_with("mixcheck-"), "the run announced its namespace");
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().expect("kill");
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{rest:#?}");
+    assert!(
+        rest.iter()
+            .any(|l| l.contains(&format!("Deleted the run namespace {namespace}"))),
+        "{rest:#?}"
+    );
+    // The namespace is gone (or terminating) on the cluster.
+    let get = Command::new(env!("CARGO_BIN_EXE_mixcheck"))
+        .args(["cleanup", "--kubeconfig", &serve.kubeconfig(), "--dry-run"])
+        .output()
+        .expect("cleanup");
+    let listed = String::from_utf8_lossy(&get.stdout);
+    assert!(
+        !listed.contains(&namespace) || listed.contains("Terminating"),
+        "{listed}"
+    );
+}
