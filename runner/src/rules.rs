@@ -36,7 +36,10 @@ impl Catalogue {
     /// The catalogue built into the binary.
     pub fn embedded() -> Result<Self, crate::suite::SuiteError> {
         let file: File = serde_saphyr::from_str(EMBEDDED).map_err(|e| {
-            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            let (line, column) = e
+                .location()
+                .map(|l| (crate::suite::to_usize(l.line()), crate::suite::to_usize(l.column())))
+                .unwrap_or((0, 0));
             crate::suite::SuiteError::Parse {
                 path: "suites/rules.yaml (embedded)".into(),
                 line,
@@ -75,7 +78,13 @@ mod tests {
         let c = Catalogue::embedded().expect("catalogue parses");
         // §2 and §7 of windows-rules.md, with "A / B" rows split.
         assert_eq!(c.len(), 118);
-        for id in ["NET-POD-POD-IP-CROSS", "SVC-VIP-FROM-NODE", "MEM-EVICTION", "VER-KUBEPROXY-SKEW", "HIST-1.9-SVC-VIP-NODE"] {
+        for id in [
+            "NET-POD-POD-IP-CROSS",
+            "SVC-VIP-FROM-NODE",
+            "MEM-EVICTION",
+            "VER-KUBEPROXY-SKEW",
+            "HIST-1.9-SVC-VIP-NODE",
+        ] {
             assert!(c.contains(id), "{id}");
         }
         assert!(!c.contains("NET-TELEPORT"));
