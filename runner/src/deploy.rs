@@ -39,6 +39,13 @@ pub struct ServiceInfo {
     pub node_ports: (Option<u16>, Option<u16>),
 }
 
+/// A LoadBalancer service and the ingress address it got (None: none was provisioned).
+#[derive(Debug, Clone, Default)]
+pub struct LoadBalancer {
+    pub name: String,
+    pub ingress: Option<String>,
+}
+
 /// What the run deployed, by node name.
 #[derive(Debug, Clone, Default)]
 pub struct Deployment {
@@ -50,6 +57,12 @@ pub struct Deployment {
     pub services: BTreeMap<String, ServiceInfo>,
     /// `externalTrafficPolicy: Local` service over each node's server.
     pub local_services: BTreeMap<String, ServiceInfo>,
+    /// Headless service over each node's server (name).
+    pub headless: BTreeMap<String, String>,
+    /// ExternalName service aiming at each node's `svc-N` (name).
+    pub external_names: BTreeMap<String, String>,
+    /// LoadBalancer service over each node's server.
+    pub load_balancers: BTreeMap<String, LoadBalancer>,
     /// `sessionAffinity: ClientIP` service per pool.
     pub affinity: BTreeMap<String, ServiceInfo>,
     /// The server pods' hostnames, for the pod FQDN (`srv-N`).
@@ -180,6 +193,22 @@ pub async fn deploy(
                     .await
                     .map_err(api_err(format!("service {svc_name}")))?;
             }
+            // SVC-TYPES: headless, ExternalName and LoadBalancer services over the same server.
+            let selector = json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id});
+            let extra = [
+                (format!("hl-{i}"), json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})),
+                (format!("xn-{i}"), json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")})),
+                (format!("lb-{i}"), json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]})),
+            ];
+            for (svc_name, spec) in extra {
+                let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
+                services
+                    .patch(&svc_name, &apply, &Patch::Apply(&s))
+                    .await
+                    .map_err(api_err(format!("service {svc_name}")))?;
+            }
+            dep.headless.insert(node.name.clone(), format!("hl-{i}"));
+            dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
         }
         if let Some(pod) = client_fx.pods.get(key) {
             let name = format!("cli-{i}");
@@ -306,6 +335,22 @@ pub async fn deploy(
         }
         if let Some(s) = by_name.get(&format!("local-{i}")) {
             dep.local_services.insert(node.name.clone(), s.clone());
+        }
+        if let Some(s) = list.items.iter().find(|s| s.metadata.name.as_deref() == Some(&format!("lb-{i}"))) {
+            let ingress = s
+                .status
+                .as_ref()
+                .and_then(|st| st.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref())
+                .and_then(|i| i.first())
+                .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()));
+            dep.load_balancers.insert(
+                node.name.clone(),
+                LoadBalancer {
+                    name: format!("lb-{i}"),
+                    ingress,
+                },
+            );
         }
     }
     for s in dep.affinity.values_mut() {

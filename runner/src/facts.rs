@@ -69,6 +69,8 @@ pub struct ClusterFacts {
     pub dsr: Option<Fact<bool>>,
     pub flannel_version: Option<Fact<String>>,
     pub egress: Fact<bool>,
+    /// The API server's feature gates, from its `kubernetes_feature_enabled` metric.
+    pub feature_gates: Option<BTreeMap<String, bool>>,
     /// The facts as the report records them.
     pub report: Facts,
 }
@@ -286,8 +288,29 @@ pub async fn collect(
         dsr: addons.dsr,
         flannel_version: addons.flannel_version,
         egress,
+        feature_gates: feature_gates(client).await,
         report,
     })
+}
+
+/// `kubernetes_feature_enabled{name="X",stage="…"} 1` lines of the API server's `/metrics`.
+async fn feature_gates(client: &kube::Client) -> Option<BTreeMap<String, bool>> {
+    let req = http::Request::get("/metrics").body(Vec::new()).ok()?;
+    let text = client.request_text(req).await.ok()?;
+    let gates = parse_feature_gates(&text);
+    (!gates.is_empty()).then_some(gates)
+}
+
+fn parse_feature_gates(metrics: &str) -> BTreeMap<String, bool> {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("kubernetes_feature_enabled{"))
+        .filter_map(|l| {
+            let name = l.split("name=\"").nth(1)?.split('"').next()?;
+            let value = l.rsplit(' ').next()?.trim();
+            Some((name.to_string(), value == "1"))
+        })
+        .collect()
 }
 
 /// The kubelet's configz through the node proxy (None when it does not answer).
@@ -484,8 +507,10 @@ pub fn judge(
     check: crate::suite::FactCheck,
     node: &ClusterNode,
     facts: &ClusterFacts,
+    limit: Option<&str>,
 ) -> Result<(bool, String), String> {
     use crate::suite::FactCheck as F;
+    let skew_limit = |default: u32| limit.and_then(|l| l.parse::<u32>().ok()).unwrap_or(default);
     let configz = || {
         node.configz
             .as_ref()
@@ -549,7 +574,7 @@ pub fn judge(
         F::KubeletSkew => {
             let k = node.kubelet.ok_or("the node's kubelet version")?;
             let (major, server) = facts.version;
-            let allowed = if k.1 < 25 { 2 } else { 3 };
+            let allowed = skew_limit(if k.1 < 25 { 2 } else { 3 });
             let ok = k.0 == major && k.1 <= server && server - k.1 <= allowed;
             (
                 ok,
@@ -567,7 +592,7 @@ pub fn judge(
                 .and_then(|f| major_minor(&f.value))
                 .ok_or("the kube-proxy version (kube-proxy DaemonSet image)")?;
             let (major, server) = facts.version;
-            let allowed = if kp.1 < 25 { 2 } else { 3 };
+            let allowed = skew_limit(if kp.1 < 25 { 2 } else { 3 });
             let ok = kp.0 == major && kp.1 <= server && server - kp.1 <= allowed;
             (
                 ok,
@@ -587,7 +612,8 @@ pub fn judge(
         F::SystemReserved => {
             let c = configz()?;
             let bytes = q(c.pointer("/kubeletconfig/systemReserved/memory"));
-            (bytes >= 2 << 30, format!("systemReserved.memory = {}", gib(bytes)))
+            let want = limit.and_then(quantity_bytes).unwrap_or(2 << 30);
+            (bytes >= want, format!("systemReserved.memory = {} (documented: at least {})", gib(bytes), gib(want)))
         }
         F::AllocatableMath => {
             let c = configz()?;
@@ -696,6 +722,16 @@ mod tests {
     #[case("kube-proxy", None)]
     fn image_tags(#[case] image: &str, #[case] tag: Option<&str>) {
         assert_eq!(image_tag(image), tag);
+    }
+
+    #[test]
+    fn feature_gates_from_metrics() {
+        let g = parse_feature_gates(
+            "# HELP x\nkubernetes_feature_enabled{name=\"ContainerStopSignals\",stage=\"ALPHA\"} 0\nkubernetes_feature_enabled{name=\"WinDSR\",stage=\"BETA\"} 1\nother 1\n",
+        );
+        assert_eq!(g.get("ContainerStopSignals"), Some(&false));
+        assert_eq!(g.get("WinDSR"), Some(&true));
+        assert_eq!(g.len(), 2);
     }
 
     #[test]

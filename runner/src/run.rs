@@ -806,6 +806,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
             .as_ref()
             .and_then(|f| facts::major_minor(&f.value)),
         egress: facts.egress.value,
+        feature_gates: facts.feature_gates.as_ref(),
     };
     let e = match verdict::expectation(plan.check, &cell_facts) {
         Ok(e) => e,
@@ -834,6 +835,10 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         Ok(r) => r,
         Err(Unprobed::Indeterminate(why)) => return with(judgement(Verdict::Indeterminate, why)),
         Err(Unprobed::Error(why)) => return with(judgement(Verdict::Error, why)),
+        Err(Unprobed::Variant(dns)) => match dns_client_request(ctx, plan, from, to, dns).await {
+            Ok(r) => r,
+            Err(why) => return with(judgement(Verdict::Error, why)),
+        },
     };
     let (pod, container, runner, req, verify) = request;
     let argv = probe::command(runner, &req);
@@ -920,6 +925,8 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
 enum Unprobed {
     Indeterminate(String),
     Error(String),
+    /// The probe runs in a client of another DNS set-up.
+    Variant(crate::suite::DnsVariant),
 }
 
 type Built = (String, Option<String>, Runner, Request, Verify);
@@ -949,11 +956,6 @@ fn build_request(
         Probe::Connect {
             from, verify, service, ..
         } => (*from, *verify, *service),
-        Probe::Resolve { dns, .. } if *dns != crate::suite::DnsVariant::ClusterFirst => {
-            return Err(Unprobed::Error(format!(
-                "resolving with the DNS set-up {dns:?} is not implemented in this version of mixcheck"
-            )));
-        }
         Probe::Resolve { from, .. } => (*from, Verify::Reachable, ServiceVariant::Cluster),
         _ => return Err(Unprobed::Error("not a connection probe".into())),
     };
@@ -964,6 +966,12 @@ fn build_request(
             ..
         }
     );
+    if let Probe::Resolve { dns, .. } = &plan.check.probe
+        && *dns != crate::suite::DnsVariant::ClusterFirst
+    {
+        // Resolved by a client pod of that DNS set-up, created on demand (see judge_pair).
+        return Err(Unprobed::Variant(*dns));
+    }
     let (pod, container, runner) = match (origin, localhost) {
         (_, true) => (
             usable(dep.servers.get(&src.name), "netexec server", &src.name)?,
@@ -1071,7 +1079,23 @@ fn build_request(
                 80,
                 path,
             ),
-            Destination::ServiceShort => http(svc(dst, false)?.name.clone(), 80, path),
+            Destination::ServiceShort => match service {
+                ServiceVariant::Headless => {
+                    let name = dep
+                        .headless
+                        .get(&dst.name)
+                        .ok_or_else(|| Unprobed::Error(format!("no headless service over the server on {}", dst.name)))?;
+                    http(name.clone(), 8080, path)
+                }
+                ServiceVariant::ExternalName => {
+                    let name = dep
+                        .external_names
+                        .get(&dst.name)
+                        .ok_or_else(|| Unprobed::Error(format!("no ExternalName service for the server on {}", dst.name)))?;
+                    http(name.clone(), 80, path)
+                }
+                _ => http(svc(dst, false)?.name.clone(), 80, path),
+            },
             Destination::NodePort | Destination::LoopbackNodePort => {
                 let s = svc(dst, service == ServiceVariant::LocalPolicy)?;
                 let port = if protocol == Protocol::Udp {
@@ -1103,6 +1127,19 @@ fn build_request(
                 r
             }
             Destination::OutsideName => http(OUTSIDE_NAME.to_string(), 80, "/"),
+            Destination::LoadBalancer => {
+                let s = dep
+                    .load_balancers
+                    .get(&dst.name)
+                    .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service over the server on {}", dst.name)))?;
+                let ip = s.ingress.clone().ok_or_else(|| {
+                    Unprobed::Indeterminate(format!(
+                        "service {} got no load-balancer address (does the cluster have a load-balancer controller?)",
+                        s.name
+                    ))
+                })?;
+                http(ip, 80, path)
+            }
             Destination::Localhost => http("127.0.0.1".to_string(), 8080, "/hostname"),
         },
         _ => return Err(Unprobed::Error("not a connection probe".into())),
@@ -1139,6 +1176,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             .as_ref()
             .and_then(|f| facts::major_minor(&f.value)),
         egress: facts.egress.value,
+        feature_gates: facts.feature_gates.as_ref(),
     };
     let e = match verdict::expectation(plan.check, &cell_facts) {
         Ok(e) => e,
@@ -1185,7 +1223,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
         j
     };
     match &plan.check.probe {
-        Probe::Fact { fact } => match facts::judge(*fact, node, facts) {
+        Probe::Fact { fact } => match facts::judge(*fact, node, facts, e.limit.as_deref()) {
             Ok((true, seen)) => finish(
                 probe::Observation::Reached(seen.clone()),
                 format!("{}: {seen}", node.name),
@@ -1206,14 +1244,27 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             let Some(svc) = ctx.dep.services.get(&node.name) else {
                 return error(format!("no service over the server on {}", node.name));
             };
-            let port = match to {
-                Destination::HostPort => Some(deploy::HOST_PORT),
-                _ => svc.node_ports.0,
+            let url = match to {
+                Destination::LoadBalancer => match ctx.dep.load_balancers.get(&node.name).and_then(|s| s.ingress.clone()) {
+                    Some(ip) => format!("http://{ip}:80/hostname"),
+                    None => {
+                        let mut j = judgement(
+                            Verdict::Indeterminate,
+                            format!(
+                                "unknown: the LoadBalancer service over the server on {} got no ingress address (does the cluster have a load-balancer controller?)",
+                                node.name
+                            ),
+                        );
+                        j.sources = sources.clone();
+                        return j;
+                    }
+                },
+                Destination::HostPort => format!("http://{}:{}/hostname", node.address, deploy::HOST_PORT),
+                _ => match svc.node_ports.0 {
+                    Some(port) => format!("http://{}:{port}/hostname", node.address),
+                    None => return error(format!("service {} has no node port", svc.name)),
+                },
             };
-            let Some(port) = port else {
-                return error(format!("service {} has no node port", svc.name));
-            };
-            let url = format!("http://{}:{port}/hostname", node.address);
             let (obs, seen) = outside_get(&url).await;
             finish(obs, format!("this machine → {url}: {seen}"), None)
         }
@@ -1317,6 +1368,21 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
                 Err(e) => error(format!("listing workloads: {e}")),
             }
         }
+        Probe::Audit {
+            audit: crate::suite::AuditKind::WindowsMemoryRequestNotLimit,
+        } => match audit_memory_requests(ctx.pods_client()).await {
+            Ok(found) if found.is_empty() => finish(
+                probe::Observation::Reached(String::new()),
+                "every Windows workload sets only a memory limit, or a request equal to it".into(),
+                None,
+            ),
+            Ok(found) => finish(
+                probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                format!("memory request differs from the limit: {}", found.join(", ")),
+                None,
+            ),
+            Err(e) => error(format!("listing workloads: {e}")),
+        },
         Probe::Connect { .. } | Probe::Resolve { .. } => error("not a node probe".into()),
     }
 }
@@ -1425,4 +1491,108 @@ async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Res
         }
     }
     Ok(found)
+}
+
+/// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads (and pods) whose containers request a
+/// different amount of memory than their limit.
+async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
+    use k8s_openapi::api::core::v1::PodSpec;
+    let differs = |spec: Option<&PodSpec>| -> bool {
+        let Some(spec) = spec else { return false };
+        let windows = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/os")).is_some_and(|o| o == "windows")
+            || spec.os.as_ref().is_some_and(|o| o.name == "windows");
+        windows
+            && spec.containers.iter().any(|c| {
+                let r = c.resources.as_ref();
+                let req = r.and_then(|r| r.requests.as_ref()).and_then(|m| m.get("memory")).and_then(|q| facts::quantity_bytes(&q.0));
+                let lim = r.and_then(|r| r.limits.as_ref()).and_then(|m| m.get("memory")).and_then(|q| facts::quantity_bytes(&q.0));
+                matches!((req, lim), (Some(a), Some(b)) if a != b)
+            })
+    };
+    let mut found = Vec::new();
+    for ds in Api::<DaemonSet>::all(client.clone()).list(&ListParams::default()).await?.items {
+        if differs(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
+            found.push(format!("daemonset {}/{}", ds.metadata.namespace.unwrap_or_default(), ds.metadata.name.unwrap_or_default()));
+        }
+    }
+    for d in Api::<Deploy>::all(client.clone()).list(&ListParams::default()).await?.items {
+        if differs(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
+            found.push(format!("deployment {}/{}", d.metadata.namespace.unwrap_or_default(), d.metadata.name.unwrap_or_default()));
+        }
+    }
+    Ok(found)
+}
+
+/// A resolve probe from a client pod with another DNS set-up (hostNetwork with
+/// `ClusterFirstWithHostNet`, or `dnsPolicy: None` with a `dnsConfig` naming the cluster DNS),
+/// created on demand from the netexec-client fixture.
+async fn dns_client_request(
+    ctx: &Ctx<'_>,
+    plan: &CellPlan<'_>,
+    from: Option<&ClusterNode>,
+    to: Option<&ClusterNode>,
+    dns: crate::suite::DnsVariant,
+) -> Result<Built, String> {
+    use crate::suite::DnsVariant;
+    let src = from.ok_or("the cell has no source node")?;
+    let index = ctx.facts.nodes.iter().position(|n| n.name == src.name).unwrap_or(0);
+    let ns = ctx.ns.to_string();
+    let dns_ip = match dns {
+        DnsVariant::Custom => {
+            let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(ctx.client.clone(), "kube-system");
+            api.get("kube-dns")
+                .await
+                .ok()
+                .and_then(|s| s.spec.and_then(|s| s.cluster_ip))
+                .ok_or("the cluster DNS service kube-system/kube-dns has no ClusterIP")?
+        }
+        _ => String::new(),
+    };
+    let (variant, mutate): (&str, Box<dyn Fn(&mut serde_json::Value) + Sync>) = match dns {
+        DnsVariant::ClusterFirstWithHostNet => (
+            "-hostnet-dns",
+            Box::new(|p: &mut serde_json::Value| {
+                p["spec"]["hostNetwork"] = serde_json::json!(true);
+                p["spec"]["dnsPolicy"] = serde_json::json!("ClusterFirstWithHostNet");
+            }),
+        ),
+        DnsVariant::Custom => (
+            "-custom-dns",
+            Box::new(move |p: &mut serde_json::Value| {
+                p["spec"]["dnsPolicy"] = serde_json::json!("None");
+                p["spec"]["dnsConfig"] = serde_json::json!({
+                    "nameservers": [dns_ip],
+                    "searches": [format!("{ns}.svc.cluster.local"), "svc.cluster.local", "cluster.local"],
+                    "options": [{"name": "ndots", "value": "5"}]
+                });
+            }),
+        ),
+        DnsVariant::ClusterFirst => ("", Box::new(|_: &mut serde_json::Value| {})),
+    };
+    let pod = ctx
+        .workloads
+        .ready_variant("netexec-client", variant, src, index, mutate.as_ref())
+        .await?;
+    // The same request a ClusterFirst client would make.
+    let plain = CellPlan {
+        suite: plan.suite,
+        check: plan.check,
+        coordinates: plan.coordinates.clone(),
+        placement: plan.placement,
+        protocol: plan.protocol,
+        variant: plan.variant.clone(),
+        pairs: Vec::new(),
+        fixed: None,
+    };
+    let mut cf = plan.check.clone();
+    if let Probe::Resolve { dns, .. } = &mut cf.probe {
+        *dns = DnsVariant::ClusterFirst;
+    }
+    let plain = CellPlan { check: &cf, ..plain };
+    match build_request(ctx, &plain, from, to) {
+        Ok((_, _, runner, req, verify)) => Ok((pod, None, runner, req, verify)),
+        Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(w),
+        Err(Unprobed::Variant(_)) => Err("unexpected DNS variant".into()),
+    }
 }

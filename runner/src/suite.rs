@@ -13,7 +13,25 @@ use serde::Deserialize;
 use crate::rules::Catalogue;
 
 /// The suites built into the binary (`suites/*.yaml` at build time).
-pub const EMBEDDED: &[(&str, &str)] = &[("network-flows.yaml", include_str!("../../suites/network-flows.yaml"))];
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("network-flows.yaml", include_str!("../../suites/network-flows.yaml")),
+    ("dns.yaml", include_str!("../../suites/dns.yaml")),
+    ("secrets.yaml", include_str!("../../suites/secrets.yaml")),
+    ("nodeport.yaml", include_str!("../../suites/nodeport.yaml")),
+    (
+        "memory-reservation.yaml",
+        include_str!("../../suites/memory-reservation.yaml"),
+    ),
+    (
+        "version-matching.yaml",
+        include_str!("../../suites/version-matching.yaml"),
+    ),
+    ("placement.yaml", include_str!("../../suites/placement.yaml")),
+    (
+        "security-context.yaml",
+        include_str!("../../suites/security-context.yaml"),
+    ),
+];
 
 /// The schema version every suite declares.
 pub const API_VERSION: &str = "mixcheck/v1";
@@ -109,6 +127,9 @@ pub enum Destination {
     OutsideName,
     /// Another container of the same pod over localhost.
     Localhost,
+    /// The service's load-balancer ingress address at the service port (`type: LoadBalancer`;
+    /// indeterminate when the cluster assigns no ingress address).
+    LoadBalancer,
 }
 
 /// A protocol a cell uses.
@@ -207,6 +228,10 @@ pub enum ServiceVariant {
     LocalPolicy,
     /// `sessionAffinity: ClientIP`.
     ClientIpAffinity,
+    /// A headless service (`clusterIP: None`): its name resolves to the server pod's IP.
+    Headless,
+    /// A `type: ExternalName` service whose `externalName` is the server's service FQDN.
+    ExternalName,
 }
 
 /// What a connection must show beyond getting through.
@@ -270,12 +295,26 @@ pub enum FactCheck {
     HostProcess,
 }
 
+impl FactCheck {
+    /// Facts compared with a documented bound: every expectation that judges them (works,
+    /// recommendation) names the bound in `limit`.
+    pub fn needs_limit(self) -> bool {
+        matches!(
+            self,
+            FactCheck::SystemReserved | FactCheck::KubeletSkew | FactCheck::KubeProxySkew
+        )
+    }
+}
+
 /// What an `audit` probe inspects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AuditKind {
     /// Workloads without an OS selector that tolerate the Windows taint (or with none to tolerate).
     LinuxWorkloadsOnWindows,
+    /// Windows workloads (an OS selector or `.spec.os` for Windows) whose containers set a memory
+    /// request that differs from their memory limit.
+    WindowsMemoryRequestNotLimit,
 }
 
 /// An operating system of a pool.
@@ -358,6 +397,11 @@ pub struct Expectation {
     /// Overrides the check's sources for this condition.
     #[serde(default)]
     pub sources: Vec<String>,
+    /// For `fact` probes: the documented bound the fact is compared with under these conditions,
+    /// in the fact's own unit — a quantity for `system-reserved` (`2Gi`: at least), a number of
+    /// minor versions for `kubelet-skew` and `kube-proxy-skew` (`3`: at most that many older).
+    #[serde(default)]
+    pub limit: Option<String>,
 }
 
 /// What the documentation says for a cell.
@@ -370,6 +414,10 @@ pub enum Documented {
     KnownOsIssue,
     /// A recommendation: following it passes, not following it warns.
     Recommendation,
+    /// The documentation does not support these facts (an OS build, runtime or version outside
+    /// its support matrix): the cell warns ("unsupported configuration") once the probe has read
+    /// the facts, whatever else it observes — judged as a recommendation not followed.
+    Unsupported,
     /// The rule does not apply to these conditions.
     NotApplicable,
 }
@@ -458,6 +506,11 @@ pub struct Condition {
     /// Outbound traffic to the internet is allowed (`--egress=false` says it is not).
     #[serde(default)]
     pub egress: Option<bool>,
+    /// API server feature gates and the state each must have (read from the API server's
+    /// `kubernetes_feature_enabled` metric; a gate that cannot be read leaves the cell
+    /// indeterminate).
+    #[serde(default)]
+    pub feature_gates: BTreeMap<String, bool>,
 }
 
 /// A version range such as `">=1.14, <1.20"` over `major.minor` versions or build numbers.
@@ -541,7 +594,10 @@ fn first_line(s: &str) -> String {
 /// Parses one suite document; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Suite, SuiteError> {
     let mut suite: Suite = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
         SuiteError::Parse {
             path: origin.to_string(),
             line,
@@ -642,6 +698,21 @@ impl Suites {
                 {
                     return Err(at("an exec probe needs a command for at least one OS".into()));
                 }
+                for e in &check.expect {
+                    match (&check.probe, &e.limit) {
+                        (Probe::Fact { .. }, _) | (_, None) => {}
+                        (_, Some(_)) => return Err(at("only a fact probe compares with a `limit`".into())),
+                    }
+                    if let Probe::Fact { fact } = &check.probe
+                        && fact.needs_limit()
+                        && matches!(e.result, Documented::Works | Documented::Recommendation)
+                        && e.limit.is_none()
+                    {
+                        return Err(at(format!(
+                            "the {fact:?} fact needs the documented `limit` in every judging expectation"
+                        )));
+                    }
+                }
             }
         }
         Ok(())
@@ -671,6 +742,7 @@ impl Condition {
             && self.flannel.is_none()
             && self.dsr.is_none()
             && self.egress.is_none()
+            && self.feature_gates.is_empty()
     }
 }
 
@@ -780,6 +852,77 @@ checks:
         let err = Suites { suites: vec![s] }.validate(&rules()).expect_err("invalid");
         assert!(err.to_string().contains(needle), "{err}");
         assert!(err.to_string().starts_with("t.yaml: "), "{err}");
+    }
+
+    const FACT: &str = "apiVersion: mixcheck/v1
+kind: Suite
+name: t
+category: resources
+checks:
+  - name: c
+    rule: MEM-SYS-RESERVED
+    title: reserved
+    sources: [W14]
+    probe: {kind: fact, fact: system-reserved}
+    matrix: {from: [windows], perNode: true}
+    expect:
+      - {when: {kubernetes: \"<1.14\"}, result: unsupported, says: x}
+      - {when: {featureGates: {SomeGate: false}}, result: not-applicable, says: y}
+      - {result: recommendation, limit: 2Gi, says: at least 2 GiB}
+";
+
+    #[test]
+    fn facts_carry_documented_limits_and_unsupported_facts_warn() {
+        let s = parse(FACT, "t.yaml").expect("parses");
+        let suites = Suites { suites: vec![s] };
+        suites.validate(&rules()).expect("valid");
+        let (_, c) = suites.checks().next().expect("a check");
+        assert_eq!(c.expect[0].result, Documented::Unsupported);
+        assert_eq!(c.expect[1].when.feature_gates.get("SomeGate"), Some(&false));
+        assert!(!c.expect[1].when.is_unconditional());
+        assert_eq!(c.expect[2].limit.as_deref(), Some("2Gi"));
+    }
+
+    #[rstest]
+    #[case::missing_limit(FACT.replace(", limit: 2Gi", ""), "needs the documented `limit`")]
+    #[case::limit_off_a_fact(MINIMAL.replace("says: works}", "says: works, limit: \"3\"}"), "only a fact probe")]
+    fn limit_errors(#[case] text: String, #[case] needle: &str) {
+        let s = parse(&text, "t.yaml").expect("parses");
+        let err = Suites { suites: vec![s] }.validate(&rules()).expect_err("invalid");
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+
+    #[test]
+    fn service_variants_and_audits_parse() {
+        let text = MINIMAL
+            .replace(
+                "probe: {kind: connect, from: pod, to: pod-ip}",
+                "probe: {kind: connect, from: pod, to: service-short, service: external-name}",
+            )
+            .replace("rule: NET-POD-POD-IP-CROSS", "rule: SVC-TYPES");
+        let s = parse(&text, "t.yaml").expect("parses");
+        assert!(matches!(
+            s.checks[0].probe,
+            Probe::Connect {
+                service: ServiceVariant::ExternalName,
+                ..
+            }
+        ));
+        for (probe, want) in [
+            ("{kind: outside, to: load-balancer}", "LoadBalancer"),
+            (
+                "{kind: audit, audit: windows-memory-request-not-limit}",
+                "WindowsMemoryRequestNotLimit",
+            ),
+            (
+                "{kind: connect, from: pod, to: service-short, service: headless}",
+                "Headless",
+            ),
+        ] {
+            let t = MINIMAL.replace("{kind: connect, from: pod, to: pod-ip}", probe);
+            let s = parse(&t, "t.yaml").expect("parses");
+            assert!(format!("{:?}", s.checks[0].probe).contains(want), "{probe}");
+        }
     }
 
     #[rstest]

@@ -23,6 +23,8 @@ pub struct CellFacts<'a> {
     pub dsr: Option<bool>,
     pub flannel: Option<(u32, u32)>,
     pub egress: bool,
+    /// The API server's feature gates (from its `kubernetes_feature_enabled` metric), if read.
+    pub feature_gates: Option<&'a std::collections::BTreeMap<String, bool>>,
 }
 
 impl CellFacts<'_> {
@@ -140,6 +142,24 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
             None => Holds::Yes,
             Some(want) => bool_holds(f.egress == want),
         },
+        if c.feature_gates.is_empty() {
+            Holds::Yes
+        } else {
+            match f.feature_gates {
+                Some(gates) => {
+                    let mut h = Holds::Yes;
+                    for (gate, want) in &c.feature_gates {
+                        match gates.get(gate) {
+                            Some(have) if have == want => {}
+                            Some(_) => return Holds::No,
+                            None => h = Holds::Unknown(format!("the API server's feature gate {gate}")),
+                        }
+                    }
+                    h
+                }
+                None => Holds::Unknown("the API server's feature gates (its /metrics kubernetes_feature_enabled)".into()),
+            }
+        },
     ];
     if checks.contains(&Holds::No) {
         return Holds::No;
@@ -191,7 +211,7 @@ pub fn expected(d: Documented) -> Option<Expected> {
         Documented::Limitation => Some(Expected::Limitation),
         Documented::UnsupportedApi => Some(Expected::UnsupportedApi),
         Documented::KnownOsIssue => Some(Expected::KnownOsIssue),
-        Documented::Recommendation => Some(Expected::Recommendation),
+        Documented::Recommendation | Documented::Unsupported => Some(Expected::Recommendation),
         Documented::NotApplicable => None,
     }
 }
@@ -199,6 +219,8 @@ pub fn expected(d: Documented) -> Option<Expected> {
 /// What a probe result means against the expectation.
 pub fn outcome(e: &Expectation, result: &probe::Observation) -> Outcome {
     match (e.result, result) {
+        // Outside the documented support table: a warning whatever the probe saw.
+        (Documented::Unsupported, _) => Outcome::RecommendationNotFollowed,
         (Documented::Recommendation, probe::Observation::Failed(FailureClass::Mismatch)) => {
             Outcome::RecommendationNotFollowed
         }
@@ -265,6 +287,7 @@ mod tests {
             dsr: None,
             flannel: None,
             egress: true,
+            feature_gates: None,
         }
     }
 
@@ -334,6 +357,7 @@ mod tests {
             when: Condition::default(),
             result,
             failure: failure.to_vec(),
+            limit: None,
             says: "x".into(),
             sources: Vec::new(),
         };

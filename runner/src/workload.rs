@@ -120,14 +120,28 @@ impl<'a> Workloads<'a> {
 
     /// A running pod of `fixture` on `node` for exec probes (created and awaited once).
     pub async fn ready_pod(&self, fixture: &str, node: &ClusterNode, index: usize) -> Result<String, String> {
-        let key = format!("{fixture}@{}", node.name);
+        self.ready_variant(fixture, "", node, index, &|_| {}).await
+    }
+
+    /// Like [`Self::ready_pod`], with the stamped pod changed by `mutate` (a variant named
+    /// `variant`, e.g. another DNS policy).
+    pub async fn ready_variant(
+        &self,
+        fixture: &str,
+        variant: &str,
+        node: &ClusterNode,
+        index: usize,
+        mutate: &(dyn Fn(&mut Value) + Sync),
+    ) -> Result<String, String> {
+        let key = format!("{fixture}{variant}@{}", node.name);
         let cell = {
             let mut map = self.ready.lock().await;
             map.entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone()
         };
         cell.get_or_init(|| async {
             self.others(fixture).await?;
-            let (name, pod) = self.pod_for(fixture, node, index, "")?;
+            let (name, mut pod) = self.pod_for(fixture, node, index, variant)?;
+            mutate(&mut pod);
             let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
             let params = kube::api::PatchParams::apply("mixcheck").force();
             pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
