@@ -105,6 +105,9 @@ pub struct RunArgs {
     pub check: Vec<String>,
     #[command(flatten)]
     pub sources: SourceArgs,
+    /// Also run checks marked pending (not yet triaged; see `mixcheck list`).
+    #[arg(long)]
+    pub include_pending: bool,
     /// The cluster's network mode when it cannot be detected (l2bridge, overlay, l2tunnel, transparent).
     #[arg(long, value_name = "MODE")]
     pub network_mode: Option<String>,

@@ -196,9 +196,18 @@ pub async fn deploy(
             // SVC-TYPES: headless, ExternalName and LoadBalancer services over the same server.
             let selector = json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id});
             let extra = [
-                (format!("hl-{i}"), json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})),
-                (format!("xn-{i}"), json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")})),
-                (format!("lb-{i}"), json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]})),
+                (
+                    format!("hl-{i}"),
+                    json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
+                ),
+                (
+                    format!("xn-{i}"),
+                    json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")}),
+                ),
+                (
+                    format!("lb-{i}"),
+                    json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+                ),
             ];
             for (svc_name, spec) in extra {
                 let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
@@ -336,7 +345,11 @@ pub async fn deploy(
         if let Some(s) = by_name.get(&format!("local-{i}")) {
             dep.local_services.insert(node.name.clone(), s.clone());
         }
-        if let Some(s) = list.items.iter().find(|s| s.metadata.name.as_deref() == Some(&format!("lb-{i}"))) {
+        if let Some(s) = list
+            .items
+            .iter()
+            .find(|s| s.metadata.name.as_deref() == Some(&format!("lb-{i}")))
+        {
             let ingress = s
                 .status
                 .as_ref()

@@ -613,7 +613,14 @@ pub fn judge(
             let c = configz()?;
             let bytes = q(c.pointer("/kubeletconfig/systemReserved/memory"));
             let want = limit.and_then(quantity_bytes).unwrap_or(2 << 30);
-            (bytes >= want, format!("systemReserved.memory = {} (documented: at least {})", gib(bytes), gib(want)))
+            (
+                bytes >= want,
+                format!(
+                    "systemReserved.memory = {} (documented: at least {})",
+                    gib(bytes),
+                    gib(want)
+                ),
+            )
         }
         F::AllocatableMath => {
             let c = configz()?;
@@ -646,8 +653,9 @@ pub fn judge(
                 .pointer("/kubeletconfig/enforceNodeAllocatable")
                 .cloned()
                 .unwrap_or(Value::Null);
-            let empty = v.as_array().is_none_or(|a| a.is_empty());
-            (empty, format!("enforceNodeAllocatable = {v}"))
+            // Passes when the kubelet enforces node allocatable (Linux: `pods`).
+            let enforced = v.as_array().is_some_and(|a| !a.is_empty());
+            (enforced, format!("enforceNodeAllocatable = {v}"))
         }
         F::EvictionThreshold => {
             let c = configz()?;

@@ -105,6 +105,9 @@ fn list_command(args: &cli::ListArgs) -> anyhow::Result<exit::Code> {
         for c in &s.checks {
             println!("  {:<40} {:<28} {}", c.name, c.rule, c.sources.join(", "));
             println!("  {:<40} {}", "", c.title);
+            if let Some(why) = &c.pending {
+                println!("  {:<40} pending (runs with --include-pending): {why}", "");
+            }
             if !c.description.trim().is_empty() {
                 println!("  {:<40} {}", "", c.description.trim());
             }

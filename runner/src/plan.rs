@@ -163,6 +163,9 @@ impl RunPlan {
                 continue;
             }
             for (ci, check) in suite.checks.iter().enumerate() {
+                if check.pending.is_some() && !args.include_pending {
+                    continue;
+                }
                 let key = format!("{}/{}", suite.name, check.name);
                 let keep = filters.iter().all(|f| {
                     let hit = f.re.is_match(&key) || f.re.is_match(&check.rule);

@@ -36,10 +36,7 @@ impl Catalogue {
     /// The catalogue built into the binary.
     pub fn embedded() -> Result<Self, crate::suite::SuiteError> {
         let file: File = serde_saphyr::from_str(EMBEDDED).map_err(|e| {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((0, 0));
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             crate::suite::SuiteError::Parse {
                 path: "suites/rules.yaml (embedded)".into(),
                 line,

@@ -847,6 +847,20 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         Err(e) => return with(judgement(Verdict::Error, format!("the probe could not run: {e}"))),
     };
     let mut result = probe::classify(&req, &out);
+    // A resolve probe asks whether the name resolves: any answer but a DNS failure (a refused
+    // or reset connection included) means it did.
+    if matches!(plan.check.probe, Probe::Resolve { .. })
+        && matches!(
+            result,
+            probe::Observation::Failed(
+                crate::suite::FailureClass::Refused
+                    | crate::suite::FailureClass::Reset
+                    | crate::suite::FailureClass::Other
+            )
+        )
+    {
+        result = probe::Observation::Reached(String::new());
+    }
     let mut flaky = flaky;
     let mut detail = String::new();
     if let probe::Observation::Reached(body) = &result {
@@ -1081,17 +1095,15 @@ fn build_request(
             ),
             Destination::ServiceShort => match service {
                 ServiceVariant::Headless => {
-                    let name = dep
-                        .headless
-                        .get(&dst.name)
-                        .ok_or_else(|| Unprobed::Error(format!("no headless service over the server on {}", dst.name)))?;
+                    let name = dep.headless.get(&dst.name).ok_or_else(|| {
+                        Unprobed::Error(format!("no headless service over the server on {}", dst.name))
+                    })?;
                     http(name.clone(), 8080, path)
                 }
                 ServiceVariant::ExternalName => {
-                    let name = dep
-                        .external_names
-                        .get(&dst.name)
-                        .ok_or_else(|| Unprobed::Error(format!("no ExternalName service for the server on {}", dst.name)))?;
+                    let name = dep.external_names.get(&dst.name).ok_or_else(|| {
+                        Unprobed::Error(format!("no ExternalName service for the server on {}", dst.name))
+                    })?;
                     http(name.clone(), 80, path)
                 }
                 _ => http(svc(dst, false)?.name.clone(), 80, path),
@@ -1128,10 +1140,9 @@ fn build_request(
             }
             Destination::OutsideName => http(OUTSIDE_NAME.to_string(), 80, "/"),
             Destination::LoadBalancer => {
-                let s = dep
-                    .load_balancers
-                    .get(&dst.name)
-                    .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service over the server on {}", dst.name)))?;
+                let s = dep.load_balancers.get(&dst.name).ok_or_else(|| {
+                    Unprobed::Error(format!("no LoadBalancer service over the server on {}", dst.name))
+                })?;
                 let ip = s.ingress.clone().ok_or_else(|| {
                     Unprobed::Indeterminate(format!(
                         "service {} got no load-balancer address (does the cluster have a load-balancer controller?)",
@@ -1245,20 +1256,22 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
                 return error(format!("no service over the server on {}", node.name));
             };
             let url = match to {
-                Destination::LoadBalancer => match ctx.dep.load_balancers.get(&node.name).and_then(|s| s.ingress.clone()) {
-                    Some(ip) => format!("http://{ip}:80/hostname"),
-                    None => {
-                        let mut j = judgement(
-                            Verdict::Indeterminate,
-                            format!(
-                                "unknown: the LoadBalancer service over the server on {} got no ingress address (does the cluster have a load-balancer controller?)",
-                                node.name
-                            ),
-                        );
-                        j.sources = sources.clone();
-                        return j;
+                Destination::LoadBalancer => {
+                    match ctx.dep.load_balancers.get(&node.name).and_then(|s| s.ingress.clone()) {
+                        Some(ip) => format!("http://{ip}:80/hostname"),
+                        None => {
+                            let mut j = judgement(
+                                Verdict::Indeterminate,
+                                format!(
+                                    "unknown: the LoadBalancer service over the server on {} got no ingress address (does the cluster have a load-balancer controller?)",
+                                    node.name
+                                ),
+                            );
+                            j.sources = sources.clone();
+                            return j;
+                        }
                     }
-                },
+                }
                 Destination::HostPort => format!("http://{}:{}/hostname", node.address, deploy::HOST_PORT),
                 _ => match svc.node_ports.0 {
                     Some(port) => format!("http://{}:{port}/hostname", node.address),
@@ -1314,20 +1327,23 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             message,
         } => match ctx.workloads.create(fixture, node, node_idx, index).await {
             Ok((name, seen)) => {
-                let matched = seen.outcome == *outcome
-                    && message.as_ref().is_none_or(|re| {
-                        regex::Regex::new(re)
-                            .map(|r| r.is_match(&seen.message))
-                            .unwrap_or(false)
-                    });
-                let obs = if matched {
+                use crate::suite::{CreateOutcome as O, FailureClass as C};
+                // `message` is the documented signature of a refusal or failure: it must match
+                // a failure the probe saw, whether or not that failure is the probe's outcome.
+                let signature = |m: &str| {
+                    message
+                        .as_ref()
+                        .is_none_or(|re| regex::Regex::new(re).map(|r| r.is_match(m)).unwrap_or(false))
+                };
+                let obs = if seen.outcome == *outcome && (seen.outcome == O::Runs || signature(&seen.message)) {
                     probe::Observation::Reached(seen.message.clone())
                 } else {
                     probe::Observation::Failed(match seen.outcome {
-                        crate::suite::CreateOutcome::RejectedByApi => crate::suite::FailureClass::Rejected,
-                        crate::suite::CreateOutcome::Fails => crate::suite::FailureClass::PodFailed,
-                        crate::suite::CreateOutcome::Runs => crate::suite::FailureClass::Accepted,
-                        crate::suite::CreateOutcome::Unschedulable => crate::suite::FailureClass::Other,
+                        O::Runs => C::Accepted,
+                        _ if !signature(&seen.message) => C::Other,
+                        O::RejectedByApi => C::Rejected,
+                        O::Fails => C::PodFailed,
+                        O::Unschedulable => C::Other,
                     })
                 };
                 let summary = format!(
@@ -1500,29 +1516,58 @@ async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kub
     use k8s_openapi::api::core::v1::PodSpec;
     let differs = |spec: Option<&PodSpec>| -> bool {
         let Some(spec) = spec else { return false };
-        let windows = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/os")).is_some_and(|o| o == "windows")
+        let windows = spec
+            .node_selector
+            .as_ref()
+            .and_then(|s| s.get("kubernetes.io/os"))
+            .is_some_and(|o| o == "windows")
             || spec.os.as_ref().is_some_and(|o| o.name == "windows");
         windows
             && spec.containers.iter().any(|c| {
                 let r = c.resources.as_ref();
-                let req = r.and_then(|r| r.requests.as_ref()).and_then(|m| m.get("memory")).and_then(|q| facts::quantity_bytes(&q.0));
-                let lim = r.and_then(|r| r.limits.as_ref()).and_then(|m| m.get("memory")).and_then(|q| facts::quantity_bytes(&q.0));
+                let req = r
+                    .and_then(|r| r.requests.as_ref())
+                    .and_then(|m| m.get("memory"))
+                    .and_then(|q| facts::quantity_bytes(&q.0));
+                let lim = r
+                    .and_then(|r| r.limits.as_ref())
+                    .and_then(|m| m.get("memory"))
+                    .and_then(|q| facts::quantity_bytes(&q.0));
                 matches!((req, lim), (Some(a), Some(b)) if a != b)
             })
     };
     let mut found = Vec::new();
-    for ds in Api::<DaemonSet>::all(client.clone()).list(&ListParams::default()).await?.items {
+    for ds in Api::<DaemonSet>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
         if differs(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!("daemonset {}/{}", ds.metadata.namespace.unwrap_or_default(), ds.metadata.name.unwrap_or_default()));
+            found.push(format!(
+                "daemonset {}/{}",
+                ds.metadata.namespace.unwrap_or_default(),
+                ds.metadata.name.unwrap_or_default()
+            ));
         }
     }
-    for d in Api::<Deploy>::all(client.clone()).list(&ListParams::default()).await?.items {
+    for d in Api::<Deploy>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
         if differs(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!("deployment {}/{}", d.metadata.namespace.unwrap_or_default(), d.metadata.name.unwrap_or_default()));
+            found.push(format!(
+                "deployment {}/{}",
+                d.metadata.namespace.unwrap_or_default(),
+                d.metadata.name.unwrap_or_default()
+            ));
         }
     }
     Ok(found)
 }
+
+/// A change to a stamped pod.
+type PodEdit = Box<dyn Fn(&mut serde_json::Value) + Sync>;
 
 /// A resolve probe from a client pod with another DNS set-up (hostNetwork with
 /// `ClusterFirstWithHostNet`, or `dnsPolicy: None` with a `dnsConfig` naming the cluster DNS),
@@ -1549,7 +1594,7 @@ async fn dns_client_request(
         }
         _ => String::new(),
     };
-    let (variant, mutate): (&str, Box<dyn Fn(&mut serde_json::Value) + Sync>) = match dns {
+    let (variant, mutate): (&str, PodEdit) = match dns {
         DnsVariant::ClusterFirstWithHostNet => (
             "-hostnet-dns",
             Box::new(|p: &mut serde_json::Value| {

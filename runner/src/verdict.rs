@@ -157,7 +157,9 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
                     }
                     h
                 }
-                None => Holds::Unknown("the API server's feature gates (its /metrics kubernetes_feature_enabled)".into()),
+                None => {
+                    Holds::Unknown("the API server's feature gates (its /metrics kubernetes_feature_enabled)".into())
+                }
             }
         },
     ];

@@ -214,6 +214,12 @@ impl<'a> Workloads<'a> {
                 .collect::<Vec<_>>()
                 .join("; ");
             if let Ok(p) = pods.get(name).await {
+                // A pod that runs to completion is judged by how it ends.
+                let runs_to_end = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.restart_policy.as_deref())
+                    .is_some_and(|r| r == "Never" || r == "OnFailure");
                 let status = p.status.clone().unwrap_or_default();
                 let phase = status.phase.clone().unwrap_or_default();
                 let reason = format!(
@@ -250,7 +256,10 @@ impl<'a> Workloads<'a> {
                         message,
                     };
                 }
-                if phase == "Running" || phase == "Succeeded" {
+                // A run-to-completion pod still running after a few seconds counts as running.
+                if phase == "Succeeded"
+                    || (phase == "Running" && (!runs_to_end || started.elapsed() > Duration::from_secs(5)))
+                {
                     let ready = status
                         .conditions
                         .unwrap_or_default()
