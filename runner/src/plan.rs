@@ -251,10 +251,14 @@ mod tests {
     }
 
     #[test]
-    fn the_default_plan_targets_the_bundled_cluster_with_every_check() {
+    fn the_default_plan_targets_the_bundled_cluster_with_every_check_but_the_pending() {
         let p = plan(&[]).expect("plan");
         assert!(matches!(p.target, TargetSpec::Bundled { ref profile, .. } if profile == "default"));
-        assert_eq!(p.selected.len(), p.suites.checks().count());
+        let ready = p.suites.checks().filter(|(_, c)| c.pending.is_none()).count();
+        assert_eq!(p.selected.len(), ready);
+        assert!(p.checks().all(|(_, c)| c.pending.is_none()));
+        let all = plan(&["--include-pending"]).expect("plan");
+        assert_eq!(all.selected.len(), all.suites.checks().count());
         assert_eq!(p.deadline, Duration::from_secs(600));
     }
 
@@ -282,7 +286,7 @@ mod tests {
         assert!(without.checks().all(|(_, c)| !c.rule.starts_with("NET-POD-POD-IP")));
         assert_eq!(
             only.selected.len() + without.selected.len(),
-            only.suites.checks().count()
+            only.suites.checks().filter(|(_, c)| c.pending.is_none()).count()
         );
         assert!(matches!(
             plan(&["--check", "^nothing-at-all$"]),
