@@ -1438,13 +1438,56 @@ async fn outside_get(url: &str) -> (probe::Observation, String) {
     }
 }
 
+/// The DaemonSets and Deployments of the cluster whose pod template `flagged` picks, named
+/// `kind namespace/name`.
+async fn workloads_where(
+    client: &kube::Client,
+    flagged: &(dyn Fn(&k8s_openapi::api::core::v1::PodSpec) -> bool + Sync),
+) -> Result<Vec<String>, kube::Error> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
+    let mut found = Vec::new();
+    for ds in Api::<DaemonSet>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        if ds
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .is_some_and(flagged)
+        {
+            found.push(format!(
+                "daemonset {}/{}",
+                ds.metadata.namespace.unwrap_or_default(),
+                ds.metadata.name.unwrap_or_default()
+            ));
+        }
+    }
+    for d in Api::<Deploy>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        if d.spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .is_some_and(flagged)
+        {
+            found.push(format!(
+                "deployment {}/{}",
+                d.metadata.namespace.unwrap_or_default(),
+                d.metadata.name.unwrap_or_default()
+            ));
+        }
+    }
+    Ok(found)
+}
+
 /// SCHED-NODESELECTOR's audit: DaemonSets and Deployments without an OS selector that the
 /// Windows nodes' taints do not keep away, i.e. that would put (Linux) pods on Windows nodes.
 async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Result<Vec<String>, kube::Error> {
-    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
-    use k8s_openapi::api::core::v1::PodSpec;
-    let lands_on_windows = |spec: Option<&PodSpec>| -> bool {
-        let Some(spec) = spec else { return false };
+    let lands_on_windows = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let os = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/os"));
         let affinity_os = spec
             .affinity
@@ -1479,43 +1522,13 @@ async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Res
                 })
         })
     };
-    let mut found = Vec::new();
-    for ds in Api::<DaemonSet>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if lands_on_windows(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "daemonset {}/{}",
-                ds.metadata.namespace.unwrap_or_default(),
-                ds.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    for d in Api::<Deploy>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if lands_on_windows(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "deployment {}/{}",
-                d.metadata.namespace.unwrap_or_default(),
-                d.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    Ok(found)
+    workloads_where(client, &lands_on_windows).await
 }
 
-/// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads (and pods) whose containers request a
-/// different amount of memory than their limit.
+/// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads whose containers request a different amount
+/// of memory than their limit.
 async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
-    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
-    use k8s_openapi::api::core::v1::PodSpec;
-    let differs = |spec: Option<&PodSpec>| -> bool {
-        let Some(spec) = spec else { return false };
+    let differs = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let windows = spec
             .node_selector
             .as_ref()
@@ -1536,34 +1549,7 @@ async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kub
                 matches!((req, lim), (Some(a), Some(b)) if a != b)
             })
     };
-    let mut found = Vec::new();
-    for ds in Api::<DaemonSet>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if differs(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "daemonset {}/{}",
-                ds.metadata.namespace.unwrap_or_default(),
-                ds.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    for d in Api::<Deploy>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if differs(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "deployment {}/{}",
-                d.metadata.namespace.unwrap_or_default(),
-                d.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    Ok(found)
+    workloads_where(client, &differs).await
 }
 
 /// A change to a stamped pod.
