@@ -427,11 +427,13 @@ fn os_of(o: crate::suite::Os) -> Os {
 
 /// Expands the selected checks over the cluster's pools.
 fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> {
+    // Workers that are not Ready stay in their pools: their cells say the node is down (see
+    // `not_ready`) instead of vanishing from the report.
     let nodes: Vec<(usize, &ClusterNode)> = facts
         .nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.schedulable())
+        .filter(|(_, n)| !n.control_plane)
         .collect();
     let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
     for (i, n) in &nodes {
@@ -585,7 +587,8 @@ fn node_cells<'a>(
     unsupported: Option<String>,
 ) -> Vec<CellPlan<'a>> {
     let m = &check.matrix;
-    // Facts cover every node (control planes too); workloads only schedulable ones.
+    // Facts cover every node (control planes too); workloads only workers (those not Ready are
+    // judged by `not_ready`).
     let all_nodes = matches!(check.probe, Probe::Fact { .. });
     let oses: Vec<crate::suite::Os> = match (&check.probe, m.to.is_empty()) {
         (Probe::Outside { .. }, false) => m.to.clone(),
@@ -593,7 +596,7 @@ fn node_cells<'a>(
     };
     let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in facts.nodes.iter().enumerate() {
-        if (all_nodes || n.schedulable()) && oses.iter().any(|o| os_of(*o) == n.os) {
+        if (all_nodes || !n.control_plane) && oses.iter().any(|o| os_of(*o) == n.os) {
             pools.entry(n.pool()).or_default().push(i);
         }
     }
@@ -671,6 +674,8 @@ struct PairJudgement {
     class: Option<crate::suite::FailureClass>,
     flaky: bool,
     sources: Vec<String>,
+    /// A remedy that replaces the check's (the pair was not probed for a reason of its own).
+    remedy: Option<String>,
 }
 
 fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
@@ -683,7 +688,36 @@ fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
         class: None,
         flaky: false,
         sources: Vec::new(),
+        remedy: None,
     }
+}
+
+/// The remedy of windows-rules.md §4 "no kubelet/kube-proxy processes / node NotReady" (W14).
+const NOT_READY_REMEDY: &str = "The node is not Ready: its kubelet does not post status, so no pod starts there. \
+Check that the kubelet and kube-proxy run on the node (on script installs the processes start.ps1 \
+starts; run them as Windows services with sc.exe or nssm) and read the kubelet's log (W14).";
+
+/// A pair on a worker that is not Ready cannot be probed (its fixtures never start): an error
+/// naming the node, with the documented remedy. Facts and audits are still read from the API.
+fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudgement> {
+    if matches!(probe, Probe::Fact { .. } | Probe::Audit { .. }) {
+        return None;
+    }
+    let node = [pair.from, pair.to]
+        .into_iter()
+        .flatten()
+        .filter_map(|i| facts.nodes.get(i))
+        .find(|n| !n.ready)?;
+    let state = node.conditions.get("Ready").map_or("missing", String::as_str);
+    let mut j = judgement(
+        Verdict::Error,
+        format!(
+            "node {} is not Ready (Ready={state}): nothing runs there, so the cell was not probed",
+            node.name
+        ),
+    );
+    j.remedy = Some(NOT_READY_REMEDY.to_string());
+    Some(j)
 }
 
 fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
@@ -709,8 +743,9 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         judged.push((Pair { from: None, to: None }, judgement(*verdict, why.clone())));
     } else {
         for pair in &plan.pairs {
-            let j = match &plan.check.probe {
-                Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
+            let j = match (&plan.check.probe, not_ready(ctx.facts, *pair, &plan.check.probe)) {
+                (_, Some(down)) => down,
+                (Probe::Connect { .. } | Probe::Resolve { .. }, None) => judge_pair(ctx, plan, *pair).await,
                 _ => judge_other(ctx, plan, *pair, index).await,
             };
             judged.push((*pair, j));
@@ -743,6 +778,7 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         })
     });
     let remedy = match (j.verdict, j.class) {
+        _ if j.remedy.is_some() => j.remedy.clone(),
         (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => class
             .and_then(|c| check.remedy.get(&c))
             .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any))
@@ -933,6 +969,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         class,
         flaky: flaky && verdict == Verdict::Pass,
         sources: Vec::new(),
+        remedy: None,
     })
 }
 
@@ -1222,6 +1259,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             class,
             flaky: false,
             sources: sources.clone(),
+            remedy: None,
         }
     };
     let error = |why: String| {
@@ -1625,5 +1663,71 @@ async fn dns_client_request(
         Ok((_, _, runner, req, verify)) => Ok((pod, None, runner, req, verify)),
         Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(w),
         Err(Unprobed::Variant(_)) => Err("unexpected DNS variant".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, ready: bool) -> ClusterNode {
+        ClusterNode {
+            name: name.into(),
+            os: Os::Windows,
+            build: Some(20348),
+            address: "10.0.0.5".into(),
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints: Vec::new(),
+            control_plane: false,
+            ready,
+            labels: BTreeMap::new(),
+            kernel: "10.0.20348.2762".into(),
+            memory: (None, None),
+            conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
+            configz: None,
+        }
+    }
+
+    #[test]
+    fn pairs_on_a_node_that_is_not_ready_are_not_probed_and_say_why() {
+        let facts = ClusterFacts {
+            version: (1, 32),
+            nodes: vec![node("win2019-1", true), node("win2022-1", false)],
+            network_mode: None,
+            dsr: None,
+            flannel_version: None,
+            egress: mixcheck_reports::Fact::new(true, "default"),
+            feature_gates: None,
+            report: Default::default(),
+        };
+        let connect = Probe::Connect {
+            from: Origin::Pod,
+            to: Destination::PodIp,
+            service: ServiceVariant::Cluster,
+            verify: Verify::Reachable,
+        };
+        let both = Pair {
+            from: Some(0),
+            to: Some(1),
+        };
+        let j = not_ready(&facts, both, &connect).expect("the destination is down");
+        assert_eq!(j.verdict, Verdict::Error);
+        assert!(
+            j.summary.contains("node win2022-1 is not Ready (Ready=Unknown)"),
+            "{}",
+            j.summary
+        );
+        assert!(j.remedy.as_deref().is_some_and(|r| r.contains("kubelet")));
+        let healthy = Pair {
+            from: Some(0),
+            to: Some(0),
+        };
+        assert!(not_ready(&facts, healthy, &connect).is_none());
+        // Facts about the node are still read from the API.
+        let fact = Probe::Fact {
+            fact: crate::suite::FactCheck::OsLabels,
+        };
+        assert!(not_ready(&facts, both, &fact).is_none());
     }
 }
