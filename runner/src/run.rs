@@ -692,11 +692,6 @@ fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
     }
 }
 
-/// The remedy of windows-rules.md §4 "no kubelet/kube-proxy processes / node NotReady" (W14).
-const NOT_READY_REMEDY: &str = "The node is not Ready: its kubelet does not post status, so no pod starts there. \
-Check that the kubelet and kube-proxy run on the node (on script installs the processes start.ps1 \
-starts; run them as Windows services with sc.exe or nssm) and read the kubelet's log (W14).";
-
 /// A pair on a worker that is not Ready cannot be probed (its fixtures never start): an error
 /// naming the node, with the documented remedy. Facts and audits are still read from the API.
 fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudgement> {
@@ -716,7 +711,7 @@ fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudg
             node.name
         ),
     );
-    j.remedy = Some(NOT_READY_REMEDY.to_string());
+    j.remedy = Some(crate::triage::NOT_READY.to_string());
     Some(j)
 }
 
@@ -779,10 +774,17 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
     });
     let remedy = match (j.verdict, j.class) {
         _ if j.remedy.is_some() => j.remedy.clone(),
-        (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => class
-            .and_then(|c| check.remedy.get(&c))
-            .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any))
-            .cloned(),
+        (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => {
+            let own = class
+                .and_then(|c| check.remedy.get(&c))
+                .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any));
+            // A pod that never got a sandbox says nothing about the check: the node's remedy.
+            let node = match j.verdict {
+                Verdict::Fail | Verdict::Error => crate::triage::sandbox(&j.summary, own.map(String::as_str)),
+                _ => None,
+            };
+            node.map(str::to_string).or_else(|| own.cloned())
+        }
         _ => None,
     };
     let evidence = j.output.as_ref().map(|o| Evidence {
@@ -1065,7 +1067,10 @@ fn build_request(
             None => Err(Unprobed::Error(format!("no netexec server on {}", n.name))),
         }
     };
+    // Every service, name and port of a node fronts its netexec server: with the server not
+    // usable (e.g. its sandbox never started) there is nothing to judge behind them.
     let svc = |n: &ClusterNode, local: bool| -> Result<&deploy::ServiceInfo, Unprobed> {
+        server_ip(n)?;
         let map = if local { &dep.local_services } else { &dep.services };
         map.get(&n.name)
             .ok_or_else(|| Unprobed::Error(format!("no service over the server on {}", n.name)))
@@ -1085,6 +1090,7 @@ fn build_request(
         Probe::Resolve { name, .. } => {
             let host = match name {
                 NameForm::PodFqdn => {
+                    server_ip(dst)?;
                     let hostname = dep.hostnames.get(&dst.name).cloned().unwrap_or_default();
                     format!("{hostname}.{}.{}.svc.cluster.local", deploy::SUBDOMAIN, ctx.ns)
                 }
@@ -1132,12 +1138,14 @@ fn build_request(
             ),
             Destination::ServiceShort => match service {
                 ServiceVariant::Headless => {
+                    server_ip(dst)?;
                     let name = dep.headless.get(&dst.name).ok_or_else(|| {
                         Unprobed::Error(format!("no headless service over the server on {}", dst.name))
                     })?;
                     http(name.clone(), 8080, path)
                 }
                 ServiceVariant::ExternalName => {
+                    server_ip(dst)?;
                     let name = dep.external_names.get(&dst.name).ok_or_else(|| {
                         Unprobed::Error(format!("no ExternalName service for the server on {}", dst.name))
                     })?;
@@ -1160,7 +1168,10 @@ fn build_request(
                 };
                 http(host, port, path)
             }
-            Destination::HostPort => http(dst.address.clone(), deploy::HOST_PORT, path),
+            Destination::HostPort => {
+                server_ip(dst)?;
+                http(dst.address.clone(), deploy::HOST_PORT, path)
+            }
             Destination::NodeIp => {
                 let mut r = http(dst.address.clone(), 10250, "/healthz");
                 r.tls = true;
@@ -1293,6 +1304,9 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             let Some(svc) = ctx.dep.services.get(&node.name) else {
                 return error(format!("no service over the server on {}", node.name));
             };
+            if let Some(why) = ctx.dep.servers.get(&node.name).and_then(|p| p.problem.as_ref()) {
+                return error(format!("the netexec server on {} is not usable: {why}", node.name));
+            }
             let url = match to {
                 Destination::LoadBalancer => {
                     match ctx.dep.load_balancers.get(&node.name).and_then(|s| s.ingress.clone()) {
