@@ -693,7 +693,8 @@ fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
 }
 
 /// A pair on a worker that is not Ready cannot be probed (its fixtures never start): an error
-/// naming the node, with the documented remedy. Facts and audits are still read from the API.
+/// naming the node, with the documented remedy (once the cell's expectation says it applies).
+/// Facts and audits are still read from the API.
 fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudgement> {
     if matches!(probe, Probe::Fact { .. } | Probe::Audit { .. }) {
         return None;
@@ -738,9 +739,8 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         judged.push((Pair { from: None, to: None }, judgement(*verdict, why.clone())));
     } else {
         for pair in &plan.pairs {
-            let j = match (&plan.check.probe, not_ready(ctx.facts, *pair, &plan.check.probe)) {
-                (_, Some(down)) => down,
-                (Probe::Connect { .. } | Probe::Resolve { .. }, None) => judge_pair(ctx, plan, *pair).await,
+            let j = match &plan.check.probe {
+                Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
                 _ => judge_other(ctx, plan, *pair, index).await,
             };
             judged.push((*pair, j));
@@ -869,6 +869,9 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         j.sources = sources.clone();
         j
     };
+    if let Some(down) = not_ready(facts, pair, &plan.check.probe) {
+        return with(down);
+    }
     let request = match build_request(ctx, plan, from, to) {
         Ok(r) => r,
         Err(Unprobed::Indeterminate(why)) => return with(judgement(Verdict::Indeterminate, why)),
@@ -1251,6 +1254,14 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
         j.sources = sources;
         return j;
     };
+    if let Some(mut down) = not_ready(facts, pair, &plan.check.probe) {
+        down.expected = Some(CellExpectation {
+            kind,
+            text: e.says.clone(),
+        });
+        down.sources = sources;
+        return down;
+    }
     let finish = |observation: probe::Observation, summary: String, output: Option<probe::Output>| {
         let outcome = verdict::outcome(e, &observation);
         let verdict = verdict::decide(e, &outcome);
