@@ -1546,6 +1546,9 @@ impl Session {
             Needs::Userland => self.kind != K::Pause,
             Needs::Bash => self.kind == K::Other,
             Needs::Curl => matches!(self.kind, K::Agnhost | K::Other),
+            Needs::CurlExe => {
+                matches!(self.kind, K::Agnhost | K::Busybox) || windows_build(&self.kernel()).is_none_or(|b| b >= 17063)
+            }
             Needs::Agnhost => self.kind == K::Agnhost,
             Needs::WindowsPowerShell => hpc || matches!(self.kind, K::ServerCore | K::WindowsServer),
             Needs::Pwsh => !hpc && matches!(self.kind, K::Agnhost | K::Busybox | K::PowerShell),
@@ -1601,6 +1604,11 @@ impl Session {
         let handler = self.lookup(call.argv.first()?)?;
         Some(handler(self, call).run().await)
     }
+}
+
+/// The build of a Windows kernel version (`10.0.16299.192` → 16299).
+fn windows_build(kernel: &str) -> Option<u32> {
+    kernel.split('.').nth(2).and_then(|b| b.parse().ok())
 }
 
 fn build_disk(ctx: &CommandContext, kind: ImageKind) -> Disk {
@@ -1862,6 +1870,10 @@ enum Needs {
     Bash,
     /// curl (agnhost and general-purpose images; not busybox).
     Curl,
+    /// Windows' own `curl.exe`: in the OS from build 17063 (Windows Server 1803) on, so absent
+    /// from the Windows Server 2016 and 1709 images; the e2e busybox/agnhost images carry their
+    /// own (they exist from 1809 on anyway).
+    CurlExe,
     /// The agnhost binary.
     Agnhost,
     /// Windows PowerShell: Server Core and Server images, and the host of a HostProcess container.
@@ -1914,7 +1926,8 @@ static WINDOWS: &[Command] = &[
     command(&["whoami"], Needs::Always, whoami_windows),
     command(&["ipconfig"], Needs::Always, ipconfig),
     command(&["findstr"], Needs::Always, findstr),
-    command(&["curl", "ping", "nslookup"], Needs::Always, network),
+    command(&["curl"], Needs::CurlExe, network),
+    command(&["ping", "nslookup"], Needs::Always, network),
     command(&["powershell"], Needs::WindowsPowerShell, powershell),
     command(&["pwsh"], Needs::Pwsh, pwsh),
     command(&["agnhost"], Needs::Agnhost, agnhost),
@@ -3784,6 +3797,22 @@ static CMDLETS: &[Cmdlet] = &[
         valued: &["computername", "port", "commontcpport", "informationlevel"],
         run: ps_network,
     },
+    // Modelled as Windows PowerShell 5.1's (.NET Framework WebException messages); PowerShell
+    // Core's HttpClient-based cmdlet words its errors differently and is not simulated.
+    Cmdlet {
+        names: &["invoke-restmethod", "irm"],
+        desktop_only: true,
+        valued: &[
+            "uri",
+            "timeoutsec",
+            "method",
+            "headers",
+            "body",
+            "contenttype",
+            "outfile",
+        ],
+        run: ps_network,
+    },
 ];
 
 fn powershell(s: &Arc<Session>, call: Call) -> Reply {
@@ -4015,7 +4044,22 @@ fn ps_tokens(text: &str, env: &[(String, String)]) -> Vec<PsTok> {
     toks
 }
 
+/// .NET socket scripts are not statements this interpreter runs one by one: a UdpClient
+/// exchange is answered as a whole ([`netcmd::dotnet_udp`]).
+fn ps_dotnet_udp(s: &Session, script: &str) -> Option<ExecOutput> {
+    match &s.network {
+        Some(net) => netcmd::dotnet_udp(&s.ctx, net.wire(&s.ctx).as_ref(), script),
+        None => {
+            let dns_server = s.ctx.dns().nameservers.first().cloned().unwrap_or_default();
+            netcmd::dotnet_udp(&s.ctx, &Offline { dns_server }, script)
+        }
+    }
+}
+
 async fn run_ps(s: Arc<Session>, script: String, env: Vec<(String, String)>, core: bool) -> ExecOutput {
+    if let Some(o) = ps_dotnet_udp(&s, &script) {
+        return o;
+    }
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let mut last_ok = true;
     let mut native: Option<i32> = None;
@@ -4712,6 +4756,59 @@ mod tests {
                 assert!(text(&o.stderr).starts_with(&format!("'{shell}' is not recognized")));
             }
         }
+    }
+
+    /// curl.exe ships with Windows from build 17063 on: a Windows Server 1709 container has none.
+    #[rstest]
+    #[case::ws1709("10.0.16299.192", false)]
+    #[case::ws2016("10.0.14393.1198", false)]
+    #[case::ws2019("10.0.17763.6414", true)]
+    #[tokio::test]
+    async fn curl_exe_only_from_build_17063(#[case] kernel: &str, #[case] present: bool) {
+        let f = Fixture::with_profiles(|ps| {
+            for p in ps.iter_mut().filter(|p| p.name == "win2019-1") {
+                p.kernel_version = kernel.to_string();
+            }
+        });
+        let pod = f.app(
+            "old",
+            "win2019-1",
+            "mcr.microsoft.com/windows/servercore:1709",
+            json!({}),
+        );
+        let o = exec(&f, &pod, &["curl.exe", "--version"]).await;
+        if present {
+            assert!(!matches!(o.exit, ExitStatus::Error(_)), "{kernel}");
+        } else {
+            assert!(runtime_message(&o).contains("hcs::System::CreateProcess"), "{kernel}");
+            let o = exec(&f, &pod, &["cmd", "/c", "curl.exe -s http://10.0.0.1/"]).await;
+            assert_eq!(o.exit, ExitStatus::Code(1));
+            assert!(
+                text(&o.stderr).starts_with("'curl.exe' is not recognized"),
+                "{}",
+                text(&o.stderr)
+            );
+        }
+    }
+
+    /// Windows PowerShell's own network clients in a Server Core container without a network:
+    /// Invoke-RestMethod and a .NET UdpClient exchange both time out.
+    #[rstest]
+    #[case::irm(
+        "Invoke-RestMethod -Uri http://10.0.0.1:8080/hostname -TimeoutSec 5",
+        "Invoke-RestMethod : The operation has timed out."
+    )]
+    #[case::udp(
+        "$u = New-Object System.Net.Sockets.UdpClient; $u.Connect('10.0.0.1', 8081); $b = [Text.Encoding]::ASCII.GetBytes('hostname'); [void]$u.Send($b, $b.Length); $e = $null; [Text.Encoding]::ASCII.GetString($u.Receive([ref]$e))",
+        "Exception calling \"Receive\" with \"1\" argument(s)"
+    )]
+    #[tokio::test]
+    async fn windows_powershell_network_clients(#[case] script: &str, #[case] error: &str) {
+        let f = Fixture::new();
+        let pod = f.app("ps", "win2022-1", SERVERCORE, json!({}));
+        let o = exec(&f, &pod, &["powershell.exe", "-NoProfile", "-Command", script]).await;
+        assert_eq!(o.exit, ExitStatus::Code(1));
+        assert!(text(&o.stderr).starts_with(error), "{}", text(&o.stderr));
     }
 
     #[tokio::test]
