@@ -28,6 +28,7 @@ use crate::suite::{
     Check, Destination, NameForm, Origin, Pairs, Placement, Probe, Protocol, ServiceVariant, Suite, Verify,
 };
 use crate::verdict::{self, CellFacts};
+use crate::workload::NotReady;
 
 /// The outside address and name the outbound checks use (TCP 53 and ICMP on a public resolver;
 /// HTTP on a public web site).
@@ -837,7 +838,19 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         Err(Unprobed::Error(why)) => return with(judgement(Verdict::Error, why)),
         Err(Unprobed::Variant(dns)) => match dns_client_request(ctx, plan, from, to, dns).await {
             Ok(r) => r,
-            Err(why) => return with(judgement(Verdict::Error, why)),
+            // The node failed the variant client while its plain client runs: the variant's
+            // own change (hostNetwork, a dnsConfig) is what it refused — a probe result.
+            Err(NotReady::Failed(why)) if from.is_some_and(|n| plain_client_runs(ctx, n)) => {
+                let class = crate::suite::FailureClass::PodFailed;
+                let outcome = verdict::outcome(e, &probe::Observation::Failed(class));
+                let verdict = verdict::decide(e, &outcome);
+                let mut j = judgement(verdict, why);
+                j.reason = (outcome == Outcome::FailedOtherwise && kind != Expected::Works)
+                    .then(|| format!("failed ({}), not in the documented way", class.name()));
+                j.class = Some(class);
+                return with(j);
+            }
+            Err(why) => return with(judgement(Verdict::Error, why.to_string())),
         },
     };
     let (pod, container, runner, req, verify) = request;
@@ -990,12 +1003,12 @@ fn build_request(
         (_, true) => (
             usable(dep.servers.get(&src.name), "netexec server", &src.name)?,
             Some("client".to_string()),
-            Runner::Agnhost(src.os),
+            Runner::in_pod(src),
         ),
         (Origin::Pod, false) => (
             usable(dep.clients.get(&src.name), "client pod", &src.name)?,
             None,
-            Runner::Agnhost(src.os),
+            Runner::in_pod(src),
         ),
         (Origin::Host, false) => {
             if src.os == Os::Windows && src.host_process() != Some(true) {
@@ -1299,7 +1312,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             };
             let pod = match ctx.workloads.ready_pod(fixture, node, node_idx).await {
                 Ok(p) => p,
-                Err(why) => return error(why),
+                Err(why) => return error(why.to_string()),
             };
             let argv: Vec<String> = argv.iter().map(|a| a.replace("{{namespace}}", ctx.ns)).collect();
             let out = match probe::exec_retrying(&ctx.pods, &pod, None, &argv).await {
@@ -1569,6 +1582,11 @@ async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kub
 /// A change to a stamped pod.
 type PodEdit = Box<dyn Fn(&mut serde_json::Value) + Sync>;
 
+/// The node's plain netexec client is deployed and usable.
+fn plain_client_runs(ctx: &Ctx<'_>, node: &ClusterNode) -> bool {
+    ctx.dep.clients.get(&node.name).is_some_and(|p| p.problem.is_none())
+}
+
 /// A resolve probe from a client pod with another DNS set-up (hostNetwork with
 /// `ClusterFirstWithHostNet`, or `dnsPolicy: None` with a `dnsConfig` naming the cluster DNS),
 /// created on demand from the netexec-client fixture.
@@ -1578,9 +1596,9 @@ async fn dns_client_request(
     from: Option<&ClusterNode>,
     to: Option<&ClusterNode>,
     dns: crate::suite::DnsVariant,
-) -> Result<Built, String> {
+) -> Result<Built, NotReady> {
     use crate::suite::DnsVariant;
-    let src = from.ok_or("the cell has no source node")?;
+    let src = from.ok_or_else(|| NotReady::Other("the cell has no source node".into()))?;
     let index = ctx.facts.nodes.iter().position(|n| n.name == src.name).unwrap_or(0);
     let ns = ctx.ns.to_string();
     let dns_ip = match dns {
@@ -1590,7 +1608,9 @@ async fn dns_client_request(
                 .await
                 .ok()
                 .and_then(|s| s.spec.and_then(|s| s.cluster_ip))
-                .ok_or("the cluster DNS service kube-system/kube-dns has no ClusterIP")?
+                .ok_or_else(|| {
+                    NotReady::Other("the cluster DNS service kube-system/kube-dns has no ClusterIP".into())
+                })?
         }
         _ => String::new(),
     };
@@ -1637,7 +1657,7 @@ async fn dns_client_request(
     let plain = CellPlan { check: &cf, ..plain };
     match build_request(ctx, &plain, from, to) {
         Ok((_, _, runner, req, verify)) => Ok((pod, None, runner, req, verify)),
-        Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(w),
-        Err(Unprobed::Variant(_)) => Err("unexpected DNS variant".into()),
+        Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(NotReady::Other(w)),
+        Err(Unprobed::Variant(_)) => Err(NotReady::Other("unexpected DNS variant".into())),
     }
 }

@@ -17,7 +17,24 @@ use crate::fixture::{self, Fixtures};
 use crate::suite::CreateOutcome;
 
 /// A fixture pod for exec probes, created once: its name, or why it never ran.
-type Ready = Arc<OnceCell<Result<String, String>>>;
+type Ready = Arc<OnceCell<Result<String, NotReady>>>;
+
+/// Why a fixture pod for exec probes is not running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// The kubelet or the runtime failed it (a `fails` outcome): its status and events.
+    Failed(String),
+    /// Anything else: an API error, unschedulable, not settled in time.
+    Other(String),
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Failed(why) | Self::Other(why) => f.write_str(why),
+        }
+    }
+}
 
 /// How long a created pod may take to show what it does.
 const SETTLE: Duration = Duration::from_secs(120);
@@ -70,8 +87,7 @@ impl<'a> Workloads<'a> {
             .get(fixture)
             .ok_or_else(|| format!("fixture {fixture:?} does not exist (fixtures/{fixture}.yaml)"))?;
         let pod = fx
-            .pods
-            .get(fixture::os_key(node.os))
+            .pod_for(node)
             .ok_or_else(|| format!("fixture {fixture:?} has no {} pod", node.os))?;
         let name = format!("{fixture}-{index}{suffix}");
         let name: String = name.chars().take(63).collect();
@@ -119,7 +135,7 @@ impl<'a> Workloads<'a> {
     }
 
     /// A running pod of `fixture` on `node` for exec probes (created and awaited once).
-    pub async fn ready_pod(&self, fixture: &str, node: &ClusterNode, index: usize) -> Result<String, String> {
+    pub async fn ready_pod(&self, fixture: &str, node: &ClusterNode, index: usize) -> Result<String, NotReady> {
         self.ready_variant(fixture, "", node, index, &|_| {}).await
     }
 
@@ -132,25 +148,27 @@ impl<'a> Workloads<'a> {
         node: &ClusterNode,
         index: usize,
         mutate: &(dyn Fn(&mut Value) + Sync),
-    ) -> Result<String, String> {
+    ) -> Result<String, NotReady> {
         let key = format!("{fixture}{variant}@{}", node.name);
         let cell = {
             let mut map = self.ready.lock().await;
             map.entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone()
         };
         cell.get_or_init(|| async {
-            self.others(fixture).await?;
-            let (name, mut pod) = self.pod_for(fixture, node, index, variant)?;
+            self.others(fixture).await.map_err(NotReady::Other)?;
+            let (name, mut pod) = self.pod_for(fixture, node, index, variant).map_err(NotReady::Other)?;
             mutate(&mut pod);
             let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
             let params = kube::api::PatchParams::apply("mixcheck").force();
             pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
                 .await
-                .map_err(|e| format!("pod {name}: {e}"))?;
+                .map_err(|e| NotReady::Other(format!("pod {name}: {e}")))?;
             let seen = self.settle(&name, node.os).await;
+            let why = format!("the fixture pod {name} did not start: {}", seen.message);
             match seen.outcome {
                 CreateOutcome::Runs => Ok(name),
-                _ => Err(format!("the fixture pod {name} did not start: {}", seen.message)),
+                CreateOutcome::Fails => Err(NotReady::Failed(why)),
+                _ => Err(NotReady::Other(why)),
             }
         })
         .await

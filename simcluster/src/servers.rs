@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::commands::{CommandContext, DnsConfig};
@@ -23,7 +22,11 @@ pub struct SimNet {
     store: Arc<Store>,
     profiles: Arc<Vec<NodeProfile>>,
     net: NetFacts,
-    picks: AtomicU64,
+    /// Per client address: its next round-robin position (and ephemeral port). Kept per
+    /// client so that one client's consecutive connections spread over the backends however
+    /// many other clients connect in between (a shared counter let interleaved clients see the
+    /// same backend every time).
+    picks: Mutex<HashMap<Ipv4Addr, u64>>,
     /// The last snapshot and the store revision it was taken at.
     cache: Mutex<Option<(u64, Snapshot)>>,
 }
@@ -44,7 +47,7 @@ impl SimNet {
             store,
             profiles,
             net,
-            picks: AtomicU64::new(0),
+            picks: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
         }
     }
@@ -70,9 +73,13 @@ impl SimNet {
         snap
     }
 
-    /// The next round-robin position of load-balanced flows.
-    fn pick(&self) -> u64 {
-        self.picks.fetch_add(1, Ordering::Relaxed)
+    /// The next round-robin position of load-balanced flows from `client`.
+    fn pick(&self, client: Ipv4Addr) -> u64 {
+        let mut picks = self.picks.lock().unwrap_or_else(|p| p.into_inner());
+        let next = picks.entry(client).or_insert(0);
+        let n = *next;
+        *next = next.wrapping_add(1);
+        n
     }
 
     /// The client a container is, or None when the pod has no network (not running).
@@ -183,14 +190,14 @@ impl Client {
             dst: ip,
             port,
             proto,
-            pick: self.net.pick(),
+            pick: self.net.pick(self.fabric.source_ip(self.src)),
         };
         self.fabric.decide(&flow).result
     }
 
     /// The ephemeral port a receiver sees.
     fn client_port(&self) -> u16 {
-        let n = self.net.pick();
+        let n = self.net.pick(self.fabric.source_ip(self.src));
         40_000 + u16::try_from(n % 20_000).unwrap_or(0)
     }
 

@@ -343,3 +343,48 @@ fn ping_outside_from_windows_pods_gets_no_reply() {
     // In-cluster ICMP works.
     assert_eq!(client(&lab, "cli-win").ping(Ipv4Addr::new(10, 244, 1, 10)), Ok(()));
 }
+
+/// Round robin is per client: two clients interleaving their requests each still reach both
+/// backends of a two-backend service (a shared counter gave each of them one backend forever).
+#[test]
+fn interleaved_clients_each_spread_over_the_backends() {
+    let lab = lab(&[]);
+    let pods = registry::core("pods");
+    for (name, ip) in [("pair-a", "10.244.1.40"), ("pair-b", "10.244.1.41")] {
+        lab.store
+            .create(
+                pods,
+                "team",
+                json!({"metadata": {"name": name, "labels": {"app": "pair"}}, "spec": {"nodeName": "linux-1",
+                    "containers": [{"name": "c", "image": AGNHOST, "args": ["netexec", "--http-port=8080"]}]}}),
+            )
+            .expect("pod");
+        running(&lab.store, "team", name, ip);
+    }
+    lab.store
+        .create(
+            registry::core("services"),
+            "team",
+            json!({"metadata": {"name": "pair"}, "spec": {"clusterIP": "10.96.0.60", "ports": [{"port": 80, "targetPort": 8080}]}}),
+        )
+        .expect("svc");
+    lab.store
+        .create(
+            registry::core("endpoints"),
+            "team",
+            json!({"metadata": {"name": "pair"}, "subsets": [{"addresses": [
+                {"ip": "10.244.1.40", "targetRef": {"kind": "Pod", "name": "pair-a", "namespace": "team"}},
+                {"ip": "10.244.1.41", "targetRef": {"kind": "Pod", "name": "pair-b", "namespace": "team"}}],
+                "ports": [{"port": 8080, "protocol": "TCP"}]}]}),
+        )
+        .expect("endpoints");
+    let vip = Ipv4Addr::new(10, 96, 0, 60);
+    let (a, b) = (client(&lab, "cli-lin"), client(&lab, "cli-win"));
+    let mut seen = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for _ in 0..4 {
+        seen.0.insert(get(&a, vip, 80, "/hostname").expect("a"));
+        seen.1.insert(get(&b, vip, 80, "/hostname").expect("b"));
+    }
+    assert_eq!(seen.0.len(), 2, "{seen:?}");
+    assert_eq!(seen.1.len(), 2, "{seen:?}");
+}
