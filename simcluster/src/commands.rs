@@ -318,13 +318,21 @@ impl CommandContext {
     }
 
     /// The effective Windows user: `runAsUserName` of the container, else of the pod, else the
-    /// image's default (HostProcess: `NT AUTHORITY\SYSTEM`).
+    /// image's default (HostProcess: `NT AUTHORITY\SYSTEM`). A kubelet before 1.17 (the
+    /// `WindowsRunAsUserName` gate was alpha, off, in 1.16 and the field did not exist before)
+    /// ignores `runAsUserName`, as the process model does (SEC-RUNASUSERNAME).
     pub fn windows_user(&self) -> String {
-        let container = self
-            .container_spec()
-            .map(|c| str_at(c, "/securityContext/windowsOptions/runAsUserName"))
-            .unwrap_or("");
-        let pod = str_at(self.spec(), "/securityContext/windowsOptions/runAsUserName");
+        let honoured = self.node.as_ref().is_none_or(|n| n.kubelet >= (1, 17));
+        let run_as = |v: &'_ Value| -> String {
+            if honoured {
+                str_at(v, "/securityContext/windowsOptions/runAsUserName").to_string()
+            } else {
+                String::new()
+            }
+        };
+        let container = self.container_spec().map(run_as).unwrap_or_default();
+        let pod = run_as(self.spec());
+        let (container, pod) = (container.as_str(), pod.as_str());
         match (container, pod) {
             ("", "") if self.host_process => "NT AUTHORITY\\SYSTEM".into(),
             ("", "") => image_kind(&self.image).default_windows_user().into(),
@@ -4676,6 +4684,26 @@ mod tests {
             text(&o.stdout),
             format!("user manager\\{}\r\n", expected.to_lowercase())
         );
+    }
+
+    /// Before kubelet 1.17 runAsUserName is not honoured (alpha gate in 1.16, no field before):
+    /// the image's default user runs, as in the process model.
+    #[rstest]
+    #[case::kubelet_1_14((1, 14), "ContainerUser")]
+    #[case::kubelet_1_16((1, 16), "ContainerUser")]
+    #[case::kubelet_1_17((1, 17), "ContainerAdministrator")]
+    #[tokio::test]
+    async fn run_as_user_name_needs_kubelet_1_17(#[case] kubelet: (u32, u32), #[case] expected: &str) {
+        let f = Fixture::with_profiles(|ps| {
+            for p in ps.iter_mut() {
+                p.kubelet = kubelet;
+            }
+        });
+        let extra =
+            json!({"pod": {"securityContext": {"windowsOptions": {"runAsUserName": "ContainerAdministrator"}}}});
+        let pod = f.app("nonroot", "win2022-1", NONROOT, extra);
+        let o = exec(&f, &pod, &["cmd", "/S", "/C", "echo %username%"]).await;
+        assert_eq!(text(&o.stdout), format!("{expected}\r\n"));
     }
 
     #[rstest]

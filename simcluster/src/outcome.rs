@@ -904,6 +904,16 @@ fn container_plan(
     if let Some(failure) = start_failure(profile, &platform, mode, CONTAINER_ID_PLACEHOLDER) {
         return plan(failure);
     }
+    // Docker on Windows binds directories only (STO-SINGLE-FILE-MOUNT: W20, WSTO — "volume
+    // mounts can only target a directory in the container, not an individual file").
+    if windows && profile.runtime == RuntimeKind::Docker && mounts_a_file(view.spec, c) {
+        return plan(ContainerOutcome::StartFails {
+            message:
+                "Error response from daemon: invalid mount config for type \"bind\": source path must be a directory"
+                    .into(),
+            rule: "STO-SINGLE-FILE-MOUNT",
+        });
+    }
 
     let ctx = ProcCtx {
         os: profile.os,
@@ -943,6 +953,27 @@ fn container_plan(
     let process = crate::addons::process(profile, &image, command.as_deref(), args.as_deref())
         .unwrap_or_else(|| process_of(&ctx, &info, &Reference::parse(&image).repo, command, args));
     plan(ContainerOutcome::Runs { process })
+}
+
+/// Whether the container mounts a hostPath volume of type `File` or `FileOrCreate`: a single
+/// file bound onto a file path.
+fn mounts_a_file(spec: &Value, c: &Value) -> bool {
+    let volumes = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    c.get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| str_at(m, &["name"]))
+        .any(|name| {
+            volumes.iter().any(|v| {
+                str_at(v, &["name"]) == Some(name)
+                    && matches!(str_at(v, &["hostPath", "type"]), Some("File" | "FileOrCreate"))
+            })
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2489,6 +2520,14 @@ mod tests {
         with_spec(json!({"hostNetwork": true, "containers": [{"name": "app", "image": image}]}))
     }
 
+    /// A hostPath volume of `kind` (File, Directory) mounted into the container.
+    fn file_mount_pod(image: &str, kind: &str) -> Value {
+        with_spec(json!({
+            "volumes": [{"name": "v", "hostPath": {"path": "C:\\data\\x", "type": kind}}],
+            "containers": [{"name": "app", "image": image, "volumeMounts": [{"name": "v", "mountPath": "C:\\x"}]}],
+        }))
+    }
+
     fn nonroot_pod(image: &str) -> Value {
         with_spec(json!({"securityContext": {"runAsNonRoot": true}, "containers": [{"name": "app", "image": image}]}))
     }
@@ -3022,6 +3061,23 @@ mod tests {
         "SEC-RUNASNONROOT-ADMIN"
     )]
     #[case::sec_runasnonroot_nanoserver(win(20348), nonroot_pod(NANO2022), None, Kind::Runs, "", "")]
+    #[case::sto_single_file_docker(
+        win_k8s(17763, "1.14", "docker://18.9.1"),
+        file_mount_pod(SC2019, "File"),
+        None,
+        Kind::Start,
+        "source path must be a directory",
+        "STO-SINGLE-FILE-MOUNT"
+    )]
+    #[case::sto_single_file_containerd(win(20348), file_mount_pod(SC2022, "File"), None, Kind::Runs, "", "")]
+    #[case::sto_directory_docker(
+        win_k8s(17763, "1.14", "docker://18.9.1"),
+        file_mount_pod(SC2019, "Directory"),
+        None,
+        Kind::Runs,
+        "",
+        ""
+    )]
     #[case::sec_runasnonroot_linux_not_windows_rule(linux(), nonroot_pod(LINUX_ONLY), None, Kind::Runs, "", "")]
     #[case::sec_runasnonroot_pull_failure_first(
         win(17763),
