@@ -301,14 +301,38 @@ impl Fixtures {
         self.by_name.get(name)
     }
 
-    /// Every image the fixtures use, with the OS it runs on (for `mixcheck images`).
+    /// Every image the fixtures use, with the OS it runs on (for `mixcheck images`); Windows
+    /// tags expanded for the builds of [`WINDOWS_BUILDS`] each pod is deployed on.
     pub fn images(&self) -> Vec<(String, OsKey, String)> {
         let mut out = Vec::new();
         for f in self.by_name.values() {
-            let variants = f.windows_builds.iter().map(|(_, pod)| ("windows", pod));
-            for (os, pod) in f.pods.iter().map(|(os, pod)| (*os, pod)).chain(variants) {
+            let variants = f
+                .windows_builds
+                .iter()
+                .map(|(range, pod)| ("windows", pod, Some(range)));
+            let plain = f.pods.iter().map(|(os, pod)| (*os, pod, None));
+            for (os, pod, range) in plain.chain(variants) {
+                // The builds this pod serves: its range, or those no range of the file claims.
+                let builds: Vec<u32> = WINDOWS_BUILDS
+                    .iter()
+                    .copied()
+                    .filter(|b| match range {
+                        Some(r) => r.contains(&[*b]),
+                        None => !f.windows_builds.iter().any(|(r, _)| r.contains(&[*b])),
+                    })
+                    .collect();
                 for c in containers(pod) {
-                    if let Some(image) = c.get("image").and_then(Value::as_str) {
+                    let Some(image) = c.get("image").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if image.contains("{{") && os == "windows" {
+                        for b in &builds {
+                            let stamped = image
+                                .replace("{{windows-tag}}", windows_tag_for(image, *b))
+                                .replace("{{other-windows-tag}}", other_windows_tag(*b));
+                            out.push((stamped, os, f.name.clone()));
+                        }
+                    } else {
                         out.push((image.to_string(), os, f.name.clone()));
                     }
                 }
@@ -326,6 +350,9 @@ fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
         .filter_map(|p| pod.pointer(p).and_then(Value::as_array))
         .flatten()
 }
+
+/// The Windows builds of the documented eras (§1.1): 2016, 1709, 2019, 2022, 2025.
+pub const WINDOWS_BUILDS: [u32; 5] = [14393, 16299, 17763, 20348, 26100];
 
 /// The LTSC tag of a Windows build (`{{windows-tag}}`).
 pub fn windows_tag(build: u32) -> &'static str {
@@ -505,6 +532,22 @@ mod tests {
                 .iter()
                 .any(|(i, os, _)| i.contains("agnhost") && *os == "windows")
         );
+        // Tags per build: the seed-era Server Core pods only for their builds.
+        let images: Vec<String> = f.images().into_iter().map(|(i, _, _)| i).collect();
+        for image in [
+            "mcr.microsoft.com/windows/servercore:ltsc2016",
+            "mcr.microsoft.com/windows/servercore:1709",
+            "mcr.microsoft.com/windows/nanoserver:sac2016",
+            "mcr.microsoft.com/windows/nanoserver:ltsc2025",
+        ] {
+            assert!(images.iter().any(|i| i == image), "{image}");
+        }
+        assert!(
+            !images
+                .iter()
+                .any(|i| i == "mcr.microsoft.com/windows/servercore:ltsc2022")
+        );
+        assert!(!images.iter().any(|i| i.contains("{{")), "{images:?}");
     }
 
     #[rstest]
