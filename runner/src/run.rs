@@ -35,6 +35,9 @@ const OUTSIDE_IP: &str = "1.1.1.1";
 const OUTSIDE_IP_PORT: u16 = 53;
 const OUTSIDE_NAME: &str = "www.microsoft.com";
 
+/// Pairs of one cell probed at once (inside the run's `--concurrency` cells).
+const PAIRS_AT_ONCE: usize = 8;
+
 /// What one run ended with.
 pub struct Finished {
     pub code: Code,
@@ -138,12 +141,17 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         .await
         .map_err(|e| e.to_string())?;
         let cells = plan_cells(plan, &facts);
+        let probes: usize = cells
+            .iter()
+            .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
+            .sum();
         say(&format!(
-            "Probing {} cells of {} checks…",
+            "Probing {} cells of {} checks ({probes} probes)…",
             cells.len(),
             plan.selected.len()
         ));
         let ctx = Ctx {
+            permits: tokio::sync::Semaphore::new(plan.concurrency),
             client: client.clone(),
             workloads: crate::workload::Workloads::new(
                 client.clone(),
@@ -157,12 +165,18 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             dep: &dep,
             ns: &ns,
         };
-        let results: Vec<Cell> = futures::stream::iter(cells.iter().enumerate())
-            .map(|(i, c)| judge_cell(&ctx, c, i))
-            .buffered(plan.concurrency)
+        // Unordered, so that a slow cell does not hold the slots of the fast ones behind it;
+        // the report keeps the plan's order.
+        let mut results: Vec<(usize, Cell)> = futures::stream::iter(cells.iter().enumerate())
+            .map(|(i, c)| {
+                let ctx = &ctx;
+                async move { (i, judge_cell(ctx, c, i).await) }
+            })
+            .buffer_unordered(plan.concurrency)
             .collect()
             .await;
-        Ok::<Vec<Cell>, String>(results)
+        results.sort_by_key(|(i, _)| *i);
+        Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
     };
     let outcome = tokio::select! {
         r = work => Ended::Done(r),
@@ -653,6 +667,8 @@ fn node_cells<'a>(
 }
 
 struct Ctx<'a> {
+    /// At most `--concurrency` probes in flight, whatever cells and pairs they belong to.
+    permits: tokio::sync::Semaphore,
     client: kube::Client,
     workloads: crate::workload::Workloads<'a>,
     pods: Api<Pod>,
@@ -708,13 +724,21 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
     if let Some((verdict, why)) = &plan.fixed {
         judged.push((Pair { from: None, to: None }, judgement(*verdict, why.clone())));
     } else {
-        for pair in &plan.pairs {
-            let j = match &plan.check.probe {
-                Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
-                _ => judge_other(ctx, plan, *pair, index).await,
-            };
-            judged.push((*pair, j));
-        }
+        // The pairs of one cell run side by side too (a pool of many nodes is many probes).
+        let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(plan.pairs.iter().enumerate())
+            .map(|(k, pair)| async move {
+                let _permit = ctx.permits.acquire().await;
+                let j = match &plan.check.probe {
+                    Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
+                    _ => judge_other(ctx, plan, *pair, index).await,
+                };
+                (k, *pair, j)
+            })
+            .buffer_unordered(PAIRS_AT_ONCE)
+            .collect()
+            .await;
+        done.sort_by_key(|(k, ..)| *k);
+        judged.extend(done.into_iter().map(|(_, p, j)| (p, j)));
     }
     // The cell takes the worst of its pairs.
     let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
