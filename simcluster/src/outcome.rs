@@ -59,6 +59,33 @@ pub const WIN_FILE_NOT_FOUND: &str = "The system cannot find the file specified.
 pub const CONTAINER_ID_PLACEHOLDER: &str = "<containerId>";
 /// The Windows user regarded as root (SEC-RUNASNONROOT-ADMIN).
 pub const WINDOWS_ROOT_USER: &str = "ContainerAdministrator";
+/// The Win32 text of `ERROR_LOGON_FAILURE` (0x52e): what HCS answers when a container process
+/// is to run as an account the container does not have (SEC-RUNASUSERNAME-INVALID).
+pub const WIN_LOGON_FAILURE: &str = "The user name or password is incorrect.";
+
+/// Whether a Windows container of an image whose default user is `image_user` has the account
+/// `user` (SEC-RUNASUSERNAME-INVALID): the two accounts every Windows base image carries
+/// (`ContainerUser`, `ContainerAdministrator`, optionally as `User Manager\…`), the image's own
+/// default user, and the service accounts of `NT AUTHORITY` (SYSTEM, LOCAL SERVICE, NETWORK
+/// SERVICE). Any other name — a local account the image never created, a domain account — makes
+/// the logon fail.
+pub fn windows_account_exists(user: &str, image_user: Option<&str>) -> bool {
+    let (domain, name) = user.rsplit_once('\\').unwrap_or(("", user));
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let container_account = ["ContainerUser", WINDOWS_ROOT_USER]
+        .into_iter()
+        .chain(image_user.map(|u| u.rsplit('\\').next().unwrap_or(u)))
+        .any(|a| is(a, name));
+    let service_account = ["SYSTEM", "LOCAL SERVICE", "LocalService", "NETWORK SERVICE", "NetworkService"]
+        .into_iter()
+        .any(|a| is(a, name));
+    match domain {
+        "" => container_account || service_account,
+        d if is(d, "User Manager") => container_account,
+        d if is(d, "NT AUTHORITY") => service_account,
+        _ => false,
+    }
+}
 
 /// How the node isolates the pod's Windows containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -529,10 +556,41 @@ fn sandbox(
     }
     let network = pod_network(profile, view);
     let pause = || pause_image(profile, view, catalogue, isolation);
-    match profile.runtime {
+    let infra = match profile.runtime {
         RuntimeKind::Containerd => network.or_else(pause),
         RuntimeKind::Docker => pause().or(network),
+    };
+    infra.or_else(|| sandbox_user(profile, view, catalogue))
+}
+
+/// SEC-RUNASUSERNAME-INVALID: since kubelet 1.22 the CRI carries the pod-level
+/// `windowsOptions.runAsUserName` to the sandbox, and containerd ≥ 1.6 starts the sandbox
+/// (pause) process as that user (E2E/security_context: "Containerd 1.6+ is known to do this").
+/// An account the pause image does not have fails the sandbox with HCS's logon error, and the
+/// pod stays Pending. Docker and older containerd ignore the sandbox user.
+fn sandbox_user(profile: &NodeProfile, view: &PodView<'_>, catalogue: &Catalogue) -> Option<PodVerdict> {
+    if !profile.is_windows()
+        || profile.runtime != RuntimeKind::Containerd
+        || profile.runtime_version < (1, 6)
+        || profile.kubelet < (1, 22)
+    {
+        return None;
     }
+    let user = view
+        .pod_sc()
+        .and_then(|sc| str_at(sc, &["windowsOptions", "runAsUserName"]))
+        .filter(|u| !u.is_empty())?;
+    let pause_user = catalogue.lookup(&profile.pause_image).user;
+    if windows_account_exists(user, pause_user.as_deref()) {
+        return None;
+    }
+    let sandbox_id = container_id(&view.uid, "POD");
+    sandbox_failure(
+        format!(
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start sandbox container task {sandbox_id:?}: hcs::System::CreateProcess {sandbox_id}: {WIN_LOGON_FAILURE}: unknown"
+        ),
+        "SEC-RUNASUSERNAME-INVALID",
+    )
 }
 
 /// The pause image (VER-PAUSE-IMAGE): it must run on the node. A node with
@@ -903,6 +961,27 @@ fn container_plan(
     // Start.
     if let Some(failure) = start_failure(profile, &platform, mode, CONTAINER_ID_PLACEHOLDER) {
         return plan(failure);
+    }
+    // The container's process is created as the effective user (SEC-RUNASUSERNAME-INVALID): an
+    // account the image does not have fails the start (StartError, exit code 128). HostProcess
+    // containers run as host accounts, which the runtime validates differently.
+    if let Some(user) = &user
+        && !mode.host_process
+        && !windows_account_exists(user, info.user.as_deref())
+    {
+        let cid = CONTAINER_ID_PLACEHOLDER;
+        let message = match profile.runtime {
+            RuntimeKind::Containerd => format!(
+                "failed to start containerd task \"{cid}\": hcs::System::CreateProcess {cid}: {WIN_LOGON_FAILURE}: unknown"
+            ),
+            RuntimeKind::Docker => format!(
+                "Error response from daemon: container {cid} encountered an error during hcsshim::System::CreateProcess: failure in a Windows system call: {WIN_LOGON_FAILURE} (0x52e)"
+            ),
+        };
+        return plan(ContainerOutcome::StartFails {
+            message,
+            rule: "SEC-RUNASUSERNAME-INVALID",
+        });
     }
 
     let ctx = ProcCtx {
@@ -3151,6 +3230,56 @@ mod tests {
         // Linux containers have no Windows user.
         let l = proceed(verdict(&linux(), &pod(LINUX_ONLY), None));
         assert_eq!(l.containers[0].user, None);
+    }
+
+    /// SEC-RUNASUSERNAME-INVALID (E2E/security_context, WRUN): a well-formed runAsUserName that
+    /// names no account must not run. Pod level on containerd ≥ 1.6 (kubelet ≥ 1.22 passes it to
+    /// the sandbox): FailedCreatePodSandBox with `The user name or password is incorrect.`;
+    /// container level, Docker and older containerd: the container's start fails (StartError).
+    #[rstest]
+    #[case::pod_level_containerd_17(win(20348), Some("FooLish"), None, Kind::Sandbox)]
+    #[case::pod_level_containerd_16(win_k8s(17763, "1.26", "containerd://1.6.24"), Some("FooLish"), None, Kind::Sandbox)]
+    #[case::pod_level_containerd_15(win_k8s(17763, "1.21", "containerd://1.5.9"), Some("FooLish"), None, Kind::Start)]
+    #[case::pod_level_docker(win_k8s(17763, "1.20", "docker://19.3.14"), Some("FooLish"), None, Kind::Start)]
+    #[case::container_level(win(20348), Some("ContainerUser"), Some("FooLish"), Kind::Start)]
+    #[case::domain_account(win(17763), None, Some("CONTOSO\\svc-app"), Kind::Start)]
+    #[case::container_user(win(20348), Some("ContainerUser"), None, Kind::Runs)]
+    #[case::user_manager_admin(win(20348), None, Some("User Manager\\ContainerAdministrator"), Kind::Runs)]
+    #[case::network_service(win(20348), Some("NT AUTHORITY\\NETWORK SERVICE"), None, Kind::Runs)]
+    fn unknown_run_as_user_name_does_not_run(
+        #[case] node: NodeProfile,
+        #[case] pod_user: Option<&str>,
+        #[case] container_user: Option<&str>,
+        #[case] expected: Kind,
+    ) {
+        let image = if node.build == Some(20348) { NANO2022 } else { SC2019 };
+        let mut spec = json!({"containers": [{"name": "app", "image": image}]});
+        if let Some(u) = pod_user {
+            spec["securityContext"] = json!({"windowsOptions": {"runAsUserName": u}});
+        }
+        if let Some(u) = container_user {
+            spec["containers"][0]["securityContext"] = json!({"windowsOptions": {"runAsUserName": u}});
+        }
+        let (kind, text, rule) = classify(&verdict(&node, &with_spec(spec), None));
+        assert_eq!(kind, expected, "{text}");
+        if expected != Kind::Runs {
+            assert!(text.contains("The user name or password is incorrect."), "{text}");
+            assert_eq!(rule, "SEC-RUNASUSERNAME-INVALID");
+        }
+        if expected == Kind::Sandbox {
+            assert!(text.starts_with("Failed to create pod sandbox: "), "{text}");
+        }
+    }
+
+    #[test]
+    fn windows_accounts_of_a_container() {
+        for ok in ["ContainerUser", "containeradministrator", "NT AUTHORITY\\SYSTEM", "nt authority\\local service"] {
+            assert!(windows_account_exists(ok, None), "{ok}");
+        }
+        for bad in ["FooLish", "NT AUTHORITY\\FooLish", "CONTOSO\\ContainerUser", "User Manager\\SYSTEM"] {
+            assert!(!windows_account_exists(bad, None), "{bad}");
+        }
+        assert!(windows_account_exists("app", Some("app")));
     }
 
     /// SEC-RUNASNONROOT-ADMIN: any case of ContainerAdministrator, from any level.
