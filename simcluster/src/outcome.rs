@@ -34,8 +34,12 @@
 //!   `echo`/`Write-Host`, `exit`, `sleep`/`Start-Sleep`/`ping -n`, `true`/`false` and a set of
 //!   local file utilities. Loops, servers and anything it cannot interpret (including network
 //!   clients such as `curl`, whose result depends on the network) keep running. Windows
-//!   `timeout /t N` fails at once without console input, as it does in a container.
+//!   `timeout /t N` fails at once without console input, as it does in a container. What a
+//!   statement's redirection sends to a file is recorded in [`ContainerPlan::writes`] (the
+//!   kubelet puts it where the container's mounts say); a redirection into a `readOnly` mount
+//!   fails the statement with the shell's error (STO-READONLY-VOLUME).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -157,6 +161,19 @@ pub struct ContainerPlan {
     /// The effective Windows user (None on Linux).
     pub user: Option<String>,
     pub outcome: ContainerOutcome,
+    /// The files its main process writes through its shell's redirections, in order (the
+    /// kubelet puts them where the container's mounts say, [`crate::volumes`]).
+    pub writes: Vec<FileWrite>,
+}
+
+/// A file a container's main process writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// The absolute path in the container (normalised for its OS).
+    pub path: String,
+    pub data: Vec<u8>,
+    /// `>>` rather than `>`.
+    pub append: bool,
 }
 
 /// What happens to one container.
@@ -922,6 +939,7 @@ fn container_plan(
         image: image.clone(),
         user: user.clone(),
         outcome,
+        writes: Vec::new(),
     };
 
     // Pull: a manifest list is matched by platform; a single manifest is pulled as is.
@@ -1016,12 +1034,17 @@ fn container_plan(
             .and_then(|m| Quantity::parse(m))
             .and_then(|q| u128::try_from(q.value()).ok()),
         stdin: bool_at(c, &["stdin"]).unwrap_or(false),
+        mounts: crate::volumes::mount_points(view.spec, c, windows),
+        writes: RefCell::new(Vec::new()),
     };
     let (command, args) = (string_list(c.get("command")), string_list(c.get("args")));
     // The cluster add-ons' images (kube-proxy, flanneld, CoreDNS, …) behave per node profile.
     let process = crate::addons::process(profile, &image, command.as_deref(), args.as_deref())
         .unwrap_or_else(|| process_of(&ctx, &info, &Reference::parse(&image).repo, command, args));
-    plan(ContainerOutcome::Runs { process })
+    ContainerPlan {
+        writes: ctx.writes.into_inner(),
+        ..plan(ContainerOutcome::Runs { process })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1048,9 +1071,56 @@ struct ProcCtx {
     limit: Option<u128>,
     node_memory: Option<u128>,
     stdin: bool,
+    /// The container's mounts: where a redirection writes, and which refuse it.
+    mounts: Vec<crate::volumes::MountPoint>,
+    /// What the process wrote so far (redirections to files).
+    writes: RefCell<Vec<FileWrite>>,
 }
 
 impl ProcCtx {
+    fn windows(&self) -> bool {
+        self.os == Os::Windows
+    }
+
+    /// The absolute path a redirection target names (relative to `/` or `C:\\`).
+    fn target_path(&self, target: &str) -> String {
+        crate::volumes::absolute(target, self.windows())
+    }
+
+    /// Why writing `target` fails (the shell's message), if it does: a read-only mount
+    /// (STO-READONLY-VOLUME: cmd answers `Access is denied.`, as upstream's e2e asserts).
+    fn refused_write(&self, shell: Shell, target: &str) -> Option<String> {
+        use crate::volumes::{WriteTarget, Writer, resolve};
+        let full = self.target_path(target);
+        let writer = Writer {
+            pod_uid: "",
+            container: "",
+            node: "",
+            windows: self.windows(),
+            host_process: false,
+        };
+        if resolve(&self.mounts, &full, writer) != WriteTarget::ReadOnly {
+            return None;
+        }
+        Some(match (shell, self.windows()) {
+            (Shell::Cmd, _) => "Access is denied.".into(),
+            (Shell::Ps, _) => format!("out-file : Access to the path '{full}' is denied."),
+            (Shell::Sh, false) => format!("sh: can't create {target}: Read-only file system"),
+            (Shell::Sh, true) => format!("sh: can't create {target}: Permission denied"),
+        })
+    }
+
+    /// Records that a statement's output lines went to `target`.
+    fn record_write(&self, target: &str, lines: &[String], append: bool) {
+        let eol = if self.windows() { "\r\n" } else { "\n" };
+        let data: String = lines.iter().map(|l| format!("{l}{eol}")).collect();
+        self.writes.borrow_mut().push(FileWrite {
+            path: self.target_path(target),
+            data: data.into_bytes(),
+            append,
+        });
+    }
+
     fn var(&self, name: &str) -> Option<String> {
         if let Some(v) = self.env.get(name) {
             return Some(v.clone());
@@ -1490,12 +1560,34 @@ fn run_statement(ctx: &ProcCtx, shell: Shell, stmt: &str, last: i32, depth: usiz
         }
         return ran(code, ms, Vec::new());
     }
-    let (tokens, redirected) = tokenize(ctx, shell, stmt);
+    let (tokens, redirect) = tokenize(ctx, shell, stmt);
     let raw = match shell {
         Shell::Cmd => expand_cmd(ctx, stmt),
         _ => stmt.to_string(),
     };
-    let eval = run_tokens(ctx, shell, &tokens, &raw, redirected, depth);
+    let file = match &redirect {
+        Some(Redirect::File { target, append }) => Some((target.clone(), *append)),
+        _ => None,
+    };
+    // The shell opens the file before it runs the command: a read-only mount stops it.
+    if let Some((target, _)) = &file
+        && let Some(message) = ctx.refused_write(shell, target)
+    {
+        return ran(1, 0, vec![message]);
+    }
+    let eval = run_tokens(ctx, shell, &tokens, &raw, redirect == Some(Redirect::Discard), depth);
+    let eval = match (file, eval) {
+        (Some((target, append)), Eval::Ran { code, ms, log, exit }) => {
+            ctx.record_write(&target, &log, append);
+            Eval::Ran {
+                code,
+                ms,
+                log: Vec::new(),
+                exit,
+            }
+        }
+        (_, other) => other,
+    };
     match eval {
         Eval::Ran { code, ms, log, exit } if tokens.first().is_some_and(|t| program(t) == "exit") => {
             // `exit` without a number keeps the last status (sh, cmd `exit /b`).
@@ -1541,9 +1633,18 @@ fn expand_cmd(ctx: &ProcCtx, s: &str) -> String {
     out
 }
 
-/// Splits a simple command into words (quotes removed, variables expanded) and says whether its
-/// standard output is redirected away.
-fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
+/// Where a statement's standard output goes instead of the container's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Redirect {
+    /// `/dev/null`, `NUL`, `$null`.
+    Discard,
+    /// A file (`>`, or `>>` to append).
+    File { target: String, append: bool },
+}
+
+/// Splits a simple command into words (quotes removed, variables expanded) and says where its
+/// standard output is redirected, if it is.
+fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, Option<Redirect>) {
     let text = match shell {
         Shell::Cmd => expand_cmd(ctx, stmt),
         _ => stmt.to_string(),
@@ -1552,7 +1653,7 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
     let mut cur = String::new();
     let mut has = false;
     let mut quote: Option<char> = None;
-    let mut redirected = false;
+    let mut redirected: Option<Redirect> = None;
     let mut chars = text.chars().peekable();
     let escape = match shell {
         Shell::Sh => Some('\\'),
@@ -1650,7 +1751,9 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
                         }
                         String::new()
                     };
-                    while matches!(chars.peek(), Some('>') | Some('&')) {
+                    let mut append = false;
+                    while let Some(&c) = chars.peek().filter(|c| matches!(c, '>' | '&')) {
+                        append |= c == '>';
                         chars.next();
                     }
                     while chars.peek().is_some_and(|c| c.is_whitespace()) {
@@ -1664,10 +1767,17 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
                         target.push(c);
                         chars.next();
                     }
-                    let target = target.trim_matches('"').to_ascii_lowercase();
+                    let target = target.trim_matches('"').to_string();
+                    let lower = target.to_ascii_lowercase();
                     let stdout = ch == '>' && (fd.is_empty() || fd == "1" || fd == "&" || fd == "*");
-                    if stdout && !matches!(target.as_str(), "2" | "/dev/stdout" | "/dev/stderr") {
-                        redirected = true;
+                    if stdout && !matches!(lower.as_str(), "1" | "2" | "/dev/stdout" | "/dev/stderr") {
+                        redirected = Some(
+                            if lower == "$null" || crate::volumes::is_null_device(&lower, ctx.windows()) {
+                                Redirect::Discard
+                            } else {
+                                Redirect::File { target, append }
+                            },
+                        );
                     }
                     continue;
                 }
@@ -3280,6 +3390,53 @@ mod tests {
             assert!(!windows_account_exists(bad, None), "{bad}");
         }
         assert!(windows_account_exists("app", Some("app")));
+    }
+
+    /// STO-EMPTYDIR-DISK / STO-READONLY-VOLUME (W14, E2E/volumes): a main process's
+    /// redirections are recorded as file writes (the kubelet places them by mount); one into a
+    /// readOnly mount fails the way the shell reports it and writes nothing.
+    #[rstest]
+    #[case::sh(false, json!(["/bin/sh", "-c", "echo a > /rw/f.txt; echo b >> /rw/f.txt"]), 0, &[("/rw/f.txt", "a\n", false), ("/rw/f.txt", "b\n", true)], None)]
+    #[case::cmd(true, json!(["cmd", "/c", "echo seeded-by-init> C:\\rw\\seed.txt"]), 0, &[("C:\\rw\\seed.txt", "seeded-by-init\r\n", false)], None)]
+    #[case::discarded(false, json!(["/bin/sh", "-c", "echo a > /dev/null"]), 0, &[], None)]
+    #[case::read_only_sh(false, json!(["/bin/sh", "-c", "echo a > /ro/f.txt"]), 1, &[], Some("sh: can't create /ro/f.txt: Read-only file system"))]
+    #[case::read_only_cmd(true, json!(["cmd", "/c", "echo a> C:\\ro\\f.txt"]), 1, &[], Some("Access is denied."))]
+    fn redirections_become_file_writes(
+        #[case] windows: bool,
+        #[case] command: Value,
+        #[case] code: i32,
+        #[case] writes: &[(&str, &str, bool)],
+        #[case] log: Option<&str>,
+    ) {
+        let (node, image, rw, ro) = if windows {
+            (win(20348), NANO2022, "C:\\rw", "C:\\ro")
+        } else {
+            (linux(), AGNHOST, "/rw", "/ro")
+        };
+        let spec = json!({
+            "restartPolicy": "Never",
+            "volumes": [{"name": "d", "emptyDir": {}}],
+            "containers": [{"name": "app", "image": image, "command": command, "volumeMounts": [
+                {"name": "d", "mountPath": rw}, {"name": "d", "mountPath": ro, "readOnly": true}]}],
+        });
+        let p = proceed(verdict(&node, &with_spec(spec), None));
+        let c = &p.containers[0];
+        match &c.outcome {
+            ContainerOutcome::Runs {
+                process: Process::Exits { code: got, log: l, .. },
+            } => {
+                assert_eq!(*got, code);
+                assert_eq!(l.first().map(String::as_str), log);
+            }
+            other => panic!("{other:?}"),
+        }
+        let got: Vec<(&str, String, bool)> = c
+            .writes
+            .iter()
+            .map(|w| (w.path.as_str(), String::from_utf8_lossy(&w.data).into_owned(), w.append))
+            .collect();
+        let want: Vec<(&str, String, bool)> = writes.iter().map(|(p, d, a)| (*p, d.to_string(), *a)).collect();
+        assert_eq!(got, want);
     }
 
     /// SEC-RUNASNONROOT-ADMIN: any case of ContainerAdministrator, from any level.
