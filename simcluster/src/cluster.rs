@@ -186,7 +186,8 @@ impl Cluster {
             config.topology.version(),
             config.topology.timing.scale,
         ));
-        let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
+        let kubelets =
+            tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
         let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone(), simnet.clone()));
         if config.addons && crate::addons::dns_can_run(&profiles) {
             // A real cluster is handed over with its DNS up.

@@ -35,6 +35,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::netcmd::{self, Offline, Wire};
+
+mod powershell;
 use crate::profile::NodeProfile;
 use crate::quantity::Quantity;
 use crate::registry;
@@ -42,8 +44,8 @@ use crate::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, Exit
 use crate::store::{Obj, Store};
 use crate::topology::Os;
 use crate::volumes::{
-    self, MountPoint, MountSource, Place, VolumeStore, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer, linux_path,
-    win_path,
+    self, MountPoint, MountSource, Place, VolumeStore, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer,
+    linux_path, win_path,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -104,7 +106,6 @@ impl ContainerRuntime for SimRuntime {
             env: session.env.clone(),
             argv: request.command,
             stdin: request.stdin.unwrap_or_default(),
-            raw: String::new(),
         };
         let tty = request.tty;
         let running = run_top(session, call);
@@ -1542,10 +1543,10 @@ impl Session {
         if disk.get(&full).is_some_and(|e| e.file.is_none()) {
             return Err(WriteError::IsDirectory);
         }
-        if !disk
+        let parent_is_dir = disk
             .parent(&full)
-            .is_some_and(|dir| disk.get(&dir).is_some_and(|e| e.file.is_none()))
-        {
+            .is_some_and(|dir| disk.get(&dir).is_some_and(|e| e.file.is_none()));
+        if !parent_is_dir {
             return Err(WriteError::NoDirectory);
         }
         self.ctx.volumes.write(&place, &at, data, append, windows);
@@ -1919,14 +1920,12 @@ fn proc_mounts(ctx: &CommandContext, mounts: &[Mount], data: &[VolumeData]) -> S
 // Dispatch and the command tables
 // ---------------------------------------------------------------------------------------------
 
-/// One command invocation: argv, stdin, the process environment, and the raw text of the
-/// command where a shell started it (for `echo` and PowerShell error messages).
+/// One command invocation: argv, stdin and the process environment.
 #[derive(Debug, Clone, Default)]
 struct Call {
     argv: Vec<String>,
     stdin: Bytes,
     env: Vec<(String, String)>,
-    raw: String,
 }
 
 impl Call {
@@ -2305,9 +2304,23 @@ fn ip(s: &Arc<Session>, call: Call) -> Reply {
         "l" | "link" => {
             for i in &ifaces {
                 if oneline {
-                    let _ = writeln!(text, "{}: {}: {}\\    {}", i.index, shown_name(i), flags(i), link_line(i));
+                    let _ = writeln!(
+                        text,
+                        "{}: {}: {}\\    {}",
+                        i.index,
+                        shown_name(i),
+                        flags(i),
+                        link_line(i)
+                    );
                 } else {
-                    let _ = writeln!(text, "{}: {}: {}\n    {}", i.index, shown_name(i), flags(i), link_line(i));
+                    let _ = writeln!(
+                        text,
+                        "{}: {}: {}\n    {}",
+                        i.index,
+                        shown_name(i),
+                        flags(i),
+                        link_line(i)
+                    );
                 }
             }
         }
@@ -2759,7 +2772,6 @@ fn env(s: &Arc<Session>, call: Call) -> Reply {
         argv: rest.to_vec(),
         stdin: call.stdin,
         env: vars,
-        raw: String::new(),
     };
     let s = s.clone();
     Reply::Later(Box::pin(async move {
@@ -3084,7 +3096,10 @@ impl Word {
 #[derive(Debug, Clone)]
 enum ShRedir {
     /// To a file (`>`, or `>>` to append).
-    Out { target: Word, append: bool },
+    Out {
+        target: Word,
+        append: bool,
+    },
     In(Word),
     Dup(u8),
 }
@@ -3635,12 +3650,11 @@ fn sh_open_error(s: &Session, path: &str, e: WriteError) -> String {
     format!("sh: can't create {path}: {why}\n")
 }
 
+/// A command's opened output files, its output routes and its input file.
+type ShRedirections = (Opened, Vec<(u8, RedirTo)>, Option<String>);
+
 /// Splits redirections into output routes (opening files) and an input file.
-fn sh_redirections(
-    s: &Session,
-    redirs: &[(u8, ShRedir)],
-    st: &ShState,
-) -> Result<(Opened, Vec<(u8, RedirTo)>, Option<String>), String> {
+fn sh_redirections(s: &Session, redirs: &[(u8, ShRedir)], st: &ShState) -> Result<ShRedirections, String> {
     let mut files = Vec::new();
     let mut outputs = Vec::new();
     let mut from = None;
@@ -3814,7 +3828,8 @@ async fn sh_simple(s: &Arc<Session>, simple: &ShSimple, st: &mut ShState, cin: B
                 Some(n) => match n.parse::<i64>() {
                     Ok(n) => i32::try_from(n.rem_euclid(256)).unwrap_or(0),
                     Err(_) => {
-                        st.stderr.extend(format!("sh: exit: Illegal number: {n}\n").into_bytes());
+                        st.stderr
+                            .extend(format!("sh: exit: Illegal number: {n}\n").into_bytes());
                         2
                     }
                 },
@@ -3844,7 +3859,6 @@ async fn sh_simple(s: &Arc<Session>, simple: &ShSimple, st: &mut ShState, cin: B
                 argv,
                 stdin: cin,
                 env: cmd_env,
-                raw: String::new(),
             };
             match s.run_child(call).await {
                 Some(o) => o,
@@ -4088,7 +4102,9 @@ fn cmd_redirections(segment: &str) -> (String, CmdRedirs) {
             redirs.outputs.push((fd.unwrap_or(1), RedirTo::Null));
         } else {
             redirs.files.push((target, append));
-            redirs.outputs.push((fd.unwrap_or(1), RedirTo::File(redirs.files.len() - 1)));
+            redirs
+                .outputs
+                .push((fd.unwrap_or(1), RedirTo::File(redirs.files.len() - 1)));
         }
     }
     (text, redirs)
@@ -4434,7 +4450,6 @@ async fn run_cmd_command(s: &Arc<Session>, text: &str, env: &mut Vec<(String, St
         argv: cmd_tokens(text),
         stdin,
         env: env.clone(),
-        raw: text.to_string(),
     };
     Step::Done(match s.run_child(call).await {
         Some(o) => o,
@@ -4474,147 +4489,6 @@ fn ps_not_recognized(statement: &str, name: &str) -> String {
         "CommandNotFoundException",
     )
 }
-
-/// One PowerShell token: its value, whether it was a bare word, whether it was a variable.
-#[derive(Debug, Clone)]
-struct PsTok {
-    text: String,
-    bare: bool,
-    var: bool,
-}
-
-/// Named parameters and positional arguments of a cmdlet call.
-#[derive(Debug, Default)]
-struct PsArgs {
-    named: Vec<(String, Option<String>)>,
-    positional: Vec<String>,
-}
-
-impl PsArgs {
-    /// `valued` lists the parameters that take a value (lower case); a parameter may be
-    /// abbreviated to any prefix.
-    fn parse(toks: &[PsTok], valued: &[&str]) -> Self {
-        let mut args = Self::default();
-        let mut it = toks.iter();
-        while let Some(t) = it.next() {
-            let name = t
-                .text
-                .strip_prefix('-')
-                .filter(|n| t.bare && !t.var && !n.is_empty() && !n.starts_with(|c: char| c.is_ascii_digit()));
-            let Some(name) = name else {
-                args.positional.push(t.text.clone());
-                continue;
-            };
-            let (name, inline) = match name.split_once(':') {
-                Some((n, v)) => (n.to_ascii_lowercase(), Some(v.to_string())),
-                None => (name.to_ascii_lowercase(), None),
-            };
-            let takes_value = valued.iter().any(|v| v.starts_with(&name));
-            let value = match inline {
-                Some(v) => Some(v),
-                None if takes_value => it.next().map(|t| t.text.clone()),
-                None => None,
-            };
-            args.named.push((name, value));
-        }
-        args
-    }
-
-    fn value(&self, names: &[&str]) -> Option<&str> {
-        self.named
-            .iter()
-            .find(|(given, _)| names.iter().any(|n| n.starts_with(given.as_str())))
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    fn switch(&self, name: &str) -> bool {
-        self.named.iter().any(|(given, _)| name.starts_with(given.as_str()))
-    }
-
-    /// The value of a parameter or, without it, the first positional argument.
-    fn path(&self) -> Option<&str> {
-        self.value(&["path", "literalpath"])
-            .or_else(|| self.positional.first().map(String::as_str))
-    }
-}
-
-type CmdletFn = fn(&Arc<Session>, Call, PsArgs) -> Reply;
-
-/// A cmdlet: its name and aliases, whether only Windows PowerShell has it, the parameters that
-/// take values, its handler.
-struct Cmdlet {
-    names: &'static [&'static str],
-    desktop_only: bool,
-    valued: &'static [&'static str],
-    run: CmdletFn,
-}
-
-static CMDLETS: &[Cmdlet] = &[
-    Cmdlet {
-        names: &["get-content", "gc", "cat", "type"],
-        desktop_only: false,
-        valued: &[
-            "path",
-            "literalpath",
-            "totalcount",
-            "tail",
-            "encoding",
-            "erroraction",
-            "head",
-        ],
-        run: ps_get_content,
-    },
-    Cmdlet {
-        names: &["get-childitem", "gci", "dir", "ls"],
-        desktop_only: false,
-        valued: &[
-            "path",
-            "literalpath",
-            "filter",
-            "include",
-            "exclude",
-            "depth",
-            "erroraction",
-        ],
-        run: ps_get_child_item,
-    },
-    Cmdlet {
-        names: &["test-path"],
-        desktop_only: false,
-        valued: &["path", "literalpath", "pathtype", "erroraction"],
-        run: ps_test_path,
-    },
-    Cmdlet {
-        names: &["write-output", "echo", "write"],
-        desktop_only: false,
-        valued: &[],
-        run: ps_write_output,
-    },
-    Cmdlet {
-        names: &["write-host"],
-        desktop_only: false,
-        valued: &["foregroundcolor", "backgroundcolor", "separator"],
-        run: ps_write_host,
-    },
-    Cmdlet {
-        names: &["get-location", "pwd", "gl"],
-        desktop_only: false,
-        valued: &[],
-        run: ps_get_location,
-    },
-    Cmdlet {
-        names: &["resolve-dnsname"],
-        desktop_only: true,
-        valued: &["name", "server", "type"],
-        run: ps_network,
-    },
-    Cmdlet {
-        names: &["test-netconnection", "tnc"],
-        desktop_only: true,
-        valued: &["computername", "port", "commontcpport", "informationlevel"],
-        run: ps_network,
-    },
-];
 
 fn powershell(s: &Arc<Session>, call: Call) -> Reply {
     ps_entry(s, call, false)
@@ -4704,331 +4578,7 @@ fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
             return ExecOutput::ok(format!("{banner}PS {}> ", s.cwd())).into();
         }
     };
-    Reply::Later(Box::pin(run_ps(s.clone(), script, call.env, core)))
-}
-
-/// Splits at the separators outside quotes, parentheses and braces.
-fn ps_split(text: &str, separators: &[char]) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut depth = 0i32;
-    for c in text.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(' | '{') => depth += 1,
-            (None, ')' | '}') => depth -= 1,
-            (None, c) if depth <= 0 && separators.contains(&c) => {
-                parts.push(std::mem::take(&mut cur));
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    parts.push(cur);
-    parts
-}
-
-fn ps_escape(c: char) -> char {
-    match c {
-        'n' => '\n',
-        't' => '\t',
-        'r' => '\r',
-        '0' => '\0',
-        other => other,
-    }
-}
-
-/// A variable reference at `c[*i] == '$'`: `$env:NAME`, `${env:NAME}`, `$true`, `$false`,
-/// `$null` (other variables are unset and expand to nothing).
-fn ps_var(c: &[char], i: &mut usize, env: &[(String, String)]) -> String {
-    let braced = c.get(*i + 1) == Some(&'{');
-    let start = *i + 1 + usize::from(braced);
-    let mut end = start;
-    let name_char = |x: &char| x.is_ascii_alphanumeric() || *x == '_' || *x == ':' || (braced && *x != '}');
-    while c.get(end).is_some_and(name_char) {
-        end += 1;
-    }
-    if end == start {
-        *i += 1;
-        return "$".into();
-    }
-    let name: String = c.get(start..end).map(|n| n.iter().collect()).unwrap_or_default();
-    *i = end + usize::from(braced && c.get(end) == Some(&'}'));
-    let lower = name.to_ascii_lowercase();
-    match lower.strip_prefix("env:") {
-        Some(_) => env_get(env, name.get(4..).unwrap_or(""), true)
-            .unwrap_or("")
-            .to_string(),
-        None => match lower.as_str() {
-            "true" => "True".into(),
-            "false" => "False".into(),
-            _ => String::new(),
-        },
-    }
-}
-
-fn ps_tokens(text: &str, env: &[(String, String)]) -> Vec<PsTok> {
-    let c: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    let mut toks = Vec::new();
-    while let Some(&first) = c.get(i) {
-        if first.is_whitespace() {
-            i += 1;
-            continue;
-        }
-        let mut tok = PsTok {
-            text: String::new(),
-            bare: first != '\'' && first != '"',
-            var: first == '$',
-        };
-        while let Some(&ch) = c.get(i) {
-            match ch {
-                w if w.is_whitespace() => break,
-                '\'' => {
-                    i += 1;
-                    while let Some(&x) = c.get(i) {
-                        i += 1;
-                        if x == '\'' {
-                            if c.get(i) == Some(&'\'') {
-                                tok.text.push('\'');
-                                i += 1;
-                                continue;
-                            }
-                            break;
-                        }
-                        tok.text.push(x);
-                    }
-                }
-                '"' => {
-                    i += 1;
-                    while let Some(&x) = c.get(i) {
-                        match x {
-                            '"' => {
-                                i += 1;
-                                break;
-                            }
-                            '`' => {
-                                tok.text.extend(c.get(i + 1).map(|e| ps_escape(*e)));
-                                i += 2;
-                            }
-                            '$' => {
-                                let value = ps_var(&c, &mut i, env);
-                                tok.text.push_str(&value);
-                            }
-                            other => {
-                                tok.text.push(other);
-                                i += 1;
-                            }
-                        }
-                    }
-                }
-                '`' => {
-                    tok.text.extend(c.get(i + 1).map(|e| ps_escape(*e)));
-                    i += 2;
-                }
-                '$' => {
-                    let value = ps_var(&c, &mut i, env);
-                    tok.text.push_str(&value);
-                }
-                other => {
-                    tok.text.push(other);
-                    i += 1;
-                }
-            }
-        }
-        toks.push(tok);
-    }
-    toks
-}
-
-async fn run_ps(s: Arc<Session>, script: String, env: Vec<(String, String)>, core: bool) -> ExecOutput {
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let mut last_ok = true;
-    let mut native: Option<i32> = None;
-    for statement in ps_split(&script, &[';', '\n']) {
-        let statement = statement.trim();
-        if statement.is_empty() || statement.starts_with('#') {
-            continue;
-        }
-        let elements = ps_split(statement, &['|']);
-        let first = elements.first().map(|e| e.trim()).unwrap_or("");
-        let toks = ps_tokens(first, &env);
-        if toks
-            .first()
-            .is_some_and(|t| t.bare && t.text.eq_ignore_ascii_case("exit"))
-        {
-            let code = toks.get(1).and_then(|t| t.text.parse::<i32>().ok()).unwrap_or(0);
-            return out(stdout, stderr, code);
-        }
-        let (mut o, is_native) = ps_command(&s, first, toks, &env, core).await;
-        for element in elements.iter().skip(1) {
-            o = ps_filter(o, element.trim(), &env, statement);
-        }
-        last_ok = code_of(&o) == 0;
-        native = is_native.then(|| code_of(&o));
-        stdout.extend(o.stdout);
-        stderr.extend(o.stderr);
-    }
-    let code = match (core, native) {
-        (true, Some(code)) => code,
-        _ if last_ok => 0,
-        _ => 1,
-    };
-    out(stdout, stderr, code)
-}
-
-/// Runs the first element of a pipeline: an expression, a cmdlet or an executable.
-async fn ps_command(
-    s: &Arc<Session>,
-    raw: &str,
-    toks: Vec<PsTok>,
-    env: &[(String, String)],
-    core: bool,
-) -> (ExecOutput, bool) {
-    let Some(first) = toks.first() else {
-        return (ExecOutput::ok(Vec::new()), false);
-    };
-    if !first.bare || first.var {
-        let text: String = toks
-            .iter()
-            .filter(|t| !t.text.is_empty())
-            .map(|t| format!("{}\r\n", t.text))
-            .collect();
-        return (ExecOutput::ok(text), false);
-    }
-    let name = first.text.to_ascii_lowercase();
-    let call = Call {
-        argv: toks.iter().map(|t| t.text.clone()).collect(),
-        stdin: Bytes::new(),
-        env: env.to_vec(),
-        raw: raw.to_string(),
-    };
-    if let Some(cmdlet) = CMDLETS
-        .iter()
-        .find(|c| c.names.contains(&name.as_str()) && !(core && c.desktop_only))
-    {
-        let args = PsArgs::parse(toks.get(1..).unwrap_or(&[]), cmdlet.valued);
-        return ((cmdlet.run)(s, call, args).run().await, false);
-    }
-    let shown = first.text.clone();
-    match s.run_child(call).await {
-        Some(o) => (o, true),
-        None => (out("", ps_not_recognized(raw, &shown), 1), false),
-    }
-}
-
-/// A later element of a pipeline, applied to the text the earlier ones wrote.
-fn ps_filter(o: ExecOutput, element: &str, env: &[(String, String)], statement: &str) -> ExecOutput {
-    let toks = ps_tokens(element, env);
-    let name = toks.first().map(|t| t.text.to_ascii_lowercase()).unwrap_or_default();
-    let args = PsArgs::parse(toks.get(1..).unwrap_or(&[]), &["pattern", "path"]);
-    match name.as_str() {
-        "out-null" => ExecOutput {
-            stdout: Vec::new(),
-            ..o
-        },
-        "out-string" | "out-host" | "out-default" | "write-output" => o,
-        "select-string" | "sls" | "findstr" => {
-            let native = name == "findstr";
-            let pattern = args
-                .value(&["pattern"])
-                .or_else(|| args.positional.first().map(String::as_str))
-                .unwrap_or("")
-                .to_string();
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            let hits: Vec<&str> = text.lines().filter(|l| line_matches(l, &pattern, !native)).collect();
-            let body: String = hits.iter().map(|h| format!("{h}\r\n")).collect();
-            let stdout = match (native, hits.is_empty()) {
-                (true, _) | (false, true) => body,
-                (false, false) => format!("\r\n{body}\r\n\r\n"),
-            };
-            let code = if native && hits.is_empty() { 1 } else { code_of(&o) };
-            out(stdout, o.stderr, code)
-        }
-        _ => {
-            let mut stderr = o.stderr;
-            stderr.extend(ps_not_recognized(statement, toks.first().map_or("", |t| t.text.as_str())).into_bytes());
-            out("", stderr, 1)
-        }
-    }
-}
-
-fn ps_get_content(s: &Arc<Session>, call: Call, args: PsArgs) -> Reply {
-    let fqid = |id: &str| format!("{id},Microsoft.PowerShell.Commands.GetContentCommand");
-    let Some(path) = args.path() else {
-        let text = ps_error(
-            &call.raw,
-            "Get-Content",
-            "Cannot process command because of one or more missing mandatory parameters: Path.",
-            "InvalidArgument: (:) [Get-Content], ParameterBindingException",
-            &fqid("MissingMandatoryParameter"),
-        );
-        return out("", text, 1).into();
-    };
-    let full = s.path(path);
-    let o = match s.disk().get(&full).map(|e| &e.file) {
-        Some(Some((data, _))) => {
-            let text = String::from_utf8_lossy(data);
-            if args.switch("raw") {
-                ExecOutput::ok(format!("{text}\r\n"))
-            } else {
-                ExecOutput::ok(text.lines().map(|l| format!("{l}\r\n")).collect::<String>())
-            }
-        }
-        Some(None) => out(
-            "",
-            ps_error(
-                &call.raw,
-                "Get-Content",
-                &format!(
-                    "Unable to get content because it is a directory: '{full}'. Please use 'Get-ChildItem' instead."
-                ),
-                &format!("InvalidOperation: ({full}:String) [Get-Content], UnauthorizedAccessException"),
-                &fqid("GetContentReaderUnauthorizedAccessError"),
-            ),
-            1,
-        ),
-        None => out(
-            "",
-            ps_error(
-                &call.raw,
-                "Get-Content",
-                &format!("Cannot find path '{full}' because it does not exist."),
-                &format!("ObjectNotFound: ({full}:String) [Get-Content], ItemNotFoundException"),
-                &fqid("PathNotFound"),
-            ),
-            1,
-        ),
-    };
-    o.into()
-}
-
-/// `env:NAME` → NAME (case-insensitive drive prefix).
-fn env_drive(path: &str) -> Option<&str> {
-    path.get(..4)
-        .filter(|p| p.eq_ignore_ascii_case("env:"))
-        .and_then(|_| path.get(4..))
-}
-
-fn ps_test_path(s: &Arc<Session>, call: Call, args: PsArgs) -> Reply {
-    let path = args.path().unwrap_or("");
-    let found = match env_drive(path) {
-        Some(name) => name.is_empty() || env_get(&call.env, name, true).is_some(),
-        None => {
-            let disk = s.disk();
-            let entry = disk.get(&s.path(path));
-            match args.value(&["pathtype"]).map(str::to_ascii_lowercase).as_deref() {
-                Some("leaf") => entry.is_some_and(|e| e.file.is_some()),
-                Some("container") => entry.is_some_and(|e| e.file.is_none()),
-                _ => entry.is_some(),
-            }
-        }
-    };
-    ExecOutput::ok(if found { "True\r\n" } else { "False\r\n" }).into()
+    Reply::Later(Box::pin(powershell::run(s.clone(), script, call.env, core)))
 }
 
 fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
@@ -5046,85 +4596,6 @@ fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
         let _ = write!(text, "{mode:<6} {date:>18} {time:>8} {length:>14} {}\r\n", e.name());
     }
     text
-}
-
-fn ps_get_child_item(s: &Arc<Session>, call: Call, args: PsArgs) -> Reply {
-    let path = args.path().unwrap_or(".");
-    if let Some(filter) = env_drive(path) {
-        let mut vars: Vec<&(String, String)> = call
-            .env
-            .iter()
-            .filter(|(k, _)| filter.is_empty() || k.eq_ignore_ascii_case(filter))
-            .collect();
-        vars.sort_by_key(|(k, _)| k.to_lowercase());
-        let mut text =
-            String::from("\r\nName                           Value\r\n----                           -----\r\n");
-        for (k, v) in vars {
-            let _ = write!(text, "{k:<30} {v}\r\n");
-        }
-        text.push_str("\r\n\r\n");
-        return ExecOutput::ok(text).into();
-    }
-    let full = s.path(path);
-    let disk = s.disk();
-    let Some(entry) = disk.get(&full) else {
-        let text = ps_error(
-            &call.raw,
-            "Get-ChildItem",
-            &format!("Cannot find path '{full}' because it does not exist."),
-            &format!("ObjectNotFound: ({full}:String) [Get-ChildItem], ItemNotFoundException"),
-            "PathNotFound,Microsoft.PowerShell.Commands.GetChildItemCommand",
-        );
-        return out("", text, 1).into();
-    };
-    let mut items: Vec<&DiskEntry> = match (&entry.file, args.switch("recurse")) {
-        (Some(_), _) => vec![entry],
-        (None, true) => disk.descendants(&entry.path),
-        (None, false) => disk.children(&entry.path),
-    };
-    if args.switch("file") {
-        items.retain(|e| e.file.is_some());
-    }
-    if args.switch("directory") {
-        items.retain(|e| e.file.is_none());
-    }
-    if args.switch("name") {
-        let base = format!("{}\\", entry.path.trim_end_matches('\\'));
-        let text: String = items
-            .iter()
-            .map(|e| format!("{}\r\n", e.path.strip_prefix(&base).unwrap_or(e.name())))
-            .collect();
-        return ExecOutput::ok(text).into();
-    }
-    let mut sections: Vec<(String, Vec<&DiskEntry>)> = Vec::new();
-    for e in items {
-        let parent = disk.parent(&e.path).unwrap_or_default();
-        match sections.iter_mut().find(|(p, _)| p.eq_ignore_ascii_case(&parent)) {
-            Some((_, list)) => list.push(e),
-            None => sections.push((parent, vec![e])),
-        }
-    }
-    sections.sort_by_key(|(p, _)| p.to_lowercase());
-    let mut text: String = sections.iter().map(|(dir, list)| ps_section(s, dir, list)).collect();
-    text.push_str("\r\n\r\n");
-    ExecOutput::ok(text).into()
-}
-
-fn ps_write_output(_s: &Arc<Session>, _call: Call, args: PsArgs) -> Reply {
-    ExecOutput::ok(args.positional.iter().map(|a| format!("{a}\r\n")).collect::<String>()).into()
-}
-
-fn ps_write_host(_s: &Arc<Session>, _call: Call, args: PsArgs) -> Reply {
-    let separator = args.value(&["separator"]).unwrap_or(" ");
-    ExecOutput::ok(format!("{}\r\n", args.positional.join(separator))).into()
-}
-
-fn ps_get_location(s: &Arc<Session>, _call: Call, _args: PsArgs) -> Reply {
-    ExecOutput::ok(format!("\r\nPath\r\n----\r\n{}\r\n\r\n\r\n", s.cwd())).into()
-}
-
-fn ps_network(s: &Arc<Session>, call: Call, _args: PsArgs) -> Reply {
-    network(s, call)
 }
 
 #[cfg(test)]
@@ -6043,7 +5514,13 @@ mod tests {
     async fn linux_emptydir_is_shared_and_read_only_mounts_refuse_writes() {
         let f = Fixture::new();
         let pod = shared_pod(&f, "linux-1", AGNHOST);
-        let o = exec_in(&f, &pod, "writer", &["sh", "-c", "echo one > /data/f.txt; echo two >> /data/f.txt"]).await;
+        let o = exec_in(
+            &f,
+            &pod,
+            "writer",
+            &["sh", "-c", "echo one > /data/f.txt; echo two >> /data/f.txt"],
+        )
+        .await;
         assert_eq!(o.exit, ExitStatus::Code(0), "{}", text(&o.stderr));
         let o = exec_in(&f, &pod, "reader", &["cat", "/data/f.txt", "/ro/f.txt"]).await;
         assert_eq!(text(&o.stdout), "one\ntwo\none\ntwo\n");
@@ -6051,7 +5528,11 @@ mod tests {
             &f,
             &pod,
             "reader",
-            &["sh", "-c", "(echo x > /ro/y.txt) 2>/dev/null && echo allowed || echo denied; echo x > /ro/y.txt"],
+            &[
+                "sh",
+                "-c",
+                "(echo x > /ro/y.txt) 2>/dev/null && echo allowed || echo denied; echo x > /ro/y.txt",
+            ],
         )
         .await;
         assert_eq!(text(&o.stdout), "denied\n");
@@ -6079,7 +5560,13 @@ mod tests {
     async fn windows_read_only_mount_denies_access() {
         let f = Fixture::new();
         let pod = shared_pod(&f, "win2022-1", NANOSERVER);
-        let o = exec_in(&f, &pod, "writer", &["cmd", "/c", "echo windows-volume-test> C:\\data\\seed.txt"]).await;
+        let o = exec_in(
+            &f,
+            &pod,
+            "writer",
+            &["cmd", "/c", "echo windows-volume-test> C:\\data\\seed.txt"],
+        )
+        .await;
         assert_eq!(o.exit, ExitStatus::Code(0), "{}", text(&o.stderr));
         let o = exec_in(
             &f,
@@ -6180,7 +5667,11 @@ mod tests {
         .await;
         assert_eq!(text(&o.stdout), expected, "{}", text(&o.stderr));
         let o = exec(&f, &pod, &["ip", "-o", "addr", "show"]).await;
-        assert!(text(&o.stdout).starts_with("1: lo    inet 127.0.0.1/8 scope host lo\\"), "{}", text(&o.stdout));
+        assert!(
+            text(&o.stdout).starts_with("1: lo    inet 127.0.0.1/8 scope host lo\\"),
+            "{}",
+            text(&o.stdout)
+        );
         let o = exec(&f, &pod, &["ip", "frob"]).await;
         assert_eq!(o.exit, ExitStatus::Code(255));
     }
@@ -6202,5 +5693,120 @@ mod tests {
         let o = exec(&f, &pod, &["sh", "-c", script]).await;
         assert_eq!(text(&o.stdout), expected, "{}", text(&o.stderr));
         assert_eq!(o.exit, ExitStatus::Code(code));
+    }
+
+    /// The SEC-SECRET-AT-REST search as an operator writes it (W14, W22, WSEC): a HostProcess pod
+    /// finds the marker of a Secret in clear text under the kubelet's default root directory
+    /// (kubelet.exe has no --root-dir), with the ACL the directory inherits from C:\ and no
+    /// BitLocker tooling on the node.
+    #[tokio::test]
+    async fn host_process_search_finds_a_secret_in_clear_text() {
+        let f = Fixture::new();
+        let victim = f.app("victim", "win2022-1", SERVERCORE, json!({}));
+        let mut spec = host_process_spec("NT AUTHORITY\\SYSTEM");
+        spec["containers"][0]["env"] = json!([{"name": "MARKER", "value": MARKER}]);
+        let probe = f.pod("node-probe", "win2022-1", spec);
+        let script = "$m = $env:MARKER; $root = 'C:\\var\\lib\\kubelet'; \
+            $k = Get-CimInstance Win32_Process -Filter 'Name = ''kubelet.exe''' | Select-Object -First 1; \
+            if ($k -and $k.CommandLine -match '--root-dir[= ]+(\\S+)') { $root = $Matches[1].Trim([char]34) }; \
+            $hit = Get-ChildItem -Path (Join-Path $root 'pods') -Recurse -File -Force -ErrorAction SilentlyContinue | \
+            Where-Object { $_.FullName -like '*kubernetes.io~secret*' } | \
+            Select-String -SimpleMatch -Pattern $m -List | Select-Object -First 1; \
+            if ($hit) { 'clear-text-on-node-disk: ' + $hit.Path; \
+            'acl: ' + (((Get-Acl -LiteralPath $hit.Path).Access | ForEach-Object { $_.IdentityReference.Value + '=' + $_.FileSystemRights }) -join '; '); \
+            $bl = manage-bde -status C: 2>$null | Select-String 'Conversion Status' | Select-Object -First 1; \
+            'bitlocker: ' + $(if ($bl) { $bl.Line.Trim() } else { 'unknown' }) \
+            } else { 'marker-not-found-under: ' + $root; exit 3 }";
+        let o = exec(&f, &probe, &["powershell.exe", "-NoProfile", "-Command", script]).await;
+        let path = format!(
+            "C:\\var\\lib\\kubelet\\pods\\{}\\volumes\\kubernetes.io~secret\\creds\\password",
+            victim.uid()
+        );
+        assert_eq!(
+            text(&o.stdout),
+            format!(
+                "clear-text-on-node-disk: {path}\r\nacl: NT AUTHORITY\\SYSTEM=FullControl; BUILTIN\\Administrators=FullControl; \
+                 BUILTIN\\Users=ReadAndExecute, Synchronize\r\nbitlocker: unknown\r\n"
+            ),
+            "{}",
+            text(&o.stderr)
+        );
+        assert_eq!(o.exit, ExitStatus::Code(0));
+        // Another marker is not there: the search says where it looked and exits 3.
+        let mut spec = host_process_spec("NT AUTHORITY\\SYSTEM");
+        spec["containers"][0]["env"] = json!([{"name": "MARKER", "value": "absent"}]);
+        let other = f.pod("node-probe-2", "win2022-1", spec);
+        let o = exec(&f, &other, &["powershell.exe", "-NoProfile", "-Command", script]).await;
+        assert_eq!(text(&o.stdout), "marker-not-found-under: C:\\var\\lib\\kubelet\r\n");
+        assert_eq!(o.exit, ExitStatus::Code(3));
+    }
+
+    #[rstest]
+    #[case::variables("$a = 2; $b = $a * 3 + 1; $b", "7\r\n")]
+    #[case::strings("$n = 'x'; \"a-$n-$($n.ToUpper())\"; 'it''s'", "a-x-X\r\nit's\r\n")]
+    #[case::if_elseif(
+        "$v = 5; if ($v -lt 3) { 'low' } elseif ($v -ge 5) { 'high' } else { 'mid' }",
+        "high\r\n"
+    )]
+    #[case::matches(
+        "if ('--root-dir=D:\\k --v=2' -match '--root-dir[= ]+(\\S+)') { $Matches[1] }",
+        "D:\\k\r\n"
+    )]
+    #[case::like_join("@('a.txt','b.log','c.txt') -like '*.txt' -join ','", "a.txt,c.txt\r\n")]
+    #[case::pipeline("1,2,3,4 | Where-Object { $_ -gt 2 } | ForEach-Object { $_ * 10 }", "30\r\n40\r\n")]
+    #[case::select_first("'a','b','c' | Select-Object -First 2", "a\r\nb\r\n")]
+    #[case::select_last("'a','b','c' | Select-Object -Last 1", "c\r\n")]
+    #[case::foreach("foreach ($x in 1,2) { \"n$x\" }", "n1\r\nn2\r\n")]
+    #[case::join_path("Join-Path 'C:\\var\\' '\\pods'", "C:\\var\\pods\r\n")]
+    #[case::cast_char("[char]65 + [string]7", "A7\r\n")]
+    #[case::trim_chars("'\"quoted\"'.Trim([char]34)", "quoted\r\n")]
+    #[case::not_found_silenced("$x = frobnicate 2>$null; if ($x) { 'some' } else { 'none' }", "none\r\n")]
+    #[case::count("@(Get-ChildItem C:\\secrets).Count", "1\r\n")]
+    #[case::select_string_file(
+        "Get-ChildItem C:\\secrets | Select-String s3cr3t | ForEach-Object { $_.LineNumber }",
+        "1\r\n"
+    )]
+    #[case::where_property(
+        "Get-ChildItem C:\\secrets | Where-Object Name -eq 'password' | ForEach-Object Name",
+        "password\r\n"
+    )]
+    #[case::cim_in_container(
+        "(Get-CimInstance Win32_Process | Where-Object { $_.Name -eq 'CExecSvc.exe' }).Name",
+        "CExecSvc.exe\r\n"
+    )]
+    #[case::exit_in_block("if ($true) { 'before'; exit 5 }; 'after'", "before\r\n")]
+    #[case::hashtable("$h = @{ a = 1; b = 'two' }; $h.b", "two\r\n")]
+    #[case::replace_split("('a-b-c' -replace '-', '+') + ' ' + ('x,y' -split ',').Count", "a+b+c 2\r\n")]
+    #[tokio::test]
+    async fn powershell_language(#[case] script: &str, #[case] expected: &str) {
+        let f = Fixture::new();
+        let pod = f.app("ps", "win2022-1", SERVERCORE, json!({}));
+        let o = exec(&f, &pod, &["powershell", "-NoProfile", "-Command", script]).await;
+        assert_eq!(text(&o.stdout), expected, "stderr: {}", text(&o.stderr));
+    }
+
+    #[tokio::test]
+    async fn powershell_errors_and_exit_codes() {
+        let f = Fixture::new();
+        let pod = f.app("ps", "win2022-1", SERVERCORE, json!({}));
+        let o = exec(&f, &pod, &["powershell", "-Command", "if ($true) { 'x' "]).await;
+        assert_eq!(o.exit, ExitStatus::Code(1));
+        assert!(text(&o.stderr).contains("ParserError"), "{}", text(&o.stderr));
+        // A non-terminating error goes to stderr; the script goes on; -ErrorAction drops it.
+        let o = exec(
+            &f,
+            &pod,
+            &[
+                "powershell",
+                "-Command",
+                "Get-Content C:\\nope; Get-Content C:\\nope -ErrorAction SilentlyContinue; 'next'",
+            ],
+        )
+        .await;
+        assert_eq!(text(&o.stdout), "next\r\n");
+        assert_eq!(text(&o.stderr).matches("Cannot find path 'C:\\nope'").count(), 1);
+        assert_eq!(o.exit, ExitStatus::Code(0));
+        let o = exec(&f, &pod, &["powershell", "-Command", "exit 9"]).await;
+        assert_eq!(o.exit, ExitStatus::Code(9));
     }
 }

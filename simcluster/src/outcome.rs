@@ -80,9 +80,15 @@ pub fn windows_account_exists(user: &str, image_user: Option<&str>) -> bool {
         .into_iter()
         .chain(image_user.map(|u| u.rsplit('\\').next().unwrap_or(u)))
         .any(|a| is(a, name));
-    let service_account = ["SYSTEM", "LOCAL SERVICE", "LocalService", "NETWORK SERVICE", "NetworkService"]
-        .into_iter()
-        .any(|a| is(a, name));
+    let service_account = [
+        "SYSTEM",
+        "LOCAL SERVICE",
+        "LocalService",
+        "NETWORK SERVICE",
+        "NetworkService",
+    ]
+    .into_iter()
+    .any(|a| is(a, name));
     match domain {
         "" => container_account || service_account,
         d if is(d, "User Manager") => container_account,
@@ -3348,7 +3354,12 @@ mod tests {
     /// container level, Docker and older containerd: the container's start fails (StartError).
     #[rstest]
     #[case::pod_level_containerd_17(win(20348), Some("FooLish"), None, Kind::Sandbox)]
-    #[case::pod_level_containerd_16(win_k8s(17763, "1.26", "containerd://1.6.24"), Some("FooLish"), None, Kind::Sandbox)]
+    #[case::pod_level_containerd_16(
+        win_k8s(17763, "1.26", "containerd://1.6.24"),
+        Some("FooLish"),
+        None,
+        Kind::Sandbox
+    )]
     #[case::pod_level_containerd_15(win_k8s(17763, "1.21", "containerd://1.5.9"), Some("FooLish"), None, Kind::Start)]
     #[case::pod_level_docker(win_k8s(17763, "1.20", "docker://19.3.14"), Some("FooLish"), None, Kind::Start)]
     #[case::container_level(win(20348), Some("ContainerUser"), Some("FooLish"), Kind::Start)]
@@ -3383,10 +3394,20 @@ mod tests {
 
     #[test]
     fn windows_accounts_of_a_container() {
-        for ok in ["ContainerUser", "containeradministrator", "NT AUTHORITY\\SYSTEM", "nt authority\\local service"] {
+        for ok in [
+            "ContainerUser",
+            "containeradministrator",
+            "NT AUTHORITY\\SYSTEM",
+            "nt authority\\local service",
+        ] {
             assert!(windows_account_exists(ok, None), "{ok}");
         }
-        for bad in ["FooLish", "NT AUTHORITY\\FooLish", "CONTOSO\\ContainerUser", "User Manager\\SYSTEM"] {
+        for bad in [
+            "FooLish",
+            "NT AUTHORITY\\FooLish",
+            "CONTOSO\\ContainerUser",
+            "User Manager\\SYSTEM",
+        ] {
             assert!(!windows_account_exists(bad, None), "{bad}");
         }
         assert!(windows_account_exists("app", Some("app")));

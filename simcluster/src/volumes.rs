@@ -42,11 +42,7 @@ pub struct VolumeStore {
 }
 
 fn key(path: &str, windows: bool) -> String {
-    if windows {
-        path.to_lowercase()
-    } else {
-        path.to_string()
-    }
+    if windows { path.to_lowercase() } else { path.to_string() }
 }
 
 impl VolumeStore {
@@ -464,7 +460,10 @@ mod tests {
         };
         store.write(&vol, "Seed.txt", b"a\r\n", false, true);
         store.write(&vol, "seed.txt", b"b\r\n", true, true);
-        assert_eq!(store.files(&vol), vec![("Seed.txt".to_string(), b"a\r\nb\r\n".to_vec())]);
+        assert_eq!(
+            store.files(&vol),
+            vec![("Seed.txt".to_string(), b"a\r\nb\r\n".to_vec())]
+        );
         store.write(&vol, "SEED.TXT", b"c", false, true);
         assert_eq!(store.files(&vol), vec![("Seed.txt".to_string(), b"c".to_vec())]);
         let host = Place::Host { node: "n".into() };

@@ -131,9 +131,15 @@ async fn init_container_files_read_only_mounts_and_host_paths(#[case] windows: b
         let (code, out, _) = exec(&pods, "vol", &["cat", "/ro/seed.txt"]).await;
         assert_eq!((code, out.as_str()), (0, "seeded-by-init\n"));
         let (code, _, err) = exec(&pods, "vol", &["sh", "-c", "echo x > /ro/f.txt"]).await;
-        assert_eq!((code, err.as_str()), (1, "sh: can't create /ro/f.txt: Read-only file system\n"));
+        assert_eq!(
+            (code, err.as_str()),
+            (1, "sh: can't create /ro/f.txt: Read-only file system\n")
+        );
         let (code, _, err) = exec(&pods, "vol", &["sh", "-c", "echo x > /hostetc/f.txt"]).await;
-        assert_eq!((code, err.as_str()), (1, "sh: can't create /hostetc/f.txt: Read-only file system\n"));
+        assert_eq!(
+            (code, err.as_str()),
+            (1, "sh: can't create /hostetc/f.txt: Read-only file system\n")
+        );
         let (code, out, _) = exec(&pods, "vol", &["cat", "/hostetc/hosts"]).await;
         assert_eq!(code, 0);
         assert!(out.starts_with("127.0.0.1\tlocalhost\n"), "{out}");

@@ -181,7 +181,8 @@ fn huge_pages_are_insufficient_on_windows_nodes() {
 fn extended_resources_fit_against_allocatable_and_usage() {
     // noderesources Fit counts every scalar resource a node advertises.
     let mut node = nodes().into_iter().find(|n| n.name == "linux-1").expect("node");
-    node.scalar.insert("example.com/dongle".into(), Quantity::parse("1").expect("q"));
+    node.scalar
+        .insert("example.com/dongle".into(), Quantity::parse("1").expect("q"));
     let needs = pod(json!({"containers": [{"name": "c", "image": "i",
         "resources": {"limits": {"example.com/dongle": "1"}}}]}));
     let mut usage = Usage::default();
