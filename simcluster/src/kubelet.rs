@@ -553,7 +553,8 @@ impl PodRun {
         }
     }
 
-    /// Resource admission (OutOfcpu, OutOfmemory): the pod must fit in what the node's
+    /// Resource admission (reason `OutOf<resource>`: OutOfcpu, OutOfmemory, OutOfhugepages-2Mi, as
+    /// `pkg/kubelet/lifecycle/predicate.go` formats it): the pod must fit in what the node's
     /// admitted pods leave of its allocatable. Admitting it reserves its requests.
     fn admit_resources(&self) -> Option<(String, String)> {
         let needs = PodNeeds::from_pod(self.v());
@@ -577,12 +578,28 @@ impl PodRun {
                     }
                 };
                 return Some((
-                    format!("Outof{res}"),
+                    format!("OutOf{res}"),
                     format!(
                         "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: {}, capacity: {}",
                         fmt(need),
                         fmt(used),
                         fmt(cap)
+                    ),
+                ));
+            }
+        }
+        // Scalar resources (hugepages-*, extended resources) against what the node advertises:
+        // pods bound past the scheduler are refused as upstream's predicate does (their use by
+        // other pods is the scheduler's to count; it is not tracked here).
+        for (res, need) in &needs.scalar {
+            let cap = alloc(res);
+            if *need > cap {
+                return Some((
+                    format!("OutOf{res}"),
+                    format!(
+                        "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: 0, capacity: {}",
+                        need.value(),
+                        cap.value()
                     ),
                 ));
             }
