@@ -30,7 +30,6 @@ pub fn classify(e: &anyhow::Error) -> Code {
     if e.downcast_ref::<crate::sim::UsageError>().is_some()
         || e.downcast_ref::<crate::plan::PlanError>().is_some()
         || e.downcast_ref::<crate::suite::SuiteError>().is_some()
-        || e.downcast_ref::<crate::fixture::FixtureError>().is_some()
         || matches!(
             e.downcast_ref::<crate::target::TargetError>(),
             Some(crate::target::TargetError::Kubeconfig { .. })

@@ -101,21 +101,8 @@ pub fn agnhost_runs_on(node: &ClusterNode) -> bool {
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mixcheck");
 pub const RUN_LABEL: &str = "mixcheck.io/run";
 
-/// A bad fixture file (exit code 2).
-#[derive(Debug, thiserror::Error)]
-pub enum FixtureError {
-    #[error("{path}: cannot read: {cause}")]
-    Read { path: String, cause: std::io::Error },
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: String,
-        line: u64,
-        column: u64,
-        message: String,
-    },
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
-}
+/// A bad fixture file (exit code 2): the same shapes as a bad suite file.
+pub use crate::suite::SuiteError as FixtureError;
 
 /// One fixture: its pod per OS and the other objects it needs.
 #[derive(Debug, Clone)]

@@ -36,6 +36,9 @@ const OUTSIDE_IP: &str = "1.1.1.1";
 const OUTSIDE_IP_PORT: u16 = 53;
 const OUTSIDE_NAME: &str = "www.microsoft.com";
 
+/// Pairs of one cell probed at once (inside the run's `--concurrency` cells).
+const PAIRS_AT_ONCE: usize = 8;
+
 /// What one run ended with.
 pub struct Finished {
     pub code: Code,
@@ -139,12 +142,17 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         .await
         .map_err(|e| e.to_string())?;
         let cells = plan_cells(plan, &facts);
+        let probes: usize = cells
+            .iter()
+            .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
+            .sum();
         say(&format!(
-            "Probing {} cells of {} checks…",
+            "Probing {} cells of {} checks ({probes} probes)…",
             cells.len(),
             plan.selected.len()
         ));
         let ctx = Ctx {
+            permits: tokio::sync::Semaphore::new(plan.concurrency),
             client: client.clone(),
             workloads: crate::workload::Workloads::new(
                 client.clone(),
@@ -158,12 +166,18 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             dep: &dep,
             ns: &ns,
         };
-        let results: Vec<Cell> = futures::stream::iter(cells.iter().enumerate())
-            .map(|(i, c)| judge_cell(&ctx, c, i))
-            .buffered(plan.concurrency)
+        // Unordered, so that a slow cell does not hold the slots of the fast ones behind it;
+        // the report keeps the plan's order.
+        let mut results: Vec<(usize, Cell)> = futures::stream::iter(cells.iter().enumerate())
+            .map(|(i, c)| {
+                let ctx = &ctx;
+                async move { (i, judge_cell(ctx, c, i).await) }
+            })
+            .buffer_unordered(plan.concurrency)
             .collect()
             .await;
-        Ok::<Vec<Cell>, String>(results)
+        results.sort_by_key(|(i, _)| *i);
+        Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
     };
     let outcome = tokio::select! {
         r = work => Ended::Done(r),
@@ -654,6 +668,8 @@ fn node_cells<'a>(
 }
 
 struct Ctx<'a> {
+    /// At most `--concurrency` probes in flight, whatever cells and pairs they belong to.
+    permits: tokio::sync::Semaphore,
     client: kube::Client,
     workloads: crate::workload::Workloads<'a>,
     pods: Api<Pod>,
@@ -709,13 +725,21 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
     if let Some((verdict, why)) = &plan.fixed {
         judged.push((Pair { from: None, to: None }, judgement(*verdict, why.clone())));
     } else {
-        for pair in &plan.pairs {
-            let j = match &plan.check.probe {
-                Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
-                _ => judge_other(ctx, plan, *pair, index).await,
-            };
-            judged.push((*pair, j));
-        }
+        // The pairs of one cell run side by side too (a pool of many nodes is many probes).
+        let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(plan.pairs.iter().enumerate())
+            .map(|(k, pair)| async move {
+                let _permit = ctx.permits.acquire().await;
+                let j = match &plan.check.probe {
+                    Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
+                    _ => judge_other(ctx, plan, *pair, index).await,
+                };
+                (k, *pair, j)
+            })
+            .buffer_unordered(PAIRS_AT_ONCE)
+            .collect()
+            .await;
+        done.sort_by_key(|(k, ..)| *k);
+        judged.extend(done.into_iter().map(|(_, p, j)| (p, j)));
     }
     // The cell takes the worst of its pairs.
     let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
@@ -1451,13 +1475,56 @@ async fn outside_get(url: &str) -> (probe::Observation, String) {
     }
 }
 
+/// The DaemonSets and Deployments of the cluster whose pod template `flagged` picks, named
+/// `kind namespace/name`.
+async fn workloads_where(
+    client: &kube::Client,
+    flagged: &(dyn Fn(&k8s_openapi::api::core::v1::PodSpec) -> bool + Sync),
+) -> Result<Vec<String>, kube::Error> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
+    let mut found = Vec::new();
+    for ds in Api::<DaemonSet>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        if ds
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .is_some_and(flagged)
+        {
+            found.push(format!(
+                "daemonset {}/{}",
+                ds.metadata.namespace.unwrap_or_default(),
+                ds.metadata.name.unwrap_or_default()
+            ));
+        }
+    }
+    for d in Api::<Deploy>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        if d.spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .is_some_and(flagged)
+        {
+            found.push(format!(
+                "deployment {}/{}",
+                d.metadata.namespace.unwrap_or_default(),
+                d.metadata.name.unwrap_or_default()
+            ));
+        }
+    }
+    Ok(found)
+}
+
 /// SCHED-NODESELECTOR's audit: DaemonSets and Deployments without an OS selector that the
 /// Windows nodes' taints do not keep away, i.e. that would put (Linux) pods on Windows nodes.
 async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Result<Vec<String>, kube::Error> {
-    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
-    use k8s_openapi::api::core::v1::PodSpec;
-    let lands_on_windows = |spec: Option<&PodSpec>| -> bool {
-        let Some(spec) = spec else { return false };
+    let lands_on_windows = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let os = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/os"));
         let affinity_os = spec
             .affinity
@@ -1492,43 +1559,13 @@ async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Res
                 })
         })
     };
-    let mut found = Vec::new();
-    for ds in Api::<DaemonSet>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if lands_on_windows(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "daemonset {}/{}",
-                ds.metadata.namespace.unwrap_or_default(),
-                ds.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    for d in Api::<Deploy>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if lands_on_windows(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "deployment {}/{}",
-                d.metadata.namespace.unwrap_or_default(),
-                d.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    Ok(found)
+    workloads_where(client, &lands_on_windows).await
 }
 
-/// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads (and pods) whose containers request a
-/// different amount of memory than their limit.
+/// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads whose containers request a different amount
+/// of memory than their limit.
 async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
-    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment as Deploy};
-    use k8s_openapi::api::core::v1::PodSpec;
-    let differs = |spec: Option<&PodSpec>| -> bool {
-        let Some(spec) = spec else { return false };
+    let differs = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let windows = spec
             .node_selector
             .as_ref()
@@ -1549,34 +1586,7 @@ async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kub
                 matches!((req, lim), (Some(a), Some(b)) if a != b)
             })
     };
-    let mut found = Vec::new();
-    for ds in Api::<DaemonSet>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if differs(ds.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "daemonset {}/{}",
-                ds.metadata.namespace.unwrap_or_default(),
-                ds.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    for d in Api::<Deploy>::all(client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
-        if differs(d.spec.as_ref().and_then(|s| s.template.spec.as_ref())) {
-            found.push(format!(
-                "deployment {}/{}",
-                d.metadata.namespace.unwrap_or_default(),
-                d.metadata.name.unwrap_or_default()
-            ));
-        }
-    }
-    Ok(found)
+    workloads_where(client, &differs).await
 }
 
 /// A change to a stamped pod.

@@ -36,7 +36,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 /// The schema version every suite declares.
 pub const API_VERSION: &str = "mixcheck/v1";
 
-/// A problem with a suite file.
+/// A problem with a suite or fixture file (exit code 2).
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
     #[error("{path}: cannot read: {cause}")]

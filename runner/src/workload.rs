@@ -276,7 +276,7 @@ impl<'a> Workloads<'a> {
                 }
                 // A run-to-completion pod still running after a few seconds counts as running.
                 if phase == "Succeeded"
-                    || (phase == "Running" && (!runs_to_end || started.elapsed() > Duration::from_secs(5)))
+                    || (phase == "Running" && (!runs_to_end || started.elapsed() > Duration::from_secs(2)))
                 {
                     let ready = status
                         .conditions
@@ -290,7 +290,9 @@ impl<'a> Workloads<'a> {
                         };
                     }
                 }
-                if warnings.iter().any(|(r, _)| r == "FailedScheduling") && started.elapsed() > Duration::from_secs(3) {
+                if warnings.iter().any(|(r, _)| r == "FailedScheduling")
+                    && started.elapsed() > Duration::from_millis(500)
+                {
                     return Observed {
                         outcome: CreateOutcome::Unschedulable,
                         message,
@@ -299,7 +301,7 @@ impl<'a> Workloads<'a> {
                 if warnings
                     .iter()
                     .any(|(r, _)| r.starts_with("Failed") && r != "FailedScheduling")
-                    && started.elapsed() > Duration::from_secs(5)
+                    && started.elapsed() > Duration::from_secs(1)
                 {
                     return Observed {
                         outcome: CreateOutcome::Fails,
@@ -313,7 +315,7 @@ impl<'a> Workloads<'a> {
                     };
                 }
             }
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }
