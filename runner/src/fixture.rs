@@ -93,6 +93,13 @@ pub const BUILDS_ANNOTATION: &str = "mixcheck.io/windows-builds";
 /// network fixtures and are probed with Windows PowerShell.
 pub const AGNHOST_FIRST_BUILD: u32 = 17763;
 
+/// Whether a fixture pod is a Windows HostProcess pod (pod- or container-level
+/// `windowsOptions.hostProcess: true`).
+pub fn needs_host_process(pod: &Value) -> bool {
+    let hpc = |v: &Value| v.pointer("/securityContext/windowsOptions/hostProcess") == Some(&Value::Bool(true));
+    pod.get("spec").is_some_and(hpc) || containers(pod).any(hpc)
+}
+
 /// Whether the agnhost image (and so its probe tools) runs on `node`.
 pub fn agnhost_runs_on(node: &ClusterNode) -> bool {
     node.os != Os::Windows || node.build.is_none_or(|b| b >= AGNHOST_FIRST_BUILD)
@@ -635,6 +642,20 @@ mod tests {
             .and_then(|fx| fx.pod_for(&l))
             .expect("linux pod");
         assert_eq!(pod["metadata"]["annotations"][OS_ANNOTATION], "linux");
+    }
+
+    #[test]
+    fn host_process_fixtures_are_recognised() {
+        let f = Fixtures::load(None).expect("fixtures");
+        let n = node(Os::Windows, Some(17763), vec![]);
+        let pod = |name: &str| f.get(name).and_then(|fx| fx.pod_for(&n)).cloned().expect(name);
+        assert!(needs_host_process(&pod("secret-at-rest")));
+        assert!(needs_host_process(&pod("host-probe")));
+        assert!(!needs_host_process(&pod("host-network")));
+        assert!(!needs_host_process(&pod("netexec-client")));
+        let container_level =
+            json!({"spec": {"containers": [{"securityContext": {"windowsOptions": {"hostProcess": true}}}]}});
+        assert!(needs_host_process(&container_level));
     }
 
     #[rstest]

@@ -1334,8 +1334,38 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
                     None,
                 );
             };
+            // A HostProcess fixture on a Windows node without HostProcess: no documented
+            // in-cluster way to look from the host (windows-rules.md §3.0).
+            if node.os == Os::Windows
+                && node.host_process() != Some(true)
+                && ctx
+                    .workloads
+                    .fixtures
+                    .get(fixture)
+                    .and_then(|f| f.pod_for(node))
+                    .is_some_and(crate::fixture::needs_host_process)
+            {
+                let mut j = judgement(
+                    Verdict::Indeterminate,
+                    format!(
+                        "HostProcess pods are not available on {} (they need Kubernetes 1.23+ and containerd 1.6+): no documented in-cluster way to probe from the Windows host",
+                        node.name
+                    ),
+                );
+                j.sources = sources.clone();
+                return j;
+            }
             let pod = match ctx.workloads.ready_pod(fixture, node, node_idx).await {
                 Ok(p) => p,
+                // The node refused the fixture's pod (not an image it could not pull): what the
+                // check's spec asks for failed — a probe result the suite may document.
+                Err(NotReady::Failed(why)) => {
+                    return finish(
+                        probe::Observation::Failed(crate::suite::FailureClass::PodFailed),
+                        why,
+                        None,
+                    );
+                }
                 Err(why) => return error(why.to_string()),
             };
             let argv: Vec<String> = argv.iter().map(|a| a.replace("{{namespace}}", ctx.ns)).collect();

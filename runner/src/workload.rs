@@ -19,6 +19,14 @@ use crate::suite::CreateOutcome;
 /// A fixture pod for exec probes, created once: its name, or why it never ran.
 type Ready = Arc<OnceCell<Result<String, NotReady>>>;
 
+/// Waiting reasons that say the fixture's image could not be had.
+const IMAGE_PROBLEMS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
 /// Why a fixture pod for exec probes is not running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotReady {
@@ -167,7 +175,10 @@ impl<'a> Workloads<'a> {
             let why = format!("the fixture pod {name} did not start: {}", seen.message);
             match seen.outcome {
                 CreateOutcome::Runs => Ok(name),
-                CreateOutcome::Fails => Err(NotReady::Failed(why)),
+                // An image that cannot be pulled is the fixture's problem, not the node's answer.
+                CreateOutcome::Fails if !IMAGE_PROBLEMS.iter().any(|r| seen.message.contains(r)) => {
+                    Err(NotReady::Failed(why))
+                }
                 _ => Err(NotReady::Other(why)),
             }
         })

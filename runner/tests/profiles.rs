@@ -195,6 +195,11 @@ const K8S_1_14: &[Documented] = &[
     doc("run-as-username", "windows-17763", "known-limitation"),
     // STO-SINGLE-FILE-MOUNT (W20, WSTO): with Docker, mounts target directories only.
     doc("single-file-mount", "windows-17763", "known-limitation"),
+    // NET-HOSTNETWORK (W14): no Windows OS support to share the host network (Docker refuses
+    // the pod's host network).
+    doc("host-network-not-provided", "windows-17763", "known-limitation"),
+    // SEC-SECRET-AT-REST (W14) is documented, but looking on the node takes HostProcess (§3.0).
+    doc("secret-at-rest", "windows-17763", "indeterminate"),
     // §1.2 (W14): 1.14 supports Windows Server 2019 / 1809 only.
     doc("windows-os-supported", "windows-17763", "pass"),
 ];
