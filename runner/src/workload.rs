@@ -27,6 +27,16 @@ const IMAGE_PROBLEMS: &[&str] = &[
     "ErrImageNeverPull",
 ];
 
+/// Why a fixture pod that did not run is not ready: the node failed it, unless its image could
+/// not be pulled (the fixture's problem, not the node's answer) or it never settled.
+fn not_ready(name: &str, seen: &Observed) -> NotReady {
+    let why = format!("the fixture pod {name} did not start: {}", seen.message);
+    match seen.outcome {
+        CreateOutcome::Fails if !IMAGE_PROBLEMS.iter().any(|r| seen.message.contains(r)) => NotReady::Failed(why),
+        _ => NotReady::Other(why),
+    }
+}
+
 /// Why a fixture pod for exec probes is not running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotReady {
@@ -172,14 +182,9 @@ impl<'a> Workloads<'a> {
                 .await
                 .map_err(|e| NotReady::Other(format!("pod {name}: {e}")))?;
             let seen = self.settle(&name, node.os).await;
-            let why = format!("the fixture pod {name} did not start: {}", seen.message);
             match seen.outcome {
                 CreateOutcome::Runs => Ok(name),
-                // An image that cannot be pulled is the fixture's problem, not the node's answer.
-                CreateOutcome::Fails if !IMAGE_PROBLEMS.iter().any(|r| seen.message.contains(r)) => {
-                    Err(NotReady::Failed(why))
-                }
-                _ => Err(NotReady::Other(why)),
+                _ => Err(not_ready(&name, &seen)),
             }
         })
         .await
@@ -328,5 +333,35 @@ impl<'a> Workloads<'a> {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::sandbox(CreateOutcome::Fails, "FailedCreatePodSandBox: network host not found", true)]
+    #[case::start(CreateOutcome::Fails, "StartError: The user name or password is incorrect.", true)]
+    #[case::image(
+        CreateOutcome::Fails,
+        "ErrImagePull: no matching manifest for windows/amd64 10.0.16299",
+        false
+    )]
+    #[case::backoff(CreateOutcome::Fails, "ImagePullBackOff: Back-off pulling image", false)]
+    #[case::unschedulable(CreateOutcome::Unschedulable, "FailedScheduling: 0/3 nodes are available", false)]
+    fn the_node_failing_a_fixture_is_told_from_the_fixtures_own_problems(
+        #[case] outcome: CreateOutcome,
+        #[case] message: &str,
+        #[case] node_failed: bool,
+    ) {
+        let seen = Observed {
+            outcome,
+            message: message.into(),
+        };
+        let got = not_ready("p", &seen);
+        assert_eq!(matches!(got, NotReady::Failed(_)), node_failed, "{got:?}");
+        assert!(got.to_string().contains(message));
     }
 }

@@ -198,6 +198,18 @@ const K8S_1_14: &[Documented] = &[
     // NET-HOSTNETWORK (W14): no Windows OS support to share the host network (Docker refuses
     // the pod's host network).
     doc("host-network-not-provided", "windows-17763", "known-limitation"),
+    // DNS-CLUSTERFIRSTWITHHOSTNET (W14): the policy needs a host network Windows pods do not
+    // get; on Docker the hostNetwork pod itself is refused.
+    doc(
+        "cluster-first-with-host-net-resolves",
+        "windows-17763",
+        "known-limitation",
+    ),
+    doc(
+        "cluster-first-with-host-net-network",
+        "windows-17763",
+        "known-limitation",
+    ),
     // SEC-SECRET-AT-REST (W14) is documented, but looking on the node takes HostProcess (§3.0).
     doc("secret-at-rest", "windows-17763", "indeterminate"),
     // §1.2 (W14): 1.14 supports Windows Server 2019 / 1809 only.
