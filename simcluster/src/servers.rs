@@ -23,7 +23,12 @@ pub struct SimNet {
     store: Arc<Store>,
     profiles: Arc<Vec<NodeProfile>>,
     net: NetFacts,
+    /// The ephemeral client ports handed out.
     picks: AtomicU64,
+    /// The round-robin position of load-balanced flows, per destination (address, port,
+    /// protocol): successive connections to one service spread over its backends whatever
+    /// other traffic the cluster carries meanwhile.
+    rounds: Mutex<HashMap<(Ipv4Addr, u16, Proto), u64>>,
     /// The last snapshot and the store revision it was taken at.
     cache: Mutex<Option<(u64, Snapshot)>>,
 }
@@ -45,6 +50,7 @@ impl SimNet {
             profiles,
             net,
             picks: AtomicU64::new(0),
+            rounds: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
         }
     }
@@ -70,9 +76,18 @@ impl SimNet {
         snap
     }
 
-    /// The next round-robin position of load-balanced flows.
+    /// The next ephemeral port number (before mapping into the port range).
     fn pick(&self) -> u64 {
         self.picks.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The next round-robin position of load-balanced flows to this destination.
+    fn round(&self, ip: Ipv4Addr, port: u16, proto: Proto) -> u64 {
+        let mut rounds = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
+        let next = rounds.entry((ip, port, proto)).or_default();
+        let pick = *next;
+        *next += 1;
+        pick
     }
 
     /// The client a container is, or None when the pod has no network (not running).
@@ -183,7 +198,7 @@ impl Client {
             dst: ip,
             port,
             proto,
-            pick: self.net.pick(),
+            pick: self.net.round(ip, port, proto),
         };
         self.fabric.decide(&flow).result
     }

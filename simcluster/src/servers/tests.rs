@@ -343,3 +343,36 @@ fn ping_outside_from_windows_pods_gets_no_reply() {
     // In-cluster ICMP works.
     assert_eq!(client(&lab, "cli-win").ping(Ipv4Addr::new(10, 244, 1, 10)), Ok(()));
 }
+
+#[test]
+fn a_client_s_successive_connections_to_a_service_take_turns_whatever_else_flows() {
+    let lab = lab(&[]);
+    // A service with two backends (web on win2022-1, srv-lin on linux-1).
+    lab.store
+        .create(
+            registry::core("services"),
+            "team",
+            json!({"metadata": {"name": "pair"}, "spec": {"clusterIP": "10.96.0.60", "ports": [{"port": 80, "targetPort": 8080}]}}),
+        )
+        .expect("svc");
+    lab.store
+        .create(
+            registry::core("endpoints"),
+            "team",
+            json!({"metadata": {"name": "pair"}, "subsets": [{"addresses": [
+                {"ip": "10.244.3.10", "nodeName": "win2022-1", "targetRef": {"kind": "Pod", "name": "web", "namespace": "team"}},
+                {"ip": "10.244.1.10", "nodeName": "linux-1", "targetRef": {"kind": "Pod", "name": "srv-lin", "namespace": "team"}}],
+                "ports": [{"port": 8080, "protocol": "TCP"}]}]}),
+        )
+        .expect("endpoints");
+    let (pair, web) = (Ipv4Addr::new(10, 96, 0, 60), Ipv4Addr::new(10, 96, 0, 50));
+    let (lin, win) = (client(&lab, "cli-lin"), client(&lab, "cli-win"));
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..4 {
+        // Another client's flow between each of ours must not decide which backend we get.
+        assert_eq!(get(&win, web, 80, "/hostname"), Ok("web".into()));
+        let answer = get(&lin, pair, 80, "/hostname").expect("a backend answers");
+        *seen.entry(answer).or_insert(0) += 1;
+    }
+    assert_eq!(seen, [("srv-lin".to_string(), 2), ("web".to_string(), 2)].into());
+}
