@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use mixcheck_reports::Os;
 use serde_json::json;
@@ -126,6 +126,29 @@ const STUCK: &[&str] = &[
     "RunContainerError",
 ];
 
+/// How often the kubelet must have failed to create a pod's sandbox (the warning's count: the
+/// first attempt and its back-off retries) before the pod counts as never starting. Pods stuck
+/// in ContainerCreating with FailedCreatePodSandBox are the documented symptom of a pause image
+/// of the wrong build (VER-PAUSE-IMAGE), a missing flannel subnet.env (NET-FLANNEL-SUBNET-ENV) or
+/// a missing HNS network (NET-HNS-NETWORK-PRESENT); they do not resolve by waiting.
+const SANDBOX_FAILURES: i32 = 3;
+
+/// The pod's sandbox failure once the kubelet has retried it [`SANDBOX_FAILURES`] times: its
+/// latest FailedCreatePodSandBox warning, with the count.
+fn sandbox_failure<'a>(events: impl IntoIterator<Item = &'a Event>, pod: &str) -> Option<String> {
+    events
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.name.as_deref() == Some(pod)
+                && e.type_.as_deref() == Some("Warning")
+                && e.reason.as_deref() == Some("FailedCreatePodSandBox")
+        })
+        .map(|e| (e.count.unwrap_or(1), e.message.clone().unwrap_or_default()))
+        .max_by_key(|(count, _)| *count)
+        .filter(|(count, _)| *count >= SANDBOX_FAILURES)
+        .map(|(count, message)| format!("FailedCreatePodSandBox ({count} times): {message}"))
+}
+
 /// Deploys the network fixtures on every schedulable node and awaits them (within `deadline`).
 #[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
 pub async fn deploy(
@@ -140,6 +163,7 @@ pub async fn deploy(
 ) -> Result<Deployment, DeployError> {
     let labels = run_labels(run_id);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let apply = PatchParams::apply(MANAGER).force();
     let fixture = |name: &str| {
@@ -298,7 +322,7 @@ pub async fn deploy(
         .chain(&affinity_wanted)
         .cloned()
         .collect();
-    let placed = await_pods(&pods, &all, deadline, say).await;
+    let placed = await_pods(&pods, &events, &all, deadline, say).await;
     for (name, node, _) in &wanted {
         if let Some(p) = placed.get(name) {
             dep.servers.insert(node.clone(), p.clone());
@@ -417,6 +441,7 @@ fn pod_state(p: &Pod) -> (bool, Option<String>) {
 
 async fn await_pods(
     pods: &Api<Pod>,
+    events: &Api<Event>,
     wanted: &[(String, String, Os)],
     deadline: Instant,
     say: &(dyn Fn(&str) + Sync),
@@ -424,12 +449,23 @@ async fn await_pods(
     let started = Instant::now();
     let mut done: BTreeMap<String, Placed> = BTreeMap::new();
     let mut last_report = Instant::now();
+    let mut ns_events: Vec<Event> = Vec::new();
+    let mut last_events: Option<Instant> = None;
     loop {
         let list = pods
             .list(&ListParams::default())
             .await
             .map(|l| l.items)
             .unwrap_or_default();
+        // The run namespace's events, every few seconds (sandbox failures are only events).
+        if last_events.is_none_or(|t| t.elapsed() > Duration::from_secs(2)) {
+            ns_events = events
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            last_events = Some(Instant::now());
+        }
         let by_name: BTreeMap<String, &Pod> = list
             .iter()
             .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
@@ -448,7 +484,11 @@ async fn await_pods(
                 }
                 continue;
             };
-            let (settled, problem) = pod_state(p);
+            let (mut settled, mut problem) = pod_state(p);
+            if !settled && let Some(why) = sandbox_failure(&ns_events, name) {
+                settled = true;
+                problem = Some(why);
+            }
             let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
             let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
             if settled || timed_out {
@@ -493,4 +533,45 @@ pub fn describe_keep(ns: &str) -> String {
     format!(
         "kept namespace {ns}: inspect with `kubectl get pods,svc -n {ns} -o wide`; delete with `kubectl delete namespace {ns}` or `mixcheck cleanup`"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(pod: &str, kind: &str, reason: &str, count: i32) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("{pod}.1")},
+            "involvedObject": {"kind": "Pod", "name": pod},
+            "type": kind,
+            "reason": reason,
+            "message": "Failed to create pod sandbox: (0xc0370101)",
+            "count": count,
+        }))
+        .expect("event")
+    }
+
+    #[test]
+    fn a_sandbox_that_keeps_failing_settles_the_pod() {
+        let retried = [event("cli-3", "Warning", "FailedCreatePodSandBox", 3)];
+        assert_eq!(
+            sandbox_failure(&retried, "cli-3").as_deref(),
+            Some("FailedCreatePodSandBox (3 times): Failed to create pod sandbox: (0xc0370101)")
+        );
+        // Once may be transient (e.g. the CNI still starting); other pods and reasons do not count.
+        assert_eq!(
+            sandbox_failure(&[event("cli-3", "Warning", "FailedCreatePodSandBox", 1)], "cli-3"),
+            None
+        );
+        assert_eq!(sandbox_failure(&retried, "cli-2"), None);
+        assert_eq!(
+            sandbox_failure(&[event("cli-3", "Warning", "FailedMount", 5)], "cli-3"),
+            None
+        );
+        assert_eq!(
+            sandbox_failure(&[event("cli-3", "Normal", "FailedCreatePodSandBox", 5)], "cli-3"),
+            None
+        );
+    }
 }

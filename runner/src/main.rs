@@ -13,6 +13,7 @@ mod run;
 mod sim;
 mod suite;
 mod target;
+mod triage;
 mod verdict;
 mod workload;
 

@@ -281,11 +281,13 @@ pub fn classify(req: &Request, out: &Output) -> Observation {
         return Observation::Failed(class);
     }
     // curl: 6 could not resolve host, 7 could not connect (refused), 28 timeout, 52 empty
-    // reply, 56 receive failure (reset).
+    // reply, 56 receive failure (reset). A 28 while still resolving ("Resolving timed out after
+    // N milliseconds": the DNS server never answered) is a DNS failure, not a connect timeout.
     match code {
         0 => Observation::Reached(out.stdout_text()),
         6 => Observation::Failed(FailureClass::Dns),
         7 => Observation::Failed(FailureClass::Refused),
+        28 if out.stderr_text().contains("Resolving timed out") => Observation::Failed(FailureClass::Dns),
         28 => Observation::Failed(FailureClass::Timeout),
         52 | 56 => Observation::Failed(FailureClass::Reset),
         _ => Observation::Failed(FailureClass::Other),
@@ -388,6 +390,12 @@ mod tests {
         Protocol::Tcp,
         6,
         "curl: (6) Could not resolve host",
+        Observation::Failed(FailureClass::Dns)
+    )]
+    #[case(
+        Protocol::Tcp,
+        28,
+        "curl: (28) Resolving timed out after 5000 milliseconds",
         Observation::Failed(FailureClass::Dns)
     )]
     #[case(

@@ -442,11 +442,13 @@ fn os_of(o: crate::suite::Os) -> Os {
 
 /// Expands the selected checks over the cluster's pools.
 fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> {
+    // Workers that are not Ready stay in their pools: their cells say the node is down (see
+    // `not_ready`) instead of vanishing from the report.
     let nodes: Vec<(usize, &ClusterNode)> = facts
         .nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.schedulable())
+        .filter(|(_, n)| !n.control_plane)
         .collect();
     let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
     for (i, n) in &nodes {
@@ -600,7 +602,8 @@ fn node_cells<'a>(
     unsupported: Option<String>,
 ) -> Vec<CellPlan<'a>> {
     let m = &check.matrix;
-    // Facts cover every node (control planes too); workloads only schedulable ones.
+    // Facts cover every node (control planes too); workloads only workers (those not Ready are
+    // judged by `not_ready`).
     let all_nodes = matches!(check.probe, Probe::Fact { .. });
     let oses: Vec<crate::suite::Os> = match (&check.probe, m.to.is_empty()) {
         (Probe::Outside { .. }, false) => m.to.clone(),
@@ -608,7 +611,7 @@ fn node_cells<'a>(
     };
     let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in facts.nodes.iter().enumerate() {
-        if (all_nodes || n.schedulable()) && oses.iter().any(|o| os_of(*o) == n.os) {
+        if (all_nodes || !n.control_plane) && oses.iter().any(|o| os_of(*o) == n.os) {
             pools.entry(n.pool()).or_default().push(i);
         }
     }
@@ -688,6 +691,8 @@ struct PairJudgement {
     class: Option<crate::suite::FailureClass>,
     flaky: bool,
     sources: Vec<String>,
+    /// A remedy that replaces the check's (the pair was not probed for a reason of its own).
+    remedy: Option<String>,
 }
 
 fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
@@ -700,7 +705,31 @@ fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
         class: None,
         flaky: false,
         sources: Vec::new(),
+        remedy: None,
     }
+}
+
+/// A pair on a worker that is not Ready cannot be probed (its fixtures never start): an error
+/// naming the node, with the documented remedy. Facts and audits are still read from the API.
+fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudgement> {
+    if matches!(probe, Probe::Fact { .. } | Probe::Audit { .. }) {
+        return None;
+    }
+    let node = [pair.from, pair.to]
+        .into_iter()
+        .flatten()
+        .filter_map(|i| facts.nodes.get(i))
+        .find(|n| !n.ready)?;
+    let state = node.conditions.get("Ready").map_or("missing", String::as_str);
+    let mut j = judgement(
+        Verdict::Error,
+        format!(
+            "node {} is not Ready (Ready={state}): nothing runs there, so the cell was not probed",
+            node.name
+        ),
+    );
+    j.remedy = Some(crate::triage::NOT_READY.to_string());
+    Some(j)
 }
 
 fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
@@ -729,8 +758,9 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(plan.pairs.iter().enumerate())
             .map(|(k, pair)| async move {
                 let _permit = ctx.permits.acquire().await;
-                let j = match &plan.check.probe {
-                    Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
+                let j = match (&plan.check.probe, not_ready(ctx.facts, *pair, &plan.check.probe)) {
+                    (_, Some(down)) => down,
+                    (Probe::Connect { .. } | Probe::Resolve { .. }, None) => judge_pair(ctx, plan, *pair).await,
                     _ => judge_other(ctx, plan, *pair, index).await,
                 };
                 (k, *pair, j)
@@ -768,10 +798,18 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         })
     });
     let remedy = match (j.verdict, j.class) {
-        (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => class
-            .and_then(|c| check.remedy.get(&c))
-            .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any))
-            .cloned(),
+        _ if j.remedy.is_some() => j.remedy.clone(),
+        (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => {
+            let own = class
+                .and_then(|c| check.remedy.get(&c))
+                .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any));
+            // A pod that never got a sandbox says nothing about the check: the node's remedy.
+            let node = match j.verdict {
+                Verdict::Fail | Verdict::Error => crate::triage::sandbox(&j.summary, own.map(String::as_str)),
+                _ => None,
+            };
+            node.map(str::to_string).or_else(|| own.cloned())
+        }
         _ => None,
     };
     let evidence = j.output.as_ref().map(|o| Evidence {
@@ -970,6 +1008,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         class,
         flaky: flaky && verdict == Verdict::Pass,
         sources: Vec::new(),
+        remedy: None,
     })
 }
 
@@ -1065,7 +1104,10 @@ fn build_request(
             None => Err(Unprobed::Error(format!("no netexec server on {}", n.name))),
         }
     };
+    // Every service, name and port of a node fronts its netexec server: with the server not
+    // usable (e.g. its sandbox never started) there is nothing to judge behind them.
     let svc = |n: &ClusterNode, local: bool| -> Result<&deploy::ServiceInfo, Unprobed> {
+        server_ip(n)?;
         let map = if local { &dep.local_services } else { &dep.services };
         map.get(&n.name)
             .ok_or_else(|| Unprobed::Error(format!("no service over the server on {}", n.name)))
@@ -1085,6 +1127,7 @@ fn build_request(
         Probe::Resolve { name, .. } => {
             let host = match name {
                 NameForm::PodFqdn => {
+                    server_ip(dst)?;
                     let hostname = dep.hostnames.get(&dst.name).cloned().unwrap_or_default();
                     format!("{hostname}.{}.{}.svc.cluster.local", deploy::SUBDOMAIN, ctx.ns)
                 }
@@ -1132,12 +1175,14 @@ fn build_request(
             ),
             Destination::ServiceShort => match service {
                 ServiceVariant::Headless => {
+                    server_ip(dst)?;
                     let name = dep.headless.get(&dst.name).ok_or_else(|| {
                         Unprobed::Error(format!("no headless service over the server on {}", dst.name))
                     })?;
                     http(name.clone(), 8080, path)
                 }
                 ServiceVariant::ExternalName => {
+                    server_ip(dst)?;
                     let name = dep.external_names.get(&dst.name).ok_or_else(|| {
                         Unprobed::Error(format!("no ExternalName service for the server on {}", dst.name))
                     })?;
@@ -1160,7 +1205,10 @@ fn build_request(
                 };
                 http(host, port, path)
             }
-            Destination::HostPort => http(dst.address.clone(), deploy::HOST_PORT, path),
+            Destination::HostPort => {
+                server_ip(dst)?;
+                http(dst.address.clone(), deploy::HOST_PORT, path)
+            }
             Destination::NodeIp => {
                 let mut r = http(dst.address.clone(), 10250, "/healthz");
                 r.tls = true;
@@ -1259,6 +1307,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             class,
             flaky: false,
             sources: sources.clone(),
+            remedy: None,
         }
     };
     let error = |why: String| {
@@ -1292,6 +1341,9 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             let Some(svc) = ctx.dep.services.get(&node.name) else {
                 return error(format!("no service over the server on {}", node.name));
             };
+            if let Some(why) = ctx.dep.servers.get(&node.name).and_then(|p| p.problem.as_ref()) {
+                return error(format!("the netexec server on {} is not usable: {why}", node.name));
+            }
             let url = match to {
                 Destination::LoadBalancer => {
                     match ctx.dep.load_balancers.get(&node.name).and_then(|s| s.ingress.clone()) {
@@ -1699,5 +1751,71 @@ async fn dns_client_request(
         Ok((_, _, runner, req, verify)) => Ok((pod, None, runner, req, verify)),
         Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(NotReady::Other(w)),
         Err(Unprobed::Variant(_)) => Err(NotReady::Other("unexpected DNS variant".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, ready: bool) -> ClusterNode {
+        ClusterNode {
+            name: name.into(),
+            os: Os::Windows,
+            build: Some(20348),
+            address: "10.0.0.5".into(),
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints: Vec::new(),
+            control_plane: false,
+            ready,
+            labels: BTreeMap::new(),
+            kernel: "10.0.20348.2762".into(),
+            memory: (None, None),
+            conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
+            configz: None,
+        }
+    }
+
+    #[test]
+    fn pairs_on_a_node_that_is_not_ready_are_not_probed_and_say_why() {
+        let facts = ClusterFacts {
+            version: (1, 32),
+            nodes: vec![node("win2019-1", true), node("win2022-1", false)],
+            network_mode: None,
+            dsr: None,
+            flannel_version: None,
+            egress: mixcheck_reports::Fact::new(true, "default"),
+            feature_gates: None,
+            report: Default::default(),
+        };
+        let connect = Probe::Connect {
+            from: Origin::Pod,
+            to: Destination::PodIp,
+            service: ServiceVariant::Cluster,
+            verify: Verify::Reachable,
+        };
+        let both = Pair {
+            from: Some(0),
+            to: Some(1),
+        };
+        let j = not_ready(&facts, both, &connect).expect("the destination is down");
+        assert_eq!(j.verdict, Verdict::Error);
+        assert!(
+            j.summary.contains("node win2022-1 is not Ready (Ready=Unknown)"),
+            "{}",
+            j.summary
+        );
+        assert!(j.remedy.as_deref().is_some_and(|r| r.contains("kubelet")));
+        let healthy = Pair {
+            from: Some(0),
+            to: Some(0),
+        };
+        assert!(not_ready(&facts, healthy, &connect).is_none());
+        // Facts about the node are still read from the API.
+        let fact = Probe::Fact {
+            fact: crate::suite::FactCheck::OsLabels,
+        };
+        assert!(not_ready(&facts, both, &fact).is_none());
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::commands::{CommandContext, DnsConfig};
@@ -22,11 +23,12 @@ pub struct SimNet {
     store: Arc<Store>,
     profiles: Arc<Vec<NodeProfile>>,
     net: NetFacts,
-    /// Per client address: its next round-robin position (and ephemeral port). Kept per
-    /// client so that one client's consecutive connections spread over the backends however
-    /// many other clients connect in between (a shared counter let interleaved clients see the
-    /// same backend every time).
-    picks: Mutex<HashMap<Ipv4Addr, u64>>,
+    /// The ephemeral client ports handed out.
+    picks: AtomicU64,
+    /// The round-robin position of load-balanced flows, per destination (address, port,
+    /// protocol): successive connections to one service spread over its backends whatever
+    /// other traffic the cluster carries meanwhile.
+    rounds: Mutex<HashMap<(Ipv4Addr, u16, Proto), u64>>,
     /// The last snapshot and the store revision it was taken at.
     cache: Mutex<Option<(u64, Snapshot)>>,
 }
@@ -47,7 +49,8 @@ impl SimNet {
             store,
             profiles,
             net,
-            picks: Mutex::new(HashMap::new()),
+            picks: AtomicU64::new(0),
+            rounds: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
         }
     }
@@ -73,13 +76,18 @@ impl SimNet {
         snap
     }
 
-    /// The next round-robin position of load-balanced flows from `client`.
-    fn pick(&self, client: Ipv4Addr) -> u64 {
-        let mut picks = self.picks.lock().unwrap_or_else(|p| p.into_inner());
-        let next = picks.entry(client).or_insert(0);
-        let n = *next;
-        *next = next.wrapping_add(1);
-        n
+    /// The next ephemeral port number (before mapping into the port range).
+    fn pick(&self) -> u64 {
+        self.picks.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The next round-robin position of load-balanced flows to this destination.
+    fn round(&self, ip: Ipv4Addr, port: u16, proto: Proto) -> u64 {
+        let mut rounds = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
+        let next = rounds.entry((ip, port, proto)).or_default();
+        let pick = *next;
+        *next += 1;
+        pick
     }
 
     /// The client a container is, or None when the pod has no network (not running).
@@ -190,14 +198,14 @@ impl Client {
             dst: ip,
             port,
             proto,
-            pick: self.net.pick(self.fabric.source_ip(self.src)),
+            pick: self.net.round(ip, port, proto),
         };
         self.fabric.decide(&flow).result
     }
 
     /// The ephemeral port a receiver sees.
     fn client_port(&self) -> u16 {
-        let n = self.net.pick(self.fabric.source_ip(self.src));
+        let n = self.net.pick();
         40_000 + u16::try_from(n % 20_000).unwrap_or(0)
     }
 
