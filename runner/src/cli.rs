@@ -117,8 +117,8 @@ pub struct RunArgs {
     /// The whole run's deadline (e.g. 10m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub timeout: String,
-    /// Probes run at once.
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    /// Cells probed at once.
+    #[arg(long, value_name = "N", default_value_t = 32)]
     pub concurrency: usize,
     /// Keep the run namespace afterwards, for triage with the printed kubectl commands.
     #[arg(long)]

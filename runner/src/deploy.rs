@@ -187,8 +187,7 @@ pub async fn deploy(
     let mut hosts_wanted: Vec<(String, String, Os)> = Vec::new();
     let mut clients_wanted: Vec<(String, String, Os)> = Vec::new();
     for (i, node) in &nodes {
-        let key = fixture::os_key(node.os);
-        if let Some(pod) = server.pods.get(key) {
+        if let Some(pod) = server.pod_for(node) {
             let name = format!("srv-{i}");
             let mut l = labels.clone();
             l.insert("mixcheck.io/server".into(), i.to_string());
@@ -243,7 +242,7 @@ pub async fn deploy(
             dep.headless.insert(node.name.clone(), format!("hl-{i}"));
             dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
         }
-        if let Some(pod) = client_fx.pods.get(key) {
+        if let Some(pod) = client_fx.pod_for(node) {
             let name = format!("cli-{i}");
             let p = fixture::stamp(pod, &name, node, &labels, registry);
             pods.patch(&name, &apply, &Patch::Apply(&p))
@@ -255,7 +254,7 @@ pub async fn deploy(
             Os::Linux => true,
             Os::Windows => node.host_process() == Some(true),
         };
-        if host_ok && let Some(pod) = host.pods.get(key) {
+        if host_ok && let Some(pod) = host.pod_for(node) {
             let name = format!("host-{i}");
             let p = fixture::stamp(pod, &name, node, &labels, registry);
             pods.patch(&name, &apply, &Patch::Apply(&p))
@@ -279,11 +278,14 @@ pub async fn deploy(
     }
     let mut affinity_wanted = Vec::new();
     for (pi, (pool, members)) in pools.iter().enumerate() {
-        let Some(pod) = members.first().and_then(|n| affinity.pods.get(fixture::os_key(n.os))) else {
+        if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
             continue;
-        };
+        }
         for k in 0..2 {
             let node = members[k % members.len()];
+            let Some(pod) = affinity.pod_for(node) else {
+                continue;
+            };
             let name = format!("aff-{pi}-{k}");
             let mut l = labels.clone();
             l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());

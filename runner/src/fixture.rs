@@ -11,6 +11,7 @@ use mixcheck_reports::Os;
 use serde_json::{Value, json};
 
 use crate::facts::ClusterNode;
+use crate::suite::VersionRange;
 
 /// The fixtures built into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -83,6 +84,26 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 
 /// The annotation that says which OS a fixture pod is for.
 pub const OS_ANNOTATION: &str = "mixcheck.io/os";
+/// The annotation of a Windows pod for a range of Windows builds only (`"<17763"`): nodes of
+/// those builds get it instead of the file's plain Windows pod.
+pub const BUILDS_ANNOTATION: &str = "mixcheck.io/windows-builds";
+/// The first Windows build agnhost has a variant for: its Windows images are built on the e2e
+/// busybox images of 1809 and ltsc2022 (windows-rules.md §5.1, AGN BASEIMAGE). Older nodes (the
+/// Windows Server 2016 and 1709 of Kubernetes 1.5–1.13) get the Windows Server Core pods of the
+/// network fixtures and are probed with Windows PowerShell.
+pub const AGNHOST_FIRST_BUILD: u32 = 17763;
+
+/// Whether a fixture pod is a Windows HostProcess pod (pod- or container-level
+/// `windowsOptions.hostProcess: true`).
+pub fn needs_host_process(pod: &Value) -> bool {
+    let hpc = |v: &Value| v.pointer("/securityContext/windowsOptions/hostProcess") == Some(&Value::Bool(true));
+    pod.get("spec").is_some_and(hpc) || containers(pod).any(hpc)
+}
+
+/// Whether the agnhost image (and so its probe tools) runs on `node`.
+pub fn agnhost_runs_on(node: &ClusterNode) -> bool {
+    node.os != Os::Windows || node.build.is_none_or(|b| b >= AGNHOST_FIRST_BUILD)
+}
 /// Labels every object of a run carries.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mixcheck");
 pub const RUN_LABEL: &str = "mixcheck.io/run";
@@ -95,7 +116,23 @@ pub use crate::suite::SuiteError as FixtureError;
 pub struct Fixture {
     pub name: String,
     pub pods: BTreeMap<OsKey, Value>,
+    /// Windows pods for a range of builds ([`BUILDS_ANNOTATION`]), tried before `pods["windows"]`.
+    pub windows_builds: Vec<(VersionRange, Value)>,
     pub others: Vec<Value>,
+}
+
+impl Fixture {
+    /// The pod of this fixture for `node`: a Windows pod for the node's build range, else the
+    /// pod of its OS.
+    pub fn pod_for(&self, node: &ClusterNode) -> Option<&Value> {
+        if node.os == Os::Windows
+            && let Some(build) = node.build
+            && let Some((_, pod)) = self.windows_builds.iter().find(|(r, _)| r.contains(&[build]))
+        {
+            return Some(pod);
+        }
+        self.pods.get(os_key(node.os))
+    }
 }
 
 /// An OS as a map key.
@@ -126,6 +163,7 @@ pub fn parse(name: &str, text: &str, origin: &str) -> Result<Fixture, FixtureErr
     let mut fixture = Fixture {
         name: name.to_string(),
         pods: BTreeMap::new(),
+        windows_builds: Vec::new(),
         others: Vec::new(),
     };
     for (i, doc) in docs.into_iter().enumerate() {
@@ -174,6 +212,30 @@ pub fn parse(name: &str, text: &str, origin: &str) -> Result<Fixture, FixtureErr
             return Err(invalid(format!(
                 "pod {name:?} ({os}) sets nodeName (the runner places fixtures)"
             )));
+        }
+        let builds = doc
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(BUILDS_ANNOTATION))
+            .map(|b| b.as_str().map(VersionRange::parse));
+        match builds {
+            None => {}
+            Some(Some(Ok(range))) if os == "windows" => {
+                fixture.windows_builds.push((range, doc));
+                continue;
+            }
+            Some(Some(Ok(_))) => {
+                return Err(invalid(format!(
+                    "pod {name:?}: {BUILDS_ANNOTATION} is for Windows pods only"
+                )));
+            }
+            Some(Some(Err(e))) => {
+                return Err(invalid(format!("pod {name:?}: {BUILDS_ANNOTATION}: {e}")));
+            }
+            Some(None) => {
+                return Err(invalid(format!(
+                    "pod {name:?}: {BUILDS_ANNOTATION} must be a string such as \"<17763\""
+                )));
+            }
         }
         if fixture.pods.insert(os, doc).is_some() {
             return Err(invalid(format!("two {os} pods named {name:?}")));
@@ -233,14 +295,39 @@ impl Fixtures {
         self.by_name.get(name)
     }
 
-    /// Every image the fixtures use, with the OS it runs on (for `mixcheck images`).
+    /// Every image the fixtures use, with the OS it runs on (for `mixcheck images`); Windows
+    /// tags expanded for the builds of [`WINDOWS_BUILDS`] each pod is deployed on.
     pub fn images(&self) -> Vec<(String, OsKey, String)> {
         let mut out = Vec::new();
         for f in self.by_name.values() {
-            for (os, pod) in &f.pods {
+            let variants = f
+                .windows_builds
+                .iter()
+                .map(|(range, pod)| ("windows", pod, Some(range)));
+            let plain = f.pods.iter().map(|(os, pod)| (*os, pod, None));
+            for (os, pod, range) in plain.chain(variants) {
+                // The builds this pod serves: its range, or those no range of the file claims.
+                let builds: Vec<u32> = WINDOWS_BUILDS
+                    .iter()
+                    .copied()
+                    .filter(|b| match range {
+                        Some(r) => r.contains(&[*b]),
+                        None => !f.windows_builds.iter().any(|(r, _)| r.contains(&[*b])),
+                    })
+                    .collect();
                 for c in containers(pod) {
-                    if let Some(image) = c.get("image").and_then(Value::as_str) {
-                        out.push((image.to_string(), *os, f.name.clone()));
+                    let Some(image) = c.get("image").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if image.contains("{{") && os == "windows" {
+                        for b in &builds {
+                            let stamped = image
+                                .replace("{{windows-tag}}", windows_tag_for(image, *b))
+                                .replace("{{other-windows-tag}}", other_windows_tag(*b));
+                            out.push((stamped, os, f.name.clone()));
+                        }
+                    } else {
+                        out.push((image.to_string(), os, f.name.clone()));
                     }
                 }
             }
@@ -258,6 +345,9 @@ fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
+/// The Windows builds of the documented eras (§1.1): 2016, 1709, 2019, 2022, 2025.
+pub const WINDOWS_BUILDS: [u32; 5] = [14393, 16299, 17763, 20348, 26100];
+
 /// The LTSC tag of a Windows build (`{{windows-tag}}`).
 pub fn windows_tag(build: u32) -> &'static str {
     match build {
@@ -266,6 +356,28 @@ pub fn windows_tag(build: u32) -> &'static str {
         b if b >= 17763 => "ltsc2019",
         b if b >= 16299 => "1709",
         _ => "sac2016",
+    }
+}
+
+/// `{{windows-tag}}` in `image`: the node build's tag in that repository. Windows Server 2016's
+/// tag differs by repository: Server Core is `ltsc2016`, Nano Server (which had no LTSC channel)
+/// `sac2016`.
+pub fn windows_tag_for(image: &str, build: u32) -> &'static str {
+    if build < 16299 && !image.to_ascii_lowercase().contains("nanoserver") {
+        "ltsc2016"
+    } else {
+        windows_tag(build)
+    }
+}
+
+/// `{{other-windows-tag}}`: the tag of a build `build` cannot run with process isolation
+/// (VER-BUILD-MATCH: below 20348 only the host's own build; from 20348 the previous LTSC, 2022
+/// at the oldest, up to the host's build — so 2019 images never run there).
+pub fn other_windows_tag(build: u32) -> &'static str {
+    match build {
+        b if b >= 20348 => "ltsc2019",
+        b if b >= 17763 => "ltsc2022",
+        _ => "ltsc2019",
     }
 }
 
@@ -331,12 +443,14 @@ pub fn stamp(
         tolerations.push(tol);
     }
     p["spec"]["tolerations"] = json!(tolerations);
-    let tag = node.build.map(windows_tag).unwrap_or("ltsc2022");
+    let build = node.build.unwrap_or(20348);
     for path in ["/spec/initContainers", "/spec/containers"] {
         if let Some(cs) = p.pointer_mut(path).and_then(Value::as_array_mut) {
             for c in cs {
                 if let Some(image) = c.get("image").and_then(Value::as_str) {
-                    let mut image = image.replace("{{windows-tag}}", tag);
+                    let mut image = image
+                        .replace("{{windows-tag}}", windows_tag_for(image, build))
+                        .replace("{{other-windows-tag}}", other_windows_tag(build));
                     if let Some(reg) = registry {
                         image = rewrite_image(&image, reg);
                     }
@@ -412,6 +526,22 @@ mod tests {
                 .iter()
                 .any(|(i, os, _)| i.contains("agnhost") && *os == "windows")
         );
+        // Tags per build: the seed-era Server Core pods only for their builds.
+        let images: Vec<String> = f.images().into_iter().map(|(i, _, _)| i).collect();
+        for image in [
+            "mcr.microsoft.com/windows/servercore:ltsc2016",
+            "mcr.microsoft.com/windows/servercore:1709",
+            "mcr.microsoft.com/windows/nanoserver:sac2016",
+            "mcr.microsoft.com/windows/nanoserver:ltsc2025",
+        ] {
+            assert!(images.iter().any(|i| i == image), "{image}");
+        }
+        assert!(
+            !images
+                .iter()
+                .any(|i| i == "mcr.microsoft.com/windows/servercore:ltsc2022")
+        );
+        assert!(!images.iter().any(|i| i.contains("{{")), "{images:?}");
     }
 
     #[rstest]
@@ -477,6 +607,118 @@ mod tests {
             p["spec"]["containers"][0]["image"],
             "mirror.local/k8s/e2e-test-images/agnhost:2.53"
         );
+    }
+
+    /// Nodes of builds agnhost has no variant for get the network fixtures' Server Core pods
+    /// (and Windows PowerShell probes); the choice of pod and of runner agree.
+    #[rstest]
+    #[case::ws2016(Some(14393), "mcr.microsoft.com/windows/servercore:ltsc2016")]
+    #[case::ws1709(Some(16299), "mcr.microsoft.com/windows/servercore:1709")]
+    #[case::ws2019(Some(17763), "registry.k8s.io/e2e-test-images/agnhost:2.53")]
+    #[case::ws2025(Some(26100), "registry.k8s.io/e2e-test-images/agnhost:2.53")]
+    #[case::unknown_build(None, "registry.k8s.io/e2e-test-images/agnhost:2.53")]
+    fn network_fixtures_follow_the_build(#[case] build: Option<u32>, #[case] image: &str) {
+        let f = Fixtures::load(None).expect("fixtures");
+        let n = node(Os::Windows, build, vec![]);
+        for name in ["netexec-server", "netexec-client", "affinity-backend"] {
+            let pod = f.get(name).and_then(|fx| fx.pod_for(&n)).expect(name);
+            let p = stamp(pod, "x", &n, &BTreeMap::new(), None);
+            for c in containers(&p) {
+                assert_eq!(c["image"], image, "{name} on {build:?}");
+                let text = c.to_string();
+                assert!(!text.contains("curl"), "{name}: no curl.exe before build 17063");
+            }
+            assert_eq!(
+                agnhost_runs_on(&n),
+                image.contains("agnhost"),
+                "{name}: the runner must match the pod's tools"
+            );
+        }
+        // Linux nodes are never affected.
+        let l = node(Os::Linux, None, vec![]);
+        assert!(agnhost_runs_on(&l));
+        let pod = f
+            .get("netexec-server")
+            .and_then(|fx| fx.pod_for(&l))
+            .expect("linux pod");
+        assert_eq!(pod["metadata"]["annotations"][OS_ANNOTATION], "linux");
+    }
+
+    #[test]
+    fn host_process_fixtures_are_recognised() {
+        let f = Fixtures::load(None).expect("fixtures");
+        let n = node(Os::Windows, Some(17763), vec![]);
+        let pod = |name: &str| f.get(name).and_then(|fx| fx.pod_for(&n)).cloned().expect(name);
+        assert!(needs_host_process(&pod("secret-at-rest")));
+        assert!(needs_host_process(&pod("host-probe")));
+        assert!(!needs_host_process(&pod("host-network")));
+        assert!(!needs_host_process(&pod("netexec-client")));
+        let container_level =
+            json!({"spec": {"containers": [{"securityContext": {"windowsOptions": {"hostProcess": true}}}]}});
+        assert!(needs_host_process(&container_level));
+    }
+
+    #[rstest]
+    #[case::nanoserver_2016(
+        "mcr.microsoft.com/windows/nanoserver:{{windows-tag}}",
+        14393,
+        "mcr.microsoft.com/windows/nanoserver:sac2016"
+    )]
+    #[case::servercore_2016(
+        "mcr.microsoft.com/windows/servercore:{{windows-tag}}",
+        14393,
+        "mcr.microsoft.com/windows/servercore:ltsc2016"
+    )]
+    #[case::nanoserver_1709(
+        "mcr.microsoft.com/windows/nanoserver:{{windows-tag}}",
+        16299,
+        "mcr.microsoft.com/windows/nanoserver:1709"
+    )]
+    #[case::nanoserver_2019(
+        "mcr.microsoft.com/windows/nanoserver:{{windows-tag}}",
+        17763,
+        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+    )]
+    #[case::other_on_2019(
+        "mcr.microsoft.com/windows/nanoserver:{{other-windows-tag}}",
+        17763,
+        "mcr.microsoft.com/windows/nanoserver:ltsc2022"
+    )]
+    #[case::other_on_2025(
+        "mcr.microsoft.com/windows/nanoserver:{{other-windows-tag}}",
+        26100,
+        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+    )]
+    #[case::other_on_1709(
+        "mcr.microsoft.com/windows/nanoserver:{{other-windows-tag}}",
+        16299,
+        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+    )]
+    fn windows_tags_per_repository(#[case] image: &str, #[case] build: u32, #[case] stamped: &str) {
+        let pod = json!({"metadata": {"name": "x"}, "spec": {"containers": [{"name": "c", "image": image}]}});
+        let p = stamp(
+            &pod,
+            "x",
+            &node(Os::Windows, Some(build), vec![]),
+            &BTreeMap::new(),
+            None,
+        );
+        assert_eq!(p["spec"]["containers"][0]["image"], stamped);
+    }
+
+    #[rstest]
+    #[case::not_a_range("x: \"17763\"", "must start with")]
+    #[case::not_a_string("x: 17763", "must be a string")]
+    fn bad_build_ranges_are_refused(#[case] annotation: &str, #[case] needle: &str) {
+        let text = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: x, annotations: {{mixcheck.io/os: windows, mixcheck.io/windows-builds{}}}}}\nspec: {{containers: []}}\n",
+            annotation.trim_start_matches('x')
+        );
+        let err = parse("x", &text, "fixtures/x.yaml").expect_err("invalid");
+        assert!(err.to_string().contains(needle), "{err}");
+        let linux = "apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {mixcheck.io/os: linux, mixcheck.io/windows-builds: \"<17763\"}}\nspec: {containers: []}\n";
+        let err = parse("x", linux, "fixtures/x.yaml").expect_err("linux");
+        assert!(err.to_string().contains("Windows pods only"), "{err}");
     }
 
     #[rstest]

@@ -131,26 +131,16 @@ fn lint_command(args: &cli::LintArgs) -> anyhow::Result<exit::Code> {
     Ok(exit::Code::Passed)
 }
 
-/// `mixcheck images`: the fixture images per OS (and per Windows tag where they vary).
+/// `mixcheck images`: the fixture images per OS (Windows tags per build, seed eras included).
 fn images_command(args: &cli::ImagesArgs) -> anyhow::Result<exit::Code> {
     let fixtures = fixture::Fixtures::load(None)?;
     println!("{:<8} {:<72} FIXTURE", "OS", "IMAGE");
     for (image, os, name) in fixtures.images() {
-        let tags: Vec<String> = if image.contains("{{windows-tag}}") {
-            ["ltsc2019", "ltsc2022", "ltsc2025"]
-                .iter()
-                .map(|t| image.replace("{{windows-tag}}", t))
-                .collect()
-        } else {
-            vec![image.clone()]
+        let shown = match &args.image_registry {
+            Some(reg) => fixture::rewrite_image(&image, reg),
+            None => image,
         };
-        for image in tags {
-            let shown = match &args.image_registry {
-                Some(reg) => fixture::rewrite_image(&image, reg),
-                None => image,
-            };
-            println!("{os:<8} {shown:<72} {name}");
-        }
+        println!("{os:<8} {shown:<72} {name}");
     }
     Ok(exit::Code::Passed)
 }

@@ -134,7 +134,27 @@ pub enum Runner {
     Agnhost(Os),
     /// A Windows HostProcess pod: the host's curl.exe and ping.
     WindowsHost,
+    /// Windows Server Core of a build agnhost has no variant for (Windows Server 2016, 1709):
+    /// Windows PowerShell 5.1 — `Invoke-RestMethod` for HTTP, `Test-NetConnection` for a bare
+    /// TCP connect, a .NET `UdpClient` exchange for UDP — and `ping.exe`. The OS has no
+    /// `curl.exe` before build 17063.
+    WindowsPowerShell,
 }
+
+impl Runner {
+    /// The runner of the network fixtures' pods on `node`: agnhost where it has a variant for the
+    /// node's build, else Windows PowerShell (see [`crate::fixture::AGNHOST_FIRST_BUILD`]).
+    pub fn in_pod(node: &crate::facts::ClusterNode) -> Self {
+        if crate::fixture::agnhost_runs_on(node) {
+            Self::Agnhost(node.os)
+        } else {
+            Self::WindowsPowerShell
+        }
+    }
+}
+
+/// The first word of a Windows PowerShell probe command.
+const POWERSHELL: &str = "powershell.exe";
 
 /// What a connection probe asks for.
 #[derive(Debug, Clone)]
@@ -163,6 +183,26 @@ pub fn command(runner: Runner, req: &Request) -> Vec<String> {
             (CONNECT_SECS * 1000).to_string(),
             req.host.clone(),
         ],
+        (Protocol::Tcp, Runner::WindowsPowerShell) if req.path == RAW_TCP || req.tls => powershell(format!(
+            "Test-NetConnection -ComputerName '{}' -Port {}",
+            req.host, req.port
+        )),
+        (Protocol::Udp, Runner::WindowsPowerShell) => powershell(format!(
+            "$u = New-Object System.Net.Sockets.UdpClient; $u.Client.ReceiveTimeout = {ms}; \
+             $u.Connect('{}', {}); $b = [System.Text.Encoding]::ASCII.GetBytes('hostname'); \
+             [void]$u.Send($b, $b.Length); $e = New-Object System.Net.IPEndPoint ([System.Net.IPAddress]::Any, 0); \
+             [System.Text.Encoding]::ASCII.GetString($u.Receive([ref]$e))",
+            req.host,
+            req.port,
+            ms = CONNECT_SECS * 1000
+        )),
+        (Protocol::Tcp, Runner::WindowsPowerShell) => powershell(format!(
+            "Invoke-RestMethod -Uri 'http://{}:{}{}' -TimeoutSec {} -UseBasicParsing",
+            req.host,
+            req.port,
+            req.path,
+            CONNECT_SECS * 2
+        )),
         (Protocol::Tcp, Runner::Agnhost(_)) if req.path == RAW_TCP => vec![
             s("/agnhost"),
             s("connect"),
@@ -198,6 +238,11 @@ pub fn command(runner: Runner, req: &Request) -> Vec<String> {
     }
 }
 
+/// `powershell.exe -NoProfile -Command SCRIPT`.
+fn powershell(script: String) -> Vec<String> {
+    vec![POWERSHELL.into(), "-NoProfile".into(), "-Command".into(), script]
+}
+
 /// How a probe came out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observation {
@@ -214,6 +259,9 @@ pub fn classify(req: &Request, out: &Output) -> Observation {
             0 => Observation::Reached(String::new()),
             _ => Observation::Failed(FailureClass::NoReply),
         };
+    }
+    if out.argv.first().is_some_and(|a| a == POWERSHELL) {
+        return classify_powershell(out);
     }
     if req.protocol == Protocol::Udp || req.path == RAW_TCP {
         // agnhost connect: silent on success, else one line prefixed with the failure class.
@@ -244,6 +292,43 @@ pub fn classify(req: &Request, out: &Output) -> Observation {
         52 | 56 => Observation::Failed(FailureClass::Reset),
         _ => Observation::Failed(FailureClass::Other),
     }
+}
+
+/// Windows PowerShell 5.1: `Test-NetConnection` always exits 0 and says `TcpTestSucceeded :
+/// True|False` (without telling a refusal from a timeout) or that name resolution failed;
+/// `Invoke-RestMethod` and the `UdpClient` script print the answer, or exit 1 with the .NET
+/// error (`WebException` / `SocketException` messages).
+fn classify_powershell(out: &Output) -> Observation {
+    let stdout = out.stdout_text();
+    let err = out.stderr_text();
+    let text = format!("{stdout}{err}");
+    if text.contains("Name resolution of")
+        || text.contains("could not be resolved")
+        || text.contains("No such host is known")
+        || text.contains("temporary error during hostname resolution")
+    {
+        return Observation::Failed(FailureClass::Dns);
+    }
+    if stdout.contains("TcpTestSucceeded") {
+        return if stdout.contains("TcpTestSucceeded : True") {
+            Observation::Reached(String::new())
+        } else {
+            Observation::Failed(FailureClass::Other)
+        };
+    }
+    if out.exit_code == Some(0) {
+        return Observation::Reached(stdout);
+    }
+    let class = if err.contains("The operation has timed out") || err.contains("did not properly respond") {
+        FailureClass::Timeout
+    } else if err.contains("Unable to connect to the remote server") || err.contains("forcibly closed") {
+        FailureClass::Refused
+    } else if err.contains("The underlying connection was closed") {
+        FailureClass::Reset
+    } else {
+        FailureClass::Other
+    };
+    Observation::Failed(class)
 }
 
 /// A `kubectl exec` line that repeats a probe by hand (on a `--keep` run).
@@ -325,6 +410,123 @@ mod tests {
     #[case(Protocol::Icmp, 1, "", Observation::Failed(FailureClass::NoReply))]
     fn classification(#[case] p: Protocol, #[case] code: i32, #[case] stderr: &str, #[case] expect: Observation) {
         assert_eq!(classify(&req(p), &out(code, stderr)), expect);
+    }
+
+    fn ps_out(code: i32, stdout: &str, stderr: &str) -> Output {
+        Output {
+            argv: vec![POWERSHELL.into(), "-NoProfile".into(), "-Command".into(), "…".into()],
+            exit_code: Some(code),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+            ..Output::default()
+        }
+    }
+
+    /// Windows PowerShell's answers, as Windows Server Core 2016/1709 prints them.
+    #[rstest]
+    #[case::irm_body(0, "srv-2\r\n", "", Observation::Reached("srv-2\r\n".into()))]
+    #[case::irm_refused(
+        1,
+        "",
+        "Invoke-RestMethod : Unable to connect to the remote server\r\nAt line:1",
+        Observation::Failed(FailureClass::Refused)
+    )]
+    #[case::irm_timeout(
+        1,
+        "",
+        "Invoke-RestMethod : The operation has timed out.\r\n",
+        Observation::Failed(FailureClass::Timeout)
+    )]
+    #[case::irm_dns(
+        1,
+        "",
+        "Invoke-RestMethod : The remote name could not be resolved: 'svc-2'\r\n",
+        Observation::Failed(FailureClass::Dns)
+    )]
+    #[case::irm_reset(
+        1,
+        "",
+        "Invoke-RestMethod : The underlying connection was closed: An unexpected error occurred on a receive.",
+        Observation::Failed(FailureClass::Reset)
+    )]
+    #[case::udp_reply(0, "hostname\r\n", "", Observation::Reached("hostname\r\n".into()))]
+    #[case::udp_silence(
+        1,
+        "",
+        "Exception calling \"Receive\" with \"1\" argument(s): \"A connection attempt failed because the connected party did not properly respond after a period of time\"",
+        Observation::Failed(FailureClass::Timeout)
+    )]
+    #[case::udp_unreachable(
+        1,
+        "",
+        "Exception calling \"Receive\" with \"1\" argument(s): \"An existing connection was forcibly closed by the remote host\"",
+        Observation::Failed(FailureClass::Refused)
+    )]
+    #[case::udp_no_host(
+        1,
+        "",
+        "Exception calling \"Connect\" with \"2\" argument(s): \"No such host is known\"",
+        Observation::Failed(FailureClass::Dns)
+    )]
+    #[case::tnc_ok(
+        0,
+        "\r\nComputerName     : 10.0.0.1\r\nTcpTestSucceeded : True\r\n",
+        "",
+        Observation::Reached(String::new())
+    )]
+    #[case::tnc_failed(
+        0,
+        "WARNING: TCP connect to (10.0.0.1 : 10250) failed\r\nTcpTestSucceeded       : False\r\n",
+        "",
+        Observation::Failed(FailureClass::Other)
+    )]
+    #[case::tnc_no_name(
+        0,
+        "WARNING: Name resolution of kubernetes.default failed\r\n",
+        "",
+        Observation::Failed(FailureClass::Dns)
+    )]
+    fn powershell_classification(
+        #[case] code: i32,
+        #[case] stdout: &str,
+        #[case] stderr: &str,
+        #[case] expect: Observation,
+    ) {
+        assert_eq!(classify(&req(Protocol::Tcp), &ps_out(code, stdout, stderr)), expect);
+    }
+
+    #[test]
+    fn powershell_commands() {
+        let argv = command(Runner::WindowsPowerShell, &req(Protocol::Tcp));
+        assert_eq!(argv[..3], ["powershell.exe", "-NoProfile", "-Command"]);
+        assert_eq!(
+            argv[3],
+            "Invoke-RestMethod -Uri 'http://10.244.1.5:8080/hostname' -TimeoutSec 10 -UseBasicParsing"
+        );
+        let udp = command(Runner::WindowsPowerShell, &req(Protocol::Udp));
+        assert!(udp[3].contains("$u.Connect('10.244.1.5', 8080)"), "{}", udp[3]);
+        assert!(udp[3].contains("ReceiveTimeout = 5000"), "{}", udp[3]);
+        let mut raw = req(Protocol::Tcp);
+        raw.path = RAW_TCP.into();
+        assert_eq!(
+            command(Runner::WindowsPowerShell, &raw)[3],
+            "Test-NetConnection -ComputerName '10.244.1.5' -Port 8080"
+        );
+        let mut tls = req(Protocol::Tcp);
+        tls.tls = true;
+        assert!(command(Runner::WindowsPowerShell, &tls)[3].starts_with("Test-NetConnection"));
+        assert_eq!(
+            command(Runner::WindowsPowerShell, &req(Protocol::Icmp))[0..3],
+            ["ping", "-n", "1"]
+        );
+        // No tool of these images is curl.exe (the OS has none before build 17063).
+        for p in [Protocol::Tcp, Protocol::Udp, Protocol::Icmp] {
+            assert!(
+                !command(Runner::WindowsPowerShell, &req(p))
+                    .iter()
+                    .any(|a| a.contains("curl"))
+            );
+        }
     }
 
     #[test]

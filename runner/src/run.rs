@@ -28,12 +28,16 @@ use crate::suite::{
     Check, Destination, NameForm, Origin, Pairs, Placement, Probe, Protocol, ServiceVariant, Suite, Verify,
 };
 use crate::verdict::{self, CellFacts};
+use crate::workload::NotReady;
 
 /// The outside address and name the outbound checks use (TCP 53 and ICMP on a public resolver;
 /// HTTP on a public web site).
 const OUTSIDE_IP: &str = "1.1.1.1";
 const OUTSIDE_IP_PORT: u16 = 53;
 const OUTSIDE_NAME: &str = "www.microsoft.com";
+
+/// Pairs of one cell probed at once (inside the run's `--concurrency` cells).
+const PAIRS_AT_ONCE: usize = 8;
 
 /// What one run ended with.
 pub struct Finished {
@@ -138,12 +142,17 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         .await
         .map_err(|e| e.to_string())?;
         let cells = plan_cells(plan, &facts);
+        let probes: usize = cells
+            .iter()
+            .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
+            .sum();
         say(&format!(
-            "Probing {} cells of {} checks…",
+            "Probing {} cells of {} checks ({probes} probes)…",
             cells.len(),
             plan.selected.len()
         ));
         let ctx = Ctx {
+            permits: tokio::sync::Semaphore::new(plan.concurrency),
             client: client.clone(),
             workloads: crate::workload::Workloads::new(
                 client.clone(),
@@ -157,12 +166,18 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             dep: &dep,
             ns: &ns,
         };
-        let results: Vec<Cell> = futures::stream::iter(cells.iter().enumerate())
-            .map(|(i, c)| judge_cell(&ctx, c, i))
-            .buffered(plan.concurrency)
+        // Unordered, so that a slow cell does not hold the slots of the fast ones behind it;
+        // the report keeps the plan's order.
+        let mut results: Vec<(usize, Cell)> = futures::stream::iter(cells.iter().enumerate())
+            .map(|(i, c)| {
+                let ctx = &ctx;
+                async move { (i, judge_cell(ctx, c, i).await) }
+            })
+            .buffer_unordered(plan.concurrency)
             .collect()
             .await;
-        Ok::<Vec<Cell>, String>(results)
+        results.sort_by_key(|(i, _)| *i);
+        Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
     };
     let outcome = tokio::select! {
         r = work => Ended::Done(r),
@@ -656,6 +671,8 @@ fn node_cells<'a>(
 }
 
 struct Ctx<'a> {
+    /// At most `--concurrency` probes in flight, whatever cells and pairs they belong to.
+    permits: tokio::sync::Semaphore,
     client: kube::Client,
     workloads: crate::workload::Workloads<'a>,
     pods: Api<Pod>,
@@ -738,13 +755,21 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
     if let Some((verdict, why)) = &plan.fixed {
         judged.push((Pair { from: None, to: None }, judgement(*verdict, why.clone())));
     } else {
-        for pair in &plan.pairs {
-            let j = match &plan.check.probe {
-                Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
-                _ => judge_other(ctx, plan, *pair, index).await,
-            };
-            judged.push((*pair, j));
-        }
+        // The pairs of one cell run side by side too (a pool of many nodes is many probes).
+        let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(plan.pairs.iter().enumerate())
+            .map(|(k, pair)| async move {
+                let _permit = ctx.permits.acquire().await;
+                let j = match &plan.check.probe {
+                    Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
+                    _ => judge_other(ctx, plan, *pair, index).await,
+                };
+                (k, *pair, j)
+            })
+            .buffer_unordered(PAIRS_AT_ONCE)
+            .collect()
+            .await;
+        done.sort_by_key(|(k, ..)| *k);
+        judged.extend(done.into_iter().map(|(_, p, j)| (p, j)));
     }
     // The cell takes the worst of its pairs.
     let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
@@ -878,7 +903,19 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         Err(Unprobed::Error(why)) => return with(judgement(Verdict::Error, why)),
         Err(Unprobed::Variant(dns)) => match dns_client_request(ctx, plan, from, to, dns).await {
             Ok(r) => r,
-            Err(why) => return with(judgement(Verdict::Error, why)),
+            // The node failed the variant client while its plain client runs: the variant's
+            // own change (hostNetwork, a dnsConfig) is what it refused — a probe result.
+            Err(NotReady::Failed(why)) if from.is_some_and(|n| plain_client_runs(ctx, n)) => {
+                let class = crate::suite::FailureClass::PodFailed;
+                let outcome = verdict::outcome(e, &probe::Observation::Failed(class));
+                let verdict = verdict::decide(e, &outcome);
+                let mut j = judgement(verdict, why);
+                j.reason = (outcome == Outcome::FailedOtherwise && kind != Expected::Works)
+                    .then(|| format!("failed ({}), not in the documented way", class.name()));
+                j.class = Some(class);
+                return with(j);
+            }
+            Err(why) => return with(judgement(Verdict::Error, why.to_string())),
         },
     };
     let (pod, container, runner, req, verify) = request;
@@ -920,26 +957,19 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
                 }
             }
             Verify::OneBackend => {
-                let mut seen = std::collections::BTreeSet::new();
-                seen.insert(body.trim().to_string());
+                let mut answers = vec![result.clone()];
                 for _ in 0..9 {
                     match probe::exec_retrying(&ctx.pods, &pod, container.as_deref(), &argv).await {
                         Ok((o, f)) => {
                             flaky |= f;
-                            if let probe::Observation::Reached(b) = probe::classify(&req, &o) {
-                                seen.insert(b.trim().to_string());
-                            }
+                            answers.push(probe::classify(&req, &o));
                         }
                         Err(e) => return with(judgement(Verdict::Error, format!("the probe could not run: {e}"))),
                     }
                 }
-                if seen.len() > 1 {
-                    detail = format!(
-                        " (10 requests reached {} backends: {})",
-                        seen.len(),
-                        seen.into_iter().collect::<Vec<_>>().join(", ")
-                    );
-                    result = probe::Observation::Failed(crate::suite::FailureClass::Mismatch);
+                if let Some((observation, why)) = one_backend(&answers) {
+                    result = observation;
+                    detail = why;
                 }
             }
         }
@@ -975,6 +1005,33 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         flaky: flaky && verdict == Verdict::Pass,
         sources: Vec::new(),
         remedy: None,
+    })
+}
+
+/// `verify: one-backend` over the answers to successive requests: a request that failed is the
+/// flow's failure (the others must not hide it); otherwise more than one backend answering is a
+/// mismatch. None when every request reached the same backend.
+fn one_backend(answers: &[probe::Observation]) -> Option<(probe::Observation, String)> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (n, answer) in answers.iter().enumerate() {
+        match answer {
+            probe::Observation::Reached(body) => {
+                seen.insert(body.trim().to_string());
+            }
+            probe::Observation::Failed(class) => {
+                let why = format!(" (request {} of {}: {})", n + 1, answers.len(), class.name());
+                return Some((answer.clone(), why));
+            }
+        }
+    }
+    (seen.len() > 1).then(|| {
+        let why = format!(
+            " ({} requests reached {} backends: {})",
+            answers.len(),
+            seen.len(),
+            seen.into_iter().collect::<Vec<_>>().join(", ")
+        );
+        (probe::Observation::Failed(crate::suite::FailureClass::Mismatch), why)
     })
 }
 
@@ -1032,12 +1089,12 @@ fn build_request(
         (_, true) => (
             usable(dep.servers.get(&src.name), "netexec server", &src.name)?,
             Some("client".to_string()),
-            Runner::Agnhost(src.os),
+            Runner::in_pod(src),
         ),
         (Origin::Pod, false) => (
             usable(dep.clients.get(&src.name), "client pod", &src.name)?,
             None,
-            Runner::Agnhost(src.os),
+            Runner::in_pod(src),
         ),
         (Origin::Host, false) => {
             if src.os == Os::Windows && src.host_process() != Some(true) {
@@ -1360,9 +1417,39 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
                     None,
                 );
             };
+            // A HostProcess fixture on a Windows node without HostProcess: no documented
+            // in-cluster way to look from the host (windows-rules.md §3.0).
+            if node.os == Os::Windows
+                && node.host_process() != Some(true)
+                && ctx
+                    .workloads
+                    .fixtures
+                    .get(fixture)
+                    .and_then(|f| f.pod_for(node))
+                    .is_some_and(crate::fixture::needs_host_process)
+            {
+                let mut j = judgement(
+                    Verdict::Indeterminate,
+                    format!(
+                        "HostProcess pods are not available on {} (they need Kubernetes 1.23+ and containerd 1.6+): no documented in-cluster way to probe from the Windows host",
+                        node.name
+                    ),
+                );
+                j.sources = sources.clone();
+                return j;
+            }
             let pod = match ctx.workloads.ready_pod(fixture, node, node_idx).await {
                 Ok(p) => p,
-                Err(why) => return error(why),
+                // The node refused the fixture's pod (not an image it could not pull): what the
+                // check's spec asks for failed — a probe result the suite may document.
+                Err(NotReady::Failed(why)) => {
+                    return finish(
+                        probe::Observation::Failed(crate::suite::FailureClass::PodFailed),
+                        why,
+                        None,
+                    );
+                }
+                Err(why) => return error(why.to_string()),
             };
             let argv: Vec<String> = argv.iter().map(|a| a.replace("{{namespace}}", ctx.ns)).collect();
             let out = match probe::exec_retrying(&ctx.pods, &pod, None, &argv).await {
@@ -1618,6 +1705,11 @@ async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kub
 /// A change to a stamped pod.
 type PodEdit = Box<dyn Fn(&mut serde_json::Value) + Sync>;
 
+/// The node's plain netexec client is deployed and usable.
+fn plain_client_runs(ctx: &Ctx<'_>, node: &ClusterNode) -> bool {
+    ctx.dep.clients.get(&node.name).is_some_and(|p| p.problem.is_none())
+}
+
 /// A resolve probe from a client pod with another DNS set-up (hostNetwork with
 /// `ClusterFirstWithHostNet`, or `dnsPolicy: None` with a `dnsConfig` naming the cluster DNS),
 /// created on demand from the netexec-client fixture.
@@ -1627,9 +1719,9 @@ async fn dns_client_request(
     from: Option<&ClusterNode>,
     to: Option<&ClusterNode>,
     dns: crate::suite::DnsVariant,
-) -> Result<Built, String> {
+) -> Result<Built, NotReady> {
     use crate::suite::DnsVariant;
-    let src = from.ok_or("the cell has no source node")?;
+    let src = from.ok_or_else(|| NotReady::Other("the cell has no source node".into()))?;
     let index = ctx.facts.nodes.iter().position(|n| n.name == src.name).unwrap_or(0);
     let ns = ctx.ns.to_string();
     let dns_ip = match dns {
@@ -1639,7 +1731,9 @@ async fn dns_client_request(
                 .await
                 .ok()
                 .and_then(|s| s.spec.and_then(|s| s.cluster_ip))
-                .ok_or("the cluster DNS service kube-system/kube-dns has no ClusterIP")?
+                .ok_or_else(|| {
+                    NotReady::Other("the cluster DNS service kube-system/kube-dns has no ClusterIP".into())
+                })?
         }
         _ => String::new(),
     };
@@ -1686,8 +1780,8 @@ async fn dns_client_request(
     let plain = CellPlan { check: &cf, ..plain };
     match build_request(ctx, &plain, from, to) {
         Ok((_, _, runner, req, verify)) => Ok((pod, None, runner, req, verify)),
-        Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(w),
-        Err(Unprobed::Variant(_)) => Err("unexpected DNS variant".into()),
+        Err(Unprobed::Indeterminate(w) | Unprobed::Error(w)) => Err(NotReady::Other(w)),
+        Err(Unprobed::Variant(_)) => Err(NotReady::Other("unexpected DNS variant".into())),
     }
 }
 
@@ -1712,6 +1806,26 @@ mod tests {
             conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
             configz: None,
         }
+    }
+
+    #[test]
+    fn one_backend_is_a_mismatch_only_when_every_request_got_through() {
+        use crate::suite::FailureClass as C;
+        use probe::Observation::{Failed, Reached};
+        let to = |b: &str| Reached(b.to_string());
+        assert_eq!(one_backend(&[to("a"), to("a\n"), to("a")]), None);
+        assert_eq!(
+            one_backend(&[to("a"), to("b"), to("a")]),
+            Some((
+                Failed(C::Mismatch),
+                " (3 requests reached 2 backends: a, b)".to_string()
+            ))
+        );
+        // Half the requests timing out is the flow failing, not one backend answering.
+        assert_eq!(
+            one_backend(&[to("a"), Failed(C::Timeout), to("a")]),
+            Some((Failed(C::Timeout), " (request 2 of 3: timeout)".to_string()))
+        );
     }
 
     #[test]

@@ -17,7 +17,42 @@ use crate::fixture::{self, Fixtures};
 use crate::suite::CreateOutcome;
 
 /// A fixture pod for exec probes, created once: its name, or why it never ran.
-type Ready = Arc<OnceCell<Result<String, String>>>;
+type Ready = Arc<OnceCell<Result<String, NotReady>>>;
+
+/// Waiting reasons that say the fixture's image could not be had.
+const IMAGE_PROBLEMS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
+/// Why a fixture pod that did not run is not ready: the node failed it, unless its image could
+/// not be pulled (the fixture's problem, not the node's answer) or it never settled.
+fn not_ready(name: &str, seen: &Observed) -> NotReady {
+    let why = format!("the fixture pod {name} did not start: {}", seen.message);
+    match seen.outcome {
+        CreateOutcome::Fails if !IMAGE_PROBLEMS.iter().any(|r| seen.message.contains(r)) => NotReady::Failed(why),
+        _ => NotReady::Other(why),
+    }
+}
+
+/// Why a fixture pod for exec probes is not running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// The kubelet or the runtime failed it (a `fails` outcome): its status and events.
+    Failed(String),
+    /// Anything else: an API error, unschedulable, not settled in time.
+    Other(String),
+}
+
+impl std::fmt::Display for NotReady {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Failed(why) | Self::Other(why) => f.write_str(why),
+        }
+    }
+}
 
 /// How long a created pod may take to show what it does.
 const SETTLE: Duration = Duration::from_secs(120);
@@ -70,8 +105,7 @@ impl<'a> Workloads<'a> {
             .get(fixture)
             .ok_or_else(|| format!("fixture {fixture:?} does not exist (fixtures/{fixture}.yaml)"))?;
         let pod = fx
-            .pods
-            .get(fixture::os_key(node.os))
+            .pod_for(node)
             .ok_or_else(|| format!("fixture {fixture:?} has no {} pod", node.os))?;
         let name = format!("{fixture}-{index}{suffix}");
         let name: String = name.chars().take(63).collect();
@@ -119,7 +153,7 @@ impl<'a> Workloads<'a> {
     }
 
     /// A running pod of `fixture` on `node` for exec probes (created and awaited once).
-    pub async fn ready_pod(&self, fixture: &str, node: &ClusterNode, index: usize) -> Result<String, String> {
+    pub async fn ready_pod(&self, fixture: &str, node: &ClusterNode, index: usize) -> Result<String, NotReady> {
         self.ready_variant(fixture, "", node, index, &|_| {}).await
     }
 
@@ -132,25 +166,25 @@ impl<'a> Workloads<'a> {
         node: &ClusterNode,
         index: usize,
         mutate: &(dyn Fn(&mut Value) + Sync),
-    ) -> Result<String, String> {
+    ) -> Result<String, NotReady> {
         let key = format!("{fixture}{variant}@{}", node.name);
         let cell = {
             let mut map = self.ready.lock().await;
             map.entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone()
         };
         cell.get_or_init(|| async {
-            self.others(fixture).await?;
-            let (name, mut pod) = self.pod_for(fixture, node, index, variant)?;
+            self.others(fixture).await.map_err(NotReady::Other)?;
+            let (name, mut pod) = self.pod_for(fixture, node, index, variant).map_err(NotReady::Other)?;
             mutate(&mut pod);
             let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
             let params = kube::api::PatchParams::apply("mixcheck").force();
             pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
                 .await
-                .map_err(|e| format!("pod {name}: {e}"))?;
+                .map_err(|e| NotReady::Other(format!("pod {name}: {e}")))?;
             let seen = self.settle(&name, node.os).await;
             match seen.outcome {
                 CreateOutcome::Runs => Ok(name),
-                _ => Err(format!("the fixture pod {name} did not start: {}", seen.message)),
+                _ => Err(not_ready(&name, &seen)),
             }
         })
         .await
@@ -258,7 +292,7 @@ impl<'a> Workloads<'a> {
                 }
                 // A run-to-completion pod still running after a few seconds counts as running.
                 if phase == "Succeeded"
-                    || (phase == "Running" && (!runs_to_end || started.elapsed() > Duration::from_secs(5)))
+                    || (phase == "Running" && (!runs_to_end || started.elapsed() > Duration::from_secs(2)))
                 {
                     let ready = status
                         .conditions
@@ -272,7 +306,9 @@ impl<'a> Workloads<'a> {
                         };
                     }
                 }
-                if warnings.iter().any(|(r, _)| r == "FailedScheduling") && started.elapsed() > Duration::from_secs(3) {
+                if warnings.iter().any(|(r, _)| r == "FailedScheduling")
+                    && started.elapsed() > Duration::from_millis(500)
+                {
                     return Observed {
                         outcome: CreateOutcome::Unschedulable,
                         message,
@@ -281,7 +317,7 @@ impl<'a> Workloads<'a> {
                 if warnings
                     .iter()
                     .any(|(r, _)| r.starts_with("Failed") && r != "FailedScheduling")
-                    && started.elapsed() > Duration::from_secs(5)
+                    && started.elapsed() > Duration::from_secs(1)
                 {
                     return Observed {
                         outcome: CreateOutcome::Fails,
@@ -295,7 +331,37 @@ impl<'a> Workloads<'a> {
                     };
                 }
             }
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::sandbox(CreateOutcome::Fails, "FailedCreatePodSandBox: network host not found", true)]
+    #[case::start(CreateOutcome::Fails, "StartError: The user name or password is incorrect.", true)]
+    #[case::image(
+        CreateOutcome::Fails,
+        "ErrImagePull: no matching manifest for windows/amd64 10.0.16299",
+        false
+    )]
+    #[case::backoff(CreateOutcome::Fails, "ImagePullBackOff: Back-off pulling image", false)]
+    #[case::unschedulable(CreateOutcome::Unschedulable, "FailedScheduling: 0/3 nodes are available", false)]
+    fn the_node_failing_a_fixture_is_told_from_the_fixtures_own_problems(
+        #[case] outcome: CreateOutcome,
+        #[case] message: &str,
+        #[case] node_failed: bool,
+    ) {
+        let seen = Observed {
+            outcome,
+            message: message.into(),
+        };
+        let got = not_ready("p", &seen);
+        assert_eq!(matches!(got, NotReady::Failed(_)), node_failed, "{got:?}");
+        assert!(got.to_string().contains(message));
     }
 }

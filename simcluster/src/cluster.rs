@@ -145,11 +145,13 @@ impl Cluster {
         ));
 
         let catalogue = Arc::new(Catalogue::with_extra(&config.topology.images));
+        let volumes = Arc::new(crate::volumes::VolumeStore::new());
         let runtime: Arc<dyn ContainerRuntime> = match config.runtime.clone() {
             Some(r) => r,
             None => Arc::new(
                 SimRuntime::new(store.clone(), profiles.clone())
-                    .with_network(Arc::new(crate::network::SimNetwork::new(simnet.clone()))),
+                    .with_network(Arc::new(crate::network::SimNetwork::new(simnet.clone())))
+                    .with_volumes(volumes.clone()),
             ),
         };
         let shared = Arc::new(Shared {
@@ -184,7 +186,8 @@ impl Cluster {
             config.topology.version(),
             config.topology.timing.scale,
         ));
-        let kubelets = tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone()).run());
+        let kubelets =
+            tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
         let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone(), simnet.clone()));
         if config.addons && crate::addons::dns_can_run(&profiles) {
             // A real cluster is handed over with its DNS up.

@@ -16,13 +16,18 @@
 //! network does: every connection and every DNS query times out (the exact messages are listed
 //! on [`NetworkCommands`]).
 //!
-//! Limits: writes to files through redirections are discarded (the simulated disks are
-//! read-only views built per exec), `sleep` returns at once, and only the PowerShell cmdlets in
-//! the cmdlet table exist.
+//! sh understands `if`/`elif`/`else`, `( … )` subshells, `{ …; }` groups and `!`; cmd
+//! understands `( … )` groups. Redirections write files: into the pod's emptyDir volumes (seen
+//! by its other containers), the node's disk through hostPath, or the container's own layer,
+//! as [`crate::volumes`] places them; a `readOnly` mount or an API-data volume refuses the write
+//! the way each shell reports it (STO-READONLY-VOLUME: cmd's `Access is denied.`).
+//!
+//! Limits: only redirections write (no `cp`, `mkdir`, `touch`), `$( … )` is not substituted,
+//! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -30,12 +35,18 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::netcmd::{self, Offline, Wire};
+
+mod powershell;
 use crate::profile::NodeProfile;
 use crate::quantity::Quantity;
 use crate::registry;
 use crate::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, ExitStatus};
 use crate::store::{Obj, Store};
 use crate::topology::Os;
+use crate::volumes::{
+    self, MountPoint, MountSource, Place, VolumeStore, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer,
+    linux_path, win_path,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -47,6 +58,7 @@ pub struct SimRuntime {
     store: Arc<Store>,
     profiles: Arc<Vec<NodeProfile>>,
     network: Option<Arc<dyn NetworkCommands>>,
+    volumes: Arc<VolumeStore>,
 }
 
 impl SimRuntime {
@@ -57,7 +69,15 @@ impl SimRuntime {
             store,
             profiles,
             network: None,
+            volumes: Arc::new(VolumeStore::new()),
         }
+    }
+
+    /// Keeps what commands write in `volumes` (shared with the kubelets, [`crate::volumes`]).
+    #[must_use]
+    pub fn with_volumes(mut self, volumes: Arc<VolumeStore>) -> Self {
+        self.volumes = volumes;
+        self
     }
 
     /// Routes network commands to `network` (the network fabric).
@@ -69,7 +89,7 @@ impl SimRuntime {
 
     /// What a command in `container` of `pod` sees.
     pub fn context(&self, pod: Obj, container: &str) -> CommandContext {
-        CommandContext::new(self.store.clone(), &self.profiles, pod, container)
+        CommandContext::new(self.store.clone(), &self.profiles, pod, container).with_volumes(self.volumes.clone())
     }
 }
 
@@ -86,7 +106,6 @@ impl ContainerRuntime for SimRuntime {
             env: session.env.clone(),
             argv: request.command,
             stdin: request.stdin.unwrap_or_default(),
-            raw: String::new(),
         };
         let tty = request.tty;
         let running = run_top(session, call);
@@ -128,6 +147,8 @@ pub struct CommandContext {
     /// Whether the container runs as a Windows HostProcess container on its node.
     pub host_process: bool,
     pub store: Arc<Store>,
+    /// What containers wrote to volumes, layers and node disks.
+    pub volumes: Arc<VolumeStore>,
 }
 
 /// A container's DNS configuration, as its resolver sees it.
@@ -163,7 +184,15 @@ impl CommandContext {
             os,
             host_process,
             store,
+            volumes: Arc::new(VolumeStore::new()),
         }
+    }
+
+    /// Reads and writes files through `volumes`.
+    #[must_use]
+    pub fn with_volumes(mut self, volumes: Arc<VolumeStore>) -> Self {
+        self.volumes = volumes;
+        self
     }
 
     pub fn is_windows(&self) -> bool {
@@ -318,13 +347,21 @@ impl CommandContext {
     }
 
     /// The effective Windows user: `runAsUserName` of the container, else of the pod, else the
-    /// image's default (HostProcess: `NT AUTHORITY\SYSTEM`).
+    /// image's default (HostProcess: `NT AUTHORITY\SYSTEM`). A kubelet before 1.17 (the
+    /// `WindowsRunAsUserName` gate was alpha, off, in 1.16 and the field did not exist before)
+    /// ignores `runAsUserName`, as the process model does (SEC-RUNASUSERNAME).
     pub fn windows_user(&self) -> String {
-        let container = self
-            .container_spec()
-            .map(|c| str_at(c, "/securityContext/windowsOptions/runAsUserName"))
-            .unwrap_or("");
-        let pod = str_at(self.spec(), "/securityContext/windowsOptions/runAsUserName");
+        let honoured = self.node.as_ref().is_none_or(|n| n.kubelet >= (1, 17));
+        let run_as = |v: &'_ Value| -> String {
+            if honoured {
+                str_at(v, "/securityContext/windowsOptions/runAsUserName").to_string()
+            } else {
+                String::new()
+            }
+        };
+        let container = self.container_spec().map(run_as).unwrap_or_default();
+        let pod = run_as(self.spec());
+        let (container, pod) = (container.as_str(), pod.as_str());
         match (container, pod) {
             ("", "") if self.host_process => "NT AUTHORITY\\SYSTEM".into(),
             ("", "") => image_kind(&self.image).default_windows_user().into(),
@@ -1284,52 +1321,6 @@ fn container_mounts(store: &Store, pod: &Value, container: &Value) -> Vec<Mount>
 // Disks: the files a command can read
 // ---------------------------------------------------------------------------------------------
 
-/// `/a/./b/../c` → `/a/c`, relative to `cwd`.
-fn linux_path(path: &str, cwd: &str) -> String {
-    let full = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{cwd}/{path}")
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for part in full.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    format!("/{}", parts.join("/"))
-}
-
-/// `/etc/secret`, `c:/x\y`, `\x`, `y` → `C:\etc\secret`, `C:\x\y`, `C:\x`, `<cwd>\y`.
-fn win_path(path: &str, cwd: &str) -> String {
-    let mut p = path.replace('/', "\\");
-    let b = p.as_bytes();
-    let has_drive = b.len() >= 2 && b[1] == b':' && b[0].is_ascii_alphabetic();
-    if !has_drive {
-        p = if p.starts_with('\\') {
-            format!("C:{p}")
-        } else {
-            format!("{}\\{p}", cwd.trim_end_matches('\\'))
-        };
-    }
-    let drive = p.get(..1).unwrap_or("C").to_ascii_uppercase();
-    let mut parts: Vec<&str> = Vec::new();
-    for part in p.get(2..).unwrap_or("").split('\\') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            x => parts.push(x),
-        }
-    }
-    format!("{drive}:\\{}", parts.join("\\"))
-}
-
 #[derive(Debug, Clone)]
 struct DiskEntry {
     /// The path as displayed.
@@ -1487,17 +1478,31 @@ struct Session {
     network: Option<Arc<dyn NetworkCommands>>,
     kind: ImageKind,
     env: Vec<(String, String)>,
-    disk: Disk,
+    /// What the command sees; its writes update it (and the [`VolumeStore`]).
+    disk: RwLock<Disk>,
+    /// The container's mounts, which decide where writes go.
+    mounts: Vec<MountPoint>,
     exec_id: String,
     /// When the container's files were written (the pod's creation), for listings.
     stamp: DateTime<Utc>,
+}
+
+/// Why a file cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteError {
+    /// A `readOnly` mount or an API-data volume (STO-READONLY-VOLUME).
+    ReadOnly,
+    /// The directory does not exist.
+    NoDirectory,
+    /// The path is a directory.
+    IsDirectory,
 }
 
 impl Session {
     fn new(ctx: CommandContext, network: Option<Arc<dyn NetworkCommands>>, argv: &[String]) -> Self {
         let env = ctx.env();
         let kind = image_kind(&ctx.image);
-        let disk = build_disk(&ctx, kind);
+        let (disk, mounts) = build_disk(&ctx, kind);
         let exec_id = hex_id(&["exec", ctx.pod.uid(), &ctx.container, &argv.join("\u{1f}")]);
         let stamp = DateTime::parse_from_rfc3339(str_at(ctx.pod.value(), "/metadata/creationTimestamp"))
             .map(|t| t.with_timezone(&Utc))
@@ -1507,7 +1512,8 @@ impl Session {
             network,
             kind,
             env,
-            disk,
+            disk: RwLock::new(disk),
+            mounts,
             exec_id,
             stamp,
         }
@@ -1515,6 +1521,50 @@ impl Session {
 
     fn windows(&self) -> bool {
         self.ctx.is_windows()
+    }
+
+    /// The disk as it is now.
+    fn disk(&self) -> RwLockReadGuard<'_, Disk> {
+        self.disk.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes (or appends `data` to) the file `path` names: into the volume, host or layer its
+    /// mounts say ([`volumes::resolve`]), and into this exec's view. The null device discards.
+    fn write_file(&self, path: &str, data: &[u8], append: bool) -> Result<(), WriteError> {
+        let windows = self.windows();
+        if volumes::is_null_device(path, windows) {
+            return Ok(());
+        }
+        let full = self.path(path);
+        let writer = Writer {
+            pod_uid: self.ctx.pod.uid(),
+            container: &self.ctx.container,
+            node: self.ctx.node.as_ref().map_or("", |n| n.name.as_str()),
+            windows,
+            host_process: self.ctx.host_process,
+        };
+        let (place, at) = match volumes::resolve(&self.mounts, &full, writer) {
+            WriteTarget::ReadOnly => return Err(WriteError::ReadOnly),
+            WriteTarget::Store { place, path } => (place, path),
+        };
+        let mut disk = self.disk.write().unwrap_or_else(|p| p.into_inner());
+        if disk.get(&full).is_some_and(|e| e.file.is_none()) {
+            return Err(WriteError::IsDirectory);
+        }
+        let parent_is_dir = disk
+            .parent(&full)
+            .is_some_and(|dir| disk.get(&dir).is_some_and(|e| e.file.is_none()));
+        if !parent_is_dir {
+            return Err(WriteError::NoDirectory);
+        }
+        self.ctx.volumes.write(&place, &at, data, append, windows);
+        let mut content = match disk.get(&full).and_then(|e| e.file.as_ref()) {
+            Some((old, _)) if append => old.clone(),
+            _ => Vec::new(),
+        };
+        content.extend_from_slice(data);
+        disk.add_file(&full, content, DEFAULT_MODE);
+        Ok(())
     }
 
     /// The working directory: `/`, `C:\`, or the sandbox mount point of a HostProcess container.
@@ -1527,7 +1577,11 @@ impl Session {
     }
 
     fn path(&self, p: &str) -> String {
-        self.disk.normalize(p, &self.cwd())
+        if self.windows() {
+            win_path(p, &self.cwd())
+        } else {
+            linux_path(p, &self.cwd())
+        }
     }
 
     fn kernel(&self) -> String {
@@ -1546,6 +1600,9 @@ impl Session {
             Needs::Userland => self.kind != K::Pause,
             Needs::Bash => self.kind == K::Other,
             Needs::Curl => matches!(self.kind, K::Agnhost | K::Other),
+            Needs::CurlExe => {
+                matches!(self.kind, K::Agnhost | K::Busybox) || windows_build(&self.kernel()).is_none_or(|b| b >= 17063)
+            }
             Needs::Agnhost => self.kind == K::Agnhost,
             Needs::WindowsPowerShell => hpc || matches!(self.kind, K::ServerCore | K::WindowsServer),
             Needs::Pwsh => !hpc && matches!(self.kind, K::Agnhost | K::Busybox | K::PowerShell),
@@ -1603,19 +1660,81 @@ impl Session {
     }
 }
 
-fn build_disk(ctx: &CommandContext, kind: ImageKind) -> Disk {
+/// The build of a Windows kernel version (`10.0.16299.192` → 16299).
+fn windows_build(kernel: &str) -> Option<u32> {
+    kernel.split('.').nth(2).and_then(|b| b.parse().ok())
+}
+
+/// The files of the node's own disk the container can reach: the OS's files, the kubelet's
+/// API-data volume files (clear text on Windows, SEC-SECRET-AT-REST) and what was written there.
+fn host_files(ctx: &CommandContext, node: &NodeProfile) -> Vec<(String, Vec<u8>)> {
+    let mut files = volumes::host_base_files(node);
+    files.extend(node_volume_files(&ctx.store, node));
+    files.extend(ctx.volumes.files(&Place::Host {
+        node: node.name.clone(),
+    }));
+    files
+}
+
+/// What a writable volume holds: an emptyDir's (or other pod volume's) written files, or the
+/// node's files under a hostPath (STO-EMPTYDIR-DISK, STO-HOSTPATH).
+fn writable_volume_data(ctx: &CommandContext, volume: &Value, kind: VolumeKind) -> VolumeData {
+    let windows = ctx.is_windows();
+    let files = match volumes::source_of(volume, windows) {
+        MountSource::PodVolume(name) => ctx
+            .volumes
+            .files(&Place::PodVolume {
+                pod_uid: ctx.pod.uid().to_string(),
+                volume: name,
+            })
+            .into_iter()
+            .map(|(rel, data)| (rel, data, DEFAULT_MODE))
+            .collect(),
+        MountSource::HostPath(dir) => match ctx.node.as_ref() {
+            Some(node) => host_files(ctx, node)
+                .into_iter()
+                .filter_map(|(path, data)| {
+                    let rel = volumes::relative(&path, &dir, windows)?;
+                    Some((rel, data, DEFAULT_MODE))
+                })
+                .collect(),
+            None => Vec::new(),
+        },
+        MountSource::ApiData => Vec::new(),
+    };
+    VolumeData { kind, files }
+}
+
+/// The disk a command sees and the mounts that decide where its writes go.
+fn build_disk(ctx: &CommandContext, kind: ImageKind) -> (Disk, Vec<MountPoint>) {
     let windows = ctx.is_windows();
     let mut disk = Disk::new(windows);
     let Some(container) = ctx.container_spec() else {
-        return disk;
+        return (disk, Vec::new());
     };
     let pod = ctx.pod.value();
     let mounts = container_mounts(&ctx.store, pod, container);
     let node = ctx.node.as_ref();
     let data: Vec<VolumeData> = mounts
         .iter()
-        .map(|m| volume_data(&ctx.store, pod, &m.volume, node))
+        .map(|m| match VolumeKind::of(&m.volume) {
+            k @ (VolumeKind::EmptyDir { .. } | VolumeKind::HostPath | VolumeKind::Other) => {
+                writable_volume_data(ctx, &m.volume, k)
+            }
+            _ => volume_data(&ctx.store, pod, &m.volume, node),
+        })
         .collect();
+    let point = |m: &Mount, at: String| MountPoint {
+        at,
+        source: volumes::source_of(&m.volume, windows),
+        read_only: m.read_only,
+        sub_path: m.sub_path.trim_matches('/').to_string(),
+    };
+    let mut points = Vec::new();
+    let layer = ctx.volumes.files(&Place::Layer {
+        pod_uid: ctx.pod.uid().to_string(),
+        container: ctx.container.clone(),
+    });
     if !windows {
         for dir in [
             "/bin", "/dev", "/etc", "/home", "/proc", "/root", "/sys", "/tmp", "/usr/bin", "/var",
@@ -1642,11 +1761,15 @@ fn build_disk(ctx: &CommandContext, kind: ImageKind) -> Disk {
         if kind == ImageKind::Agnhost {
             disk.add_file("/agnhost", Vec::new(), 0o755);
         }
+        for (path, content) in layer {
+            disk.add_file(&path, content, 0o644);
+        }
         for (m, d) in mounts.iter().zip(&data) {
             let at = linux_path(&m.path, "/");
             disk.mount(&at, d, &m.sub_path);
+            points.push(point(m, at));
         }
-        return disk;
+        return (disk, points);
     }
     for dir in [
         "C:\\Program Files",
@@ -1660,7 +1783,7 @@ fn build_disk(ctx: &CommandContext, kind: ImageKind) -> Disk {
     if ctx.host_process {
         if let Some(node) = node {
             disk.add_dir("C:\\var\\lib\\kubelet\\pods");
-            for (path, content) in node_volume_files(&ctx.store, node) {
+            for (path, content) in host_files(ctx, node) {
                 disk.add_file(&path, content, 0o644);
             }
         }
@@ -1671,26 +1794,26 @@ fn build_disk(ctx: &CommandContext, kind: ImageKind) -> Disk {
         for (m, d) in mounts.iter().zip(&data) {
             let at = win_path(&m.path, "C:\\");
             let rel = at.get(3..).unwrap_or("");
-            disk.mount(&win_path(&format!("{sandbox}{rel}"), "C:\\"), d, &m.sub_path);
+            let under_sandbox = win_path(&format!("{sandbox}{rel}"), "C:\\");
+            disk.mount(&under_sandbox, d, &m.sub_path);
+            points.push(point(m, under_sandbox));
             if bind {
                 disk.mount(&at, d, &m.sub_path);
+                points.push(point(m, at));
             }
         }
-        return disk;
+        return (disk, points);
+    }
+    for (path, content) in layer {
+        disk.add_file(&path, content, 0o644);
     }
     for (m, d) in mounts.iter().zip(&data) {
-        disk.mount(&win_path(&m.path, "C:\\"), d, &m.sub_path);
+        let at = win_path(&m.path, "C:\\");
+        disk.mount(&at, d, &m.sub_path);
+        points.push(point(m, at));
     }
-    disk
+    (disk, points)
 }
-
-const WINDOWS_HOSTS_PATH: &str = "C:\\Windows\\System32\\drivers\\etc\\hosts";
-
-const WINDOWS_HOSTS: &str = "# Copyright (c) 1993-2009 Microsoft Corp.\r\n#\r\n# This is a sample HOSTS file used by \
-    Microsoft TCP/IP for Windows.\r\n#\r\n# This file contains the mappings of IP addresses to host names. Each\r\n# \
-    entry should be kept on an individual line. The IP address should\r\n# be placed in the first column followed by \
-    the corresponding host name.\r\n#\r\n# localhost name resolution is handled within DNS itself.\r\n\
-    #\t127.0.0.1       localhost\r\n#\t::1             localhost\r\n";
 
 /// The kubelet-managed `/etc/hosts`.
 fn linux_hosts(ctx: &CommandContext) -> String {
@@ -1813,14 +1936,12 @@ fn proc_mounts(ctx: &CommandContext, mounts: &[Mount], data: &[VolumeData]) -> S
 // Dispatch and the command tables
 // ---------------------------------------------------------------------------------------------
 
-/// One command invocation: argv, stdin, the process environment, and the raw text of the
-/// command where a shell started it (for `echo` and PowerShell error messages).
+/// One command invocation: argv, stdin and the process environment.
 #[derive(Debug, Clone, Default)]
 struct Call {
     argv: Vec<String>,
     stdin: Bytes,
     env: Vec<(String, String)>,
-    raw: String,
 }
 
 impl Call {
@@ -1862,6 +1983,10 @@ enum Needs {
     Bash,
     /// curl (agnhost and general-purpose images; not busybox).
     Curl,
+    /// Windows' own `curl.exe`: in the OS from build 17063 (Windows Server 1803) on, so absent
+    /// from the Windows Server 2016 and 1709 images; the e2e busybox/agnhost images carry their
+    /// own (they exist from 1809 on anyway).
+    CurlExe,
     /// The agnhost binary.
     Agnhost,
     /// Windows PowerShell: Server Core and Server images, and the host of a HostProcess container.
@@ -1901,6 +2026,8 @@ static LINUX: &[Command] = &[
     command(&["id"], Needs::Userland, id),
     command(&["whoami"], Needs::Userland, whoami_linux),
     command(&["uname"], Needs::Userland, uname),
+    // iproute2 in agnhost (AGN Dockerfile: `apk add … iproute2`); the busybox applet elsewhere.
+    command(&["ip"], Needs::Userland, ip),
     command(&["agnhost"], Needs::Agnhost, agnhost),
     command(&["nc", "nslookup", "ping", "wget"], Needs::Userland, network),
     command(&["curl"], Needs::Curl, network),
@@ -1914,7 +2041,8 @@ static WINDOWS: &[Command] = &[
     command(&["whoami"], Needs::Always, whoami_windows),
     command(&["ipconfig"], Needs::Always, ipconfig),
     command(&["findstr"], Needs::Always, findstr),
-    command(&["curl", "ping", "nslookup"], Needs::Always, network),
+    command(&["curl"], Needs::CurlExe, network),
+    command(&["ping", "nslookup"], Needs::Always, network),
     command(&["powershell"], Needs::WindowsPowerShell, powershell),
     command(&["pwsh"], Needs::Pwsh, pwsh),
     command(&["agnhost"], Needs::Agnhost, agnhost),
@@ -2032,6 +2160,221 @@ fn uname(s: &Arc<Session>, call: Call) -> Reply {
     ExecOutput::ok(format!("{}\n", picked.join(" "))).into()
 }
 
+/// One network interface of a Linux container's network namespace, for `ip`.
+struct Iface {
+    index: u32,
+    name: String,
+    /// The peer's index of a veth (`eth0@if12`), if any.
+    peer: Option<u32>,
+    mac: String,
+    /// (address, prefix length)
+    v4: Option<(std::net::Ipv4Addr, u8)>,
+    loopback: bool,
+}
+
+/// The interfaces a Linux container sees: `lo` and the pod's veth `eth0` on its node's pod
+/// network; on the host network the node's own `eth0` and the CNI bridge `cni0` (the pod
+/// CIDR's gateway) (NET-HOSTNETWORK: a hostNetwork pod shares the node's interfaces).
+fn linux_interfaces(ctx: &CommandContext) -> Vec<Iface> {
+    let mac = |ip: std::net::Ipv4Addr, lead: u8| {
+        let [a, b, c, d] = ip.octets();
+        format!("{lead:02x}:42:{a:02x}:{b:02x}:{c:02x}:{d:02x}")
+    };
+    let mut list = vec![Iface {
+        index: 1,
+        name: "lo".into(),
+        peer: None,
+        mac: "00:00:00:00:00:00".into(),
+        v4: Some((std::net::Ipv4Addr::LOCALHOST, 8)),
+        loopback: true,
+    }];
+    let own = ctx.pod_ip().parse::<std::net::Ipv4Addr>().ok();
+    if ctx.host_network() {
+        if let Some(node) = &ctx.node {
+            list.push(Iface {
+                index: 2,
+                name: "eth0".into(),
+                peer: None,
+                mac: mac(node.ip, 0x06),
+                v4: Some((node.ip, 24)),
+                loopback: false,
+            });
+            let gateway = node
+                .pod_cidr
+                .split('/')
+                .next()
+                .and_then(|net| net.parse::<std::net::Ipv4Addr>().ok())
+                .map(|net| {
+                    let [a, b, c, _] = net.octets();
+                    std::net::Ipv4Addr::new(a, b, c, 1)
+                });
+            if let Some(gw) = gateway {
+                list.push(Iface {
+                    index: 3,
+                    name: "cni0".into(),
+                    peer: None,
+                    mac: mac(gw, 0x0a),
+                    v4: Some((gw, 24)),
+                    loopback: false,
+                });
+            }
+        }
+    } else if let Some(ip) = own {
+        let peer = 4 + u32::from(ip.octets()[3]);
+        list.push(Iface {
+            index: 2,
+            name: "eth0".into(),
+            peer: Some(peer),
+            mac: mac(ip, 0x02),
+            v4: Some((ip, 24)),
+            loopback: false,
+        });
+    }
+    list
+}
+
+/// `ip [-o] [-4|-6] [-br] addr|link|route [show [dev IF]]` (iproute2 in agnhost, the busybox
+/// applet elsewhere): the container's interfaces, addresses and routes.
+fn ip(s: &Arc<Session>, call: Call) -> Reply {
+    let mut oneline = false;
+    let mut brief = false;
+    let mut v6_only = false;
+    let mut words: Vec<&str> = Vec::new();
+    let mut args = call.args().iter();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-o" | "-oneline" => oneline = true,
+            "-br" | "-brief" => brief = true,
+            "-4" => v6_only = false,
+            "-6" => v6_only = true,
+            "-f" | "-family" => v6_only = args.next().is_some_and(|f| f == "inet6"),
+            x if x.starts_with('-') => {}
+            x => words.push(x),
+        }
+    }
+    let object = words.first().copied().unwrap_or("");
+    let dev = words
+        .iter()
+        .position(|w| *w == "dev")
+        .and_then(|i| words.get(i + 1))
+        .copied();
+    let ifaces: Vec<Iface> = linux_interfaces(&s.ctx)
+        .into_iter()
+        .filter(|i| dev.is_none_or(|d| d == i.name))
+        .collect();
+    if let Some(d) = dev
+        && ifaces.is_empty()
+    {
+        return out("", format!("Device \"{d}\" does not exist.\n"), 1).into();
+    }
+    let shown_name = |i: &Iface| match i.peer {
+        Some(p) => format!("{}@if{p}", i.name),
+        None => i.name.clone(),
+    };
+    let flags = |i: &Iface| {
+        if i.loopback {
+            "<LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000".to_string()
+        } else {
+            "<BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450 qdisc noqueue state UP group default".to_string()
+        }
+    };
+    let link_line = |i: &Iface| {
+        if i.loopback {
+            "link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00".to_string()
+        } else {
+            let netns = if i.peer.is_some() { " link-netnsid 0" } else { "" };
+            format!("link/ether {} brd ff:ff:ff:ff:ff:ff{netns}", i.mac)
+        }
+    };
+    let inet = |i: &Iface| -> Option<String> {
+        let (ip, len) = i.v4?;
+        let scope = if i.loopback { "host" } else { "global" };
+        let brd = if i.loopback {
+            String::new()
+        } else {
+            let [a, b, c, _] = ip.octets();
+            format!(" brd {a}.{b}.{c}.255")
+        };
+        Some(format!("inet {ip}/{len}{brd} scope {scope} {}", i.name))
+    };
+    let mut text = String::new();
+    match object {
+        "a" | "ad" | "addr" | "address" => {
+            for i in &ifaces {
+                if brief {
+                    let state = if i.loopback { "UNKNOWN" } else { "UP" };
+                    let addr = i.v4.map(|(ip, len)| format!("{ip}/{len}")).unwrap_or_default();
+                    let _ = writeln!(text, "{:<16} {state:<14} {addr} ", shown_name(i));
+                } else if oneline {
+                    if let Some(line) = inet(i).filter(|_| !v6_only) {
+                        let _ = writeln!(
+                            text,
+                            "{}: {}    {line}\\       valid_lft forever preferred_lft forever",
+                            i.index, i.name
+                        );
+                    }
+                } else {
+                    let _ = writeln!(text, "{}: {}: {}", i.index, shown_name(i), flags(i));
+                    let _ = writeln!(text, "    {}", link_line(i));
+                    if let Some(line) = inet(i).filter(|_| !v6_only) {
+                        let _ = writeln!(text, "    {line}\n       valid_lft forever preferred_lft forever");
+                    }
+                }
+            }
+        }
+        "l" | "link" => {
+            for i in &ifaces {
+                if oneline {
+                    let _ = writeln!(
+                        text,
+                        "{}: {}: {}\\    {}",
+                        i.index,
+                        shown_name(i),
+                        flags(i),
+                        link_line(i)
+                    );
+                } else {
+                    let _ = writeln!(
+                        text,
+                        "{}: {}: {}\n    {}",
+                        i.index,
+                        shown_name(i),
+                        flags(i),
+                        link_line(i)
+                    );
+                }
+            }
+        }
+        "r" | "ro" | "route" => {
+            for i in ifaces.iter().filter(|i| !i.loopback) {
+                if let Some((ip, _)) = i.v4 {
+                    let [a, b, c, _] = ip.octets();
+                    if i.name == "eth0" {
+                        let _ = writeln!(text, "default via {a}.{b}.{c}.1 dev eth0 ");
+                    }
+                    let _ = writeln!(
+                        text,
+                        "{a}.{b}.{c}.0/24 dev {} proto kernel scope link src {ip} ",
+                        i.name
+                    );
+                }
+            }
+        }
+        "" => {
+            return out(
+                "",
+                "Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\nwhere  OBJECT := { address | link | route | ... }\n",
+                255,
+            )
+            .into();
+        }
+        other => {
+            return out("", format!("Object \"{other}\" is unknown, try \"ip help\".\n"), 255).into();
+        }
+    }
+    ExecOutput::ok(text).into()
+}
+
 /// `ipconfig [/all]`: the pod's address on its node's pod network (the node's own address for
 /// HostProcess containers) and the container's DNS configuration.
 fn ipconfig(s: &Arc<Session>, call: Call) -> Reply {
@@ -2113,7 +2456,7 @@ fn cat(s: &Arc<Session>, call: Call) -> Reply {
             stdout.extend_from_slice(&call.stdin);
             continue;
         }
-        match s.disk.get(&s.path(f)).map(|e| &e.file) {
+        match s.disk().get(&s.path(f)).map(|e| &e.file) {
             Some(Some((data, _))) => stdout.extend_from_slice(data),
             Some(None) => {
                 stderr.push_str("cat: read error: Is a directory\n");
@@ -2181,7 +2524,7 @@ fn ls(s: &Arc<Session>, call: Call) -> Reply {
     let (mut stdout, mut stderr, mut code) = (String::new(), String::new(), 0);
     let many = paths.len() > 1;
     for p in &paths {
-        match s.disk.get(&s.path(p)) {
+        match s.disk().get(&s.path(p)) {
             None => {
                 let _ = writeln!(stderr, "ls: {p}: No such file or directory");
                 code = 1;
@@ -2195,7 +2538,7 @@ fn ls(s: &Arc<Session>, call: Call) -> Reply {
                     stdout.push_str(&line(dir, "."));
                     stdout.push_str(&line(dir, ".."));
                 }
-                for child in s.disk.children(&dir.path) {
+                for child in s.disk().children(&dir.path) {
                     stdout.push_str(&line(child, child.name()));
                 }
                 if many {
@@ -2227,7 +2570,8 @@ fn stat(s: &Arc<Session>, call: Call) -> Reply {
     }
     let (mut stdout, mut stderr, mut code) = (String::new(), String::new(), 0);
     for f in &files {
-        let Some(e) = s.disk.get(&s.path(f)) else {
+        let disk = s.disk();
+        let Some(e) = disk.get(&s.path(f)) else {
             let _ = writeln!(stderr, "stat: can't stat '{f}': No such file or directory");
             code = 1;
             continue;
@@ -2313,7 +2657,7 @@ fn grep(s: &Arc<Session>, call: Call) -> Reply {
         inputs.push((String::new(), call.stdin.to_vec()));
     }
     for f in &files {
-        match s.disk.get(&s.path(f)).and_then(|e| e.file.as_ref()) {
+        match s.disk().get(&s.path(f)).and_then(|e| e.file.as_ref()) {
             Some((data, _)) => inputs.push((f.clone(), data.clone())),
             None => {
                 let _ = writeln!(stderr, "grep: {f}: No such file or directory");
@@ -2389,7 +2733,7 @@ fn findstr(s: &Arc<Session>, call: Call) -> Reply {
         text.push_str(&String::from_utf8_lossy(&call.stdin));
     }
     for f in &files {
-        match s.disk.get(&s.path(f)).and_then(|e| e.file.as_ref()) {
+        match s.disk().get(&s.path(f)).and_then(|e| e.file.as_ref()) {
             Some((data, _)) => text.push_str(&String::from_utf8_lossy(data)),
             None => {
                 let _ = write!(stderr, "FINDSTR: Cannot open {f}\r\n");
@@ -2449,7 +2793,6 @@ fn env(s: &Arc<Session>, call: Call) -> Reply {
         argv: rest.to_vec(),
         stdin: call.stdin,
         env: vars,
-        raw: String::new(),
     };
     let s = s.clone();
     Reply::Later(Box::pin(async move {
@@ -2535,7 +2878,8 @@ fn test(s: &Arc<Session>, call: Call) -> Reply {
 }
 
 fn eval_test(s: &Session, args: &[String]) -> Option<bool> {
-    let entry = |p: &str| s.disk.get(&s.path(p));
+    let disk = s.disk();
+    let entry = |p: &str| disk.get(&s.path(p));
     match args {
         [] => Some(false),
         [bang, rest @ ..] if bang == "!" => eval_test(s, rest).map(|b| !b),
@@ -2611,7 +2955,7 @@ fn agnhost(s: &Arc<Session>, call: Call) -> Reply {
         "dns-server-list" => ExecOutput::ok(format!("{}\n", s.ctx.dns().nameservers.join(","))),
         "etc-hosts" => {
             let path = if s.windows() { WINDOWS_HOSTS_PATH } else { "/etc/hosts" };
-            let content = s.disk.get(path).and_then(|e| e.file.as_ref()).map(|(d, _)| d.clone());
+            let content = s.disk().get(path).and_then(|e| e.file.as_ref()).map(|(d, _)| d.clone());
             ExecOutput::ok(content.unwrap_or_default())
         }
         "" | "help" | "--help" | "-h" => ExecOutput::ok(
@@ -2635,6 +2979,18 @@ fn agnhost(s: &Arc<Session>, call: Call) -> Reply {
 // ---------------------------------------------------------------------------------------------
 // Network commands: through the seam's wire, or offline
 // ---------------------------------------------------------------------------------------------
+
+/// .NET socket scripts are not statements the PowerShell interpreter runs one by one: a
+/// UdpClient exchange is answered as a whole ([`netcmd::dotnet_udp`]).
+fn ps_dotnet_udp(s: &Session, script: &str) -> Option<ExecOutput> {
+    match &s.network {
+        Some(net) => netcmd::dotnet_udp(&s.ctx, net.wire(&s.ctx).as_ref(), script),
+        None => {
+            let dns_server = s.ctx.dns().nameservers.first().cloned().unwrap_or_default();
+            netcmd::dotnet_udp(&s.ctx, &Offline { dns_server }, script)
+        }
+    }
+}
 
 fn network(s: &Arc<Session>, call: Call) -> Reply {
     let o = match &s.network {
@@ -2669,12 +3025,16 @@ enum Sink {
     Out,
     Err,
     Null,
+    /// The n-th file the command's redirections opened.
+    File(usize),
 }
 
-/// The target of an output redirection: a file (writes are discarded) or another descriptor.
+/// The target of an output redirection: the n-th opened file, the null device, or another
+/// descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RedirTo {
-    File,
+    File(usize),
+    Null,
     Fd(u8),
 }
 
@@ -2686,7 +3046,8 @@ fn route(redirs: &[(u8, RedirTo)]) -> [Sink; 2] {
             continue;
         };
         sinks[slot] = match to {
-            RedirTo::File => Sink::Null,
+            RedirTo::File(n) => Sink::File(*n),
+            RedirTo::Null => Sink::Null,
             RedirTo::Fd(1) => sinks[0],
             RedirTo::Fd(2) => sinks[1],
             RedirTo::Fd(_) => continue,
@@ -2695,12 +3056,46 @@ fn route(redirs: &[(u8, RedirTo)]) -> [Sink; 2] {
     sinks
 }
 
-fn deliver(o: ExecOutput, sinks: [Sink; 2], stdout: &mut Vec<u8>, stderr: &mut Vec<u8>) {
+/// Output files a command opened: (path as given, append), and what it wrote to each.
+#[derive(Debug, Default)]
+struct Opened {
+    files: Vec<(String, bool)>,
+    written: Vec<Vec<u8>>,
+}
+
+impl Opened {
+    /// Opens every file before the command runs, as shells do (`>` truncates, `>>` creates):
+    /// the first that cannot be opened stops the command, with its path and why.
+    fn open(s: &Session, files: Vec<(String, bool)>) -> Result<Self, (String, WriteError)> {
+        for (path, append) in &files {
+            s.write_file(path, b"", *append).map_err(|e| (path.clone(), e))?;
+        }
+        let written = vec![Vec::new(); files.len()];
+        Ok(Self { files, written })
+    }
+
+    /// Appends what the command wrote to each file.
+    fn close(self, s: &Session) {
+        for ((path, _), data) in self.files.iter().zip(self.written) {
+            if !data.is_empty() {
+                // Opening succeeded, so writing can only fail if the tree changed meanwhile.
+                let _ = s.write_file(path, &data, true);
+            }
+        }
+    }
+}
+
+fn deliver(o: ExecOutput, sinks: [Sink; 2], stdout: &mut Vec<u8>, stderr: &mut Vec<u8>, opened: &mut Opened) {
     for (bytes, sink) in [(o.stdout, sinks[0]), (o.stderr, sinks[1])] {
         match sink {
             Sink::Out => stdout.extend(bytes),
             Sink::Err => stderr.extend(bytes),
             Sink::Null => {}
+            Sink::File(n) => {
+                if let Some(buf) = opened.written.get_mut(n) {
+                    buf.extend(bytes);
+                }
+            }
         }
     }
 }
@@ -2721,10 +3116,23 @@ struct Word {
     quoted: bool,
 }
 
+impl Word {
+    /// The unquoted literal text of a word, if it is one (for reserved words).
+    fn bare(&self) -> Option<&str> {
+        match self.pieces.as_slice() {
+            [Piece::Lit(l)] if !self.quoted => Some(l),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum ShRedir {
-    /// To a file: the simulated disks are read-only views, so what is written is discarded.
-    Out,
+    /// To a file (`>`, or `>>` to append).
+    Out {
+        target: Word,
+        append: bool,
+    },
     In(Word),
     Dup(u8),
 }
@@ -2742,10 +3150,30 @@ struct ShSimple {
     redirs: Vec<(u8, ShRedir)>,
 }
 
+/// A command of a pipeline: a simple command or a compound one with its redirections.
+#[derive(Debug)]
+enum ShCmd {
+    Simple(ShSimple),
+    /// `( list )` (a subshell: variables and `exit` stay inside) or `{ list; }`.
+    Group {
+        body: Vec<ShPipeline>,
+        subshell: bool,
+        redirs: Vec<(u8, ShRedir)>,
+    },
+    /// `if list; then list; [elif list; then list;]… [else list;] fi`.
+    If {
+        arms: Vec<(Vec<ShPipeline>, Vec<ShPipeline>)>,
+        otherwise: Option<Vec<ShPipeline>>,
+        redirs: Vec<(u8, ShRedir)>,
+    },
+}
+
 #[derive(Debug)]
 struct ShPipeline {
     chain: Chain,
-    cmds: Vec<ShSimple>,
+    /// `! pipeline` inverts its status.
+    negate: bool,
+    cmds: Vec<ShCmd>,
 }
 
 /// `$NAME`, `${NAME}`, `$?` … at `c[*i] == '$'`; None when no name follows.
@@ -2773,6 +3201,29 @@ fn lex_var(c: &[char], i: &mut usize) -> Option<String> {
     Some(c.get(start..end)?.iter().collect())
 }
 
+/// `$( … )` at `c[*i] == '$'`: command substitution is not run; its text stays literal.
+fn lex_substitution(c: &[char], i: &mut usize, lit: &mut String) -> bool {
+    if c.get(*i + 1) != Some(&'(') {
+        return false;
+    }
+    let mut depth = 0usize;
+    while let Some(&x) = c.get(*i) {
+        lit.push(x);
+        *i += 1;
+        match x {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
 fn lex_word(c: &[char], i: &mut usize) -> Result<Word, String> {
     let mut word = Word::default();
     let mut lit = String::new();
@@ -2783,7 +3234,7 @@ fn lex_word(c: &[char], i: &mut usize) -> Result<Word, String> {
     };
     while let Some(&ch) = c.get(*i) {
         match ch {
-            ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' => break,
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
             '\'' => {
                 word.quoted = true;
                 *i += 1;
@@ -2808,6 +3259,7 @@ fn lex_word(c: &[char], i: &mut usize) -> Result<Word, String> {
                             lit.extend(c.get(*i + 1));
                             *i += 2;
                         }
+                        Some('$') if lex_substitution(c, i, &mut lit) => {}
                         Some('$') => match lex_var(c, i) {
                             Some(var) => {
                                 flush(&mut lit, &mut word);
@@ -2832,6 +3284,7 @@ fn lex_word(c: &[char], i: &mut usize) -> Result<Word, String> {
                 }
                 *i += 2;
             }
+            '$' if lex_substitution(c, i, &mut lit) => {}
             '$' => match lex_var(c, i) {
                 Some(var) => {
                     flush(&mut lit, &mut word);
@@ -2866,7 +3319,8 @@ fn lex_redir(c: &[char], i: &mut usize, fd: Option<u8>) -> Result<ShTok, String>
             None => Err("syntax error: bad fd number".into()),
         };
     }
-    if !input && c.get(*i) == Some(&'>') {
+    let append = !input && c.get(*i) == Some(&'>');
+    if append {
         *i += 1;
     }
     while c.get(*i).is_some_and(|x| *x == ' ' || *x == '\t') {
@@ -2879,7 +3333,7 @@ fn lex_redir(c: &[char], i: &mut usize, fd: Option<u8>) -> Result<ShTok, String>
     Ok(if input {
         ShTok::Redir(fd.unwrap_or(0), ShRedir::In(target))
     } else {
-        ShTok::Redir(fd.unwrap_or(1), ShRedir::Out)
+        ShTok::Redir(fd.unwrap_or(1), ShRedir::Out { target, append })
     })
 }
 
@@ -2913,6 +3367,10 @@ fn lex_sh(text: &str) -> Result<Vec<ShTok>, String> {
                 toks.push(ShTok::Op("|"));
                 i += 1;
             }
+            '(' | ')' => {
+                toks.push(ShTok::Op(if ch == '(' { "(" } else { ")" }));
+                i += 1;
+            }
             '>' | '<' => toks.push(lex_redir(&c, &mut i, None)?),
             d if d.is_ascii_digit() && matches!(next, Some('>' | '<')) => {
                 i += 1;
@@ -2925,51 +3383,203 @@ fn lex_sh(text: &str) -> Result<Vec<ShTok>, String> {
     Ok(toks)
 }
 
-fn parse_sh(toks: Vec<ShTok>) -> Result<Vec<ShPipeline>, String> {
-    let mut pipelines = Vec::new();
-    let mut cmds = Vec::new();
-    let mut cur = ShSimple::default();
-    let mut chain = Chain::Always;
-    let mut pending: Option<&'static str> = None;
-    for tok in toks {
-        match tok {
-            ShTok::Word(w) => cur.words.push(w),
-            ShTok::Redir(fd, r) => cur.redirs.push((fd, r)),
-            ShTok::Op(op) => {
-                if cur.words.is_empty() && cur.redirs.is_empty() {
-                    if op == ";" && cmds.is_empty() && pending.is_none_or(|p| p == ";") {
-                        continue;
-                    }
-                    return Err(format!("syntax error: unexpected \"{op}\""));
-                }
-                cmds.push(std::mem::take(&mut cur));
-                pending = Some(op);
-                if op == "|" {
-                    continue;
-                }
-                pipelines.push(ShPipeline {
-                    chain,
-                    cmds: std::mem::take(&mut cmds),
-                });
-                chain = match op {
-                    "&&" => Chain::And,
-                    "||" => Chain::Or,
-                    _ => Chain::Always,
-                };
-                continue;
+/// Words that start or end compound commands where a command may start.
+const SH_RESERVED: &[&str] = &["if", "then", "elif", "else", "fi", "{", "}", "!"];
+
+/// A recursive-descent parser of sh command lists.
+struct ShParser {
+    toks: Vec<ShTok>,
+    i: usize,
+}
+
+fn sh_unexpected(tok: Option<&ShTok>) -> String {
+    match tok {
+        None => "syntax error: unexpected end of file".into(),
+        Some(ShTok::Op(";")) => "syntax error: unexpected \";\"".into(),
+        Some(ShTok::Op(op)) => format!("syntax error: unexpected \"{op}\""),
+        Some(ShTok::Word(w)) => format!("syntax error: unexpected \"{}\"", w.bare().unwrap_or("word")),
+        Some(ShTok::Redir(..)) => "syntax error: unexpected redirection".into(),
+    }
+}
+
+impl ShParser {
+    fn peek(&self) -> Option<&ShTok> {
+        self.toks.get(self.i)
+    }
+
+    /// The reserved word at the current position, if any.
+    fn reserved(&self) -> Option<&'static str> {
+        match self.peek() {
+            Some(ShTok::Word(w)) => {
+                let bare = w.bare()?;
+                SH_RESERVED.iter().copied().find(|r| *r == bare)
             }
+            _ => None,
         }
-        pending = None;
     }
-    if !(cur.words.is_empty() && cur.redirs.is_empty()) {
-        cmds.push(cur);
-    } else if matches!(pending, Some("|" | "&&" | "||")) {
-        return Err("syntax error: unexpected end of file".into());
+
+    fn op(&self) -> Option<&'static str> {
+        match self.peek() {
+            Some(ShTok::Op(op)) => Some(op),
+            _ => None,
+        }
     }
-    if !cmds.is_empty() {
-        pipelines.push(ShPipeline { chain, cmds });
+
+    fn expect_reserved(&mut self, word: &str) -> Result<(), String> {
+        if self.reserved() == Some(word) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(sh_unexpected(self.peek()))
+        }
     }
-    Ok(pipelines)
+
+    /// A list of pipelines, up to the end, a `)` or one of the reserved words `stops`.
+    fn list(&mut self, stops: &[&str]) -> Result<Vec<ShPipeline>, String> {
+        let mut list = Vec::new();
+        let mut chain = Chain::Always;
+        loop {
+            while self.op() == Some(";") && chain == Chain::Always {
+                self.i += 1;
+            }
+            let at_end = match self.peek() {
+                None => true,
+                Some(ShTok::Op(")")) => true,
+                _ => self.reserved().is_some_and(|r| stops.contains(&r)),
+            };
+            if at_end {
+                if chain != Chain::Always {
+                    return Err(sh_unexpected(self.peek()));
+                }
+                return Ok(list);
+            }
+            let mut pipeline = self.pipeline()?;
+            pipeline.chain = chain;
+            list.push(pipeline);
+            chain = match self.op() {
+                Some(";") => Chain::Always,
+                Some("&&") => Chain::And,
+                Some("||") => Chain::Or,
+                _ => return Ok(list),
+            };
+            self.i += 1;
+        }
+    }
+
+    fn pipeline(&mut self) -> Result<ShPipeline, String> {
+        let negate = self.reserved() == Some("!");
+        if negate {
+            self.i += 1;
+        }
+        let mut cmds = vec![self.command()?];
+        while self.op() == Some("|") {
+            self.i += 1;
+            cmds.push(self.command()?);
+        }
+        Ok(ShPipeline {
+            chain: Chain::Always,
+            negate,
+            cmds,
+        })
+    }
+
+    fn redirections(&mut self) -> Vec<(u8, ShRedir)> {
+        let mut redirs = Vec::new();
+        while let Some(ShTok::Redir(fd, r)) = self.peek() {
+            redirs.push((*fd, r.clone()));
+            self.i += 1;
+        }
+        redirs
+    }
+
+    fn command(&mut self) -> Result<ShCmd, String> {
+        if self.op() == Some("(") {
+            self.i += 1;
+            let body = self.list(&[])?;
+            if self.op() != Some(")") || body.is_empty() {
+                return Err(sh_unexpected(self.peek()));
+            }
+            self.i += 1;
+            let redirs = self.redirections();
+            return Ok(ShCmd::Group {
+                body,
+                subshell: true,
+                redirs,
+            });
+        }
+        match self.reserved() {
+            Some("{") => {
+                self.i += 1;
+                let body = self.list(&["}"])?;
+                self.expect_reserved("}")?;
+                let redirs = self.redirections();
+                return Ok(ShCmd::Group {
+                    body,
+                    subshell: false,
+                    redirs,
+                });
+            }
+            Some("if") => {
+                self.i += 1;
+                let mut arms = Vec::new();
+                let mut otherwise = None;
+                loop {
+                    let cond = self.list(&["then"])?;
+                    self.expect_reserved("then")?;
+                    let body = self.list(&["elif", "else", "fi"])?;
+                    if cond.is_empty() || body.is_empty() {
+                        return Err(sh_unexpected(self.peek()));
+                    }
+                    arms.push((cond, body));
+                    match self.reserved() {
+                        Some("elif") => self.i += 1,
+                        Some("else") => {
+                            self.i += 1;
+                            otherwise = Some(self.list(&["fi"])?);
+                            self.expect_reserved("fi")?;
+                            break;
+                        }
+                        _ => {
+                            self.expect_reserved("fi")?;
+                            break;
+                        }
+                    }
+                }
+                let redirs = self.redirections();
+                return Ok(ShCmd::If {
+                    arms,
+                    otherwise,
+                    redirs,
+                });
+            }
+            Some(word @ ("then" | "elif" | "else" | "fi" | "}")) => {
+                return Err(format!("syntax error: unexpected \"{word}\""));
+            }
+            _ => {}
+        }
+        let mut simple = ShSimple::default();
+        loop {
+            match self.peek() {
+                Some(ShTok::Word(w)) => simple.words.push(w.clone()),
+                Some(ShTok::Redir(fd, r)) => simple.redirs.push((*fd, r.clone())),
+                _ => break,
+            }
+            self.i += 1;
+        }
+        if simple.words.is_empty() && simple.redirs.is_empty() {
+            return Err(sh_unexpected(self.peek()));
+        }
+        Ok(ShCmd::Simple(simple))
+    }
+}
+
+fn parse_sh(toks: Vec<ShTok>) -> Result<Vec<ShPipeline>, String> {
+    let mut parser = ShParser { toks, i: 0 };
+    let list = parser.list(&[])?;
+    match parser.peek() {
+        None => Ok(list),
+        other => Err(sh_unexpected(other)),
+    }
 }
 
 /// A word's value; None for an unquoted word that expanded to nothing (it disappears).
@@ -3014,7 +3624,7 @@ fn sh(s: &Arc<Session>, call: Call) -> Reply {
             idx += 1;
             continue;
         }
-        match s.disk.get(&s.path(a)).and_then(|e| e.file.as_ref()) {
+        match s.disk().get(&s.path(a)).and_then(|e| e.file.as_ref()) {
             Some((data, _)) => script = Some(String::from_utf8_lossy(data).into_owned()),
             None => return out("", format!("sh: can't open '{a}': No such file or directory\n"), 2).into(),
         }
@@ -3027,112 +3637,272 @@ fn sh(s: &Arc<Session>, call: Call) -> Reply {
     Reply::Later(Box::pin(run_sh(s.clone(), script, stdin, call.env)))
 }
 
+/// The state of a running sh script.
+struct ShState {
+    vars: Vec<(String, String)>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: i32,
+    /// What the script reads (the exec's stdin), until a command takes it.
+    stdin: Option<Bytes>,
+}
+
+/// How a list ended: normally, or by `exit` (with its status).
+enum ShFlow {
+    Next,
+    Exit(i32),
+}
+
 async fn run_sh(s: Arc<Session>, script: String, stdin: Bytes, env: Vec<(String, String)>) -> ExecOutput {
-    let pipelines = match lex_sh(&script).and_then(parse_sh) {
+    let list = match lex_sh(&script).and_then(parse_sh) {
         Ok(p) => p,
         Err(e) => return out("", format!("sh: {e}\n"), 2),
     };
-    let mut vars = env;
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let mut status = 0;
-    let mut stdin = Some(stdin);
-    for pipeline in pipelines {
-        if skipped(pipeline.chain, status) {
-            continue;
-        }
-        let last = pipeline.cmds.len().saturating_sub(1);
-        let mut input = stdin.take().unwrap_or_default();
-        for (idx, simple) in pipeline.cmds.iter().enumerate() {
-            let mut argv: Vec<String> = simple.words.iter().filter_map(|w| expand(w, &vars, status)).collect();
-            let assigned: Vec<(String, String)> = argv
-                .drain(..argv.iter().take_while(|a| is_assignment(a)).count())
-                .filter_map(|a| a.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-                .collect();
-            let mut outputs = Vec::new();
-            let mut from = None;
-            for (fd, r) in &simple.redirs {
-                match r {
-                    ShRedir::Out => outputs.push((*fd, RedirTo::File)),
-                    ShRedir::Dup(to) => outputs.push((*fd, RedirTo::Fd(*to))),
-                    ShRedir::In(w) => from = expand(w, &vars, status),
+    let mut st = ShState {
+        vars: env,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        status: 0,
+        stdin: Some(stdin),
+    };
+    let status = match sh_list(&s, &list, &mut st).await {
+        ShFlow::Next => st.status,
+        ShFlow::Exit(code) => code,
+    };
+    out(st.stdout, st.stderr, status)
+}
+
+/// The message and status of a redirection that cannot be opened.
+fn sh_open_error(s: &Session, path: &str, e: WriteError) -> String {
+    let why = match e {
+        WriteError::ReadOnly if s.windows() => "Permission denied",
+        WriteError::ReadOnly => "Read-only file system",
+        WriteError::NoDirectory => "nonexistent directory",
+        WriteError::IsDirectory => "Is a directory",
+    };
+    format!("sh: can't create {path}: {why}\n")
+}
+
+/// A command's opened output files, its output routes and its input file.
+type ShRedirections = (Opened, Vec<(u8, RedirTo)>, Option<String>);
+
+/// Splits redirections into output routes (opening files) and an input file.
+fn sh_redirections(s: &Session, redirs: &[(u8, ShRedir)], st: &ShState) -> Result<ShRedirections, String> {
+    let mut files = Vec::new();
+    let mut outputs = Vec::new();
+    let mut from = None;
+    for (fd, r) in redirs {
+        match r {
+            ShRedir::Out { target, append } => {
+                let path = expand(target, &st.vars, st.status).unwrap_or_default();
+                if volumes::is_null_device(&path, s.windows()) {
+                    outputs.push((*fd, RedirTo::Null));
+                    continue;
                 }
+                files.push((path, *append));
+                outputs.push((*fd, RedirTo::File(files.len() - 1)));
             }
-            let sinks = route(&outputs);
-            let o = match argv.first().map(String::as_str) {
-                None => {
-                    for (k, v) in assigned {
-                        env_set(&mut vars, &k, v, false);
-                    }
-                    out("", "", 0)
-                }
-                Some("exit") => {
-                    let code = match argv.get(1) {
-                        None => status,
-                        Some(n) => match n.parse::<i64>() {
-                            Ok(n) => i32::try_from(n.rem_euclid(256)).unwrap_or(0),
-                            Err(_) => {
-                                stderr.extend(format!("sh: exit: Illegal number: {n}\n").into_bytes());
-                                2
-                            }
-                        },
-                    };
-                    return out(stdout, stderr, code);
-                }
-                Some("export") => {
-                    for a in argv.iter().skip(1) {
-                        if let Some((k, v)) = a.split_once('=') {
-                            env_set(&mut vars, k, v.to_string(), false);
-                        }
-                    }
-                    out("", "", 0)
-                }
-                Some("unset") => {
-                    vars.retain(|(k, _)| !argv.iter().skip(1).any(|a| a == k));
-                    out("", "", 0)
-                }
-                Some("cd" | ":") => out("", "", 0),
-                Some(name) => {
-                    let name = name.to_string();
-                    let mut cmd_env = vars.clone();
-                    for (k, v) in &assigned {
-                        env_set(&mut cmd_env, k, v.clone(), false);
-                    }
-                    let cin = match &from {
-                        None => std::mem::take(&mut input),
-                        Some(path) => match s.disk.get(&s.path(path)).and_then(|e| e.file.as_ref()) {
-                            Some((data, _)) => Bytes::from(data.clone()),
-                            None => {
-                                stderr.extend(
-                                    format!("sh: can't open '{path}': No such file or directory\n").into_bytes(),
-                                );
-                                status = 1;
-                                continue;
-                            }
-                        },
-                    };
-                    let call = Call {
-                        argv,
-                        stdin: cin,
-                        env: cmd_env,
-                        raw: String::new(),
-                    };
-                    match s.run_child(call).await {
-                        Some(o) => o,
-                        None => out("", format!("sh: {name}: not found\n"), 127),
-                    }
-                }
-            };
-            status = code_of(&o);
-            if let ExitStatus::Error(message) = &o.exit {
-                stderr.extend(format!("sh: {message}\n").into_bytes());
-            }
-            let mut piped = Vec::new();
-            let target = if idx < last { &mut piped } else { &mut stdout };
-            deliver(o, sinks, target, &mut stderr);
-            input = Bytes::from(piped);
+            ShRedir::Dup(to) => outputs.push((*fd, RedirTo::Fd(*to))),
+            ShRedir::In(w) => from = expand(w, &st.vars, st.status),
         }
     }
-    out(stdout, stderr, status)
+    let opened = Opened::open(s, files).map_err(|(path, e)| sh_open_error(s, &path, e))?;
+    Ok((opened, outputs, from))
+}
+
+fn sh_list<'a>(
+    s: &'a Arc<Session>,
+    list: &'a [ShPipeline],
+    st: &'a mut ShState,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ShFlow> + Send + 'a>> {
+    Box::pin(async move {
+        for pipeline in list {
+            if skipped(pipeline.chain, st.status) {
+                continue;
+            }
+            if let ShFlow::Exit(code) = sh_pipeline(s, pipeline, st).await {
+                return ShFlow::Exit(code);
+            }
+        }
+        ShFlow::Next
+    })
+}
+
+async fn sh_pipeline(s: &Arc<Session>, pipeline: &ShPipeline, st: &mut ShState) -> ShFlow {
+    let last = pipeline.cmds.len().saturating_sub(1);
+    let mut input = st.stdin.take().unwrap_or_default();
+    for (idx, cmd) in pipeline.cmds.iter().enumerate() {
+        let piped = idx < last;
+        let (flow, output) = sh_command(s, cmd, st, std::mem::take(&mut input), piped).await;
+        if let ShFlow::Exit(code) = flow {
+            return ShFlow::Exit(code);
+        }
+        input = Bytes::from(output);
+    }
+    if pipeline.negate {
+        st.status = i32::from(st.status == 0);
+    }
+    ShFlow::Next
+}
+
+/// Runs one command of a pipeline; returns how it ended and, when it feeds a pipe, its output.
+async fn sh_command(s: &Arc<Session>, cmd: &ShCmd, st: &mut ShState, input: Bytes, piped: bool) -> (ShFlow, Vec<u8>) {
+    let redirs = match cmd {
+        ShCmd::Simple(simple) => &simple.redirs,
+        ShCmd::Group { redirs, .. } | ShCmd::If { redirs, .. } => redirs,
+    };
+    let (mut opened, outputs, from) = match sh_redirections(s, redirs, st) {
+        Ok(x) => x,
+        Err(message) => {
+            st.stderr.extend(message.into_bytes());
+            st.status = 1;
+            return (ShFlow::Next, Vec::new());
+        }
+    };
+    let cin = match &from {
+        None => input,
+        Some(path) => match s.disk().get(&s.path(path)).and_then(|e| e.file.as_ref()) {
+            Some((data, _)) => Bytes::from(data.clone()),
+            None => {
+                st.stderr
+                    .extend(format!("sh: can't open '{path}': No such file or directory\n").into_bytes());
+                st.status = 1;
+                return (ShFlow::Next, Vec::new());
+            }
+        },
+    };
+    let sinks = route(&outputs);
+    let (flow, o) = match cmd {
+        ShCmd::Simple(simple) => sh_simple(s, simple, st, cin).await,
+        ShCmd::Group { body, subshell, .. } => {
+            let mut inner = ShState {
+                vars: st.vars.clone(),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                status: st.status,
+                stdin: Some(cin),
+            };
+            let flow = sh_list(s, body, &mut inner).await;
+            let (flow, status) = match (flow, subshell) {
+                (ShFlow::Exit(code), true) => (ShFlow::Next, code),
+                (ShFlow::Exit(code), false) => (ShFlow::Exit(code), code),
+                (ShFlow::Next, _) => (ShFlow::Next, inner.status),
+            };
+            if !subshell {
+                st.vars = inner.vars;
+            }
+            (flow, out(inner.stdout, inner.stderr, status))
+        }
+        ShCmd::If { arms, otherwise, .. } => {
+            let mut inner = ShState {
+                vars: std::mem::take(&mut st.vars),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                status: st.status,
+                stdin: Some(cin),
+            };
+            let mut flow = ShFlow::Next;
+            let mut ran = false;
+            for (cond, body) in arms {
+                if let ShFlow::Exit(code) = sh_list(s, cond, &mut inner).await {
+                    flow = ShFlow::Exit(code);
+                    ran = true;
+                    break;
+                }
+                if inner.status == 0 {
+                    flow = sh_list(s, body, &mut inner).await;
+                    ran = true;
+                    break;
+                }
+            }
+            if !ran {
+                match otherwise {
+                    Some(body) => flow = sh_list(s, body, &mut inner).await,
+                    None => inner.status = 0,
+                }
+            }
+            st.vars = inner.vars;
+            let status = match flow {
+                ShFlow::Exit(code) => code,
+                ShFlow::Next => inner.status,
+            };
+            (flow, out(inner.stdout, inner.stderr, status))
+        }
+    };
+    st.status = code_of(&o);
+    let mut piped_out = Vec::new();
+    let target = if piped { &mut piped_out } else { &mut st.stdout };
+    deliver(o, sinks, target, &mut st.stderr, &mut opened);
+    opened.close(s);
+    (flow, piped_out)
+}
+
+/// Runs a simple command: assignments, the built-ins, or a program.
+async fn sh_simple(s: &Arc<Session>, simple: &ShSimple, st: &mut ShState, cin: Bytes) -> (ShFlow, ExecOutput) {
+    let mut argv: Vec<String> = simple
+        .words
+        .iter()
+        .filter_map(|w| expand(w, &st.vars, st.status))
+        .collect();
+    let assigned: Vec<(String, String)> = argv
+        .drain(..argv.iter().take_while(|a| is_assignment(a)).count())
+        .filter_map(|a| a.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    let o = match argv.first().map(String::as_str) {
+        None => {
+            for (k, v) in assigned {
+                env_set(&mut st.vars, &k, v, false);
+            }
+            out("", "", 0)
+        }
+        Some("exit") => {
+            let code = match argv.get(1) {
+                None => st.status,
+                Some(n) => match n.parse::<i64>() {
+                    Ok(n) => i32::try_from(n.rem_euclid(256)).unwrap_or(0),
+                    Err(_) => {
+                        st.stderr
+                            .extend(format!("sh: exit: Illegal number: {n}\n").into_bytes());
+                        2
+                    }
+                },
+            };
+            return (ShFlow::Exit(code), out("", "", code));
+        }
+        Some("export") => {
+            for a in argv.iter().skip(1) {
+                if let Some((k, v)) = a.split_once('=') {
+                    env_set(&mut st.vars, k, v.to_string(), false);
+                }
+            }
+            out("", "", 0)
+        }
+        Some("unset") => {
+            st.vars.retain(|(k, _)| !argv.iter().skip(1).any(|a| a == k));
+            out("", "", 0)
+        }
+        Some("cd" | ":") => out("", "", 0),
+        Some(name) => {
+            let name = name.to_string();
+            let mut cmd_env = st.vars.clone();
+            for (k, v) in &assigned {
+                env_set(&mut cmd_env, k, v.clone(), false);
+            }
+            let call = Call {
+                argv,
+                stdin: cin,
+                env: cmd_env,
+            };
+            match s.run_child(call).await {
+                Some(o) => o,
+                None => out("", format!("sh: {name}: not found\n"), 127),
+            }
+        }
+    };
+    if let ExitStatus::Error(message) = &o.exit {
+        st.stderr.extend(format!("sh: {message}\n").into_bytes());
+    }
+    (ShFlow::Next, o)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -3222,6 +3992,8 @@ fn split_cmd(line: &str) -> Vec<(Chain, Vec<String>)> {
     let mut cur = String::new();
     let mut chain = Chain::Always;
     let mut quoted = false;
+    // Inside `( … )` everything is kept for the group's own line.
+    let mut depth = 0usize;
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -3229,7 +4001,20 @@ fn split_cmd(line: &str) -> Vec<(Chain, Vec<String>)> {
                 quoted = !quoted;
                 cur.push(c);
             }
+            '^' if !quoted && depth > 0 => {
+                cur.push(c);
+                cur.extend(chars.next());
+            }
             '^' if !quoted => cur.extend(chars.next()),
+            '(' if !quoted && (depth > 0 || cur.trim().is_empty()) => {
+                depth += 1;
+                cur.push(c);
+            }
+            ')' if !quoted && depth > 0 => {
+                depth -= 1;
+                cur.push(c);
+            }
+            _ if depth > 0 => cur.push(c),
             '&' if cur.ends_with('>') => cur.push(c),
             '&' | '|' if !quoted => {
                 let double = chars.peek() == Some(&c);
@@ -3286,11 +4071,19 @@ fn cmd_tokens(text: &str) -> Vec<String> {
     tokens
 }
 
-/// Takes the redirections out of a command: (text left, output redirections, input file).
-fn cmd_redirections(segment: &str) -> (String, Vec<(u8, RedirTo)>, Option<String>) {
+/// A command's redirections: output routes, the files they open ((path, append), indexed by
+/// [`RedirTo::File`]) and the input file.
+#[derive(Debug, Default)]
+struct CmdRedirs {
+    outputs: Vec<(u8, RedirTo)>,
+    files: Vec<(String, bool)>,
+    input: Option<String>,
+}
+
+/// Takes the redirections out of a command: (text left, its redirections).
+fn cmd_redirections(segment: &str) -> (String, CmdRedirs) {
     let mut text = String::new();
-    let mut redirs = Vec::new();
-    let mut input = None;
+    let mut redirs = CmdRedirs::default();
     let mut quoted = false;
     let chars: Vec<char> = segment.chars().collect();
     let mut i = 0;
@@ -3319,10 +4112,11 @@ fn cmd_redirections(segment: &str) -> (String, Vec<(u8, RedirTo)>, Option<String
                 .and_then(|d| d.to_digit(10))
                 .and_then(|d| u8::try_from(d).ok());
             i += 2;
-            redirs.push((fd.unwrap_or(1), RedirTo::Fd(to.unwrap_or(1))));
+            redirs.outputs.push((fd.unwrap_or(1), RedirTo::Fd(to.unwrap_or(1))));
             continue;
         }
-        if c == '>' && chars.get(i) == Some(&'>') {
+        let append = c == '>' && chars.get(i) == Some(&'>');
+        if append {
             i += 1;
         }
         while chars.get(i).is_some_and(|x| x.is_whitespace()) {
@@ -3336,12 +4130,17 @@ fn cmd_redirections(segment: &str) -> (String, Vec<(u8, RedirTo)>, Option<String
             i += 1;
         }
         if c == '<' {
-            input = Some(target);
+            redirs.input = Some(target);
+        } else if volumes::is_null_device(&target, true) {
+            redirs.outputs.push((fd.unwrap_or(1), RedirTo::Null));
         } else {
-            redirs.push((fd.unwrap_or(1), RedirTo::File));
+            redirs.files.push((target, append));
+            redirs
+                .outputs
+                .push((fd.unwrap_or(1), RedirTo::File(redirs.files.len() - 1)));
         }
     }
-    (text, redirs, input)
+    (text, redirs)
 }
 
 /// `echo`, `echo.`, `echo text`: cmd prints the rest of the line as written.
@@ -3402,7 +4201,7 @@ fn cmd_type(s: &Session, a: &CmdArgs) -> ExecOutput {
     }
     let (mut stdout, mut stderr, mut code) = (Vec::new(), String::new(), 0);
     for f in &a.args {
-        match s.disk.get(&s.path(f)).map(|e| &e.file) {
+        match s.disk().get(&s.path(f)).map(|e| &e.file) {
             Some(Some((data, _))) => stdout.extend_from_slice(data),
             Some(None) => {
                 stderr.push_str("Access is denied.\r\n");
@@ -3424,7 +4223,7 @@ fn cmd_ver(s: &Session, _a: &CmdArgs) -> ExecOutput {
 fn cmd_cd(s: &Session, a: &CmdArgs) -> ExecOutput {
     match a.args.first() {
         None => ExecOutput::ok(format!("{}\r\n", s.cwd())),
-        Some(p) if s.disk.get(&s.path(p)).is_some_and(|e| e.file.is_none()) => ExecOutput::ok(Vec::new()),
+        Some(p) if s.disk().get(&s.path(p)).is_some_and(|e| e.file.is_none()) => ExecOutput::ok(Vec::new()),
         Some(_) => out("", "The system cannot find the path specified.\r\n", 1),
     }
 }
@@ -3464,20 +4263,21 @@ fn cmd_dir(s: &Session, a: &CmdArgs) -> ExecOutput {
         .cloned()
         .unwrap_or_else(|| s.cwd());
     let full = s.path(&target);
-    let Some(entry) = s.disk.get(&full) else {
+    let disk = s.disk();
+    let Some(entry) = disk.get(&full) else {
         return out("", "File Not Found\r\n", 1);
     };
     let items: Vec<&DiskEntry> = if entry.file.is_some() {
         vec![entry]
     } else {
-        s.disk.children(&entry.path)
+        disk.children(&entry.path)
     };
     if bare {
         return ExecOutput::ok(items.iter().map(|e| format!("{}\r\n", e.name())).collect::<String>());
     }
     let when = s.stamp.format("%m/%d/%Y  %I:%M %p").to_string();
     let dir = if entry.file.is_some() {
-        s.disk.parent(&entry.path).unwrap_or_default()
+        disk.parent(&entry.path).unwrap_or_default()
     } else {
         entry.path.clone()
     };
@@ -3488,7 +4288,7 @@ fn cmd_dir(s: &Session, a: &CmdArgs) -> ExecOutput {
         serial.get(4..).unwrap_or("")
     );
     let mut dirs = 0;
-    if entry.file.is_none() && s.disk.parent(&entry.path).is_some() {
+    if entry.file.is_none() && disk.parent(&entry.path).is_some() {
         for name in [".", ".."] {
             let _ = write!(text, "{when}    <DIR>          {name}\r\n");
         }
@@ -3524,40 +4324,119 @@ fn cmd_dir(s: &Session, a: &CmdArgs) -> ExecOutput {
 async fn run_cmd(s: Arc<Session>, line: String, stdin: Bytes, env: Vec<(String, String)>) -> ExecOutput {
     let line = expand_percent(&strip_cmd_quotes(&line), &env);
     let mut env = env;
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let mut status = 0;
-    let mut stdin = Some(stdin);
-    for (chain, segments) in split_cmd(&line) {
-        if skipped(chain, status) {
-            continue;
-        }
-        let last = segments.len().saturating_sub(1);
-        let mut input = stdin.take().unwrap_or_default();
-        for (idx, segment) in segments.iter().enumerate() {
-            let (text, redirs, from) = cmd_redirections(segment);
-            let cin = match from {
-                None => std::mem::take(&mut input),
-                Some(path) => match s.disk.get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
-                    Some((data, _)) => Bytes::from(data.clone()),
-                    None => {
-                        stderr.extend_from_slice(b"The system cannot find the file specified.\r\n");
-                        status = 1;
-                        continue;
-                    }
-                },
-            };
-            let o = match run_cmd_command(&s, &text, &mut env, cin).await {
-                Step::Done(o) => o,
-                Step::Exit(code) => return out(stdout, stderr, code),
-            };
-            status = code_of(&o);
-            let mut piped = Vec::new();
-            let target = if idx < last { &mut piped } else { &mut stdout };
-            deliver(o, route(&redirs), target, &mut stderr);
-            input = Bytes::from(piped);
+    let r = cmd_line(&s, &line, &mut env, stdin).await;
+    out(r.stdout, r.stderr, r.exit.unwrap_or(r.status))
+}
+
+/// What a cmd line (or a parenthesised group) did; `exit` when it ran `exit`.
+#[derive(Default)]
+struct CmdRun {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: i32,
+    exit: Option<i32>,
+}
+
+/// The message of a redirection cmd cannot open (the command does not run; errorlevel 1).
+fn cmd_open_error(e: WriteError) -> &'static str {
+    match e {
+        // STO-READONLY-VOLUME: upstream's e2e asserts exactly this text on a readOnly mount.
+        WriteError::ReadOnly | WriteError::IsDirectory => "Access is denied.\r\n",
+        WriteError::NoDirectory => "The system cannot find the path specified.\r\n",
+    }
+}
+
+/// `( … )` at the start of a segment: the group's line and the text after its `)`.
+fn cmd_group(segment: &str) -> Option<(&str, &str)> {
+    let text = segment.trim_start().strip_prefix('(')?;
+    let mut depth = 1usize;
+    let mut quoted = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((text.get(..i)?, text.get(i + 1..)?));
+                }
+            }
+            _ => {}
         }
     }
-    out(stdout, stderr, status)
+    None
+}
+
+fn cmd_line<'a>(
+    s: &'a Arc<Session>,
+    line: &'a str,
+    env: &'a mut Vec<(String, String)>,
+    stdin: Bytes,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = CmdRun> + Send + 'a>> {
+    Box::pin(async move {
+        let mut run = CmdRun::default();
+        let mut stdin = Some(stdin);
+        for (chain, segments) in split_cmd(line) {
+            if skipped(chain, run.status) {
+                continue;
+            }
+            let last = segments.len().saturating_sub(1);
+            let mut input = stdin.take().unwrap_or_default();
+            for (idx, segment) in segments.iter().enumerate() {
+                let group = cmd_group(segment);
+                let (text, redirs) = match group {
+                    Some((_, after)) => cmd_redirections(after),
+                    None => cmd_redirections(segment),
+                };
+                let cin = match redirs.input {
+                    None => std::mem::take(&mut input),
+                    Some(path) => match s.disk().get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
+                        Some((data, _)) => Bytes::from(data.clone()),
+                        None => {
+                            run.stderr
+                                .extend_from_slice(b"The system cannot find the file specified.\r\n");
+                            run.status = 1;
+                            continue;
+                        }
+                    },
+                };
+                let mut opened = match Opened::open(s, redirs.files) {
+                    Ok(o) => o,
+                    Err((_, e)) => {
+                        run.stderr.extend_from_slice(cmd_open_error(e).as_bytes());
+                        run.status = 1;
+                        continue;
+                    }
+                };
+                let o = match group {
+                    Some((inner, _)) => {
+                        let r = cmd_line(s, inner, env, cin).await;
+                        if let Some(code) = r.exit {
+                            run.stdout.extend(r.stdout);
+                            run.stderr.extend(r.stderr);
+                            run.exit = Some(code);
+                            return run;
+                        }
+                        out(r.stdout, r.stderr, r.status)
+                    }
+                    None => match run_cmd_command(s, &text, env, cin).await {
+                        Step::Done(o) => o,
+                        Step::Exit(code) => {
+                            run.exit = Some(code);
+                            return run;
+                        }
+                    },
+                };
+                run.status = code_of(&o);
+                let mut piped = Vec::new();
+                let target = if idx < last { &mut piped } else { &mut run.stdout };
+                deliver(o, route(&redirs.outputs), target, &mut run.stderr, &mut opened);
+                opened.close(s);
+                input = Bytes::from(piped);
+            }
+        }
+        run
+    })
 }
 
 async fn run_cmd_command(s: &Arc<Session>, text: &str, env: &mut Vec<(String, String)>, stdin: Bytes) -> Step {
@@ -3604,7 +4483,6 @@ async fn run_cmd_command(s: &Arc<Session>, text: &str, env: &mut Vec<(String, St
         argv: cmd_tokens(text),
         stdin,
         env: env.clone(),
-        raw: text.to_string(),
     };
     Step::Done(match s.run_child(call).await {
         Some(o) => o,
@@ -3644,147 +4522,6 @@ fn ps_not_recognized(statement: &str, name: &str) -> String {
         "CommandNotFoundException",
     )
 }
-
-/// One PowerShell token: its value, whether it was a bare word, whether it was a variable.
-#[derive(Debug, Clone)]
-struct PsTok {
-    text: String,
-    bare: bool,
-    var: bool,
-}
-
-/// Named parameters and positional arguments of a cmdlet call.
-#[derive(Debug, Default)]
-struct PsArgs {
-    named: Vec<(String, Option<String>)>,
-    positional: Vec<String>,
-}
-
-impl PsArgs {
-    /// `valued` lists the parameters that take a value (lower case); a parameter may be
-    /// abbreviated to any prefix.
-    fn parse(toks: &[PsTok], valued: &[&str]) -> Self {
-        let mut args = Self::default();
-        let mut it = toks.iter();
-        while let Some(t) = it.next() {
-            let name = t
-                .text
-                .strip_prefix('-')
-                .filter(|n| t.bare && !t.var && !n.is_empty() && !n.starts_with(|c: char| c.is_ascii_digit()));
-            let Some(name) = name else {
-                args.positional.push(t.text.clone());
-                continue;
-            };
-            let (name, inline) = match name.split_once(':') {
-                Some((n, v)) => (n.to_ascii_lowercase(), Some(v.to_string())),
-                None => (name.to_ascii_lowercase(), None),
-            };
-            let takes_value = valued.iter().any(|v| v.starts_with(&name));
-            let value = match inline {
-                Some(v) => Some(v),
-                None if takes_value => it.next().map(|t| t.text.clone()),
-                None => None,
-            };
-            args.named.push((name, value));
-        }
-        args
-    }
-
-    fn value(&self, names: &[&str]) -> Option<&str> {
-        self.named
-            .iter()
-            .find(|(given, _)| names.iter().any(|n| n.starts_with(given.as_str())))
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    fn switch(&self, name: &str) -> bool {
-        self.named.iter().any(|(given, _)| name.starts_with(given.as_str()))
-    }
-
-    /// The value of a parameter or, without it, the first positional argument.
-    fn path(&self) -> Option<&str> {
-        self.value(&["path", "literalpath"])
-            .or_else(|| self.positional.first().map(String::as_str))
-    }
-}
-
-type CmdletFn = fn(&Arc<Session>, Call, PsArgs) -> Reply;
-
-/// A cmdlet: its name and aliases, whether only Windows PowerShell has it, the parameters that
-/// take values, its handler.
-struct Cmdlet {
-    names: &'static [&'static str],
-    desktop_only: bool,
-    valued: &'static [&'static str],
-    run: CmdletFn,
-}
-
-static CMDLETS: &[Cmdlet] = &[
-    Cmdlet {
-        names: &["get-content", "gc", "cat", "type"],
-        desktop_only: false,
-        valued: &[
-            "path",
-            "literalpath",
-            "totalcount",
-            "tail",
-            "encoding",
-            "erroraction",
-            "head",
-        ],
-        run: ps_get_content,
-    },
-    Cmdlet {
-        names: &["get-childitem", "gci", "dir", "ls"],
-        desktop_only: false,
-        valued: &[
-            "path",
-            "literalpath",
-            "filter",
-            "include",
-            "exclude",
-            "depth",
-            "erroraction",
-        ],
-        run: ps_get_child_item,
-    },
-    Cmdlet {
-        names: &["test-path"],
-        desktop_only: false,
-        valued: &["path", "literalpath", "pathtype", "erroraction"],
-        run: ps_test_path,
-    },
-    Cmdlet {
-        names: &["write-output", "echo", "write"],
-        desktop_only: false,
-        valued: &[],
-        run: ps_write_output,
-    },
-    Cmdlet {
-        names: &["write-host"],
-        desktop_only: false,
-        valued: &["foregroundcolor", "backgroundcolor", "separator"],
-        run: ps_write_host,
-    },
-    Cmdlet {
-        names: &["get-location", "pwd", "gl"],
-        desktop_only: false,
-        valued: &[],
-        run: ps_get_location,
-    },
-    Cmdlet {
-        names: &["resolve-dnsname"],
-        desktop_only: true,
-        valued: &["name", "server", "type"],
-        run: ps_network,
-    },
-    Cmdlet {
-        names: &["test-netconnection", "tnc"],
-        desktop_only: true,
-        valued: &["computername", "port", "commontcpport", "informationlevel"],
-        run: ps_network,
-    },
-];
 
 fn powershell(s: &Arc<Session>, call: Call) -> Reply {
     ps_entry(s, call, false)
@@ -3834,7 +4571,7 @@ fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
         }
         if lower == "-f" || lower == "-file" {
             let path = rest.first().cloned().unwrap_or_default();
-            match s.disk.get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
+            match s.disk().get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
                 Some((data, _)) => script = Some(String::from_utf8_lossy(data).into_owned()),
                 None => {
                     return out(
@@ -3874,330 +4611,7 @@ fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
             return ExecOutput::ok(format!("{banner}PS {}> ", s.cwd())).into();
         }
     };
-    Reply::Later(Box::pin(run_ps(s.clone(), script, call.env, core)))
-}
-
-/// Splits at the separators outside quotes, parentheses and braces.
-fn ps_split(text: &str, separators: &[char]) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut depth = 0i32;
-    for c in text.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(' | '{') => depth += 1,
-            (None, ')' | '}') => depth -= 1,
-            (None, c) if depth <= 0 && separators.contains(&c) => {
-                parts.push(std::mem::take(&mut cur));
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    parts.push(cur);
-    parts
-}
-
-fn ps_escape(c: char) -> char {
-    match c {
-        'n' => '\n',
-        't' => '\t',
-        'r' => '\r',
-        '0' => '\0',
-        other => other,
-    }
-}
-
-/// A variable reference at `c[*i] == '$'`: `$env:NAME`, `${env:NAME}`, `$true`, `$false`,
-/// `$null` (other variables are unset and expand to nothing).
-fn ps_var(c: &[char], i: &mut usize, env: &[(String, String)]) -> String {
-    let braced = c.get(*i + 1) == Some(&'{');
-    let start = *i + 1 + usize::from(braced);
-    let mut end = start;
-    let name_char = |x: &char| x.is_ascii_alphanumeric() || *x == '_' || *x == ':' || (braced && *x != '}');
-    while c.get(end).is_some_and(name_char) {
-        end += 1;
-    }
-    if end == start {
-        *i += 1;
-        return "$".into();
-    }
-    let name: String = c.get(start..end).map(|n| n.iter().collect()).unwrap_or_default();
-    *i = end + usize::from(braced && c.get(end) == Some(&'}'));
-    let lower = name.to_ascii_lowercase();
-    match lower.strip_prefix("env:") {
-        Some(_) => env_get(env, name.get(4..).unwrap_or(""), true)
-            .unwrap_or("")
-            .to_string(),
-        None => match lower.as_str() {
-            "true" => "True".into(),
-            "false" => "False".into(),
-            _ => String::new(),
-        },
-    }
-}
-
-fn ps_tokens(text: &str, env: &[(String, String)]) -> Vec<PsTok> {
-    let c: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    let mut toks = Vec::new();
-    while let Some(&first) = c.get(i) {
-        if first.is_whitespace() {
-            i += 1;
-            continue;
-        }
-        let mut tok = PsTok {
-            text: String::new(),
-            bare: first != '\'' && first != '"',
-            var: first == '$',
-        };
-        while let Some(&ch) = c.get(i) {
-            match ch {
-                w if w.is_whitespace() => break,
-                '\'' => {
-                    i += 1;
-                    while let Some(&x) = c.get(i) {
-                        i += 1;
-                        if x == '\'' {
-                            if c.get(i) == Some(&'\'') {
-                                tok.text.push('\'');
-                                i += 1;
-                                continue;
-                            }
-                            break;
-                        }
-                        tok.text.push(x);
-                    }
-                }
-                '"' => {
-                    i += 1;
-                    while let Some(&x) = c.get(i) {
-                        match x {
-                            '"' => {
-                                i += 1;
-                                break;
-                            }
-                            '`' => {
-                                tok.text.extend(c.get(i + 1).map(|e| ps_escape(*e)));
-                                i += 2;
-                            }
-                            '$' => {
-                                let value = ps_var(&c, &mut i, env);
-                                tok.text.push_str(&value);
-                            }
-                            other => {
-                                tok.text.push(other);
-                                i += 1;
-                            }
-                        }
-                    }
-                }
-                '`' => {
-                    tok.text.extend(c.get(i + 1).map(|e| ps_escape(*e)));
-                    i += 2;
-                }
-                '$' => {
-                    let value = ps_var(&c, &mut i, env);
-                    tok.text.push_str(&value);
-                }
-                other => {
-                    tok.text.push(other);
-                    i += 1;
-                }
-            }
-        }
-        toks.push(tok);
-    }
-    toks
-}
-
-async fn run_ps(s: Arc<Session>, script: String, env: Vec<(String, String)>, core: bool) -> ExecOutput {
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let mut last_ok = true;
-    let mut native: Option<i32> = None;
-    for statement in ps_split(&script, &[';', '\n']) {
-        let statement = statement.trim();
-        if statement.is_empty() || statement.starts_with('#') {
-            continue;
-        }
-        let elements = ps_split(statement, &['|']);
-        let first = elements.first().map(|e| e.trim()).unwrap_or("");
-        let toks = ps_tokens(first, &env);
-        if toks
-            .first()
-            .is_some_and(|t| t.bare && t.text.eq_ignore_ascii_case("exit"))
-        {
-            let code = toks.get(1).and_then(|t| t.text.parse::<i32>().ok()).unwrap_or(0);
-            return out(stdout, stderr, code);
-        }
-        let (mut o, is_native) = ps_command(&s, first, toks, &env, core).await;
-        for element in elements.iter().skip(1) {
-            o = ps_filter(o, element.trim(), &env, statement);
-        }
-        last_ok = code_of(&o) == 0;
-        native = is_native.then(|| code_of(&o));
-        stdout.extend(o.stdout);
-        stderr.extend(o.stderr);
-    }
-    let code = match (core, native) {
-        (true, Some(code)) => code,
-        _ if last_ok => 0,
-        _ => 1,
-    };
-    out(stdout, stderr, code)
-}
-
-/// Runs the first element of a pipeline: an expression, a cmdlet or an executable.
-async fn ps_command(
-    s: &Arc<Session>,
-    raw: &str,
-    toks: Vec<PsTok>,
-    env: &[(String, String)],
-    core: bool,
-) -> (ExecOutput, bool) {
-    let Some(first) = toks.first() else {
-        return (ExecOutput::ok(Vec::new()), false);
-    };
-    if !first.bare || first.var {
-        let text: String = toks
-            .iter()
-            .filter(|t| !t.text.is_empty())
-            .map(|t| format!("{}\r\n", t.text))
-            .collect();
-        return (ExecOutput::ok(text), false);
-    }
-    let name = first.text.to_ascii_lowercase();
-    let call = Call {
-        argv: toks.iter().map(|t| t.text.clone()).collect(),
-        stdin: Bytes::new(),
-        env: env.to_vec(),
-        raw: raw.to_string(),
-    };
-    if let Some(cmdlet) = CMDLETS
-        .iter()
-        .find(|c| c.names.contains(&name.as_str()) && !(core && c.desktop_only))
-    {
-        let args = PsArgs::parse(toks.get(1..).unwrap_or(&[]), cmdlet.valued);
-        return ((cmdlet.run)(s, call, args).run().await, false);
-    }
-    let shown = first.text.clone();
-    match s.run_child(call).await {
-        Some(o) => (o, true),
-        None => (out("", ps_not_recognized(raw, &shown), 1), false),
-    }
-}
-
-/// A later element of a pipeline, applied to the text the earlier ones wrote.
-fn ps_filter(o: ExecOutput, element: &str, env: &[(String, String)], statement: &str) -> ExecOutput {
-    let toks = ps_tokens(element, env);
-    let name = toks.first().map(|t| t.text.to_ascii_lowercase()).unwrap_or_default();
-    let args = PsArgs::parse(toks.get(1..).unwrap_or(&[]), &["pattern", "path"]);
-    match name.as_str() {
-        "out-null" => ExecOutput {
-            stdout: Vec::new(),
-            ..o
-        },
-        "out-string" | "out-host" | "out-default" | "write-output" => o,
-        "select-string" | "sls" | "findstr" => {
-            let native = name == "findstr";
-            let pattern = args
-                .value(&["pattern"])
-                .or_else(|| args.positional.first().map(String::as_str))
-                .unwrap_or("")
-                .to_string();
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            let hits: Vec<&str> = text.lines().filter(|l| line_matches(l, &pattern, !native)).collect();
-            let body: String = hits.iter().map(|h| format!("{h}\r\n")).collect();
-            let stdout = match (native, hits.is_empty()) {
-                (true, _) | (false, true) => body,
-                (false, false) => format!("\r\n{body}\r\n\r\n"),
-            };
-            let code = if native && hits.is_empty() { 1 } else { code_of(&o) };
-            out(stdout, o.stderr, code)
-        }
-        _ => {
-            let mut stderr = o.stderr;
-            stderr.extend(ps_not_recognized(statement, toks.first().map_or("", |t| t.text.as_str())).into_bytes());
-            out("", stderr, 1)
-        }
-    }
-}
-
-fn ps_get_content(s: &Arc<Session>, call: Call, args: PsArgs) -> Reply {
-    let fqid = |id: &str| format!("{id},Microsoft.PowerShell.Commands.GetContentCommand");
-    let Some(path) = args.path() else {
-        let text = ps_error(
-            &call.raw,
-            "Get-Content",
-            "Cannot process command because of one or more missing mandatory parameters: Path.",
-            "InvalidArgument: (:) [Get-Content], ParameterBindingException",
-            &fqid("MissingMandatoryParameter"),
-        );
-        return out("", text, 1).into();
-    };
-    let full = s.path(path);
-    let o = match s.disk.get(&full).map(|e| &e.file) {
-        Some(Some((data, _))) => {
-            let text = String::from_utf8_lossy(data);
-            if args.switch("raw") {
-                ExecOutput::ok(format!("{text}\r\n"))
-            } else {
-                ExecOutput::ok(text.lines().map(|l| format!("{l}\r\n")).collect::<String>())
-            }
-        }
-        Some(None) => out(
-            "",
-            ps_error(
-                &call.raw,
-                "Get-Content",
-                &format!(
-                    "Unable to get content because it is a directory: '{full}'. Please use 'Get-ChildItem' instead."
-                ),
-                &format!("InvalidOperation: ({full}:String) [Get-Content], UnauthorizedAccessException"),
-                &fqid("GetContentReaderUnauthorizedAccessError"),
-            ),
-            1,
-        ),
-        None => out(
-            "",
-            ps_error(
-                &call.raw,
-                "Get-Content",
-                &format!("Cannot find path '{full}' because it does not exist."),
-                &format!("ObjectNotFound: ({full}:String) [Get-Content], ItemNotFoundException"),
-                &fqid("PathNotFound"),
-            ),
-            1,
-        ),
-    };
-    o.into()
-}
-
-/// `env:NAME` → NAME (case-insensitive drive prefix).
-fn env_drive(path: &str) -> Option<&str> {
-    path.get(..4)
-        .filter(|p| p.eq_ignore_ascii_case("env:"))
-        .and_then(|_| path.get(4..))
-}
-
-fn ps_test_path(s: &Arc<Session>, call: Call, args: PsArgs) -> Reply {
-    let path = args.path().unwrap_or("");
-    let found = match env_drive(path) {
-        Some(name) => name.is_empty() || env_get(&call.env, name, true).is_some(),
-        None => {
-            let entry = s.disk.get(&s.path(path));
-            match args.value(&["pathtype"]).map(str::to_ascii_lowercase).as_deref() {
-                Some("leaf") => entry.is_some_and(|e| e.file.is_some()),
-                Some("container") => entry.is_some_and(|e| e.file.is_none()),
-                _ => entry.is_some(),
-            }
-        }
-    };
-    ExecOutput::ok(if found { "True\r\n" } else { "False\r\n" }).into()
+    Reply::Later(Box::pin(powershell::run(s.clone(), script, call.env, core)))
 }
 
 fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
@@ -4215,84 +4629,6 @@ fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
         let _ = write!(text, "{mode:<6} {date:>18} {time:>8} {length:>14} {}\r\n", e.name());
     }
     text
-}
-
-fn ps_get_child_item(s: &Arc<Session>, call: Call, args: PsArgs) -> Reply {
-    let path = args.path().unwrap_or(".");
-    if let Some(filter) = env_drive(path) {
-        let mut vars: Vec<&(String, String)> = call
-            .env
-            .iter()
-            .filter(|(k, _)| filter.is_empty() || k.eq_ignore_ascii_case(filter))
-            .collect();
-        vars.sort_by_key(|(k, _)| k.to_lowercase());
-        let mut text =
-            String::from("\r\nName                           Value\r\n----                           -----\r\n");
-        for (k, v) in vars {
-            let _ = write!(text, "{k:<30} {v}\r\n");
-        }
-        text.push_str("\r\n\r\n");
-        return ExecOutput::ok(text).into();
-    }
-    let full = s.path(path);
-    let Some(entry) = s.disk.get(&full) else {
-        let text = ps_error(
-            &call.raw,
-            "Get-ChildItem",
-            &format!("Cannot find path '{full}' because it does not exist."),
-            &format!("ObjectNotFound: ({full}:String) [Get-ChildItem], ItemNotFoundException"),
-            "PathNotFound,Microsoft.PowerShell.Commands.GetChildItemCommand",
-        );
-        return out("", text, 1).into();
-    };
-    let mut items: Vec<&DiskEntry> = match (&entry.file, args.switch("recurse")) {
-        (Some(_), _) => vec![entry],
-        (None, true) => s.disk.descendants(&entry.path),
-        (None, false) => s.disk.children(&entry.path),
-    };
-    if args.switch("file") {
-        items.retain(|e| e.file.is_some());
-    }
-    if args.switch("directory") {
-        items.retain(|e| e.file.is_none());
-    }
-    if args.switch("name") {
-        let base = format!("{}\\", entry.path.trim_end_matches('\\'));
-        let text: String = items
-            .iter()
-            .map(|e| format!("{}\r\n", e.path.strip_prefix(&base).unwrap_or(e.name())))
-            .collect();
-        return ExecOutput::ok(text).into();
-    }
-    let mut sections: Vec<(String, Vec<&DiskEntry>)> = Vec::new();
-    for e in items {
-        let parent = s.disk.parent(&e.path).unwrap_or_default();
-        match sections.iter_mut().find(|(p, _)| p.eq_ignore_ascii_case(&parent)) {
-            Some((_, list)) => list.push(e),
-            None => sections.push((parent, vec![e])),
-        }
-    }
-    sections.sort_by_key(|(p, _)| p.to_lowercase());
-    let mut text: String = sections.iter().map(|(dir, list)| ps_section(s, dir, list)).collect();
-    text.push_str("\r\n\r\n");
-    ExecOutput::ok(text).into()
-}
-
-fn ps_write_output(_s: &Arc<Session>, _call: Call, args: PsArgs) -> Reply {
-    ExecOutput::ok(args.positional.iter().map(|a| format!("{a}\r\n")).collect::<String>()).into()
-}
-
-fn ps_write_host(_s: &Arc<Session>, _call: Call, args: PsArgs) -> Reply {
-    let separator = args.value(&["separator"]).unwrap_or(" ");
-    ExecOutput::ok(format!("{}\r\n", args.positional.join(separator))).into()
-}
-
-fn ps_get_location(s: &Arc<Session>, _call: Call, _args: PsArgs) -> Reply {
-    ExecOutput::ok(format!("\r\nPath\r\n----\r\n{}\r\n\r\n\r\n", s.cwd())).into()
-}
-
-fn ps_network(s: &Arc<Session>, call: Call, _args: PsArgs) -> Reply {
-    network(s, call)
 }
 
 #[cfg(test)]
@@ -4316,6 +4652,7 @@ mod tests {
     struct Fixture {
         store: Arc<Store>,
         profiles: Arc<Vec<NodeProfile>>,
+        volumes: Arc<VolumeStore>,
     }
 
     impl Fixture {
@@ -4352,11 +4689,12 @@ mod tests {
             Self {
                 store,
                 profiles: Arc::new(profiles),
+                volumes: Arc::new(VolumeStore::new()),
             }
         }
 
         fn runtime(&self) -> SimRuntime {
-            SimRuntime::new(self.store.clone(), self.profiles.clone())
+            SimRuntime::new(self.store.clone(), self.profiles.clone()).with_volumes(self.volumes.clone())
         }
 
         fn profile(&self, node: &str) -> &NodeProfile {
@@ -4634,6 +4972,26 @@ mod tests {
         );
     }
 
+    /// Before kubelet 1.17 runAsUserName is not honoured (alpha gate in 1.16, no field before):
+    /// the image's default user runs, as in the process model.
+    #[rstest]
+    #[case::kubelet_1_14((1, 14), "ContainerUser")]
+    #[case::kubelet_1_16((1, 16), "ContainerUser")]
+    #[case::kubelet_1_17((1, 17), "ContainerAdministrator")]
+    #[tokio::test]
+    async fn run_as_user_name_needs_kubelet_1_17(#[case] kubelet: (u32, u32), #[case] expected: &str) {
+        let f = Fixture::with_profiles(|ps| {
+            for p in ps.iter_mut() {
+                p.kubelet = kubelet;
+            }
+        });
+        let extra =
+            json!({"pod": {"securityContext": {"windowsOptions": {"runAsUserName": "ContainerAdministrator"}}}});
+        let pod = f.app("nonroot", "win2022-1", NONROOT, extra);
+        let o = exec(&f, &pod, &["cmd", "/S", "/C", "echo %username%"]).await;
+        assert_eq!(text(&o.stdout), format!("{expected}\r\n"));
+    }
+
     #[rstest]
     #[case::linux("linux-1", BUSYBOX, "frobnicate", "executable file not found in $PATH: unknown")]
     #[case::linux_path(
@@ -4712,6 +5070,59 @@ mod tests {
                 assert!(text(&o.stderr).starts_with(&format!("'{shell}' is not recognized")));
             }
         }
+    }
+
+    /// curl.exe ships with Windows from build 17063 on: a Windows Server 1709 container has none.
+    #[rstest]
+    #[case::ws1709("10.0.16299.192", false)]
+    #[case::ws2016("10.0.14393.1198", false)]
+    #[case::ws2019("10.0.17763.6414", true)]
+    #[tokio::test]
+    async fn curl_exe_only_from_build_17063(#[case] kernel: &str, #[case] present: bool) {
+        let f = Fixture::with_profiles(|ps| {
+            for p in ps.iter_mut().filter(|p| p.name == "win2019-1") {
+                p.kernel_version = kernel.to_string();
+            }
+        });
+        let pod = f.app(
+            "old",
+            "win2019-1",
+            "mcr.microsoft.com/windows/servercore:1709",
+            json!({}),
+        );
+        let o = exec(&f, &pod, &["curl.exe", "--version"]).await;
+        if present {
+            assert!(!matches!(o.exit, ExitStatus::Error(_)), "{kernel}");
+        } else {
+            assert!(runtime_message(&o).contains("hcs::System::CreateProcess"), "{kernel}");
+            let o = exec(&f, &pod, &["cmd", "/c", "curl.exe -s http://10.0.0.1/"]).await;
+            assert_eq!(o.exit, ExitStatus::Code(1));
+            assert!(
+                text(&o.stderr).starts_with("'curl.exe' is not recognized"),
+                "{}",
+                text(&o.stderr)
+            );
+        }
+    }
+
+    /// Windows PowerShell's own network clients in a Server Core container without a network:
+    /// Invoke-RestMethod and a .NET UdpClient exchange both time out.
+    #[rstest]
+    #[case::irm(
+        "Invoke-RestMethod -Uri http://10.0.0.1:8080/hostname -TimeoutSec 5",
+        "Invoke-RestMethod : The operation has timed out."
+    )]
+    #[case::udp(
+        "$u = New-Object System.Net.Sockets.UdpClient; $u.Connect('10.0.0.1', 8081); $b = [Text.Encoding]::ASCII.GetBytes('hostname'); [void]$u.Send($b, $b.Length); $e = $null; [Text.Encoding]::ASCII.GetString($u.Receive([ref]$e))",
+        "Exception calling \"Receive\" with \"1\" argument(s)"
+    )]
+    #[tokio::test]
+    async fn windows_powershell_network_clients(#[case] script: &str, #[case] error: &str) {
+        let f = Fixture::new();
+        let pod = f.app("ps", "win2022-1", SERVERCORE, json!({}));
+        let o = exec(&f, &pod, &["powershell.exe", "-NoProfile", "-Command", script]).await;
+        assert_eq!(o.exit, ExitStatus::Code(1));
+        assert!(text(&o.stderr).starts_with(error), "{}", text(&o.stderr));
     }
 
     #[tokio::test]
@@ -5170,5 +5581,338 @@ mod tests {
     fn percent_expansion(#[case] line: &str, #[case] expected: &str) {
         let env = vec![("A".to_string(), "1".to_string())];
         assert_eq!(expand_percent(line, &env), expected);
+    }
+
+    async fn exec_in(f: &Fixture, pod: &Obj, container: &str, argv: &[&str]) -> ExecOutput {
+        let mut req = request(pod, argv);
+        req.container = container.into();
+        f.runtime().exec(req).await
+    }
+
+    /// A pod with a writer and a reader container sharing the emptyDir `data` (the reader
+    /// mounts it `readOnly` at a second path too).
+    fn shared_pod(f: &Fixture, node: &str, image: &str) -> Obj {
+        let (rw, ro) = if f.profile(node).is_windows() {
+            ("C:\\data", "C:\\ro")
+        } else {
+            ("/data", "/ro")
+        };
+        f.pod(
+            "shared",
+            node,
+            json!({
+                "volumes": [{"name": "data", "emptyDir": {}}],
+                "containers": [
+                    {"name": "writer", "image": image, "volumeMounts": [{"name": "data", "mountPath": rw}]},
+                    {"name": "reader", "image": image, "volumeMounts": [
+                        {"name": "data", "mountPath": rw},
+                        {"name": "data", "mountPath": ro, "readOnly": true},
+                    ]},
+                ],
+            }),
+        )
+    }
+
+    /// STO-EMPTYDIR-DISK (W14): a file one container writes into an emptyDir is there for the
+    /// pod's other containers; STO-READONLY-VOLUME (W14, E2E/volumes): the readOnly mount of the
+    /// same volume shows it and refuses writes (busybox ash: `Read-only file system`).
+    #[tokio::test]
+    async fn linux_emptydir_is_shared_and_read_only_mounts_refuse_writes() {
+        let f = Fixture::new();
+        let pod = shared_pod(&f, "linux-1", AGNHOST);
+        let o = exec_in(
+            &f,
+            &pod,
+            "writer",
+            &["sh", "-c", "echo one > /data/f.txt; echo two >> /data/f.txt"],
+        )
+        .await;
+        assert_eq!(o.exit, ExitStatus::Code(0), "{}", text(&o.stderr));
+        let o = exec_in(&f, &pod, "reader", &["cat", "/data/f.txt", "/ro/f.txt"]).await;
+        assert_eq!(text(&o.stdout), "one\ntwo\none\ntwo\n");
+        let o = exec_in(
+            &f,
+            &pod,
+            "reader",
+            &[
+                "sh",
+                "-c",
+                "(echo x > /ro/y.txt) 2>/dev/null && echo allowed || echo denied; echo x > /ro/y.txt",
+            ],
+        )
+        .await;
+        assert_eq!(text(&o.stdout), "denied\n");
+        assert_eq!(text(&o.stderr), "sh: can't create /ro/y.txt: Read-only file system\n");
+        assert_eq!(o.exit, ExitStatus::Code(1));
+        // An API-data volume is always read-only; a missing directory cannot be created into.
+        let app = f.app("app", "linux-1", AGNHOST, json!({}));
+        let o = exec(&f, &app, &["sh", "-c", "echo x > /etc/secret/new; echo y > /nowhere/z"]).await;
+        assert_eq!(
+            text(&o.stderr),
+            "sh: can't create /etc/secret/new: Read-only file system\nsh: can't create /nowhere/z: nonexistent directory\n"
+        );
+        // The container's own layer keeps what it wrote, for it alone.
+        let o = exec(&f, &app, &["sh", "-c", "echo mine > /tmp/own"]).await;
+        assert_eq!(o.exit, ExitStatus::Code(0));
+        assert_eq!(text(&exec(&f, &app, &["cat", "/tmp/own"]).await.stdout), "mine\n");
+        f.volumes.forget_pod(pod.uid());
+        let o = exec_in(&f, &pod, "reader", &["cat", "/data/f.txt"]).await;
+        assert_eq!(o.exit, ExitStatus::Code(1));
+    }
+
+    /// STO-READONLY-VOLUME (E2E/volumes): on Windows the read-only mount answers exactly
+    /// `Access is denied.`; the read-write container's file is readable through it.
+    #[tokio::test]
+    async fn windows_read_only_mount_denies_access() {
+        let f = Fixture::new();
+        let pod = shared_pod(&f, "win2022-1", NANOSERVER);
+        let o = exec_in(
+            &f,
+            &pod,
+            "writer",
+            &["cmd", "/c", "echo windows-volume-test> C:\\data\\seed.txt"],
+        )
+        .await;
+        assert_eq!(o.exit, ExitStatus::Code(0), "{}", text(&o.stderr));
+        let o = exec_in(
+            &f,
+            &pod,
+            "reader",
+            &[
+                "cmd",
+                "/c",
+                "type C:\\ro\\seed.txt & (echo probe> C:\\ro\\probe.txt) && echo write-allowed || echo write-denied",
+            ],
+        )
+        .await;
+        assert_eq!(text(&o.stdout), "windows-volume-test\r\nwrite-denied\r\n");
+        assert_eq!(text(&o.stderr), "Access is denied.\r\n");
+        let o = exec_in(&f, &pod, "reader", &["cmd", "/c", "echo x> C:\\missing\\y.txt"]).await;
+        assert_eq!(text(&o.stderr), "The system cannot find the path specified.\r\n");
+        assert_eq!(o.exit, ExitStatus::Code(1));
+    }
+
+    /// STO-HOSTPATH (W14, E2E/volumes): a hostPath mount shows the node's files — the hosts file
+    /// of the node's OS — and what pods wrote there.
+    #[rstest]
+    #[case::linux("linux-1", AGNHOST, "/etc", "/host", &["cat", "/host/hosts"], "127.0.0.1\tlocalhost")]
+    #[case::windows(
+        "win2022-1",
+        NANOSERVER,
+        "C:\\Windows\\System32\\drivers\\etc",
+        "C:\\host",
+        &["cmd", "/c", "type C:\\host\\hosts"],
+        "localhost name resolution is handled within DNS itself."
+    )]
+    #[tokio::test]
+    async fn host_path_shows_the_node_files(
+        #[case] node: &str,
+        #[case] image: &str,
+        #[case] host: &str,
+        #[case] at: &str,
+        #[case] argv: &[&str],
+        #[case] expected: &str,
+    ) {
+        let f = Fixture::new();
+        let pod = f.app(
+            "hp",
+            node,
+            image,
+            json!({"pod": {"volumes": [{"name": "h", "hostPath": {"path": host, "type": "Directory"}}]},
+                   "container": {"volumeMounts": [{"name": "h", "mountPath": at}]}}),
+        );
+        let o = exec(&f, &pod, argv).await;
+        assert!(text(&o.stdout).contains(expected), "{}", text(&o.stdout));
+        // A write through the mount lands on the node, where another pod's hostPath sees it.
+        let write: &[&str] = if f.profile(node).is_windows() {
+            &["cmd", "/c", "echo left-behind> C:\\host\\note.txt"]
+        } else {
+            &["sh", "-c", "echo left-behind > /host/note.txt"]
+        };
+        assert_eq!(exec(&f, &pod, write).await.exit, ExitStatus::Code(0));
+        let other = f.app(
+            "hp2",
+            node,
+            image,
+            json!({"pod": {"volumes": [{"name": "h", "hostPath": {"path": host}}]},
+                   "container": {"volumeMounts": [{"name": "h", "mountPath": at}]}}),
+        );
+        let read: &[&str] = if f.profile(node).is_windows() {
+            &["cmd", "/c", "type C:\\host\\note.txt"]
+        } else {
+            &["cat", "/host/note.txt"]
+        };
+        assert!(text(&exec(&f, &other, read).await.stdout).starts_with("left-behind"));
+    }
+
+    /// NET-HOSTNETWORK (W14, WI26): a Linux hostNetwork pod has the node's address on one of
+    /// its own interfaces, a pod on the pod network has its pod IP; sh `if` decides as written.
+    #[rstest]
+    #[case::host_network(true, "host-network\n")]
+    #[case::pod_network(false, "pod-network\n")]
+    #[tokio::test]
+    async fn ip_addr_shows_the_network_namespace(#[case] host_network: bool, #[case] expected: &str) {
+        let f = Fixture::new();
+        let node_ip = f.profile("linux-1").ip.to_string();
+        let pod = f.app(
+            "net",
+            "linux-1",
+            AGNHOST,
+            json!({"pod": {"hostNetwork": host_network},
+                   "container": {"env": [{"name": "HOST_IP", "value": node_ip}]}}),
+        );
+        let o = exec(
+            &f,
+            &pod,
+            &[
+                "/bin/sh",
+                "-c",
+                "if ip -o addr show | grep -qF \" $HOST_IP/\"; then echo host-network; else echo pod-network; fi",
+            ],
+        )
+        .await;
+        assert_eq!(text(&o.stdout), expected, "{}", text(&o.stderr));
+        let o = exec(&f, &pod, &["ip", "-o", "addr", "show"]).await;
+        assert!(
+            text(&o.stdout).starts_with("1: lo    inet 127.0.0.1/8 scope host lo\\"),
+            "{}",
+            text(&o.stdout)
+        );
+        let o = exec(&f, &pod, &["ip", "frob"]).await;
+        assert_eq!(o.exit, ExitStatus::Code(255));
+    }
+
+    #[rstest]
+    #[case::if_else("if false; then echo a; elif true; then echo b; else echo c; fi", "b\n", 0)]
+    #[case::if_no_branch("if false; then echo a; fi; echo $?", "0\n", 0)]
+    #[case::nested("if true; then if false; then echo x; else echo y; fi; fi", "y\n", 0)]
+    #[case::subshell_exit("(exit 3); echo $?", "3\n", 0)]
+    #[case::subshell_vars("X=1; (X=2); echo $X", "1\n", 0)]
+    #[case::brace_group("{ echo a; echo ab; } | grep -c a", "2\n", 0)]
+    #[case::negate("! false && echo yes", "yes\n", 0)]
+    #[case::redirect_group("if true; then echo hidden; fi > /dev/null; echo shown", "shown\n", 0)]
+    #[case::syntax("if true; then echo a", "", 2)]
+    #[tokio::test]
+    async fn sh_compound_commands(#[case] script: &str, #[case] expected: &str, #[case] code: i32) {
+        let f = Fixture::new();
+        let pod = f.app("sh", "linux-1", AGNHOST, json!({}));
+        let o = exec(&f, &pod, &["sh", "-c", script]).await;
+        assert_eq!(text(&o.stdout), expected, "{}", text(&o.stderr));
+        assert_eq!(o.exit, ExitStatus::Code(code));
+    }
+
+    /// The SEC-SECRET-AT-REST search as an operator writes it (W14, W22, WSEC): a HostProcess pod
+    /// finds the marker of a Secret in clear text under the kubelet's default root directory
+    /// (kubelet.exe has no --root-dir), with the ACL the directory inherits from C:\ and no
+    /// BitLocker tooling on the node.
+    #[tokio::test]
+    async fn host_process_search_finds_a_secret_in_clear_text() {
+        let f = Fixture::new();
+        let victim = f.app("victim", "win2022-1", SERVERCORE, json!({}));
+        let mut spec = host_process_spec("NT AUTHORITY\\SYSTEM");
+        spec["containers"][0]["env"] = json!([{"name": "MARKER", "value": MARKER}]);
+        let probe = f.pod("node-probe", "win2022-1", spec);
+        let script = "$m = $env:MARKER; $root = 'C:\\var\\lib\\kubelet'; \
+            $k = Get-CimInstance Win32_Process -Filter 'Name = ''kubelet.exe''' | Select-Object -First 1; \
+            if ($k -and $k.CommandLine -match '--root-dir[= ]+(\\S+)') { $root = $Matches[1].Trim([char]34) }; \
+            $hit = Get-ChildItem -Path (Join-Path $root 'pods') -Recurse -File -Force -ErrorAction SilentlyContinue | \
+            Where-Object { $_.FullName -like '*kubernetes.io~secret*' } | \
+            Select-String -SimpleMatch -Pattern $m -List | Select-Object -First 1; \
+            if ($hit) { 'clear-text-on-node-disk: ' + $hit.Path; \
+            'acl: ' + (((Get-Acl -LiteralPath $hit.Path).Access | ForEach-Object { $_.IdentityReference.Value + '=' + $_.FileSystemRights }) -join '; '); \
+            $bl = manage-bde -status C: 2>$null | Select-String 'Conversion Status' | Select-Object -First 1; \
+            'bitlocker: ' + $(if ($bl) { $bl.Line.Trim() } else { 'unknown' }) \
+            } else { 'marker-not-found-under: ' + $root; exit 3 }";
+        let o = exec(&f, &probe, &["powershell.exe", "-NoProfile", "-Command", script]).await;
+        let path = format!(
+            "C:\\var\\lib\\kubelet\\pods\\{}\\volumes\\kubernetes.io~secret\\creds\\password",
+            victim.uid()
+        );
+        assert_eq!(
+            text(&o.stdout),
+            format!(
+                "clear-text-on-node-disk: {path}\r\nacl: NT AUTHORITY\\SYSTEM=FullControl; BUILTIN\\Administrators=FullControl; \
+                 BUILTIN\\Users=ReadAndExecute, Synchronize\r\nbitlocker: unknown\r\n"
+            ),
+            "{}",
+            text(&o.stderr)
+        );
+        assert_eq!(o.exit, ExitStatus::Code(0));
+        // Another marker is not there: the search says where it looked and exits 3.
+        let mut spec = host_process_spec("NT AUTHORITY\\SYSTEM");
+        spec["containers"][0]["env"] = json!([{"name": "MARKER", "value": "absent"}]);
+        let other = f.pod("node-probe-2", "win2022-1", spec);
+        let o = exec(&f, &other, &["powershell.exe", "-NoProfile", "-Command", script]).await;
+        assert_eq!(text(&o.stdout), "marker-not-found-under: C:\\var\\lib\\kubelet\r\n");
+        assert_eq!(o.exit, ExitStatus::Code(3));
+    }
+
+    #[rstest]
+    #[case::variables("$a = 2; $b = $a * 3 + 1; $b", "7\r\n")]
+    #[case::strings("$n = 'x'; \"a-$n-$($n.ToUpper())\"; 'it''s'", "a-x-X\r\nit's\r\n")]
+    #[case::if_elseif(
+        "$v = 5; if ($v -lt 3) { 'low' } elseif ($v -ge 5) { 'high' } else { 'mid' }",
+        "high\r\n"
+    )]
+    #[case::matches(
+        "if ('--root-dir=D:\\k --v=2' -match '--root-dir[= ]+(\\S+)') { $Matches[1] }",
+        "D:\\k\r\n"
+    )]
+    #[case::like_join("@('a.txt','b.log','c.txt') -like '*.txt' -join ','", "a.txt,c.txt\r\n")]
+    #[case::pipeline("1,2,3,4 | Where-Object { $_ -gt 2 } | ForEach-Object { $_ * 10 }", "30\r\n40\r\n")]
+    #[case::select_first("'a','b','c' | Select-Object -First 2", "a\r\nb\r\n")]
+    #[case::select_last("'a','b','c' | Select-Object -Last 1", "c\r\n")]
+    #[case::foreach("foreach ($x in 1,2) { \"n$x\" }", "n1\r\nn2\r\n")]
+    #[case::join_path("Join-Path 'C:\\var\\' '\\pods'", "C:\\var\\pods\r\n")]
+    #[case::cast_char("[char]65 + [string]7", "A7\r\n")]
+    #[case::trim_chars("'\"quoted\"'.Trim([char]34)", "quoted\r\n")]
+    #[case::not_found_silenced("$x = frobnicate 2>$null; if ($x) { 'some' } else { 'none' }", "none\r\n")]
+    #[case::count("@(Get-ChildItem C:\\secrets).Count", "1\r\n")]
+    #[case::select_string_file(
+        "Get-ChildItem C:\\secrets | Select-String s3cr3t | ForEach-Object { $_.LineNumber }",
+        "1\r\n"
+    )]
+    #[case::where_property(
+        "Get-ChildItem C:\\secrets | Where-Object Name -eq 'password' | ForEach-Object Name",
+        "password\r\n"
+    )]
+    #[case::cim_in_container(
+        "(Get-CimInstance Win32_Process | Where-Object { $_.Name -eq 'CExecSvc.exe' }).Name",
+        "CExecSvc.exe\r\n"
+    )]
+    #[case::exit_in_block("if ($true) { 'before'; exit 5 }; 'after'", "before\r\n")]
+    #[case::hashtable("$h = @{ a = 1; b = 'two' }; $h.b", "two\r\n")]
+    #[case::replace_split("('a-b-c' -replace '-', '+') + ' ' + ('x,y' -split ',').Count", "a+b+c 2\r\n")]
+    #[tokio::test]
+    async fn powershell_language(#[case] script: &str, #[case] expected: &str) {
+        let f = Fixture::new();
+        let pod = f.app("ps", "win2022-1", SERVERCORE, json!({}));
+        let o = exec(&f, &pod, &["powershell", "-NoProfile", "-Command", script]).await;
+        assert_eq!(text(&o.stdout), expected, "stderr: {}", text(&o.stderr));
+    }
+
+    #[tokio::test]
+    async fn powershell_errors_and_exit_codes() {
+        let f = Fixture::new();
+        let pod = f.app("ps", "win2022-1", SERVERCORE, json!({}));
+        let o = exec(&f, &pod, &["powershell", "-Command", "if ($true) { 'x' "]).await;
+        assert_eq!(o.exit, ExitStatus::Code(1));
+        assert!(text(&o.stderr).contains("ParserError"), "{}", text(&o.stderr));
+        // A non-terminating error goes to stderr; the script goes on; -ErrorAction drops it.
+        let o = exec(
+            &f,
+            &pod,
+            &[
+                "powershell",
+                "-Command",
+                "Get-Content C:\\nope; Get-Content C:\\nope -ErrorAction SilentlyContinue; 'next'",
+            ],
+        )
+        .await;
+        assert_eq!(text(&o.stdout), "next\r\n");
+        assert_eq!(text(&o.stderr).matches("Cannot find path 'C:\\nope'").count(), 1);
+        assert_eq!(o.exit, ExitStatus::Code(0));
+        let o = exec(&f, &pod, &["powershell", "-Command", "exit 9"]).await;
+        assert_eq!(o.exit, ExitStatus::Code(9));
     }
 }

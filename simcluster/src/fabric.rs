@@ -173,6 +173,10 @@ pub enum App {
     ServeHostname,
     /// A web server (test-webserver, nginx, IIS, a declared container port).
     Web,
+    /// A UDP echo server: a PowerShell script looping on a `System.Net.Sockets.UdpClient`
+    /// bound to a port (`Receive`, then `Send` back), the .NET idiom of Windows images that
+    /// have no netcat.
+    UdpEcho,
     /// A DNS server.
     Dns,
     /// CoreDNS's HTTP endpoints: `/health` (8080), `/ready` (8181), `/metrics` (9153).

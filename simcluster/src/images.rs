@@ -502,6 +502,10 @@ impl Catalogue {
         self.exact(NANOSERVER, &["ltsc2022"], user(&[WS2022]));
         self.exact(NANOSERVER, &["ltsc2025"], user(&[WS2025]));
         self.exact(NANOSERVER, &["1709"], user(&[WS1709]));
+        // Nano Server of Windows Server 2016 (1607) was published as a semi-annual image:
+        // `sac2016`, not `ltsc2016` (hcsshim's and containerd's Windows tests pick
+        // `mcr.microsoft.com/windows/nanoserver:sac2016` for RS1 hosts).
+        self.exact(NANOSERVER, &["sac2016"], user(&[WS2016]));
         self.exact(IIS, &["latest"], admin(&[WS2019, WS2022], true));
         self.exact(IIS, &["windowsservercore-ltsc2019"], admin(&[WS2019], true));
         self.exact(IIS, &["windowsservercore-ltsc2022"], admin(&[WS2022], true));
@@ -537,6 +541,7 @@ impl Catalogue {
         self.exact("microsoft/windowsservercore", &["1709"], admin(&[WS1709], false));
         self.exact("microsoft/windowsservercore", &["ltsc2016"], admin(&[WS2016], false));
         self.exact("microsoft/nanoserver", &["1709"], user(&[WS1709]));
+        self.exact("microsoft/nanoserver", &["sac2016"], user(&[WS2016]));
         self.exact("microsoft/iis", &["windowsservercore-1709"], admin(&[WS1709], true));
         self.exact("microsoft/iis", &["windowsservercore-ltsc2016"], admin(&[WS2016], true));
         // The HostProcess base image: one Windows entry without os.version, runs on any build.
@@ -685,6 +690,9 @@ mod tests {
     #[case::servercore_1709("mcr.microsoft.com/windows/servercore:1709", vec![Some(16299)])]
     #[case::servercore_2016("mcr.microsoft.com/windows/servercore:ltsc2016", vec![Some(14393)])]
     #[case::nanoserver_1809("mcr.microsoft.com/windows/nanoserver:1809", vec![Some(17763)])]
+    #[case::nanoserver_1709("mcr.microsoft.com/windows/nanoserver:1709", vec![Some(16299)])]
+    #[case::nanoserver_2016("mcr.microsoft.com/windows/nanoserver:sac2016", vec![Some(14393)])]
+    #[case::nanoserver_2016_hub("microsoft/nanoserver:sac2016", vec![Some(14393)])]
     #[case::iis_latest("mcr.microsoft.com/windows/servercore/iis", vec![Some(17763), Some(20348)])]
     #[case::iis_2022("mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022", vec![Some(20348)])]
     #[case::old_hub("microsoft/iis:windowsservercore-1709", vec![Some(16299)])]

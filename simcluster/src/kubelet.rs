@@ -22,6 +22,7 @@ use crate::registry;
 use crate::scheduler::PodNeeds;
 use crate::status::ApiError;
 use crate::store::{EventType, Obj, Part, Store, timestamp};
+use crate::volumes::{self, VolumeStore, WriteTarget, Writer};
 
 /// What every kubelet shares.
 #[derive(Debug)]
@@ -46,6 +47,8 @@ pub struct Kubelets {
     evictions: Mutex<HashMap<String, String>>,
     /// Nodes whose MemoryPressure condition is True.
     pressure: Mutex<BTreeSet<String>>,
+    /// What containers write to their volumes, their layers and the nodes' disks.
+    pub volumes: Arc<VolumeStore>,
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -66,6 +69,7 @@ impl Kubelets {
         logs: Arc<LogBook>,
         catalogue: Arc<Catalogue>,
         profiles: Arc<Vec<NodeProfile>>,
+        volumes: Arc<VolumeStore>,
     ) -> Arc<Self> {
         let by_name = profiles.iter().enumerate().map(|(i, p)| (p.name.clone(), i)).collect();
         Arc::new(Self {
@@ -81,6 +85,7 @@ impl Kubelets {
             memory: Mutex::new(HashMap::new()),
             evictions: Mutex::new(HashMap::new()),
             pressure: Mutex::new(BTreeSet::new()),
+            volumes,
         })
     }
 
@@ -493,6 +498,8 @@ struct PodRun {
     admitted: bool,
     /// Evicted by the kubelet (phase Failed, reason Evicted, container states kept).
     evicted: bool,
+    /// The pod runs as HostProcess containers (their writes outside volumes reach the host).
+    host_process: bool,
 }
 
 impl PodRun {
@@ -511,6 +518,7 @@ impl PodRun {
             sandbox_ready: false,
             admitted: false,
             evicted: false,
+            host_process: false,
         }
     }
 
@@ -545,7 +553,8 @@ impl PodRun {
         }
     }
 
-    /// Resource admission (OutOfcpu, OutOfmemory): the pod must fit in what the node's
+    /// Resource admission (reason `OutOf<resource>`: OutOfcpu, OutOfmemory, OutOfhugepages-2Mi, as
+    /// `pkg/kubelet/lifecycle/predicate.go` formats it): the pod must fit in what the node's
     /// admitted pods leave of its allocatable. Admitting it reserves its requests.
     fn admit_resources(&self) -> Option<(String, String)> {
         let needs = PodNeeds::from_pod(self.v());
@@ -569,12 +578,28 @@ impl PodRun {
                     }
                 };
                 return Some((
-                    format!("Outof{res}"),
+                    format!("OutOf{res}"),
                     format!(
                         "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: {}, capacity: {}",
                         fmt(need),
                         fmt(used),
                         fmt(cap)
+                    ),
+                ));
+            }
+        }
+        // Scalar resources (hugepages-*, extended resources) against what the node advertises:
+        // pods bound past the scheduler are refused as upstream's predicate does (their use by
+        // other pods is the scheduler's to count; it is not tracked here).
+        for (res, need) in &needs.scalar {
+            let cap = alloc(res);
+            if *need > cap {
+                return Some((
+                    format!("OutOf{res}"),
+                    format!(
+                        "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: 0, capacity: {}",
+                        need.value(),
+                        cap.value()
                     ),
                 ));
             }
@@ -626,6 +651,7 @@ impl PodRun {
                 for (reason, message) in &plan.warning_events {
                     self.event(Kind::Warning, reason, message);
                 }
+                self.host_process = plan.host_process;
                 self.pod_ip = if plan.host_network || plan.host_process {
                     self.profile.ip.to_string()
                 } else {
@@ -791,6 +817,7 @@ impl PodRun {
                 for line in log {
                     self.k.logs.append(self.pod.namespace(), self.pod.name(), &name, &line);
                 }
+                self.apply_writes(i);
                 let c = &mut self.containers[i];
                 c.state = json!({"running": {"startedAt": now()}});
                 c.started = true;
@@ -805,6 +832,39 @@ impl PodRun {
                 Some(true)
             }
             ContainerOutcome::PullFails { .. } => None,
+        }
+    }
+
+    /// Puts what container i's main process writes where its mounts say (STO-EMPTYDIR-DISK:
+    /// an init container's file in an emptyDir is there for the containers after it).
+    fn apply_writes(&self, i: usize) {
+        let plan = &self.containers[i].plan;
+        if plan.writes.is_empty() {
+            return;
+        }
+        let windows = self.profile.is_windows();
+        let spec = self.v().get("spec").cloned().unwrap_or(Value::Null);
+        let Some(container) = ["initContainers", "containers"]
+            .iter()
+            .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+            .flatten()
+            .find(|c| s(c, "/name") == plan.name)
+        else {
+            return;
+        };
+        let mounts = volumes::mount_points(&spec, container, windows);
+        let writer = Writer {
+            pod_uid: self.pod.uid(),
+            container: &plan.name,
+            node: &self.profile.name,
+            windows,
+            host_process: self.host_process,
+        };
+        for w in &plan.writes {
+            // A read-only target already failed the process (its shell's error).
+            if let WriteTarget::Store { place, path } = volumes::resolve(&mounts, &w.path, writer) {
+                self.k.volumes.write(&place, &path, &w.data, w.append, windows);
+            }
         }
     }
 
@@ -918,6 +978,7 @@ impl PodRun {
             return None;
         }
         self.k.logs.restart(self.pod.namespace(), self.pod.name(), &name);
+        self.k.volumes.reset_layer(self.pod.uid(), &name);
         Some(())
     }
 
@@ -1189,6 +1250,7 @@ impl PodRun {
             self.k.release_ip(&self.profile, &self.pod_ip);
         }
         self.k.logs.remove_pod(self.pod.namespace(), self.pod.name());
+        self.k.volumes.forget_pod(self.pod.uid());
     }
 }
 
@@ -1217,6 +1279,7 @@ fn waiting_containers(pod: &Value) -> Vec<Container> {
             outcome: ContainerOutcome::Runs {
                 process: Process::LongRunning { log: Vec::new() },
             },
+            writes: Vec::new(),
         },
         init: is_init,
         restarts: 0,

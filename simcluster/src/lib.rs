@@ -47,6 +47,7 @@ pub mod table;
 pub mod tls;
 pub mod topology;
 pub mod validation;
+pub mod volumes;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError};
 pub use topology::Topology;

@@ -1,5 +1,6 @@
 //! Network command lines in simulated containers — `agnhost connect`, `curl`/`curl.exe`, `wget`,
-//! `nc`, `nslookup`, `dig`, `ping`, `Resolve-DnsName`, `Test-NetConnection` — parsed and answered
+//! `nc`, `nslookup`, `dig`, `ping`, `Resolve-DnsName`, `Test-NetConnection`, `Invoke-RestMethod`
+//! (Windows PowerShell 5.1's; no certificate checks) — parsed and answered
 //! with each tool's exact output, over a [`Wire`] that decides every lookup and connection.
 //!
 //! [`run`] resolves host names through [`Wire::resolve`] (an IP literal skips DNS), then asks the
@@ -122,6 +123,7 @@ pub fn run_with_input(ctx: &CommandContext, wire: &dyn Wire, argv: &[String], st
         "ping" => ping(&net, args),
         "resolve-dnsname" => resolve_dns_name(&net, args),
         "test-netconnection" | "tnc" => test_net_connection(&net, args),
+        "invoke-restmethod" | "irm" => invoke_rest_method(&net, args),
         _ => out("", format!("{name}: network unreachable\n"), 1),
     }
 }
@@ -1609,6 +1611,163 @@ fn test_net_connection(net: &Net, args: &[String]) -> ExecOutput {
     ExecOutput::ok(format!("{warning}{}", ps_list(&rows)))
 }
 
+/// `Invoke-RestMethod [-Uri] URL [-TimeoutSec N] [-UseBasicParsing] [-Method Get]` of Windows
+/// PowerShell 5.1 (.NET Framework `HttpWebRequest`): the body as a string, or the
+/// `WebException` error record (exit 1 for the shell). A body with an error status becomes the
+/// error message, as 5.1 prints it.
+fn invoke_rest_method(net: &Net, args: &[String]) -> ExecOutput {
+    const VALUED: &[&str] = &[
+        "-uri",
+        "-timeoutsec",
+        "-method",
+        "-headers",
+        "-body",
+        "-contenttype",
+        "-outfile",
+    ];
+    let statement = statement("Invoke-RestMethod", args);
+    let url = flag_value(args, "-uri")
+        .or_else(|| positionals(args, VALUED).first().copied())
+        .unwrap_or("");
+    let failed = |message: &str| {
+        out(
+            "",
+            ps_error(
+                &statement,
+                "Invoke-RestMethod",
+                message,
+                "InvalidOperation: (System.Net.HttpWebRequest:HttpWebRequest) [Invoke-RestMethod], WebException",
+                "WebCmdletWebResponseException,Microsoft.PowerShell.Commands.InvokeRestMethodCommand",
+            ),
+            1,
+        )
+    };
+    if url.is_empty() {
+        return out(
+            "",
+            ps_error(
+                &statement,
+                "Invoke-RestMethod",
+                "Cannot validate argument on parameter 'Uri'. The argument is null or empty. Provide an argument \
+                that is not null or empty, and then try the command again.",
+                "InvalidData: (:) [Invoke-RestMethod], ParameterBindingValidationException",
+                "ParameterArgumentValidationError,Microsoft.PowerShell.Commands.InvokeRestMethodCommand",
+            ),
+            1,
+        );
+    }
+    let url = parse_url(url);
+    let addr = match net.locate(&url.host) {
+        Dest::At(addr, _) => addr,
+        Dest::NotFound | Dest::Timeout(_) => {
+            return failed(&format!("The remote name could not be resolved: '{}'", url.host));
+        }
+    };
+    match net.http_get(&addr, url.port, &url.target) {
+        Ok(reply) if reply.status < 400 => out(format!("{}\r\n", reply.body.trim_end_matches('\n')), "", 0),
+        Ok(reply) if !reply.body.trim().is_empty() => failed(reply.body.trim()),
+        Ok(reply) => failed(&format!(
+            "The remote server returned an error: ({}) {}.",
+            reply.status,
+            reason(reply.status)
+        )),
+        Err(Failure::Timeout | Failure::NoReply) => failed("The operation has timed out."),
+        Err(Failure::Reset) => {
+            failed("The underlying connection was closed: An unexpected error occurred on a receive.")
+        }
+        Err(Failure::Refused | Failure::Other(_)) => failed("Unable to connect to the remote server"),
+    }
+}
+
+/// A PowerShell script that talks UDP through a .NET `System.Net.Sockets.UdpClient` — what
+/// Windows images without netcat or agnhost (Server Core 2016/1709) have:
+///
+/// ```text
+/// $u = New-Object System.Net.Sockets.UdpClient; $u.Client.ReceiveTimeout = 5000
+/// $u.Connect('10.96.0.10', 90); $b = [Text.Encoding]::ASCII.GetBytes('hostname')
+/// [void]$u.Send($b, $b.Length); $e = $null; [Text.Encoding]::ASCII.GetString($u.Receive([ref]$e))
+/// ```
+///
+/// The destination is the `Connect(host, port)` arguments (or the last two of a four-argument
+/// `Send`), the datagram the first `GetBytes('…')` string; with a `Receive` the reply is
+/// printed, or the `SocketException` the method call throws (exit 1). None when the script does
+/// not create a `UdpClient` with a destination (it is then interpreted statement by statement).
+pub fn dotnet_udp(ctx: &CommandContext, wire: &dyn Wire, script: &str) -> Option<ExecOutput> {
+    let lower = script.to_ascii_lowercase();
+    if !lower.contains("sockets.udpclient") {
+        return None;
+    }
+    let call_args = |method: &str| -> Option<Vec<String>> {
+        let at = lower.find(&format!(".{method}("))? + method.len() + 2;
+        let end = at + script.get(at..)?.find(')')?;
+        Some(
+            script
+                .get(at..end)?
+                .split(',')
+                .map(|a| a.trim().trim_matches(['\'', '"']).to_string())
+                .collect(),
+        )
+    };
+    let (host, port) = match (call_args("connect"), call_args("send")) {
+        (Some(a), _) if a.len() == 2 => (a[0].clone(), a[1].clone()),
+        (_, Some(a)) if a.len() == 4 => (a[2].clone(), a[3].clone()),
+        _ => return None,
+    };
+    let port: u16 = port.parse().ok()?;
+    let payload = call_args("getbytes")
+        .and_then(|a| a.into_iter().next())
+        .unwrap_or_default();
+    let receives = lower.contains(".receive(");
+    let statement = script.lines().next().unwrap_or("").trim().to_string();
+    let thrown = |method: &str, arity: u8, message: &str| {
+        let underline = "~".repeat(statement.chars().count().max(1));
+        out(
+            "",
+            format!(
+                "Exception calling \"{method}\" with \"{arity}\" argument(s): \"{message}\"\r\nAt line:1 char:1\r\n\
+                + {statement}\r\n+ {underline}\r\n    + CategoryInfo          : NotSpecified: (:) [], \
+                MethodInvocationException\r\n    + FullyQualifiedErrorId : SocketException\r\n \r\n"
+            ),
+            1,
+        )
+    };
+    let net = Net {
+        ctx,
+        wire,
+        windows: ctx.is_windows(),
+    };
+    let addr = match net.locate(&host) {
+        Dest::At(addr, _) => addr,
+        Dest::NotFound => return Some(thrown("Connect", 2, "No such host is known")),
+        Dest::Timeout(_) => {
+            return Some(thrown(
+                "Connect",
+                2,
+                "This is usually a temporary error during hostname resolution and means that the local server did \
+                not receive a response from an authoritative server",
+            ));
+        }
+    };
+    if !receives {
+        return Some(out("", "", 0));
+    }
+    Some(match net.udp(&addr, port, &payload) {
+        Ok(reply) => out(format!("{reply}\r\n"), "", 0),
+        Err(Failure::Timeout | Failure::NoReply) => thrown(
+            "Receive",
+            1,
+            "A connection attempt failed because the connected party did not properly respond after a period of \
+            time, or established connection failed because connected host has failed to respond",
+        ),
+        Err(Failure::Refused | Failure::Reset) => thrown(
+            "Receive",
+            1,
+            "An existing connection was forcibly closed by the remote host",
+        ),
+        Err(Failure::Other(m)) => thrown("Send", 2, m.trim_end_matches('.')),
+    })
+}
+
 /// A cluster of short options (`-sSf`, `-qO-`, `-o FILE`): the flag letters before the first
 /// letter in `valued`, and that letter with its value (the rest of the cluster, or the next
 /// argument, which `i` then moves past).
@@ -2016,6 +2175,91 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&o.stdout), want.stdout, "stdout of {line}");
         assert_eq!(String::from_utf8_lossy(&o.stderr), want.stderr, "stderr of {line}");
         assert_eq!(o.exit, ExitStatus::Code(want.code), "exit of {line}");
+    }
+
+    /// Windows PowerShell 5.1's Invoke-RestMethod: the body, or the WebException message.
+    #[rstest]
+    #[case::body(
+        Up,
+        "Invoke-RestMethod -Uri http://web:8080/hostname -TimeoutSec 10 -UseBasicParsing",
+        Ok(BODY)
+    )]
+    #[case::positional(Up, "irm http://10.0.0.1:8080/hostname", Ok(BODY))]
+    #[case::refused(
+        Refused,
+        "Invoke-RestMethod http://10.0.0.1:8080/",
+        Err("Unable to connect to the remote server")
+    )]
+    #[case::timeout(
+        Dropped,
+        "Invoke-RestMethod http://10.0.0.1:8080/",
+        Err("The operation has timed out.")
+    )]
+    #[case::reset(
+        Reset,
+        "Invoke-RestMethod http://10.0.0.1:8080/",
+        Err("The underlying connection was closed: An unexpected error occurred on a receive.")
+    )]
+    #[case::nxdomain(
+        Nx,
+        "Invoke-RestMethod http://web:8080/",
+        Err("The remote name could not be resolved: 'web'")
+    )]
+    #[case::dns_down(
+        DnsDown,
+        "Invoke-RestMethod http://web:8080/",
+        Err("The remote name could not be resolved: 'web'")
+    )]
+    #[case::error_body(Http404, "Invoke-RestMethod http://10.0.0.1:8080/x", Err("404 page not found"))]
+    fn invoke_rest_method(#[case] world: World, #[case] line: &str, #[case] want: Result<&str, &str>) {
+        let o = exec(world, Win, line);
+        match want {
+            Ok(body) => {
+                assert_eq!(String::from_utf8_lossy(&o.stdout), format!("{body}\r\n"));
+                assert_eq!(o.exit, ExitStatus::Code(0));
+            }
+            Err(message) => {
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(err.starts_with(&format!("Invoke-RestMethod : {message}\r\n")), "{err}");
+                assert!(err.contains("WebCmdletWebResponseException"), "{err}");
+                assert_eq!(o.exit, ExitStatus::Code(1));
+            }
+        }
+    }
+
+    const UDP_SCRIPT: &str = "$u = New-Object System.Net.Sockets.UdpClient; $u.Client.ReceiveTimeout = 5000; \
+        $u.Connect('web', 90); $b = [System.Text.Encoding]::ASCII.GetBytes('hostname'); [void]$u.Send($b, $b.Length); \
+        $e = New-Object System.Net.IPEndPoint ([System.Net.IPAddress]::Any, 0); \
+        [System.Text.Encoding]::ASCII.GetString($u.Receive([ref]$e))";
+
+    /// A .NET UdpClient exchange in a PowerShell script: the reply, or the SocketException.
+    #[rstest]
+    #[case::reply(Up, Ok("web-7f9c <- hostname"))]
+    #[case::silence(Dropped, Err(("Receive", "A connection attempt failed because the connected party did not properly respond")))]
+    #[case::port_unreachable(Refused, Err(("Receive", "An existing connection was forcibly closed by the remote host")))]
+    #[case::no_such_host(Nx, Err(("Connect", "No such host is known")))]
+    fn dotnet_udp_exchanges(#[case] world: World, #[case] want: Result<&str, (&str, &str)>) {
+        let o = dotnet_udp(&context(Win), &Fake(world), UDP_SCRIPT).expect("a UdpClient script");
+        match want {
+            Ok(reply) => {
+                assert_eq!(String::from_utf8_lossy(&o.stdout), format!("{reply}\r\n"));
+                assert_eq!(o.exit, ExitStatus::Code(0));
+            }
+            Err((method, message)) => {
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(err.starts_with(&format!("Exception calling \"{method}\"")), "{err}");
+                assert!(err.contains(message), "{err}");
+                assert!(err.contains("FullyQualifiedErrorId : SocketException"), "{err}");
+                assert_eq!(o.exit, ExitStatus::Code(1));
+            }
+        }
+    }
+
+    #[rstest]
+    #[case::no_udp("Write-Output hi")]
+    #[case::server_only("$u = New-Object System.Net.Sockets.UdpClient(8081); while ($true) { }")]
+    fn other_scripts_are_not_udp_exchanges(#[case] script: &str) {
+        assert!(dotnet_udp(&context(Win), &Fake(Up), script).is_none());
     }
 
     #[rstest]

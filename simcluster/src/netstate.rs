@@ -266,6 +266,12 @@ fn container_serves(c: &Value, container: usize) -> Vec<Serve> {
             out.push(serve(port, Proto::Tcp, App::Web));
         }
     }
+    // A script answering UDP itself on a bound `System.Net.Sockets.UdpClient` (an echo loop).
+    for port in udp_client_ports(&tokens) {
+        if !out.iter().any(|x| x.port == port && x.proto == Proto::Udp) {
+            out.push(serve(port, Proto::Udp, App::UdpEcho));
+        }
+    }
     for p in arr(c, "/ports") {
         let (Some(port), Some(proto)) = (port_at(p, "containerPort"), proto_of(s(p, "/protocol"))) else {
             continue;
@@ -292,6 +298,31 @@ fn listener_prefixes(tokens: &[&str]) -> Vec<u16> {
                     ports.push(p);
                 }
             }
+        }
+    }
+    ports
+}
+
+/// Ports a script binds `System.Net.Sockets.UdpClient`s to: `New-Object
+/// System.Net.Sockets.UdpClient(8081)`, `… UdpClient 8081`, `… UdpClient -ArgumentList 8081`,
+/// `[System.Net.Sockets.UdpClient]::new(8081)`. A client without a port (`UdpClient`,
+/// `UdpClient()`) binds an ephemeral one and serves nothing.
+fn udp_client_ports(tokens: &[&str]) -> Vec<u16> {
+    let text = tokens.join(" ").to_ascii_lowercase();
+    let mut ports = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("sockets.udpclient") {
+        rest = &rest[i + "sockets.udpclient".len()..];
+        let mut arg = rest.trim_start_matches(']').trim_start_matches("::new");
+        arg = arg.trim_start();
+        arg = arg.strip_prefix("-argumentlist").unwrap_or(arg).trim_start();
+        arg = arg.strip_prefix('(').unwrap_or(arg).trim_start();
+        let digits: String = arg.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(p) = digits.parse::<u16>()
+            && p > 0
+            && !ports.contains(&p)
+        {
+            ports.push(p);
         }
     }
     ports
@@ -404,6 +435,15 @@ mod tests {
     #[case::powershell_http_listener(json!({"image": "mcr.microsoft.com/windows/servercore:ltsc2019",
         "command": ["powershell.exe", "-command", "$l = New-Object System.Net.HttpListener\n$l.Prefixes.Add('http://*:80/')\n$l.Start()"]}),
         vec![(80, Proto::Tcp, App::Web)])]
+    #[case::powershell_udp_echo(json!({"image": "mcr.microsoft.com/windows/servercore:1709",
+        "command": ["powershell.exe", "-Command", "$u = New-Object System.Net.Sockets.UdpClient(8081); while ($true) { $e = $null; $b = $u.Receive([ref]$e); [void]$u.Send($b, $b.Length, $e) }"]}),
+        vec![(8081, Proto::Udp, App::UdpEcho)])]
+    #[case::powershell_udp_new(json!({"image": "mcr.microsoft.com/windows/servercore:ltsc2016",
+        "command": ["powershell", "-c", "$u = [System.Net.Sockets.UdpClient]::new(9000)"]}),
+        vec![(9000, Proto::Udp, App::UdpEcho)])]
+    #[case::powershell_udp_client_only(json!({"image": "mcr.microsoft.com/windows/servercore:1709",
+        "command": ["powershell", "-c", "$u = New-Object System.Net.Sockets.UdpClient; $u.Connect('10.0.0.1', 53)"]}),
+        vec![])]
     #[case::pause(json!({"image": "registry.k8s.io/pause:3.10"}), vec![])]
     fn what_listens(#[case] container: Value, #[case] expect: Vec<(u16, Proto, App)>) {
         assert_eq!(ports(container), expect);

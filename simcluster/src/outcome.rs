@@ -34,8 +34,12 @@
 //!   `echo`/`Write-Host`, `exit`, `sleep`/`Start-Sleep`/`ping -n`, `true`/`false` and a set of
 //!   local file utilities. Loops, servers and anything it cannot interpret (including network
 //!   clients such as `curl`, whose result depends on the network) keep running. Windows
-//!   `timeout /t N` fails at once without console input, as it does in a container.
+//!   `timeout /t N` fails at once without console input, as it does in a container. What a
+//!   statement's redirection sends to a file is recorded in [`ContainerPlan::writes`] (the
+//!   kubelet puts it where the container's mounts say); a redirection into a `readOnly` mount
+//!   fails the statement with the shell's error (STO-READONLY-VOLUME).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -59,6 +63,39 @@ pub const WIN_FILE_NOT_FOUND: &str = "The system cannot find the file specified.
 pub const CONTAINER_ID_PLACEHOLDER: &str = "<containerId>";
 /// The Windows user regarded as root (SEC-RUNASNONROOT-ADMIN).
 pub const WINDOWS_ROOT_USER: &str = "ContainerAdministrator";
+/// The Win32 text of `ERROR_LOGON_FAILURE` (0x52e): what HCS answers when a container process
+/// is to run as an account the container does not have (SEC-RUNASUSERNAME-INVALID).
+pub const WIN_LOGON_FAILURE: &str = "The user name or password is incorrect.";
+
+/// Whether a Windows container of an image whose default user is `image_user` has the account
+/// `user` (SEC-RUNASUSERNAME-INVALID): the two accounts every Windows base image carries
+/// (`ContainerUser`, `ContainerAdministrator`, optionally as `User Manager\…`), the image's own
+/// default user, and the service accounts of `NT AUTHORITY` (SYSTEM, LOCAL SERVICE, NETWORK
+/// SERVICE). Any other name — a local account the image never created, a domain account — makes
+/// the logon fail.
+pub fn windows_account_exists(user: &str, image_user: Option<&str>) -> bool {
+    let (domain, name) = user.rsplit_once('\\').unwrap_or(("", user));
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let container_account = ["ContainerUser", WINDOWS_ROOT_USER]
+        .into_iter()
+        .chain(image_user.map(|u| u.rsplit('\\').next().unwrap_or(u)))
+        .any(|a| is(a, name));
+    let service_account = [
+        "SYSTEM",
+        "LOCAL SERVICE",
+        "LocalService",
+        "NETWORK SERVICE",
+        "NetworkService",
+    ]
+    .into_iter()
+    .any(|a| is(a, name));
+    match domain {
+        "" => container_account || service_account,
+        d if is(d, "User Manager") => container_account,
+        d if is(d, "NT AUTHORITY") => service_account,
+        _ => false,
+    }
+}
 
 /// How the node isolates the pod's Windows containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +167,19 @@ pub struct ContainerPlan {
     /// The effective Windows user (None on Linux).
     pub user: Option<String>,
     pub outcome: ContainerOutcome,
+    /// The files its main process writes through its shell's redirections, in order (the
+    /// kubelet puts them where the container's mounts say, [`crate::volumes`]).
+    pub writes: Vec<FileWrite>,
+}
+
+/// A file a container's main process writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// The absolute path in the container (normalised for its OS).
+    pub path: String,
+    pub data: Vec<u8>,
+    /// `>>` rather than `>`.
+    pub append: bool,
 }
 
 /// What happens to one container.
@@ -529,10 +579,41 @@ fn sandbox(
     }
     let network = pod_network(profile, view);
     let pause = || pause_image(profile, view, catalogue, isolation);
-    match profile.runtime {
+    let infra = match profile.runtime {
         RuntimeKind::Containerd => network.or_else(pause),
         RuntimeKind::Docker => pause().or(network),
+    };
+    infra.or_else(|| sandbox_user(profile, view, catalogue))
+}
+
+/// SEC-RUNASUSERNAME-INVALID: since kubelet 1.22 the CRI carries the pod-level
+/// `windowsOptions.runAsUserName` to the sandbox, and containerd ≥ 1.6 starts the sandbox
+/// (pause) process as that user (E2E/security_context: "Containerd 1.6+ is known to do this").
+/// An account the pause image does not have fails the sandbox with HCS's logon error, and the
+/// pod stays Pending. Docker and older containerd ignore the sandbox user.
+fn sandbox_user(profile: &NodeProfile, view: &PodView<'_>, catalogue: &Catalogue) -> Option<PodVerdict> {
+    if !profile.is_windows()
+        || profile.runtime != RuntimeKind::Containerd
+        || profile.runtime_version < (1, 6)
+        || profile.kubelet < (1, 22)
+    {
+        return None;
     }
+    let user = view
+        .pod_sc()
+        .and_then(|sc| str_at(sc, &["windowsOptions", "runAsUserName"]))
+        .filter(|u| !u.is_empty())?;
+    let pause_user = catalogue.lookup(&profile.pause_image).user;
+    if windows_account_exists(user, pause_user.as_deref()) {
+        return None;
+    }
+    let sandbox_id = container_id(&view.uid, "POD");
+    sandbox_failure(
+        format!(
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start sandbox container task {sandbox_id:?}: hcs::System::CreateProcess {sandbox_id}: {WIN_LOGON_FAILURE}: unknown"
+        ),
+        "SEC-RUNASUSERNAME-INVALID",
+    )
 }
 
 /// The pause image (VER-PAUSE-IMAGE): it must run on the node. A node with
@@ -864,6 +945,7 @@ fn container_plan(
         image: image.clone(),
         user: user.clone(),
         outcome,
+        writes: Vec::new(),
     };
 
     // Pull: a manifest list is matched by platform; a single manifest is pulled as is.
@@ -904,6 +986,37 @@ fn container_plan(
     if let Some(failure) = start_failure(profile, &platform, mode, CONTAINER_ID_PLACEHOLDER) {
         return plan(failure);
     }
+    // The container's process is created as the effective user (SEC-RUNASUSERNAME-INVALID): an
+    // account the image does not have fails the start (StartError, exit code 128). HostProcess
+    // containers run as host accounts, which the runtime validates differently.
+    if let Some(user) = &user
+        && !mode.host_process
+        && !windows_account_exists(user, info.user.as_deref())
+    {
+        let cid = CONTAINER_ID_PLACEHOLDER;
+        let message = match profile.runtime {
+            RuntimeKind::Containerd => format!(
+                "failed to start containerd task \"{cid}\": hcs::System::CreateProcess {cid}: {WIN_LOGON_FAILURE}: unknown"
+            ),
+            RuntimeKind::Docker => format!(
+                "Error response from daemon: container {cid} encountered an error during hcsshim::System::CreateProcess: failure in a Windows system call: {WIN_LOGON_FAILURE} (0x52e)"
+            ),
+        };
+        return plan(ContainerOutcome::StartFails {
+            message,
+            rule: "SEC-RUNASUSERNAME-INVALID",
+        });
+    }
+    // Docker on Windows binds directories only (STO-SINGLE-FILE-MOUNT: W20, WSTO — "volume
+    // mounts can only target a directory in the container, not an individual file").
+    if windows && profile.runtime == RuntimeKind::Docker && mounts_a_file(view.spec, c) {
+        return plan(ContainerOutcome::StartFails {
+            message:
+                "Error response from daemon: invalid mount config for type \"bind\": source path must be a directory"
+                    .into(),
+            rule: "STO-SINGLE-FILE-MOUNT",
+        });
+    }
 
     let ctx = ProcCtx {
         os: profile.os,
@@ -937,12 +1050,38 @@ fn container_plan(
             .and_then(|m| Quantity::parse(m))
             .and_then(|q| u128::try_from(q.value()).ok()),
         stdin: bool_at(c, &["stdin"]).unwrap_or(false),
+        mounts: crate::volumes::mount_points(view.spec, c, windows),
+        writes: RefCell::new(Vec::new()),
     };
     let (command, args) = (string_list(c.get("command")), string_list(c.get("args")));
     // The cluster add-ons' images (kube-proxy, flanneld, CoreDNS, …) behave per node profile.
     let process = crate::addons::process(profile, &image, command.as_deref(), args.as_deref())
         .unwrap_or_else(|| process_of(&ctx, &info, &Reference::parse(&image).repo, command, args));
-    plan(ContainerOutcome::Runs { process })
+    ContainerPlan {
+        writes: ctx.writes.into_inner(),
+        ..plan(ContainerOutcome::Runs { process })
+    }
+}
+
+/// Whether the container mounts a hostPath volume of type `File` or `FileOrCreate`: a single
+/// file bound onto a file path.
+fn mounts_a_file(spec: &Value, c: &Value) -> bool {
+    let volumes = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    c.get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| str_at(m, &["name"]))
+        .any(|name| {
+            volumes.iter().any(|v| {
+                str_at(v, &["name"]) == Some(name)
+                    && matches!(str_at(v, &["hostPath", "type"]), Some("File" | "FileOrCreate"))
+            })
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -969,9 +1108,56 @@ struct ProcCtx {
     limit: Option<u128>,
     node_memory: Option<u128>,
     stdin: bool,
+    /// The container's mounts: where a redirection writes, and which refuse it.
+    mounts: Vec<crate::volumes::MountPoint>,
+    /// What the process wrote so far (redirections to files).
+    writes: RefCell<Vec<FileWrite>>,
 }
 
 impl ProcCtx {
+    fn windows(&self) -> bool {
+        self.os == Os::Windows
+    }
+
+    /// The absolute path a redirection target names (relative to `/` or `C:\\`).
+    fn target_path(&self, target: &str) -> String {
+        crate::volumes::absolute(target, self.windows())
+    }
+
+    /// Why writing `target` fails (the shell's message), if it does: a read-only mount
+    /// (STO-READONLY-VOLUME: cmd answers `Access is denied.`, as upstream's e2e asserts).
+    fn refused_write(&self, shell: Shell, target: &str) -> Option<String> {
+        use crate::volumes::{WriteTarget, Writer, resolve};
+        let full = self.target_path(target);
+        let writer = Writer {
+            pod_uid: "",
+            container: "",
+            node: "",
+            windows: self.windows(),
+            host_process: false,
+        };
+        if resolve(&self.mounts, &full, writer) != WriteTarget::ReadOnly {
+            return None;
+        }
+        Some(match (shell, self.windows()) {
+            (Shell::Cmd, _) => "Access is denied.".into(),
+            (Shell::Ps, _) => format!("out-file : Access to the path '{full}' is denied."),
+            (Shell::Sh, false) => format!("sh: can't create {target}: Read-only file system"),
+            (Shell::Sh, true) => format!("sh: can't create {target}: Permission denied"),
+        })
+    }
+
+    /// Records that a statement's output lines went to `target`.
+    fn record_write(&self, target: &str, lines: &[String], append: bool) {
+        let eol = if self.windows() { "\r\n" } else { "\n" };
+        let data: String = lines.iter().map(|l| format!("{l}{eol}")).collect();
+        self.writes.borrow_mut().push(FileWrite {
+            path: self.target_path(target),
+            data: data.into_bytes(),
+            append,
+        });
+    }
+
     fn var(&self, name: &str) -> Option<String> {
         if let Some(v) = self.env.get(name) {
             return Some(v.clone());
@@ -1411,12 +1597,34 @@ fn run_statement(ctx: &ProcCtx, shell: Shell, stmt: &str, last: i32, depth: usiz
         }
         return ran(code, ms, Vec::new());
     }
-    let (tokens, redirected) = tokenize(ctx, shell, stmt);
+    let (tokens, redirect) = tokenize(ctx, shell, stmt);
     let raw = match shell {
         Shell::Cmd => expand_cmd(ctx, stmt),
         _ => stmt.to_string(),
     };
-    let eval = run_tokens(ctx, shell, &tokens, &raw, redirected, depth);
+    let file = match &redirect {
+        Some(Redirect::File { target, append }) => Some((target.clone(), *append)),
+        _ => None,
+    };
+    // The shell opens the file before it runs the command: a read-only mount stops it.
+    if let Some((target, _)) = &file
+        && let Some(message) = ctx.refused_write(shell, target)
+    {
+        return ran(1, 0, vec![message]);
+    }
+    let eval = run_tokens(ctx, shell, &tokens, &raw, redirect == Some(Redirect::Discard), depth);
+    let eval = match (file, eval) {
+        (Some((target, append)), Eval::Ran { code, ms, log, exit }) => {
+            ctx.record_write(&target, &log, append);
+            Eval::Ran {
+                code,
+                ms,
+                log: Vec::new(),
+                exit,
+            }
+        }
+        (_, other) => other,
+    };
     match eval {
         Eval::Ran { code, ms, log, exit } if tokens.first().is_some_and(|t| program(t) == "exit") => {
             // `exit` without a number keeps the last status (sh, cmd `exit /b`).
@@ -1462,9 +1670,18 @@ fn expand_cmd(ctx: &ProcCtx, s: &str) -> String {
     out
 }
 
-/// Splits a simple command into words (quotes removed, variables expanded) and says whether its
-/// standard output is redirected away.
-fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
+/// Where a statement's standard output goes instead of the container's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Redirect {
+    /// `/dev/null`, `NUL`, `$null`.
+    Discard,
+    /// A file (`>`, or `>>` to append).
+    File { target: String, append: bool },
+}
+
+/// Splits a simple command into words (quotes removed, variables expanded) and says where its
+/// standard output is redirected, if it is.
+fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, Option<Redirect>) {
     let text = match shell {
         Shell::Cmd => expand_cmd(ctx, stmt),
         _ => stmt.to_string(),
@@ -1473,7 +1690,7 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
     let mut cur = String::new();
     let mut has = false;
     let mut quote: Option<char> = None;
-    let mut redirected = false;
+    let mut redirected: Option<Redirect> = None;
     let mut chars = text.chars().peekable();
     let escape = match shell {
         Shell::Sh => Some('\\'),
@@ -1571,7 +1788,9 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
                         }
                         String::new()
                     };
-                    while matches!(chars.peek(), Some('>') | Some('&')) {
+                    let mut append = false;
+                    while let Some(&c) = chars.peek().filter(|c| matches!(c, '>' | '&')) {
+                        append |= c == '>';
                         chars.next();
                     }
                     while chars.peek().is_some_and(|c| c.is_whitespace()) {
@@ -1585,10 +1804,17 @@ fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, bool) {
                         target.push(c);
                         chars.next();
                     }
-                    let target = target.trim_matches('"').to_ascii_lowercase();
+                    let target = target.trim_matches('"').to_string();
+                    let lower = target.to_ascii_lowercase();
                     let stdout = ch == '>' && (fd.is_empty() || fd == "1" || fd == "&" || fd == "*");
-                    if stdout && !matches!(target.as_str(), "2" | "/dev/stdout" | "/dev/stderr") {
-                        redirected = true;
+                    if stdout && !matches!(lower.as_str(), "1" | "2" | "/dev/stdout" | "/dev/stderr") {
+                        redirected = Some(
+                            if lower == "$null" || crate::volumes::is_null_device(&lower, ctx.windows()) {
+                                Redirect::Discard
+                            } else {
+                                Redirect::File { target, append }
+                            },
+                        );
                     }
                     continue;
                 }
@@ -2489,6 +2715,14 @@ mod tests {
         with_spec(json!({"hostNetwork": true, "containers": [{"name": "app", "image": image}]}))
     }
 
+    /// A hostPath volume of `kind` (File, Directory) mounted into the container.
+    fn file_mount_pod(image: &str, kind: &str) -> Value {
+        with_spec(json!({
+            "volumes": [{"name": "v", "hostPath": {"path": "C:\\data\\x", "type": kind}}],
+            "containers": [{"name": "app", "image": image, "volumeMounts": [{"name": "v", "mountPath": "C:\\x"}]}],
+        }))
+    }
+
     fn nonroot_pod(image: &str) -> Value {
         with_spec(json!({"securityContext": {"runAsNonRoot": true}, "containers": [{"name": "app", "image": image}]}))
     }
@@ -3022,6 +3256,23 @@ mod tests {
         "SEC-RUNASNONROOT-ADMIN"
     )]
     #[case::sec_runasnonroot_nanoserver(win(20348), nonroot_pod(NANO2022), None, Kind::Runs, "", "")]
+    #[case::sto_single_file_docker(
+        win_k8s(17763, "1.14", "docker://18.9.1"),
+        file_mount_pod(SC2019, "File"),
+        None,
+        Kind::Start,
+        "source path must be a directory",
+        "STO-SINGLE-FILE-MOUNT"
+    )]
+    #[case::sto_single_file_containerd(win(20348), file_mount_pod(SC2022, "File"), None, Kind::Runs, "", "")]
+    #[case::sto_directory_docker(
+        win_k8s(17763, "1.14", "docker://18.9.1"),
+        file_mount_pod(SC2019, "Directory"),
+        None,
+        Kind::Runs,
+        "",
+        ""
+    )]
     #[case::sec_runasnonroot_linux_not_windows_rule(linux(), nonroot_pod(LINUX_ONLY), None, Kind::Runs, "", "")]
     #[case::sec_runasnonroot_pull_failure_first(
         win(17763),
@@ -3151,6 +3402,118 @@ mod tests {
         // Linux containers have no Windows user.
         let l = proceed(verdict(&linux(), &pod(LINUX_ONLY), None));
         assert_eq!(l.containers[0].user, None);
+    }
+
+    /// SEC-RUNASUSERNAME-INVALID (E2E/security_context, WRUN): a well-formed runAsUserName that
+    /// names no account must not run. Pod level on containerd ≥ 1.6 (kubelet ≥ 1.22 passes it to
+    /// the sandbox): FailedCreatePodSandBox with `The user name or password is incorrect.`;
+    /// container level, Docker and older containerd: the container's start fails (StartError).
+    #[rstest]
+    #[case::pod_level_containerd_17(win(20348), Some("FooLish"), None, Kind::Sandbox)]
+    #[case::pod_level_containerd_16(
+        win_k8s(17763, "1.26", "containerd://1.6.24"),
+        Some("FooLish"),
+        None,
+        Kind::Sandbox
+    )]
+    #[case::pod_level_containerd_15(win_k8s(17763, "1.21", "containerd://1.5.9"), Some("FooLish"), None, Kind::Start)]
+    #[case::pod_level_docker(win_k8s(17763, "1.20", "docker://19.3.14"), Some("FooLish"), None, Kind::Start)]
+    #[case::container_level(win(20348), Some("ContainerUser"), Some("FooLish"), Kind::Start)]
+    #[case::domain_account(win(17763), None, Some("CONTOSO\\svc-app"), Kind::Start)]
+    #[case::container_user(win(20348), Some("ContainerUser"), None, Kind::Runs)]
+    #[case::user_manager_admin(win(20348), None, Some("User Manager\\ContainerAdministrator"), Kind::Runs)]
+    #[case::network_service(win(20348), Some("NT AUTHORITY\\NETWORK SERVICE"), None, Kind::Runs)]
+    fn unknown_run_as_user_name_does_not_run(
+        #[case] node: NodeProfile,
+        #[case] pod_user: Option<&str>,
+        #[case] container_user: Option<&str>,
+        #[case] expected: Kind,
+    ) {
+        let image = if node.build == Some(20348) { NANO2022 } else { SC2019 };
+        let mut spec = json!({"containers": [{"name": "app", "image": image}]});
+        if let Some(u) = pod_user {
+            spec["securityContext"] = json!({"windowsOptions": {"runAsUserName": u}});
+        }
+        if let Some(u) = container_user {
+            spec["containers"][0]["securityContext"] = json!({"windowsOptions": {"runAsUserName": u}});
+        }
+        let (kind, text, rule) = classify(&verdict(&node, &with_spec(spec), None));
+        assert_eq!(kind, expected, "{text}");
+        if expected != Kind::Runs {
+            assert!(text.contains("The user name or password is incorrect."), "{text}");
+            assert_eq!(rule, "SEC-RUNASUSERNAME-INVALID");
+        }
+        if expected == Kind::Sandbox {
+            assert!(text.starts_with("Failed to create pod sandbox: "), "{text}");
+        }
+    }
+
+    #[test]
+    fn windows_accounts_of_a_container() {
+        for ok in [
+            "ContainerUser",
+            "containeradministrator",
+            "NT AUTHORITY\\SYSTEM",
+            "nt authority\\local service",
+        ] {
+            assert!(windows_account_exists(ok, None), "{ok}");
+        }
+        for bad in [
+            "FooLish",
+            "NT AUTHORITY\\FooLish",
+            "CONTOSO\\ContainerUser",
+            "User Manager\\SYSTEM",
+        ] {
+            assert!(!windows_account_exists(bad, None), "{bad}");
+        }
+        assert!(windows_account_exists("app", Some("app")));
+    }
+
+    /// STO-EMPTYDIR-DISK / STO-READONLY-VOLUME (W14, E2E/volumes): a main process's
+    /// redirections are recorded as file writes (the kubelet places them by mount); one into a
+    /// readOnly mount fails the way the shell reports it and writes nothing.
+    #[rstest]
+    #[case::sh(false, json!(["/bin/sh", "-c", "echo a > /rw/f.txt; echo b >> /rw/f.txt"]), 0, &[("/rw/f.txt", "a\n", false), ("/rw/f.txt", "b\n", true)], None)]
+    #[case::cmd(true, json!(["cmd", "/c", "echo seeded-by-init> C:\\rw\\seed.txt"]), 0, &[("C:\\rw\\seed.txt", "seeded-by-init\r\n", false)], None)]
+    #[case::discarded(false, json!(["/bin/sh", "-c", "echo a > /dev/null"]), 0, &[], None)]
+    #[case::read_only_sh(false, json!(["/bin/sh", "-c", "echo a > /ro/f.txt"]), 1, &[], Some("sh: can't create /ro/f.txt: Read-only file system"))]
+    #[case::read_only_cmd(true, json!(["cmd", "/c", "echo a> C:\\ro\\f.txt"]), 1, &[], Some("Access is denied."))]
+    fn redirections_become_file_writes(
+        #[case] windows: bool,
+        #[case] command: Value,
+        #[case] code: i32,
+        #[case] writes: &[(&str, &str, bool)],
+        #[case] log: Option<&str>,
+    ) {
+        let (node, image, rw, ro) = if windows {
+            (win(20348), NANO2022, "C:\\rw", "C:\\ro")
+        } else {
+            (linux(), AGNHOST, "/rw", "/ro")
+        };
+        let spec = json!({
+            "restartPolicy": "Never",
+            "volumes": [{"name": "d", "emptyDir": {}}],
+            "containers": [{"name": "app", "image": image, "command": command, "volumeMounts": [
+                {"name": "d", "mountPath": rw}, {"name": "d", "mountPath": ro, "readOnly": true}]}],
+        });
+        let p = proceed(verdict(&node, &with_spec(spec), None));
+        let c = &p.containers[0];
+        match &c.outcome {
+            ContainerOutcome::Runs {
+                process: Process::Exits { code: got, log: l, .. },
+            } => {
+                assert_eq!(*got, code);
+                assert_eq!(l.first().map(String::as_str), log);
+            }
+            other => panic!("{other:?}"),
+        }
+        let got: Vec<(&str, String, bool)> = c
+            .writes
+            .iter()
+            .map(|w| (w.path.as_str(), String::from_utf8_lossy(&w.data).into_owned(), w.append))
+            .collect();
+        let want: Vec<(&str, String, bool)> = writes.iter().map(|(p, d, a)| (*p, d.to_string(), *a)).collect();
+        assert_eq!(got, want);
     }
 
     /// SEC-RUNASNONROOT-ADMIN: any case of ContainerAdministrator, from any level.

@@ -33,7 +33,13 @@ pub struct NodeInfo {
     pub cpu: Quantity,
     pub memory: Quantity,
     pub pods: i128,
+    /// Allocatable of every other resource the node advertises (ephemeral-storage,
+    /// `hugepages-<size>`, extended resources such as `example.com/dongle`).
+    pub scalar: BTreeMap<String, Quantity>,
 }
+
+/// Resources the fit filter counts apart from the scalar ones.
+const BASIC_RESOURCES: [&str; 3] = ["cpu", "memory", "pods"];
 
 impl NodeInfo {
     pub fn from_node(node: &Value) -> Self {
@@ -68,6 +74,14 @@ impl NodeInfo {
             cpu: alloc("cpu"),
             memory: alloc("memory"),
             pods: alloc("pods").value(),
+            scalar: node
+                .pointer("/status/allocatable")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| !BASIC_RESOURCES.contains(&k.as_str()))
+                .filter_map(|(k, v)| Some((k.clone(), Quantity::from_json(v)?)))
+                .collect(),
         }
     }
 }
@@ -112,6 +126,8 @@ impl Toleration {
 pub struct PodNeeds {
     pub cpu: Quantity,
     pub memory: Quantity,
+    /// Requests of every other resource (ephemeral-storage, hugepages-*, extended resources).
+    pub scalar: BTreeMap<String, Quantity>,
     pub node_selector: Vec<(String, String)>,
     pub affinity_terms: Vec<Value>,
     pub tolerations: Vec<Toleration>,
@@ -123,9 +139,10 @@ fn sum_requests(containers: Option<&Value>, key: &str) -> (Quantity, Quantity) {
     let mut total = Quantity::default();
     let mut max = Quantity::default();
     for c in containers.and_then(Value::as_array).into_iter().flatten() {
-        let q = c
-            .pointer(&format!("/resources/requests/{key}"))
-            .or_else(|| c.pointer(&format!("/resources/limits/{key}")))
+        // Resource names may hold a `/` (extended resources), so no JSON pointer here.
+        let at = |part: &str| c.get("resources").and_then(|r| r.get(part)).and_then(|m| m.get(key));
+        let q = at("requests")
+            .or_else(|| at("limits"))
             .and_then(Quantity::from_json)
             .unwrap_or_default();
         total = total + q;
@@ -141,7 +158,8 @@ impl PodNeeds {
             let (sum, _) = sum_requests(spec.get("containers"), key);
             let (_, init_max) = sum_requests(spec.get("initContainers"), key);
             let overhead = spec
-                .pointer(&format!("/overhead/{key}"))
+                .get("overhead")
+                .and_then(|o| o.get(key))
                 .and_then(Quantity::from_json)
                 .unwrap_or_default();
             sum.max(init_max) + overhead
@@ -160,9 +178,35 @@ impl PodNeeds {
                 Some((proto, ip, port))
             })
             .collect();
+        let mut names: Vec<String> = Vec::new();
+        for list in ["containers", "initContainers"] {
+            for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
+                for part in ["requests", "limits"] {
+                    for key in c
+                        .pointer(&format!("/resources/{part}"))
+                        .and_then(Value::as_object)
+                        .into_iter()
+                        .flat_map(|m| m.keys())
+                    {
+                        if !BASIC_RESOURCES.contains(&key.as_str()) && !names.contains(key) {
+                            names.push(key.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let scalar = names
+            .into_iter()
+            .map(|k| {
+                let q = request(&k);
+                (k, q)
+            })
+            .filter(|(_, q)| q.milli() > 0)
+            .collect();
         Self {
             cpu: request("cpu"),
             memory: request("memory"),
+            scalar,
             node_selector: spec
                 .get("nodeSelector")
                 .and_then(Value::as_object)
@@ -194,12 +238,17 @@ pub struct Usage {
     pub memory: Quantity,
     pub pods: i128,
     pub host_ports: Vec<(String, String, i64)>,
+    pub scalar: BTreeMap<String, Quantity>,
 }
 
 impl Usage {
     pub fn add(&mut self, needs: &PodNeeds) {
         self.cpu = self.cpu + needs.cpu;
         self.memory = self.memory + needs.memory;
+        for (k, q) in &needs.scalar {
+            let used = self.scalar.entry(k.clone()).or_default();
+            *used = *used + *q;
+        }
         self.pods += 1;
         self.host_ports.extend(needs.host_ports.iter().cloned());
     }
@@ -212,7 +261,9 @@ pub enum Misfit {
     Taint(String, String),
     Affinity,
     Ports,
-    Insufficient(&'static str),
+    /// Not enough of a resource: `cpu`, `memory`, `ephemeral-storage`, `hugepages-2Mi`, an
+    /// extended resource (a node that does not advertise a resource has none of it).
+    Insufficient(String),
     TooManyPods,
 }
 
@@ -313,10 +364,20 @@ pub fn misfits(needs: &PodNeeds, node: &NodeInfo, usage: &Usage) -> Vec<Misfit> 
         out.push(Misfit::TooManyPods);
     }
     if needs.cpu.milli() > 0 && usage.cpu + needs.cpu > node.cpu {
-        out.push(Misfit::Insufficient("cpu"));
+        out.push(Misfit::Insufficient("cpu".into()));
     }
     if needs.memory.milli() > 0 && usage.memory + needs.memory > node.memory {
-        out.push(Misfit::Insufficient("memory"));
+        out.push(Misfit::Insufficient("memory".into()));
+    }
+    // noderesources Fit: ephemeral storage and scalar resources (hugepages-*, extended
+    // resources) against the node's allocatable, which is zero where the node lists none
+    // (MEM-HUGEPAGES: Windows nodes advertise no huge pages).
+    for (name, need) in &needs.scalar {
+        let used = usage.scalar.get(name).copied().unwrap_or_default();
+        let cap = node.scalar.get(name).copied().unwrap_or_default();
+        if used + *need > cap {
+            out.push(Misfit::Insufficient(name.clone()));
+        }
     }
     out
 }

@@ -260,7 +260,7 @@ impl Client {
                         ),
                     )),
                     Some(App::DnsHealth) => Ok(coredns_http(reached.at, path)),
-                    Some(App::Dns) | None => Err(Failure::Reset),
+                    Some(App::Dns | App::UdpEcho) | None => Err(Failure::Reset),
                 }
             }
             Endpoint::Node { port, .. } if port == KUBELET_PORT => {
@@ -526,6 +526,7 @@ impl Wire for Client {
                 }
             }
             Some(App::ServeHostname) => Ok(p.hostname.clone()),
+            Some(App::UdpEcho) => Ok(payload.to_string()),
             _ => Err(Failure::Timeout),
         }
     }

@@ -286,6 +286,53 @@ async fn a_pod_whose_os_field_does_not_match_its_node_is_rejected() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_pages_on_a_windows_node_are_refused_by_the_scheduler_and_the_kubelet() {
+    // MEM-HUGEPAGES (W14, WI31): Windows nodes advertise no huge pages. Scheduled: Pending with
+    // upstream's FailedScheduling `Insufficient hugepages-2Mi`; bound by nodeName: the kubelet's
+    // admission refuses it (`OutOfhugepages-2Mi`).
+    let (_cluster, client) = setup("huge").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "huge");
+    let resources = json!({"requests": {"cpu": "10m", "memory": "64Mi", "hugepages-2Mi": "2Mi"},
+        "limits": {"cpu": "10m", "memory": "64Mi", "hugepages-2Mi": "2Mi"}});
+    let scheduled = json!({"nodeSelector": {"kubernetes.io/os": "windows"},
+        "tolerations": [{"key": "os", "operator": "Exists"}],
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}]});
+    pods.create(&PostParams::default(), &pod("scheduled", scheduled))
+        .await
+        .expect("create");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, "huge");
+    let message = common::eventually("FailedScheduling", || async {
+        events
+            .list(&ListParams::default().fields("involvedObject.name=scheduled"))
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+            .and_then(|e| e.message)
+    })
+    .await;
+    assert!(message.contains("2 Insufficient hugepages-2Mi"), "{message}");
+    let bound = json!({"nodeName": "win2022-1",
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}]});
+    pods.create(&PostParams::default(), &pod("bound", bound))
+        .await
+        .expect("create");
+    let p = common::eventually("rejection", || async {
+        pods.get("bound").await.ok().filter(|p| common::phase(p) == "Failed")
+    })
+    .await;
+    let status = p.status.expect("status");
+    assert_eq!(status.reason.as_deref(), Some("OutOfhugepages-2Mi"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some(
+            "Pod was rejected: Node didn't have enough resource: hugepages-2Mi, requested: 2097152, used: 0, capacity: 0"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_os_field_with_linux_only_security_fields_is_refused_by_the_api() {
     // SEC-OS-FIELD-VALIDATION (Kubernetes >= 1.24, WI26/WI31)
     let (_cluster, client) = setup("sec").await;

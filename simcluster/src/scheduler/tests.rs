@@ -157,3 +157,39 @@ fn requests_default_from_limits_and_init_containers_count_by_max() {
     assert_eq!(needs.memory, Quantity::parse("3Gi").expect("q"));
     assert_eq!(needs.cpu, Quantity::parse("500m").expect("q"));
 }
+
+#[test]
+fn huge_pages_are_insufficient_on_windows_nodes() {
+    // MEM-HUGEPAGES (W14, WI31): huge pages are not supported for Windows containers; Windows
+    // nodes advertise no hugepages-* resource, so the noderesources filter finds none of it
+    // ("Insufficient hugepages-2Mi", the upstream FailedScheduling wording).
+    let tolerations: Value = serde_json::from_str(WIN_TOLERATION).expect("json");
+    let needs = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": tolerations,
+        "containers": [{"name": "c", "image": "i", "resources": {
+            "requests": {"cpu": "10m", "memory": "64Mi", "hugepages-2Mi": "2Mi"},
+            "limits": {"cpu": "10m", "memory": "64Mi", "hugepages-2Mi": "2Mi"}}}]}));
+    assert_eq!(needs.scalar.get("hugepages-2Mi"), Quantity::parse("2Mi").as_ref());
+    let message = placed(&needs).expect_err("unschedulable");
+    assert_eq!(
+        message,
+        "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient hugepages-2Mi. preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+    );
+}
+
+#[test]
+fn extended_resources_fit_against_allocatable_and_usage() {
+    // noderesources Fit counts every scalar resource a node advertises.
+    let mut node = nodes().into_iter().find(|n| n.name == "linux-1").expect("node");
+    node.scalar
+        .insert("example.com/dongle".into(), Quantity::parse("1").expect("q"));
+    let needs = pod(json!({"containers": [{"name": "c", "image": "i",
+        "resources": {"limits": {"example.com/dongle": "1"}}}]}));
+    let mut usage = Usage::default();
+    assert!(misfits(&needs, &node, &usage).is_empty());
+    usage.add(&needs);
+    assert_eq!(
+        misfits(&needs, &node, &usage),
+        vec![Misfit::Insufficient("example.com/dongle".into())]
+    );
+}

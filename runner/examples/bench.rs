@@ -1,0 +1,184 @@
+//! Benchmark of `mixcheck run`: the release binary against the bundled cluster on the default
+//! topology and on generated topologies of growing size. Reports, per topology, the wall time,
+//! the peak resident memory of the mixcheck process (bundled cluster included: it runs
+//! in-process), the cells and the probes (exec'd commands and reads) the run made.
+//!
+//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example bench [-- --nodes 4,25,50,100]`
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The release binary next to this example (`target/release/mixcheck`).
+fn mixcheck() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("cannot find the target directory")?;
+    let bin = dir.join("mixcheck");
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} is missing: run `cargo build --release -p mixcheck` first",
+            bin.display()
+        ))
+    }
+}
+
+/// A topology of `n` nodes: one Linux control plane, then Linux, Windows Server 2019 and
+/// Windows Server 2022 workers in turn.
+fn topology(n: usize) -> String {
+    let workers = n.saturating_sub(1);
+    let per = |k: usize| workers / 3 + usize::from(workers % 3 > k);
+    let mut t = String::from("name: bench\nkubernetesVersion: v1.32.3\nnetwork: {mode: l2bridge}\nnodes:\n");
+    t.push_str("  - {name: control-plane, os: linux, role: control-plane, taints: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]}\n");
+    let groups = [
+        ("linux", "linux", "6.8.0-1017-azure", ""),
+        (
+            "win2019",
+            "windows",
+            "10.0.17763.6414",
+            ", taints: [{key: os, value: windows, effect: NoSchedule}], kubelet: {systemReserved: {memory: 2Gi}}",
+        ),
+        (
+            "win2022",
+            "windows",
+            "10.0.20348.2762",
+            ", taints: [{key: os, value: windows, effect: NoSchedule}], kubelet: {systemReserved: {memory: 2Gi}}",
+        ),
+    ];
+    for (k, (name, os, kernel, extra)) in groups.iter().enumerate() {
+        let count = per(k);
+        if count > 0 {
+            t.push_str(&format!(
+                "  - {{name: {name}, os: {os}, kernelVersion: \"{kernel}\", count: {count}{extra}}}\n"
+            ));
+        }
+    }
+    t
+}
+
+/// Peak resident memory so far (VmHWM) of a process, in KiB.
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+struct Figures {
+    wall: Duration,
+    peak_mib: f64,
+    cells: usize,
+    probes: usize,
+    exit: Option<i32>,
+}
+
+fn run(bin: &Path, topology: Option<&Path>, dir: &Path) -> Result<Figures, String> {
+    let mut cmd = Command::new(bin);
+    cmd.arg("run")
+        .arg("--report-dir")
+        .arg(dir.join("report"))
+        .current_dir(dir);
+    if let Some(t) = topology {
+        cmd.arg("--topology").arg(t);
+    }
+    let started = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let pid = child.id();
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        let mut probes = 0;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split(" checks (").nth(1) {
+                probes = rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            }
+        }
+        probes
+    });
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_kib(pid) {
+            peak = peak.max(kib);
+        }
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) => break s,
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let wall = started.elapsed();
+    let probes = reader.join().unwrap_or(0);
+    let results = std::fs::read_to_string(dir.join("report/results.json")).map_err(|e| e.to_string())?;
+    let report: serde_json::Value = serde_json::from_str(&results).map_err(|e| e.to_string())?;
+    let cells = report["cells"].as_array().map_or(0, Vec::len);
+    Ok(Figures {
+        wall,
+        peak_mib: peak as f64 / 1024.0,
+        cells,
+        probes,
+        exit: status.code(),
+    })
+}
+
+fn main() -> Result<(), String> {
+    let bin = mixcheck()?;
+    let mut sizes = vec![25, 50, 100];
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--nodes" => {
+                let list = args.next().ok_or("--nodes needs a list, e.g. 25,50,100")?;
+                sizes = list
+                    .split(',')
+                    .map(|n| n.trim().parse().map_err(|_| format!("--nodes: {n:?} is not a number")))
+                    .collect::<Result<_, _>>()?;
+            }
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    let tmp = std::env::temp_dir().join(format!("mixcheck-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    println!(
+        "{:<22} {:>9} {:>10} {:>7} {:>7} {:>5}",
+        "TOPOLOGY", "WALL", "PEAK RSS", "CELLS", "PROBES", "EXIT"
+    );
+    let dir = tmp.join("default");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let f = run(&bin, None, &dir)?;
+    println!(
+        "{:<22} {:>8.2}s {:>6.0} MiB {:>7} {:>7} {:>5}",
+        "default (4 nodes)",
+        f.wall.as_secs_f64(),
+        f.peak_mib,
+        f.cells,
+        f.probes,
+        f.exit.map_or("-".into(), |c| c.to_string())
+    );
+    for n in sizes {
+        let dir = tmp.join(format!("n{n}"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let path = dir.join("topology.yaml");
+        std::fs::write(&path, topology(n)).map_err(|e| e.to_string())?;
+        let f = run(&bin, Some(&path), &dir)?;
+        println!(
+            "{:<22} {:>8.2}s {:>6.0} MiB {:>7} {:>7} {:>5}",
+            format!("{n} nodes"),
+            f.wall.as_secs_f64(),
+            f.peak_mib,
+            f.cells,
+            f.probes,
+            f.exit.map_or("-".into(), |c| c.to_string())
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(())
+}

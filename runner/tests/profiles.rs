@@ -1,0 +1,323 @@
+//! Every seed-era profile of the bundled cluster — Kubernetes 1.5 on Windows Server 2016, 1.9 on
+//! 1709, 1.14 on Windows Server 2019 with flannel host-gw and VXLAN — and the current one, run
+//! end to end as a user runs them (`mixcheck run --profile P --quiet`): the gate passes (exit 0,
+//! no `fail` or `error` cell), and the verdicts the documentation gives for that version are
+//! there, cell by cell. Each expectation names its source (windows-rules.md §0.2 ids; §7 for
+//! the historic HIST-* rules; §3.0 for what HostProcess-less clusters cannot probe).
+
+use std::path::Path;
+use std::process::Command;
+
+use rstest::rstest;
+use serde_json::Value;
+
+/// A documented verdict: every cell of `check` whose id contains `cell` has `verdict` (and there
+/// is at least one); with `tool`, its probe ran that program (the evidence's first word).
+struct Documented {
+    check: &'static str,
+    cell: &'static str,
+    verdict: &'static str,
+    tool: Option<&'static str>,
+}
+
+const fn doc(check: &'static str, cell: &'static str, verdict: &'static str) -> Documented {
+    Documented {
+        check,
+        cell,
+        verdict,
+        tool: None,
+    }
+}
+
+/// As [`doc`], probed with `tool`.
+const fn doc_by(check: &'static str, cell: &'static str, verdict: &'static str, tool: &'static str) -> Documented {
+    Documented {
+        check,
+        cell,
+        verdict,
+        tool: Some(tool),
+    }
+}
+
+/// The probe tool of Windows pods on builds agnhost has no variant for (windows-rules.md §5.1,
+/// AGN BASEIMAGE: 1809 and ltsc2022 only): Windows PowerShell on Windows Server Core.
+const POWERSHELL: &str = "powershell.exe";
+
+/// Kubernetes 1.5 alpha, Windows Server 2016 (S4, S0; §7).
+const K8S_1_5: &[Documented] = &[
+    // HIST-1.5-UDP (S4, S0): "UDP is not supported inside a container" — from a Windows pod …
+    doc_by(
+        "pod-ip-same-node",
+        "windows-14393→windows-14393,same-node,udp",
+        "known-limitation",
+        POWERSHELL,
+    ),
+    doc_by(
+        "pod-to-cluster-ip",
+        "windows-14393→linux,other-node,udp",
+        "known-limitation",
+        POWERSHELL,
+    ),
+    // … and to a Windows pod's container.
+    doc(
+        "pod-to-cluster-ip",
+        "linux→windows-14393,other-node,udp",
+        "known-limitation",
+    ),
+    // S4 "What works?": Pods, Services … over TCP.
+    doc_by(
+        "pod-ip-same-node",
+        "windows-14393→windows-14393,same-node,tcp",
+        "pass",
+        POWERSHELL,
+    ),
+    doc_by(
+        "windows-pod-to-cluster-ip",
+        "windows-14393→linux,other-node,tcp",
+        "pass",
+        POWERSHELL,
+    ),
+    // HIST-1.5-LOCALHOST (S4, S0): the containers of a WS2016 pod cannot talk over localhost.
+    doc_by(
+        "containers-share-localhost",
+        "windows-14393→same-pod",
+        "known-limitation",
+        POWERSHELL,
+    ),
+    doc("containers-share-localhost", "linux→same-pod", "pass"),
+    // HIST-1.5-DNS (S4, S0): DNS capabilities are not fully implemented.
+    doc("service-fqdn", "windows-14393→cluster-dns", "known-limitation"),
+    doc("pod-name-fqdn", "windows-14393→cluster-dns", "known-limitation"),
+    doc("pod-to-outside-name", "windows-14393→external", "known-limitation"),
+    // §3.0: no HostProcess (Kubernetes < 1.23) ⇒ Windows node-side rules are indeterminate.
+    doc("windows-host-to-cluster-ip", "windows-14393→linux", "indeterminate"),
+    doc(
+        "windows-host-to-cluster-ip",
+        "windows-14393→windows-14393,same-node",
+        "indeterminate",
+    ),
+    // SEC-HOSTPROCESS (WHPC): beta from 1.23.
+    doc("hostprocess-runs-on-host", "windows-14393", "not-applicable"),
+    // §1.2: Windows Server 2016 is 1.5's Windows (S4); VER-BUILD-MATCH (MSCOMPAT): the
+    // node's own build (Nano Server sac2016) runs.
+    doc("windows-os-supported", "windows-14393", "pass"),
+    doc("matching-build-image-runs", "windows-14393", "pass"),
+];
+
+/// Kubernetes 1.9 beta, Windows Server 1709 (S2; §7).
+const K8S_1_9: &[Documented] = &[
+    // HIST-1.9-SVC-VIP-NODE (S2) documents the limitation, but without HostProcess there is no
+    // in-cluster way to probe from the Windows host (§3.0): indeterminate.
+    doc("windows-host-to-cluster-ip", "windows-16299→linux", "indeterminate"),
+    doc(
+        "windows-host-to-cluster-ip",
+        "windows-16299→windows-16299,same-node",
+        "indeterminate",
+    ),
+    // S2: "curl the virtual service IP … from individual pods", "curl the service name with the
+    // Kubernetes default DNS suffix".
+    doc_by(
+        "windows-pod-to-cluster-ip",
+        "windows-16299→linux,other-node,tcp",
+        "pass",
+        POWERSHELL,
+    ),
+    doc_by("service-fqdn", "windows-16299→cluster-dns", "pass", POWERSHELL),
+    // S2: "ping between pods (including across hosts)".
+    doc("icmp-inside-cluster", "windows-16299→linux,other-node,icmp", "pass"),
+    // HIST-1.9-COMPARTMENT (S2): infra and worker containers share a network compartment.
+    doc_by(
+        "containers-share-localhost",
+        "windows-16299→same-pod",
+        "pass",
+        POWERSHELL,
+    ),
+    // UDP was only a 1.5 (WS2016) limitation (W14 flows: TCP/UDP).
+    doc_by(
+        "pod-ip-same-node",
+        "windows-16299→windows-16299,same-node,udp",
+        "pass",
+        POWERSHELL,
+    ),
+    doc("pod-to-cluster-ip", "linux→windows-16299,other-node,udp", "pass"),
+    // NET-HOSTPORT (S2 "Port Mapping"): node port 4444 → pod port 80 works, one pod per node.
+    doc("hostport", "linux→windows-16299,other-node,tcp", "pass"),
+    // NET-SESSION-AFFINITY (WNET): ClientIP affinity needs Windows Server 2022.
+    doc(
+        "client-ip-session-affinity",
+        "windows-16299→windows-16299",
+        "known-limitation",
+    ),
+    // §1.2 (S2): 1.9 targets Windows Server 1709.
+    doc("windows-os-supported", "windows-16299", "pass"),
+    // SEC-HOSTPROCESS (WHPC): beta from 1.23.
+    doc("hostprocess-runs-on-host", "windows-16299", "not-applicable"),
+];
+
+/// Kubernetes 1.14 (GA), Windows Server 2019 on Docker EE 18.09 (W14 / S1), either network.
+const K8S_1_14: &[Documented] = &[
+    // NET-ICMP-EXTERNAL (W14): ICMP to outside the cluster network gets no reply.
+    doc("icmp-to-outside", "windows-17763→external", "known-limitation"),
+    // NET-LOCAL-POLICY-NON-DSR (W14): "Local Traffic Policy and DSR mode" are not supported.
+    doc("local-traffic-policy", "linux→windows-17763", "known-limitation"),
+    // NET-HOSTPORT (review note): the 1.14-era win-bridge/win-overlay CNIs had no portMappings.
+    doc("hostport", "linux→windows-17763,other-node,tcp", "known-limitation"),
+    // NP-LOCAL-NODE (W14) is documented, but the node-side probe needs HostProcess (§3.0).
+    doc(
+        "nodeport-from-own-node",
+        "windows-17763→windows-17763,same-node",
+        "indeterminate",
+    ),
+    doc(
+        "nodeport-from-own-node-loopback",
+        "windows-17763→windows-17763,same-node",
+        "indeterminate",
+    ),
+    doc("windows-host-to-cluster-ip", "windows-17763→linux", "indeterminate"),
+    doc(
+        "windows-host-to-cluster-ip",
+        "windows-17763→windows-17763,same-node",
+        "indeterminate",
+    ),
+    // SEC-HOSTPROCESS (WHPC): beta from 1.23.
+    doc("hostprocess-runs-on-host", "windows-17763", "not-applicable"),
+    // DNS-PQDN-DOTTED (W14): Windows skips the search list for dotted names.
+    doc("dotted-partial-name", "windows-17763→cluster-dns", "known-limitation"),
+    // W14 flows: pod → Service over TCP and UDP (agnhost has a 1809 variant: W14 era pods
+    // are probed with it, not PowerShell).
+    doc_by(
+        "pod-to-cluster-ip",
+        "windows-17763→linux,other-node,udp",
+        "pass",
+        "/agnhost",
+    ),
+    // HIST-1.14-RUNASUSER (W14): RunAsUser is not supported (runAsUserName came in 1.16–1.18).
+    doc("run-as-username", "windows-17763", "known-limitation"),
+    // STO-SINGLE-FILE-MOUNT (W20, WSTO): with Docker, mounts target directories only.
+    doc("single-file-mount", "windows-17763", "known-limitation"),
+    // NET-HOSTNETWORK (W14): no Windows OS support to share the host network (Docker refuses
+    // the pod's host network).
+    doc("host-network-not-provided", "windows-17763", "known-limitation"),
+    // DNS-CLUSTERFIRSTWITHHOSTNET (W14): the policy needs a host network Windows pods do not
+    // get; on Docker the hostNetwork pod itself is refused.
+    doc(
+        "cluster-first-with-host-net-resolves",
+        "windows-17763",
+        "known-limitation",
+    ),
+    doc(
+        "cluster-first-with-host-net-network",
+        "windows-17763",
+        "known-limitation",
+    ),
+    // SEC-SECRET-AT-REST (W14) is documented, but looking on the node takes HostProcess (§3.0).
+    doc("secret-at-rest", "windows-17763", "indeterminate"),
+    // §1.2 (W14): 1.14 supports Windows Server 2019 / 1809 only.
+    doc("windows-os-supported", "windows-17763", "pass"),
+];
+
+/// The current era: Kubernetes 1.3x, Windows Server 2022 and 2025 on containerd.
+const CURRENT: &[Documented] = &[
+    // SEC-HOSTPROCESS (WHPC, E2E/host_process): HostProcess pods run on the host.
+    doc("hostprocess-runs-on-host", "windows-20348", "pass"),
+    doc("hostprocess-runs-on-host", "windows-26100", "pass"),
+    // NP-LOCAL-NODE (W14, WNET, WDBG): a node cannot reach its own NodePort — now probed.
+    doc(
+        "nodeport-from-own-node",
+        "windows-20348→windows-20348,same-node",
+        "known-limitation",
+    ),
+    doc(
+        "nodeport-from-own-node-loopback",
+        "windows-26100→windows-26100,same-node",
+        "known-limitation",
+    ),
+    // SVC-VIP-FROM-NODE (WUG, WDBG): the host cannot reach services scheduled on it.
+    doc(
+        "windows-host-to-cluster-ip",
+        "windows-20348→windows-20348,same-node",
+        "known-limitation",
+    ),
+    // NET-SESSION-AFFINITY (WNET): ClientIP affinity from Windows Server 2022 on.
+    doc("client-ip-session-affinity", "windows-20348→windows-20348", "pass"),
+    // NET-ICMP-EXTERNAL (WNET, WDBG).
+    doc("icmp-to-outside", "windows-26100→external", "known-limitation"),
+    // VER-BUILD-MATCH (HCS): a 2025 host runs ltsc2022 images.
+    doc("ltsc2022-image-across-builds", "windows-26100", "pass"),
+];
+
+fn run_profile(dir: &Path, profile: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mixcheck"))
+        .current_dir(dir)
+        .env_remove("KUBECONFIG")
+        .args(["run", "--profile", profile, "--quiet"])
+        .output()
+        .expect("run mixcheck")
+}
+
+fn cells(report: &Value) -> &[Value] {
+    report["cells"].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn show(c: &Value) -> String {
+    format!(
+        "{} [{}]: {} — {}{}",
+        c["id"].as_str().unwrap_or_default(),
+        c["check"].as_str().unwrap_or_default(),
+        c["verdict"].as_str().unwrap_or_default(),
+        c["observed"]["summary"].as_str().unwrap_or_default(),
+        c["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default(),
+    )
+}
+
+#[rstest]
+#[case::k8s_1_5_ws2016("k8s-1.5-ws2016", K8S_1_5)]
+#[case::k8s_1_9_ws1709("k8s-1.9-ws1709", K8S_1_9)]
+#[case::k8s_1_14_host_gw("k8s-1.14-ws2019-host-gw", K8S_1_14)]
+#[case::k8s_1_14_vxlan("k8s-1.14-ws2019-vxlan", K8S_1_14)]
+#[case::current_ws2022_ws2025("current-ws2022-ws2025", CURRENT)]
+fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str, #[case] documented: &[Documented]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_profile(dir.path(), profile);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
+        .unwrap_or_else(|e| panic!("{profile}: no results.json ({e})\n{stdout}\n{stderr}"));
+    let report: Value = serde_json::from_str(&text).expect("results.json parses");
+    let all = cells(&report);
+    let gating: Vec<String> = all
+        .iter()
+        .filter(|c| matches!(c["verdict"].as_str(), Some("fail" | "error")))
+        .map(show)
+        .collect();
+    assert!(
+        gating.is_empty(),
+        "{profile}: cells that fail the gate:\n{}",
+        gating.join("\n")
+    );
+    assert_eq!(out.status.code(), Some(0), "{profile}:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("gate: passed"), "{profile}:\n{stdout}");
+
+    let mut wrong = Vec::new();
+    for d in documented {
+        let matching: Vec<&Value> = all
+            .iter()
+            .filter(|c| c["check"] == d.check && c["id"].as_str().is_some_and(|id| id.contains(d.cell)))
+            .collect();
+        if matching.is_empty() {
+            wrong.push(format!("no cell of {} matches {:?}", d.check, d.cell));
+        }
+        for c in matching {
+            if c["verdict"] != d.verdict {
+                wrong.push(format!("expected {}: {}", d.verdict, show(c)));
+            }
+            if let Some(tool) = d.tool {
+                let ran = c["observed"]["evidence"]["command"][0].as_str().unwrap_or_default();
+                if ran != tool {
+                    wrong.push(format!("expected a {tool} probe, got {ran:?}: {}", show(c)));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{profile}:\n{}", wrong.join("\n"));
+}
