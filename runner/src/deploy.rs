@@ -20,6 +20,8 @@ const MANAGER: &str = "mixcheck";
 pub const SUBDOMAIN: &str = "mixcheck-pods";
 /// The hostPort the server pods map (NET-HOSTPORT).
 pub const HOST_PORT: u16 = 48080;
+/// The `externalTrafficPolicy: Local` NodePort service over every server.
+pub const LOCAL_SERVICE: &str = "local";
 
 /// A fixture pod of the run, once awaited.
 #[derive(Debug, Clone)]
@@ -61,7 +63,7 @@ pub struct Deployment {
     pub headless: BTreeMap<String, String>,
     /// ExternalName service aiming at each node's `svc-N` (name).
     pub external_names: BTreeMap<String, String>,
-    /// LoadBalancer service over each node's server.
+    /// LoadBalancer service over the first server of each pool, by pool.
     pub load_balancers: BTreeMap<String, LoadBalancer>,
     /// `sessionAffinity: ClientIP` service per pool.
     pub affinity: BTreeMap<String, ServiceInfo>,
@@ -182,6 +184,8 @@ pub async fn deploy(
         .filter(|(_, n)| n.schedulable())
         .collect();
     let mut dep = Deployment::default();
+    // Pool → the name of its LoadBalancer service.
+    let mut lb_pools: BTreeMap<String, String> = BTreeMap::new();
     // (pod name, node, os, role)
     let mut wanted: Vec<(String, String, Os)> = Vec::new();
     let mut hosts_wanted: Vec<(String, String, Os)> = Vec::new();
@@ -199,26 +203,24 @@ pub async fn deploy(
                 .map_err(api_err(format!("pod {name}")))?;
             dep.hostnames.insert(node.name.clone(), name.clone());
             wanted.push((name, node.name.clone(), node.os));
-            for (svc_name, local) in [(format!("svc-{i}"), false), (format!("local-{i}"), true)] {
-                let mut spec = json!({
-                    "type": "NodePort",
-                    "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
-                    "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]
-                });
-                if local {
-                    spec["externalTrafficPolicy"] = json!("Local");
-                } else if let Some(ports) = spec["ports"].as_array_mut() {
-                    ports.push(json!({"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}));
-                }
-                let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
-                services
-                    .patch(&svc_name, &apply, &Patch::Apply(&s))
-                    .await
-                    .map_err(api_err(format!("service {svc_name}")))?;
-            }
-            // SVC-TYPES: headless, ExternalName and LoadBalancer services over the same server.
+            let svc_name = format!("svc-{i}");
+            let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
+                "type": "NodePort",
+                "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
+                "ports": [
+                    {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                    {"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}
+                ]
+            }});
+            services
+                .patch(&svc_name, &apply, &Patch::Apply(&s))
+                .await
+                .map_err(api_err(format!("service {svc_name}")))?;
+            // SVC-TYPES: headless and ExternalName services over the same server; a
+            // LoadBalancer over the first server of each pool (one per pool, not per node: a
+            // cloud load balancer is slow to provision and is billed).
             let selector = json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id});
-            let extra = [
+            let mut extra = vec![
                 (
                     format!("hl-{i}"),
                     json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
@@ -227,11 +229,15 @@ pub async fn deploy(
                     format!("xn-{i}"),
                     json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")}),
                 ),
-                (
-                    format!("lb-{i}"),
-                    json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
-                ),
             ];
+            if !lb_pools.contains_key(&node.pool()) {
+                let name = format!("lb-{}", node.pool());
+                lb_pools.insert(node.pool(), name.clone());
+                extra.push((
+                    name,
+                    json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+                ));
+            }
             for (svc_name, spec) in extra {
                 let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
                 services
@@ -271,6 +277,16 @@ pub async fn deploy(
         .patch(SUBDOMAIN, &apply, &Patch::Apply(&headless))
         .await
         .map_err(api_err("service mixcheck-pods"))?;
+    // NET-LOCAL-POLICY-NON-DSR: one `externalTrafficPolicy: Local` NodePort over every server;
+    // a node's NodePort then answers from that node's own server only.
+    let local = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": LOCAL_SERVICE, "labels": labels},
+        "spec": {"type": "NodePort", "externalTrafficPolicy": "Local",
+            "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
+            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
+    services
+        .patch(LOCAL_SERVICE, &apply, &Patch::Apply(&local))
+        .await
+        .map_err(api_err(format!("service {LOCAL_SERVICE}")))?;
     // Two affinity backends per pool, spread over its nodes.
     let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
     for (_, n) in &nodes {
@@ -368,14 +384,14 @@ pub async fn deploy(
         if let Some(s) = by_name.get(&format!("svc-{i}")) {
             dep.services.insert(node.name.clone(), s.clone());
         }
-        if let Some(s) = by_name.get(&format!("local-{i}")) {
+        if dep.hostnames.contains_key(&node.name)
+            && let Some(s) = by_name.get(LOCAL_SERVICE)
+        {
             dep.local_services.insert(node.name.clone(), s.clone());
         }
-        if let Some(s) = list
-            .items
-            .iter()
-            .find(|s| s.metadata.name.as_deref() == Some(&format!("lb-{i}")))
-        {
+    }
+    for (pool, lb) in &lb_pools {
+        if let Some(s) = list.items.iter().find(|s| s.metadata.name.as_deref() == Some(lb)) {
             let ingress = s
                 .status
                 .as_ref()
@@ -384,9 +400,9 @@ pub async fn deploy(
                 .and_then(|i| i.first())
                 .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()));
             dep.load_balancers.insert(
-                node.name.clone(),
+                pool.clone(),
                 LoadBalancer {
-                    name: format!("lb-{i}"),
+                    name: lb.clone(),
                     ingress,
                 },
             );

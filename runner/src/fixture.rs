@@ -443,6 +443,12 @@ pub fn stamp(
         tolerations.push(tol);
     }
     p["spec"]["tolerations"] = json!(tolerations);
+    // No service variables: the run namespace holds a few Services per node, and thousands of
+    // variables in every container only slow its start (Kubernetes documents
+    // `enableServiceLinks: false` for namespaces with many Services). A fixture may still ask.
+    if let Some(spec) = p["spec"].as_object_mut() {
+        spec.entry("enableServiceLinks").or_insert(json!(false));
+    }
     let build = node.build.unwrap_or(20348);
     for path in ["/spec/initContainers", "/spec/containers"] {
         if let Some(cs) = p.pointer_mut(path).and_then(Value::as_array_mut) {

@@ -7,6 +7,7 @@ mod exit;
 mod facts;
 mod fixture;
 mod plan;
+mod podwatch;
 mod probe;
 mod rules;
 mod run;
@@ -22,6 +23,7 @@ use clap::Parser as _;
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     init_tracing(args.verbose);
+    raise_open_files_limit();
     if rustls::crypto::ring::default_provider().install_default().is_err() {
         eprintln!("mixcheck: a TLS crypto provider was already installed");
     }
@@ -48,6 +50,15 @@ fn main() -> std::process::ExitCode {
             eprintln!("mixcheck: {e:#}");
             exit::classify(&e).into()
         }
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit: a bundled cluster listens on every
+/// node's address for every NodePort (nodes × ports sockets) and a run keeps one connection
+/// per probe in flight, more than the common soft limit of 1024 on a large topology.
+fn raise_open_files_limit() {
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        tracing::debug!("cannot raise the open-files limit: {e}");
     }
 }
 

@@ -39,6 +39,22 @@ const OUTSIDE_NAME: &str = "www.microsoft.com";
 /// Pairs of one cell probed at once (inside the run's `--concurrency` cells).
 const PAIRS_AT_ONCE: usize = 8;
 
+/// Cells in progress per probe slot (`--concurrency`): most of a cell's time is waiting for
+/// pods, which takes no slot.
+const CELLS_PER_PROBE_SLOT: usize = 4;
+
+/// How many nodes of a pool a workload check (a pod created or exec'd per node) runs on.
+const WORKLOAD_NODES_PER_POOL: usize = 3;
+
+/// A position in `0..len` that depends only on `name` (FNV-1a), so a check samples the same
+/// nodes on every run of the same cluster.
+fn stable_offset(name: &str, len: usize) -> usize {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    usize::try_from(hash % len.max(1) as u64).unwrap_or(0)
+}
+
 /// What one run ended with.
 pub struct Finished {
     pub code: Code,
@@ -129,53 +145,59 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         deploy::create_namespace(&client, &ns, &run_id)
             .await
             .map_err(|e| e.to_string())?;
-        let dep = deploy::deploy(
-            &client,
-            &ns,
-            &run_id,
-            &facts,
-            fixtures,
-            plan.image_registry.as_deref(),
-            deadline,
-            &say,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
         let cells = plan_cells(plan, &facts);
-        let probes: usize = cells
-            .iter()
-            .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
-            .sum();
-        say(&format!(
-            "Probing {} cells of {} checks ({probes} probes)…",
-            cells.len(),
-            plan.selected.len()
-        ));
-        let ctx = Ctx {
-            permits: tokio::sync::Semaphore::new(plan.concurrency),
+        let permits = tokio::sync::Semaphore::new(plan.concurrency);
+        let workloads = crate::workload::Workloads::new(
+            client.clone(),
+            &ns,
+            fixtures,
+            deploy::run_labels(&run_id),
+            plan.image_registry.clone(),
+        );
+        let no_fixtures = Deployment::default();
+        let early_ctx = Ctx {
+            permits: &permits,
             client: client.clone(),
-            workloads: crate::workload::Workloads::new(
-                client.clone(),
-                &ns,
-                fixtures,
-                deploy::run_labels(&run_id),
-                plan.image_registry.clone(),
-            ),
+            workloads: &workloads,
             pods: Api::namespaced(client.clone(), &ns),
             facts: &facts,
-            dep: &dep,
+            dep: &no_fixtures,
             ns: &ns,
         };
-        // Unordered, so that a slow cell does not hold the slots of the fast ones behind it;
-        // the report keeps the plan's order.
-        let mut results: Vec<(usize, Cell)> = futures::stream::iter(cells.iter().enumerate())
-            .map(|(i, c)| {
-                let ctx = &ctx;
-                async move { (i, judge_cell(ctx, c, i).await) }
-            })
-            .buffer_unordered(plan.concurrency)
-            .collect()
-            .await;
+        // Cells that create their own pods need none of the shared fixtures: they start at once,
+        // while the fixtures are awaited (Windows pods start slowly on a real cluster).
+        let (early, later): (Vec<_>, Vec<_>) = cells
+            .iter()
+            .enumerate()
+            .partition(|(_, c)| matches!(c.check.probe, Probe::Create { .. }));
+        let early = judge_cells(&early_ctx, early, plan.concurrency);
+        let later = async {
+            let dep = deploy::deploy(
+                &client,
+                &ns,
+                &run_id,
+                &facts,
+                fixtures,
+                plan.image_registry.as_deref(),
+                deadline,
+                &say,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            let probes: usize = cells
+                .iter()
+                .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
+                .sum();
+            say(&format!(
+                "Probing {} cells of {} checks ({probes} probes)…",
+                cells.len(),
+                plan.selected.len()
+            ));
+            let ctx = early_ctx.with_fixtures(&dep);
+            Ok::<_, String>(judge_cells(&ctx, later, plan.concurrency).await)
+        };
+        let (mut results, later) = futures::future::join(early, later).await;
+        results.extend(later?);
         results.sort_by_key(|(i, _)| *i);
         Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
     };
@@ -619,7 +641,33 @@ fn node_cells<'a>(
     let mut groups: Vec<(String, Option<String>, Vec<usize>)> = Vec::new();
     // One cell per pool (ids never carry node names, so a baseline survives node
     // replacement); every node of the pool is judged and the worst result stands.
-    for (pool, members) in pools {
+    // A LoadBalancer exists once per pool, over the pool's first schedulable server (deploy).
+    let one_per_pool = matches!(
+        check.probe,
+        Probe::Outside {
+            to: Destination::LoadBalancer
+        }
+    );
+    // A workload check's outcome follows the pool's build and versions, and each of its pods is
+    // a real pod to schedule and start (a Windows one takes long): it runs on a few nodes per
+    // pool, a different few per check, spread over the pool (the network checks visit every
+    // node).
+    let workload = matches!(check.probe, Probe::Exec { .. } | Probe::Create { .. });
+    for (pool, mut members) in pools {
+        if workload && members.len() > WORKLOAD_NODES_PER_POOL {
+            let offset = stable_offset(&check.name, members.len());
+            members = (0..WORKLOAD_NODES_PER_POOL)
+                .map(|k| members[(offset + k * members.len() / WORKLOAD_NODES_PER_POOL) % members.len()])
+                .collect();
+            members.sort_unstable();
+        }
+        if one_per_pool {
+            let first = members.iter().copied().find(|&i| facts.nodes[i].schedulable());
+            members.truncate(1);
+            if let Some(i) = first {
+                members = vec![i];
+            }
+        }
         groups.push((pool, None, members));
     }
     let mut out = Vec::new();
@@ -670,11 +718,28 @@ fn node_cells<'a>(
     out
 }
 
+/// Judges cells side by side, unordered (a slow cell does not hold the slots of the fast ones
+/// behind it); each result keeps its plan index. Workload cells go first: their pods take the
+/// longest to show what they do, and waiting for them holds no probe slot, so the quick
+/// network cells fill the time around them.
+async fn judge_cells<'p>(
+    ctx: &Ctx<'_>,
+    mut cells: Vec<(usize, &CellPlan<'p>)>,
+    concurrency: usize,
+) -> Vec<(usize, Cell)> {
+    cells.sort_by_key(|(i, c)| (!matches!(c.check.probe, Probe::Create { .. } | Probe::Exec { .. }), *i));
+    futures::stream::iter(cells)
+        .map(|(i, c)| async move { (i, judge_cell(ctx, c, i).await) })
+        .buffer_unordered(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT))
+        .collect()
+        .await
+}
+
 struct Ctx<'a> {
     /// At most `--concurrency` probes in flight, whatever cells and pairs they belong to.
-    permits: tokio::sync::Semaphore,
+    permits: &'a tokio::sync::Semaphore,
     client: kube::Client,
-    workloads: crate::workload::Workloads<'a>,
+    workloads: &'a crate::workload::Workloads<'a>,
     pods: Api<Pod>,
     facts: &'a ClusterFacts,
     dep: &'a Deployment,
@@ -742,9 +807,37 @@ fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
     }
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The same run, with the shared fixtures deployed.
+    fn with_fixtures<'b>(&self, dep: &'b Deployment) -> Ctx<'b>
+    where
+        'a: 'b,
+    {
+        Ctx {
+            permits: self.permits,
+            client: self.client.clone(),
+            workloads: self.workloads,
+            pods: self.pods.clone(),
+            facts: self.facts,
+            dep,
+            ns: self.ns,
+        }
+    }
+
     fn pods_client(&self) -> &kube::Client {
         &self.client
+    }
+
+    /// Runs a probe command in a pod, within the run's limit of probes in flight (waiting for
+    /// pods to start holds no slot: that is the watch's work, not the cluster's).
+    async fn exec(
+        &self,
+        pod: &str,
+        container: Option<&str>,
+        argv: &[String],
+    ) -> Result<(probe::Output, bool), probe::TransportError> {
+        let _permit = self.permits.acquire().await;
+        probe::exec_retrying(&self.pods, pod, container, argv).await
     }
 }
 
@@ -758,7 +851,6 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         // The pairs of one cell run side by side too (a pool of many nodes is many probes).
         let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(plan.pairs.iter().enumerate())
             .map(|(k, pair)| async move {
-                let _permit = ctx.permits.acquire().await;
                 let j = match &plan.check.probe {
                     Probe::Connect { .. } | Probe::Resolve { .. } => judge_pair(ctx, plan, *pair).await,
                     _ => judge_other(ctx, plan, *pair, index).await,
@@ -920,7 +1012,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
     };
     let (pod, container, runner, req, verify) = request;
     let argv = probe::command(runner, &req);
-    let (out, flaky) = match probe::exec_retrying(&ctx.pods, &pod, container.as_deref(), &argv).await {
+    let (out, flaky) = match ctx.exec(&pod, container.as_deref(), &argv).await {
         Ok(x) => x,
         Err(e) => return with(judgement(Verdict::Error, format!("the probe could not run: {e}"))),
     };
@@ -959,7 +1051,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
             Verify::OneBackend => {
                 let mut answers = vec![result.clone()];
                 for _ in 0..9 {
-                    match probe::exec_retrying(&ctx.pods, &pod, container.as_deref(), &argv).await {
+                    match ctx.exec(&pod, container.as_deref(), &argv).await {
                         Ok((o, f)) => {
                             flaky |= f;
                             answers.push(probe::classify(&req, &o));
@@ -1248,9 +1340,10 @@ fn build_request(
             }
             Destination::OutsideName => http(OUTSIDE_NAME.to_string(), 80, "/"),
             Destination::LoadBalancer => {
-                let s = dep.load_balancers.get(&dst.name).ok_or_else(|| {
-                    Unprobed::Error(format!("no LoadBalancer service over the server on {}", dst.name))
-                })?;
+                let s = dep
+                    .load_balancers
+                    .get(&dst.pool())
+                    .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service in pool {}", dst.pool())))?;
                 let ip = s.ingress.clone().ok_or_else(|| {
                     Unprobed::Indeterminate(format!(
                         "service {} got no load-balancer address (does the cluster have a load-balancer controller?)",
@@ -1377,14 +1470,14 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
             }
             let url = match to {
                 Destination::LoadBalancer => {
-                    match ctx.dep.load_balancers.get(&node.name).and_then(|s| s.ingress.clone()) {
+                    match ctx.dep.load_balancers.get(&node.pool()).and_then(|s| s.ingress.clone()) {
                         Some(ip) => format!("http://{ip}:80/hostname"),
                         None => {
                             let mut j = judgement(
                                 Verdict::Indeterminate,
                                 format!(
-                                    "unknown: the LoadBalancer service over the server on {} got no ingress address (does the cluster have a load-balancer controller?)",
-                                    node.name
+                                    "unknown: the LoadBalancer service of pool {} got no ingress address (does the cluster have a load-balancer controller?)",
+                                    node.pool()
                                 ),
                             );
                             j.sources = sources.clone();
@@ -1398,7 +1491,10 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
                     None => return error(format!("service {} has no node port", svc.name)),
                 },
             };
-            let (obs, seen) = outside_get(&url).await;
+            let (obs, seen) = {
+                let _permit = ctx.permits.acquire().await;
+                outside_get(&url).await
+            };
             finish(obs, format!("this machine → {url}: {seen}"), None)
         }
         Probe::Exec {
@@ -1452,7 +1548,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
                 Err(why) => return error(why.to_string()),
             };
             let argv: Vec<String> = argv.iter().map(|a| a.replace("{{namespace}}", ctx.ns)).collect();
-            let out = match probe::exec_retrying(&ctx.pods, &pod, None, &argv).await {
+            let out = match ctx.exec(&pod, None, &argv).await {
                 Ok((o, _)) => o,
                 Err(e) => return error(format!("the probe could not run: {e}")),
             };

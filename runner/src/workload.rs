@@ -7,13 +7,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
 use serde_json::Value;
 use tokio::sync::{Mutex, OnceCell};
 
 use crate::facts::ClusterNode;
 use crate::fixture::{self, Fixtures};
+use crate::podwatch::{PodView, PodWatch};
 use crate::suite::CreateOutcome;
 
 /// A fixture pod for exec probes, created once: its name, or why it never ran.
@@ -73,6 +74,7 @@ pub struct Workloads<'a> {
     pub labels: std::collections::BTreeMap<String, String>,
     pub registry: Option<String>,
     ready: Mutex<HashMap<String, Ready>>,
+    watch: PodWatch,
 }
 
 impl<'a> Workloads<'a> {
@@ -84,6 +86,7 @@ impl<'a> Workloads<'a> {
         registry: Option<String>,
     ) -> Self {
         Self {
+            watch: PodWatch::start(&client, ns),
             client,
             ns: ns.to_string(),
             fixtures,
@@ -222,118 +225,120 @@ impl<'a> Workloads<'a> {
         Ok((name.clone(), self.settle(&name, node.os).await))
     }
 
-    /// Polls a pod until it runs, fails, or stays unschedulable.
+    /// Watches a pod until it runs, fails, or stays unschedulable.
     async fn settle(&self, name: &str, os: mixcheck_reports::Os) -> Observed {
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
-        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.ns);
         let limit = if os == mixcheck_reports::Os::Windows {
             SETTLE * 2
         } else {
             SETTLE
         };
         let started = Instant::now();
+        let mut changes = self.watch.subscribe();
         loop {
-            let warnings: Vec<(String, String)> = events
-                .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-                .await
-                .map(|l| l.items)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|e| e.type_.as_deref() == Some("Warning"))
-                .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-                .collect();
-            let events_text = warnings
-                .iter()
-                .map(|(r, m)| format!("{r}: {m}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            if let Ok(p) = pods.get(name).await {
-                // A pod that runs to completion is judged by how it ends.
-                let runs_to_end = p
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.restart_policy.as_deref())
-                    .is_some_and(|r| r == "Never" || r == "OnFailure");
-                let status = p.status.clone().unwrap_or_default();
-                let phase = status.phase.clone().unwrap_or_default();
-                let reason = format!(
-                    "{} {}",
-                    status.reason.clone().unwrap_or_default(),
-                    status.message.clone().unwrap_or_default()
-                );
-                let waiting: Vec<String> = status
-                    .container_statuses
-                    .clone()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|c| {
-                        let s = c.state?;
-                        if let Some(w) = s.waiting {
-                            let r = w.reason.unwrap_or_default();
-                            (r != "ContainerCreating" && r != "PodInitializing")
-                                .then(|| format!("{r}: {}", w.message.unwrap_or_default()))
-                        } else {
-                            s.terminated
-                                .filter(|t| t.exit_code != 0)
-                                .map(|t| format!("{}: {}", t.reason.unwrap_or_default(), t.message.unwrap_or_default()))
-                        }
-                    })
-                    .collect();
-                let message = [reason.trim().to_string(), waiting.join("; "), events_text.clone()]
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                if phase == "Failed" || !waiting.is_empty() {
-                    return Observed {
-                        outcome: CreateOutcome::Fails,
-                        message,
-                    };
-                }
-                // A run-to-completion pod still running after a few seconds counts as running.
-                if phase == "Succeeded"
-                    || (phase == "Running" && (!runs_to_end || started.elapsed() > Duration::from_secs(2)))
-                {
-                    let ready = status
-                        .conditions
-                        .unwrap_or_default()
-                        .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True");
-                    if ready || phase == "Succeeded" {
-                        return Observed {
-                            outcome: CreateOutcome::Runs,
-                            message,
-                        };
-                    }
-                }
-                if warnings.iter().any(|(r, _)| r == "FailedScheduling")
-                    && started.elapsed() > Duration::from_millis(500)
-                {
-                    return Observed {
-                        outcome: CreateOutcome::Unschedulable,
-                        message,
-                    };
-                }
-                if warnings
-                    .iter()
-                    .any(|(r, _)| r.starts_with("Failed") && r != "FailedScheduling")
-                    && started.elapsed() > Duration::from_secs(1)
-                {
-                    return Observed {
-                        outcome: CreateOutcome::Fails,
-                        message,
-                    };
-                }
-                if started.elapsed() > limit {
-                    return Observed {
-                        outcome: CreateOutcome::Fails,
-                        message: format!("not running after {}s: {message}", limit.as_secs()),
-                    };
-                }
+            changes.mark_unchanged();
+            let view = self.watch.view(name);
+            if let Some(seen) = judge_pod(&view, started.elapsed(), limit) {
+                return seen;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            // Time-based decisions (a run-to-completion pod still running) need a tick too.
+            let _ = tokio::time::timeout(Duration::from_millis(100), changes.changed()).await;
         }
     }
+}
+
+/// What a pod shows after `elapsed`, or None while it is still undecided.
+fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Observed> {
+    let warnings = &view.warnings;
+    let events_text = warnings
+        .iter()
+        .map(|(r, m)| format!("{r}: {m}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let Some(p) = view.pod.as_ref() else {
+        return (elapsed > limit).then(|| Observed {
+            outcome: CreateOutcome::Fails,
+            message: format!("the pod was not seen within {}s", limit.as_secs()),
+        });
+    };
+    // A pod that runs to completion is judged by how it ends.
+    let runs_to_end = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .is_some_and(|r| r == "Never" || r == "OnFailure");
+    let status = p.status.clone().unwrap_or_default();
+    let phase = status.phase.clone().unwrap_or_default();
+    let reason = format!(
+        "{} {}",
+        status.reason.clone().unwrap_or_default(),
+        status.message.clone().unwrap_or_default()
+    );
+    let waiting: Vec<String> = status
+        .container_statuses
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| {
+            let s = c.state?;
+            if let Some(w) = s.waiting {
+                let r = w.reason.unwrap_or_default();
+                (r != "ContainerCreating" && r != "PodInitializing")
+                    .then(|| format!("{r}: {}", w.message.unwrap_or_default()))
+            } else {
+                s.terminated
+                    .filter(|t| t.exit_code != 0)
+                    .map(|t| format!("{}: {}", t.reason.unwrap_or_default(), t.message.unwrap_or_default()))
+            }
+        })
+        .collect();
+    let message = [reason.trim().to_string(), waiting.join("; "), events_text.clone()]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    if phase == "Failed" || !waiting.is_empty() {
+        return Some(Observed {
+            outcome: CreateOutcome::Fails,
+            message,
+        });
+    }
+    // A run-to-completion pod still running after a few seconds counts as running.
+    if phase == "Succeeded" || (phase == "Running" && (!runs_to_end || elapsed > Duration::from_secs(2))) {
+        let ready = status
+            .conditions
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready || phase == "Succeeded" {
+            return Some(Observed {
+                outcome: CreateOutcome::Runs,
+                message,
+            });
+        }
+    }
+    if warnings.iter().any(|(r, _)| r == "FailedScheduling") && elapsed > Duration::from_millis(500) {
+        return Some(Observed {
+            outcome: CreateOutcome::Unschedulable,
+            message,
+        });
+    }
+    if warnings
+        .iter()
+        .any(|(r, _)| r.starts_with("Failed") && r != "FailedScheduling")
+        && elapsed > Duration::from_secs(1)
+    {
+        return Some(Observed {
+            outcome: CreateOutcome::Fails,
+            message,
+        });
+    }
+    if elapsed > limit {
+        return Some(Observed {
+            outcome: CreateOutcome::Fails,
+            message: format!("not running after {}s: {message}", limit.as_secs()),
+        });
+    }
+    None
 }
 
 #[cfg(test)]

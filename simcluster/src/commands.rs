@@ -25,7 +25,7 @@
 //! Limits: only redirections write (no `cp`, `mkdir`, `touch`), `$( … )` is not substituted,
 //! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
@@ -400,28 +400,26 @@ impl CommandContext {
     /// Kubernetes service variables, `envFrom` and `env` (with `valueFrom` resolved from the store).
     pub fn env(&self) -> Vec<(String, String)> {
         let windows = self.is_windows();
-        let mut env = Vec::new();
+        let mut env = EnvBuilder::new(windows);
         if windows {
             for (k, v) in self.windows_base_env() {
-                env_set(&mut env, &k, v, true);
+                env.set(k, v);
             }
         } else {
-            env_set(
-                &mut env,
-                "PATH",
+            env.set(
+                "PATH".into(),
                 "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
-                false,
             );
-            env_set(&mut env, "HOSTNAME", self.hostname(), false);
+            env.set("HOSTNAME".into(), self.hostname());
         }
         for (k, v) in self.kube_env() {
-            env_set(&mut env, &k, v, windows);
+            env.set(k, v);
         }
-        if !windows && env_get(&env, "HOME", false).is_none() {
+        if !windows && env.get("HOME").is_none() {
             let home = if self.linux_ids().0 == 0 { "/root" } else { "/" };
-            env_set(&mut env, "HOME", home.into(), false);
+            env.set("HOME".into(), home.into());
         }
-        env
+        env.into_vars()
     }
 
     fn windows_base_env(&self) -> Vec<(String, String)> {
@@ -490,7 +488,7 @@ impl CommandContext {
     fn kube_env(&self) -> Vec<(String, String)> {
         let windows = self.is_windows();
         let services = self.service_env();
-        let mut vars: Vec<(String, String)> = Vec::new();
+        let mut vars = EnvBuilder::new(windows);
         let Some(container) = self.container_spec() else {
             return services;
         };
@@ -505,12 +503,7 @@ impl CommandContext {
                 None
             };
             for (k, v) in data.unwrap_or_default() {
-                env_set(
-                    &mut vars,
-                    &format!("{prefix}{k}"),
-                    String::from_utf8_lossy(&v).into_owned(),
-                    windows,
-                );
+                vars.set(format!("{prefix}{k}"), String::from_utf8_lossy(&v).into_owned());
             }
         }
         for e in arr_at(container, "/env") {
@@ -518,20 +511,25 @@ impl CommandContext {
             let value = match e.get("valueFrom") {
                 Some(from) => self.value_from(from),
                 None => {
-                    let known: Vec<(String, String)> = vars.iter().chain(services.iter()).cloned().collect();
-                    Some(expand_refs(str_at(e, "/value"), &known))
+                    let text = str_at(e, "/value");
+                    if text.contains('$') {
+                        let known: Vec<(String, String)> = vars.vars.iter().chain(services.iter()).cloned().collect();
+                        Some(expand_refs(text, &known))
+                    } else {
+                        Some(text.to_string())
+                    }
                 }
             };
             if let Some(value) = value {
-                env_set(&mut vars, name, value, windows);
+                vars.set(name.to_string(), value);
             }
         }
         for (k, v) in services {
-            if env_get(&vars, &k, windows).is_none() {
-                vars.push((k, v));
+            if vars.get(&k).is_none() {
+                vars.set(k, v);
             }
         }
-        vars
+        vars.into_vars()
     }
 
     fn value_from(&self, from: &Value) -> Option<String> {
@@ -709,6 +707,51 @@ fn b64_decode(text: &str) -> Vec<u8> {
 
 fn b64url(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// An environment being assembled: a later value of a name replaces the earlier one in place,
+/// names compared as the OS compares them (case-insensitively on Windows). Indexed, because a
+/// namespace with many Services gives every container thousands of service variables.
+struct EnvBuilder {
+    vars: Vec<(String, String)>,
+    index: HashMap<String, usize>,
+    windows: bool,
+}
+
+impl EnvBuilder {
+    fn new(windows: bool) -> Self {
+        Self {
+            vars: Vec::new(),
+            index: HashMap::new(),
+            windows,
+        }
+    }
+
+    fn key(&self, name: &str) -> String {
+        if self.windows {
+            name.to_ascii_lowercase()
+        } else {
+            name.to_string()
+        }
+    }
+
+    fn set(&mut self, name: String, value: String) {
+        match self.index.entry(self.key(&name)) {
+            std::collections::hash_map::Entry::Occupied(e) => self.vars[*e.get()].1 = value,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.vars.len());
+                self.vars.push((name, value));
+            }
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.index.get(&self.key(name)).map(|&i| self.vars[i].1.as_str())
+    }
+
+    fn into_vars(self) -> Vec<(String, String)> {
+        self.vars
+    }
 }
 
 fn env_get<'a>(env: &'a [(String, String)], name: &str, windows: bool) -> Option<&'a str> {

@@ -79,6 +79,20 @@ impl Records {
                 );
             }
         }
+        // Running pods by (namespace, label, value), so that each headless service looks only
+        // at the pods its rarest selector label picks (a namespace may hold thousands of pods
+        // and hundreds of headless services).
+        let mut by_label: HashMap<(&str, &str, &Value), Vec<usize>> = HashMap::new();
+        for (i, p) in running.iter().enumerate() {
+            let ns = s(p, "/metadata/namespace");
+            for (k, v) in crate::pointer::get(p, "/metadata/labels")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                by_label.entry((ns, k.as_str(), v)).or_default().push(i);
+            }
+        }
         for svc in store.list(registry::core("services"), None).0 {
             let v = svc.value();
             let (name, ns) = (svc.name(), svc.namespace());
@@ -87,13 +101,21 @@ impl Records {
                 ("ExternalName", _) => records.add(&fqdn, Answer::Cname(s(v, "/spec/externalName").to_string())),
                 (_, "None") => {
                     // Headless: the ready pods the selector picks, and their hostname records.
-                    let selector = crate::pointer::get(v, "/spec/selector").and_then(Value::as_object);
+                    let selector = crate::pointer::get(v, "/spec/selector")
+                        .and_then(Value::as_object)
+                        .filter(|sel| !sel.is_empty());
+                    let candidates: &[usize] = selector
+                        .and_then(|sel| {
+                            sel.iter()
+                                .map(|(k, want)| by_label.get(&(ns, k.as_str(), want)).map_or(&[][..], Vec::as_slice))
+                                .min_by_key(|c| c.len())
+                        })
+                        .unwrap_or(&[]);
                     let mut addrs = Vec::new();
-                    for p in running.iter().filter(|p| s(p, "/metadata/namespace") == ns) {
+                    for p in candidates.iter().map(|&i| running[i]) {
                         let labels = crate::pointer::get(p, "/metadata/labels").and_then(Value::as_object);
-                        let selected = selector.is_some_and(|sel| {
-                            !sel.is_empty() && sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
-                        });
+                        let selected = selector
+                            .is_some_and(|sel| sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want)));
                         let Ok(addr) = s(p, "/status/podIP").parse::<Ipv4Addr>() else {
                             continue;
                         };

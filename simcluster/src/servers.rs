@@ -33,7 +33,8 @@ pub struct SimNet {
     cache: Mutex<Option<(u64, Snapshot)>>,
 }
 
-/// The fabric and the DNS records (built on first lookup) for one store revision.
+/// The fabric and the DNS records (built on first lookup) for one revision of the pods,
+/// services and endpoints.
 #[derive(Debug, Clone)]
 struct Snapshot {
     fabric: Arc<Fabric>,
@@ -55,13 +56,20 @@ impl SimNet {
         }
     }
 
-    /// The fabric for the cluster's current state (rebuilt only when the store changed).
+    /// The fabric for the cluster's current state (rebuilt only when pods, services or
+    /// endpoints changed).
     pub fn fabric(&self) -> Arc<Fabric> {
         self.snapshot().fabric
     }
 
     fn snapshot(&self) -> Snapshot {
-        let rv = self.store.current_rv();
+        // The fabric and the records derive from pods, services and endpoints only (events,
+        // leases and the like change far more often and do not matter here).
+        let rv = self.store.changed_at(&[
+            registry::core("pods"),
+            registry::core("services"),
+            registry::core("endpoints"),
+        ]);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, snap)) = cache.as_ref()
             && *at == rv

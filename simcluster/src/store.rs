@@ -239,6 +239,8 @@ struct Inner {
     history: VecDeque<Arc<Event>>,
     /// The highest resourceVersion dropped from the history (0 when nothing was dropped).
     compacted: u64,
+    /// Per resource, the resourceVersion of its latest change (for caches of derived state).
+    changed: HashMap<(&'static str, &'static str), u64>,
 }
 
 /// The object store.
@@ -308,6 +310,17 @@ impl Store {
     /// The latest resourceVersion.
     pub fn current_rv(&self) -> u64 {
         self.read().rv
+    }
+
+    /// The resourceVersion of the latest change to any object of these resources (0 when
+    /// none changed): a cache of state derived from them is current while this stays.
+    pub fn changed_at(&self, resources: &[&ResourceType]) -> u64 {
+        let inner = self.read();
+        resources
+            .iter()
+            .filter_map(|rt| inner.changed.get(&key(rt)).copied())
+            .max()
+            .unwrap_or(0)
     }
 
     /// One object.
@@ -771,6 +784,7 @@ impl Store {
             object,
             previous,
         });
+        inner.changed.insert(key(rt), inner.rv);
         inner.history.push_back(event.clone());
         while inner.history.len() > self.config.history {
             if let Some(dropped) = inner.history.pop_front() {

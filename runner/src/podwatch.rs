@@ -1,0 +1,131 @@
+//! The run namespace's pods and their warning events, kept current by one watch each, so that
+//! waiting for hundreds of workload pods costs two streams instead of two requests per pod and
+//! poll.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::Api;
+use kube::runtime::{WatchStreamExt as _, watcher};
+use tokio::task::JoinHandle;
+
+/// What the watches have seen so far.
+#[derive(Debug, Default)]
+struct Seen {
+    pods: HashMap<String, Pod>,
+    /// Pod name → warning events by event name: (reason, message).
+    warnings: HashMap<String, HashMap<String, (String, String)>>,
+}
+
+/// A pod as the watches last saw it, with its warning events (reason, message).
+#[derive(Debug, Clone)]
+pub struct PodView {
+    pub pod: Option<Pod>,
+    pub warnings: Vec<(String, String)>,
+}
+
+/// Pods and warning events of one namespace; the watches stop when this is dropped.
+pub struct PodWatch {
+    seen: Arc<Mutex<Seen>>,
+    changed: tokio::sync::watch::Receiver<u64>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for PodWatch {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl PodWatch {
+    /// Starts watching the pods and events of `ns` (the watcher re-lists and re-watches with
+    /// back-off when a stream breaks).
+    pub fn start(client: &kube::Client, ns: &str) -> Self {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let (tx, changed) = tokio::sync::watch::channel(0u64);
+        let tx = Arc::new(tx);
+        let bump = |tx: &tokio::sync::watch::Sender<u64>| tx.send_modify(|n| *n = n.wrapping_add(1));
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let events: Api<Event> = Api::namespaced(client.clone(), ns);
+        let pod_task = {
+            let (seen, tx) = (seen.clone(), tx.clone());
+            tokio::spawn(async move {
+                let mut stream = watcher(pods, watcher::Config::default()).default_backoff().boxed();
+                while let Some(ev) = stream.next().await {
+                    match ev {
+                        Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                            if let Some(name) = p.metadata.name.clone() {
+                                lock(&seen).pods.insert(name, p);
+                            }
+                        }
+                        Ok(watcher::Event::Delete(p)) => {
+                            if let Some(name) = &p.metadata.name {
+                                lock(&seen).pods.remove(name);
+                            }
+                        }
+                        Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+                        Err(e) => tracing::debug!("pod watch: {e}"),
+                    }
+                    bump(&tx);
+                }
+            })
+        };
+        let event_task = {
+            let (seen, tx) = (seen.clone(), tx.clone());
+            tokio::spawn(async move {
+                let mut stream = watcher(events, watcher::Config::default()).default_backoff().boxed();
+                while let Some(ev) = stream.next().await {
+                    match ev {
+                        Ok(watcher::Event::Apply(e) | watcher::Event::InitApply(e)) => {
+                            if e.type_.as_deref() == Some("Warning")
+                                && let (Some(pod), Some(name)) =
+                                    (e.involved_object.name.clone(), e.metadata.name.clone())
+                            {
+                                lock(&seen)
+                                    .warnings
+                                    .entry(pod)
+                                    .or_default()
+                                    .insert(name, (e.reason.unwrap_or_default(), e.message.unwrap_or_default()));
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!("event watch: {e}"),
+                    }
+                    bump(&tx);
+                }
+            })
+        };
+        Self {
+            seen,
+            changed,
+            tasks: vec![pod_task, event_task],
+        }
+    }
+
+    /// The pod `name` as last seen, with its warnings (in event-name order).
+    pub fn view(&self, name: &str) -> PodView {
+        let seen = lock(&self.seen);
+        let mut warnings: Vec<(&String, &(String, String))> =
+            seen.warnings.get(name).map(|w| w.iter().collect()).unwrap_or_default();
+        warnings.sort_by(|a, b| a.0.cmp(b.0));
+        PodView {
+            pod: seen.pods.get(name).cloned(),
+            warnings: warnings.into_iter().map(|(_, w)| w.clone()).collect(),
+        }
+    }
+
+    /// A receiver that changes whenever the watches see something.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.clone()
+    }
+}
+
+/// The state, even if a watch task panicked while holding it (its data is still whole: each
+/// update is one insert or remove).
+fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
+    seen.lock().unwrap_or_else(PoisonError::into_inner)
+}
