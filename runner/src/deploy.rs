@@ -230,9 +230,9 @@ pub async fn deploy(
                     json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")}),
                 ),
             ];
-            if !lb_pools.contains_key(&node.pool()) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = lb_pools.entry(node.pool()) {
                 let name = format!("lb-{}", node.pool());
-                lb_pools.insert(node.pool(), name.clone());
+                slot.insert(name.clone());
                 extra.push((
                     name,
                     json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),

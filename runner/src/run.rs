@@ -46,13 +46,21 @@ const CELLS_PER_PROBE_SLOT: usize = 4;
 /// How many nodes of a pool a workload check (a pod created or exec'd per node) runs on.
 const WORKLOAD_NODES_PER_POOL: usize = 3;
 
-/// A position in `0..len` that depends only on `name` (FNV-1a), so a check samples the same
-/// nodes on every run of the same cluster.
-fn stable_offset(name: &str, len: usize) -> usize {
+/// At most `k` of `members`, evenly spread, starting at a position that depends only on `name`
+/// (FNV-1a): a check samples the same nodes on every run of the same cluster, and different
+/// checks sample different ones.
+fn sample(members: &[usize], name: &str, k: usize) -> Vec<usize> {
+    let len = members.len();
+    if len <= k {
+        return members.to_vec();
+    }
     let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    usize::try_from(hash % len.max(1) as u64).unwrap_or(0)
+    let offset = usize::try_from(hash % len as u64).unwrap_or(0);
+    let mut picked: Vec<usize> = (0..k).map(|j| members[(offset + j * len / k) % len]).collect();
+    picked.sort_unstable();
+    picked
 }
 
 /// What one run ended with.
@@ -654,12 +662,8 @@ fn node_cells<'a>(
     // node).
     let workload = matches!(check.probe, Probe::Exec { .. } | Probe::Create { .. });
     for (pool, mut members) in pools {
-        if workload && members.len() > WORKLOAD_NODES_PER_POOL {
-            let offset = stable_offset(&check.name, members.len());
-            members = (0..WORKLOAD_NODES_PER_POOL)
-                .map(|k| members[(offset + k * members.len() / WORKLOAD_NODES_PER_POOL) % members.len()])
-                .collect();
-            members.sort_unstable();
+        if workload {
+            members = sample(&members, &check.name, WORKLOAD_NODES_PER_POOL);
         }
         if one_per_pool {
             let first = members.iter().copied().find(|&i| facts.nodes[i].schedulable());
@@ -1901,6 +1905,38 @@ mod tests {
             memory: (None, None),
             conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
             configz: None,
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::small_pool_whole(2, 3)]
+    #[case::exact(3, 3)]
+    #[case::large_pool_sampled(33, 3)]
+    fn workload_checks_sample_a_few_spread_nodes_per_pool(#[case] len: usize, #[case] k: usize) {
+        let members: Vec<usize> = (100..100 + len).collect();
+        let a = sample(&members, "secret-at-rest", k);
+        assert_eq!(a.len(), len.min(k));
+        assert_eq!(
+            a,
+            sample(&members, "secret-at-rest", k),
+            "the same check samples the same nodes"
+        );
+        let mut distinct = a.clone();
+        distinct.dedup();
+        assert_eq!(distinct, a, "no node twice");
+        assert!(a.iter().all(|m| members.contains(m)));
+        if len > k {
+            // Spread over the pool: sorted picks are about len/k apart.
+            assert!(a.windows(2).all(|w| w[1] - w[0] >= len / k - 1), "{a:?}");
+            let names = [
+                "hostprocess",
+                "run-as-username",
+                "emptydir-memory",
+                "build-match",
+                "privileged",
+            ];
+            let picks: std::collections::BTreeSet<Vec<usize>> = names.iter().map(|n| sample(&members, n, k)).collect();
+            assert!(picks.len() > 1, "different checks sample different nodes");
         }
     }
 

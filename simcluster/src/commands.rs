@@ -4692,6 +4692,25 @@ mod tests {
     const NONROOT: &str = "registry.k8s.io/e2e-test-images/nonroot:1.4";
     const HPC_IMAGE: &str = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0";
 
+    #[rstest]
+    #[case::windows_ignores_case(true, &[("Path", "a"), ("PATH", "b"), ("x", "1")], &[("Path", "b"), ("x", "1")])]
+    #[case::linux_keeps_case(false, &[("Path", "a"), ("PATH", "b")], &[("Path", "a"), ("PATH", "b")])]
+    #[case::last_value_wins_in_place(false, &[("A", "1"), ("B", "2"), ("A", "3")], &[("A", "3"), ("B", "2")])]
+    fn environment_names_compare_as_the_os_does(
+        #[case] windows: bool,
+        #[case] sets: &[(&str, &str)],
+        #[case] want: &[(&str, &str)],
+    ) {
+        let mut env = EnvBuilder::new(windows);
+        for (k, v) in sets {
+            env.set((*k).to_string(), (*v).to_string());
+        }
+        assert_eq!(env.get("path").is_some(), windows);
+        let got: Vec<(String, String)> = env.into_vars();
+        let want: Vec<(String, String)> = want.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+        assert_eq!(got, want);
+    }
+
     struct Fixture {
         store: Arc<Store>,
         profiles: Arc<Vec<NodeProfile>>,

@@ -376,3 +376,23 @@ fn a_client_s_successive_connections_to_a_service_take_turns_whatever_else_flows
     }
     assert_eq!(seen, [("srv-lin".to_string(), 2), ("web".to_string(), 2)].into());
 }
+
+#[test]
+fn an_endpoints_change_alone_reaches_the_fabric() {
+    // The fabric is cached per revision of the objects it derives from; the endpoints
+    // controller rewrites Endpoints after the pods changed, so an Endpoints update with no pod
+    // or Service change must still be seen.
+    let lab = lab(&[]);
+    let vip = Ipv4Addr::new(10, 96, 0, 50);
+    let cli = client(&lab, "cli-lin");
+    assert_eq!(get(&cli, vip, 80, "/hostname"), Ok("web".into()));
+    lab.store
+        .modify(registry::core("endpoints"), "team", "web", Part::Main, |e| {
+            e["subsets"][0]["addresses"] = json!([{"ip": "10.244.1.10", "nodeName": "linux-1",
+                "targetRef": {"kind": "Pod", "name": "srv-lin", "namespace": "team"}}]);
+            Ok(())
+        })
+        .expect("endpoints");
+    let cli = client(&lab, "cli-lin");
+    assert_eq!(get(&cli, vip, 80, "/hostname"), Ok("srv-lin".into()));
+}

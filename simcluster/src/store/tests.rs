@@ -374,3 +374,21 @@ fn subscription_reads_in_order_and_reports_lag() {
     // After a lag the cursor resumes at the oldest retained change.
     assert!(sub.try_recv().is_ok());
 }
+
+#[test]
+fn changed_at_follows_only_the_named_resources() {
+    let store = store_with_ns("a");
+    assert_eq!(store.changed_at(&[pods()]), 0, "no pod changed yet");
+    let p = store.create(pods(), "a", pod("web", None)).expect("pod");
+    let at = store.changed_at(&[pods()]);
+    assert_eq!(at, p.resource_version(), "the pod's creation");
+    store
+        .create(cms(), "a", json!({"metadata": {"name": "noise"}}))
+        .expect("configmap");
+    assert_eq!(store.changed_at(&[pods()]), at, "a ConfigMap is not a pod change");
+    assert!(store.changed_at(&[pods(), cms()]) > at, "the latest of both");
+    store
+        .delete(pods(), "a", "web", &DeleteOptions::default())
+        .expect("delete");
+    assert!(store.changed_at(&[pods()]) > at, "a deletion is a change");
+}
