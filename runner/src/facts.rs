@@ -67,6 +67,8 @@ pub struct ClusterFacts {
     pub nodes: Vec<ClusterNode>,
     pub network_mode: Option<Fact<String>>,
     pub dsr: Option<Fact<bool>>,
+    /// kube-proxy's WinDSR feature gate, where its flags or configuration name it.
+    pub win_dsr_gate: Option<Fact<bool>>,
     pub flannel_version: Option<Fact<String>>,
     pub egress: Fact<bool>,
     /// The API server's feature gates, from its `kubernetes_feature_enabled` metric.
@@ -74,6 +76,10 @@ pub struct ClusterFacts {
     /// The facts as the report records them.
     pub report: Facts,
 }
+
+/// The Windows Server 2019 revision of KB4489899 (OS Build 17763.379, March 2019), which
+/// win-overlay needs; it includes KB4482887 (17763.348), which kube-proxy's overlay mode needs.
+const OVERLAY_KB_REVISION: u32 = 379;
 
 /// `v1.32.3` / `1.32` / `v0.26.1` → (major, minor).
 pub fn major_minor(text: &str) -> Option<(u32, u32)> {
@@ -286,6 +292,7 @@ pub async fn collect(
         nodes,
         network_mode,
         dsr: addons.dsr,
+        win_dsr_gate: addons.win_dsr_gate,
         flannel_version: addons.flannel_version,
         egress,
         feature_gates: feature_gates(client).await,
@@ -325,6 +332,7 @@ async fn configz(client: &kube::Client, node: &str) -> Option<Value> {
 struct Addons {
     network_mode: Option<Fact<String>>,
     dsr: Option<Fact<bool>>,
+    win_dsr_gate: Option<Fact<bool>>,
     kube_proxy_version: Option<Fact<String>>,
     flannel_version: Option<Fact<String>>,
 }
@@ -383,6 +391,22 @@ fn dsr_in_config(text: &str) -> Option<bool> {
             "false" => Some(false),
             _ => None,
         }
+    })
+}
+
+/// A gate's state in a `--feature-gates=A=true,B=false` value.
+fn gate_in_flag(value: &str, gate: &str) -> Option<bool> {
+    value.split(',').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.trim() == gate).then(|| v.trim().eq_ignore_ascii_case("true"))
+    })
+}
+
+/// A gate's state in a KubeProxyConfiguration's `featureGates:` map (`  WinDSR: true`).
+fn gate_in_config(text: &str, gate: &str) -> Option<bool> {
+    text.lines().find_map(|l| {
+        let v = l.trim().strip_prefix(gate)?.trim_start().strip_prefix(':')?;
+        Some(v.trim().eq_ignore_ascii_case("true"))
     })
 }
 
@@ -465,6 +489,13 @@ async fn addons(client: &kube::Client) -> Addons {
                 if let Some(flag) = args.iter().find_map(|a| a.strip_prefix("--enable-dsr=")) {
                     out.dsr = Some(Fact::new(flag == "true", format!("daemonset {key} --enable-dsr")));
                 }
+                if let Some(gate) = args
+                    .iter()
+                    .filter_map(|a| a.strip_prefix("--feature-gates="))
+                    .find_map(|g| gate_in_flag(g, "WinDSR"))
+                {
+                    out.win_dsr_gate = Some(Fact::new(gate, format!("daemonset {key} --feature-gates")));
+                }
             }
         }
     }
@@ -479,6 +510,14 @@ async fn addons(client: &kube::Client) -> Addons {
             let ns = cm.metadata.namespace.clone().unwrap_or_default();
             if let Some(dsr) = cm.data.as_ref().and_then(|d| d.values().find_map(|t| dsr_in_config(t))) {
                 out.dsr = Some(Fact::new(dsr, format!("configmap {ns}/{name} winkernel.enableDSR")));
+            }
+            if out.win_dsr_gate.is_none()
+                && let Some(gate) = cm
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.values().find_map(|t| gate_in_config(t, "WinDSR")))
+            {
+                out.win_dsr_gate = Some(Fact::new(gate, format!("configmap {ns}/{name} featureGates.WinDSR")));
             }
         }
     }
@@ -702,6 +741,47 @@ pub fn judge(
             let hp = node.host_process().ok_or("the node's kubelet and runtime versions")?;
             (hp, format!("kubelet {:?}, runtime {:?}", node.kubelet, node.runtime))
         }
+        F::OverlayKb => {
+            let build = node.build.ok_or("the node's Windows build")?;
+            let revision = node
+                .kernel
+                .split('.')
+                .nth(3)
+                .and_then(|r| r.parse::<u32>().ok())
+                .ok_or_else(|| format!("the revision in {}'s kernel version {:?}", node.name, node.kernel))?;
+            (
+                build != 17763 || revision >= OVERLAY_KB_REVISION,
+                format!(
+                    "kernel {} (KB4489899 is 10.0.17763.{OVERLAY_KB_REVISION}, KB4482887 10.0.17763.348)",
+                    node.kernel
+                ),
+            )
+        }
+        F::DsrConfig => {
+            let dsr = facts
+                .dsr
+                .as_ref()
+                .ok_or("whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)")?;
+            let build = node.build.ok_or("the node's Windows build")?;
+            // 1.14–1.32 need the WinDSR gate; 1.33 turned it on by default; 1.34 made it GA.
+            let gate_needed = facts.version < (1, 33);
+            let gate = facts.win_dsr_gate.as_ref().map(|g| g.value);
+            let gate_ok = !gate_needed || gate == Some(true);
+            (
+                !dsr.value || (build >= 17763 && gate_ok),
+                format!(
+                    "enableDSR={} ({}), WinDSR gate {} on Kubernetes {}.{}, build {build}",
+                    dsr.value,
+                    dsr.source,
+                    match gate {
+                        Some(g) => g.to_string(),
+                        None => "not set".into(),
+                    },
+                    facts.version.0,
+                    facts.version.1
+                ),
+            )
+        }
         F::RuntimeClasses | F::PauseImage => {
             return Err(format!("{check:?} is not observable by this version of mixcheck"));
         }
@@ -711,6 +791,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::FactCheck;
     use rstest::rstest;
 
     #[rstest]
@@ -740,6 +821,94 @@ mod tests {
         assert_eq!(g.get("ContainerStopSignals"), Some(&false));
         assert_eq!(g.get("WinDSR"), Some(&true));
         assert_eq!(g.len(), 2);
+    }
+
+    #[test]
+    fn feature_gates_in_flags_and_configuration() {
+        assert_eq!(gate_in_flag("WinDSR=true,WinOverlay=true", "WinDSR"), Some(true));
+        assert_eq!(gate_in_flag("WinOverlay=true, WinDSR=false", "WinDSR"), Some(false));
+        assert_eq!(gate_in_flag("WinOverlay=true", "WinDSR"), None);
+        assert_eq!(
+            gate_in_config("featureGates:\n  WinDSR: true\n  WinOverlay: true\n", "WinDSR"),
+            Some(true)
+        );
+        assert_eq!(gate_in_config("featureGates: {}\n", "WinDSR"), None);
+    }
+
+    fn windows_node(kernel: &str) -> ClusterNode {
+        ClusterNode {
+            name: "win-1".into(),
+            os: Os::Windows,
+            build: build_of(kernel),
+            address: "10.0.0.5".into(),
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints: Vec::new(),
+            control_plane: false,
+            ready: true,
+            labels: BTreeMap::new(),
+            kernel: kernel.into(),
+            memory: (None, None),
+            conditions: BTreeMap::new(),
+            configz: None,
+        }
+    }
+
+    fn cluster(version: (u32, u32), dsr: Option<bool>, gate: Option<bool>) -> ClusterFacts {
+        ClusterFacts {
+            version,
+            nodes: Vec::new(),
+            network_mode: None,
+            dsr: dsr.map(|d| Fact::new(d, "configmap kube-system/kube-proxy-windows winkernel.enableDSR")),
+            win_dsr_gate: gate.map(|g| Fact::new(g, "configmap kube-system/kube-proxy-windows featureGates.WinDSR")),
+            flannel_version: None,
+            egress: Fact::new(true, "default"),
+            feature_gates: None,
+            report: Facts::default(),
+        }
+    }
+
+    // NET-OVERLAY-KB (W14, W20, WN17): WS2019 needs KB4489899 = 10.0.17763.379 or later.
+    #[rstest]
+    #[case::before_the_kb("10.0.17763.316", Ok(false))]
+    #[case::kb4482887_only("10.0.17763.348", Ok(false))]
+    #[case::kb4489899("10.0.17763.379", Ok(true))]
+    #[case::later_update("10.0.17763.6414", Ok(true))]
+    #[case::ws2022_is_not_concerned("10.0.20348.100", Ok(true))]
+    #[case::no_revision("10.0.17763", Err(()))]
+    fn overlay_updates_by_revision(#[case] kernel: &str, #[case] want: Result<bool, ()>) {
+        let got = judge(
+            FactCheck::OverlayKb,
+            &windows_node(kernel),
+            &cluster((1, 32), None, None),
+            None,
+        );
+        assert_eq!(got.map(|(ok, _)| ok).map_err(|_| ()), want);
+    }
+
+    // NET-DSR (W20, WNET, GH #130876/#132108): WS2019+; 1.14–1.32 need WinDSR=true; 1.33 on by default.
+    #[rstest]
+    #[case::off((1, 32), Some(false), None, "10.0.17763.6414", Ok(true))]
+    #[case::on_with_gate((1, 32), Some(true), Some(true), "10.0.20348.2762", Ok(true))]
+    #[case::on_without_gate((1, 32), Some(true), None, "10.0.20348.2762", Ok(false))]
+    #[case::gate_off((1, 30), Some(true), Some(false), "10.0.17763.6414", Ok(false))]
+    #[case::default_on_from_1_33((1, 33), Some(true), None, "10.0.20348.2762", Ok(true))]
+    #[case::ws2016_has_no_dsr((1, 32), Some(true), Some(true), "10.0.14393.7428", Ok(false))]
+    #[case::unknown((1, 32), None, None, "10.0.17763.6414", Err(()))]
+    fn dsr_configuration(
+        #[case] version: (u32, u32),
+        #[case] dsr: Option<bool>,
+        #[case] gate: Option<bool>,
+        #[case] kernel: &str,
+        #[case] want: Result<bool, ()>,
+    ) {
+        let got = judge(
+            FactCheck::DsrConfig,
+            &windows_node(kernel),
+            &cluster(version, dsr, gate),
+            None,
+        );
+        assert_eq!(got.map(|(ok, _)| ok).map_err(|_| ()), want);
     }
 
     #[test]

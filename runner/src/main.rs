@@ -1,6 +1,7 @@
 //! The `mixcheck` binary: parses the command line, runs the chosen command, maps the outcome
 //! to the documented exit code.
 
+mod agents;
 mod cli;
 mod deploy;
 mod exit;

@@ -366,6 +366,8 @@ async fn preflight(client: &kube::Client, ns: &str) -> Result<(), String> {
         ("create", "", "services", "", true),
         ("patch", "", "services", "", true),
         ("list", "", "events", "", true),
+        ("list", "", "pods", "", false),
+        ("get", "", "pods", "log", false),
         ("list", "apps", "daemonsets", "", false),
         ("list", "", "configmaps", "", false),
     ];
@@ -1448,6 +1450,56 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
         j
     };
     match &plan.check.probe {
+        Probe::Logs {
+            agent,
+            fails,
+            requires,
+            line,
+            must,
+        } => match crate::agents::log_of(&ctx.client, &node.name, *agent).await {
+            Err(why) => error(why),
+            Ok(None) => {
+                let mut j = judgement(
+                    Verdict::Indeterminate,
+                    format!(
+                        "unknown: {} has no {agent:?} pod and its kubelet serves no /logs/{}",
+                        node.name,
+                        agent.node_log()
+                    ),
+                );
+                j.sources = sources.clone();
+                j
+            }
+            Ok(Some(log)) => match crate::agents::judge_log(
+                &log.text,
+                &crate::agents::LogRule {
+                    fails: fails.as_deref(),
+                    requires: requires.as_deref(),
+                    line: line.as_deref(),
+                    must: must.as_deref(),
+                },
+            ) {
+                Err(bad) => error(format!("the check's log expression: {bad}")),
+                Ok(crate::agents::LogFinding::Clean) => finish(
+                    probe::Observation::Reached(format!("log of {}", log.pod)),
+                    format!("{}: the log of {} has no offending line", node.name, log.pod),
+                    None,
+                ),
+                Ok(crate::agents::LogFinding::Offence(offence)) => finish(
+                    probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                    format!("{}: the log of {} says: {offence}", node.name, log.pod),
+                    None,
+                ),
+                Ok(crate::agents::LogFinding::Silent(why)) => {
+                    let mut j = judgement(
+                        Verdict::Indeterminate,
+                        format!("unknown: the log of {} on {}: {why}", log.pod, node.name),
+                    );
+                    j.sources = sources.clone();
+                    j
+                }
+            },
+        },
         Probe::Fact { fact } => match facts::judge(*fact, node, facts, e.limit.as_deref()) {
             Ok((true, seen)) => finish(
                 probe::Observation::Reached(seen.clone()),
@@ -1967,6 +2019,7 @@ mod tests {
             nodes: vec![node("win2019-1", true), node("win2022-1", false)],
             network_mode: None,
             dsr: None,
+            win_dsr_gate: None,
             flannel_version: None,
             egress: mixcheck_reports::Fact::new(true, "default"),
             feature_gates: None,

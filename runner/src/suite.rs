@@ -15,6 +15,7 @@ use crate::rules::Catalogue;
 /// The suites built into the binary (`suites/*.yaml` at build time).
 pub const EMBEDDED: &[(&str, &str)] = &[
     ("network-flows.yaml", include_str!("../../suites/network-flows.yaml")),
+    ("network-config.yaml", include_str!("../../suites/network-config.yaml")),
     ("dns.yaml", include_str!("../../suites/dns.yaml")),
     ("secrets.yaml", include_str!("../../suites/secrets.yaml")),
     ("nodeport.yaml", include_str!("../../suites/nodeport.yaml")),
@@ -221,6 +222,49 @@ pub enum Probe {
     Outside { to: Destination },
     /// Existing DaemonSets/Deployments that could put Linux pods on Windows nodes.
     Audit { audit: AuditKind },
+    /// The log of a node agent on the node: its pod's (kube-system DaemonSets such as the
+    /// HostProcess kube-proxy and flanneld) or, where it runs as a node service, its log file
+    /// under the kubelet's `/logs/`. A line matching `fails` is the failure; some line must
+    /// match `requires`; every line matching `line` must also match `must`.
+    Logs {
+        agent: Agent,
+        #[serde(default)]
+        fails: Option<String>,
+        #[serde(default)]
+        requires: Option<String>,
+        #[serde(default)]
+        line: Option<String>,
+        #[serde(default)]
+        must: Option<String>,
+    },
+}
+
+/// A node agent that runs as a pod (a DaemonSet in `kube-system` or the CNI's namespace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Agent {
+    KubeProxy,
+    Flanneld,
+}
+
+impl Agent {
+    /// Its log file under the kubelet's `/logs/` where it runs as a node service (the layout
+    /// sig-windows-tools' scripts give `--log-dir`).
+    pub fn node_log(self) -> &'static str {
+        match self {
+            Agent::KubeProxy => "kube-proxy/kube-proxy.log",
+            Agent::Flanneld => "flanneld/flanneld.log",
+        }
+    }
+
+    /// Whether a pod (by name and container images) is this agent.
+    pub fn is(self, pod_name: &str, images: &[&str]) -> bool {
+        let word = match self {
+            Agent::KubeProxy => "kube-proxy",
+            Agent::Flanneld => "flannel",
+        };
+        pod_name.contains(word) && images.iter().any(|i| i.contains(word) && !i.contains("cni-plugin"))
+    }
 }
 
 /// Services the fixtures put in front of a server pod.
@@ -298,6 +342,10 @@ pub enum FactCheck {
     RuntimeClasses,
     PauseImage,
     HostProcess,
+    /// NET-OVERLAY-KB: a Windows Server 2019 node's revision includes KB4482887/KB4489899.
+    OverlayKb,
+    /// NET-DSR: DSR on a build that has it, with the WinDSR gate where the version needs it.
+    DsrConfig,
 }
 
 impl FactCheck {
@@ -692,6 +740,25 @@ impl Suites {
                 match &check.probe {
                     Probe::Exec { stdout: Some(re), .. } | Probe::Create { message: Some(re), .. } => {
                         regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
+                    }
+                    Probe::Logs {
+                        fails,
+                        requires,
+                        line,
+                        must,
+                        ..
+                    } => {
+                        for re in [fails, requires, line, must].into_iter().flatten() {
+                            regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
+                        }
+                        if fails.is_none() && requires.is_none() && line.is_none() {
+                            return Err(at(
+                                "a logs probe needs `fails`, `requires`, or `line` with `must`".into()
+                            ));
+                        }
+                        if line.is_some() != must.is_some() {
+                            return Err(at("a logs probe's `line` and `must` go together".into()));
+                        }
                     }
                     _ => {}
                 }

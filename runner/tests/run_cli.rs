@@ -53,7 +53,10 @@ fn the_default_run_passes_the_gate_on_the_bundled_cluster() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     let report = results(dir.path());
     let all = cells(&report);
-    assert!(!all.is_empty());
+    // The bar for the default run: at least 80 distinct rule ids and 200 cells.
+    let rules: std::collections::BTreeSet<&str> = all.iter().filter_map(|c| c["rule_id"].as_str()).collect();
+    assert!(rules.len() >= 80, "{} rule ids: {rules:?}", rules.len());
+    assert!(all.len() >= 200, "{} cells", all.len());
     for c in &all {
         let v = c["verdict"].as_str().unwrap_or_default();
         assert!(v != "fail" && v != "error", "{c:#}");

@@ -1,0 +1,238 @@
+//! Node agents that run as pods (the HostProcess kube-proxy and flanneld DaemonSets of current
+//! Windows set-ups): finding a node's agent pod and judging its log, read through the API.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, LogParams};
+use regex::Regex;
+
+use crate::suite::Agent;
+
+/// How much of an agent's log is read, from its start (which holds the configuration lines).
+const LOG_BYTES: i64 = 4 << 20;
+/// The limit on each API call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An agent pod's log.
+pub struct AgentLog {
+    /// `namespace/name` of the pod.
+    pub pod: String,
+    pub text: String,
+}
+
+/// The log of `agent` on `node`: its pod's (the previous container's when the current one has
+/// logged nothing yet, as after a crash) or, without a pod, its log file under the kubelet's
+/// `/logs/`; None when neither exists.
+pub async fn log_of(client: &kube::Client, node: &str, agent: Agent) -> Result<Option<AgentLog>, String> {
+    let all: Api<Pod> = Api::all(client.clone());
+    let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
+    let pods = tokio::time::timeout(CALL_TIMEOUT, all.list(&params))
+        .await
+        .map_err(|_| format!("listing the pods of {node} timed out"))?
+        .map_err(|e| format!("listing the pods of {node}: {e}"))?;
+    let Some(pod) = pods.items.into_iter().find(|p| {
+        let name = p.metadata.name.as_deref().unwrap_or_default();
+        let images: Vec<&str> = p
+            .spec
+            .as_ref()
+            .map(|s| s.containers.iter().filter_map(|c| c.image.as_deref()).collect())
+            .unwrap_or_default();
+        agent.is(name, &images)
+    }) else {
+        return node_log(client, node, agent).await;
+    };
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let container = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .map(|c| c.name.clone());
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    // From the start (its configuration lines are there), at most LOG_BYTES.
+    let mut params = LogParams {
+        container,
+        limit_bytes: Some(LOG_BYTES),
+        ..LogParams::default()
+    };
+    let read = |params: LogParams| {
+        let (api, name) = (api.clone(), name.clone());
+        async move {
+            match tokio::time::timeout(CALL_TIMEOUT, api.logs(&name, &params)).await {
+                Ok(Ok(text)) => text,
+                _ => String::new(),
+            }
+        }
+    };
+    let mut text = read(params.clone()).await;
+    if text.trim().is_empty() {
+        params.previous = true;
+        text = read(params).await;
+    }
+    Ok(Some(AgentLog {
+        pod: format!("{ns}/{name}"),
+        text,
+    }))
+}
+
+/// The agent's log file through the node proxy, or None when the node serves no such file.
+async fn node_log(client: &kube::Client, node: &str, agent: Agent) -> Result<Option<AgentLog>, String> {
+    let path = format!("/api/v1/nodes/{node}/proxy/logs/{}", agent.node_log());
+    let request = http::Request::get(&path)
+        .body(Vec::new())
+        .map_err(|e| format!("{path}: {e}"))?;
+    match tokio::time::timeout(CALL_TIMEOUT, client.request_text(request)).await {
+        Err(_) => Err(format!("reading {path} timed out")),
+        Ok(Ok(text)) => Ok(Some(AgentLog {
+            pod: format!("node {node}, /logs/{}", agent.node_log()),
+            text,
+        })),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(None),
+        Ok(Err(e)) => Err(format!("reading {path}: {e}")),
+    }
+}
+
+/// What a log shows against a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogFinding {
+    /// Nothing breaks the rule.
+    Clean,
+    /// The first line that breaks it — one matching `fails`, or one matching `line` but not
+    /// `must` — or a note that no line matches `requires`.
+    Offence(String),
+    /// No line matches `line`: the log does not show what the rule is about.
+    Silent(String),
+}
+
+/// Judges a log against a rule. `Err` is an invalid expression (suites are linted, so only a
+/// bad override).
+pub fn judge_log(log: &str, rule: &LogRule<'_>) -> Result<LogFinding, regex::Error> {
+    let fails = rule.fails.map(Regex::new).transpose()?;
+    let line = rule.line.map(Regex::new).transpose()?;
+    let must = rule.must.map(Regex::new).transpose()?;
+    if let Some(offence) = log.lines().find(|l| {
+        fails.as_ref().is_some_and(|f| f.is_match(l))
+            || matches!((&line, &must), (Some(sel), Some(m)) if sel.is_match(l) && !m.is_match(l))
+    }) {
+        return Ok(LogFinding::Offence(offence.to_string()));
+    }
+    if let Some(required) = rule.requires {
+        let re = Regex::new(required)?;
+        if !log.lines().any(|l| re.is_match(l)) {
+            return Ok(LogFinding::Offence(format!("(no line matches {required:?})")));
+        }
+    }
+    if let (Some(sel), Some(text)) = (&line, rule.line)
+        && !log.lines().any(|l| sel.is_match(l))
+    {
+        return Ok(LogFinding::Silent(format!("no line matches {text:?}")));
+    }
+    Ok(LogFinding::Clean)
+}
+
+/// What a log must and must not say (a `logs` probe's expressions).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogRule<'a> {
+    pub fails: Option<&'a str>,
+    pub requires: Option<&'a str>,
+    pub line: Option<&'a str>,
+    pub must: Option<&'a str>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const FLANNELD: &str = "I1124 main.go:352] Found network config - Backend type: vxlan\n\
+        I1124 vxlan_windows.go:120] VXLAN config: Name=vxlan0 MacPrefix=0E-2A VNI=4096 Port=4789 GBP=false DirectRouting=false\n\
+        I1124 main.go:410] Wrote subnet file to C:\\run\\flannel\\subnet.env";
+
+    #[rstest]
+    #[case::healthy(FLANNELD, Some("Failed to write subnet file"), None, None, None)]
+    #[case::required_line_present(FLANNELD, None, Some("Wrote subnet file"), None, None)]
+    #[case::subnet_env(
+        "W1124 main.go:411] Failed to write subnet file: open C:\\run\\flannel\\subnet.env: The system cannot find the path specified.",
+        Some("Failed to write subnet file"),
+        None,
+        None,
+        Some(
+            "W1124 main.go:411] Failed to write subnet file: open C:\\run\\flannel\\subnet.env: The system cannot find the path specified."
+        )
+    )]
+    #[case::vni_4096(FLANNELD, None, Some("VXLAN config"), Some(r"\bVNI=4096\b.*\bPort=4789\b"), None)]
+    #[case::vni_other(
+        "I1124 vxlan_windows.go:120] VXLAN config: Name=vxlan0 MacPrefix=0E-2A VNI=4097 Port=4789",
+        None,
+        Some("VXLAN config"),
+        Some(r"\bVNI=4096\b.*\bPort=4789\b"),
+        Some("I1124 vxlan_windows.go:120] VXLAN config: Name=vxlan0 MacPrefix=0E-2A VNI=4097 Port=4789")
+    )]
+    fn a_log_breaks_the_rule_on_its_first_offending_line(
+        #[case] log: &str,
+        #[case] fails: Option<&str>,
+        #[case] line: Option<&str>,
+        #[case] must: Option<&str>,
+        #[case] want: Option<&str>,
+    ) {
+        // The middle column is `requires` for the case above, `line` elsewhere.
+        let rule = if line == Some("Wrote subnet file") {
+            LogRule {
+                fails,
+                requires: line,
+                ..LogRule::default()
+            }
+        } else {
+            LogRule {
+                fails,
+                line,
+                must,
+                ..LogRule::default()
+            }
+        };
+        let want = want.map_or(LogFinding::Clean, |w| LogFinding::Offence(w.to_string()));
+        assert_eq!(judge_log(log, &rule).expect("valid expressions"), want);
+    }
+
+    #[test]
+    fn an_empty_log_lacks_its_required_line() {
+        let rule = LogRule {
+            fails: Some("Failed to write subnet file"),
+            requires: Some("Wrote subnet file"),
+            ..LogRule::default()
+        };
+        assert_eq!(
+            judge_log("", &rule).expect("valid"),
+            LogFinding::Offence("(no line matches \"Wrote subnet file\")".to_string())
+        );
+    }
+
+    #[test]
+    fn a_log_without_the_line_a_rule_is_about_says_nothing() {
+        let rule = LogRule {
+            line: Some("VXLAN config"),
+            must: Some("VNI=4096"),
+            ..LogRule::default()
+        };
+        assert_eq!(
+            judge_log("I1124 main.go:231] Created subnet manager", &rule).expect("valid"),
+            LogFinding::Silent("no line matches \"VXLAN config\"".to_string())
+        );
+    }
+
+    #[rstest]
+    #[case::windows_kube_proxy(Agent::KubeProxy, "kube-proxy-windows-x7k2p", &["sigwindowstools/kube-proxy:v1.32.3-calico-hostprocess"], true)]
+    #[case::linux_kube_proxy(Agent::KubeProxy, "kube-proxy-4kq9z", &["registry.k8s.io/kube-proxy:v1.32.3"], true)]
+    #[case::flannel(Agent::Flanneld, "kube-flannel-ds-windows-amd64-2xk8d", &["sigwindowstools/flannel:v0.26.1-hostprocess"], true)]
+    #[case::flannel_is_not_kube_proxy(Agent::KubeProxy, "kube-flannel-ds-q8m2x", &["docker.io/flannel/flannel:v0.26.1"], false)]
+    #[case::cni_plugin_image_alone(Agent::Flanneld, "kube-flannel-ds-q8m2x", &["docker.io/flannel/flannel-cni-plugin:v1.5.1"], false)]
+    fn agent_pods_are_told_by_name_and_image(
+        #[case] agent: Agent,
+        #[case] pod: &str,
+        #[case] images: &[&str],
+        #[case] is: bool,
+    ) {
+        assert_eq!(agent.is(pod, images), is);
+    }
+}
