@@ -949,15 +949,18 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
     }
 }
 
-async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudgement {
-    let facts = ctx.facts;
-    let from = pair.from.and_then(|i| facts.nodes.get(i));
-    let to = pair.to.and_then(|i| facts.nodes.get(i));
-    let cell_facts = CellFacts {
+/// What the expectations of a pair's cell are judged on: the cluster's facts and the pair's nodes.
+fn cell_facts<'a>(
+    facts: &'a ClusterFacts,
+    plan: &'a CellPlan<'_>,
+    pair: Pair,
+    placement: Option<Placement>,
+) -> CellFacts<'a> {
+    CellFacts {
         kubernetes: facts.version,
-        from,
-        to,
-        placement: plan.placement,
+        from: pair.from.and_then(|i| facts.nodes.get(i)),
+        to: pair.to.and_then(|i| facts.nodes.get(i)),
+        placement,
         protocol: plan.protocol,
         variant: plan.variant.as_deref(),
         network_mode: facts.network_mode.as_ref().map(|f| f.value.as_str()),
@@ -968,7 +971,14 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
             .and_then(|f| facts::major_minor(&f.value)),
         egress: facts.egress.value,
         feature_gates: facts.feature_gates.as_ref(),
-    };
+    }
+}
+
+async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudgement {
+    let facts = ctx.facts;
+    let from = pair.from.and_then(|i| facts.nodes.get(i));
+    let to = pair.to.and_then(|i| facts.nodes.get(i));
+    let cell_facts = cell_facts(facts, plan, pair, plan.placement);
     let e = match verdict::expectation(plan.check, &cell_facts) {
         Ok(e) => e,
         Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
@@ -1380,22 +1390,7 @@ async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, index: usiz
     let Some(node) = facts.nodes.get(node_idx) else {
         return judgement(Verdict::Error, "the cell has no node".into());
     };
-    let cell_facts = CellFacts {
-        kubernetes: facts.version,
-        from: pair.from.and_then(|i| facts.nodes.get(i)),
-        to: pair.to.and_then(|i| facts.nodes.get(i)),
-        placement: None,
-        protocol: plan.protocol,
-        variant: plan.variant.as_deref(),
-        network_mode: facts.network_mode.as_ref().map(|f| f.value.as_str()),
-        dsr: facts.dsr.as_ref().map(|f| f.value),
-        flannel: facts
-            .flannel_version
-            .as_ref()
-            .and_then(|f| facts::major_minor(&f.value)),
-        egress: facts.egress.value,
-        feature_gates: facts.feature_gates.as_ref(),
-    };
+    let cell_facts = cell_facts(facts, plan, pair, None);
     let e = match verdict::expectation(plan.check, &cell_facts) {
         Ok(e) => e,
         Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
