@@ -3,7 +3,7 @@
 //! cluster has, deploy the fixtures, probe with bounded concurrency, judge each cell, write
 //! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -618,6 +618,7 @@ fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> 
             }
         }
     }
+    distinguish_checks_of_one_rule(&mut cells);
     cells
 }
 
@@ -722,6 +723,33 @@ fn node_cells<'a>(
         }
     }
     out
+}
+
+/// Cell ids are `suite/RULE[coordinates]`; where a suite has several checks of one rule (for
+/// example SVC-TYPES over headless, ExternalName and LoadBalancer services), the check's name
+/// goes into the variant so that every id stays unique (JUnit names, baselines).
+fn distinguish_checks_of_one_rule(cells: &mut [CellPlan<'_>]) {
+    let mut checks: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+    for c in cells.iter() {
+        checks
+            .entry((c.suite.name.as_str(), c.check.rule.as_str()))
+            .or_default()
+            .insert(c.check.name.as_str());
+    }
+    let shared: BTreeSet<(String, String)> = checks
+        .into_iter()
+        .filter(|(_, names)| names.len() > 1)
+        .map(|((suite, rule), _)| (suite.to_string(), rule.to_string()))
+        .collect();
+    for c in cells.iter_mut() {
+        if shared.contains(&(c.suite.name.clone(), c.check.rule.clone())) {
+            let name = c.check.name.clone();
+            c.coordinates.variant = Some(match c.coordinates.variant.take() {
+                Some(v) => format!("{name}:{v}"),
+                None => name,
+            });
+        }
+    }
 }
 
 /// Judges cells side by side, unordered (a slow cell does not hold the slots of the fast ones

@@ -634,13 +634,19 @@ fn cells(dir: &Path) -> Result<BTreeMap<String, Cell>, String> {
     let mut out = BTreeMap::new();
     for c in report["cells"].as_array().ok_or("no cells")? {
         let id = text_of(&c["id"]);
+        let check = text_of(&c["check"]);
         let coordinates = id
             .split_once('[')
             .and_then(|(_, rest)| rest.strip_suffix(']'))
-            .unwrap_or_default()
-            .to_string();
+            .unwrap_or_default();
+        // Where a suite has several checks of one rule, the id carries the check's name in its
+        // variant; the key names the check already.
+        let coordinates = coordinates
+            .strip_suffix(&format!(",{check}"))
+            .map(str::to_string)
+            .unwrap_or_else(|| coordinates.replace(&format!(",{check}:"), ","));
         let cell = Cell {
-            check: text_of(&c["check"]),
+            check,
             coordinates,
             verdict: text_of(&c["verdict"]),
             nodes: c["nodes"]

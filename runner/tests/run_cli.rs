@@ -57,6 +57,12 @@ fn the_default_run_passes_the_gate_on_the_bundled_cluster() {
     let rules: std::collections::BTreeSet<&str> = all.iter().filter_map(|c| c["rule_id"].as_str()).collect();
     assert!(rules.len() >= 80, "{} rule ids: {rules:?}", rules.len());
     assert!(all.len() >= 200, "{} cells", all.len());
+    // Cell ids are stable and unique (JUnit test names, baselines).
+    let mut ids = std::collections::BTreeSet::new();
+    for c in &all {
+        let id = c["id"].as_str().unwrap_or_default();
+        assert!(ids.insert(id), "duplicate cell id {id}");
+    }
     for c in &all {
         let v = c["verdict"].as_str().unwrap_or_default();
         assert!(v != "fail" && v != "error", "{c:#}");
