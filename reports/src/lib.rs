@@ -73,6 +73,8 @@
 pub mod cell;
 pub mod evidence;
 pub mod facts;
+pub mod junit;
+pub mod markdown;
 pub mod report;
 pub mod results_json;
 pub mod summary;

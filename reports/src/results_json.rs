@@ -39,6 +39,14 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A report format could not be rendered.
+    #[error("cannot render the {format} report: {message}")]
+    Render {
+        /// The format.
+        format: &'static str,
+        /// Why.
+        message: String,
+    },
     /// The file could not be read.
     #[error("cannot read {}", .path.display())]
     Read {
@@ -98,26 +106,33 @@ pub enum Error {
 ///
 /// [`Error::CreateDir`], [`Error::Serialize`] or [`Error::Write`].
 pub fn write(report: &RunReport, dir: &Path) -> Result<PathBuf, Error> {
+    let mut json = serde_json::to_vec_pretty(report).map_err(Error::Serialize)?;
+    json.push(b'\n');
+    write_atomically(dir, FILE_NAME, &json)
+}
+
+/// Writes `bytes` to `dir/name` through a temporary sibling that is synced and renamed into
+/// place, so a reader never sees half a file (creating `dir` first).
+pub(crate) fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, Error> {
     fs::create_dir_all(dir).map_err(|source| Error::CreateDir {
         dir: dir.to_owned(),
         source,
     })?;
-    let mut json = serde_json::to_vec_pretty(report).map_err(Error::Serialize)?;
-    json.push(b'\n');
-    let path = dir.join(FILE_NAME);
+    let path = dir.join(name);
     let write_error = |source| Error::Write {
         path: path.clone(),
         source,
     };
 
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".results.json.").suffix(".tmp");
+    let prefix = format!(".{name}.");
+    builder.prefix(&prefix).suffix(".tmp");
     // tempfile creates 0600 files; a report is no secret, and CI artifact steps may run as
     // another user. The umask still applies.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
     let mut tmp = builder.tempfile_in(dir).map_err(write_error)?;
-    tmp.write_all(&json).map_err(write_error)?;
+    tmp.write_all(bytes).map_err(write_error)?;
     tmp.as_file().sync_all().map_err(write_error)?;
     // On error the returned temporary file is dropped, which deletes it.
     tmp.persist(&path).map_err(|e| write_error(e.error))?;

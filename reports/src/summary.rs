@@ -42,7 +42,7 @@ pub fn plain(report: &RunReport) -> String {
     text
 }
 
-fn header(report: &RunReport) -> Vec<String> {
+pub(crate) fn header(report: &RunReport) -> Vec<String> {
     let target = match &report.target {
         Target::Bundled { profile } => format!("bundled cluster (profile {profile})"),
         Target::Kubeconfig { context, server } => format!("context {context} ({server})"),
@@ -185,7 +185,7 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 }
 
 /// Newlines (and the spaces around them) become one space.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split('\n')
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -194,7 +194,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// `850 ms`, `12.3 s`, `4 min 05 s`, `1 h 02 min 03 s`.
-fn wall_time(ms: u64) -> String {
+pub(crate) fn wall_time(ms: u64) -> String {
     let s = ms / 1000;
     match s {
         0 => format!("{ms} ms"),

@@ -29,6 +29,8 @@ pub enum Command {
     Images(ImagesArgs),
     /// Delete the namespaces earlier runs left behind (label app.kubernetes.io/managed-by=mixcheck).
     Cleanup(CleanupArgs),
+    /// Render a saved run (results.json) again, without a cluster.
+    Report(ReportArgs),
     /// The bundled mixed Linux/Windows cluster.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -126,9 +128,12 @@ pub struct RunArgs {
     /// Documented limitations and unfollowed recommendations fail the gate too.
     #[arg(long)]
     pub strict: bool,
-    /// Where results.json goes.
+    /// Where the reports go (results.json, junit.xml, report.md).
     #[arg(long, value_name = "DIR", default_value = "mixcheck-report")]
     pub report_dir: PathBuf,
+    /// What goes to standard output.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
     /// Rewrite fixture images to this registry (air-gapped mirrors), e.g. `mirror.example.com/k8s`.
     #[arg(long, value_name = "REGISTRY")]
     pub image_registry: Option<String>,
@@ -164,4 +169,31 @@ pub struct ServeArgs {
     /// Where to write the kubeconfig (mode 0600).
     #[arg(long, value_name = "PATH", default_value = "mixcheck-sim.kubeconfig")]
     pub kubeconfig: PathBuf,
+}
+
+/// A report format for standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// The per-check summary with counts per verdict.
+    Table,
+    /// results.json.
+    Json,
+    /// JUnit XML.
+    Junit,
+    /// Markdown (for a pull request or a job summary).
+    Markdown,
+}
+
+/// `mixcheck report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The results.json of an earlier run.
+    #[arg(long, value_name = "FILE")]
+    pub from: PathBuf,
+    /// What goes to standard output.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Also write every format into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
 }

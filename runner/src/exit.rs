@@ -31,6 +31,15 @@ pub fn classify(e: &anyhow::Error) -> Code {
         || e.downcast_ref::<crate::plan::PlanError>().is_some()
         || e.downcast_ref::<crate::suite::SuiteError>().is_some()
         || matches!(
+            e.downcast_ref::<mixcheck_reports::results_json::Error>(),
+            Some(
+                mixcheck_reports::results_json::Error::Read { .. }
+                    | mixcheck_reports::results_json::Error::Syntax { .. }
+                    | mixcheck_reports::results_json::Error::Content { .. }
+                    | mixcheck_reports::results_json::Error::UnsupportedSchema { .. }
+            )
+        )
+        || matches!(
             e.downcast_ref::<crate::target::TargetError>(),
             Some(crate::target::TargetError::Kubeconfig { .. })
         )

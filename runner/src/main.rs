@@ -42,6 +42,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Lint(lint) => lint_command(&lint),
             cli::Command::Images(images) => images_command(&images),
             cli::Command::Cleanup(args) => cleanup_command(&args).await,
+            cli::Command::Report(args) => report_command(&args),
             cli::Command::Sim(sim) => sim::run(sim).await,
         }
     });
@@ -77,16 +78,72 @@ async fn run_command(args: &cli::RunArgs) -> anyhow::Result<exit::Code> {
     let fixtures = fixture::Fixtures::load(None)?;
     let finished = run::execute(&plan, &fixtures).await;
     let report = finished.report;
-    match mixcheck_reports::results_json::write(&report, &plan.report_dir) {
-        Ok(path) => eprintln!("Results: {}", path.display()),
-        Err(e) => eprintln!("mixcheck: {e}"),
-    }
-    print!("{}", mixcheck_reports::summary::plain(&report));
+    write_reports(&report, &plan.report_dir);
+    print!("{}", render(&report, args.output)?);
     if let Some(a) = &report.aborted {
         eprintln!("mixcheck: {}", a.reason);
     }
     eprintln!("Wall time: {:.1}s", started.elapsed().as_secs_f64());
     Ok(finished.code)
+}
+
+/// Every format into the report folder (each written atomically; one that fails is said and
+/// the others still written), and the Markdown appended to a GitHub job summary when
+/// `GITHUB_STEP_SUMMARY` names one.
+fn write_reports(report: &mixcheck_reports::RunReport, dir: &std::path::Path) {
+    use mixcheck_reports::{junit, markdown, results_json};
+    match results_json::write(report, dir) {
+        Ok(path) => eprintln!("Results: {}", path.display()),
+        Err(e) => eprintln!("mixcheck: {e}"),
+    }
+    if let Err(e) = junit::write(report, dir) {
+        eprintln!("mixcheck: {e}");
+    }
+    if let Err(e) = markdown::write(report, dir) {
+        eprintln!("mixcheck: {e}");
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&summary)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, markdown::render(report).as_bytes()));
+        if let Err(e) = appended {
+            eprintln!(
+                "mixcheck: cannot append to GITHUB_STEP_SUMMARY ({}): {e}",
+                std::path::Path::new(&summary).display()
+            );
+        }
+    }
+}
+
+/// A run in the format chosen for standard output.
+fn render(report: &mixcheck_reports::RunReport, output: cli::Output) -> anyhow::Result<String> {
+    use mixcheck_reports::{junit, markdown, summary};
+    Ok(match output {
+        cli::Output::Table => summary::plain(report),
+        cli::Output::Json => {
+            let mut text = serde_json::to_string_pretty(report)?;
+            text.push('\n');
+            text
+        }
+        cli::Output::Junit => junit::render(report)?,
+        cli::Output::Markdown => markdown::render(report),
+    })
+}
+
+/// `mixcheck report`: a saved run rendered again; the exit code is the run's gate.
+fn report_command(args: &cli::ReportArgs) -> anyhow::Result<exit::Code> {
+    let report = mixcheck_reports::results_json::read(&args.from)?;
+    if let Some(dir) = &args.report_dir {
+        write_reports(&report, dir);
+    }
+    print!("{}", render(&report, args.output)?);
+    Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
+        exit::Code::Failed
+    } else {
+        exit::Code::Passed
+    })
 }
 
 /// `mixcheck list`: the checks with their rule ids and sources, or the rules no check covers.

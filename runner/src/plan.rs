@@ -167,10 +167,11 @@ impl RunPlan {
                     continue;
                 }
                 let key = format!("{}/{}", suite.name, check.name);
-                let keep = filters.iter().all(|f| {
-                    let hit = f.re.is_match(&key) || f.re.is_match(&check.rule);
-                    hit != f.negate
-                });
+                // Kept when it matches some positive filter (or there is none) and no negated one.
+                let hit = |f: &&CheckFilter| f.re.is_match(&key) || f.re.is_match(&check.rule);
+                let mut positives = filters.iter().filter(|f| !f.negate).peekable();
+                let wanted = positives.peek().is_none() || positives.any(|f| hit(&f));
+                let keep = wanted && !filters.iter().filter(|f| f.negate).any(|f| hit(&f));
                 if keep {
                     selected.push((si, ci));
                 }
@@ -288,6 +289,13 @@ mod tests {
             only.selected.len() + without.selected.len(),
             only.suites.checks().filter(|(_, c)| c.pending.is_none()).count()
         );
+        // Several positive filters select the union; a negated one removes from it.
+        let two = plan(&["--check", "pod-ip-same-node", "--check", "pod-ip-cross-node"]).expect("plan");
+        let names: Vec<&str> = two.checks().map(|(_, c)| c.name.as_str()).collect();
+        assert_eq!(names, ["pod-ip-same-node", "pod-ip-cross-node"]);
+        let minus = plan(&["--check", "NET-POD-POD-IP", "--check", "!cross"]).expect("plan");
+        assert!(minus.checks().all(|(_, c)| c.name != "pod-ip-cross-node"));
+        assert!(minus.checks().any(|(_, c)| c.name == "pod-ip-same-node"));
         assert!(matches!(
             plan(&["--check", "^nothing-at-all$"]),
             Err(PlanError::NothingSelected(_))

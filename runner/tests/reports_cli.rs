@@ -1,0 +1,119 @@
+//! The report formats from the command line: every run writes results.json, junit.xml and
+//! report.md into the report folder (and appends the Markdown to `GITHUB_STEP_SUMMARY`), `-o`
+//! picks what goes to standard output, and `mixcheck report --from` renders a saved run again
+//! without a cluster, with the run's gate as exit code.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mixcheck(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mixcheck"));
+    cmd.current_dir(dir)
+        .env_remove("KUBECONFIG")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    cmd
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_run_writes_every_format_and_report_renders_them_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let summary = dir.path().join("step-summary.md");
+    let out = mixcheck(dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["run", "--quiet", "--suite", "dns", "-o", "junit"])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let reports = dir.path().join("mixcheck-report");
+    let junit = std::fs::read_to_string(reports.join("junit.xml")).expect("junit.xml");
+    assert_eq!(stdout, junit, "-o junit prints what junit.xml holds");
+    assert!(
+        junit.starts_with("<?xml") && junit.contains("<testsuite name=\"dns\""),
+        "{junit}"
+    );
+    assert!(junit.contains("name=\"dns/DNS-FQDN["), "cases are named by cell id");
+    let md = std::fs::read_to_string(reports.join("report.md")).expect("report.md");
+    assert!(md.starts_with("## mixcheck: ✅ gate passed"), "{md}");
+    assert_eq!(std::fs::read_to_string(&summary).expect("job summary"), md);
+
+    // Again from results.json, without a cluster.
+    let from = reports.join("results.json");
+    for (format, marker) in [
+        ("table", "gate: passed"),
+        ("json", "\"schema_version\""),
+        ("junit", "<testsuites"),
+        ("markdown", "## mixcheck"),
+    ] {
+        let again = mixcheck(dir.path())
+            .args(["report", "--from"])
+            .arg(&from)
+            .args(["-o", format])
+            .output()
+            .expect("report");
+        let (stdout, stderr) = text(&again);
+        assert_eq!(again.status.code(), Some(0), "{format}: {stderr}");
+        assert!(stdout.contains(marker), "{format}: {stdout}");
+    }
+    let again = mixcheck(dir.path())
+        .args(["report", "--from"])
+        .arg(&from)
+        .args(["-o", "junit"])
+        .output()
+        .expect("report");
+    assert_eq!(text(&again).0, junit, "the same run renders the same JUnit");
+}
+
+#[test]
+fn report_from_a_failed_run_exits_1_and_from_a_bad_file_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args([
+            "run",
+            "--quiet",
+            "--suite",
+            "network-flows",
+            "--check",
+            "pod-ip-same-node",
+        ])
+        .args([
+            "--fault",
+            "win2022-1:mac-spoofing-disabled",
+            "--check",
+            "pod-ip-cross-node",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+    let from = dir.path().join("mixcheck-report/results.json");
+    let again = mixcheck(dir.path())
+        .args(["report", "--from"])
+        .arg(&from)
+        .args(["-o", "markdown"])
+        .output()
+        .expect("report");
+    let (stdout, _) = text(&again);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stdout.contains("### Failures") && stdout.contains("MacAddressSpoofing"),
+        "{stdout}"
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema_version\": 1,\n  \"cells\": [").expect("write");
+    let out = mixcheck(dir.path())
+        .args(["report", "--from"])
+        .arg(&bad)
+        .output()
+        .expect("report");
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.json"), "{stderr}");
+}
