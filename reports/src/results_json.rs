@@ -196,6 +196,36 @@ mod tests {
     use super::*;
     use crate::testdata::sample_report;
 
+    /// The schema file lists exactly the verdicts and expectations the model has.
+    #[test]
+    fn the_schema_file_names_every_verdict_and_expectation() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../schema/results.schema.json")).expect("the schema is JSON");
+        let names = |ptr: &str| -> Vec<String> {
+            let mut v: Vec<String> = schema
+                .pointer(ptr)
+                .and_then(serde_json::Value::as_array)
+                .expect(ptr)
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect();
+            v.sort();
+            v
+        };
+        let mut verdicts: Vec<String> = crate::Verdict::ALL.iter().map(|v| v.as_str().to_string()).collect();
+        verdicts.sort();
+        assert_eq!(names("/$defs/verdict/enum"), verdicts);
+        let mut expected: Vec<String> = crate::Expected::ALL.iter().map(|e| e.as_str().to_string()).collect();
+        expected.sort();
+        assert_eq!(names("/$defs/cell/properties/expected/properties/kind/enum"), expected);
+        assert_eq!(
+            schema
+                .pointer("/properties/schema_version/const")
+                .and_then(serde_json::Value::as_u64),
+            Some(u64::from(crate::SCHEMA_VERSION))
+        );
+    }
+
     #[test]
     fn round_trip_of_a_full_report() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -117,3 +117,56 @@ fn report_from_a_failed_run_exits_1_and_from_a_bad_file_exits_2() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bad.json"), "{stderr}");
 }
+
+fn check_jsonschema() -> Command {
+    let probe = Command::new("check-jsonschema").arg("--version").output();
+    assert!(
+        probe.is_ok_and(|o| o.status.success()),
+        "check-jsonschema is not on PATH: install it with `pip install check-jsonschema` (.ci/run does)"
+    );
+    let mut cmd = Command::new("check-jsonschema");
+    cmd.arg("--schemafile").arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../reports/schema/results.schema.json"
+    ));
+    cmd
+}
+
+/// results.json of real runs — passing, fault-injected, aborted — validates against the
+/// documented schema, and the schema rejects what it must.
+#[test]
+#[ignore = "needs check-jsonschema (pip install check-jsonschema)"]
+fn results_json_follows_its_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs: [(&str, &[&str]); 3] = [
+        ("passing", &["run", "--quiet"]),
+        (
+            "faulted",
+            &["run", "--quiet", "--fault", "win2022-1:pause-image-wrong-build"],
+        ),
+        ("aborted", &["run", "--quiet", "--kubeconfig", "does-not-exist.yaml"]),
+    ];
+    for (name, args) in runs {
+        let out_dir = dir.path().join(name);
+        let out = mixcheck(dir.path())
+            .args(args)
+            .arg("--report-dir")
+            .arg(&out_dir)
+            .output()
+            .expect("run");
+        assert!(out.status.code().is_some(), "{name}: {}", text(&out).1);
+        let check = check_jsonschema()
+            .arg(out_dir.join("results.json"))
+            .output()
+            .expect("check-jsonschema");
+        assert!(check.status.success(), "{name}: {}\n{}", text(&check).0, text(&check).1);
+    }
+    // A verdict the schema does not know is refused.
+    let good = std::fs::read_to_string(dir.path().join("faulted/results.json")).expect("read");
+    let bad = good.replacen("\"verdict\": \"error\"", "\"verdict\": \"maybe\"", 1);
+    assert_ne!(good, bad, "the faulted run has an error cell to alter");
+    let bad_path = dir.path().join("bad.json");
+    std::fs::write(&bad_path, bad).expect("write");
+    let check = check_jsonschema().arg(&bad_path).output().expect("check-jsonschema");
+    assert!(!check.status.success(), "{}", text(&check).0);
+}
