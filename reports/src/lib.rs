@@ -73,6 +73,7 @@
 pub mod cell;
 pub mod evidence;
 pub mod facts;
+pub mod html;
 pub mod junit;
 pub mod markdown;
 pub mod report;

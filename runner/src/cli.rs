@@ -128,7 +128,7 @@ pub struct RunArgs {
     /// Documented limitations and unfollowed recommendations fail the gate too.
     #[arg(long)]
     pub strict: bool,
-    /// Where the reports go (results.json, junit.xml, report.md).
+    /// Where the reports go (results.json, junit.xml, report.md, report.html).
     #[arg(long, value_name = "DIR", default_value = "mixcheck-report")]
     pub report_dir: PathBuf,
     /// What goes to standard output.

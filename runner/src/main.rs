@@ -91,7 +91,7 @@ async fn run_command(args: &cli::RunArgs) -> anyhow::Result<exit::Code> {
 /// the others still written), and the Markdown appended to a GitHub job summary when
 /// `GITHUB_STEP_SUMMARY` names one.
 fn write_reports(report: &mixcheck_reports::RunReport, dir: &std::path::Path) {
-    use mixcheck_reports::{junit, markdown, results_json};
+    use mixcheck_reports::{html, junit, markdown, results_json};
     match results_json::write(report, dir) {
         Ok(path) => eprintln!("Results: {}", path.display()),
         Err(e) => eprintln!("mixcheck: {e}"),
@@ -100,6 +100,9 @@ fn write_reports(report: &mixcheck_reports::RunReport, dir: &std::path::Path) {
         eprintln!("mixcheck: {e}");
     }
     if let Err(e) = markdown::write(report, dir) {
+        eprintln!("mixcheck: {e}");
+    }
+    if let Err(e) = html::write(report, dir) {
         eprintln!("mixcheck: {e}");
     }
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {

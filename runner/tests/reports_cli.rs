@@ -40,6 +40,11 @@ fn a_run_writes_every_format_and_report_renders_them_again() {
         "{junit}"
     );
     assert!(junit.contains("name=\"dns/DNS-FQDN["), "cases are named by cell id");
+    let html = std::fs::read_to_string(reports.join("report.html")).expect("report.html");
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("dns/DNS-FQDN["),
+        "{html}"
+    );
     let md = std::fs::read_to_string(reports.join("report.md")).expect("report.md");
     assert!(md.starts_with("## mixcheck: ✅ gate passed"), "{md}");
     assert_eq!(std::fs::read_to_string(&summary).expect("job summary"), md);
