@@ -82,6 +82,8 @@ pub mod summary;
 pub mod verdict;
 
 #[cfg(test)]
+mod snapshots;
+#[cfg(test)]
 mod testdata;
 
 pub use cell::{Cell, CellId, CellIdError, Coordinates, Expectation, Locality, NodeRef, NodeRole, Observed, Pool};

@@ -198,3 +198,58 @@ pub(crate) fn sample_report() -> RunReport {
     report.cells = vec![flow, skipped, flaky];
     report
 }
+
+/// The sample report with a cell of every verdict kind (not strict), for the format snapshots.
+pub(crate) fn every_verdict_report() -> RunReport {
+    let mut report = sample_report();
+    report.strict = false;
+    let mut limitation = cell(
+        "net",
+        "icmp-to-outside",
+        "NET-ICMP-EXTERNAL",
+        "windows-20348",
+        Verdict::KnownLimitation,
+    );
+    limitation.expected = Expectation {
+        kind: Expected::Limitation,
+        text: "ICMP to destinations outside the cluster gets no reply from Windows pods".into(),
+    };
+    limitation.remedy =
+        Some("Use TCP (curl, Test-NetConnection -Port) instead of ping to test outside reachability.".into());
+    let mut better = cell(
+        "nodeport",
+        "nodeport-overlay-ws2022",
+        "NET-WS2022-NODEPORT-OVERLAY",
+        "windows-20348",
+        Verdict::BetterThanDocumented,
+    );
+    better.expected = Expectation {
+        kind: Expected::KnownOsIssue,
+        text: "NodePort services on overlay misbehave when the destination node runs Windows Server 2022".into(),
+    };
+    let mut warn = cell(
+        "mem",
+        "system-reserved-memory",
+        "MEM-SYS-RESERVED",
+        "windows-17763",
+        Verdict::Warn,
+    );
+    warn.expected = Expectation {
+        kind: Expected::Recommendation,
+        text: "reserve at least 2 GiB of memory for the system on Windows nodes".into(),
+    };
+    warn.observed.summary = "win2019-1: systemReserved.memory = 0.00Gi (documented: at least 2.00Gi)".into();
+    let mut not_applicable = cell("sec", "hostprocess", "SEC-HOSTPROCESS", "linux", Verdict::NotApplicable);
+    not_applicable.reason = Some("HostProcess containers exist on Windows nodes only".into());
+    let mut error = cell(
+        "ver",
+        "pod-sandbox-starts",
+        "VER-PAUSE-IMAGE",
+        "windows-20348",
+        Verdict::Error,
+    );
+    error.observed.summary = "the netexec client on win2022-1 never started: FailedCreatePodSandBox (3 times)".into();
+    error.remedy = Some("Point containerd's sandbox_image at a pause image that has the node's build.".into());
+    report.cells.extend([limitation, better, warn, not_applicable, error]);
+    report
+}
