@@ -24,7 +24,7 @@ fn check(name: &str, rendered: &str) {
             .lines()
             .zip(rendered.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(|| pinned.lines().count().min(rendered.lines().count()), |i| i);
+            .unwrap_or_else(|| pinned.lines().count().min(rendered.lines().count()));
         panic!(
             "{name} differs from its snapshot at line {}:\n  pinned:   {:?}\n  rendered: {:?}\n(UPDATE_SNAPSHOTS=1 rewrites it after an intended change)",
             line + 1,
