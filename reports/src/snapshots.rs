@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::testdata::every_verdict_report;
-use crate::{html, junit, markdown, summary};
+use crate::{html, junit, markdown, summary, terminal};
 
 fn check(name: &str, rendered: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -70,4 +70,12 @@ fn json_snapshot() {
     let mut json = serde_json::to_string_pretty(&every_verdict_report()).expect("json");
     json.push('\n');
     check("every-verdict.json", &json);
+}
+
+#[test]
+fn terminal_snapshot() {
+    check(
+        "every-verdict.term.txt",
+        &terminal::render(&every_verdict_report(), false),
+    );
 }

@@ -122,9 +122,16 @@ fn write_reports(report: &mixcheck_reports::RunReport, dir: &std::path::Path) {
 
 /// A run in the format chosen for standard output.
 fn render(report: &mixcheck_reports::RunReport, output: cli::Output) -> anyhow::Result<String> {
-    use mixcheck_reports::{junit, markdown, summary};
+    use mixcheck_reports::{junit, markdown};
     Ok(match output {
-        cli::Output::Table => summary::plain(report),
+        cli::Output::Table => {
+            use std::io::IsTerminal as _;
+            let colour = mixcheck_reports::terminal::colour_wanted(
+                std::io::stdout().is_terminal(),
+                std::env::var_os("NO_COLOR").as_deref(),
+            );
+            mixcheck_reports::terminal::render(report, colour)
+        }
         cli::Output::Json => {
             let mut text = serde_json::to_string_pretty(report)?;
             text.push('\n');

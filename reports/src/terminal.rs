@@ -1,0 +1,288 @@
+//! The terminal report: failures first (with remedy, evidence and the reproduce command),
+//! documented limitations apart, a table per suite and one per OS pool, and the cross-pool
+//! flow matrix — coloured by verdict when the caller says colour is wanted (a terminal, and
+//! `NO_COLOR` unset).
+
+use std::collections::BTreeMap;
+
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use crate::cell::Cell;
+use crate::report::RunReport;
+use crate::summary::{header, one_line, wall_time};
+use crate::verdict::{Counts, Verdict};
+
+/// Whether a report on this output may use colour: it is a terminal and `NO_COLOR`
+/// (no-color.org) is unset or empty.
+pub fn colour_wanted(is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// The terminal report of a run.
+pub fn render(report: &RunReport, colour: bool) -> String {
+    let strict = report.strict;
+    let paint = |v: Verdict, text: &str| -> String {
+        if !colour {
+            return text.to_string();
+        }
+        let code = match v {
+            Verdict::Fail | Verdict::Error => "31",
+            Verdict::Warn | Verdict::KnownLimitation => "33",
+            Verdict::Pass | Verdict::BetterThanDocumented => "32",
+            Verdict::NotApplicable | Verdict::Indeterminate => "2",
+        };
+        format!("\u{1b}[{code}m{text}\u{1b}[0m")
+    };
+    let mut out = String::new();
+    for line in header(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push('\n');
+
+    let failing: Vec<&Cell> = report.gate_failures(strict).collect();
+    if !failing.is_empty() {
+        out.push_str(&format!("FAILURES ({})\n", failing.len()));
+        for c in &failing {
+            out.push_str(&format!(
+                "  {} {}\n    {}\n    observed:   {}\n    documented: {}\n",
+                paint(c.verdict, c.verdict.as_str()),
+                c.id,
+                c.title,
+                one_line(&c.observed.summary),
+                one_line(&c.expected.text)
+            ));
+            if let Some(r) = &c.remedy {
+                out.push_str(&format!("    remedy:     {}\n", one_line(r)));
+            }
+            if let Some(e) = &c.observed.evidence {
+                if !e.command.is_empty() {
+                    out.push_str(&format!("    command:    {}\n", e.command.join(" ")));
+                }
+                if let Some(code) = e.exit_code {
+                    out.push_str(&format!("    exit code:  {code}\n"));
+                }
+                for part in [e.stdout.as_str(), e.stderr.as_str()] {
+                    if !part.is_empty() {
+                        out.push_str(&format!("    output:     {}\n", one_line(part)));
+                    }
+                }
+                for ev in &e.events {
+                    out.push_str(&format!(
+                        "    event:      {} {}: {}\n",
+                        ev.object,
+                        ev.reason,
+                        one_line(ev.message.as_str())
+                    ));
+                }
+            }
+            if let Some(r) = &c.reproduce {
+                out.push_str(&format!("    reproduce:  {r}\n"));
+            }
+        }
+        out.push('\n');
+    }
+
+    let limited: Vec<&Cell> = report
+        .cells
+        .iter()
+        .filter(|c| !c.verdict.fails_gate(strict))
+        .filter(|c| {
+            matches!(
+                c.verdict,
+                Verdict::KnownLimitation | Verdict::Warn | Verdict::BetterThanDocumented
+            )
+        })
+        .collect();
+    if !limited.is_empty() {
+        out.push_str(&format!(
+            "DOCUMENTED LIMITATIONS AND RECOMMENDATIONS ({})\n",
+            limited.len()
+        ));
+        for c in limited {
+            out.push_str(&format!(
+                "  {} {} — {}\n",
+                paint(c.verdict, c.verdict.as_str()),
+                c.id,
+                one_line(&c.expected.text)
+            ));
+        }
+        out.push('\n');
+    }
+
+    // Per suite.
+    let mut by_suite: BTreeMap<&str, Counts> = BTreeMap::new();
+    for c in &report.cells {
+        by_suite.entry(c.suite.as_str()).or_default().add(c.verdict);
+    }
+    out.push_str(&counts_table(
+        "suite",
+        by_suite.iter().map(|(k, v)| ((*k).to_string(), *v)),
+        &paint,
+    ));
+
+    // Per OS pool.
+    let mut by_pool: BTreeMap<String, Counts> = BTreeMap::new();
+    for c in &report.cells {
+        let mut seen: Vec<&str> = Vec::new();
+        for p in [&c.coordinates.source, &c.coordinates.destination]
+            .into_iter()
+            .flatten()
+        {
+            if !seen.contains(&p.as_str()) {
+                by_pool.entry(p.as_str().to_string()).or_default().add(c.verdict);
+                seen.push(p.as_str());
+            }
+        }
+    }
+    if !by_pool.is_empty() {
+        out.push_str(&counts_table("OS pool", by_pool.into_iter(), &paint));
+    }
+
+    // Flow matrix.
+    let mut grid: BTreeMap<(String, String), Counts> = BTreeMap::new();
+    for c in &report.cells {
+        if let (Some(s), Some(d)) = (&c.coordinates.source, &c.coordinates.destination) {
+            grid.entry((s.as_str().to_string(), d.as_str().to_string()))
+                .or_default()
+                .add(c.verdict);
+        }
+    }
+    if !grid.is_empty() {
+        let mut sources: Vec<String> = grid.keys().map(|(s, _)| s.clone()).collect();
+        sources.dedup();
+        let mut destinations: Vec<String> = grid.keys().map(|(_, d)| d.clone()).collect();
+        destinations.sort();
+        destinations.dedup();
+        let mut b = Builder::default();
+        let mut head = vec!["source \\ destination".to_string()];
+        head.extend(destinations.iter().cloned());
+        b.push_record(head);
+        for s in &sources {
+            let mut row = vec![s.clone()];
+            for d in &destinations {
+                row.push(match grid.get(&(s.clone(), d.clone())) {
+                    None => String::new(),
+                    Some(counts) => {
+                        let worst = Verdict::ALL
+                            .into_iter()
+                            .find(|v| counts.get(*v) > 0)
+                            .unwrap_or(Verdict::NotApplicable);
+                        let judged =
+                            counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
+                        let ok = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
+                        paint(worst, &format!("{ok}/{judged}"))
+                    }
+                });
+            }
+            b.push_record(row);
+        }
+        let mut table = b.build();
+        table.with(Style::rounded());
+        out.push_str("flows between OS pools (as documented / judged; worst verdict's colour)\n");
+        out.push_str(&table.to_string());
+        out.push_str("\n\n");
+    }
+
+    let counts = report.counts();
+    let totals: Vec<String> = Verdict::ALL
+        .into_iter()
+        .map(|v| paint(v, &format!("{} {}", counts.get(v), v.as_str())))
+        .collect();
+    out.push_str(&format!("totals: {}\n", totals.join(", ")));
+    out.push_str(&format!(
+        "{} cells of {} rules, wall time {}\n",
+        report.cells.len(),
+        report.rule_count(),
+        wall_time(report.duration_ms)
+    ));
+    let gate = if report.aborted.is_some() {
+        paint(Verdict::Error, "gate: FAILED (run aborted)")
+    } else if report.gate_passed(strict) {
+        paint(Verdict::Pass, "gate: passed")
+    } else {
+        paint(Verdict::Fail, "gate: FAILED")
+    };
+    out.push_str(&gate);
+    out.push('\n');
+    out
+}
+
+/// Rows of verdict counts under a first column named `what`.
+fn counts_table(
+    what: &str,
+    rows: impl Iterator<Item = (String, Counts)>,
+    paint: &dyn Fn(Verdict, &str) -> String,
+) -> String {
+    let mut b = Builder::default();
+    let mut head = vec![what.to_string()];
+    head.extend(Verdict::ALL.iter().map(|v| paint(*v, v.as_str())));
+    b.push_record(head);
+    for (name, counts) in rows {
+        let mut row = vec![name];
+        row.extend(Verdict::ALL.iter().map(|v| match counts.get(*v) {
+            0 => String::new(),
+            n => paint(*v, &n.to_string()),
+        }));
+        b.push_record(row);
+    }
+    let mut table = b.build();
+    table.with(Style::rounded());
+    format!("{table}\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::every_verdict_report;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour_wanted(true, None));
+        assert!(colour_wanted(true, Some(std::ffi::OsStr::new(""))));
+        assert!(!colour_wanted(true, Some(std::ffi::OsStr::new("1"))));
+        assert!(!colour_wanted(false, None));
+    }
+
+    #[test]
+    fn plain_without_colour_and_painted_with_it() {
+        let r = every_verdict_report();
+        let plain = render(&r, false);
+        assert!(!plain.contains('\u{1b}'), "{plain}");
+        let painted = render(&r, true);
+        assert!(painted.contains("\u{1b}[31mfail\u{1b}[0m"), "{painted}");
+        // The same text once the colours are taken out.
+        let stripped = strip(&painted);
+        assert_eq!(stripped.lines().count(), plain.lines().count());
+    }
+
+    #[test]
+    fn failures_first_then_limitations_then_tables() {
+        let text = render(&every_verdict_report(), false);
+        let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle}: {text}"));
+        assert!(at("FAILURES (2)") < at("DOCUMENTED LIMITATIONS"));
+        assert!(at("DOCUMENTED LIMITATIONS") < at("│ suite"));
+        assert!(at("│ suite") < at("│ OS pool"));
+        assert!(text.contains("remedy:     Add the cluster and service CIDRs"));
+        assert!(text.contains("reproduce:  kubectl -n mixcheck-20261121-ab12 exec win-client-0"));
+        assert!(text.trim_end().ends_with("gate: FAILED"));
+    }
+
+    fn strip(text: &str) -> String {
+        let mut out = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                for d in chars.by_ref() {
+                    if d == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
