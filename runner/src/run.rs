@@ -178,7 +178,23 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             .iter()
             .enumerate()
             .partition(|(_, c)| matches!(c.check.probe, Probe::Create { .. }));
-        let early = judge_cells(&early_ctx, early, plan.concurrency);
+        // A live bar on a terminal (stderr) unless --quiet; the phase lines say the rest.
+        let bar = {
+            use std::io::IsTerminal as _;
+            if plan.quiet || !std::io::stderr().is_terminal() {
+                indicatif::ProgressBar::hidden()
+            } else {
+                let bar = indicatif::ProgressBar::new(u64::try_from(cells.len()).unwrap_or(u64::MAX));
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{spinner} {pos}/{len} cells judged [{elapsed_precise}] {wide_bar} {msg}",
+                ) {
+                    bar.set_style(style);
+                }
+                bar.enable_steady_tick(Duration::from_millis(200));
+                bar
+            }
+        };
+        let early = judge_cells(&early_ctx, early, plan.concurrency, &bar);
         let later = async {
             let dep = deploy::deploy(
                 &client,
@@ -202,9 +218,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 plan.selected.len()
             ));
             let ctx = early_ctx.with_fixtures(&dep);
-            Ok::<_, String>(judge_cells(&ctx, later, plan.concurrency).await)
+            Ok::<_, String>(judge_cells(&ctx, later, plan.concurrency, &bar).await)
         };
         let (mut results, later) = futures::future::join(early, later).await;
+        bar.finish_and_clear();
         results.extend(later?);
         results.sort_by_key(|(i, _)| *i);
         Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
@@ -760,10 +777,16 @@ async fn judge_cells<'p>(
     ctx: &Ctx<'_>,
     mut cells: Vec<(usize, &CellPlan<'p>)>,
     concurrency: usize,
+    bar: &indicatif::ProgressBar,
 ) -> Vec<(usize, Cell)> {
     cells.sort_by_key(|(i, c)| (!matches!(c.check.probe, Probe::Create { .. } | Probe::Exec { .. }), *i));
     futures::stream::iter(cells)
-        .map(|(i, c)| async move { (i, judge_cell(ctx, c, i).await) })
+        .map(|(i, c)| async move {
+            let cell = judge_cell(ctx, c, i).await;
+            bar.inc(1);
+            bar.set_message(cell.id.as_str().to_string());
+            (i, cell)
+        })
         .buffer_unordered(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT))
         .collect()
         .await
