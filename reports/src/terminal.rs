@@ -137,6 +137,24 @@ pub fn render(report: &RunReport, colour: bool) -> String {
         }
     }
     if !by_pool.is_empty() {
+        for (pool, counts) in &by_pool {
+            let Some(name) = pool_name(pool) else {
+                continue;
+            };
+            let judged = counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
+            let documented = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
+            let worst = if documented == judged {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
+            out.push_str(&paint(
+                worst,
+                &format!("{name} pool: {documented}/{judged} as documented"),
+            ));
+            out.push('\n');
+        }
+        out.push('\n');
         out.push_str(&counts_table("OS pool", by_pool.into_iter(), &paint));
     }
 
@@ -209,6 +227,29 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     out
 }
 
+/// The OS a node pool stands for (`windows-20348` → Windows Server 2022), or None for the
+/// pseudo-pools of flows (`external`, `cluster-dns`, `same-pod`).
+fn pool_name(pool: &str) -> Option<String> {
+    if pool == "linux" {
+        return Some("Linux".into());
+    }
+    let build: u32 = pool.strip_prefix("windows-")?.parse().ok()?;
+    let release = match build {
+        14393 => "Windows Server 2016",
+        16299 => "Windows Server version 1709",
+        17134 => "Windows Server version 1803",
+        17763 => "Windows Server 2019",
+        18362 => "Windows Server version 1903",
+        18363 => "Windows Server version 1909",
+        19041 => "Windows Server version 2004",
+        19042 => "Windows Server version 20H2",
+        20348 => "Windows Server 2022",
+        26100 => "Windows Server 2025",
+        _ => return Some(format!("Windows (build {build})")),
+    };
+    Some(format!("{release} ({build})"))
+}
+
 /// Rows of verdict counts under a first column named `what`.
 fn counts_table(
     what: &str,
@@ -236,6 +277,26 @@ fn counts_table(
 mod tests {
     use super::*;
     use crate::testdata::every_verdict_report;
+
+    #[test]
+    fn pools_are_named_by_their_windows_release() {
+        assert_eq!(
+            pool_name("windows-20348").as_deref(),
+            Some("Windows Server 2022 (20348)")
+        );
+        assert_eq!(
+            pool_name("windows-17763").as_deref(),
+            Some("Windows Server 2019 (17763)")
+        );
+        assert_eq!(pool_name("windows-99999").as_deref(), Some("Windows (build 99999)"));
+        assert_eq!(pool_name("linux").as_deref(), Some("Linux"));
+        assert_eq!(pool_name("external"), None);
+        let text = render(&every_verdict_report(), false);
+        assert!(
+            text.contains("Windows Server 2022 (20348) pool: 0/1 as documented"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {
