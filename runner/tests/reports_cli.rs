@@ -175,3 +175,67 @@ fn results_json_follows_its_schema() {
     let check = check_jsonschema().arg(&bad_path).output().expect("check-jsonschema");
     assert!(!check.status.success(), "{}", text(&check).0);
 }
+
+/// Run-specific text a snapshot must not pin: run ids (and the namespace named after them),
+/// timestamps, durations and ephemeral client ports.
+fn normalise(text: &str) -> String {
+    let rules = [
+        (r"mixcheck-[0-9a-f]{8}", "mixcheck-RUNID"),
+        (r"run [0-9a-f]{8}", "run RUNID"),
+        (
+            r#""mixcheck.run-id" value="[0-9a-f]{8}""#,
+            r#""mixcheck.run-id" value="RUNID""#,
+        ),
+        (
+            r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
+            "TIMESTAMP",
+        ),
+        (r#"time="[0-9.]+""#, r#"time="T""#),
+        (r"wall time [0-9.]+ (ms|s)", "wall time T"),
+        (r":\d{4,5}->", ":PORT->"),
+    ];
+    rules.iter().fold(text.to_string(), |t, (re, with)| {
+        regex::Regex::new(re)
+            .expect("pattern")
+            .replace_all(&t, *with)
+            .into_owned()
+    })
+}
+
+/// Reports of a fault-injected bundled run, pinned after normalising what differs per run
+/// (`UPDATE_SNAPSHOTS=1` rewrites them): MAC spoofing off on the Windows Server 2022 node.
+#[test]
+fn a_fault_injected_run_renders_as_pinned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--fault", "win2022-1:mac-spoofing-disabled"])
+        .args(["--check", "pod-ip-cross-node", "--check", "hybrid-linux-windows"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+    let reports = dir.path().join("mixcheck-report");
+    let snapshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    for file in ["report.md", "junit.xml"] {
+        let rendered = normalise(&std::fs::read_to_string(reports.join(file)).expect("report"));
+        let pinned_path = snapshots.join(format!("mac-spoofing.{file}"));
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(&snapshots).expect("snapshot dir");
+            std::fs::write(&pinned_path, &rendered).expect("write snapshot");
+            continue;
+        }
+        let pinned = std::fs::read_to_string(&pinned_path)
+            .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", pinned_path.display()));
+        if let Some((n, (a, b))) = pinned
+            .lines()
+            .zip(rendered.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+        {
+            panic!(
+                "{file} differs from its snapshot at line {}:\n  pinned:   {a}\n  rendered: {b}",
+                n + 1
+            );
+        }
+        assert_eq!(pinned.lines().count(), rendered.lines().count(), "{file}: line count");
+    }
+}
