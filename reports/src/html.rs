@@ -11,6 +11,7 @@ use crate::cell::Cell;
 use crate::report::RunReport;
 use crate::results_json::{self, Error};
 use crate::summary::{header, wall_time};
+use crate::tally;
 use crate::verdict::{Counts, Verdict};
 
 /// The file name in the report folder.
@@ -93,40 +94,22 @@ fn counts_table(counts: &Counts, out: &mut String) {
 
 /// Source pool × destination pool, coloured by the worst verdict of the flows between them.
 fn matrix(report: &RunReport, out: &mut String) {
-    let mut grid: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    for c in &report.cells {
-        if let (Some(s), Some(d)) = (&c.coordinates.source, &c.coordinates.destination) {
-            grid.entry((s.as_str().to_string(), d.as_str().to_string()))
-                .or_default()
-                .add(c.verdict);
-        }
-    }
-    if grid.is_empty() {
+    let Some(grid) = tally::flow_grid(report) else {
         return;
-    }
-    let mut sources: Vec<&String> = grid.keys().map(|(s, _)| s).collect();
-    sources.dedup();
-    let mut destinations: Vec<&String> = grid.keys().map(|(_, d)| d).collect();
-    destinations.sort();
-    destinations.dedup();
+    };
     out.push_str("<h2>Flows between OS pools</h2>\n<table><tr><th>source ↓ / destination →</th>");
-    for d in &destinations {
+    for d in &grid.destinations {
         let _ = write!(out, "<th>{}</th>", esc(d));
     }
     out.push_str("</tr>\n");
-    for s in &sources {
+    for s in &grid.sources {
         let _ = write!(out, "<tr><th>{}</th>", esc(s));
-        for d in &destinations {
-            match grid.get(&((*s).clone(), (*d).clone())) {
+        for d in &grid.destinations {
+            match grid.cells.get(&(s.clone(), d.clone())) {
                 None => out.push_str("<td></td>"),
                 Some(counts) => {
-                    let worst = Verdict::ALL
-                        .into_iter()
-                        .find(|v| counts.get(*v) > 0)
-                        .unwrap_or(Verdict::NotApplicable);
-                    let judged =
-                        counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
-                    let ok = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
+                    let worst = tally::worst(counts);
+                    let (ok, judged) = tally::documented(counts);
                     let _ = write!(
                         out,
                         "<td class=\"v-{}\" title=\"worst: {}\">{ok}/{judged}</td>",

@@ -79,6 +79,7 @@ pub mod markdown;
 pub mod report;
 pub mod results_json;
 pub mod summary;
+mod tally;
 pub mod terminal;
 pub mod verdict;
 

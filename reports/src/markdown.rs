@@ -2,14 +2,14 @@
 //! per OS pool, the cross-pool flow matrix, failures first (with remedy, evidence and the
 //! command that reproduces them), then documented limitations apart.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::cell::Cell;
 use crate::report::RunReport;
 use crate::results_json::{self, Error};
 use crate::summary::{header, one_line, wall_time};
-use crate::verdict::{Counts, Verdict};
+use crate::tally;
+use crate::verdict::Verdict;
 
 /// The file name in the report folder.
 pub const FILE_NAME: &str = "report.md";
@@ -48,17 +48,7 @@ pub fn render(report: &RunReport) -> String {
             failure(cell, &mut out);
         }
     }
-    let limited: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| !c.verdict.fails_gate(strict))
-        .filter(|c| {
-            matches!(
-                c.verdict,
-                Verdict::KnownLimitation | Verdict::Warn | Verdict::BetterThanDocumented
-            )
-        })
-        .collect();
+    let limited = tally::noted(report);
     if !limited.is_empty() {
         out.push_str(&format!(
             "### Documented limitations, recommendations and better than documented ({})\n\n",
@@ -85,27 +75,13 @@ pub fn write(report: &RunReport, dir: &Path) -> Result<PathBuf, Error> {
 
 /// One line per OS pool: how many of the cells that touch it are as documented.
 fn pools(report: &RunReport, out: &mut String) {
-    let mut by_pool: BTreeMap<String, Counts> = BTreeMap::new();
-    for c in &report.cells {
-        let mut seen: Vec<String> = Vec::new();
-        for pool in [&c.coordinates.source, &c.coordinates.destination]
-            .into_iter()
-            .flatten()
-        {
-            let name = pool.as_str().to_string();
-            if !seen.contains(&name) {
-                by_pool.entry(name.clone()).or_default().add(c.verdict);
-                seen.push(name);
-            }
-        }
-    }
+    let by_pool = tally::by_pool(report);
     if by_pool.is_empty() {
         return;
     }
     out.push_str("| OS pool | as documented | fail | error | judged |\n|---|---:|---:|---:|---:|\n");
     for (pool, counts) in &by_pool {
-        let judged = counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
-        let documented = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
+        let (documented, judged) = tally::documented(counts);
         out.push_str(&format!(
             "| {} | {documented}/{judged} | {} | {} | {judged} |\n",
             pool_label(pool),
@@ -119,45 +95,28 @@ fn pools(report: &RunReport, out: &mut String) {
 /// The cross-pool flow matrix: source pool × destination pool, the worst verdict of the flows
 /// between them and how many were as documented.
 fn matrix(report: &RunReport, out: &mut String) {
-    let mut cells: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    for c in &report.cells {
-        if let (Some(s), Some(d)) = (&c.coordinates.source, &c.coordinates.destination) {
-            cells
-                .entry((s.as_str().to_string(), d.as_str().to_string()))
-                .or_default()
-                .add(c.verdict);
-        }
-    }
-    if cells.is_empty() {
+    let Some(grid) = tally::flow_grid(report) else {
         return;
-    }
-    let mut sources: Vec<&String> = cells.keys().map(|(s, _)| s).collect();
-    sources.dedup();
-    let mut destinations: Vec<&String> = cells.keys().map(|(_, d)| d).collect();
-    destinations.sort();
-    destinations.dedup();
+    };
     out.push_str("### Flows between pools (source ↓ × destination →)\n\n| |");
-    for d in &destinations {
+    for d in &grid.destinations {
         out.push_str(&format!(" {} |", pool_label(d)));
     }
     out.push_str("\n|---|");
-    out.push_str(&"---|".repeat(destinations.len()));
+    out.push_str(&"---|".repeat(grid.destinations.len()));
     out.push('\n');
-    for s in &sources {
+    for s in &grid.sources {
         out.push_str(&format!("| **{}** |", pool_label(s)));
-        for d in &destinations {
-            match cells.get(&((*s).clone(), (*d).clone())) {
+        for d in &grid.destinations {
+            match grid.cells.get(&(s.clone(), d.clone())) {
                 None => out.push_str(" |"),
                 Some(counts) => {
-                    let worst = Verdict::ALL.into_iter().find(|v| counts.get(*v) > 0);
-                    let judged =
-                        counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
-                    let ok = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
-                    let mark = match worst {
-                        Some(Verdict::Fail | Verdict::Error) => "❌",
-                        Some(Verdict::Warn | Verdict::KnownLimitation) => "⚠️",
-                        Some(Verdict::BetterThanDocumented | Verdict::Pass) => "✅",
-                        _ => "➖",
+                    let (ok, judged) = tally::documented(counts);
+                    let mark = match tally::worst(counts) {
+                        Verdict::Fail | Verdict::Error => "❌",
+                        Verdict::Warn | Verdict::KnownLimitation => "⚠️",
+                        Verdict::BetterThanDocumented | Verdict::Pass => "✅",
+                        Verdict::NotApplicable | Verdict::Indeterminate => "➖",
                     };
                     out.push_str(&format!(" {mark} {ok}/{judged} |"));
                 }

@@ -11,6 +11,7 @@ use tabled::settings::Style;
 use crate::cell::Cell;
 use crate::report::RunReport;
 use crate::summary::{header, one_line, wall_time};
+use crate::tally;
 use crate::verdict::{Counts, Verdict};
 
 /// Whether a report on this output may use colour: it is a terminal and `NO_COLOR`
@@ -84,17 +85,7 @@ pub fn render(report: &RunReport, colour: bool) -> String {
         out.push('\n');
     }
 
-    let limited: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| !c.verdict.fails_gate(strict))
-        .filter(|c| {
-            matches!(
-                c.verdict,
-                Verdict::KnownLimitation | Verdict::Warn | Verdict::BetterThanDocumented
-            )
-        })
-        .collect();
+    let limited = tally::noted(report);
     if !limited.is_empty() {
         out.push_str(&format!(
             "DOCUMENTED LIMITATIONS AND RECOMMENDATIONS ({})\n",
@@ -123,26 +114,13 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     ));
 
     // Per OS pool.
-    let mut by_pool: BTreeMap<String, Counts> = BTreeMap::new();
-    for c in &report.cells {
-        let mut seen: Vec<&str> = Vec::new();
-        for p in [&c.coordinates.source, &c.coordinates.destination]
-            .into_iter()
-            .flatten()
-        {
-            if !seen.contains(&p.as_str()) {
-                by_pool.entry(p.as_str().to_string()).or_default().add(c.verdict);
-                seen.push(p.as_str());
-            }
-        }
-    }
+    let by_pool = tally::by_pool(report);
     if !by_pool.is_empty() {
         for (pool, counts) in &by_pool {
             let Some(name) = pool_name(pool) else {
                 continue;
             };
-            let judged = counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
-            let documented = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
+            let (documented, judged) = tally::documented(counts);
             let worst = if documented == judged {
                 Verdict::Pass
             } else {
@@ -159,38 +137,19 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     }
 
     // Flow matrix.
-    let mut grid: BTreeMap<(String, String), Counts> = BTreeMap::new();
-    for c in &report.cells {
-        if let (Some(s), Some(d)) = (&c.coordinates.source, &c.coordinates.destination) {
-            grid.entry((s.as_str().to_string(), d.as_str().to_string()))
-                .or_default()
-                .add(c.verdict);
-        }
-    }
-    if !grid.is_empty() {
-        let mut sources: Vec<String> = grid.keys().map(|(s, _)| s.clone()).collect();
-        sources.dedup();
-        let mut destinations: Vec<String> = grid.keys().map(|(_, d)| d.clone()).collect();
-        destinations.sort();
-        destinations.dedup();
+    if let Some(grid) = tally::flow_grid(report) {
         let mut b = Builder::default();
         let mut head = vec!["source \\ destination".to_string()];
-        head.extend(destinations.iter().cloned());
+        head.extend(grid.destinations.iter().cloned());
         b.push_record(head);
-        for s in &sources {
+        for s in &grid.sources {
             let mut row = vec![s.clone()];
-            for d in &destinations {
-                row.push(match grid.get(&(s.clone(), d.clone())) {
+            for d in &grid.destinations {
+                row.push(match grid.cells.get(&(s.clone(), d.clone())) {
                     None => String::new(),
                     Some(counts) => {
-                        let worst = Verdict::ALL
-                            .into_iter()
-                            .find(|v| counts.get(*v) > 0)
-                            .unwrap_or(Verdict::NotApplicable);
-                        let judged =
-                            counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
-                        let ok = judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error);
-                        paint(worst, &format!("{ok}/{judged}"))
+                        let (ok, judged) = tally::documented(counts);
+                        paint(tally::worst(counts), &format!("{ok}/{judged}"))
                     }
                 });
             }

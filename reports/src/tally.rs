@@ -1,0 +1,113 @@
+//! What the human reports (terminal, Markdown, HTML) count the same way: cells per OS pool,
+//! the cross-pool flow grid, how many of a group are as documented, its worst verdict, and the
+//! cells that pass the gate with a note.
+
+use std::collections::BTreeMap;
+
+use crate::cell::Cell;
+use crate::report::RunReport;
+use crate::verdict::{Counts, Verdict};
+
+/// The verdicts per pool a cell touches (source and destination, each pool once per cell).
+pub(crate) fn by_pool(report: &RunReport) -> BTreeMap<String, Counts> {
+    let mut out: BTreeMap<String, Counts> = BTreeMap::new();
+    for c in &report.cells {
+        let mut seen: Vec<&str> = Vec::new();
+        for pool in [&c.coordinates.source, &c.coordinates.destination]
+            .into_iter()
+            .flatten()
+        {
+            if !seen.contains(&pool.as_str()) {
+                out.entry(pool.as_str().to_string()).or_default().add(c.verdict);
+                seen.push(pool.as_str());
+            }
+        }
+    }
+    out
+}
+
+/// The flows between pools: (source, destination) → verdicts, with the sources and the
+/// destinations in order.
+pub(crate) struct FlowGrid {
+    pub cells: BTreeMap<(String, String), Counts>,
+    pub sources: Vec<String>,
+    pub destinations: Vec<String>,
+}
+
+/// The flow grid of a run; None when no cell has both a source and a destination pool.
+pub(crate) fn flow_grid(report: &RunReport) -> Option<FlowGrid> {
+    let mut cells: BTreeMap<(String, String), Counts> = BTreeMap::new();
+    for c in &report.cells {
+        if let (Some(s), Some(d)) = (&c.coordinates.source, &c.coordinates.destination) {
+            cells
+                .entry((s.as_str().to_string(), d.as_str().to_string()))
+                .or_default()
+                .add(c.verdict);
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let mut sources: Vec<String> = cells.keys().map(|(s, _)| s.clone()).collect();
+    sources.dedup();
+    let mut destinations: Vec<String> = cells.keys().map(|(_, d)| d.clone()).collect();
+    destinations.sort();
+    destinations.dedup();
+    Some(FlowGrid {
+        cells,
+        sources,
+        destinations,
+    })
+}
+
+/// (as documented, judged): judged leaves out not-applicable and indeterminate cells; as
+/// documented are the judged ones that neither fail nor error.
+pub(crate) fn documented(counts: &Counts) -> (usize, usize) {
+    let judged = counts.total() - counts.get(Verdict::NotApplicable) - counts.get(Verdict::Indeterminate);
+    (judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error), judged)
+}
+
+/// The worst verdict present (summary order), not-applicable for none.
+pub(crate) fn worst(counts: &Counts) -> Verdict {
+    Verdict::ALL
+        .into_iter()
+        .find(|v| counts.get(*v) > 0)
+        .unwrap_or(Verdict::NotApplicable)
+}
+
+/// Cells that pass the gate with a note: documented limitations, recommendations not followed,
+/// limitations not observed.
+pub(crate) fn noted(report: &RunReport) -> Vec<&Cell> {
+    report
+        .cells
+        .iter()
+        .filter(|c| !c.verdict.fails_gate(report.strict))
+        .filter(|c| {
+            matches!(
+                c.verdict,
+                Verdict::KnownLimitation | Verdict::Warn | Verdict::BetterThanDocumented
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::every_verdict_report;
+
+    #[test]
+    fn counts_of_the_every_verdict_report() {
+        let r = every_verdict_report();
+        let pools = by_pool(&r);
+        assert_eq!(documented(&pools["windows-20348"]), (0, 1));
+        let grid = flow_grid(&r).expect("a flow");
+        assert_eq!(grid.sources, ["windows-20348"]);
+        assert_eq!(grid.destinations, ["linux"]);
+        assert_eq!(
+            worst(&grid.cells[&("windows-20348".into(), "linux".into())]),
+            Verdict::Fail
+        );
+        assert_eq!(noted(&r).len(), 3);
+    }
+}
