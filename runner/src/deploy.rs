@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::facts::{ClusterFacts, ClusterNode};
 use crate::fixture::{self, Fixtures, MANAGED_BY, RUN_LABEL};
+use crate::progress::{Phase, Progress};
 
 /// The field manager of the run's server-side applies.
 const MANAGER: &str = "mixcheck";
@@ -161,8 +162,9 @@ pub async fn deploy(
     fixtures: &Fixtures,
     registry: Option<&str>,
     deadline: Instant,
-    say: &(dyn Fn(&str) + Sync),
+    progress: &Progress,
 ) -> Result<Deployment, DeployError> {
+    let applied = progress.bar(Phase::Deploy);
     let labels = run_labels(run_id);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
@@ -201,6 +203,7 @@ pub async fn deploy(
             pods.patch(&name, &apply, &Patch::Apply(&p))
                 .await
                 .map_err(api_err(format!("pod {name}")))?;
+            applied.inc(1);
             dep.hostnames.insert(node.name.clone(), name.clone());
             wanted.push((name, node.name.clone(), node.os));
             let svc_name = format!("svc-{i}");
@@ -216,6 +219,7 @@ pub async fn deploy(
                 .patch(&svc_name, &apply, &Patch::Apply(&s))
                 .await
                 .map_err(api_err(format!("service {svc_name}")))?;
+            applied.inc(1);
             // SVC-TYPES: headless and ExternalName services over the same server; a
             // LoadBalancer over the first server of each pool (one per pool, not per node: a
             // cloud load balancer is slow to provision and is billed).
@@ -244,6 +248,7 @@ pub async fn deploy(
                     .patch(&svc_name, &apply, &Patch::Apply(&s))
                     .await
                     .map_err(api_err(format!("service {svc_name}")))?;
+                applied.inc(1);
             }
             dep.headless.insert(node.name.clone(), format!("hl-{i}"));
             dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
@@ -254,6 +259,7 @@ pub async fn deploy(
             pods.patch(&name, &apply, &Patch::Apply(&p))
                 .await
                 .map_err(api_err(format!("pod {name}")))?;
+            applied.inc(1);
             clients_wanted.push((name, node.name.clone(), node.os));
         }
         let host_ok = match node.os {
@@ -266,6 +272,7 @@ pub async fn deploy(
             pods.patch(&name, &apply, &Patch::Apply(&p))
                 .await
                 .map_err(api_err(format!("pod {name}")))?;
+            applied.inc(1);
             hosts_wanted.push((name, node.name.clone(), node.os));
         }
     }
@@ -277,6 +284,7 @@ pub async fn deploy(
         .patch(SUBDOMAIN, &apply, &Patch::Apply(&headless))
         .await
         .map_err(api_err("service mixcheck-pods"))?;
+    applied.inc(1);
     // NET-LOCAL-POLICY-NON-DSR: one `externalTrafficPolicy: Local` NodePort over every server;
     // a node's NodePort then answers from that node's own server only.
     let local = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": LOCAL_SERVICE, "labels": labels},
@@ -287,6 +295,7 @@ pub async fn deploy(
         .patch(LOCAL_SERVICE, &apply, &Patch::Apply(&local))
         .await
         .map_err(api_err(format!("service {LOCAL_SERVICE}")))?;
+    applied.inc(1);
     // Two affinity backends per pool, spread over its nodes.
     let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
     for (_, n) in &nodes {
@@ -309,6 +318,7 @@ pub async fn deploy(
             pods.patch(&name, &apply, &Patch::Apply(&p))
                 .await
                 .map_err(api_err(format!("pod {name}")))?;
+            applied.inc(1);
             affinity_wanted.push((name, node.name.clone(), node.os));
         }
         let svc_name = format!("aff-{pi}");
@@ -319,6 +329,7 @@ pub async fn deploy(
             .patch(&svc_name, &apply, &Patch::Apply(&s))
             .await
             .map_err(api_err(format!("service {svc_name}")))?;
+        applied.inc(1);
         dep.affinity.insert(
             pool.clone(),
             ServiceInfo {
@@ -328,7 +339,8 @@ pub async fn deploy(
         );
     }
     let total = wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len();
-    say(&format!(
+    applied.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
+    progress.say(&format!(
         "Deployed {total} fixture pods in namespace {ns}; waiting for them (Windows images pull slowly)…"
     ));
     let all: Vec<(String, String, Os)> = wanted
@@ -338,7 +350,7 @@ pub async fn deploy(
         .chain(&affinity_wanted)
         .cloned()
         .collect();
-    let placed = await_pods(&pods, &events, &all, deadline, say).await;
+    let placed = await_pods(&pods, &events, &all, deadline, progress).await;
     for (name, node, _) in &wanted {
         if let Some(p) = placed.get(name) {
             dep.servers.insert(node.clone(), p.clone());
@@ -460,8 +472,10 @@ async fn await_pods(
     events: &Api<Event>,
     wanted: &[(String, String, Os)],
     deadline: Instant,
-    say: &(dyn Fn(&str) + Sync),
+    progress: &Progress,
 ) -> BTreeMap<String, Placed> {
+    let settled = progress.bar(Phase::Wait);
+    settled.set_length(u64::try_from(wanted.len()).unwrap_or(u64::MAX));
     let started = Instant::now();
     let mut done: BTreeMap<String, Placed> = BTreeMap::new();
     let mut last_report = Instant::now();
@@ -521,11 +535,14 @@ async fn await_pods(
                 pending += 1;
             }
         }
+        settled.set_position(u64::try_from(done.len()).unwrap_or(u64::MAX));
         if pending == 0 {
+            settled.finish_with_message("done");
             break;
         }
+        settled.set_message(format!("({pending} pending, {}s)", started.elapsed().as_secs()));
         if last_report.elapsed() > Duration::from_secs(10) {
-            say(&format!(
+            progress.say(&format!(
                 "  still waiting for {pending} fixture pods ({}s)",
                 started.elapsed().as_secs()
             ));

@@ -10,6 +10,7 @@ mod fixture;
 mod plan;
 mod podwatch;
 mod probe;
+mod progress;
 mod rules;
 mod run;
 mod sim;

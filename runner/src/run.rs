@@ -73,12 +73,8 @@ pub struct Finished {
 pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     let started = Utc::now();
     let clock = Instant::now();
-    let quiet = plan.quiet;
-    let say = move |m: &str| {
-        if !quiet {
-            eprintln!("{m}");
-        }
-    };
+    let progress = crate::progress::Progress::for_stderr(plan.quiet);
+    let say = |m: &str| progress.say(m);
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let placeholder = match &plan.target {
         crate::plan::TargetSpec::Bundled { profile, .. } => mixcheck_reports::Target::Bundled {
@@ -178,22 +174,8 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             .iter()
             .enumerate()
             .partition(|(_, c)| matches!(c.check.probe, Probe::Create { .. }));
-        // A live bar on a terminal (stderr) unless --quiet; the phase lines say the rest.
-        let bar = {
-            use std::io::IsTerminal as _;
-            if plan.quiet || !std::io::stderr().is_terminal() {
-                indicatif::ProgressBar::hidden()
-            } else {
-                let bar = indicatif::ProgressBar::new(u64::try_from(cells.len()).unwrap_or(u64::MAX));
-                if let Ok(style) = indicatif::ProgressStyle::with_template(
-                    "{spinner} {pos}/{len} cells judged [{elapsed_precise}] {wide_bar} {msg}",
-                ) {
-                    bar.set_style(style);
-                }
-                bar.enable_steady_tick(Duration::from_millis(200));
-                bar
-            }
-        };
+        let bar = progress.bar(crate::progress::Phase::Probe);
+        bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
         let early = judge_cells(&early_ctx, early, plan.concurrency, &bar);
         let later = async {
             let dep = deploy::deploy(
@@ -204,7 +186,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 fixtures,
                 plan.image_registry.as_deref(),
                 deadline,
-                &say,
+                &progress,
             )
             .await
             .map_err(|e| e.to_string())?;
@@ -221,7 +203,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             Ok::<_, String>(judge_cells(&ctx, later, plan.concurrency, &bar).await)
         };
         let (mut results, later) = futures::future::join(early, later).await;
-        bar.finish_and_clear();
+        progress.finish();
         results.extend(later?);
         results.sort_by_key(|(i, _)| *i);
         Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())

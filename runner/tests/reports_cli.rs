@@ -239,3 +239,135 @@ fn a_fault_injected_run_renders_as_pinned() {
         assert_eq!(pinned.lines().count(), rendered.lines().count(), "{file}: line count");
     }
 }
+
+/// A child process with standard output and error on a new pseudo-terminal (120×40), and all
+/// it wrote there.
+#[cfg(unix)]
+fn on_a_terminal(mut cmd: Command) -> (Option<i32>, Vec<u8>) {
+    use std::io::Read as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::process::Stdio;
+
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let size = rustix::termios::Winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&master, size).expect("window size");
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(std::ffi::OsStr::from_bytes(name.as_bytes()))
+        .expect("open the terminal side");
+    cmd.stdin(Stdio::null())
+        .stdout(terminal.try_clone().expect("dup"))
+        .stderr(terminal)
+        .env("TERM", "xterm-256color");
+    let mut child = cmd.spawn().expect("spawn on the terminal");
+    // Only the child holds the terminal side now: reading ends (EIO) when it exits.
+    drop(cmd);
+    let reader = std::thread::spawn(move || {
+        let mut master = std::fs::File::from(master);
+        let mut seen = Vec::new();
+        let mut buf = [0_u8; 8192];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        seen
+    });
+    let status = child.wait().expect("wait");
+    (status.code(), reader.join().expect("reader"))
+}
+
+/// The escape sequences in some output, by kind: SGR (colour and style, `ESC[…m`) and the rest.
+fn escapes(bytes: &[u8]) -> (usize, usize) {
+    let sequences = regex::bytes::Regex::new(r"\x1b\[[0-9;?]*([A-Za-z])").expect("regex");
+    let (mut sgr, mut other) = (0, 0);
+    for c in sequences.captures_iter(bytes) {
+        if &c[1] == b"m" {
+            sgr += 1;
+        } else {
+            other += 1;
+        }
+    }
+    // A lone ESC that is not a CSI sequence counts as well.
+    let lone = bytes.iter().filter(|b| **b == 0x1b).count() - (sgr + other);
+    (sgr, other + lone)
+}
+
+/// The live display (deploy, wait and probe lines) is drawn on a terminal only; off one the
+/// phases are plain lines. `NO_COLOR` removes every colour and style escape (the live lines
+/// keep only their cursor movement), and with `--quiet` as well nothing but text is written.
+#[cfg(unix)]
+#[rstest::rstest]
+#[case::terminal(true, false, false)]
+#[case::terminal_no_color(true, true, false)]
+#[case::terminal_no_color_quiet(true, true, true)]
+#[case::pipe(false, false, false)]
+fn the_progress_display_is_for_terminals_and_no_color_removes_the_escapes(
+    #[case] terminal: bool,
+    #[case] no_color: bool,
+    #[case] quiet: bool,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = mixcheck(dir.path());
+    cmd.args(["run", "--suite", "dns", "--suite", "network-flows", "-o", "table"]);
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    cmd.env_remove("NO_COLOR");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let (code, seen) = if terminal {
+        on_a_terminal(cmd)
+    } else {
+        let out = cmd.output().expect("run");
+        let mut both = out.stdout.clone();
+        both.extend_from_slice(&out.stderr);
+        (out.status.code(), both)
+    };
+    let text = String::from_utf8_lossy(&seen);
+    assert_eq!(code, Some(0), "{text}");
+    // The summary is there in every case.
+    assert!(text.contains("as documented"), "{text}");
+    let live = ["fixture objects applied", "fixture pods settled", "cells judged"];
+    let (sgr, cursor) = escapes(&seen);
+    match (terminal, no_color, quiet) {
+        (true, false, _) => {
+            for line in live {
+                assert!(text.contains(line), "the live display lacks {line:?}: {text}");
+            }
+            assert!(sgr > 0, "a terminal gets colours");
+            assert!(cursor > 0, "the live lines move the cursor");
+        }
+        (true, true, false) => {
+            for line in live {
+                assert!(text.contains(line), "the live display lacks {line:?}: {text}");
+            }
+            assert_eq!(sgr, 0, "NO_COLOR leaves a colour escape: {text:?}");
+        }
+        (true, true, true) => {
+            assert!(live.iter().all(|l| !text.contains(l)), "--quiet draws no live lines");
+            assert_eq!((sgr, cursor), (0, 0), "{text:?}");
+        }
+        (false, ..) => {
+            assert!(
+                live.iter().all(|l| !text.contains(l)),
+                "no live lines off a terminal: {text}"
+            );
+            assert!(text.contains("Probing "), "the plain phase lines: {text}");
+            assert_eq!((sgr, cursor), (0, 0), "{text:?}");
+        }
+    }
+}
