@@ -37,6 +37,12 @@ pub fn clean_bounded(bytes: &[u8], max: usize) -> String {
     truncate_middle(text, max)
 }
 
+/// Text without escape sequences and control characters (steps 2 and 3 of [`clean_bounded`]),
+/// however long.
+pub fn printable(text: &str) -> String {
+    strip(text)
+}
+
 /// Where [`strip`] is inside an escape sequence.
 #[derive(Clone, Copy)]
 enum State {

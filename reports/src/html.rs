@@ -1,7 +1,9 @@
 //! One self-contained HTML page (inline style and script, no external assets, readable
 //! offline): the gate and counts, the cross-pool flow matrix as a coloured grid, a table per
 //! node, and every cell — failures first, with observation, remedy, sources, evidence and the
-//! command that reproduces them — filterable by verdict, suite and OS pool in the browser.
+//! command that reproduces them — filterable by verdict, suite and OS pool in the browser, with
+//! the filters kept in the address fragment (`report.html#verdict=fail,error&pool=windows-20348`)
+//! so that a filtered view can be linked.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -30,15 +32,32 @@ details pre{white-space:pre-wrap;background:#f6f8fa;padding:.5em;border:1px soli
 ";
 
 const SCRIPT: &str = "
+var boxes=[].slice.call(document.querySelectorAll('#filters input[data-verdict]'));
 function applyFilters(){
-  var verdicts=[].slice.call(document.querySelectorAll('#filters input[data-verdict]')).filter(function(b){return b.checked}).map(function(b){return b.dataset.verdict});
-  var suite=document.getElementById('suite').value, pool=document.getElementById('pool').value;
-  document.querySelectorAll('tr.cell').forEach(function(r){
+  var verdicts=boxes.filter(function(b){return b.checked}).map(function(b){return b.dataset.verdict});
+  var suite=document.getElementById('suite').value, pool=document.getElementById('pool').value, shown=0, rows=document.querySelectorAll('tr.cell');
+  rows.forEach(function(r){
     var show=verdicts.indexOf(r.dataset.verdict)>=0&&(!suite||r.dataset.suite===suite)&&(!pool||(' '+r.dataset.pools+' ').indexOf(' '+pool+' ')>=0);
     r.classList.toggle('hidden',!show);
+    if(show){shown++}
   });
+  document.getElementById('shown').textContent=shown+' of '+rows.length+' cells shown';
+  var state=[];
+  if(verdicts.length<boxes.length){state.push('verdict='+verdicts.join(','))}
+  if(suite){state.push('suite='+encodeURIComponent(suite))}
+  if(pool){state.push('pool='+encodeURIComponent(pool))}
+  try{history.replaceState(null,'',state.length?'#'+state.join('&'):location.pathname+location.search)}catch(e){}
+}
+function loadFilters(){
+  location.hash.slice(1).split('&').forEach(function(kv){
+    var i=kv.indexOf('='), k=kv.slice(0,i), v=decodeURIComponent(kv.slice(i+1));
+    if(k==='verdict'){var want=v.split(',');boxes.forEach(function(b){b.checked=want.indexOf(b.dataset.verdict)>=0})}
+    else if(k==='suite'||k==='pool'){document.getElementById(k).value=v}
+  });
+  applyFilters();
 }
 document.querySelectorAll('#filters input,#filters select').forEach(function(e){e.addEventListener('change',applyFilters)});
+loadFilters();
 ";
 
 /// The HTML report of a run.
@@ -97,7 +116,7 @@ fn matrix(report: &RunReport, out: &mut String) {
     let Some(grid) = tally::flow_grid(report) else {
         return;
     };
-    out.push_str("<h2>Flows between OS pools</h2>\n<table><tr><th>source ↓ / destination →</th>");
+    out.push_str("<h2>Flows between OS pools</h2>\n<table id=\"matrix\"><tr><th>source ↓ / destination →</th>");
     for d in &grid.destinations {
         let _ = write!(out, "<th>{}</th>", esc(d));
     }
@@ -196,7 +215,7 @@ fn cells(report: &RunReport, out: &mut String) {
     for p in &pools {
         let _ = write!(out, "<option>{}</option>", esc(p));
     }
-    out.push_str("</select></label></div>\n");
+    out.push_str("</select></label> <span id=\"shown\"></span></div>\n");
     out.push_str("<table><tr><th>verdict</th><th>cell</th><th>observed</th><th>documented</th></tr>\n");
     for c in ordered {
         let pools: Vec<&str> = [&c.coordinates.source, &c.coordinates.destination]

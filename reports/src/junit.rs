@@ -65,10 +65,24 @@ pub fn render(report: &RunReport) -> Result<String, Error> {
         suite.set_time(Duration::from_millis(millis));
     }
     junit.add_test_suites(suites);
-    junit.to_string().map_err(|e| Error::Render {
+    let xml = junit.to_string().map_err(|e| Error::Render {
         format: "JUnit",
         message: e.to_string(),
-    })
+    })?;
+    Ok(xml_chars_only(xml))
+}
+
+/// Drops the characters XML 1.0 cannot carry at all, escaped or not (C0 controls other than
+/// tab, newline and carriage return, U+FFFE, U+FFFF): text reaches the renderer unchecked from
+/// a saved results.json, and one such character makes the whole file unreadable to CI.
+/// Markup never contains them, so filtering the rendered document only touches text.
+fn xml_chars_only(mut xml: String) -> String {
+    let allowed =
+        |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
+    if !xml.chars().all(allowed) {
+        xml.retain(allowed);
+    }
+    xml
 }
 
 /// Renders and writes `junit.xml` into `dir` atomically.
@@ -360,11 +374,14 @@ mod tests {
         let mut r = sample_report();
         let mut c = cell("dns", "fqdn", "DNS-FQDN", "v", Verdict::Fail);
         // Summaries are cleaned on the way in, but a renderer must not rely on it for XML.
-        c.observed.summary = "ok \u{1b}[31mred\u{1b}[0m and a NUL \u{0} and <&> \"quotes\"".into();
+        c.observed.summary =
+            "ok \u{1b}[31mred\u{1b}[0m and a NUL \u{0} and <&> \"quotes\" \u{b}\u{c}\u{fffe}\u{ffff}".into();
         r.cells = vec![c];
         let xml = render(&r).expect("render");
         parse(&xml);
-        assert!(!xml.contains('\u{0}') && !xml.contains('\u{1b}'));
+        for bad in ['\u{0}', '\u{1b}', '\u{b}', '\u{c}', '\u{fffe}', '\u{ffff}'] {
+            assert!(!xml.contains(bad), "{bad:?} in {xml}");
+        }
     }
 
     #[test]

@@ -166,7 +166,28 @@ pub fn read(path: &Path) -> Result<RunReport, Error> {
             found,
         });
     }
-    serde_json::from_str(&text).map_err(|e| parse_error(path, e))
+    let report: RunReport = serde_json::from_str(&text).map_err(|e| parse_error(path, e))?;
+    // A saved file is input like any other: what it says is printed to terminals and put into
+    // XML, so escape sequences and control characters go, whoever wrote them.
+    let mut value = serde_json::to_value(&report).map_err(|e| parse_error(path, e))?;
+    printable_strings(&mut value);
+    serde_json::from_value(value).map_err(|e| parse_error(path, e))
+}
+
+/// Every string in a JSON value, cleaned of escape sequences and control characters.
+fn printable_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => {
+            let unprintable =
+                |c: char| (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{fffe}' | '\u{ffff}');
+            if s.chars().any(unprintable) {
+                *s = crate::evidence::printable(s);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(printable_strings),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(printable_strings),
+        _ => {}
+    }
 }
 
 fn parse_error(path: &Path, source: serde_json::Error) -> Error {
@@ -278,6 +299,19 @@ mod tests {
         let path = write(&report, dir.path()).expect("second write");
         assert_eq!(read(&path).expect("read").run_id, "second");
         assert_eq!(names_in(dir.path()), ["results.json"], "no temporary file left");
+    }
+
+    #[test]
+    fn text_read_back_has_no_escapes_or_control_characters() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut report = sample_report();
+        report.cells[0].observed.summary = "red \u{1b}[31mX\u{1b}[0m\u{7}\r\nline \u{fffe}two\tend".into();
+        report.cells[0].title = "title \u{1b}]0;pwned\u{7}kept".into();
+        let path = write(&report, dir.path()).expect("write");
+        let back = read(&path).expect("read");
+        assert_eq!(back.cells[0].observed.summary, "red X\nline two\tend");
+        assert_eq!(back.cells[0].title, "title kept");
+        assert_eq!(back.cells[1..], report.cells[1..], "clean text is untouched");
     }
 
     #[test]

@@ -371,3 +371,323 @@ fn the_progress_display_is_for_terminals_and_no_color_removes_the_escapes(
         }
     }
 }
+
+/// junit.xml read by an independent consumer (junitparser, from PyPI): its test, failure,
+/// error and skipped counts, as `tests failures errors skipped`, counted case by case.
+fn junitparser_counts(path: &Path) -> [usize; 4] {
+    const COUNT: &str = "
+import sys
+from junitparser import JUnitXml, Failure, Error, Skipped
+xml = JUnitXml.fromfile(sys.argv[1])
+tests = failures = errors = skipped = 0
+for suite in xml:
+    for case in suite:
+        tests += 1
+        for result in case.result:
+            if isinstance(result, Failure): failures += 1
+            elif isinstance(result, Error): errors += 1
+            elif isinstance(result, Skipped): skipped += 1
+print(tests, failures, errors, skipped)
+";
+    let out = Command::new("python3")
+        .args(["-c", COUNT])
+        .arg(path)
+        .output()
+        .expect("python3");
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "junitparser could not read {}: {stderr}\n(install it with `pip install junitparser`; .ci/run does)",
+        path.display()
+    );
+    let n: Vec<usize> = stdout.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    n.try_into().unwrap_or_else(|n| panic!("junitparser printed {n:?}"))
+}
+
+/// The same counts from results.json (a non-strict run): fail → failure, error → error,
+/// not-applicable and indeterminate → skipped, an aborted run → one failed case.
+fn report_counts(results: &serde_json::Value) -> [usize; 4] {
+    let cells = results["cells"].as_array().cloned().unwrap_or_default();
+    let count = |verdicts: &[&str]| {
+        cells
+            .iter()
+            .filter(|c| verdicts.iter().any(|v| c["verdict"] == *v))
+            .count()
+    };
+    if results["aborted"].is_object() && cells.is_empty() {
+        return [1, 1, 0, 0];
+    }
+    [
+        cells.len(),
+        count(&["fail"]),
+        count(&["error"]),
+        count(&["not-applicable", "indeterminate"]),
+    ]
+}
+
+/// An independent JUnit consumer counts what the RunReport says, for a fault-injected run
+/// (failures, errors and skips), for the same run with control bytes, ANSI escapes and
+/// replacement characters in what a probe printed, and for an aborted run.
+#[test]
+#[ignore = "needs junitparser (pip install junitparser)"]
+fn junitparser_counts_what_the_run_report_says() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--report-dir", "faulted"])
+        .args(["--fault", "win2022-1:pause-image-wrong-build"])
+        .args(["--fault", "win2019-1:mac-spoofing-disabled"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+    let faulted = dir.path().join("faulted");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(faulted.join("results.json")).expect("results.json"))
+            .expect("json");
+    let want = report_counts(&results);
+    assert!(want.iter().all(|n| *n > 0), "every kind of case is present: {want:?}");
+    assert_eq!(junitparser_counts(&faulted.join("junit.xml")), want);
+
+    // What containers print goes into the XML: make it as hostile as it gets, render again.
+    let mut hostile = results.clone();
+    let noise = "\u{1}\u{7}\u{8}\u{b}\u{c}\u{1b}[31mred\u{1b}[0m \u{fffd}\u{fffe}\u{ffff} ]]> <x> &amp;";
+    for cell in hostile["cells"].as_array_mut().into_iter().flatten() {
+        if let Some(summary) = cell["observed"]["summary"].as_str() {
+            cell["observed"]["summary"] = serde_json::json!(format!("{summary} {noise}"));
+        }
+    }
+    std::fs::write(dir.path().join("hostile.json"), hostile.to_string()).expect("write");
+    let out = mixcheck(dir.path())
+        .args(["report", "--from", "hostile.json", "--report-dir", "hostile"])
+        .output()
+        .expect("report");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+    assert_eq!(junitparser_counts(&dir.path().join("hostile/junit.xml")), want);
+
+    // An aborted run still gives CI one failed case.
+    let out = mixcheck(dir.path())
+        .args([
+            "run",
+            "--quiet",
+            "--kubeconfig",
+            "does-not-exist.yaml",
+            "--report-dir",
+            "aborted",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
+    let aborted: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("aborted/results.json")).expect("results.json"))
+            .expect("json");
+    assert!(
+        aborted["aborted"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("does-not-exist.yaml"))
+    );
+    assert_eq!(junitparser_counts(&dir.path().join("aborted/junit.xml")), [1, 1, 0, 0]);
+}
+
+/// Debian's Chromium (or `$CHROMIUM`), headless, with a fresh profile and no background
+/// connections; the test fails, saying how to install it, when there is none.
+fn chromium(profile: &Path) -> Command {
+    let binary = std::env::var_os("CHROMIUM").map(std::path::PathBuf::from).or_else(|| {
+        ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .find_map(|name| {
+                std::env::var_os("PATH").and_then(|paths| {
+                    std::env::split_paths(&paths)
+                        .map(|dir| dir.join(name))
+                        .find(|p| p.is_file())
+                })
+            })
+    });
+    let Some(binary) = binary else {
+        panic!("Chromium is not on PATH: install Debian's `chromium` package (.ci/run does) or set CHROMIUM");
+    };
+    let mut cmd = Command::new(binary);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    cmd
+}
+
+/// Runs a browser command with a deadline (a hung browser must not hang the suite), reading
+/// its output as it comes (a page's DOM is larger than a pipe holds).
+fn within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    use std::io::Read as _;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("stdout"),
+        stderr: stderr.join().expect("stderr"),
+    }
+}
+
+/// The cell rows of a page as Chromium rendered it: (verdict, suite, pools, cell id, hidden).
+fn rendered_rows(dom: &str) -> Vec<(String, String, String, String, bool)> {
+    let row = regex::Regex::new(
+        r#"<tr class="([^"]*)" data-verdict="([^"]*)" data-suite="([^"]*)" data-pools="([^"]*)"><td>[^<]*</td><td><code>([^<]*)</code>"#,
+    )
+    .expect("regex");
+    row.captures_iter(dom)
+        .map(|c| {
+            let hidden = c[1].split_whitespace().any(|k| k == "hidden");
+            (c[2].into(), c[3].into(), c[4].into(), c[5].into(), hidden)
+        })
+        .collect()
+}
+
+/// Which rows a filter shows, by verdict, suite and pools.
+type ShownBy = dyn Fn(&str, &str, &str) -> bool;
+
+/// report.html of a fault-injected run, rendered by headless Chromium: the flow matrix and
+/// every failing cell are on the page; filters given in the address hide exactly the rows they
+/// should (the page's script ran); a screenshot lands in the report folder for a person to look
+/// at (under `target/tmp`, so it survives the test).
+#[test]
+#[ignore = "needs chromium (apt-get install chromium)"]
+fn report_html_renders_in_chromium_with_working_filters() {
+    let reports = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-html-in-chromium");
+    let _ = std::fs::remove_dir_all(&reports);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args([
+            "run",
+            "--quiet",
+            "--fault",
+            "win2022-1:mac-spoofing-disabled",
+            "--report-dir",
+        ])
+        .arg(&reports)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).1);
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("results.json")).expect("results.json"))
+            .expect("json");
+    let cells = results["cells"].as_array().cloned().unwrap_or_default();
+    let failing: Vec<String> = cells
+        .iter()
+        .filter(|c| c["verdict"] == "fail")
+        .filter_map(|c| c["id"].as_str().map(String::from))
+        .collect();
+    assert!(!failing.is_empty(), "the fault makes cells fail");
+    let page = format!("file://{}", reports.join("report.html").display());
+    let dom = |fragment: &str| {
+        let out = within(
+            {
+                let mut cmd = chromium(&dir.path().join("profile"));
+                cmd.arg("--dump-dom").arg(format!("{page}{fragment}"));
+                cmd
+            },
+            std::time::Duration::from_secs(60),
+        );
+        assert!(out.status.success(), "chromium: {}", text(&out).1);
+        text(&out).0
+    };
+
+    // Unfiltered: the matrix, every cell, every failure visible.
+    let all = dom("");
+    assert!(
+        all.contains("<table id=\"matrix\">") && all.contains("windows-20348"),
+        "no flow matrix"
+    );
+    let rows = rendered_rows(&all);
+    assert_eq!(rows.len(), cells.len(), "one row per cell");
+    for id in &failing {
+        assert!(
+            rows.iter()
+                .any(|(v, _, _, row_id, hidden)| v == "fail" && row_id == id && !hidden),
+            "failing cell {id} is not shown"
+        );
+    }
+    assert!(
+        all.contains(&format!("{0} of {0} cells shown", cells.len())),
+        "the script did not run"
+    );
+
+    // Filters from the address: verdict, suite and OS pool, alone and together.
+    let cases: [(&str, &ShownBy); 3] = [
+        ("#verdict=fail", &|v, _, _| v == "fail"),
+        ("#suite=dns", &|_, s, _| s == "dns"),
+        ("#verdict=fail,pass&pool=linux", &|v, _, p| {
+            (v == "fail" || v == "pass") && p.split(' ').any(|x| x == "linux")
+        }),
+    ];
+    for (fragment, shown) in cases {
+        let rows = rendered_rows(&dom(fragment));
+        assert_eq!(rows.len(), cells.len(), "{fragment}: one row per cell");
+        let visible = rows.iter().filter(|r| !r.4).count();
+        assert!(
+            visible > 0 && visible < rows.len(),
+            "{fragment}: {visible} of {} shown",
+            rows.len()
+        );
+        for (v, s, p, id, hidden) in &rows {
+            assert_eq!(!hidden, shown(v, s, p), "{fragment}: row {id} ({v}, {s}, {p})");
+        }
+    }
+
+    // A screenshot of the failures for a person, next to the reports.
+    let shot = reports.join("report.png");
+    let out = within(
+        {
+            let mut cmd = chromium(&dir.path().join("profile"));
+            cmd.arg(format!("--screenshot={}", shot.display()))
+                .arg("--window-size=1280,2000")
+                .arg(format!("{page}#verdict=fail"));
+            cmd
+        },
+        std::time::Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "chromium: {}", text(&out).1);
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "not a screenshot"
+    );
+}
