@@ -107,11 +107,13 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     for c in &report.cells {
         by_suite.entry(c.suite.as_str()).or_default().add(c.verdict);
     }
-    out.push_str(&counts_table(
-        "suite",
-        by_suite.iter().map(|(k, v)| ((*k).to_string(), *v)),
-        &paint,
-    ));
+    if !by_suite.is_empty() {
+        out.push_str(&counts_table(
+            "suite",
+            by_suite.iter().map(|(k, v)| ((*k).to_string(), *v)),
+            &paint,
+        ));
+    }
 
     // Per OS pool.
     let by_pool = tally::by_pool(report);

@@ -289,3 +289,26 @@ fn an_interrupted_run_deletes_its_namespace_and_exits_130() {
         "{listed}"
     );
 }
+
+/// A run that reaches its deadline stops, cleans up and still leaves CI a junit.xml with the
+/// synthetic failed case and a results.json that says why.
+#[test]
+fn a_run_past_its_deadline_still_writes_its_reports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_in(dir.path(), &["run", "--quiet", "--timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = results(dir.path());
+    assert!(
+        report["aborted"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("deadline")),
+        "{:#}",
+        report["aborted"]
+    );
+    let junit = std::fs::read_to_string(dir.path().join("mixcheck-report/junit.xml")).expect("junit.xml");
+    assert!(
+        junit.contains("<testcase name=\"mixcheck/run\"") && junit.contains("type=\"aborted\""),
+        "{junit}"
+    );
+    assert!(junit.contains("deadline"), "{junit}");
+}
