@@ -23,7 +23,7 @@ impl From<Code> for std::process::ExitCode {
 
 /// The exit code for an error that ended a command.
 pub fn classify(e: &anyhow::Error) -> Code {
-    if let Some(err) = e.downcast_ref::<simcluster::topology::TopologyError>() {
+    if let Some(err) = e.downcast_ref::<simcluster::config::topology::TopologyError>() {
         let _ = err;
         return Code::Usage;
     }

@@ -19,7 +19,7 @@ pub enum PlanError {
     #[error(transparent)]
     Suite(#[from] crate::suite::SuiteError),
     #[error(transparent)]
-    Topology(#[from] simcluster::topology::TopologyError),
+    Topology(#[from] simcluster::config::topology::TopologyError),
     #[error("no check matches the selection ({0})")]
     NothingSelected(String),
 }

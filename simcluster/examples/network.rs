@@ -11,14 +11,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
-use simcluster::commands::CommandContext;
-use simcluster::dns::{self, Records};
-use simcluster::fabric::{Flow, NetFacts, Proto, Src};
-use simcluster::netcmd::Wire;
-use simcluster::profile::profiles;
-use simcluster::servers::SimNet;
+use simcluster::Topology;
+use simcluster::config::profile::profiles;
+use simcluster::network::apps::SimNet;
+use simcluster::network::dns::{self, Records};
+use simcluster::network::fabric::{Flow, NetFacts, Proto, Src};
+use simcluster::network::snapshot as netstate;
+use simcluster::node::exec::CommandContext;
+use simcluster::node::exec::nettools::Wire;
+use simcluster::store::resources as registry;
 use simcluster::store::{Part, Store};
-use simcluster::{Topology, netstate, registry};
 
 mod support;
 use support::arg;
@@ -53,7 +55,7 @@ fn main() -> Result<(), String> {
         .collect();
     let profiles = Arc::new(profiles(&topo, &ips));
     let store = Arc::new(Store::default());
-    let err = |e: simcluster::status::ApiError| e.to_string();
+    let err = |e: simcluster::store::api_error::ApiError| e.to_string();
     store
         .create(registry::core("namespaces"), "", json!({"metadata": {"name": "bench"}}))
         .map_err(err)?;
@@ -258,7 +260,7 @@ fn main() -> Result<(), String> {
     for i in 0..full {
         if matches!(
             client.resolve(&format!("s{}", i % services), None),
-            simcluster::netcmd::Lookup::Found { .. }
+            simcluster::node::exec::nettools::Lookup::Found { .. }
         ) {
             answered += 1;
         }

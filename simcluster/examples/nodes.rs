@@ -9,7 +9,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use simcluster::{Cluster, ClusterConfig, Topology, registry};
+use simcluster::store::resources as registry;
+use simcluster::{Cluster, ClusterConfig, Topology};
 
 mod support;
 use support::arg;

@@ -1,5 +1,5 @@
 //! Starting and stopping a bundled cluster: listener, certificates, token, the objects a fresh
-//! cluster holds (namespaces, nodes, leases, the add-ons of [`crate::addons`]), the namespace
+//! cluster holds (namespaces, nodes, leases, the add-ons of [`crate::node::addons`]), the namespace
 //! controller, and the kubeconfig.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -9,20 +9,20 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+use crate::api::tls::{Certificates, TlsError};
 use crate::api::{self, Shared};
-use crate::commands::SimRuntime;
-use crate::images::Catalogue;
-use crate::kubelet::Kubelets;
-use crate::logs::LogBook;
-use crate::profile::{self, NodeProfile};
-use crate::registry;
-use crate::runtime::ContainerRuntime;
-use crate::status::ApiError;
+use crate::config::profile::{self, NodeProfile};
+use crate::config::topology::Topology;
+use crate::node::exec::SimRuntime;
+use crate::node::images::Catalogue;
+use crate::node::kubelet::Kubelets;
+use crate::node::logs::LogBook;
+use crate::node::runtime::ContainerRuntime;
+use crate::store::api_error::ApiError;
+use crate::store::resources;
 use crate::store::{EventType, Store, StoreConfig};
-use crate::tls::{Certificates, TlsError};
-use crate::topology::Topology;
-use crate::{controllers, scheduler};
-use crate::{kubeconfig, node};
+use crate::{api::kubeconfig, node::objects};
+use crate::{control::controllers, control::scheduler};
 
 /// Errors starting a cluster.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +49,7 @@ pub struct ClusterConfig {
     /// Answers exec'd commands; the minimal runtime when None.
     pub runtime: Option<Arc<dyn ContainerRuntime>>,
     /// Runs the kube-system workloads of the topology's profile (CoreDNS, kube-proxy, the CNI;
-    /// see [`crate::addons`]). Without them the cluster has no DNS server.
+    /// see [`crate::node::addons`]). Without them the cluster has no DNS server.
     pub addons: bool,
 }
 
@@ -132,20 +132,22 @@ impl Cluster {
         let store = Arc::new(Store::new(config.store.clone()));
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
-        let allocator = Arc::new(crate::services::Allocator::new(&config.topology.network.service_cidr));
-        crate::services::seed(&store, &allocator)?;
+        let allocator = Arc::new(crate::store::allocation::Allocator::new(
+            &config.topology.network.service_cidr,
+        ));
+        crate::store::allocation::seed(&store, &allocator)?;
         if config.addons {
-            crate::addons::install(&store, &config.topology, &profiles)?;
+            crate::node::addons::install(&store, &config.topology, &profiles)?;
         }
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
-        let simnet = Arc::new(crate::servers::SimNet::new(
+        let simnet = Arc::new(crate::network::apps::SimNet::new(
             store.clone(),
             profiles.clone(),
-            crate::fabric::NetFacts::from_topology(&config.topology),
+            crate::network::fabric::NetFacts::from_topology(&config.topology),
         ));
 
         let catalogue = Arc::new(Catalogue::with_extra(&config.topology.images));
-        let volumes = Arc::new(crate::volumes::VolumeStore::new());
+        let volumes = Arc::new(crate::node::exec::volumes::VolumeStore::new());
         let runtime: Arc<dyn ContainerRuntime> = match config.runtime.clone() {
             Some(r) => r,
             None => Arc::new(
@@ -165,8 +167,8 @@ impl Cluster {
             token: token.clone(),
             openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),
             bookmark_interval: config.bookmark_interval,
-            admin: crate::authorization::UserInfo::kubeadm_admin(config.topology.version()),
-            authorizer: Arc::new(crate::authorization::ClusterAdmin),
+            admin: crate::api::authorization::UserInfo::kubeadm_admin(config.topology.version()),
+            authorizer: Arc::new(crate::api::authorization::ClusterAdmin),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);
@@ -188,12 +190,16 @@ impl Cluster {
         ));
         let kubelets =
             tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
-        let listeners = tokio::spawn(crate::listeners::run(store.clone(), profiles.clone(), simnet.clone()));
-        if config.addons && crate::addons::dns_can_run(&profiles) {
+        let listeners = tokio::spawn(crate::network::listeners::run(
+            store.clone(),
+            profiles.clone(),
+            simnet.clone(),
+        ));
+        if config.addons && crate::node::addons::dns_can_run(&profiles) {
             // A real cluster is handed over with its DNS up.
             let scale = config.topology.timing.scale.clamp(1.0, 6.0);
             let timeout = Duration::from_secs_f64(10.0 * scale);
-            if !crate::addons::wait_for_cluster_dns(&store, timeout).await {
+            if !crate::node::addons::wait_for_cluster_dns(&store, timeout).await {
                 tracing::warn!("the cluster DNS has no ready endpoint after {timeout:?}");
             }
         }
@@ -282,7 +288,7 @@ impl Drop for Cluster {
 /// The objects a fresh cluster holds: system namespaces, the topology's nodes and their
 /// leases. Returns the nodes' profiles.
 fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError> {
-    let ns = registry::core("namespaces");
+    let ns = resources::core("namespaces");
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         store.create(ns, "", json!({"metadata": {"name": name}}))?;
     }
@@ -301,11 +307,11 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError
         .collect();
     let profiles = profile::profiles(topology, &ips);
     for (spec, p) in topology.nodes.iter().zip(&profiles) {
-        store.create(registry::core("nodes"), "", node::node_object(spec, p))?;
+        store.create(resources::core("nodes"), "", objects::node_object(spec, p))?;
         store.create(
-            registry::named("coordination.k8s.io", "leases"),
+            resources::named("coordination.k8s.io", "leases"),
             "kube-node-lease",
-            node::lease_object(&spec.name),
+            objects::lease_object(&spec.name),
         )?;
     }
     Ok(profiles)
@@ -319,7 +325,7 @@ const NAMESPACE_SWEEP_DELAY: Duration = Duration::from_millis(1500);
 
 /// Empties terminating namespaces and removes them (retrying while pods terminate).
 async fn namespace_controller(store: Arc<Store>) {
-    let ns_rt = registry::core("namespaces");
+    let ns_rt = resources::core("namespaces");
     let mut feed = store.subscribe();
     let mut pending: Vec<(String, tokio::time::Instant)> = Vec::new();
     let mut retry = tokio::time::interval(Duration::from_millis(250));
@@ -369,8 +375,8 @@ async fn namespace_controller(store: Arc<Store>) {
 /// The pod garbage collector's orphan rule: a terminating pod bound to a node that does not
 /// exist has no kubelet to finish it, so it is removed once its grace period is over.
 async fn pod_reaper(store: Arc<Store>) {
-    let pods = registry::core("pods");
-    let nodes = registry::core("nodes");
+    let pods = resources::core("pods");
+    let nodes = resources::core("nodes");
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;

@@ -15,8 +15,9 @@ use kube::api::{
 use kube::{Client, ResourceExt};
 use rstest::rstest;
 use serde_json::json;
+use simcluster::store::resources as registry;
 use simcluster::store::{Part, StoreConfig};
-use simcluster::{ClusterConfig, Topology, registry};
+use simcluster::{ClusterConfig, Topology};
 use tokio::io::AsyncReadExt;
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {

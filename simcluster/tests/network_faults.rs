@@ -18,8 +18,8 @@ use kube::Client;
 use kube::api::{Api, AttachParams, PostParams};
 use rstest::rstest;
 use serde_json::{Value, json};
-use simcluster::faults::Fault;
-use simcluster::topology::NetworkMode;
+use simcluster::config::faults::Fault;
+use simcluster::config::topology::NetworkMode;
 use simcluster::{Cluster, Topology};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

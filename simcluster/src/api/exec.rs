@@ -2,7 +2,7 @@
 //! checks before the upgrade, stdin collection, output channels, and the exit status on
 //! channel 3. The command itself is answered by the cluster's [`ContainerRuntime`].
 //!
-//! [`ContainerRuntime`]: crate::runtime::ContainerRuntime
+//! [`ContainerRuntime`]: crate::node::runtime::ContainerRuntime
 
 use std::time::Duration;
 
@@ -14,10 +14,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Value, json};
 
 use super::{ApiState, Query, Target};
-use crate::registry;
-use crate::runtime::{ExecOutput, ExecRequest, ExitStatus};
-use crate::status::ApiError;
+use crate::node::runtime::{ExecOutput, ExecRequest, ExitStatus};
 use crate::store::Obj;
+use crate::store::api_error::ApiError;
+use crate::store::resources;
 
 const V5: &str = "v5.channel.k8s.io";
 const V4: &str = "v4.channel.k8s.io";
@@ -89,7 +89,7 @@ pub(crate) fn container_status<'a>(pod: &'a Obj, container: &str) -> Option<&'a 
 }
 
 pub(crate) async fn exec(state: ApiState, t: &Target, q: &Query, mut parts: Parts) -> Result<Response, ApiError> {
-    let pods = registry::core("pods");
+    let pods = resources::core("pods");
     let pod = state.store.get(pods, t.ns(), t.name.as_deref().unwrap_or(""))?;
     let container = pick_container(&pod, q.get("container"))?;
     let command = q.all("command");

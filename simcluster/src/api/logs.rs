@@ -15,9 +15,9 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::exec::{container_status, pick_container};
 use super::{ApiState, Query, Target};
-use crate::logs::LogLine;
-use crate::registry;
-use crate::status::ApiError;
+use crate::node::logs::LogLine;
+use crate::store::api_error::ApiError;
+use crate::store::resources;
 
 struct Options {
     timestamps: bool,
@@ -59,7 +59,7 @@ fn waiting_message(reason: &str) -> String {
 }
 
 pub(crate) async fn logs(state: ApiState, t: &Target, q: &Query) -> Result<Response, ApiError> {
-    let pods = registry::core("pods");
+    let pods = resources::core("pods");
     let pod_name = t.name.clone().unwrap_or_default();
     let pod = state.store.get(pods, t.ns(), &pod_name)?;
     let container = pick_container(&pod, q.get("container"))?;
@@ -163,7 +163,7 @@ pub(crate) async fn logs(state: ApiState, t: &Target, q: &Query) -> Result<Respo
 async fn follow_log(
     state: ApiState,
     key: (String, String, String),
-    mut rx: broadcast::Receiver<(crate::logs::ContainerKey, LogLine)>,
+    mut rx: broadcast::Receiver<(crate::node::logs::ContainerKey, LogLine)>,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
     first: String,
     opts: Options,
@@ -171,7 +171,7 @@ async fn follow_log(
     if !first.is_empty() && tx.send(Ok(Bytes::from(first))).await.is_err() {
         return;
     }
-    let pods = registry::core("pods");
+    let pods = resources::core("pods");
     let mut check = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {

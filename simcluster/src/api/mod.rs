@@ -1,6 +1,14 @@
 //! The HTTP front of the bundled cluster: routing, bearer-token authentication, content
 //! negotiation and the Kubernetes path grammar; the verbs live in the submodules.
 
+pub mod authorization;
+pub mod discovery;
+pub mod kubeconfig;
+pub mod openapi;
+pub mod protobuf;
+pub mod table;
+pub mod tls;
+
 mod exec;
 mod logs;
 mod nodeproxy;
@@ -21,13 +29,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
 
-use crate::authorization::{Authorizer, UserInfo};
-use crate::logs::LogBook;
-use crate::registry::{self, ResourceType};
-use crate::runtime::ContainerRuntime;
-use crate::status::ApiError;
+use crate::api::authorization::{Authorizer, UserInfo};
+use crate::node::logs::LogBook;
+use crate::node::runtime::ContainerRuntime;
 use crate::store::Store;
-use crate::{discovery, openapi, protobuf, table};
+use crate::store::api_error::ApiError;
+use crate::store::resources::{self, ResourceType};
 
 /// The largest request body accepted (the apiserver's limit is 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -44,11 +51,11 @@ pub struct Shared {
     pub openapi_hash: String,
     pub bookmark_interval: Duration,
     /// The simulated nodes (their kubelets' configz and logs).
-    pub profiles: Arc<Vec<crate::profile::NodeProfile>>,
+    pub profiles: Arc<Vec<crate::config::profile::NodeProfile>>,
     /// The API server's `major.minor` (version-dependent validation).
     pub cluster_version: (u32, u32),
     /// ClusterIP and NodePort allocation.
-    pub allocator: Arc<crate::services::Allocator>,
+    pub allocator: Arc<crate::store::allocation::Allocator>,
     /// Who the bearer token is.
     pub admin: UserInfo,
     /// What identities may do (reviews ask it).
@@ -211,10 +218,10 @@ fn parse_path(path: &str) -> Result<Route, ApiError> {
     if rest.is_empty() {
         return Ok(Route::ResourceList(group.into(), version.into()));
     }
-    let lookup = |plural: &str| registry::lookup(group, version, plural).ok_or(ApiError::UnknownPath);
+    let lookup = |plural: &str| resources::lookup(group, version, plural).ok_or(ApiError::UnknownPath);
     // namespaces/{ns}/{resource}/... for a namespaced resource.
     if let ["namespaces", ns, plural, tail @ ..] = rest
-        && let Some(rt) = registry::lookup(group, version, plural).filter(|r| r.namespaced)
+        && let Some(rt) = resources::lookup(group, version, plural).filter(|r| r.namespaced)
     {
         return target(rt, Some(ns), tail);
     }

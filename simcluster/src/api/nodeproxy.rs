@@ -8,17 +8,18 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::{ApiState, json_value};
-use crate::faults::Fault;
-use crate::logs::LogLine;
-use crate::nodelogs::{self, LogEntry};
-use crate::profile::NodeProfile;
-use crate::registry;
-use crate::status::ApiError;
+use crate::config::faults::Fault;
+use crate::config::profile::NodeProfile;
+use crate::node::logs::LogLine;
+use crate::node::nodelogs::{self, LogEntry};
 use crate::store::Obj;
+use crate::store::api_error::ApiError;
+use crate::store::resources;
+use crate::vocab::json;
 
 /// Serves `rest`, the path after `proxy/`, from the kubelet of `node`.
 pub(crate) fn serve(state: &ApiState, node: &str, rest: &str) -> Result<Response, ApiError> {
-    state.store.get(registry::core("nodes"), "", node)?;
+    state.store.get(resources::core("nodes"), "", node)?;
     let profile = state
         .profiles
         .iter()
@@ -198,21 +199,17 @@ enum PodLog {
     },
 }
 
-fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
-
 /// The pods bound to the node and their started containers: (pod, status of each container).
 fn started_containers(state: &ApiState, node: &str) -> Vec<(Obj, Vec<Value>)> {
-    let (pods, _) = state.store.list(registry::core("pods"), None);
+    let (pods, _) = state.store.list(resources::core("pods"), None);
     pods.into_iter()
-        .filter(|p| s(p.value(), "/spec/nodeName") == node)
+        .filter(|p| json::str(p.value(), "/spec/nodeName") == node)
         .map(|p| {
             let statuses: Vec<Value> = ["/status/initContainerStatuses", "/status/containerStatuses"]
                 .iter()
                 .filter_map(|ptr| p.value().pointer(ptr).and_then(Value::as_array))
                 .flatten()
-                .filter(|c| !s(c, "/containerID").is_empty())
+                .filter(|c| !json::str(c, "/containerID").is_empty())
                 .cloned()
                 .collect();
             (p, statuses)
@@ -242,8 +239,8 @@ fn pod_logs(state: &ApiState, profile: &NodeProfile, dir: &str) -> Option<Vec<(S
                 .iter()
                 .flat_map(|(pod, statuses)| {
                     statuses.iter().map(move |c| {
-                        let id = s(c, "/containerID").split_once("://").map_or("", |(_, id)| id);
-                        let name = s(c, "/name");
+                        let id = json::str(c, "/containerID").split_once("://").map_or("", |(_, id)| id);
+                        let name = json::str(c, "/name");
                         (
                             format!("{}_{}_{name}-{id}.log", pod.name(), pod.namespace()),
                             file(pod, name, false),
@@ -269,14 +266,14 @@ fn pod_logs(state: &ApiState, profile: &NodeProfile, dir: &str) -> Option<Vec<(S
             Some(
                 statuses
                     .iter()
-                    .map(|c| (format!("{}/", s(c, "/name")), PodLog::Dir))
+                    .map(|c| (format!("{}/", json::str(c, "/name")), PodLog::Dir))
                     .collect(),
             )
         }
         ["pods", pod_dir, container] => {
             let all = containers();
             let (pod, statuses) = all.iter().find(|(p, _)| pod_dir_name(p) == *pod_dir)?;
-            let status = statuses.iter().find(|c| s(c, "/name") == *container)?;
+            let status = statuses.iter().find(|c| json::str(c, "/name") == *container)?;
             let restarts = status.get("restartCount").and_then(Value::as_u64).unwrap_or(0);
             // The kubelet keeps the current instance's log and the one before.
             let mut files = vec![(format!("{restarts}.log"), file(pod, container, false))];

@@ -6,12 +6,12 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::{ApiState, Format, Query, Target, decode_object, json_response, json_value};
-use crate::patch::{self, PatchError};
-use crate::registry::{self, ResourceType};
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::status::{ApiError, Cause};
+use crate::store::api_error::{ApiError, Cause};
+use crate::store::patch::{self, PatchError};
+use crate::store::resources::{self, ResourceType};
+use crate::store::selector::{FieldSelector, LabelSelector};
 use crate::store::{DeleteOptions, Deleted, Obj, Part};
-use crate::{admission, openapi, outcome, table, validation};
+use crate::{api::openapi, api::table, node::kubelet::outcome, store::admission, store::validation};
 
 /// Parsed `labelSelector` and `fieldSelector`, checked against what the kind supports.
 pub(crate) struct Selectors {
@@ -575,7 +575,7 @@ pub(crate) fn bind(state: &ApiState, t: &Target, ct: &str, bytes: &[u8]) -> Resu
         });
     }
     let pod_name = name(t).to_string();
-    let pods = registry::core("pods");
+    let pods = resources::core("pods");
     let now = crate::store::timestamp(chrono::Utc::now());
     state.store.modify(pods, t.ns(), &pod_name, Part::Main, |pod| {
         let current = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");

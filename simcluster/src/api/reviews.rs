@@ -7,8 +7,8 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::{ApiState, Target, decode_object, json_value, resource};
-use crate::authorization::{Attributes, Rules, UserInfo};
-use crate::status::{ApiError, Cause};
+use crate::api::authorization::{Attributes, Rules, UserInfo};
+use crate::store::api_error::{ApiError, Cause};
 
 /// Answers a review created by `user`.
 pub(crate) fn create(

@@ -6,9 +6,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::{ApiState, Query, Target, decode_object, json_value};
-use crate::patch::{self, PatchError};
-use crate::selector::LabelSelector;
-use crate::status::{ApiError, Cause};
+use crate::store::api_error::{ApiError, Cause};
+use crate::store::patch::{self, PatchError};
+use crate::store::selector::LabelSelector;
 use crate::store::{Obj, Part};
 
 fn name(t: &Target) -> &str {
@@ -187,15 +187,15 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry;
+    use crate::store::resources;
     use crate::store::{Store, StoreConfig};
 
     #[test]
     fn a_scale_shows_desired_and_current_replicas_and_the_selector_string() {
         let store = Store::new(StoreConfig::default());
-        let rt = registry::named("apps", "deployments");
+        let rt = resources::named("apps", "deployments");
         store
-            .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
+            .create(resources::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
             .expect("ns");
         let d = store
             .create(

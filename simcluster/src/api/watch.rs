@@ -15,10 +15,10 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::resource::Selectors;
 use super::{ApiState, Format, Query, Target};
-use crate::registry::ResourceType;
-use crate::status::ApiError;
+use crate::api::table::{self, IncludeObject};
+use crate::store::api_error::ApiError;
+use crate::store::resources::ResourceType;
 use crate::store::{Event, EventType, Obj, WatchFrom};
-use crate::table::{self, IncludeObject};
 
 /// Default and largest watch duration.
 const DEFAULT_TIMEOUT: u64 = 1800;

@@ -4,17 +4,17 @@ use super::*;
 use rstest::rstest;
 
 fn pods() -> &'static ResourceType {
-    registry::core("pods")
+    resources::core("pods")
 }
 
 fn cms() -> &'static ResourceType {
-    registry::core("configmaps")
+    resources::core("configmaps")
 }
 
 fn store_with_ns(ns: &str) -> Arc<Store> {
     let store = Arc::new(Store::default());
     store
-        .create(registry::core("namespaces"), "", json!({"metadata": {"name": ns}}))
+        .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
         .expect("namespace");
     store
 }
@@ -102,7 +102,7 @@ fn stale_update_conflicts_and_fresh_update_wins() {
 #[test]
 fn generation_follows_spec_only() {
     let store = store_with_ns("a");
-    let deploy = registry::named("apps", "deployments");
+    let deploy = resources::named("apps", "deployments");
     let d = store
         .create(deploy, "a", json!({"metadata": {"name": "d"}, "spec": {"replicas": 1,
             "selector": {"matchLabels": {"app": "x"}},
@@ -260,7 +260,7 @@ fn namespace_deletion_removes_contents_then_itself() {
         .expect("cm");
     store.create(pods(), "a", pod("unbound", None)).expect("pod");
     store.create(pods(), "a", pod("bound", Some("n1"))).expect("pod");
-    let ns = registry::core("namespaces");
+    let ns = resources::core("namespaces");
     let out = store.delete(ns, "", "a", &DeleteOptions::default()).expect("delete ns");
     assert_eq!(out.object().value()["status"]["phase"], "Terminating");
     let refused = store
@@ -280,7 +280,7 @@ fn namespace_deletion_removes_contents_then_itself() {
 fn list_is_scoped_to_the_namespace() {
     let store = store_with_ns("a");
     store
-        .create(registry::core("namespaces"), "", json!({"metadata": {"name": "ab"}}))
+        .create(resources::core("namespaces"), "", json!({"metadata": {"name": "ab"}}))
         .expect("ns");
     store
         .create(cms(), "a", json!({"metadata": {"name": "x"}}))
@@ -335,7 +335,7 @@ fn watch_from_now_lists_current_state() {
 fn expired_history_gives_410() {
     let store = Arc::new(Store::new(StoreConfig { history: 3 }));
     store
-        .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
+        .create(resources::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
         .expect("ns");
     for i in 0..10 {
         store
@@ -356,7 +356,7 @@ fn subscription_reads_in_order_and_reports_lag() {
     let store = Arc::new(Store::new(StoreConfig { history: 4 }));
     let mut sub = store.subscribe();
     store
-        .create(registry::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
+        .create(resources::core("namespaces"), "", json!({"metadata": {"name": "a"}}))
         .expect("ns");
     store
         .create(cms(), "a", json!({"metadata": {"name": "x"}}))

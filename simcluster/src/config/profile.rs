@@ -1,0 +1,515 @@
+//! Node profiles: everything a simulated node's behaviour is derived from — OS, Windows build,
+//! kubelet and runtime versions, kubelet configuration, isolation support, faults and timings —
+//! computed once from the topology. Behaviour comes from here and from nothing else (never from
+//! what a suite expects).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::config::faults::Fault;
+use crate::config::topology::{NetworkMode, NodeSpec, Os, Timing, Topology, parse_version};
+use crate::vocab::quantity::Quantity;
+
+/// The container runtime a node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeKind {
+    Containerd,
+    Docker,
+}
+
+/// A simulation step whose duration the profile decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    Sandbox,
+    Pull,
+    Create,
+    Start,
+    Stop,
+}
+
+/// Everything one simulated node's behaviour derives from.
+#[derive(Debug, Clone)]
+pub struct NodeProfile {
+    pub name: String,
+    pub os: Os,
+    pub arch: String,
+    /// Windows build number (17763, 20348, …); None on Linux.
+    pub build: Option<u32>,
+    pub kernel_version: String,
+    /// The kubelet's `major.minor`.
+    pub kubelet: (u32, u32),
+    pub kubelet_version: String,
+    pub runtime: RuntimeKind,
+    /// The runtime's `major.minor` (containerd 1.7 → (1, 7); Docker 18.09 → (18, 9)).
+    pub runtime_version: (u32, u32),
+    pub container_runtime: String,
+    pub hyperv: bool,
+    pub pause_image: String,
+    pub capacity: BTreeMap<String, String>,
+    pub allocatable: BTreeMap<String, String>,
+    pub system_reserved: BTreeMap<String, String>,
+    pub kube_reserved: BTreeMap<String, String>,
+    pub eviction_hard: BTreeMap<String, String>,
+    pub enforce_node_allocatable: Vec<String>,
+    pub faults: BTreeSet<Fault>,
+    /// The cluster's pod network mode (which CNI set-up the node runs).
+    pub network_mode: NetworkMode,
+    /// The most backends per Service a Windows HNS load balancer takes (NET-SVC-BACKEND-LIMIT).
+    pub service_backend_limit: usize,
+    /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
+    pub port_mappings: bool,
+    pub ip: Ipv4Addr,
+    /// This node's pod CIDR (`10.244.<index>.0/24`).
+    pub pod_cidr: String,
+    pub index: usize,
+    pub timing: Timing,
+}
+
+fn runtime_of(s: &str) -> (RuntimeKind, (u32, u32)) {
+    let (scheme, version) = s.split_once("://").unwrap_or(("containerd", s));
+    let kind = if scheme.eq_ignore_ascii_case("docker") {
+        RuntimeKind::Docker
+    } else {
+        RuntimeKind::Containerd
+    };
+    let mut parts = version.trim_start_matches('v').split(['.', '-', '+']);
+    let major = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (kind, (major, minor))
+}
+
+/// The LTSC builds from Windows Server 2022 on (2022, 2025): the lower bounds of the relaxed
+/// build match.
+const LTSC_FROM_2022: &[u32] = &[20348, 26100];
+
+/// Whether the Windows CNI of a cluster of that Kubernetes version maps hostPorts when the
+/// topology does not say (NET-HOSTPORT, review note 2026-11): the 1.9 guide's host-gw
+/// PortMapping works; the 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116);
+/// win-bridge gained it in containernetworking/plugins#475 (2020, the 1.18 era).
+fn port_mappings_by_era(version: (u32, u32)) -> bool {
+    !((1, 10)..(1, 18)).contains(&version)
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+impl NodeProfile {
+    /// The profile of a topology node with the given index and address.
+    pub fn new(spec: &NodeSpec, topology: &Topology, index: usize, ip: Ipv4Addr) -> Self {
+        let kubelet_version = spec
+            .kubelet_version
+            .clone()
+            .unwrap_or_else(|| topology.kubernetes_version.clone());
+        let kubelet = parse_version(&kubelet_version).unwrap_or(topology.version());
+        let container_runtime = spec.container_runtime();
+        let (runtime, runtime_version) = runtime_of(&container_runtime);
+        let windows = spec.os == Os::Windows;
+        // The kubelet reserves nothing unless told to (MEM-SYS-RESERVED is a recommendation).
+        let system_reserved = spec.kubelet.system_reserved.clone().unwrap_or_default();
+        let kube_reserved = spec.kubelet.kube_reserved.clone().unwrap_or_default();
+        let eviction_hard = spec.kubelet.eviction_hard.clone().unwrap_or_else(|| {
+            // Windows kubelets from 1.31 default to a 500Mi hard threshold (KEVD).
+            let memory = if windows && kubelet >= (1, 31) {
+                "500Mi"
+            } else {
+                "100Mi"
+            };
+            map(&[
+                ("memory.available", memory),
+                ("nodefs.available", "10%"),
+                ("imagefs.available", "15%"),
+            ])
+        });
+        let enforce_node_allocatable = spec
+            .kubelet
+            .enforce_node_allocatable
+            .clone()
+            .unwrap_or_else(|| if windows { Vec::new() } else { vec!["pods".into()] });
+        let capacity = capacity(spec);
+        let allocatable = allocatable(&capacity, &system_reserved, &kube_reserved, &eviction_hard);
+        Self {
+            name: spec.name.clone(),
+            os: spec.os,
+            arch: spec.arch.clone(),
+            build: spec.build_number(),
+            kernel_version: spec.kernel_version(),
+            kubelet,
+            kubelet_version,
+            runtime,
+            runtime_version,
+            container_runtime,
+            hyperv: spec.hyperv,
+            pause_image: spec
+                .pause_image
+                .clone()
+                .unwrap_or_else(|| "registry.k8s.io/pause:3.10".into()),
+            capacity,
+            allocatable,
+            system_reserved,
+            kube_reserved,
+            eviction_hard,
+            enforce_node_allocatable,
+            faults: spec.faults.iter().filter_map(|f| Fault::parse(f)).collect(),
+            network_mode: topology.network.mode,
+            service_backend_limit: spec.service_backend_limit.map_or(64, |l| l as usize),
+            port_mappings: topology
+                .network
+                .port_mappings
+                .unwrap_or_else(|| port_mappings_by_era(topology.version())),
+            ip,
+            pod_cidr: format!("10.{}.{}.0/24", 244 + index / 256, index % 256),
+            index,
+            timing: topology.timing.clone(),
+        }
+    }
+
+    pub fn is_windows(&self) -> bool {
+        self.os == Os::Windows
+    }
+
+    pub fn has_fault(&self, fault: Fault) -> bool {
+        self.faults.contains(&fault)
+    }
+
+    /// HostProcess containers: Kubernetes ≥ 1.23 and containerd ≥ 1.6 on Windows (SEC-HOSTPROCESS).
+    pub fn supports_host_process(&self) -> bool {
+        self.is_windows()
+            && self.kubelet >= (1, 23)
+            && self.runtime == RuntimeKind::Containerd
+            && self.runtime_version >= (1, 6)
+    }
+
+    /// Hyper-V isolation through RuntimeClass: offered by the node and containerd ≥ 1.7 (VER-HYPERV).
+    pub fn supports_hyperv(&self) -> bool {
+        self.is_windows() && self.hyperv && self.runtime == RuntimeKind::Containerd && self.runtime_version >= (1, 7)
+    }
+
+    /// Windows Server 2016 has no shared pod network compartment: containers of one pod start,
+    /// but cannot reach each other over localhost (POD-MULTI-CONTAINER, the 1.5 alpha limit).
+    pub fn no_shared_localhost(&self) -> bool {
+        self.is_windows() && self.build.is_some_and(|b| b < 16299)
+    }
+
+    /// Whether a HostProcess pod on this node reaches Service ClusterIPs whose backends run on
+    /// other nodes: current Windows nodes (HostProcess on containerd 1.7 or later), as the
+    /// upstream e2e "should support querying api-server using in-cluster config" requires.
+    /// Older nodes keep the FAQ's limitation; no node reaches backends on itself through a
+    /// ClusterIP (SVC-VIP-FROM-NODE).
+    pub fn host_reaches_remote_cluster_ips(&self) -> bool {
+        self.supports_host_process() && self.runtime_version >= (1, 7)
+    }
+
+    /// Memory-pressure eviction exists on Windows only from kubelet 1.31 (MEM-EVICTION).
+    pub fn evicts_on_memory_pressure(&self) -> bool {
+        !self.is_windows() || self.kubelet >= (1, 31)
+    }
+
+    /// Whether a process-isolated container of an image built for `image_build` starts on this
+    /// host: the build must match, except that hosts from 20348 on run images from the latest
+    /// LTSC strictly older than the host (LTSC 2022 when there is none) up to their own build —
+    /// Windows Server 2025 runs ltsc2022 images, a newer host does not (VER-BUILD-MATCH, HCS
+    /// `CheckHostAndContainerCompat`).
+    pub fn process_isolation_runs(&self, image_build: u32) -> bool {
+        match self.build {
+            Some(host) if host == image_build => true,
+            Some(host) if host >= 20348 => {
+                let lowest = LTSC_FROM_2022
+                    .iter()
+                    .copied()
+                    .filter(|b| *b < host)
+                    .max()
+                    .unwrap_or(20348);
+                (lowest..=host).contains(&image_build)
+            }
+            _ => false,
+        }
+    }
+
+    /// The Windows build the node's sandbox (pause) image behaves as built for, overriding the
+    /// builds of the image's own platforms: with [`Fault::PauseImageWrongBuild`], an LTSC build
+    /// the host cannot run with process isolation (the next LTSC after the host's build; 17763
+    /// on hosts from 20348 on, which run only 20348 up to their own build). None otherwise.
+    pub fn pause_image_build(&self) -> Option<u32> {
+        let host = self.build.filter(|_| self.has_fault(Fault::PauseImageWrongBuild))?;
+        if host >= 20348 {
+            return Some(17763);
+        }
+        [14393, 17763, 20348].into_iter().find(|b| *b > host)
+    }
+
+    /// Whether a Hyper-V isolated container of that build starts (any build up to the host's).
+    pub fn hyperv_isolation_runs(&self, image_build: u32) -> bool {
+        self.build.is_some_and(|host| image_build <= host)
+    }
+
+    /// The kubelet's `/configz` document.
+    pub fn configz(&self) -> Value {
+        let windows = self.is_windows();
+        json!({"kubeletconfig": {
+            "kind": "KubeletConfiguration",
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "systemReserved": self.system_reserved,
+            "kubeReserved": self.kube_reserved,
+            "evictionHard": self.eviction_hard,
+            "enforceNodeAllocatable": self.enforce_node_allocatable,
+            "cgroupsPerQOS": !windows,
+            "cgroupDriver": if windows { "" } else { "systemd" },
+            "maxPods": self.capacity.get("pods").and_then(|p| p.parse::<u32>().ok()).unwrap_or(110),
+            "clusterDNS": ["10.96.0.10"],
+            "clusterDomain": "cluster.local",
+            "containerRuntimeEndpoint": if windows { "npipe://./pipe/containerd-containerd" } else { "unix:///run/containerd/containerd.sock" },
+            "podInfraContainerImage": self.pause_image,
+        }})
+    }
+
+    /// How long a step takes for this pod on this node: fast by default, Windows slower than
+    /// Linux, with a ±20 % jitter that the topology's seed and the pod's uid make reproducible.
+    pub fn delay(&self, step: Step, pod_uid: &str) -> Duration {
+        let base_ms: f64 = match (self.os, step) {
+            (Os::Linux, Step::Sandbox) => 20.0,
+            (Os::Linux, Step::Pull) => 60.0,
+            (Os::Linux, Step::Create) => 10.0,
+            (Os::Linux, Step::Start) => 10.0,
+            (Os::Linux, Step::Stop) => 20.0,
+            (Os::Windows, Step::Sandbox) => 80.0,
+            (Os::Windows, Step::Pull) => 300.0,
+            (Os::Windows, Step::Create) => 40.0,
+            (Os::Windows, Step::Start) => 60.0,
+            (Os::Windows, Step::Stop) => 100.0,
+        };
+        let jitter = 0.8 + 0.4 * unit_hash(self.timing.seed, pod_uid, step as u64);
+        Duration::from_secs_f64(base_ms * jitter * self.timing.scale / 1000.0)
+    }
+
+    /// The restart back-off after `restarts` failures (upstream 10 s doubling to 5 min, here a
+    /// tenth of that at scale 1).
+    pub fn backoff(&self, restarts: u32) -> Duration {
+        let secs = (10.0 * 2f64.powi(restarts.min(10) as i32)).min(300.0);
+        Duration::from_secs_f64(secs * 0.1 * self.timing.scale)
+    }
+
+    /// The back-off as upstream prints it (`back-off 40s restarting failed container=…`).
+    pub fn backoff_label(restarts: u32) -> String {
+        let secs = (10u64 << restarts.min(5)).min(300);
+        if secs >= 60 {
+            format!("{}m{}s", secs / 60, secs % 60)
+        } else {
+            format!("{secs}s")
+        }
+    }
+}
+
+/// A reproducible number in [0, 1) from a seed, a string and a salt (FNV-1a then a mix).
+pub fn unit_hash(seed: u64, key: &str, salt: u64) -> f64 {
+    let mut h =
+        crate::vocab::hash::Fnv::with_basis(crate::vocab::hash::OFFSET ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .write(key.as_bytes())
+            .write(&salt.to_le_bytes())
+            .finish();
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn capacity(spec: &NodeSpec) -> BTreeMap<String, String> {
+    let mut cap = map(&[
+        ("cpu", "4"),
+        ("memory", "16Gi"),
+        ("pods", "110"),
+        ("ephemeral-storage", "100Gi"),
+    ]);
+    if spec.os == Os::Linux {
+        cap.insert("hugepages-1Gi".into(), "0".into());
+        cap.insert("hugepages-2Mi".into(), "0".into());
+    }
+    for (k, v) in &spec.capacity {
+        cap.insert(k.clone(), v.clone());
+    }
+    // Report memory and storage as the kubelet does, in Ki.
+    for key in ["memory", "ephemeral-storage"] {
+        if let Some(q) = cap.get(key).and_then(|v| Quantity::parse(v)) {
+            cap.insert(key.into(), q.format_bytes());
+        }
+    }
+    cap
+}
+
+/// allocatable = capacity − systemReserved − kubeReserved − evictionHard (MEM-ALLOCATABLE-MATH).
+fn allocatable(
+    capacity: &BTreeMap<String, String>,
+    system: &BTreeMap<String, String>,
+    kube: &BTreeMap<String, String>,
+    eviction: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = capacity.clone();
+    let reserved = |key: &str| {
+        [system, kube]
+            .iter()
+            .filter_map(|m| m.get(key).and_then(|v| Quantity::parse(v)))
+            .fold(Quantity::default(), |a, b| a + b)
+    };
+    let threshold = |signal: &str, cap: Quantity| match eviction.get(signal) {
+        Some(v) if v.ends_with('%') => {
+            let pct: f64 = v.trim_end_matches('%').parse().unwrap_or(0.0);
+            Quantity((cap.milli() as f64 * pct / 100.0) as i128)
+        }
+        Some(v) => Quantity::parse(v).unwrap_or_default(),
+        None => Quantity::default(),
+    };
+    if let Some(cpu) = capacity.get("cpu").and_then(|v| Quantity::parse(v)) {
+        out.insert("cpu".into(), (cpu - reserved("cpu")).format_cpu());
+    }
+    if let Some(mem) = capacity.get("memory").and_then(|v| Quantity::parse(v)) {
+        let left = mem - reserved("memory") - threshold("memory.available", mem);
+        out.insert("memory".into(), left.format_bytes());
+    }
+    if let Some(disk) = capacity.get("ephemeral-storage").and_then(|v| Quantity::parse(v)) {
+        let left = disk - reserved("ephemeral-storage") - threshold("nodefs.available", disk);
+        out.insert("ephemeral-storage".into(), left.value().to_string());
+    }
+    out
+}
+
+/// The profile of a node of the built-in default topology (for tests).
+#[cfg(test)]
+pub(crate) fn default_node(name: &str, ip: Ipv4Addr) -> (NodeSpec, NodeProfile) {
+    let topo = Topology::default_cluster();
+    let (i, spec) = topo
+        .nodes
+        .iter()
+        .enumerate()
+        .find(|(_, n)| n.name == name)
+        .expect("a default node");
+    (spec.clone(), NodeProfile::new(spec, &topo, i, ip))
+}
+
+/// The profiles of all nodes of a topology, with their addresses.
+pub fn profiles(topology: &Topology, ips: &[Ipv4Addr]) -> Vec<NodeProfile> {
+    topology
+        .nodes
+        .iter()
+        .zip(ips)
+        .enumerate()
+        .map(|(i, (spec, ip))| NodeProfile::new(spec, topology, i, *ip))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn default_profile(name: &str) -> NodeProfile {
+        default_node(name, Ipv4Addr::new(127, 1, 1, 10)).1
+    }
+
+    #[test]
+    fn windows_allocatable_subtracts_reservations_and_eviction() {
+        let p = default_profile("win2022-1");
+        // 16Gi − 2Gi system-reserved − 500Mi eviction (kubelet 1.32 on Windows).
+        let expected = Quantity::parse("16Gi").expect("q")
+            - Quantity::parse("2Gi").expect("q")
+            - Quantity::parse("500Mi").expect("q");
+        assert_eq!(p.allocatable["memory"], expected.format_bytes());
+        assert_eq!(p.capacity["memory"], "16777216Ki");
+        assert_eq!(p.configz()["kubeletconfig"]["systemReserved"]["memory"], "2Gi");
+        assert_eq!(p.configz()["kubeletconfig"]["enforceNodeAllocatable"], json!([]));
+    }
+
+    /// MEM-SYS-RESERVED (W14, WRES): 2 GiB is a recommendation; the kubelet's own default is
+    /// to reserve nothing, so a node that omits it reserves nothing and allocatable shows it.
+    #[test]
+    fn windows_nodes_reserve_nothing_unless_told() {
+        let topo = Topology::parse(
+            "name: t\nkubernetesVersion: v1.32.3\nnodes:\n  - {name: w, os: windows, kernelVersion: 10.0.20348.2762}\n",
+            "t.yaml",
+        )
+        .expect("parses");
+        let p = NodeProfile::new(&topo.nodes[0], &topo, 0, Ipv4Addr::new(127, 1, 1, 10));
+        assert!(p.system_reserved.is_empty());
+        assert_eq!(p.configz()["kubeletconfig"]["systemReserved"], json!({}));
+        let expected = Quantity::parse("16Gi").expect("q") - Quantity::parse("500Mi").expect("q");
+        assert_eq!(p.allocatable["memory"], expected.format_bytes());
+    }
+
+    /// NET-HOSTPORT: without a topology setting, hostPort mapping follows the era's CNI.
+    #[rstest]
+    #[case::k19_port_mapping((1, 9), true)]
+    #[case::k114_no_port_mappings((1, 14), false)]
+    #[case::k117((1, 17), false)]
+    #[case::k118_win_bridge_port_mappings((1, 18), true)]
+    #[case::current((1, 32), true)]
+    fn host_port_mappings_by_era(#[case] version: (u32, u32), #[case] maps: bool) {
+        assert_eq!(port_mappings_by_era(version), maps);
+    }
+
+    #[test]
+    fn linux_allocatable_keeps_default_eviction() {
+        let p = default_profile("linux-1");
+        let expected = Quantity::parse("16Gi").expect("q") - Quantity::parse("100Mi").expect("q");
+        assert_eq!(p.allocatable["memory"], expected.format_bytes());
+        assert_eq!(p.allocatable["cpu"], "4");
+    }
+
+    #[rstest]
+    #[case(17763, 17763, true)]
+    #[case(17763, 20348, false)]
+    #[case(20348, 17763, false)]
+    #[case(20348, 20348, true)]
+    #[case(26100, 20348, true)]
+    #[case(26100, 26100, true)]
+    #[case(20348, 26100, false)]
+    #[case(14393, 14393, true)]
+    #[case::win11_22h2_runs_ltsc2022(22621, 20348, true)]
+    // VER-BUILD-MATCH (HCS CheckHostAndContainerCompat): a host newer than Windows Server 2025
+    // runs images from the previous LTSC (2025) up, no longer ltsc2022.
+    #[case::newer_than_ws2025_refuses_ltsc2022(26200, 20348, false)]
+    #[case::newer_than_ws2025_runs_ltsc2025(26200, 26100, true)]
+    fn build_match(#[case] host: u32, #[case] image: u32, #[case] runs: bool) {
+        let mut p = default_profile("win2019-1");
+        p.build = Some(host);
+        assert_eq!(p.process_isolation_runs(image), runs);
+    }
+
+    #[rstest]
+    #[case::ws2016(14393, Some(17763))]
+    #[case::ws1709(16299, Some(17763))]
+    #[case::ws2019(17763, Some(20348))]
+    #[case::ws2022(20348, Some(17763))]
+    #[case::ws2025(26100, Some(17763))]
+    fn a_wrong_build_pause_image_is_one_the_host_cannot_run(#[case] host: u32, #[case] pause: Option<u32>) {
+        let mut p = default_profile("win2019-1");
+        p.build = Some(host);
+        assert_eq!(p.pause_image_build(), None, "no fault, no override");
+        p.faults.insert(Fault::PauseImageWrongBuild);
+        assert_eq!(p.pause_image_build(), pause);
+        let wrong = pause.expect("a build");
+        assert!(!p.process_isolation_runs(wrong), "host {host} runs {wrong}");
+    }
+
+    #[rstest]
+    #[case("containerd://1.7.20", RuntimeKind::Containerd, (1, 7))]
+    #[case("docker://18.9.1", RuntimeKind::Docker, (18, 9))]
+    #[case("docker://19.3.14", RuntimeKind::Docker, (19, 3))]
+    fn runtimes(#[case] s: &str, #[case] kind: RuntimeKind, #[case] version: (u32, u32)) {
+        assert_eq!(runtime_of(s), (kind, version));
+    }
+
+    #[test]
+    fn delays_are_reproducible_and_windows_is_slower() {
+        let lin = default_profile("linux-1");
+        let win = default_profile("win2022-1");
+        assert_eq!(win.delay(Step::Pull, "u1"), win.delay(Step::Pull, "u1"));
+        assert!(win.delay(Step::Pull, "u1") > lin.delay(Step::Pull, "u1"));
+        let mut fast = win.clone();
+        fast.timing.scale = 0.0;
+        assert_eq!(fast.delay(Step::Start, "u1"), Duration::ZERO);
+        assert_eq!(NodeProfile::backoff_label(2), "40s");
+        assert_eq!(NodeProfile::backoff_label(5), "5m0s");
+    }
+}

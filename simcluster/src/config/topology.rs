@@ -1,0 +1,695 @@
+//! Cluster topologies: the YAML schema describing a bundled cluster's nodes, its parsing with
+//! file:line:column errors, and the built-in default topology.
+//!
+//! Schema (every field but `nodes[].name` and `nodes[].os` has a default; unknown fields are
+//! rejected):
+//!
+//! ```yaml
+//! name: default                    # shown by `mixcheck sim profiles`
+//! description: "…"
+//! kubernetesVersion: v1.32.3       # reported by /version and the kubelets
+//! network:
+//!   mode: l2bridge                 # l2bridge | overlay | l2tunnel | transparent
+//!   clusterCidr: 10.244.0.0/16
+//!   serviceCidr: 10.96.0.0/12
+//!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local)
+//!   flannelVersion: v0.26.1        # overlay: a Windows node reaches its own pods from v0.12
+//!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
+//! nodes:
+//!   - name: win2022-1
+//!     os: windows                  # linux | windows
+//!     arch: amd64
+//!     role: worker                 # control-plane | worker
+//!     osImage: Windows Server 2022 Datacenter
+//!     kernelVersion: 10.0.20348.2762   # Windows: major.minor.build.revision; the build label comes from it
+//!     containerRuntime: containerd://1.7.20
+//!     kubeletVersion: v1.32.3      # defaults to kubernetesVersion
+//!     kubeProxyVersion: ""
+//!     capacity: {cpu: "4", memory: 16Gi, pods: "110", ephemeral-storage: 128Gi}
+//!     labels: {topology.kubernetes.io/zone: sim-1a}
+//!     taints: [{key: os, value: windows, effect: NoSchedule}]
+//!     kubelet: {systemReserved: {memory: 2Gi}}   # default: nothing reserved
+//!     serviceBackendLimit: 1024    # Windows HNS backends per Service: 64, 1024 with the OS fix
+//!     faults: [mac-spoofing-disabled] # see `mixcheck sim faults`
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// The built-in profiles: the default cluster and the clusters the seed documents describe.
+pub const PROFILES: &[(&str, &str)] = &[
+    ("default", DEFAULT_TOPOLOGY),
+    ("k8s-1.5-ws2016", include_str!("../../topologies/k8s-1.5-ws2016.yaml")),
+    ("k8s-1.9-ws1709", include_str!("../../topologies/k8s-1.9-ws1709.yaml")),
+    (
+        "k8s-1.14-ws2019-host-gw",
+        include_str!("../../topologies/k8s-1.14-ws2019-host-gw.yaml"),
+    ),
+    (
+        "k8s-1.14-ws2019-vxlan",
+        include_str!("../../topologies/k8s-1.14-ws2019-vxlan.yaml"),
+    ),
+    (
+        "current-ws2022-ws2025",
+        include_str!("../../topologies/current-ws2022-ws2025.yaml"),
+    ),
+];
+
+/// The default topology of DESIGN.md: a Linux control plane, a Linux worker, Windows Server
+/// 2019 and 2022 workers, Kubernetes v1.32.
+pub const DEFAULT_TOPOLOGY: &str = include_str!("../../topologies/default.yaml");
+
+/// A topology file could not be read or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    #[error("{path}: cannot read: {cause}")]
+    Read { path: String, cause: std::io::Error },
+
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: String,
+        line: u64,
+        column: u64,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// Operating system of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+impl Os {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Linux => "linux",
+            Self::Windows => "windows",
+        }
+    }
+}
+
+/// The role label a node carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    ControlPlane,
+    #[default]
+    Worker,
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Taint {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    pub effect: String,
+}
+
+/// One node of the topology.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeSpec {
+    pub name: String,
+    pub os: Os,
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    #[serde(default)]
+    pub role: Role,
+    pub os_image: Option<String>,
+    pub kernel_version: Option<String>,
+    pub container_runtime: Option<String>,
+    pub kubelet_version: Option<String>,
+    #[serde(default)]
+    pub kube_proxy_version: String,
+    #[serde(default)]
+    pub capacity: BTreeMap<String, String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+    /// Expand this entry into `count` nodes named `<name>-1` … `<name>-<count>`.
+    pub count: Option<u32>,
+    /// The kubelet's resource reservations and eviction thresholds (served at configz).
+    #[serde(default)]
+    pub kubelet: KubeletConfig,
+    /// Whether the runtime offers Hyper-V isolation (RuntimeClass handler `runhcs-wcow-hypervisor`).
+    #[serde(default)]
+    pub hyperv: bool,
+    /// The pod sandbox (pause) image the runtime uses.
+    pub pause_image: Option<String>,
+    /// Faults injected on this node (see `mixcheck sim faults`).
+    #[serde(default)]
+    pub faults: Vec<String>,
+    /// The most backends one Service may have behind a Windows HNS load balancer: 64, or 1024
+    /// where the node has the Windows fix that raised it (microsoft/Windows-Containers#93;
+    /// NET-SVC-BACKEND-LIMIT). Windows only; default 64.
+    pub service_backend_limit: Option<u32>,
+}
+
+/// Kubelet configuration knobs that change what the node reports and enforces.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletConfig {
+    /// Empty when absent, as the kubelet's own default; the documented recommendation for
+    /// Windows nodes (MEM-SYS-RESERVED) is `{memory: 2Gi}`, which topologies state explicitly.
+    pub system_reserved: Option<BTreeMap<String, String>>,
+    pub kube_reserved: Option<BTreeMap<String, String>>,
+    pub eviction_hard: Option<BTreeMap<String, String>>,
+    pub enforce_node_allocatable: Option<Vec<String>>,
+}
+
+/// The pod network's mode (the Windows CNI/HNS network type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkMode {
+    /// flannel host-gw / win-bridge (HNS L2Bridge).
+    #[default]
+    L2bridge,
+    /// flannel vxlan / win-overlay (HNS Overlay).
+    Overlay,
+    /// Azure CNI (HNS L2Tunnel).
+    L2tunnel,
+    /// ovn-kubernetes, or the 1.5-era transparent network.
+    Transparent,
+}
+
+/// How flannel runs on the Windows nodes of a flannel-based network: its backend and the CNI
+/// network (which is also the HNS network) its CNI plugin delegates to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flannel {
+    /// `net-conf.json` `Backend.Type`.
+    pub backend: &'static str,
+    /// The CNI network name, and the name of the HNS network flanneld creates.
+    pub network: &'static str,
+    /// The Windows CNI plugin the `flannel` plugin delegates to.
+    pub delegate: &'static str,
+}
+
+/// Where flanneld writes, and the flannel CNI plugin reads, the node's subnet on Windows.
+pub const WINDOWS_SUBNET_ENV: &str = r"C:\run\flannel\subnet.env";
+
+impl NetworkMode {
+    /// The mode as written in topologies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::L2bridge => "l2bridge",
+            Self::Overlay => "overlay",
+            Self::L2tunnel => "l2tunnel",
+            Self::Transparent => "transparent",
+        }
+    }
+
+    /// The flannel set-up of the flannel-based modes (host-gw over win-bridge, vxlan over
+    /// win-overlay); None for Azure CNI and transparent networks.
+    pub fn flannel(self) -> Option<Flannel> {
+        match self {
+            Self::L2bridge => Some(Flannel {
+                backend: "host-gw",
+                network: "cbr0",
+                delegate: "win-bridge",
+            }),
+            Self::Overlay => Some(Flannel {
+                backend: "vxlan",
+                network: "vxlan0",
+                delegate: "win-overlay",
+            }),
+            Self::L2tunnel | Self::Transparent => None,
+        }
+    }
+}
+
+/// The cluster network.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Network {
+    #[serde(default)]
+    pub mode: NetworkMode,
+    #[serde(default = "default_cluster_cidr")]
+    pub cluster_cidr: String,
+    #[serde(default = "default_service_cidr")]
+    pub service_cidr: String,
+    /// kube-proxy on Windows runs with `--enable-dsr` (WinDSR): needed for
+    /// `externalTrafficPolicy: Local` and client-IP preservation (NET-DSR).
+    #[serde(default)]
+    pub dsr: bool,
+    /// The flannel version on Windows nodes (overlay: node → local pod needs ≥ 0.12,
+    /// NET-NODE-POD-OVERLAY). Absent: a current flannel.
+    #[serde(default)]
+    pub flannel_version: Option<String>,
+    /// Whether the Windows CNI maps `hostPort`s (`portMappings` capability; NET-HOSTPORT).
+    /// Absent: by era — the 1.9 guide's PortMapping works, the 1.14-era win-bridge/win-overlay
+    /// plugins had no portMappings, current ones do.
+    #[serde(default)]
+    pub port_mappings: Option<bool>,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Self {
+            mode: NetworkMode::default(),
+            cluster_cidr: default_cluster_cidr(),
+            service_cidr: default_service_cidr(),
+            dsr: false,
+            flannel_version: None,
+            port_mappings: None,
+        }
+    }
+}
+
+fn default_cluster_cidr() -> String {
+    "10.244.0.0/16".into()
+}
+
+fn default_service_cidr() -> String {
+    "10.96.0.0/12".into()
+}
+
+/// How fast simulated kubelets work, and the seed of their jitter.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Timing {
+    /// Multiplies every simulated delay (1.0: the built-in fast timings; 0 is instant).
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// Seed of the per-pod jitter: the same seed gives the same timings.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self { scale: 1.0, seed: 0 }
+    }
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// One platform of an image in the catalogue.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImagePlatform {
+    pub os: Os,
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    /// Windows: the image's OS build (17763, 20348, 26100, …).
+    pub build: Option<u32>,
+}
+
+/// An image added to (or overriding) the built-in catalogue.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageSpec {
+    /// Repository and tag, e.g. `example.com/app:1.0` (a missing tag means `latest`).
+    pub name: String,
+    pub platforms: Vec<ImagePlatform>,
+    /// A manifest list is matched by platform at pull time; a single manifest is pulled as is.
+    #[serde(default = "yes")]
+    pub manifest_list: bool,
+    /// Windows: the user the image runs as (ContainerAdministrator or ContainerUser).
+    pub user: Option<String>,
+    /// Whether the default entrypoint keeps running (a server) or exits at once.
+    #[serde(default)]
+    pub long_running: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_arch() -> String {
+    "amd64".into()
+}
+
+/// A cluster topology.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Topology {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "default_version")]
+    pub kubernetes_version: String,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub timing: Timing,
+    /// Images added to the built-in catalogue.
+    #[serde(default)]
+    pub images: Vec<ImageSpec>,
+    pub nodes: Vec<NodeSpec>,
+}
+
+fn default_version() -> String {
+    "v1.32.3".into()
+}
+
+impl Topology {
+    /// The built-in default topology.
+    pub fn default_cluster() -> Self {
+        match Self::parse(DEFAULT_TOPOLOGY, "<built-in default topology>") {
+            Ok(t) => t,
+            // The embedded file is checked by a unit test; this cannot happen in a release.
+            Err(e) => panic!("built-in topology is invalid: {e}"),
+        }
+    }
+
+    /// A built-in profile by name.
+    pub fn profile(name: &str) -> Result<Self, TopologyError> {
+        let (_, text) = PROFILES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| TopologyError::Invalid {
+                path: name.to_string(),
+                message: format!(
+                    "no built-in profile of that name (profiles: {})",
+                    PROFILES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
+        Self::parse(text, &format!("<profile {name}>"))
+    }
+
+    /// Reads and validates a topology file.
+    pub fn load(path: &Path) -> Result<Self, TopologyError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|cause| TopologyError::Read {
+            path: shown.clone(),
+            cause,
+        })?;
+        Self::parse(&text, &shown)
+    }
+
+    /// Parses and validates topology YAML; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, TopologyError> {
+        let topology: Topology = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            TopologyError::Parse {
+                path: origin.to_string(),
+                line,
+                column,
+                message: first_line(&e.to_string()),
+            }
+        })?;
+        let mut topology = topology;
+        topology.expand_counts();
+        topology.validate(origin)?;
+        Ok(topology)
+    }
+
+    fn expand_counts(&mut self) {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for node in self.nodes.drain(..) {
+            match node.count {
+                None => nodes.push(node),
+                Some(n) => {
+                    for i in 1..=n {
+                        let mut copy = node.clone();
+                        copy.name = format!("{}-{i}", node.name);
+                        copy.count = None;
+                        nodes.push(copy);
+                    }
+                }
+            }
+        }
+        self.nodes = nodes;
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), TopologyError> {
+        let invalid = |message: String| TopologyError::Invalid {
+            path: origin.to_string(),
+            message,
+        };
+        if !(self.timing.scale.is_finite() && self.timing.scale >= 0.0) {
+            return Err(invalid(format!(
+                "timing.scale {} must be a number >= 0",
+                self.timing.scale
+            )));
+        }
+        if self.nodes.is_empty() {
+            return Err(invalid("a topology needs at least one node".into()));
+        }
+        parse_version(&self.kubernetes_version).ok_or_else(|| {
+            invalid(format!(
+                "kubernetesVersion {:?} is not of the form v1.N.P",
+                self.kubernetes_version
+            ))
+        })?;
+        let mut seen = std::collections::BTreeSet::new();
+        for node in &self.nodes {
+            if !crate::vocab::names::is_dns_subdomain(&node.name) {
+                return Err(invalid(format!(
+                    "node name {:?} is not a valid DNS subdomain",
+                    node.name
+                )));
+            }
+            if !seen.insert(node.name.as_str()) {
+                return Err(invalid(format!("node {:?} is listed twice", node.name)));
+            }
+            if node.os == Os::Windows && node.windows_build().is_none() {
+                return Err(invalid(format!(
+                    "node {:?}: kernelVersion {:?} is not a Windows version (10.0.BUILD.REVISION)",
+                    node.name,
+                    node.kernel_version()
+                )));
+            }
+            for name in &node.faults {
+                let Some(fault) = crate::config::faults::Fault::parse(name) else {
+                    return Err(invalid(format!(
+                        "node {:?}: unknown fault {name:?} (known: {})",
+                        node.name,
+                        crate::config::faults::names()
+                    )));
+                };
+                if let Err(why) = fault.check(node.os, self.network.mode) {
+                    return Err(invalid(format!("node {:?}: {why}", node.name)));
+                }
+            }
+            for taint in &node.taints {
+                if !matches!(taint.effect.as_str(), "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                    return Err(invalid(format!(
+                        "node {:?}: taint effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
+                        node.name, taint.effect
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `major.minor` of the cluster's version.
+    pub fn version(&self) -> (u32, u32) {
+        parse_version(&self.kubernetes_version).unwrap_or((1, 32))
+    }
+}
+
+impl NodeSpec {
+    pub fn os_image(&self) -> String {
+        self.os_image.clone().unwrap_or_else(|| match self.os {
+            Os::Linux => "Ubuntu 22.04.5 LTS".into(),
+            // The product name the kubelet reads from the registry: LTSC releases carry their
+            // year, semi-annual ones (1709, 1803, 1903 … 20H2, 23H2) only the edition.
+            Os::Windows => match self.build_number() {
+                Some(b) if b >= 26100 => "Windows Server 2025 Datacenter".into(),
+                Some(b) if b > 20348 => "Windows Server Datacenter".into(),
+                Some(20348) => "Windows Server 2022 Datacenter".into(),
+                Some(b) if b > 17763 => "Windows Server Datacenter".into(),
+                Some(17763) | None => "Windows Server 2019 Datacenter".into(),
+                Some(b) if b > 14393 => "Windows Server Datacenter".into(),
+                Some(_) => "Windows Server 2016 Datacenter".into(),
+            },
+        })
+    }
+
+    pub fn kernel_version(&self) -> String {
+        self.kernel_version.clone().unwrap_or_else(|| match self.os {
+            Os::Linux => "6.8.0-1017-azure".into(),
+            Os::Windows => "10.0.20348.2762".into(),
+        })
+    }
+
+    pub fn container_runtime(&self) -> String {
+        self.container_runtime
+            .clone()
+            .unwrap_or_else(|| "containerd://1.7.22".into())
+    }
+
+    /// `10.0.17763` for a Windows node (the `node.kubernetes.io/windows-build` label).
+    pub fn windows_build(&self) -> Option<String> {
+        if self.os != Os::Windows {
+            return None;
+        }
+        let kernel = self.kernel_version();
+        let parts: Vec<&str> = kernel.split('.').collect();
+        if parts.len() < 3 || parts.iter().take(3).any(|p| p.parse::<u32>().is_err()) {
+            return None;
+        }
+        Some(parts[..3].join("."))
+    }
+
+    /// The Windows build number (17763, 20348, …).
+    pub fn build_number(&self) -> Option<u32> {
+        if self.os != Os::Windows {
+            return None;
+        }
+        self.kernel_version().split('.').nth(2)?.parse().ok()
+    }
+}
+
+/// `v1.32.3` → (1, 32).
+pub fn parse_version(v: &str) -> Option<(u32, u32)> {
+    let rest = v.strip_prefix('v')?;
+    let mut parts = rest.splitn(3, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor_text = parts.next()?;
+    let minor = minor_text.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The parser's message without its own "error: line L column C:" prefix (the error names
+/// the position itself).
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or(s).trim();
+    let line = line.strip_prefix("error:").map(str::trim_start).unwrap_or(line);
+    match line.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+        Some((position, message)) if position.contains("column") => message.to_string(),
+        _ => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[test]
+    fn default_topology_matches_the_design() {
+        let t = Topology::default_cluster();
+        let names: Vec<_> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["control-plane", "linux-1", "win2019-1", "win2022-1"]);
+        assert_eq!(t.version(), (1, 32));
+        let w19 = &t.nodes[2];
+        assert_eq!(w19.windows_build().as_deref(), Some("10.0.17763"));
+        assert!(
+            w19.taints
+                .iter()
+                .any(|t| t.key == "os" && t.value == "windows" && t.effect == "NoSchedule")
+        );
+        assert_eq!(t.nodes[3].build_number(), Some(20348));
+    }
+
+    /// The default `osImage` per build is the product name the kubelet reports: LTSC releases
+    /// with their year, semi-annual ones (1709, 1803, 1903, 2004, 23H2) without (§1.1).
+    #[rstest]
+    #[case::ws2016("10.0.14393.1884", "Windows Server 2016 Datacenter")]
+    #[case::sac_1709("10.0.16299.19", "Windows Server Datacenter")]
+    #[case::sac_1803("10.0.17134.1", "Windows Server Datacenter")]
+    #[case::ws2019("10.0.17763.6414", "Windows Server 2019 Datacenter")]
+    #[case::sac_2004("10.0.19041.610", "Windows Server Datacenter")]
+    #[case::ws2022("10.0.20348.2762", "Windows Server 2022 Datacenter")]
+    #[case::sac_23h2("10.0.25398.1", "Windows Server Datacenter")]
+    #[case::ws2025("10.0.26100.3775", "Windows Server 2025 Datacenter")]
+    fn default_os_image_per_build(#[case] kernel: &str, #[case] os_image: &str) {
+        let yaml = format!("name: t\nnodes:\n  - {{name: w, os: windows, kernelVersion: \"{kernel}\"}}\n");
+        let t = Topology::parse(&yaml, "t.yaml").expect("parses");
+        assert_eq!(t.nodes[0].os_image(), os_image);
+    }
+
+    #[test]
+    fn every_profile_parses() {
+        for (name, _) in PROFILES {
+            let t = Topology::profile(name).expect("profile parses");
+            assert_eq!(&t.name, name);
+            assert!(t.nodes.iter().any(|n| n.os == Os::Windows), "{name} has a Windows node");
+        }
+        assert!(Topology::profile("nope").is_err());
+        assert_eq!(
+            Topology::profile("k8s-1.14-ws2019-vxlan").expect("p").network.mode,
+            NetworkMode::Overlay
+        );
+    }
+
+    #[rstest]
+    #[case::unknown_field("name: x\nnodes:\n- name: a\n  os: linux\n  colour: red\n", 5, "colour")]
+    #[case::bad_os("name: x\nnodes:\n- name: a\n  os: solaris\n", 4, "solaris")]
+    fn errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
+        match Topology::parse(text, "topo.yaml") {
+            Err(TopologyError::Parse {
+                path,
+                line: l,
+                column,
+                message,
+            }) => {
+                assert_eq!(path, "topo.yaml");
+                assert_eq!(l, line, "{message}");
+                assert!(column > 0);
+                assert!(message.contains(needle), "{message}");
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case::no_nodes("name: x\nnodes: []\n", "at least one node")]
+    #[case::dup("name: x\nnodes:\n- {name: a, os: linux}\n- {name: a, os: linux}\n", "twice")]
+    #[case::bad_name("name: x\nnodes:\n- {name: A_B, os: linux}\n", "DNS subdomain")]
+    #[case::bad_kernel(
+        "name: x\nnodes:\n- {name: w, os: windows, kernelVersion: abc}\n",
+        "not a Windows version"
+    )]
+    #[case::bad_effect(
+        "name: x\nnodes:\n- {name: a, os: linux, taints: [{key: k, effect: Sometimes}]}\n",
+        "taint effect"
+    )]
+    #[case::bad_version(
+        "name: x\nkubernetesVersion: 1.32\nnodes:\n- {name: a, os: linux}\n",
+        "kubernetesVersion"
+    )]
+    #[case::flannel_fault_without_flannel(
+        "name: x\nnetwork: {mode: transparent}\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.17763.1, faults: [flanneld-waiting]}\n",
+        "flanneld-waiting needs network.mode l2bridge or overlay, not transparent"
+    )]
+    #[case::hns_fault_without_flannel(
+        "name: x\nnetwork: {mode: l2tunnel}\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.17763.1, faults: [hns-network-missing]}\n",
+        "needs network.mode l2bridge or overlay, not l2tunnel"
+    )]
+    #[case::mac_spoofing_on_overlay(
+        "name: x\nnetwork: {mode: overlay}\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.17763.1, faults: [mac-spoofing-disabled]}\n",
+        "mac-spoofing-disabled needs network.mode l2bridge, not overlay"
+    )]
+    #[case::mac_spoofing_on_linux(
+        "name: x\nnodes:\n- {name: l, os: linux, faults: [mac-spoofing-disabled]}\n",
+        "mac-spoofing-disabled exists only on Windows nodes"
+    )]
+    #[case::vxlan_fault_on_l2bridge(
+        "name: x\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.17763.1, faults: [vxlan-params-mismatch]}\n",
+        "needs network.mode overlay, not l2bridge"
+    )]
+    #[case::windows_fault_on_linux(
+        "name: x\nnodes:\n- {name: a, os: linux, faults: [pause-image-wrong-build]}\n",
+        "exists only on Windows nodes"
+    )]
+    fn semantic_errors(#[case] text: &str, #[case] needle: &str) {
+        let err = Topology::parse(text, "t.yaml").expect_err("invalid");
+        assert!(err.to_string().contains(needle), "{err}");
+        assert!(err.to_string().starts_with("t.yaml"), "{err}");
+    }
+
+    #[rstest]
+    #[case("v1.32.3", Some((1, 32)))]
+    #[case("v1.9.0-alpha.1", Some((1, 9)))]
+    #[case("v1.14", Some((1, 14)))]
+    #[case("1.14", None)]
+    fn versions(#[case] v: &str, #[case] expected: Option<(u32, u32)>) {
+        assert_eq!(parse_version(v), expected);
+    }
+}

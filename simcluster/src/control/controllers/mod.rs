@@ -1,0 +1,868 @@
+//! The controllers a user relies on: Deployment → ReplicaSet → Pods, DaemonSet (one pod per
+//! eligible node), Job (in `job`), the default ServiceAccount of each namespace, and garbage
+//! collection of objects whose owner was deleted. Event-driven with a periodic resync; each reconcile reads
+//! the store and converges one object.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::control::events::{self, Kind, Source};
+use crate::control::scheduler::{Misfit, NodeInfo, PodNeeds, Toleration, Usage, misfits};
+use crate::store::admission;
+use crate::store::api_error::ApiError;
+use crate::store::resources::{self, ResourceType};
+use crate::store::{DeleteOptions, EventType, Obj, Part, Store};
+use crate::vocab::json;
+
+mod job;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    ServiceAccount(String),
+    Deployment(String, String),
+    ReplicaSet(String, String),
+    DaemonSet(String, String),
+    Job(String, String),
+    Service(String, String),
+}
+
+fn rt(group: &str, plural: &str) -> &'static ResourceType {
+    resources::named(group, plural)
+}
+
+fn owner_of(v: &Value, kind: &str) -> Option<(String, String)> {
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|o| {
+            o.get("kind").and_then(Value::as_str) == Some(kind)
+                && o.get("controller").and_then(Value::as_bool) == Some(true)
+        })
+        .map(|o| (json::str(o, "/name").to_string(), json::str(o, "/uid").to_string()))
+}
+
+fn owner_uids(v: &Value) -> Vec<String> {
+    crate::vocab::json::get(v, "/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("uid").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+fn owned_by(v: &Value, uid: &str) -> bool {
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|o| o.get("uid").and_then(Value::as_str) == Some(uid)))
+}
+
+fn owner_ref(owner: &Obj, kind: &str, api_version: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": owner.name(), "uid": owner.uid(),
+           "controller": true, "blockOwnerDeletion": true})
+}
+
+fn is_active(pod: &Obj) -> bool {
+    !pod.is_terminating() && !matches!(json::str(pod.value(), "/status/phase"), "Succeeded" | "Failed")
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| json::str(c, "/type") == "Ready" && json::str(c, "/status") == "True")
+        })
+}
+
+/// A short, stable hash of a pod template (the `pod-template-hash` label).
+fn template_hash(template: &Value) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let h = crate::vocab::hash::fnv1a(template.to_string().as_bytes());
+    (0..10)
+        .map(|i| ALPHABET[((h >> (i * 6)) % ALPHABET.len() as u64) as usize] as char)
+        .collect()
+}
+
+struct Controllers {
+    store: Arc<Store>,
+    /// Pods by owner uid, then pod uid; kept current from the change feed.
+    pods_by_owner: Option<HashMap<String, HashMap<String, Obj>>>,
+    /// Per ReplicaSet: when it may next replace failed pods (so rejected pods do not pile up at full speed).
+    replace_after: HashMap<(String, String), (Instant, u32)>,
+    /// Per Job: the failures seen and when it may next create pods.
+    job_backoff: HashMap<(String, String), (i64, Instant)>,
+    /// The cluster's `major.minor` (which Job conditions exist).
+    version: (u32, u32),
+    /// The topology's `timing.scale` (the Job back-off).
+    scale: f64,
+}
+
+/// Runs the controllers of a cluster at `version` until the store closes; `scale` multiplies
+/// their delays like the topology's `timing.scale`.
+pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
+    let mut feed = store.subscribe();
+    let mut ctl = Controllers {
+        store: store.clone(),
+        pods_by_owner: None,
+        replace_after: HashMap::new(),
+        job_backoff: HashMap::new(),
+        version,
+        scale,
+    };
+    let mut queue: BTreeSet<Key> = BTreeSet::new();
+    ctl.enqueue_all(&mut queue);
+    let mut resync = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        ctl.drain(&mut queue);
+        tokio::select! {
+            event = feed.recv() => match event {
+                Ok(e) => ctl.on_event(&e, &mut queue),
+                Err(crate::store::RecvError::Lagged(_)) => {
+                    ctl.pods_by_owner = None;
+                    ctl.enqueue_all(&mut queue);
+                }
+            },
+            _ = resync.tick() => ctl.enqueue_all(&mut queue),
+        }
+        // Batch what arrived meanwhile.
+        loop {
+            match feed.try_recv() {
+                Ok(e) => ctl.on_event(&e, &mut queue),
+                Err(crate::store::TryRecvError::Lagged(_)) => {
+                    ctl.pods_by_owner = None;
+                    ctl.enqueue_all(&mut queue);
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl Controllers {
+    fn enqueue_all(&self, queue: &mut BTreeSet<Key>) {
+        for ns in self.store.list(resources::core("namespaces"), None).0 {
+            queue.insert(Key::ServiceAccount(ns.name().to_string()));
+        }
+        for (plural, make) in [
+            ("deployments", Key::Deployment as fn(String, String) -> Key),
+            ("replicasets", Key::ReplicaSet),
+            ("daemonsets", Key::DaemonSet),
+        ] {
+            for o in self.store.list(rt("apps", plural), None).0 {
+                queue.insert(make(o.namespace().to_string(), o.name().to_string()));
+            }
+        }
+        for o in self.store.list(resources::core("services"), None).0 {
+            queue.insert(Key::Service(o.namespace().to_string(), o.name().to_string()));
+        }
+        for o in self.store.list(rt("batch", "jobs"), None).0 {
+            queue.insert(Key::Job(o.namespace().to_string(), o.name().to_string()));
+        }
+    }
+
+    fn on_event(&mut self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
+        if e.resource.group.is_empty() && e.resource.plural == "pods" {
+            self.index_pod(e);
+        }
+        let v = e.object.value();
+        let ns = e.object.namespace().to_string();
+        let name = e.object.name().to_string();
+        match (e.resource.group, e.resource.plural) {
+            ("", "namespaces") if e.kind == EventType::Added => {
+                queue.insert(Key::ServiceAccount(name));
+            }
+            ("", "serviceaccounts") if e.kind == EventType::Deleted => {
+                queue.insert(Key::ServiceAccount(ns));
+            }
+            ("apps", "deployments") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["replicasets"]);
+                } else {
+                    queue.insert(Key::Deployment(ns, name));
+                }
+            }
+            ("apps", "replicasets") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["pods"]);
+                } else {
+                    queue.insert(Key::ReplicaSet(ns.clone(), name));
+                }
+                if let Some((owner, _)) = owner_of(v, "Deployment") {
+                    queue.insert(Key::Deployment(ns, owner));
+                }
+            }
+            ("apps", "daemonsets") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["pods"]);
+                } else {
+                    queue.insert(Key::DaemonSet(ns, name));
+                }
+            }
+            ("batch", "jobs") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["pods"]);
+                } else {
+                    queue.insert(Key::Job(ns, name));
+                }
+            }
+            ("", "services") => {
+                queue.insert(Key::Service(ns, name));
+            }
+            ("", "pods") => {
+                // A pod's readiness or address changes the endpoints of the services selecting it.
+                for svc in self.store.list(resources::core("services"), Some(&ns)).0 {
+                    let selector = svc.value().pointer("/spec/selector").and_then(Value::as_object);
+                    let labels = v.pointer("/metadata/labels").and_then(Value::as_object);
+                    if selector.is_some_and(|sel| {
+                        !sel.is_empty() && sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
+                    }) {
+                        queue.insert(Key::Service(ns.clone(), svc.name().to_string()));
+                    }
+                }
+                let pod = e
+                    .previous
+                    .as_ref()
+                    .map_or(v, |p| if e.kind == EventType::Deleted { p.value() } else { v });
+                if let Some((owner, _)) = owner_of(pod, "ReplicaSet") {
+                    queue.insert(Key::ReplicaSet(ns, owner));
+                } else if let Some((owner, _)) = owner_of(pod, "DaemonSet") {
+                    queue.insert(Key::DaemonSet(ns, owner));
+                } else if let Some((owner, _)) = owner_of(pod, "Job") {
+                    queue.insert(Key::Job(ns, owner));
+                }
+            }
+            ("", "nodes")
+                if e.kind != EventType::Modified
+                    || e.previous.as_ref().is_some_and(|p| {
+                        p.value().pointer("/spec") != v.pointer("/spec")
+                            || p.value().pointer("/metadata/labels") != v.pointer("/metadata/labels")
+                    }) =>
+            {
+                for o in self.store.list(rt("apps", "daemonsets"), None).0 {
+                    queue.insert(Key::DaemonSet(o.namespace().to_string(), o.name().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The pods a controller owns.
+    fn owned_pods(&mut self, owner_uid: &str) -> Vec<Obj> {
+        let store = self.store.clone();
+        let index = self.pods_by_owner.get_or_insert_with(|| {
+            let mut index: HashMap<String, HashMap<String, Obj>> = HashMap::new();
+            for pod in store.list(resources::core("pods"), None).0 {
+                for uid in owner_uids(pod.value()) {
+                    index.entry(uid).or_default().insert(pod.uid().to_string(), pod.clone());
+                }
+            }
+            index
+        });
+        index
+            .get(owner_uid)
+            .map(|pods| pods.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Keeps the owner index in step with one pod change.
+    fn index_pod(&mut self, e: &crate::store::Event) {
+        let Some(index) = self.pods_by_owner.as_mut() else {
+            return;
+        };
+        let uid = e.object.uid().to_string();
+        for owner in owner_uids(e.object.value()) {
+            let pods = index.entry(owner).or_default();
+            if e.kind == EventType::Deleted {
+                pods.remove(&uid);
+            } else {
+                pods.insert(uid.clone(), e.object.clone());
+            }
+        }
+    }
+
+    fn drain(&mut self, queue: &mut BTreeSet<Key>) {
+        while let Some(key) = queue.pop_first() {
+            let result = match &key {
+                Key::ServiceAccount(ns) => self.service_account(ns),
+                Key::Deployment(ns, name) => self.deployment(ns, name),
+                Key::ReplicaSet(ns, name) => self.replica_set(ns, name),
+                Key::DaemonSet(ns, name) => self.daemon_set(ns, name),
+                Key::Job(ns, name) => self.job(ns, name),
+                Key::Service(ns, name) => self.endpoints(ns, name),
+            };
+            match result {
+                Ok(())
+                | Err(ApiError::NotFound { .. })
+                | Err(ApiError::Conflict { .. })
+                | Err(ApiError::Forbidden { .. }) => {}
+                Err(e) => tracing::warn!("controller {key:?}: {e}"),
+            }
+        }
+    }
+
+    fn collect_garbage(&self, ns: &str, owner_uid: &str, plurals: &[&str]) {
+        for plural in plurals {
+            let kind = if *plural == "pods" {
+                resources::core("pods")
+            } else {
+                rt("apps", plural)
+            };
+            for o in self.store.list(kind, Some(ns)).0 {
+                if owned_by(o.value(), owner_uid) {
+                    let _ = self.store.delete(kind, ns, o.name(), &DeleteOptions::default());
+                }
+            }
+        }
+    }
+
+    fn service_account(&self, ns: &str) -> Result<(), ApiError> {
+        let namespace = self.store.get(resources::core("namespaces"), "", ns)?;
+        if namespace.is_terminating() {
+            return Ok(());
+        }
+        let sa = resources::core("serviceaccounts");
+        match self.store.get(sa, ns, "default") {
+            Ok(_) => Ok(()),
+            Err(ApiError::NotFound { .. }) => match self.store.create(sa, ns, json!({"metadata": {"name": "default"}}))
+            {
+                Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    fn deployment(&self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let deploy = self.store.get(rt("apps", "deployments"), ns, name)?;
+        if deploy.is_terminating() {
+            return Ok(());
+        }
+        let d = deploy.value();
+        let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+        let template = d.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+        let hash = template_hash(&template);
+        let rs_rt = rt("apps", "replicasets");
+        let owned: Vec<Obj> = self
+            .store
+            .list(rs_rt, Some(ns))
+            .0
+            .into_iter()
+            .filter(|r| owned_by(r.value(), deploy.uid()))
+            .collect();
+        let current_name = format!("{name}-{hash}");
+        let revision = owned
+            .iter()
+            .filter_map(|r| {
+                json::str(r.value(), "/metadata/annotations/deployment.kubernetes.io~1revision")
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        let current = owned.iter().find(|r| r.name() == current_name).cloned();
+        let current = match current {
+            Some(r) => {
+                if r.value().pointer("/spec/replicas").and_then(Value::as_i64) != Some(replicas) {
+                    self.store.modify(rs_rt, ns, &current_name, Part::Main, |v| {
+                        v["spec"]["replicas"] = json!(replicas);
+                        Ok(())
+                    })?
+                } else {
+                    r
+                }
+            }
+            None => {
+                let mut tpl = template.clone();
+                tpl["metadata"]["labels"]["pod-template-hash"] = json!(hash);
+                let mut selector = d.pointer("/spec/selector").cloned().unwrap_or_else(|| json!({}));
+                selector["matchLabels"]["pod-template-hash"] = json!(hash);
+                let labels = tpl.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+                let rs = json!({
+                    "metadata": {
+                        "name": current_name,
+                        "labels": labels,
+                        "annotations": {"deployment.kubernetes.io/revision": (revision + 1).to_string(),
+                                        "deployment.kubernetes.io/desired-replicas": replicas.to_string()},
+                        "ownerReferences": [owner_ref(&deploy, "Deployment", "apps/v1")],
+                    },
+                    "spec": {"replicas": replicas, "selector": selector, "template": tpl},
+                });
+                let created = match self.store.create(rs_rt, ns, rs) {
+                    Ok(c) => c,
+                    Err(ApiError::AlreadyExists { .. }) => self.store.get(rs_rt, ns, &current_name)?,
+                    Err(e) => return Err(e),
+                };
+                events::emit(
+                    &self.store,
+                    d,
+                    Kind::Normal,
+                    "ScalingReplicaSet",
+                    &format!("Scaled up replica set {current_name} from 0 to {replicas}"),
+                    &Source::controller("deployment-controller"),
+                );
+                created
+            }
+        };
+        // Older ReplicaSets scale to zero once the new one exists (a simple rollout).
+        for old in owned.iter().filter(|r| r.name() != current_name) {
+            if old
+                .value()
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                != 0
+            {
+                self.store.modify(rs_rt, ns, old.name(), Part::Main, |v| {
+                    v["spec"]["replicas"] = json!(0);
+                    Ok(())
+                })?;
+            }
+        }
+        let all: Vec<&Obj> = owned
+            .iter()
+            .filter(|r| r.name() != current_name)
+            .chain([&current])
+            .collect();
+        let sum = |field: &str| {
+            all.iter()
+                .map(|r| {
+                    r.value()
+                        .pointer(&format!("/status/{field}"))
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0)
+                })
+                .sum::<i64>()
+        };
+        let updated = current
+            .value()
+            .pointer("/status/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let available = sum("availableReplicas");
+        let generation = d.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
+        let (avail_status, avail_reason, avail_msg) = if available >= replicas {
+            (
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+            )
+        } else {
+            (
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+            )
+        };
+        let progressing_reason = if updated == replicas && available >= replicas {
+            "NewReplicaSetAvailable"
+        } else {
+            "ReplicaSetUpdated"
+        };
+        let status = json!({
+            "observedGeneration": generation,
+            "replicas": sum("replicas"),
+            "updatedReplicas": updated,
+            "readyReplicas": sum("readyReplicas"),
+            "availableReplicas": available,
+            "unavailableReplicas": (replicas - available).max(0),
+            "conditions": [
+                {"type": "Available", "status": avail_status, "reason": avail_reason, "message": avail_msg},
+                {"type": "Progressing", "status": "True", "reason": progressing_reason,
+                 "message": format!("ReplicaSet \"{current_name}\" is progressing.")},
+            ],
+        });
+        self.write_status(rt("apps", "deployments"), ns, name, d, status)
+    }
+
+    fn write_status(
+        &self,
+        kind: &'static ResourceType,
+        ns: &str,
+        name: &str,
+        current: &Value,
+        mut status: Value,
+    ) -> Result<(), ApiError> {
+        // Keep condition timestamps when nothing about the condition changed.
+        let now = crate::store::timestamp(chrono::Utc::now());
+        if let Some(conds) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+            for c in conds.iter_mut() {
+                let old = current
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|o| o.iter().find(|o| o.get("type") == c.get("type")));
+                let (ts, tt) = match old {
+                    Some(o) if o.get("status") == c.get("status") && o.get("reason") == c.get("reason") => {
+                        (o.get("lastUpdateTime").cloned(), o.get("lastTransitionTime").cloned())
+                    }
+                    _ => (None, None),
+                };
+                c["lastUpdateTime"] = ts.unwrap_or_else(|| json!(now));
+                c["lastTransitionTime"] = tt.unwrap_or_else(|| json!(now));
+            }
+        }
+        if current.get("status") == Some(&status) {
+            return Ok(());
+        }
+        self.store.modify(kind, ns, name, Part::Status, |v| {
+            v["status"] = status;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    fn replica_set(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let rs_rt = rt("apps", "replicasets");
+        let rs = self.store.get(rs_rt, ns, name)?;
+        if rs.is_terminating() {
+            return Ok(());
+        }
+        let r = rs.value();
+        let replicas = r.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
+        let pods_rt = resources::core("pods");
+        let owned: Vec<Obj> = self.owned_pods(rs.uid());
+        let mut active: Vec<&Obj> = owned.iter().filter(|p| is_active(p)).collect();
+        let failed = owned
+            .iter()
+            .filter(|p| json::str(p.value(), "/status/phase") == "Failed")
+            .count();
+        let missing = replicas - active.len() as i64;
+        let key = (ns.to_string(), name.to_string());
+        if missing > 0 {
+            // Replacing failed pods backs off, so a rejected template does not flood the cluster.
+            let allowed = self.replace_after.get(&key).is_none_or(|(at, _)| Instant::now() >= *at);
+            if failed == 0 || allowed {
+                if failed > 0 {
+                    let tries = self.replace_after.get(&key).map_or(0, |(_, n)| *n) + 1;
+                    let wait = Duration::from_millis(500u64.saturating_mul(1 << tries.min(6)));
+                    self.replace_after.insert(key.clone(), (Instant::now() + wait, tries));
+                }
+                for _ in 0..missing {
+                    self.create_pod(&rs, "ReplicaSet", None)?;
+                }
+            }
+        } else if missing < 0 {
+            // Delete the least useful first: unscheduled, then not ready, then the newest.
+            active.sort_by_key(|p| {
+                let v = p.value();
+                (
+                    !json::str(v, "/spec/nodeName").is_empty(),
+                    is_ready(v),
+                    std::cmp::Reverse(json::str(v, "/metadata/creationTimestamp").to_string()),
+                )
+            });
+            for pod in active.iter().take((-missing) as usize) {
+                let _ = self.store.delete(pods_rt, ns, pod.name(), &DeleteOptions::default());
+            }
+        }
+        let live: Vec<&Obj> = owned.iter().filter(|p| is_active(p)).collect();
+        let ready = live.iter().filter(|p| is_ready(p.value())).count();
+        let count = live.len() as i64 + missing.max(0);
+        let status = json!({
+            "replicas": count.min(replicas.max(live.len() as i64)),
+            "fullyLabeledReplicas": live.len(),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "observedGeneration": r.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+        });
+        self.write_status(rs_rt, ns, name, r, status)
+    }
+
+    /// Creates one pod from a controller's template (through pod admission).
+    fn create_pod(&self, owner: &Obj, kind: &str, node: Option<&str>) -> Result<Obj, ApiError> {
+        let o = owner.value();
+        let mut template = o.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+        let mut metadata = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        metadata["generateName"] = json!(format!("{}-", owner.name()));
+        metadata["ownerReferences"] = json!([owner_ref(owner, kind, json::str(o, "/apiVersion"))]);
+        if let Some(m) = metadata.as_object_mut() {
+            m.remove("name");
+        }
+        if let Some(node) = node {
+            let spec = &mut template["spec"];
+            spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+            });
+            let mut tolerations = spec
+                .get("tolerations")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            tolerations.extend(daemonset_tolerations());
+            spec["tolerations"] = json!(tolerations);
+        }
+        let mut pod = json!({"metadata": metadata, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))});
+        admission::admit_pod(&self.store, &mut pod)?;
+        let created = self.store.create(resources::core("pods"), owner.namespace(), pod)?;
+        events::emit(
+            &self.store,
+            o,
+            Kind::Normal,
+            "SuccessfulCreate",
+            &format!("Created pod: {}", created.name()),
+            &Source::controller(match kind {
+                "DaemonSet" => "daemonset-controller",
+                "Job" => "job-controller",
+                _ => "replicaset-controller",
+            }),
+        );
+        Ok(created)
+    }
+
+    fn daemon_set(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let ds_rt = rt("apps", "daemonsets");
+        let ds = self.store.get(ds_rt, ns, name)?;
+        if ds.is_terminating() {
+            return Ok(());
+        }
+        let template_pod = json!({"spec": ds.value().pointer("/spec/template/spec").cloned().unwrap_or(Value::Null)});
+        let mut needs = PodNeeds::from_pod(&template_pod);
+        needs
+            .tolerations
+            .extend(daemonset_tolerations().iter().map(Toleration::from_json));
+        needs.host_ports.clear();
+        let nodes: Vec<NodeInfo> = self
+            .store
+            .list(resources::core("nodes"), None)
+            .0
+            .iter()
+            .map(|n| NodeInfo::from_node(n.value()))
+            .collect();
+        let eligible: Vec<&NodeInfo> = nodes
+            .iter()
+            .filter(|n| {
+                misfits(&needs, n, &Usage::default())
+                    .iter()
+                    .all(|m| matches!(m, Misfit::Insufficient(_) | Misfit::TooManyPods | Misfit::Ports))
+            })
+            .collect();
+        let pods_rt = resources::core("pods");
+        let owned: Vec<Obj> = self.owned_pods(ds.uid());
+        let target_node = |p: &Obj| -> String {
+            let node = json::str(p.value(), "/spec/nodeName");
+            if !node.is_empty() {
+                return node.to_string();
+            }
+            p.value()
+                .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let mut by_node: HashMap<String, Vec<&Obj>> = HashMap::new();
+        for p in owned.iter().filter(|p| is_active(p)) {
+            by_node.entry(target_node(p)).or_default().push(p);
+        }
+        for node in &eligible {
+            match by_node.get(&node.name) {
+                None => {
+                    self.create_pod(&ds, "DaemonSet", Some(&node.name))?;
+                }
+                Some(pods) if pods.len() > 1 => {
+                    for extra in &pods[1..] {
+                        let _ = self.store.delete(pods_rt, ns, extra.name(), &DeleteOptions::default());
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let eligible_names: BTreeSet<&str> = eligible.iter().map(|n| n.name.as_str()).collect();
+        for (node, pods) in &by_node {
+            if !eligible_names.contains(node.as_str()) {
+                for p in pods {
+                    let _ = self.store.delete(pods_rt, ns, p.name(), &DeleteOptions::default());
+                }
+            }
+        }
+        let scheduled = eligible.iter().filter(|n| by_node.contains_key(&n.name)).count();
+        let ready = eligible
+            .iter()
+            .filter(|n| {
+                by_node
+                    .get(&n.name)
+                    .is_some_and(|ps| ps.iter().any(|p| is_ready(p.value())))
+            })
+            .count();
+        let status = json!({
+            "desiredNumberScheduled": eligible.len(),
+            "currentNumberScheduled": scheduled,
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+            "updatedNumberScheduled": scheduled,
+            "numberAvailable": ready,
+            "numberUnavailable": eligible.len() - ready,
+            "observedGeneration": ds.value().pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+        });
+        self.write_status(ds_rt, ns, name, ds.value(), status)
+    }
+}
+
+impl Controllers {
+    /// Endpoints and the EndpointSlice of a Service with a selector, from the pods it selects.
+    fn endpoints(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+        let svc = match self.store.get(resources::core("services"), ns, name) {
+            Ok(s) => s,
+            Err(ApiError::NotFound { .. }) => {
+                let _ = self
+                    .store
+                    .delete(resources::core("endpoints"), ns, name, &DeleteOptions::default());
+                let _ = self.store.delete(
+                    rt("discovery.k8s.io", "endpointslices"),
+                    ns,
+                    &format!("{name}-sim"),
+                    &DeleteOptions::default(),
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let v = svc.value();
+        let Some(selector) = v
+            .pointer("/spec/selector")
+            .and_then(Value::as_object)
+            .filter(|s| !s.is_empty())
+        else {
+            return Ok(());
+        };
+        let (pods, _) = self.store.list(resources::core("pods"), Some(ns));
+        let mut ready = Vec::new();
+        let mut not_ready = Vec::new();
+        let mut slice_endpoints = Vec::new();
+        let mut first_pod: Option<Obj> = None;
+        for pod in &pods {
+            let p = pod.value();
+            let labels = p.pointer("/metadata/labels").and_then(Value::as_object);
+            if !selector
+                .iter()
+                .all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
+            {
+                continue;
+            }
+            let ip = json::str(p, "/status/podIP");
+            if ip.is_empty() || matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed") {
+                continue;
+            }
+            let is_ready = is_ready(p) && !pod.is_terminating();
+            let address = json!({"ip": ip, "nodeName": json::str(p, "/spec/nodeName"),
+                "targetRef": {"kind": "Pod", "namespace": ns, "name": pod.name(), "uid": pod.uid()}});
+            slice_endpoints.push(json!({"addresses": [ip], "nodeName": json::str(p, "/spec/nodeName"),
+                "conditions": {"ready": is_ready, "serving": is_ready, "terminating": pod.is_terminating()},
+                "targetRef": {"kind": "Pod", "namespace": ns, "name": pod.name(), "uid": pod.uid()}}));
+            if is_ready {
+                ready.push(address)
+            } else {
+                not_ready.push(address)
+            }
+            first_pod.get_or_insert_with(|| pod.clone());
+        }
+        let ports: Vec<Value> = v
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|sp| {
+                let target = match sp.get("targetPort") {
+                    Some(Value::Number(n)) => n.as_i64(),
+                    Some(Value::String(port_name)) => first_pod.as_ref().and_then(|p| named_port(p.value(), port_name)),
+                    _ => sp.get("port").and_then(Value::as_i64),
+                };
+                let mut port = json!({"port": target.unwrap_or(0), "protocol": json::str(sp, "/protocol")});
+                if !json::str(sp, "/name").is_empty() {
+                    port["name"] = json!(json::str(sp, "/name"));
+                }
+                port
+            })
+            .collect();
+        let mut subset = json!({"ports": ports});
+        if !ready.is_empty() {
+            subset["addresses"] = json!(ready);
+        }
+        if !not_ready.is_empty() {
+            subset["notReadyAddresses"] = json!(not_ready);
+        }
+        let subsets = if ready.is_empty() && not_ready.is_empty() {
+            json!([])
+        } else {
+            json!([subset])
+        };
+        let owner = json!([{"apiVersion": "v1", "kind": "Service", "name": name, "uid": svc.uid(), "controller": true, "blockOwnerDeletion": true}]);
+        let endpoints = json!({"metadata": {"name": name, "labels": v.pointer("/metadata/labels").cloned().unwrap_or(json!({}))},
+            "subsets": subsets});
+        self.put(resources::core("endpoints"), ns, name, endpoints, "subsets")?;
+        let slice = json!({"metadata": {"name": format!("{name}-sim"), "ownerReferences": owner,
+                "labels": {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4", "endpoints": slice_endpoints, "ports": ports});
+        self.put(
+            rt("discovery.k8s.io", "endpointslices"),
+            ns,
+            &format!("{name}-sim"),
+            slice,
+            "endpoints",
+        )
+    }
+
+    /// Creates or replaces a controller-owned object when `field` (or ports) changed.
+    fn put(&self, kind: &'static ResourceType, ns: &str, name: &str, obj: Value, field: &str) -> Result<(), ApiError> {
+        match self.store.get(kind, ns, name) {
+            Ok(current) => {
+                let cur = current.value();
+                if cur.get(field) == obj.get(field) && cur.get("ports") == obj.get("ports") {
+                    return Ok(());
+                }
+                self.store.modify(kind, ns, name, Part::Main, |c| {
+                    c[field] = obj.get(field).cloned().unwrap_or(Value::Null);
+                    if let Some(ports) = obj.get("ports") {
+                        c["ports"] = ports.clone();
+                    }
+                    Ok(())
+                })?;
+                Ok(())
+            }
+            Err(ApiError::NotFound { .. }) => match self.store.create(kind, ns, obj) {
+                Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The number of a container port by name.
+fn named_port(pod: &Value, name: &str) -> Option<i64> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|c| c.get("ports").and_then(Value::as_array))
+        .flatten()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+        .and_then(|p| p.get("containerPort").and_then(Value::as_i64))
+}
+
+/// The tolerations the DaemonSet controller adds to its pods (never `os=windows`).
+fn daemonset_tolerations() -> Vec<Value> {
+    let t = |key: &str, effect: &str| json!({"key": key, "operator": "Exists", "effect": effect});
+    vec![
+        t("node.kubernetes.io/not-ready", "NoExecute"),
+        t("node.kubernetes.io/unreachable", "NoExecute"),
+        t("node.kubernetes.io/disk-pressure", "NoSchedule"),
+        t("node.kubernetes.io/memory-pressure", "NoSchedule"),
+        t("node.kubernetes.io/pid-pressure", "NoSchedule"),
+        t("node.kubernetes.io/unschedulable", "NoSchedule"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_hash_is_stable_and_sensitive() {
+        let a = json!({"spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        let b = json!({"spec": {"containers": [{"name": "c", "image": "i:2"}]}});
+        assert_eq!(template_hash(&a), template_hash(&a));
+        assert_ne!(template_hash(&a), template_hash(&b));
+        assert_eq!(template_hash(&a).len(), 10);
+    }
+}

@@ -1,0 +1,195 @@
+//! Unit tests of the scheduler's filters, scoring and messages.
+
+use super::*;
+use crate::config::topology::Topology;
+use rstest::rstest;
+
+fn nodes() -> Vec<NodeInfo> {
+    let topo = Topology::default_cluster();
+    let ips: Vec<_> = (0..topo.nodes.len())
+        .map(|i| std::net::Ipv4Addr::new(127, 9, 9, 10 + i as u8))
+        .collect();
+    crate::config::profile::profiles(&topo, &ips)
+        .iter()
+        .zip(&topo.nodes)
+        .map(|(p, spec)| NodeInfo::from_node(&crate::node::objects::node_object(spec, p)))
+        .collect()
+}
+
+fn pod(spec: Value) -> PodNeeds {
+    PodNeeds::from_pod(&json!({"spec": spec}))
+}
+
+fn placed(needs: &PodNeeds) -> Result<String, String> {
+    choose(needs, &nodes(), &HashMap::new()).map(|n| n.name.clone())
+}
+
+const WIN_TOLERATION: &str = r#"[{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]"#;
+
+#[test]
+fn linux_pod_without_tolerations_never_lands_on_windows() {
+    // SCHED-TAINT: only linux-1 is free of taints.
+    let needs = pod(json!({"containers": [{"name": "c", "image": "busybox"}]}));
+    for _ in 0..5 {
+        assert_eq!(placed(&needs).as_deref(), Ok("linux-1"));
+    }
+}
+
+#[rstest]
+#[case::os_label(json!({"kubernetes.io/os": "windows"}), &["win2019-1", "win2022-1"])]
+#[case::build_2019(json!({"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"}), &["win2019-1"])]
+#[case::build_2022(json!({"node.kubernetes.io/windows-build": "10.0.20348"}), &["win2022-1"])]
+fn selection_by_os_and_build(#[case] selector: Value, #[case] allowed: &[&str]) {
+    let tolerations: Value = serde_json::from_str(WIN_TOLERATION).expect("json");
+    let needs =
+        pod(json!({"nodeSelector": selector, "tolerations": tolerations, "containers": [{"name": "c", "image": "i"}]}));
+    let node = placed(&needs).expect("placed");
+    assert!(allowed.contains(&node.as_str()), "{node}");
+}
+
+#[test]
+fn windows_pod_without_toleration_gets_the_upstream_message() {
+    let needs =
+        pod(json!({"nodeSelector": {"kubernetes.io/os": "windows"}, "containers": [{"name": "c", "image": "i"}]}));
+    let message = placed(&needs).expect_err("unschedulable");
+    assert_eq!(
+        message,
+        "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 node(s) had untolerated taint {os: windows}. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+    );
+}
+
+#[test]
+fn filling_allocatable_memory_makes_the_next_pod_insufficient() {
+    // MEM-NO-OVERCOMMIT-SCHED: a 2022 node's allocatable is 16Gi − 2Gi − 500Mi.
+    let all = nodes();
+    let win = all.iter().find(|n| n.name == "win2022-1").expect("node");
+    let tolerations: Value = serde_json::from_str(WIN_TOLERATION).expect("json");
+    let big = |mem: &str| {
+        pod(
+            json!({"nodeSelector": {"node.kubernetes.io/windows-build": "10.0.20348"}, "tolerations": tolerations,
+            "containers": [{"name": "c", "image": "i", "resources": {"limits": {"memory": mem}}}]}),
+        )
+    };
+    let fill = Quantity(win.memory.milli() - Quantity::parse("100Mi").expect("q").milli());
+    let mut usage = HashMap::new();
+    let first = big(&format!("{}", fill.value()));
+    assert_eq!(
+        choose(&first, &all, &usage).map(|n| n.name.clone()).as_deref(),
+        Ok("win2022-1")
+    );
+    usage
+        .entry("win2022-1".to_string())
+        .or_insert_with(Usage::default)
+        .add(&first);
+    let message = choose(&big("1Gi"), &all, &usage)
+        .map(|n| n.name.clone())
+        .expect_err("full");
+    assert!(message.contains("1 Insufficient memory"), "{message}");
+    assert!(
+        message.contains("1 No preemption victims found for incoming pod"),
+        "{message}"
+    );
+}
+
+#[test]
+fn same_host_port_on_the_same_node_conflicts() {
+    let web = pod(
+        json!({"nodeName": "", "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}),
+    );
+    let all = nodes();
+    let mut usage = HashMap::new();
+    let first = choose(&web, &all, &usage).expect("first").name.clone();
+    assert_eq!(first, "linux-1");
+    usage.entry(first).or_insert_with(Usage::default).add(&web);
+    let message = choose(&web, &all, &usage)
+        .map(|n| n.name.clone())
+        .expect_err("port taken");
+    assert!(
+        message.contains("1 node(s) didn't have free ports for the requested pod ports"),
+        "{message}"
+    );
+    let udp = pod(
+        json!({"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}]}]}),
+    );
+    assert_eq!(
+        choose(&udp, &all, &usage).map(|n| n.name.clone()).as_deref(),
+        Ok("linux-1")
+    );
+}
+
+#[rstest]
+#[case::in_(json!({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}), true)]
+#[case::not_in(json!({"key": "kubernetes.io/os", "operator": "NotIn", "values": ["linux"]}), false)]
+#[case::exists(json!({"key": "kubernetes.io/hostname", "operator": "Exists"}), true)]
+#[case::missing(json!({"key": "gpu", "operator": "DoesNotExist"}), true)]
+fn required_node_affinity(#[case] expr: Value, #[case] linux_fits: bool) {
+    let needs = pod(
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}}, "containers": [{"name": "c", "image": "i"}]}),
+    );
+    assert_eq!(placed(&needs).is_ok(), linux_fits);
+}
+
+#[test]
+fn match_fields_pins_a_node_and_exists_toleration_tolerates_all() {
+    let needs = pod(
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["win2019-1"]}]}]}}},
+        "tolerations": [{"operator": "Exists"}], "containers": [{"name": "c", "image": "i"}]}),
+    );
+    assert_eq!(placed(&needs).as_deref(), Ok("win2019-1"));
+}
+
+#[test]
+fn scheduler_ignores_spec_os() {
+    // SCHED-POD-OS: a pod that says windows but tolerates nothing still lands on Linux.
+    let needs =
+        PodNeeds::from_pod(&json!({"spec": {"os": {"name": "windows"}, "containers": [{"name": "c", "image": "i"}]}}));
+    assert_eq!(placed(&needs).as_deref(), Ok("linux-1"));
+}
+
+#[test]
+fn requests_default_from_limits_and_init_containers_count_by_max() {
+    let needs = pod(json!({
+        "initContainers": [{"name": "i", "image": "x", "resources": {"requests": {"memory": "3Gi"}}}],
+        "containers": [{"name": "a", "image": "x", "resources": {"limits": {"memory": "1Gi", "cpu": "500m"}}},
+                       {"name": "b", "image": "x", "resources": {"requests": {"memory": "1Gi"}}}]}));
+    assert_eq!(needs.memory, Quantity::parse("3Gi").expect("q"));
+    assert_eq!(needs.cpu, Quantity::parse("500m").expect("q"));
+}
+
+#[test]
+fn huge_pages_are_insufficient_on_windows_nodes() {
+    // MEM-HUGEPAGES (W14, WI31): huge pages are not supported for Windows containers; Windows
+    // nodes advertise no hugepages-* resource, so the noderesources filter finds none of it
+    // ("Insufficient hugepages-2Mi", the upstream FailedScheduling wording).
+    let tolerations: Value = serde_json::from_str(WIN_TOLERATION).expect("json");
+    let needs = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": tolerations,
+        "containers": [{"name": "c", "image": "i", "resources": {
+            "requests": {"cpu": "10m", "memory": "64Mi", "hugepages-2Mi": "2Mi"},
+            "limits": {"cpu": "10m", "memory": "64Mi", "hugepages-2Mi": "2Mi"}}}]}));
+    assert_eq!(needs.scalar.get("hugepages-2Mi"), Quantity::parse("2Mi").as_ref());
+    let message = placed(&needs).expect_err("unschedulable");
+    assert_eq!(
+        message,
+        "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient hugepages-2Mi. preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+    );
+}
+
+#[test]
+fn extended_resources_fit_against_allocatable_and_usage() {
+    // noderesources Fit counts every scalar resource a node advertises.
+    let mut node = nodes().into_iter().find(|n| n.name == "linux-1").expect("node");
+    node.scalar
+        .insert("example.com/dongle".into(), Quantity::parse("1").expect("q"));
+    let needs = pod(json!({"containers": [{"name": "c", "image": "i",
+        "resources": {"limits": {"example.com/dongle": "1"}}}]}));
+    let mut usage = Usage::default();
+    assert!(misfits(&needs, &node, &usage).is_empty());
+    usage.add(&needs);
+    assert_eq!(
+        misfits(&needs, &node, &usage),
+        vec![Misfit::Insufficient("example.com/dongle".into())]
+    );
+}

@@ -1,0 +1,548 @@
+//! The simulated network as a client in a container meets it: every lookup and connection goes
+//! through the fabric from the client's source, and what answers once a flow is delivered —
+//! agnhost netexec (HTTP endpoints including `/dial`, and its UDP server), serve-hostname, web
+//! servers, the cluster DNS and outside resolvers, the kubelet port, outside web hosts.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::config::profile::NodeProfile;
+use crate::network::dns::{self, Records, Resolution};
+use crate::network::fabric::{App, Endpoint, Fabric, Failure, Flow, KUBELET_PORT, NetFacts, Proto, Reached, Src};
+use crate::network::snapshot;
+use crate::node::exec::nettools::{HttpReply, Lookup, Wire};
+use crate::node::exec::{CommandContext, DnsConfig};
+use crate::store::Store;
+use crate::store::resources;
+
+/// The cluster's network: the store, the nodes and the topology's network settings.
+#[derive(Debug)]
+pub struct SimNet {
+    store: Arc<Store>,
+    profiles: Arc<Vec<NodeProfile>>,
+    net: NetFacts,
+    /// The ephemeral client ports handed out.
+    picks: AtomicU64,
+    /// The round-robin position of load-balanced flows, per destination (address, port,
+    /// protocol): successive connections to one service spread over its backends whatever
+    /// other traffic the cluster carries meanwhile.
+    rounds: Mutex<HashMap<(Ipv4Addr, u16, Proto), u64>>,
+    /// The last snapshot and the store revision it was taken at.
+    cache: Mutex<Option<(u64, Snapshot)>>,
+}
+
+/// The fabric and the DNS records (built on first lookup) for one revision of the pods,
+/// services and endpoints.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    fabric: Arc<Fabric>,
+    records: Arc<OnceLock<Records>>,
+}
+
+/// How deep `/dial` may nest (a netexec asking a netexec to dial …).
+const MAX_DIAL_DEPTH: u8 = 3;
+
+impl SimNet {
+    pub fn new(store: Arc<Store>, profiles: Arc<Vec<NodeProfile>>, net: NetFacts) -> SimNet {
+        SimNet {
+            store,
+            profiles,
+            net,
+            picks: AtomicU64::new(0),
+            rounds: Mutex::new(HashMap::new()),
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// The fabric for the cluster's current state (rebuilt only when pods, services or
+    /// endpoints changed).
+    pub fn fabric(&self) -> Arc<Fabric> {
+        self.snapshot().fabric
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        // The fabric and the records derive from pods, services and endpoints only (events,
+        // leases and the like change far more often and do not matter here).
+        let rv = self.store.changed_at(&[
+            resources::core("pods"),
+            resources::core("services"),
+            resources::core("endpoints"),
+        ]);
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, snap)) = cache.as_ref()
+            && *at == rv
+        {
+            return snap.clone();
+        }
+        let snap = Snapshot {
+            fabric: Arc::new(snapshot::fabric(&self.store, &self.profiles, &self.net)),
+            records: Arc::new(OnceLock::new()),
+        };
+        *cache = Some((rv, snap.clone()));
+        snap
+    }
+
+    /// The next ephemeral port number (before mapping into the port range).
+    fn pick(&self) -> u64 {
+        self.picks.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The next round-robin position of load-balanced flows to this destination.
+    fn round(&self, ip: Ipv4Addr, port: u16, proto: Proto) -> u64 {
+        let mut rounds = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
+        let next = rounds.entry((ip, port, proto)).or_default();
+        let pick = *next;
+        *next += 1;
+        pick
+    }
+
+    /// The client a container is, or None when the pod has no network (not running).
+    pub fn client_for(self: &Arc<Self>, ctx: &CommandContext) -> Option<Client> {
+        let Snapshot { fabric, records } = self.snapshot();
+        let pod = fabric.pod_index(ctx.pod.namespace(), ctx.pod.name())?;
+        let container = ctx
+            .pod
+            .value()
+            .pointer("/spec/containers")
+            .and_then(|c| c.as_array())
+            .and_then(|cs| {
+                cs.iter()
+                    .position(|c| c.get("name").and_then(|n| n.as_str()) == Some(ctx.container.as_str()))
+            })
+            .unwrap_or(0);
+        let src = fabric.source_of(pod, container);
+        Some(Client {
+            net: self.clone(),
+            fabric,
+            src,
+            dns: ctx.dns(),
+            windows: ctx.is_windows(),
+            depth: 0,
+            records,
+        })
+    }
+
+    /// A client outside the cluster at `ip` (for the real listeners).
+    pub fn outside_client(self: &Arc<Self>, ip: Ipv4Addr) -> Client {
+        let Snapshot { fabric, records } = self.snapshot();
+        Client {
+            net: self.clone(),
+            fabric,
+            src: Src::Outside(ip),
+            dns: DnsConfig::default(),
+            windows: false,
+            depth: 0,
+            records,
+        }
+    }
+
+    /// The DNS configuration of a pod's first container (for `/dial` names).
+    fn pod_dns(&self, namespace: &str, name: &str) -> Option<(DnsConfig, bool)> {
+        let obj = self.store.get(resources::core("pods"), namespace, name).ok()?;
+        let first = obj
+            .value()
+            .pointer("/spec/containers/0/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string();
+        let ctx = CommandContext::new(self.store.clone(), &self.profiles, obj, &first);
+        Some((ctx.dns(), ctx.is_windows()))
+    }
+}
+
+/// CoreDNS's HTTP plugins: `health` on 8080 (`/health`), `ready` on 8181 (`/ready`),
+/// `prometheus` on 9153 (`/metrics`); Go's mux answers anything else with a 404.
+fn coredns_http(at: Endpoint, path: &str) -> HttpReply {
+    let port = match at {
+        Endpoint::Pod { port, .. } => port,
+        _ => 0,
+    };
+    match (port, path) {
+        (8080, "/health") | (8181, "/ready") => reply(200, "OK"),
+        (9153, "/metrics") => reply(
+            200,
+            "# HELP coredns_health_request_failures_total The number of times the health check failed.\n\
+             # TYPE coredns_health_request_failures_total counter\n\
+             coredns_health_request_failures_total 0\n",
+        ),
+        _ => reply(404, "404 page not found\n"),
+    }
+}
+
+/// A client at one source, over one snapshot of the fabric.
+#[derive(Debug, Clone)]
+pub struct Client {
+    net: Arc<SimNet>,
+    fabric: Arc<Fabric>,
+    src: Src,
+    dns: DnsConfig,
+    windows: bool,
+    depth: u8,
+    records: Arc<OnceLock<Records>>,
+}
+
+fn reply(status: u16, body: impl Into<String>) -> HttpReply {
+    HttpReply {
+        status,
+        body: body.into(),
+    }
+}
+
+impl Client {
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    pub fn source(&self) -> Src {
+        self.src
+    }
+
+    /// Sends one flow through the fabric.
+    pub fn send(&self, ip: Ipv4Addr, port: u16, proto: Proto) -> Result<Reached, Failure> {
+        let flow = Flow {
+            src: self.src,
+            dst: ip,
+            port,
+            proto,
+            pick: self.net.round(ip, port, proto),
+        };
+        self.fabric.decide(&flow).result
+    }
+
+    /// The ephemeral port a receiver sees.
+    fn client_port(&self) -> u16 {
+        let n = self.net.pick();
+        40_000 + u16::try_from(n % 20_000).unwrap_or(0)
+    }
+
+    fn records(&self) -> &Records {
+        self.records.get_or_init(|| Records::from_store(&self.net.store))
+    }
+
+    fn app_at(&self, at: Endpoint, proto: Proto) -> Option<App> {
+        match at {
+            Endpoint::Pod { pod, port } => self.fabric.pods[pod].serving(port, proto, None).map(|s| s.app),
+            Endpoint::Outside { host, port } => self.fabric.outside[host]
+                .serves
+                .iter()
+                .find(|(p, pr, _)| *p == port && *pr == proto)
+                .map(|(_, _, app)| *app),
+            Endpoint::Node { .. } => None,
+        }
+    }
+
+    /// A client in the pod a flow reached (for netexec's `/dial`).
+    fn inside(&self, pod: usize) -> Client {
+        let p = &self.fabric.pods[pod];
+        let (dns, windows) = self
+            .net
+            .pod_dns(&p.namespace, &p.name)
+            .unwrap_or_else(|| (DnsConfig::default(), self.fabric.nodes[p.node].windows));
+        Client {
+            net: self.net.clone(),
+            fabric: self.fabric.clone(),
+            src: self.fabric.source_of(pod, 0),
+            dns,
+            windows,
+            depth: self.depth + 1,
+            records: self.records.clone(),
+        }
+    }
+
+    /// What answers an HTTP GET of `target` once the flow reached `reached`.
+    fn answer_http(&self, reached: Reached, target: &str) -> Result<HttpReply, Failure> {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        match reached.at {
+            Endpoint::Pod { pod, .. } => {
+                let p = &self.fabric.pods[pod];
+                match self.app_at(reached.at, Proto::Tcp) {
+                    Some(App::Netexec) => Ok(self.netexec(pod, reached, path, query)),
+                    Some(App::ServeHostname) => Ok(reply(200, p.hostname.clone())),
+                    Some(App::Web) => Ok(reply(
+                        200,
+                        format!(
+                            "<html><head><title>{0}</title></head><body><h1>{0}</h1><p>served by pod {1}/{2}</p></body></html>\n",
+                            p.hostname, p.namespace, p.name
+                        ),
+                    )),
+                    Some(App::DnsHealth) => Ok(coredns_http(reached.at, path)),
+                    Some(App::Dns | App::UdpEcho) | None => Err(Failure::Reset),
+                }
+            }
+            Endpoint::Node { port, .. } if port == KUBELET_PORT => {
+                Ok(reply(400, "Client sent an HTTP request to an HTTPS server.\n"))
+            }
+            Endpoint::Node { .. } => Err(Failure::Reset),
+            Endpoint::Outside { host, .. } => match self.app_at(reached.at, Proto::Tcp) {
+                Some(App::Web) => {
+                    let name = &self.fabric.outside[host].name;
+                    Ok(reply(
+                        200,
+                        format!(
+                            "<!doctype html>\n<html><head><title>{name}</title></head><body><h1>{name}</h1></body></html>\n"
+                        ),
+                    ))
+                }
+                _ => Err(Failure::Reset),
+            },
+        }
+    }
+
+    /// agnhost netexec's HTTP endpoints (unknown paths fall to `/`, as in its mux).
+    fn netexec(&self, pod: usize, reached: Reached, path: &str, query: &str) -> HttpReply {
+        let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+        let p = &self.fabric.pods[pod];
+        match path {
+            "/hostname" | "/hostName" => reply(200, p.hostname.clone()),
+            "/clientip" => reply(200, format!("{}:{}", reached.seen_from, self.client_port())),
+            "/echo" => {
+                let msg = params.get("msg").cloned().unwrap_or_default();
+                match params.get("code").map(String::as_str) {
+                    None | Some("") => reply(200, msg),
+                    Some(code) => match code.parse::<u16>() {
+                        Ok(status) if (100..600).contains(&status) => reply(status, msg),
+                        _ => reply(
+                            200,
+                            format!("argument 'code' must be an integer or empty, got {code:?}\n"),
+                        ),
+                    },
+                }
+            }
+            // 412 until (or unless) the UDP server runs.
+            "/healthz" if p.serves.iter().any(|s| s.app == App::Netexec && s.proto == Proto::Udp) => reply(200, ""),
+            "/healthz" => reply(412, ""),
+            "/dial" => self.inside(pod).dial(&params),
+            _ => reply(
+                200,
+                format!("NOW: {}", chrono::Utc::now().format("%Y-%m-%d %H:%M:%S%.9f %z UTC")),
+            ),
+        }
+    }
+
+    /// netexec `/dial`: `tries` requests from this pod to `host:port`, as agnhost answers them:
+    /// always 200 with `{"errors":[…],"responses":[…]}` (each key only when it has something to
+    /// say: `responses` only when the last try answered), 400 for bad parameters.
+    fn dial(&self, params: &HashMap<String, String>) -> HttpReply {
+        let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
+        let (request, host, port) = (get("request"), get("host"), get("port"));
+        let bad = |text: String| reply(400, format!("{text}\n"));
+        let tries = match get("tries") {
+            "" => 1,
+            t => match t.parse::<i64>() {
+                Ok(n) => n.clamp(0, 100),
+                Err(_) => {
+                    return bad(format!(
+                        "tries parameter is invalid. strconv.Atoi: parsing {t:?}: invalid syntax"
+                    ));
+                }
+            },
+        };
+        if request.is_empty() {
+            return bad("request parameter not specified. <nil>".into());
+        }
+        let protocol = get("protocol").to_ascii_lowercase();
+        let udp = match protocol.as_str() {
+            "" | "http" => false,
+            "udp" => true,
+            "sctp" => return bad("host and/or port param are invalid. sctp is not supported by this network".into()),
+            _ => return bad(format!("unsupported protocol. {}", get("protocol"))),
+        };
+        if self.depth > MAX_DIAL_DEPTH {
+            return bad("dial nested too deeply".into());
+        }
+        let Ok(port) = port.parse::<u16>() else {
+            let kind = if udp { "udp" } else { "tcp" };
+            return bad(format!(
+                "host and/or port param are invalid. lookup {kind}/{port}: unknown port"
+            ));
+        };
+        let ip = match self.address(host) {
+            Ok(ip) => ip,
+            Err(e) => return bad(format!("host and/or port param are invalid. {e}")),
+        };
+        let me = self.fabric.source_ip(self.src);
+        let mut responses = Vec::new();
+        let mut errors = Vec::new();
+        let mut last = String::new();
+        for _ in 0..tries {
+            let outcome = if udp {
+                match self.udp(ip, port, request) {
+                    Ok(r) if !r.is_empty() => Ok(r),
+                    Ok(_) => Err(format!("reading from udp connection failed. err:'{}'", "<nil>")),
+                    Err(f) => Err(format!(
+                        "reading from udp connection failed. err:'read udp {me}:{}->{ip}:{port}: {}'",
+                        self.client_port(),
+                        self.go_error(&f, true)
+                    )),
+                }
+            } else {
+                let path = format!("/{request}");
+                self.http_get(ip, port, &path).map(|r| r.body).map_err(|f| {
+                    let url = format!("http://{ip}:{port}{path}");
+                    match f {
+                        Failure::Timeout | Failure::NoReply => {
+                            format!("Get {url:?}: dial tcp {ip}:{port}: i/o timeout (Client.Timeout exceeded while awaiting headers)")
+                        }
+                        Failure::Reset => format!(
+                            "Get {url:?}: read tcp {me}:{}->{ip}:{port}: {}",
+                            self.client_port(),
+                            self.go_error(&f, false)
+                        ),
+                        _ => format!("Get {url:?}: dial tcp {ip}:{port}: {}", self.go_error(&f, false)),
+                    }
+                })
+            };
+            match outcome {
+                Ok(r) => {
+                    last.clone_from(&r);
+                    responses.push(r);
+                }
+                Err(e) => {
+                    last.clear();
+                    errors.push(e);
+                }
+            }
+        }
+        let mut out = serde_json::Map::new();
+        if !errors.is_empty() {
+            out.insert("errors".into(), serde_json::json!(errors));
+        }
+        if !last.is_empty() {
+            out.insert("responses".into(), serde_json::json!(responses));
+        }
+        reply(200, serde_json::Value::Object(out).to_string())
+    }
+
+    /// How Go's net package words a failure on this client's OS.
+    fn go_error(&self, f: &Failure, udp: bool) -> String {
+        match (f, self.windows) {
+            (Failure::Timeout | Failure::NoReply, _) => "i/o timeout".into(),
+            (Failure::Refused, false) if udp => "read: connection refused".into(),
+            (Failure::Refused, false) => "connect: connection refused".into(),
+            // Windows reports an ICMP port unreachable on UDP as a reset.
+            (Failure::Refused, true) if udp => {
+                "wsarecv: An existing connection was forcibly closed by the remote host.".into()
+            }
+            (Failure::Refused, true) => {
+                "connectex: No connection could be made because the target machine actively refused it.".into()
+            }
+            (Failure::Reset, false) => "read: connection reset by peer".into(),
+            (Failure::Reset, true) => "wsarecv: An existing connection was forcibly closed by the remote host.".into(),
+            (Failure::Other(m), _) => m.clone(),
+        }
+    }
+
+    /// An IP literal, or the first address the client's resolver finds (Go's wording on failure).
+    fn address(&self, host: &str) -> Result<Ipv4Addr, String> {
+        if host.is_empty() {
+            return Ok(Ipv4Addr::UNSPECIFIED);
+        }
+        if let Ok(ip) = host.parse() {
+            return Ok(ip);
+        }
+        let server = self.dns.nameservers.first().map_or("", String::as_str);
+        let suffix = if self.windows {
+            String::new()
+        } else {
+            format!(" on {server}:53")
+        };
+        match self.resolve(host, None) {
+            Lookup::Found { addrs, .. } if !addrs.is_empty() => Ok(addrs[0]),
+            Lookup::Timeout { .. } => Err(format!("lookup {host}{suffix}: i/o timeout")),
+            _ => Err(format!("lookup {host}{suffix}: no such host")),
+        }
+    }
+}
+
+impl Wire for Client {
+    fn dns_server(&self) -> String {
+        self.dns.nameservers.first().cloned().unwrap_or_default()
+    }
+
+    fn resolve(&self, name: &str, server: Option<&str>) -> Lookup {
+        let servers: Vec<String> = match server {
+            Some(s) => vec![s.to_string()],
+            None => self.dns.nameservers.clone(),
+        };
+        let first = servers.first().cloned().unwrap_or_default();
+        for s in &servers {
+            let Ok(ip) = s.parse::<Ipv4Addr>() else {
+                continue;
+            };
+            let Ok(reached) = self.send(ip, 53, Proto::Udp) else {
+                continue;
+            };
+            let cluster = match reached.at {
+                Endpoint::Pod { .. } if self.app_at(reached.at, Proto::Udp) == Some(App::Dns) => true,
+                Endpoint::Outside { .. } if self.app_at(reached.at, Proto::Udp) == Some(App::Dns) => false,
+                _ => continue,
+            };
+            let outside;
+            let records = if cluster {
+                self.records()
+            } else {
+                outside = Records::outside();
+                &outside
+            };
+            let mut config = self.dns.clone();
+            if config.nameservers.is_empty() {
+                config.nameservers.push(s.clone());
+            }
+            return match dns::resolve(records, name, &config, self.windows) {
+                Resolution::Resolved { name, addresses, alias } => Lookup::Found {
+                    fqdn: name,
+                    addrs: addresses,
+                    alias,
+                },
+                Resolution::NotFound { .. } => Lookup::NotFound,
+                Resolution::NoNameserver => Lookup::Timeout { server: first },
+            };
+        }
+        Lookup::Timeout { server: first }
+    }
+
+    fn connect(&self, ip: Ipv4Addr, port: u16, proto: Proto) -> Result<(), Failure> {
+        self.send(ip, port, proto).map(|_| ())
+    }
+
+    fn http_get(&self, ip: Ipv4Addr, port: u16, target: &str) -> Result<HttpReply, Failure> {
+        let reached = self.send(ip, port, Proto::Tcp)?;
+        self.answer_http(reached, target)
+    }
+
+    fn udp(&self, ip: Ipv4Addr, port: u16, payload: &str) -> Result<String, Failure> {
+        let reached = self.send(ip, port, Proto::Udp)?;
+        let Endpoint::Pod { pod, .. } = reached.at else {
+            // Outside resolvers ignore a payload that is not a DNS query.
+            return Err(Failure::Timeout);
+        };
+        let p = &self.fabric.pods[pod];
+        match self.app_at(reached.at, Proto::Udp) {
+            Some(App::Netexec) => {
+                // agnhost lower-cases what it receives; unknown commands get no answer.
+                let text = payload.trim().to_lowercase();
+                if text == "hostname" {
+                    Ok(p.hostname.clone())
+                } else if let Some(rest) = text.strip_prefix("echo ") {
+                    Ok(rest.to_string())
+                } else if text == "clientip" {
+                    Ok(format!("{}:{}", reached.seen_from, self.client_port()))
+                } else {
+                    Err(Failure::Timeout)
+                }
+            }
+            Some(App::ServeHostname) => Ok(p.hostname.clone()),
+            Some(App::UdpEcho) => Ok(payload.to_string()),
+            _ => Err(Failure::Timeout),
+        }
+    }
+
+    fn ping(&self, ip: Ipv4Addr) -> Result<(), Failure> {
+        self.send(ip, 0, Proto::Icmp).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests;

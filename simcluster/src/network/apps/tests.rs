@@ -1,0 +1,398 @@
+//! Clients in pods of the default topology: DNS per OS and policy (including the HostProcess
+//! resolver), HTTP and UDP through the fabric to netexec servers, `/dial`, ping, and a fault.
+
+use super::*;
+use crate::config::faults::Fault;
+use crate::config::profile::profiles;
+use crate::config::topology::Topology;
+use crate::store::Part;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.52";
+
+struct Lab {
+    store: Arc<Store>,
+    profiles: Arc<Vec<NodeProfile>>,
+    net: Arc<SimNet>,
+}
+
+fn node_ip(profiles: &[NodeProfile], name: &str) -> Ipv4Addr {
+    profiles.iter().find(|p| p.name == name).map(|p| p.ip).expect("node")
+}
+
+fn running(store: &Store, ns: &str, name: &str, ip: &str) {
+    store
+        .modify(resources::core("pods"), ns, name, Part::Status, |p| {
+            let names: Vec<Value> = p["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| json!({"name": c["name"], "ready": true, "state": {"running": {}}}))
+                .collect();
+            p["status"] = json!({"phase": "Running", "podIP": ip, "containerStatuses": names});
+            Ok(())
+        })
+        .expect("status");
+}
+
+fn lab(faults: &[(&str, Fault)]) -> Lab {
+    let store = Arc::new(Store::default());
+    for ns in ["default", "team", "kube-system"] {
+        store
+            .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
+            .expect("ns");
+    }
+    let topo = Topology::default_cluster();
+    let ips: Vec<Ipv4Addr> = (0..topo.nodes.len())
+        .map(|i| Ipv4Addr::new(127, 9, 9, 10 + i as u8))
+        .collect();
+    let mut profiles = profiles(&topo, &ips);
+    for (node, fault) in faults {
+        if let Some(p) = profiles.iter_mut().find(|p| p.name == *node) {
+            p.faults.insert(*fault);
+        }
+    }
+    let profiles = Arc::new(profiles);
+    let svc = resources::core("services");
+    store
+        .create(
+            svc,
+            "default",
+            json!({"metadata": {"name": "kubernetes"}, "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443}]}}),
+        )
+        .expect("svc");
+    store
+        .create(
+            svc,
+            "kube-system",
+            json!({"metadata": {"name": "kube-dns"}, "spec": {"clusterIP": "10.96.0.10",
+                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}, {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}}),
+        )
+        .expect("svc");
+    store
+        .create(
+            svc,
+            "team",
+            json!({"metadata": {"name": "web"}, "spec": {"type": "NodePort", "clusterIP": "10.96.0.50",
+                "ports": [{"port": 80, "targetPort": 8080, "nodePort": 30080}]}}),
+        )
+        .expect("svc");
+    store
+        .create(
+            resources::core("endpoints"),
+            "team",
+            json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.244.3.10", "nodeName": "win2022-1",
+                "targetRef": {"kind": "Pod", "name": "web", "namespace": "team"}}], "ports": [{"port": 8080, "protocol": "TCP"}]}]}),
+        )
+        .expect("endpoints");
+    let pods = resources::core("pods");
+    let mk = |name: &str, node: &str, spec: Value, ip: String| {
+        let mut spec = spec;
+        spec["nodeName"] = json!(node);
+        store
+            .create(pods, "team", json!({"metadata": {"name": name}, "spec": spec}))
+            .expect("pod");
+        running(&store, "team", name, &ip);
+    };
+    let netexec = json!({"containers": [{"name": "c", "image": AGNHOST, "args": ["netexec", "--http-port=8080", "--udp-port=8081"]}]});
+    mk("web", "win2022-1", netexec.clone(), "10.244.3.10".into());
+    mk("srv-lin", "linux-1", netexec, "10.244.1.10".into());
+    let pause = json!({"containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]});
+    mk("cli-lin", "linux-1", pause.clone(), "10.244.1.20".into());
+    mk("cli-win", "win2019-1", pause, "10.244.2.20".into());
+    mk(
+        "hp-win",
+        "win2019-1",
+        json!({"hostNetwork": true, "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+            "containers": [{"name": "c", "image": "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0"}]}),
+        node_ip(&profiles, "win2019-1").to_string(),
+    );
+    mk(
+        "hostnet-lin",
+        "linux-1",
+        json!({"hostNetwork": true, "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}),
+        node_ip(&profiles, "linux-1").to_string(),
+    );
+    mk(
+        "hostnet-cf",
+        "linux-1",
+        json!({"hostNetwork": true, "dnsPolicy": "ClusterFirstWithHostNet", "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}),
+        node_ip(&profiles, "linux-1").to_string(),
+    );
+    mk(
+        "win-cfhn",
+        "win2022-1",
+        json!({"dnsPolicy": "ClusterFirstWithHostNet", "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}),
+        "10.244.3.30".into(),
+    );
+    mk(
+        "custom-dns",
+        "win2022-1",
+        json!({"dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.96.0.10", "1.1.1.1"], "searches": ["default.svc.cluster.local"]},
+            "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}),
+        "10.244.3.31".into(),
+    );
+    crate::node::addons::test_cluster_dns(&store, "control-plane", "10.244.0.2");
+    let net = Arc::new(SimNet::new(
+        store.clone(),
+        profiles.clone(),
+        NetFacts::from_topology(&topo),
+    ));
+    Lab { store, profiles, net }
+}
+
+fn client(lab: &Lab, pod: &str) -> Client {
+    let obj = lab.store.get(resources::core("pods"), "team", pod).expect("pod");
+    let ctx = CommandContext::new(lab.store.clone(), &lab.profiles, obj, "c");
+    lab.net.client_for(&ctx).expect("a client with a network")
+}
+
+/// What a lookup found: the FQDN, or "NXDOMAIN" / "TIMEOUT".
+fn lookup(c: &Client, name: &str, server: Option<&str>) -> String {
+    match c.resolve(name, server) {
+        Lookup::Found { fqdn, .. } => fqdn,
+        Lookup::NotFound => "NXDOMAIN".into(),
+        Lookup::Timeout { .. } => "TIMEOUT".into(),
+    }
+}
+
+#[rstest]
+#[case::linux_short("cli-lin", "web", "web.team.svc.cluster.local")]
+#[case::windows_short("cli-win", "web", "web.team.svc.cluster.local")]
+#[case::linux_fqdn("cli-lin", "web.team.svc.cluster.local", "web.team.svc.cluster.local")]
+#[case::windows_fqdn("cli-win", "web.team.svc.cluster.local", "web.team.svc.cluster.local")]
+#[case::linux_dotted("cli-lin", "web.team", "web.team.svc.cluster.local")]
+#[case::windows_dotted("cli-win", "web.team", "NXDOMAIN")]
+#[case::linux_cross_namespace("cli-lin", "kubernetes.default", "kubernetes.default.svc.cluster.local")]
+#[case::windows_cross_namespace("cli-win", "kubernetes.default", "NXDOMAIN")]
+#[case::windows_cross_namespace_svc("cli-win", "kubernetes.default.svc", "NXDOMAIN")]
+#[case::windows_cross_namespace_fqdn(
+    "cli-win",
+    "kubernetes.default.svc.cluster.local",
+    "kubernetes.default.svc.cluster.local"
+)]
+#[case::linux_other_namespace_short("cli-lin", "kubernetes", "NXDOMAIN")]
+#[case::linux_outside("cli-lin", "example.com", "example.com")]
+#[case::windows_outside("cli-win", "www.microsoft.com", "www.microsoft.com")]
+#[case::hostprocess_outside("hp-win", "example.com", "example.com")]
+#[case::hostprocess_cluster_name("hp-win", "web.team.svc.cluster.local", "NXDOMAIN")]
+#[case::linux_hostnet_uses_node_dns("hostnet-lin", "web.team.svc.cluster.local", "NXDOMAIN")]
+#[case::linux_cluster_first_with_host_net("hostnet-cf", "web", "web.team.svc.cluster.local")]
+#[case::windows_cluster_first_with_host_net_is_cluster_first("win-cfhn", "web", "web.team.svc.cluster.local")]
+#[case::dns_policy_none_search("custom-dns", "kubernetes", "kubernetes.default.svc.cluster.local")]
+#[case::dns_policy_none_dotted("custom-dns", "web.team", "NXDOMAIN")]
+fn lookups(#[case] pod: &str, #[case] name: &str, #[case] expect: &str) {
+    let lab = lab(&[]);
+    assert_eq!(lookup(&client(&lab, pod), name, None), expect);
+}
+
+#[test]
+fn hostprocess_asks_the_cluster_dns_service_ip_served_from_other_nodes() {
+    // DNS-FQDN through SVC-VIP-FROM-NODE: a current Windows host (HostProcess on containerd
+    // 1.7) reaches a ClusterIP whose backends run on other nodes, as upstream's in-cluster
+    // config e2e needs; cluster DNS answers from the Linux nodes.
+    let lab = lab(&[]);
+    let hp = client(&lab, "hp-win");
+    assert_eq!(
+        lookup(&hp, "web.team.svc.cluster.local", Some("10.96.0.10")),
+        "web.team.svc.cluster.local"
+    );
+    let lin = client(&lab, "hostnet-lin");
+    assert_eq!(
+        lookup(&lin, "web.team.svc.cluster.local", Some("10.96.0.10")),
+        "web.team.svc.cluster.local"
+    );
+}
+
+#[test]
+fn custom_nameservers_are_tried_in_order() {
+    let lab = lab(&[("win2022-1", Fault::DnsUnreachable)]);
+    // The cluster DNS is unreachable from the node; 1.1.1.1 answers the outside names only.
+    let c = client(&lab, "custom-dns");
+    assert_eq!(lookup(&c, "example.com", None), "example.com");
+    assert_eq!(lookup(&c, "kubernetes", None), "NXDOMAIN");
+}
+
+#[rstest]
+#[case::faulted_node("cli-win", "TIMEOUT")]
+#[case::other_node("cli-lin", "web.team.svc.cluster.local")]
+fn dns_unreachable_from_one_node(#[case] pod: &str, #[case] expect: &str) {
+    let lab = lab(&[("win2019-1", Fault::DnsUnreachable)]);
+    let c = client(&lab, pod);
+    assert_eq!(lookup(&c, "web", None), expect);
+    // Connections by address still work.
+    let r = c
+        .http_get(Ipv4Addr::new(10, 96, 0, 50), 80, "/hostname")
+        .expect("by IP");
+    assert_eq!(r.body, "web");
+}
+
+/// The body of an HTTP GET, or the failure class.
+fn get(c: &Client, ip: Ipv4Addr, port: u16, target: &str) -> Result<String, Failure> {
+    c.http_get(ip, port, target).map(|r| r.body)
+}
+
+#[test]
+fn services_from_pods_and_hosts() {
+    let lab = lab(&[]);
+    let vip = Ipv4Addr::new(10, 96, 0, 50);
+    let win2019 = node_ip(&lab.profiles, "win2019-1");
+    assert_eq!(get(&client(&lab, "cli-win"), vip, 80, "/hostname"), Ok("web".into()));
+    assert_eq!(get(&client(&lab, "cli-lin"), vip, 80, "/hostname"), Ok("web".into()));
+    assert_eq!(
+        get(&client(&lab, "hostnet-lin"), vip, 80, "/hostname"),
+        Ok("web".into())
+    );
+    // SVC-VIP-FROM-NODE on a current node: the backend runs on another node, so it answers
+    // (the fabric's matrix covers the local-backend timeout); NP-LOCAL-NODE still fails.
+    assert_eq!(get(&client(&lab, "hp-win"), vip, 80, "/hostname"), Ok("web".into()));
+    assert_eq!(
+        get(&client(&lab, "hp-win"), win2019, 30080, "/hostname"),
+        Err(Failure::Timeout)
+    );
+    // NP-REMOTE: the same NodePort from the Linux node.
+    assert_eq!(
+        get(&client(&lab, "hostnet-lin"), win2019, 30080, "/hostname"),
+        Ok("web".into())
+    );
+    // NP-FROM-WINPOD: a Windows pod reaches its own node's NodePort.
+    assert_eq!(
+        get(&client(&lab, "cli-win"), win2019, 30080, "/hostname"),
+        Ok("web".into())
+    );
+}
+
+#[test]
+fn netexec_endpoints_and_dial() {
+    let lab = lab(&[]);
+    let c = client(&lab, "cli-lin");
+    let web = Ipv4Addr::new(10, 244, 3, 10);
+    let clientip = get(&c, web, 8080, "/clientip").expect("clientip");
+    assert!(clientip.starts_with("10.244.1.20:"), "{clientip}");
+    assert_eq!(get(&c, web, 8080, "/echo?msg=hello%20there"), Ok("hello there".into()));
+    // netexec's mux sends unknown paths to `/`.
+    let root = c.http_get(web, 8080, "/nope").expect("root");
+    assert!(root.status == 200 && root.body.starts_with("NOW: "), "{root:?}");
+    assert_eq!(c.http_get(web, 8080, "/echo?msg=x&code=x").map(|r| r.status), Ok(200));
+    assert_eq!(
+        c.http_get(web, 8080, "/echo?msg=gone&code=404").map(|r| r.status),
+        Ok(404)
+    );
+    assert_eq!(get(&c, web, 9999, "/"), Err(Failure::Refused));
+    assert_eq!(c.udp(web, 8081, "hostname"), Ok("web".into()));
+    assert_eq!(c.udp(web, 8081, "HOSTNAME"), Ok("web".into()));
+    assert_eq!(c.udp(web, 8081, "echo Hi There"), Ok("hi there".into()));
+    assert_eq!(
+        c.udp(web, 8081, "whatever"),
+        Err(Failure::Timeout),
+        "unknown UDP commands get no answer"
+    );
+    let dial = |query: &str| {
+        let r = c
+            .http_get(Ipv4Addr::new(10, 244, 1, 10), 8080, &format!("/dial?{query}"))
+            .expect("dial");
+        let body: Value = serde_json::from_str(&r.body).unwrap_or(Value::String(r.body.clone()));
+        (r.status, body)
+    };
+    // /dial from the Linux server pod to the Windows pod, by IP and by service name.
+    assert_eq!(
+        dial("request=hostname&protocol=http&host=10.244.3.10&port=8080&tries=2"),
+        (200, json!({"responses": ["web", "web"]}))
+    );
+    assert_eq!(
+        dial("request=hostname&protocol=HTTP&host=web&port=80&tries=1"),
+        (200, json!({"responses": ["web"]}))
+    );
+    // The service has no UDP port: the name resolves, but nothing answers on the VIP.
+    let (status, body) = dial("request=hostname&protocol=udp&host=web&port=8081&tries=1");
+    assert_eq!(status, 200, "agnhost answers 200 whatever the tries gave");
+    assert_eq!(body["responses"], Value::Null, "{body}");
+    assert!(
+        body["errors"][0].as_str().is_some_and(|e| e
+            .starts_with("reading from udp connection failed. err:'read udp 10.244.1.10:")
+            && e.ends_with("->10.96.0.50:8081: i/o timeout'")),
+        "{body}"
+    );
+    let (status, body) = dial("request=hostname&host=10.244.3.10&port=9&tries=1");
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"errors": ["Get \"http://10.244.3.10:9/hostname\": dial tcp 10.244.3.10:9: connect: connection refused"]})
+    );
+    let (status, body) = dial("request=hostname&host=nope&port=80");
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        json!("host and/or port param are invalid. lookup nope on 10.96.0.10:53: no such host\n")
+    );
+    assert_eq!(dial("request=hostname").0, 400);
+    assert_eq!(dial("host=web&port=80").0, 400);
+    assert_eq!(dial("request=hostname&host=web&port=80&protocol=icmp").0, 400);
+}
+
+#[test]
+fn ping_outside_from_windows_pods_gets_no_reply() {
+    let lab = lab(&[]);
+    let outside = Ipv4Addr::new(203, 0, 113, 10);
+    assert_eq!(client(&lab, "cli-win").ping(outside), Err(Failure::NoReply));
+    assert_eq!(client(&lab, "cli-lin").ping(outside), Ok(()));
+    assert_eq!(client(&lab, "hp-win").ping(outside), Ok(()));
+    // TCP from the Windows pod works (NET-ICMP-EXTERNAL: use curl instead).
+    assert!(get(&client(&lab, "cli-win"), outside, 80, "/").is_ok());
+    // In-cluster ICMP works.
+    assert_eq!(client(&lab, "cli-win").ping(Ipv4Addr::new(10, 244, 1, 10)), Ok(()));
+}
+
+#[test]
+fn a_client_s_successive_connections_to_a_service_take_turns_whatever_else_flows() {
+    let lab = lab(&[]);
+    // A service with two backends (web on win2022-1, srv-lin on linux-1).
+    lab.store
+        .create(
+            resources::core("services"),
+            "team",
+            json!({"metadata": {"name": "pair"}, "spec": {"clusterIP": "10.96.0.60", "ports": [{"port": 80, "targetPort": 8080}]}}),
+        )
+        .expect("svc");
+    lab.store
+        .create(
+            resources::core("endpoints"),
+            "team",
+            json!({"metadata": {"name": "pair"}, "subsets": [{"addresses": [
+                {"ip": "10.244.3.10", "nodeName": "win2022-1", "targetRef": {"kind": "Pod", "name": "web", "namespace": "team"}},
+                {"ip": "10.244.1.10", "nodeName": "linux-1", "targetRef": {"kind": "Pod", "name": "srv-lin", "namespace": "team"}}],
+                "ports": [{"port": 8080, "protocol": "TCP"}]}]}),
+        )
+        .expect("endpoints");
+    let (pair, web) = (Ipv4Addr::new(10, 96, 0, 60), Ipv4Addr::new(10, 96, 0, 50));
+    let (lin, win) = (client(&lab, "cli-lin"), client(&lab, "cli-win"));
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..4 {
+        // Another client's flow between each of ours must not decide which backend we get.
+        assert_eq!(get(&win, web, 80, "/hostname"), Ok("web".into()));
+        let answer = get(&lin, pair, 80, "/hostname").expect("a backend answers");
+        *seen.entry(answer).or_insert(0) += 1;
+    }
+    assert_eq!(seen, [("srv-lin".to_string(), 2), ("web".to_string(), 2)].into());
+}
+
+#[test]
+fn an_endpoints_change_alone_reaches_the_fabric() {
+    // The fabric is cached per revision of the objects it derives from; the endpoints
+    // controller rewrites Endpoints after the pods changed, so an Endpoints update with no pod
+    // or Service change must still be seen.
+    let lab = lab(&[]);
+    let vip = Ipv4Addr::new(10, 96, 0, 50);
+    let cli = client(&lab, "cli-lin");
+    assert_eq!(get(&cli, vip, 80, "/hostname"), Ok("web".into()));
+    lab.store
+        .modify(resources::core("endpoints"), "team", "web", Part::Main, |e| {
+            e["subsets"][0]["addresses"] = json!([{"ip": "10.244.1.10", "nodeName": "linux-1",
+                "targetRef": {"kind": "Pod", "name": "srv-lin", "namespace": "team"}}]);
+            Ok(())
+        })
+        .expect("endpoints");
+    let cli = client(&lab, "cli-lin");
+    assert_eq!(get(&cli, vip, 80, "/hostname"), Ok("srv-lin".into()));
+}

@@ -1,0 +1,388 @@
+//! Cluster DNS: the records the cluster's DNS service answers (services, headless services'
+//! pods, pod A records, ExternalName aliases, and a small simulated outside world) and each
+//! OS's resolver behaviour — Linux's search list with `ndots`, Windows' single suffix with
+//! dotted names taken as fully qualified (DNS-SINGLE-SUFFIX, DNS-PQDN-DOTTED).
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use serde_json::Value;
+
+use crate::node::exec::DnsConfig;
+use crate::store::Store;
+use crate::store::resources;
+use crate::vocab::json;
+
+/// The cluster domain.
+pub const CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// The simulated outside world: names and addresses (web hosts in TEST-NET-3, never routed).
+pub const OUTSIDE_HOSTS: &[(&str, [u8; 4])] = &[
+    ("example.com", [203, 0, 113, 10]),
+    ("www.example.com", [203, 0, 113, 10]),
+    ("www.microsoft.com", [203, 0, 113, 20]),
+    ("kubernetes.io", [203, 0, 113, 30]),
+    ("registry.k8s.io", [203, 0, 113, 40]),
+    ("mcr.microsoft.com", [203, 0, 113, 50]),
+    ("www.google.com", [203, 0, 113, 60]),
+    // Public resolvers (they answer the outside names only).
+    ("one.one.one.one", [1, 1, 1, 1]),
+    ("dns.google", [8, 8, 8, 8]),
+];
+
+/// The outside addresses that are DNS servers.
+pub const OUTSIDE_RESOLVERS: &[[u8; 4]] = &[[1, 1, 1, 1], [8, 8, 8, 8]];
+
+/// What a name resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    A(Vec<Ipv4Addr>),
+    /// An alias (ExternalName service) to another name.
+    Cname(String),
+}
+
+/// Every record the cluster DNS answers, keyed by lower-case fully qualified name.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    map: HashMap<String, Answer>,
+}
+
+impl Records {
+    /// The records an outside resolver answers: the simulated outside world only.
+    pub fn outside() -> Self {
+        let mut records = Self::default();
+        for (name, ip) in OUTSIDE_HOSTS {
+            records.add(name, Answer::A(vec![Ipv4Addr::from(*ip)]));
+        }
+        records
+    }
+
+    /// The records for the cluster's current services and pods.
+    pub fn from_store(store: &Store) -> Self {
+        let mut records = Self::outside();
+        let (pods, _) = store.list(resources::core("pods"), None);
+        let running: Vec<&Value> = pods
+            .iter()
+            .map(|p| p.value())
+            .filter(|p| {
+                !json::str(p, "/status/podIP").is_empty()
+                    && !matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed")
+            })
+            .collect();
+        for p in &running {
+            let ns = json::str(p, "/metadata/namespace");
+            let ip = json::str(p, "/status/podIP");
+            if let Ok(addr) = ip.parse::<Ipv4Addr>() {
+                records.add(
+                    &format!("{}.{ns}.pod.{CLUSTER_DOMAIN}", ip.replace('.', "-")),
+                    Answer::A(vec![addr]),
+                );
+            }
+        }
+        // Running pods by (namespace, label, value), so that each headless service looks only
+        // at the pods its rarest selector label picks (a namespace may hold thousands of pods
+        // and hundreds of headless services).
+        let mut by_label: HashMap<(&str, &str, &Value), Vec<usize>> = HashMap::new();
+        for (i, p) in running.iter().enumerate() {
+            let ns = json::str(p, "/metadata/namespace");
+            for (k, v) in crate::vocab::json::get(p, "/metadata/labels")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                by_label.entry((ns, k.as_str(), v)).or_default().push(i);
+            }
+        }
+        for svc in store.list(resources::core("services"), None).0 {
+            let v = svc.value();
+            let (name, ns) = (svc.name(), svc.namespace());
+            let fqdn = format!("{name}.{ns}.svc.{CLUSTER_DOMAIN}");
+            match (json::str(v, "/spec/type"), json::str(v, "/spec/clusterIP")) {
+                ("ExternalName", _) => {
+                    records.add(&fqdn, Answer::Cname(json::str(v, "/spec/externalName").to_string()))
+                }
+                (_, "None") => {
+                    // Headless: the ready pods the selector picks, and their hostname records.
+                    let selector = crate::vocab::json::get(v, "/spec/selector")
+                        .and_then(Value::as_object)
+                        .filter(|sel| !sel.is_empty());
+                    let candidates: &[usize] = selector
+                        .and_then(|sel| {
+                            sel.iter()
+                                .map(|(k, want)| by_label.get(&(ns, k.as_str(), want)).map_or(&[][..], Vec::as_slice))
+                                .min_by_key(|c| c.len())
+                        })
+                        .unwrap_or(&[]);
+                    let mut addrs = Vec::new();
+                    for p in candidates.iter().map(|&i| running[i]) {
+                        let labels = crate::vocab::json::get(p, "/metadata/labels").and_then(Value::as_object);
+                        let selected = selector
+                            .is_some_and(|sel| sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want)));
+                        let Ok(addr) = json::str(p, "/status/podIP").parse::<Ipv4Addr>() else {
+                            continue;
+                        };
+                        if selected {
+                            addrs.push(addr);
+                            let hostname = json::str(p, "/spec/hostname");
+                            if !hostname.is_empty() && json::str(p, "/spec/subdomain") == name {
+                                records.add(&format!("{hostname}.{fqdn}"), Answer::A(vec![addr]));
+                            }
+                        }
+                    }
+                    addrs.sort();
+                    records.add(&fqdn, Answer::A(addrs));
+                }
+                (_, ip) => {
+                    if let Ok(addr) = ip.parse::<Ipv4Addr>() {
+                        records.add(&fqdn, Answer::A(vec![addr]));
+                    }
+                }
+            }
+        }
+        records
+    }
+
+    fn add(&mut self, name: &str, answer: Answer) {
+        self.map.insert(name.trim_end_matches('.').to_ascii_lowercase(), answer);
+    }
+
+    /// The addresses of a fully qualified name (following aliases), and the alias if any.
+    pub fn lookup(&self, fqdn: &str) -> Option<(Vec<Ipv4Addr>, Option<String>)> {
+        let key = fqdn.trim_end_matches('.').to_ascii_lowercase();
+        match self.map.get(&key)? {
+            Answer::A(addrs) if addrs.is_empty() => None,
+            Answer::A(addrs) => Some((addrs.clone(), None)),
+            Answer::Cname(target) => {
+                let addrs = match self.map.get(&target.trim_end_matches('.').to_ascii_lowercase()) {
+                    Some(Answer::A(a)) => a.clone(),
+                    _ => Vec::new(),
+                };
+                Some((addrs, Some(target.clone())))
+            }
+        }
+    }
+}
+
+/// The outcome of resolving a name as a container's resolver would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    Resolved {
+        /// The fully qualified name that answered.
+        name: String,
+        addresses: Vec<Ipv4Addr>,
+        alias: Option<String>,
+    },
+    /// No candidate name exists (NXDOMAIN); the candidates tried, in order.
+    NotFound { tried: Vec<String> },
+    /// The container has no nameserver to ask.
+    NoNameserver,
+}
+
+/// The candidate names a resolver tries for `name`, in order.
+pub fn candidates(name: &str, dns: &DnsConfig, windows: bool) -> Vec<String> {
+    let name = name.trim();
+    if name.ends_with('.') {
+        return vec![name.trim_end_matches('.').to_string()];
+    }
+    let dots = name.matches('.').count();
+    if windows {
+        // One suffix for single-label names; anything with a dot is taken as fully qualified.
+        if dots > 0 {
+            return vec![name.to_string()];
+        }
+        return dns.searches.iter().map(|s| format!("{name}.{s}")).collect();
+    }
+    let ndots = dns
+        .options
+        .iter()
+        .find(|(n, _)| n == "ndots")
+        .and_then(|(_, v)| v.as_deref()?.parse::<usize>().ok())
+        .unwrap_or(1);
+    let searched: Vec<String> = dns.searches.iter().map(|s| format!("{name}.{s}")).collect();
+    if dots >= ndots {
+        std::iter::once(name.to_string()).chain(searched).collect()
+    } else {
+        searched.into_iter().chain(std::iter::once(name.to_string())).collect()
+    }
+}
+
+/// Resolves `name` with a container's DNS configuration.
+pub fn resolve(records: &Records, name: &str, dns: &DnsConfig, windows: bool) -> Resolution {
+    if dns.nameservers.is_empty() {
+        return Resolution::NoNameserver;
+    }
+    let tried = candidates(name, dns, windows);
+    for candidate in &tried {
+        if let Some((addresses, alias)) = records.lookup(candidate) {
+            return Resolution::Resolved {
+                name: candidate.clone(),
+                addresses,
+                alias,
+            };
+        }
+    }
+    Resolution::NotFound { tried }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Part;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn store() -> Store {
+        let store = Store::default();
+        for ns in ["team", "team2"] {
+            store
+                .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
+                .expect("ns");
+        }
+        let svc = resources::core("services");
+        store
+            .create(
+                svc,
+                "team",
+                json!({"metadata": {"name": "web"}, "spec": {"clusterIP": "10.96.0.50", "ports": [{"port": 80}]}}),
+            )
+            .expect("svc");
+        store
+            .create(
+                svc,
+                "team2",
+                json!({"metadata": {"name": "other"}, "spec": {"clusterIP": "10.96.0.60", "ports": [{"port": 80}]}}),
+            )
+            .expect("svc");
+        store
+            .create(svc, "team", json!({"metadata": {"name": "db"}, "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}}))
+            .expect("headless");
+        store
+            .create(
+                svc,
+                "team",
+                json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "externalName": "example.com"}}),
+            )
+            .expect("external");
+        let pods = resources::core("pods");
+        for (name, ip) in [("db-0", "10.244.1.5"), ("db-1", "10.244.2.6")] {
+            store
+                .create(
+                    pods,
+                    "team",
+                    json!({"metadata": {"name": name, "labels": {"app": "db"}},
+                    "spec": {"hostname": name, "subdomain": "db", "containers": [{"name": "c", "image": "i"}]}}),
+                )
+                .expect("pod");
+            store
+                .modify(pods, "team", name, Part::Status, |p| {
+                    p["status"] = json!({"phase": "Running", "podIP": ip});
+                    Ok(())
+                })
+                .expect("status");
+        }
+        store
+    }
+
+    fn linux() -> DnsConfig {
+        DnsConfig {
+            nameservers: vec!["10.96.0.10".into()],
+            searches: vec![
+                "team.svc.cluster.local".into(),
+                "svc.cluster.local".into(),
+                "cluster.local".into(),
+            ],
+            options: vec![("ndots".into(), Some("5".into()))],
+        }
+    }
+
+    fn windows() -> DnsConfig {
+        DnsConfig {
+            nameservers: vec!["10.96.0.10".into()],
+            searches: vec!["team.svc.cluster.local".into()],
+            options: Vec::new(),
+        }
+    }
+
+    fn resolved(r: &Resolution) -> Option<String> {
+        match r {
+            Resolution::Resolved { addresses, .. } => {
+                Some(addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))
+            }
+            _ => None,
+        }
+    }
+
+    #[rstest]
+    #[case::short_dns_short_name("web", Some("10.96.0.50"), Some("10.96.0.50"))]
+    #[case::dns_pqdn_dotted_svc_ns("web.team", Some("10.96.0.50"), None)]
+    #[case::dns_pqdn_dotted_svc_ns_svc("web.team.svc", Some("10.96.0.50"), None)]
+    #[case::dns_fqdn("web.team.svc.cluster.local", Some("10.96.0.50"), Some("10.96.0.50"))]
+    #[case::dns_fqdn_trailing_dot("web.team.svc.cluster.local.", Some("10.96.0.50"), Some("10.96.0.50"))]
+    #[case::cross_namespace_fqdn("other.team2.svc.cluster.local", Some("10.96.0.60"), Some("10.96.0.60"))]
+    #[case::cross_namespace_partial("other.team2", Some("10.96.0.60"), None)]
+    #[case::other_namespace_short("other", None, None)]
+    #[case::headless_pods("db", Some("10.244.1.5,10.244.2.6"), Some("10.244.1.5,10.244.2.6"))]
+    #[case::headless_hostname("db-0.db.team.svc.cluster.local", Some("10.244.1.5"), Some("10.244.1.5"))]
+    #[case::pod_record("10-244-2-6.team.pod.cluster.local", Some("10.244.2.6"), Some("10.244.2.6"))]
+    #[case::net_pod_ext_dns("example.com", Some("203.0.113.10"), Some("203.0.113.10"))]
+    #[case::external_name("ext", Some("203.0.113.10"), Some("203.0.113.10"))]
+    #[case::missing("nope.example", None, None)]
+    fn linux_and_windows_resolvers(
+        #[case] name: &str,
+        #[case] on_linux: Option<&str>,
+        #[case] on_windows: Option<&str>,
+    ) {
+        let records = Records::from_store(&store());
+        assert_eq!(
+            resolved(&resolve(&records, name, &linux(), false)).as_deref(),
+            on_linux,
+            "linux {name}"
+        );
+        assert_eq!(
+            resolved(&resolve(&records, name, &windows(), true)).as_deref(),
+            on_windows,
+            "windows {name}"
+        );
+    }
+
+    #[test]
+    fn candidate_order_follows_ndots() {
+        let c = candidates("web", &linux(), false);
+        assert_eq!(c.first().map(String::as_str), Some("web.team.svc.cluster.local"));
+        assert_eq!(c.last().map(String::as_str), Some("web"));
+        let mut one = linux();
+        one.options = vec![("ndots".into(), Some("1".into()))];
+        assert_eq!(candidates("example.com", &one, false)[0], "example.com");
+        assert_eq!(candidates("web.team", &windows(), true), ["web.team"]);
+        assert_eq!(candidates("web", &windows(), true), ["web.team.svc.cluster.local"]);
+    }
+
+    #[test]
+    fn dns_policy_none_uses_only_the_given_config() {
+        // DNS-CUSTOM-CONFIG: dnsPolicy None with a custom search list and nameserver.
+        let records = Records::from_store(&store());
+        let custom = DnsConfig {
+            nameservers: vec!["1.1.1.1".into()],
+            searches: vec!["team2.svc.cluster.local".into()],
+            options: vec![("ndots".into(), Some("2".into()))],
+        };
+        assert_eq!(
+            resolved(&resolve(&records, "other", &custom, false)).as_deref(),
+            Some("10.96.0.60")
+        );
+        assert_eq!(resolved(&resolve(&records, "web", &custom, false)), None);
+        assert_eq!(
+            resolve(&records, "web", &DnsConfig::default(), false),
+            Resolution::NoNameserver
+        );
+    }
+
+    #[test]
+    fn external_name_reports_its_alias() {
+        let records = Records::from_store(&store());
+        match resolve(&records, "ext.team.svc.cluster.local", &linux(), false) {
+            Resolution::Resolved { alias, .. } => assert_eq!(alias.as_deref(), Some("example.com")),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,1152 @@
+//! The network fabric: one pure decision per flow — source (pod, node, outside client) ×
+//! destination (pod IP, ClusterIP, NodePort, hostPort, node, outside address) × protocol — that
+//! says whether it gets through, to which backend and with which source address, or how it fails
+//! and which documented rule (windows-rules.md ids) decided.
+
+use std::fmt;
+
+/// A flow's protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Proto {
+    Tcp,
+    Udp,
+    Icmp,
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Proto::Tcp => "TCP",
+            Proto::Udp => "UDP",
+            Proto::Icmp => "ICMP",
+        })
+    }
+}
+
+/// How a flow fails, as the client sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Nothing answers: packets are dropped on the way (connect timeout; UDP silence).
+    Timeout,
+    /// The destination host answers with a reset / ICMP port unreachable (nothing listens).
+    Refused,
+    /// The connection is accepted, then reset.
+    Reset,
+    /// An ICMP echo gets no reply.
+    NoReply,
+    /// The client's own host refuses to send it; the message is the OS error text.
+    Other(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Timeout => f.write_str("timeout"),
+            Failure::Refused => f.write_str("connection refused"),
+            Failure::Reset => f.write_str("connection reset"),
+            Failure::NoReply => f.write_str("no reply"),
+            Failure::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use crate::config::faults::Fault;
+use crate::config::topology::{NetworkMode, Topology, parse_version};
+
+/// An IPv4 range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    base: u32,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `a.b.c.d/n`.
+    pub fn parse(text: &str) -> Option<Cidr> {
+        let (ip, prefix) = text.split_once('/')?;
+        let ip: Ipv4Addr = ip.parse().ok()?;
+        let prefix: u8 = prefix.parse().ok().filter(|p| *p <= 32)?;
+        Some(Cidr {
+            base: u32::from(ip) & Self::mask(prefix),
+            prefix,
+        })
+    }
+
+    fn mask(prefix: u8) -> u32 {
+        if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(prefix))
+        }
+    }
+
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & Self::mask(self.prefix) == self.base
+    }
+}
+
+/// Cluster-wide network settings from the topology.
+#[derive(Debug, Clone)]
+pub struct NetFacts {
+    pub mode: NetworkMode,
+    /// Windows kube-proxy runs with DSR (NET-DSR).
+    pub dsr: bool,
+    /// flannel ≥ 0.12 on overlay: a Windows node reaches its own pods (NET-NODE-POD-OVERLAY).
+    pub flannel_local_fix: bool,
+    pub cluster_cidr: Cidr,
+    pub service_cidr: Cidr,
+}
+
+impl NetFacts {
+    pub fn from_topology(topology: &Topology) -> NetFacts {
+        let n = &topology.network;
+        let flannel_local_fix = n.flannel_version.as_deref().is_none_or(|v| {
+            let v = if v.starts_with('v') {
+                v.to_string()
+            } else {
+                format!("v{v}")
+            };
+            parse_version(&v).is_none_or(|ver| ver >= (0, 12))
+        });
+        NetFacts {
+            mode: n.mode,
+            dsr: n.dsr,
+            flannel_local_fix,
+            cluster_cidr: Cidr::parse(&n.cluster_cidr).unwrap_or(Cidr {
+                base: u32::from(Ipv4Addr::new(10, 244, 0, 0)),
+                prefix: 16,
+            }),
+            service_cidr: Cidr::parse(&n.service_cidr).unwrap_or(Cidr {
+                base: u32::from(Ipv4Addr::new(10, 96, 0, 0)),
+                prefix: 12,
+            }),
+        }
+    }
+}
+
+/// What the fabric knows about a node.
+#[derive(Debug, Clone)]
+pub struct NodeFacts {
+    pub name: String,
+    pub windows: bool,
+    /// Windows build (17763, 20348, …).
+    pub build: Option<u32>,
+    /// The kubelet / kube-proxy `major.minor`.
+    pub kube: (u32, u32),
+    pub ip: Ipv4Addr,
+    /// The address Windows kube-proxy's load balancers SNAT to on overlay networks without DSR
+    /// (`--source-vip`, leased from the node's pod subnet: its .254).
+    pub source_vip: Ipv4Addr,
+    /// The most backends one Service may have behind this node's HNS load balancer (Windows;
+    /// 64, or 1024 with the OS fix: NET-SVC-BACKEND-LIMIT).
+    pub backend_limit: usize,
+    /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
+    pub port_mappings: bool,
+    /// Whether the node's host network reaches ClusterIPs whose backends run on other nodes
+    /// (current Windows nodes with HostProcess on containerd 1.7+; SVC-VIP-FROM-NODE).
+    pub vip_from_host: bool,
+    pub faults: Vec<Fault>,
+}
+
+/// The source VIP of a node with pod CIDR `a.b.c.0/24`.
+pub fn source_vip_of(pod_cidr: &str) -> Ipv4Addr {
+    let base = pod_cidr.split('/').next().and_then(|ip| ip.parse::<Ipv4Addr>().ok());
+    let [a, b, c, _] = base.unwrap_or(Ipv4Addr::UNSPECIFIED).octets();
+    Ipv4Addr::new(a, b, c, 254)
+}
+
+impl NodeFacts {
+    fn has(&self, fault: Fault) -> bool {
+        self.faults.contains(&fault)
+    }
+}
+
+/// What answers on a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum App {
+    /// agnhost netexec: `/hostname`, `/clientip`, `/echo`, `/dial`, … and its UDP server.
+    Netexec,
+    /// agnhost serve-hostname: the hostname on any path.
+    ServeHostname,
+    /// A web server (test-webserver, nginx, IIS, a declared container port).
+    Web,
+    /// A UDP echo server: a PowerShell script looping on a `System.Net.Sockets.UdpClient`
+    /// bound to a port (`Receive`, then `Send` back), the .NET idiom of Windows images that
+    /// have no netcat.
+    UdpEcho,
+    /// A DNS server.
+    Dns,
+    /// CoreDNS's HTTP endpoints: `/health` (8080), `/ready` (8181), `/metrics` (9153).
+    DnsHealth,
+}
+
+/// A listening port in a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Serve {
+    pub port: u16,
+    pub proto: Proto,
+    pub app: App,
+    /// Index of the container that listens.
+    pub container: usize,
+}
+
+/// A `hostPort` mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPort {
+    pub host_port: u16,
+    pub container_port: u16,
+    pub proto: Proto,
+}
+
+/// What the fabric knows about a running pod.
+#[derive(Debug, Clone)]
+pub struct PodFacts {
+    pub namespace: String,
+    pub name: String,
+    /// What `/hostname` answers (the node's name for host-network pods).
+    pub hostname: String,
+    pub ip: Ipv4Addr,
+    pub node: usize,
+    /// Shares the node's network (Linux hostNetwork, Windows HostProcess).
+    pub host_network: bool,
+    pub serves: Vec<Serve>,
+    pub host_ports: Vec<HostPort>,
+}
+
+impl PodFacts {
+    /// What listens on `port`/`proto` (for loopback flows, only in `container` when given).
+    pub fn serving(&self, port: u16, proto: Proto, container: Option<usize>) -> Option<&Serve> {
+        self.serves
+            .iter()
+            .find(|s| s.port == port && s.proto == proto && container.is_none_or(|c| c == s.container))
+    }
+}
+
+/// A service port with its resolved backends.
+#[derive(Debug, Clone)]
+pub struct ServicePort {
+    pub name: String,
+    pub port: u16,
+    pub node_port: Option<u16>,
+    pub proto: Proto,
+    /// Ready backends: pod index and target port.
+    pub targets: Vec<(usize, u16)>,
+}
+
+/// What the fabric knows about a service.
+#[derive(Debug, Clone)]
+pub struct ServiceFacts {
+    pub namespace: String,
+    pub name: String,
+    pub cluster_ip: Option<Ipv4Addr>,
+    pub ports: Vec<ServicePort>,
+    /// `externalTrafficPolicy: Local`.
+    pub local_only: bool,
+    /// `sessionAffinity: ClientIP`.
+    pub client_ip_affinity: bool,
+    /// The cluster DNS service (`kube-system/kube-dns`).
+    pub cluster_dns: bool,
+}
+
+/// A host of the simulated outside world.
+#[derive(Debug, Clone)]
+pub struct OutsideHost {
+    pub ip: Ipv4Addr,
+    pub name: String,
+    pub serves: Vec<(u16, Proto, App)>,
+}
+
+/// Where a flow starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Src {
+    /// A container on the pod network (`container` indexes the pod's containers).
+    Pod { pod: usize, container: usize },
+    /// A node's host network (Linux hostNetwork pod, Windows HostProcess pod).
+    Node(usize),
+    /// A client outside the cluster.
+    Outside(Ipv4Addr),
+}
+
+/// One flow to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    pub src: Src,
+    pub dst: Ipv4Addr,
+    /// Destination port (ignored for ICMP).
+    pub port: u16,
+    pub proto: Proto,
+    /// Round-robin position, for load-balanced flows.
+    pub pick: u64,
+}
+
+/// Where a delivered flow ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A pod (the backend of a service, or the pod addressed), and the port it receives on.
+    Pod { pod: usize, port: u16 },
+    /// A node's own stack (ping, the kubelet port).
+    Node { node: usize, port: u16 },
+    /// An outside host.
+    Outside { host: usize, port: u16 },
+}
+
+/// A delivered flow: where it ended and the source address the receiver sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reached {
+    pub at: Endpoint,
+    pub seen_from: Ipv4Addr,
+}
+
+/// The fabric's decision, with the rule that decided it and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub result: Result<Reached, Failure>,
+    pub rule: &'static str,
+    pub why: &'static str,
+}
+
+impl Decision {
+    fn ok(at: Endpoint, seen_from: Ipv4Addr, rule: &'static str, why: &'static str) -> Decision {
+        Decision {
+            result: Ok(Reached { at, seen_from }),
+            rule,
+            why,
+        }
+    }
+
+    fn fail(failure: Failure, rule: &'static str, why: &'static str) -> Decision {
+        Decision {
+            result: Err(failure),
+            rule,
+            why,
+        }
+    }
+
+    fn fault(fault: Fault, failure: Failure, why: &'static str) -> Decision {
+        Decision::fail(failure, fault.rule(), why)
+    }
+
+    pub fn delivered(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    fn with_rule(mut self, rule: &'static str, why: &'static str) -> Decision {
+        if self.result.is_ok() {
+            self.rule = rule;
+            self.why = why;
+        }
+        self
+    }
+}
+
+/// What holds an address: a pod, a node, a service or an outside host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    Pod(usize),
+    Node(usize),
+    Service(usize),
+    Outside(usize),
+}
+
+/// The Windows error text of a socket call when the ephemeral ports are exhausted.
+pub const WSAENOBUFS: &str = "An operation on a socket could not be performed because the system lacked sufficient buffer space or because a queue was full.";
+/// The Linux error text of a connect when no ephemeral port is free.
+pub const EADDRNOTAVAIL: &str = "cannot assign requested address";
+
+/// The cluster's network at one moment, and the decision function over it.
+#[derive(Debug, Clone)]
+pub struct Fabric {
+    pub net: NetFacts,
+    pub nodes: Vec<NodeFacts>,
+    pub pods: Vec<PodFacts>,
+    pub services: Vec<ServiceFacts>,
+    pub outside: Vec<OutsideHost>,
+    addrs: HashMap<Ipv4Addr, Holder>,
+    /// (node, port, proto) → host-network pod listening there.
+    host_listeners: HashMap<(usize, u16, Proto), usize>,
+    /// (node, hostPort, proto) → pod.
+    host_ports: HashMap<(usize, u16, Proto), usize>,
+    /// (nodePort, proto) → (service, port index).
+    node_ports: HashMap<(u16, Proto), (usize, usize)>,
+}
+
+/// The kubelet's read-only port, always open on every node.
+pub const KUBELET_PORT: u16 = 10250;
+
+impl Fabric {
+    /// An empty fabric (add nodes, pods, services, outside hosts, then [`Fabric::index`]).
+    pub fn new(net: NetFacts) -> Fabric {
+        Fabric {
+            net,
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            services: Vec::new(),
+            outside: Vec::new(),
+            addrs: HashMap::new(),
+            host_listeners: HashMap::new(),
+            host_ports: HashMap::new(),
+            node_ports: HashMap::new(),
+        }
+    }
+
+    /// Builds the address maps; call after adding everything.
+    pub fn index(&mut self) {
+        self.addrs.clear();
+        self.host_listeners.clear();
+        self.host_ports.clear();
+        self.node_ports.clear();
+        for (i, h) in self.outside.iter().enumerate() {
+            self.addrs.insert(h.ip, Holder::Outside(i));
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            self.addrs.insert(n.ip, Holder::Node(i));
+        }
+        for (i, p) in self.pods.iter().enumerate() {
+            if p.host_network {
+                for s in &p.serves {
+                    self.host_listeners.insert((p.node, s.port, s.proto), i);
+                }
+            } else if !p.ip.is_unspecified() {
+                self.addrs.insert(p.ip, Holder::Pod(i));
+            }
+            for hp in &p.host_ports {
+                self.host_ports.insert((p.node, hp.host_port, hp.proto), i);
+            }
+        }
+        for (i, s) in self.services.iter().enumerate() {
+            if let Some(ip) = s.cluster_ip {
+                self.addrs.insert(ip, Holder::Service(i));
+            }
+            for (j, p) in s.ports.iter().enumerate() {
+                if let Some(np) = p.node_port {
+                    self.node_ports.insert((np, p.proto), (i, j));
+                }
+            }
+        }
+    }
+
+    /// The node a name belongs to.
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The pod with this namespace and name.
+    pub fn pod_index(&self, namespace: &str, name: &str) -> Option<usize> {
+        self.pods
+            .iter()
+            .position(|p| p.namespace == namespace && p.name == name)
+    }
+
+    /// The source of a flow started in `container` of pod `pod`.
+    pub fn source_of(&self, pod: usize, container: usize) -> Src {
+        match self.pods.get(pod) {
+            Some(p) if p.host_network => Src::Node(p.node),
+            _ => Src::Pod { pod, container },
+        }
+    }
+
+    /// The address a source sends from.
+    pub fn source_ip(&self, src: Src) -> Ipv4Addr {
+        match src {
+            Src::Pod { pod, .. } => self.pods.get(pod).map_or(Ipv4Addr::UNSPECIFIED, |p| p.ip),
+            Src::Node(n) => self.nodes.get(n).map_or(Ipv4Addr::UNSPECIFIED, |n| n.ip),
+            Src::Outside(ip) => ip,
+        }
+    }
+
+    fn src_node(&self, src: Src) -> Option<usize> {
+        match src {
+            Src::Pod { pod, .. } => self.pods.get(pod).map(|p| p.node),
+            Src::Node(n) => Some(n),
+            Src::Outside(_) => None,
+        }
+    }
+
+    fn src_windows(&self, src: Src) -> bool {
+        self.src_node(src).is_some_and(|n| self.nodes[n].windows)
+    }
+
+    /// Whether the node's kube-proxy load-balances with DSR: asked for in the topology, and
+    /// available on Windows Server 2019 and later with Kubernetes 1.14 or later (NET-DSR).
+    fn dsr(&self, node: &NodeFacts) -> bool {
+        self.net.dsr && (!node.windows || (Self::dsr_capable(node) && node.kube >= (1, 14)))
+    }
+
+    /// The Windows build supports DSR (kube-proxy's `hcn.DSRSupported()`: Windows Server 2019+).
+    fn dsr_capable(node: &NodeFacts) -> bool {
+        node.build.is_some_and(|b| b >= 17763)
+    }
+
+    /// Whether this Windows node's kube-proxy serves `externalTrafficPolicy: Local`
+    /// (NET-LOCAL-POLICY-NON-DSR, NET-DSR). In 1.14 neither Local nor DSR was supported (W14),
+    /// whatever the flags. Later kube-proxy serves Local in DSR mode: with `--enable-dsr` from
+    /// 1.15, and — as current `pkg/proxy/winkernel` does in `newServiceInfo` — on its own for
+    /// every Local service wherever the OS supports DSR (APPROX: from the 1.20 docs on, the
+    /// first to describe Local as a DSR-mode feature).
+    fn local_policy_served(&self, node: &NodeFacts) -> bool {
+        node.kube >= (1, 15) && Self::dsr_capable(node) && (self.net.dsr || node.kube >= (1, 20))
+    }
+
+    /// The address a load balancer on `node` leaves as the source of balanced traffic, when it
+    /// SNATs: the source VIP on overlay networks without DSR (Windows), else None.
+    fn balanced_source(&self, node: &NodeFacts) -> Option<Ipv4Addr> {
+        (node.windows && self.net.mode == NetworkMode::Overlay && !self.dsr(node)).then_some(node.source_vip)
+    }
+
+    /// Decides one flow.
+    pub fn decide(&self, flow: &Flow) -> Decision {
+        match flow.src {
+            Src::Pod { pod, .. } if pod >= self.pods.len() => {
+                return Decision::fail(Failure::Timeout, "NET-POD-POD-IP-SAME", "the source pod has no network");
+            }
+            Src::Node(n) if n >= self.nodes.len() => {
+                return Decision::fail(Failure::Timeout, "NET-NODE-POD", "the source node does not exist");
+            }
+            Src::Node(n) if flow.proto != Proto::Icmp && self.nodes[n].has(Fault::PortExhaustion) => {
+                let text = if self.nodes[n].windows {
+                    WSAENOBUFS
+                } else {
+                    EADDRNOTAVAIL
+                };
+                return Decision::fault(
+                    Fault::PortExhaustion,
+                    Failure::Other(text.into()),
+                    "the node's ephemeral ports are exhausted: the host cannot open new connections",
+                );
+            }
+            _ => {}
+        }
+        if flow.dst.is_loopback() && !self.addrs.contains_key(&flow.dst) {
+            return self.loopback(flow);
+        }
+        match self.addrs.get(&flow.dst).copied() {
+            Some(Holder::Pod(p)) => self.to_pod(flow.src, p, flow.port, flow.proto),
+            Some(Holder::Service(s)) => self.to_cluster_ip(flow, s),
+            Some(Holder::Node(n)) => self.to_node_address(flow, n),
+            Some(Holder::Outside(h)) => self.to_outside(flow, Some(h)),
+            None if self.net.cluster_cidr.contains(flow.dst) => Decision::fail(
+                Failure::Timeout,
+                "NET-POD-POD-IP-CROSS",
+                "no running pod has this address",
+            ),
+            None if self.net.service_cidr.contains(flow.dst) => {
+                Decision::fail(Failure::Timeout, "SVC-TYPES", "no service has this ClusterIP")
+            }
+            None => self.to_outside(flow, None),
+        }
+    }
+
+    /// Checks for traffic leaving a pod: the node's faults and the old profiles' limits.
+    fn pod_out(&self, src: Src, leaves_node: bool, proto: Proto) -> Option<Decision> {
+        let Src::Pod { pod, .. } = src else {
+            return None;
+        };
+        let node = &self.nodes[self.pods[pod].node];
+        if node.has(Fault::KubeProxyNoHostnameOverride) {
+            return Some(Decision::fault(
+                Fault::KubeProxyNoHostnameOverride,
+                Failure::Timeout,
+                "kube-proxy without --hostname-override deleted this node's HNS endpoints",
+            ));
+        }
+        if node.windows && node.kube < (1, 6) && proto == Proto::Udp {
+            return Some(Decision::fail(
+                Failure::Timeout,
+                "HIST-1.5-UDP",
+                "UDP is not supported inside Windows containers on Kubernetes 1.5",
+            ));
+        }
+        if leaves_node && node.has(Fault::MacSpoofingDisabled) {
+            return Some(Decision::fault(
+                Fault::MacSpoofingDisabled,
+                Failure::Timeout,
+                "MAC spoofing is off on this node's VM NIC: pod frames never leave the node",
+            ));
+        }
+        if leaves_node && node.has(Fault::VxlanParamsMismatch) {
+            return Some(Decision::fault(
+                Fault::VxlanParamsMismatch,
+                Failure::Timeout,
+                "this node's VXLAN VNI/port differ from the other nodes': its encapsulated packets are dropped",
+            ));
+        }
+        None
+    }
+
+    /// Checks for traffic arriving at a pod from `from_node` (None: from outside the cluster).
+    fn pod_in(&self, pod: usize, from_node: Option<usize>, proto: Proto) -> Option<Decision> {
+        let p = &self.pods[pod];
+        if p.host_network {
+            return None;
+        }
+        let node = &self.nodes[p.node];
+        if node.has(Fault::KubeProxyNoHostnameOverride) {
+            return Some(Decision::fault(
+                Fault::KubeProxyNoHostnameOverride,
+                Failure::Timeout,
+                "kube-proxy without --hostname-override deleted the destination node's HNS endpoints",
+            ));
+        }
+        if node.windows && node.kube < (1, 6) && proto == Proto::Udp {
+            return Some(Decision::fail(
+                Failure::Timeout,
+                "HIST-1.5-UDP",
+                "UDP is not supported inside Windows containers on Kubernetes 1.5",
+            ));
+        }
+        if from_node != Some(p.node) && node.has(Fault::MacSpoofingDisabled) {
+            return Some(Decision::fault(
+                Fault::MacSpoofingDisabled,
+                Failure::Timeout,
+                "MAC spoofing is off on the destination node's VM NIC: frames for its pods are dropped",
+            ));
+        }
+        if from_node != Some(p.node) && node.has(Fault::VxlanParamsMismatch) {
+            return Some(Decision::fault(
+                Fault::VxlanParamsMismatch,
+                Failure::Timeout,
+                "the destination node's VXLAN VNI/port differ from the other nodes': packets for its pods are dropped",
+            ));
+        }
+        None
+    }
+
+    /// A DNS server pod is out of reach from a node with the `dns-unreachable` fault.
+    fn dns_blocked(&self, pod: usize, port: u16, proto: Proto, from_node: usize) -> Option<Decision> {
+        let dns = self.pods[pod]
+            .serving(port, proto, None)
+            .is_some_and(|s| s.app == App::Dns);
+        (dns && self.nodes[from_node].has(Fault::DnsUnreachable)).then(|| {
+            Decision::fault(
+                Fault::DnsUnreachable,
+                Failure::Timeout,
+                "the cluster DNS is unreachable from this node",
+            )
+        })
+    }
+
+    /// The last hop: whether something in pod `pod` answers on `port`.
+    fn at_pod(
+        &self,
+        pod: usize,
+        port: u16,
+        proto: Proto,
+        seen_from: Ipv4Addr,
+        rule: &'static str,
+        why: &'static str,
+    ) -> Decision {
+        let p = &self.pods[pod];
+        if proto == Proto::Icmp {
+            let rule = if p.host_network { rule } else { "NET-ICMP-INTRA" };
+            return Decision::ok(
+                Endpoint::Pod { pod, port: 0 },
+                seen_from,
+                rule,
+                "ICMP inside the cluster network works",
+            );
+        }
+        match p.serving(port, proto, None) {
+            Some(_) => Decision::ok(Endpoint::Pod { pod, port }, seen_from, rule, why),
+            None => Decision::fail(Failure::Refused, rule, "nothing listens on that port in the pod"),
+        }
+    }
+
+    fn to_pod(&self, src: Src, pod: usize, port: u16, proto: Proto) -> Decision {
+        let dst = &self.pods[pod];
+        let dn = dst.node;
+        let seen = self.source_ip(src);
+        match src {
+            Src::Outside(_) => Decision::fail(
+                Failure::Timeout,
+                "SVC-TYPES",
+                "pod IPs are not routed outside the cluster; expose the pod with a NodePort or LoadBalancer service",
+            ),
+            Src::Pod { pod: from, .. } => {
+                let sn = self.pods[from].node;
+                let same = sn == dn;
+                if let Some(v) = self.pod_out(src, !same, proto) {
+                    return v;
+                }
+                let snat = !same && self.nodes[sn].has(Fault::ExceptionListMissingCluster);
+                if snat && self.net.mode == NetworkMode::Overlay {
+                    return Decision::fault(
+                        Fault::ExceptionListMissingCluster,
+                        Failure::Timeout,
+                        "the cluster CIDR is missing from the OutboundNAT ExceptionList: traffic to other nodes' pods is SNATed and lost in the overlay",
+                    );
+                }
+                if let Some(v) = self.pod_in(pod, Some(sn), proto) {
+                    return v;
+                }
+                if let Some(v) = self.dns_blocked(pod, port, proto, sn) {
+                    return v;
+                }
+                let (rule, why) = if snat {
+                    (
+                        Fault::ExceptionListMissingCluster.rule(),
+                        "delivered, but SNATed to the node's address: the cluster CIDR is missing from the OutboundNAT ExceptionList",
+                    )
+                } else if same {
+                    ("NET-POD-POD-IP-SAME", "pod to pod on one node works")
+                } else if self.nodes[sn].windows != self.nodes[dn].windows {
+                    (
+                        "NET-HYBRID-LINUX-WIN",
+                        "pod to pod between Linux and Windows nodes works",
+                    )
+                } else {
+                    ("NET-POD-POD-IP-CROSS", "pod to pod across nodes works")
+                };
+                let seen = if snat { self.nodes[sn].ip } else { seen };
+                self.at_pod(pod, port, proto, seen, rule, why)
+            }
+            Src::Node(n) => {
+                let overlay_windows = self.net.mode == NetworkMode::Overlay && self.nodes[n].windows;
+                if overlay_windows && n != dn {
+                    return Decision::fail(
+                        Failure::Timeout,
+                        "NET-NODE-POD-OVERLAY",
+                        "a Windows node cannot reach pods on other nodes over flannel VXLAN (overlay)",
+                    );
+                }
+                if overlay_windows && !self.net.flannel_local_fix {
+                    return Decision::fail(
+                        Failure::Timeout,
+                        "NET-NODE-POD-OVERLAY",
+                        "a Windows node reaches its own pods over overlay only with flannel 0.12 or later",
+                    );
+                }
+                if let Some(v) = self.pod_in(pod, Some(n), proto) {
+                    return v;
+                }
+                if let Some(v) = self.dns_blocked(pod, port, proto, n) {
+                    return v;
+                }
+                let (rule, why) = if overlay_windows {
+                    (
+                        "NET-NODE-POD-OVERLAY",
+                        "a Windows node reaches its own pods over overlay (flannel 0.12 or later)",
+                    )
+                } else {
+                    ("NET-NODE-POD", "node to pod works")
+                };
+                self.at_pod(pod, port, proto, seen, rule, why)
+            }
+        }
+    }
+
+    /// The backend a load balancer on node `lb` picks for service port `sp` of `svc`.
+    fn balance(
+        &self,
+        svc: usize,
+        sp: usize,
+        lb: usize,
+        local_only: bool,
+        client: Ipv4Addr,
+        pick: u64,
+    ) -> Result<(usize, u16, bool), Decision> {
+        let s = &self.services[svc];
+        let node = &self.nodes[lb];
+        let targets: Vec<(usize, u16)> = s.ports[sp]
+            .targets
+            .iter()
+            .copied()
+            .filter(|(p, _)| !local_only || self.pods[*p].node == lb)
+            .collect();
+        if targets.is_empty() {
+            return Err(if local_only {
+                Decision::fail(
+                    Failure::Timeout,
+                    "SVC-TYPES",
+                    "externalTrafficPolicy: Local and no ready endpoint on this node: kube-proxy drops the traffic",
+                )
+            } else if node.windows {
+                Decision::fail(
+                    Failure::Timeout,
+                    "NET-POD-SVC-CLUSTERIP",
+                    "the service has no ready endpoints (no HNS load balancer is programmed)",
+                )
+            } else {
+                Decision::fail(
+                    Failure::Refused,
+                    "NET-POD-SVC-CLUSTERIP",
+                    "the service has no ready endpoints (kube-proxy rejects the connection)",
+                )
+            });
+        }
+        if node.windows && targets.len() > node.backend_limit {
+            return Err(Decision::fail(
+                Failure::Timeout,
+                "NET-SVC-BACKEND-LIMIT",
+                "the service has more backends than a Windows HNS load balancer supports",
+            ));
+        }
+        let affinity = s.client_ip_affinity && (!node.windows || node.build.is_some_and(|b| b >= 20348));
+        let slot = if affinity {
+            crate::vocab::hash::fnv1a(&client.octets())
+        } else {
+            pick
+        };
+        let len = targets.len() as u64;
+        let (pod, port) = targets[usize::try_from(slot % len).unwrap_or(0)];
+        Ok((pod, port, s.client_ip_affinity && !affinity))
+    }
+
+    fn to_cluster_ip(&self, flow: &Flow, svc: usize) -> Decision {
+        let s = &self.services[svc];
+        if flow.proto == Proto::Icmp {
+            return Decision::fail(
+                Failure::NoReply,
+                "SVC-TYPES",
+                "a ClusterIP is virtual: it answers its service ports, never ping",
+            );
+        }
+        let Some(lb) = self.src_node(flow.src) else {
+            return Decision::fail(
+                Failure::Timeout,
+                "SVC-TYPES",
+                "ClusterIPs are reachable only inside the cluster",
+            );
+        };
+        let Some(sp) = s
+            .ports
+            .iter()
+            .position(|p| p.port == flow.port && p.proto == flow.proto)
+        else {
+            return Decision::fail(Failure::Timeout, "SVC-TYPES", "the service has no such port");
+        };
+        let node = &self.nodes[lb];
+        let windows_host = matches!(flow.src, Src::Node(_)) && node.windows;
+        if windows_host && node.kube <= (1, 9) {
+            return Decision::fail(
+                Failure::Timeout,
+                "HIST-1.9-SVC-VIP-NODE",
+                "Windows nodes cannot reach Service IPs (platform limitation of Kubernetes 1.9)",
+            );
+        }
+        if windows_host && !node.vip_from_host {
+            return Decision::fail(
+                Failure::Timeout,
+                "SVC-VIP-FROM-NODE",
+                "a Windows host cannot reach Service ClusterIPs; only its pods can",
+            );
+        }
+        if let Some(v) = self.pod_out(flow.src, false, flow.proto) {
+            return v;
+        }
+        if node.windows && node.has(Fault::KubeProxyStopped) {
+            return Decision::fault(
+                Fault::KubeProxyStopped,
+                Failure::Timeout,
+                "kube-proxy is not running on this node: no load balancer for the ClusterIP",
+            );
+        }
+        if node.has(Fault::FlannelRejoinStaleSourceVip) {
+            return Decision::fault(
+                Fault::FlannelRejoinStaleSourceVip,
+                Failure::Timeout,
+                "kube-proxy has no source VIP endpoint on this re-joined node (stale SourceVip.json): no load balancing",
+            );
+        }
+        if s.cluster_dns && node.has(Fault::DnsUnreachable) {
+            return Decision::fault(
+                Fault::DnsUnreachable,
+                Failure::Timeout,
+                "the cluster DNS service is unreachable from this node",
+            );
+        }
+        let client = self.source_ip(flow.src);
+        let (backend, port, affinity_ignored) = match self.balance(svc, sp, lb, false, client, flow.pick) {
+            Ok(b) => b,
+            Err(v) => return v,
+        };
+        if windows_host && self.pods[backend].node == lb {
+            return Decision::fail(
+                Failure::Timeout,
+                "SVC-VIP-FROM-NODE",
+                "a Windows host cannot reach the Service backends scheduled on it through the ClusterIP",
+            );
+        }
+        let mut leg = self.to_pod(flow.src, backend, port, flow.proto);
+        if leg.rule == Fault::ExceptionListMissingCluster.rule() {
+            return leg;
+        }
+        if let (Ok(reached), Some(vip)) = (&mut leg.result, self.balanced_source(node)) {
+            reached.seen_from = vip;
+        }
+        if affinity_ignored {
+            return leg.with_rule(
+                "NET-SESSION-AFFINITY",
+                "ClientIP session affinity is ignored before Windows Server 2022: round robin",
+            );
+        }
+        if windows_host {
+            leg.with_rule(
+                "SVC-VIP-FROM-NODE",
+                "a current Windows host (HostProcess, containerd 1.7+) reaches ClusterIPs whose backends run on other nodes",
+            )
+        } else if self.src_windows(flow.src) {
+            leg.with_rule("SVC-VIP-FROM-WINPOD", "a Windows pod reaches Service ClusterIPs")
+        } else {
+            leg.with_rule("NET-POD-SVC-CLUSTERIP", "pod to ClusterIP works")
+        }
+    }
+
+    /// A flow to a node's address: its NodePorts, hostPorts, host-network listeners, or the node.
+    fn to_node_address(&self, flow: &Flow, n: usize) -> Decision {
+        if flow.proto != Proto::Icmp {
+            if let Some(&(svc, sp)) = self.node_ports.get(&(flow.port, flow.proto)) {
+                return self.to_node_port(flow, n, svc, sp);
+            }
+            if let Some(&pod) = self.host_ports.get(&(n, flow.port, flow.proto)) {
+                return self.to_host_port(flow, n, pod);
+            }
+        }
+        self.to_node(flow, n)
+    }
+
+    fn to_node_port(&self, flow: &Flow, n: usize, svc: usize, sp: usize) -> Decision {
+        let node = &self.nodes[n];
+        let s = &self.services[svc];
+        let from = self.src_node(flow.src);
+        if matches!(flow.src, Src::Node(_)) && from == Some(n) && node.windows {
+            return Decision::fail(
+                Failure::Timeout,
+                "NP-LOCAL-NODE",
+                "a Windows node cannot reach its own NodePorts (other nodes and outside clients can)",
+            );
+        }
+        if let Some(v) = self.pod_out(flow.src, from != Some(n), flow.proto) {
+            return v;
+        }
+        if node.windows && node.has(Fault::KubeProxyStopped) {
+            return Decision::fault(
+                Fault::KubeProxyStopped,
+                Failure::Timeout,
+                "kube-proxy is not running on the node: nothing forwards its NodePorts",
+            );
+        }
+        if node.windows && node.has(Fault::FlannelRejoinStaleSourceVip) {
+            return Decision::fault(
+                Fault::FlannelRejoinStaleSourceVip,
+                Failure::Timeout,
+                "kube-proxy has no source VIP endpoint on this re-joined node (stale SourceVip.json): its NodePorts forward nothing",
+            );
+        }
+        if s.local_only && node.windows && !self.local_policy_served(node) {
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-LOCAL-POLICY-NON-DSR",
+                "externalTrafficPolicy: Local is not supported by this Windows kube-proxy without DSR",
+            );
+        }
+        let client = self.source_ip(flow.src);
+        let (backend, port, affinity_ignored) = match self.balance(svc, sp, n, s.local_only, client, flow.pick) {
+            Ok(b) => b,
+            Err(v) => return v,
+        };
+        // Cluster policy SNATs to the node's address (its source VIP on overlay without DSR);
+        // Local keeps the client's.
+        let seen = if s.local_only {
+            client
+        } else {
+            self.balanced_source(node).unwrap_or(node.ip)
+        };
+        if let Some(v) = self.pod_in(backend, Some(n), flow.proto) {
+            return v;
+        }
+        let (rule, why) = match flow.src {
+            _ if affinity_ignored => (
+                "NET-SESSION-AFFINITY",
+                "ClientIP session affinity is ignored before Windows Server 2022: round robin",
+            ),
+            _ if s.local_only && node.windows => (
+                "NET-DSR",
+                "externalTrafficPolicy: Local works with DSR and keeps the client's address",
+            ),
+            Src::Pod { .. } if self.src_windows(flow.src) => ("NP-FROM-WINPOD", "a Windows pod reaches a NodePort"),
+            Src::Outside(_) => ("NP-REMOTE", "an outside client reaches the NodePort"),
+            Src::Node(m) if m != n => ("NP-REMOTE", "another node reaches the NodePort"),
+            _ => ("SVC-TYPES", "the NodePort forwards to a backend"),
+        };
+        self.at_pod(backend, port, flow.proto, seen, rule, why)
+    }
+
+    fn to_host_port(&self, flow: &Flow, n: usize, pod: usize) -> Decision {
+        let from = self.src_node(flow.src);
+        if let Some(v) = self.pod_out(flow.src, from != Some(n), flow.proto) {
+            return v;
+        }
+        let node = &self.nodes[n];
+        if node.windows && !node.port_mappings {
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-HOSTPORT",
+                "this Windows CNI has no portMappings: nothing maps the hostPort to the pod",
+            );
+        }
+        if node.windows && from == Some(n) && node.build.is_some_and(|b| b < 18362) {
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-HOSTPORT",
+                "a Windows node reaches its own hostPorts only from Windows Server 1903 on",
+            );
+        }
+        if let Some(v) = self.pod_in(pod, from, flow.proto) {
+            return v;
+        }
+        let Some(hp) = self.pods[pod]
+            .host_ports
+            .iter()
+            .find(|h| h.host_port == flow.port && h.proto == flow.proto)
+        else {
+            return Decision::fail(Failure::Refused, "NET-HOSTPORT", "no hostPort mapping");
+        };
+        self.at_pod(
+            pod,
+            hp.container_port,
+            flow.proto,
+            self.source_ip(flow.src),
+            "NET-HOSTPORT",
+            "the node's hostPort maps to the pod",
+        )
+    }
+
+    fn to_node(&self, flow: &Flow, n: usize) -> Decision {
+        let from = self.src_node(flow.src);
+        if let Some(v) = self.pod_out(flow.src, from != Some(n), flow.proto) {
+            return v;
+        }
+        let (rule, why) = match flow.src {
+            Src::Pod { .. } => ("NET-POD-NODE", "pod to node works"),
+            _ => (
+                "HIST-1.9-VALIDATION",
+                "nodes reach each other (the documented node-to-node check)",
+            ),
+        };
+        let seen = self.source_ip(flow.src);
+        if flow.proto == Proto::Icmp {
+            return Decision::ok(Endpoint::Node { node: n, port: 0 }, seen, rule, why);
+        }
+        if let Some(&pod) = self.host_listeners.get(&(n, flow.port, flow.proto)) {
+            return Decision::ok(Endpoint::Pod { pod, port: flow.port }, seen, rule, why);
+        }
+        if flow.proto == Proto::Tcp && flow.port == KUBELET_PORT {
+            return Decision::ok(
+                Endpoint::Node {
+                    node: n,
+                    port: flow.port,
+                },
+                seen,
+                rule,
+                why,
+            );
+        }
+        Decision::fail(Failure::Refused, rule, "nothing listens on that port on the node")
+    }
+
+    fn loopback(&self, flow: &Flow) -> Decision {
+        match flow.src {
+            Src::Pod { pod, container } => {
+                let p = &self.pods[pod];
+                let node = &self.nodes[p.node];
+                let isolated = node.windows && node.build.is_some_and(|b| b < 16299);
+                let (rule, why) = if isolated {
+                    (
+                        "HIST-1.5-LOCALHOST",
+                        "on Windows Server 2016 each container has its own localhost",
+                    )
+                } else {
+                    ("POD-MULTI-CONTAINER", "containers of a pod share localhost")
+                };
+                if flow.proto == Proto::Icmp {
+                    return Decision::ok(Endpoint::Pod { pod, port: 0 }, flow.dst, rule, why);
+                }
+                if let Some(v) = self.pod_out(flow.src, false, flow.proto) {
+                    return v;
+                }
+                let only = if isolated { Some(container) } else { None };
+                match p.serving(flow.port, flow.proto, only) {
+                    Some(_) => Decision::ok(Endpoint::Pod { pod, port: flow.port }, flow.dst, rule, why),
+                    None => Decision::fail(Failure::Refused, rule, "nothing in the pod listens on that port"),
+                }
+            }
+            Src::Node(n) => {
+                if flow.proto != Proto::Icmp
+                    && let Some(&(svc, sp)) = self.node_ports.get(&(flow.port, flow.proto))
+                {
+                    return self.to_node_port(flow, n, svc, sp);
+                }
+                self.to_node(flow, n)
+            }
+            Src::Outside(_) => Decision::fail(Failure::Refused, "SVC-TYPES", "the outside client's own localhost"),
+        }
+    }
+
+    fn to_outside(&self, flow: &Flow, host: Option<usize>) -> Decision {
+        let Some(n) = self.src_node(flow.src) else {
+            return Decision::fail(Failure::Timeout, "NET-POD-EXT-IP", "not a cluster address");
+        };
+        let node = &self.nodes[n];
+        if let Some(v) = self.pod_out(flow.src, true, flow.proto) {
+            return v;
+        }
+        let is_pod = matches!(flow.src, Src::Pod { .. });
+        if is_pod && flow.proto != Proto::Icmp && node.has(Fault::ExceptionListCoversOutside) {
+            return Decision::fault(
+                Fault::ExceptionListCoversOutside,
+                Failure::Timeout,
+                "the outside range is in the OutboundNAT ExceptionList: the traffic is not SNATed and replies never come back",
+            );
+        }
+        if is_pod && flow.proto == Proto::Icmp && node.windows && self.net.mode != NetworkMode::Transparent {
+            return Decision::fail(
+                Failure::NoReply,
+                "NET-ICMP-EXTERNAL",
+                "ICMP from Windows pods to outside destinations gets no reply (win-bridge, win-overlay, Azure CNI); use TCP/UDP",
+            );
+        }
+        if is_pod && flow.proto != Proto::Icmp && node.has(Fault::PortExhaustion) {
+            return Decision::fault(
+                Fault::PortExhaustion,
+                Failure::Timeout,
+                "the node's ephemeral ports are exhausted: outbound NAT has no port for the pod's connection",
+            );
+        }
+        let Some(h) = host else {
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-POD-EXT-IP",
+                "no host of the simulated outside world has this address",
+            );
+        };
+        // Pod traffic leaves through the node's outbound NAT.
+        let seen = node.ip;
+        let (rule, why) = ("NET-POD-EXT-IP", "traffic to outside addresses works");
+        if flow.proto == Proto::Icmp {
+            return Decision::ok(Endpoint::Outside { host: h, port: 0 }, seen, rule, why);
+        }
+        if self.outside[h]
+            .serves
+            .iter()
+            .any(|(port, proto, _)| *port == flow.port && *proto == flow.proto)
+        {
+            Decision::ok(
+                Endpoint::Outside {
+                    host: h,
+                    port: flow.port,
+                },
+                seen,
+                rule,
+                why,
+            )
+        } else {
+            Decision::fail(Failure::Refused, rule, "the outside host does not serve that port")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,270 @@
+//! Real TCP listeners for NodePorts and hostPorts: every node's loopback address listens on each
+//! TCP NodePort of the cluster's services and on the hostPorts of its running pods, so a client
+//! on the machine truly connects. Each connection is an outside client's flow through the
+//! fabric: a dropped flow is accepted and left silent (the client times out), a refused one is
+//! reset, and each request of a delivered one goes to the backend the node's kube-proxy would
+//! pick and is answered as it would answer (`agnhost netexec`'s `/hostname`, `/clientip`, …).
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::connect_info::Connected;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use crate::config::profile::NodeProfile;
+use crate::network::apps::SimNet;
+use crate::network::fabric::{Failure, Proto};
+use crate::node::exec::nettools::Wire as _;
+use crate::store::Store;
+use crate::store::resources;
+use crate::vocab::json;
+
+/// One listening socket: a node's address and a NodePort or hostPort on it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Binding {
+    node: String,
+    ip: Ipv4Addr,
+    port: u16,
+    /// The service or pod the port belongs to (`namespace/name`), for messages.
+    owner: String,
+}
+
+#[derive(Debug)]
+struct Backend {
+    net: Arc<SimNet>,
+    binding: Binding,
+}
+
+/// How long a connection whose flow the fabric drops stays silent.
+const DROPPED_FLOW_HOLD: Duration = Duration::from_secs(120);
+
+/// The TCP NodePorts of the cluster's services (on every node) and the TCP hostPorts of its
+/// running pods (on their node).
+fn desired(store: &Store, nodes: &[NodeProfile]) -> HashSet<Binding> {
+    let mut out = HashSet::new();
+    for svc in store.list(resources::core("services"), None).0 {
+        let v = svc.value();
+        if !matches!(json::str(v, "/spec/type"), "NodePort" | "LoadBalancer") {
+            continue;
+        }
+        for p in crate::vocab::json::get(v, "/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let is_tcp = matches!(json::str(p, "/protocol"), "" | "TCP");
+            let Some(port) = p
+                .get("nodePort")
+                .and_then(Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok())
+            else {
+                continue;
+            };
+            if !is_tcp {
+                continue;
+            }
+            for node in nodes {
+                out.insert(Binding {
+                    node: node.name.clone(),
+                    ip: node.ip,
+                    port,
+                    owner: format!("service {}/{}", svc.namespace(), svc.name()),
+                });
+            }
+        }
+    }
+    for pod in store.list(resources::core("pods"), None).0 {
+        let v = pod.value();
+        if json::str(v, "/status/phase") != "Running" {
+            continue;
+        }
+        let Some(node) = nodes.iter().find(|n| n.name == json::str(v, "/spec/nodeName")) else {
+            continue;
+        };
+        let containers = crate::vocab::json::get(v, "/spec/containers").and_then(Value::as_array);
+        for c in containers.into_iter().flatten() {
+            for p in crate::vocab::json::get(c, "/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let host_port = p
+                    .get("hostPort")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u16::try_from(n).ok());
+                if let Some(port) = host_port.filter(|p| *p > 0)
+                    && matches!(json::str(p, "/protocol"), "" | "TCP")
+                {
+                    out.insert(Binding {
+                        node: node.name.clone(),
+                        ip: node.ip,
+                        port,
+                        owner: format!("pod {}/{}", pod.namespace(), pod.name()),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The serving tasks; dropping it (the cluster stopping) closes every listener.
+#[derive(Default)]
+struct Listening(HashMap<Binding, JoinHandle<()>>);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        for task in self.0.values() {
+            task.abort();
+        }
+    }
+}
+
+/// Keeps the listeners in step with the services until the store closes.
+pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNet>) {
+    let mut feed = store.subscribe();
+    let mut listening = Listening::default();
+    let running = &mut listening.0;
+    loop {
+        let want = desired(&store, &nodes);
+        running.retain(|b, task| {
+            let keep = want.contains(b) && !task.is_finished();
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for b in want {
+            if running.contains_key(&b) {
+                continue;
+            }
+            match tokio::net::TcpListener::bind(SocketAddr::from((b.ip, b.port))).await {
+                Ok(listener) => {
+                    let backend = Arc::new(Backend {
+                        net: net.clone(),
+                        binding: b.clone(),
+                    });
+                    let app = Router::new().fallback(serve).with_state(backend);
+                    let listener = FabricListener {
+                        inner: listener,
+                        net: net.clone(),
+                        ip: b.ip,
+                        port: b.port,
+                    };
+                    let task = tokio::spawn(async move {
+                        let _ = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>()).await;
+                    });
+                    running.insert(b, task);
+                }
+                Err(e) => tracing::warn!("cannot listen on {}:{} for {}: {e}", b.ip, b.port, b.owner),
+            }
+        }
+        // Re-converge when services or pods change (batched), or periodically to retry failed binds.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let deadline = tokio::time::sleep(Duration::from_secs(2));
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                event = feed.recv() => match event {
+                    Ok(e) if e.resource.group.is_empty() && matches!(e.resource.plural, "services" | "pods") => break,
+                    Ok(_) => continue,
+                    Err(_) => break,
+                },
+                _ = &mut deadline => break,
+            }
+        }
+    }
+}
+
+/// Answers a request as whatever the fabric delivers the outside client's flow to.
+/// A node's listening socket that lets the fabric decide each connection: a flow it drops is
+/// accepted but never answered (the client times out), a refused or reset one gets a TCP reset,
+/// and only delivered flows reach the HTTP server.
+struct FabricListener {
+    inner: tokio::net::TcpListener,
+    net: Arc<SimNet>,
+    ip: Ipv4Addr,
+    port: u16,
+}
+
+fn client_ip(addr: &SocketAddr) -> Ipv4Addr {
+    match addr.ip() {
+        IpAddr::V4(ip) => ip,
+        IpAddr::V6(ip) => ip.to_ipv4_mapped().unwrap_or(Ipv4Addr::LOCALHOST),
+    }
+}
+
+impl axum::serve::Listener for FabricListener {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (stream, addr) = match self.inner.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::debug!("accept on {}:{}: {e}", self.ip, self.port);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let (net, ip, port, client) = (self.net.clone(), self.ip, self.port, client_ip(&addr));
+            let verdict =
+                tokio::task::spawn_blocking(move || net.outside_client(client).send(ip, port, Proto::Tcp)).await;
+            match verdict {
+                Ok(Ok(_)) => return (stream, addr),
+                Ok(Err(Failure::Timeout | Failure::NoReply)) | Err(_) => {
+                    tokio::spawn(async move {
+                        let _silent = stream;
+                        tokio::time::sleep(DROPPED_FLOW_HOLD).await;
+                    });
+                }
+                Ok(Err(_)) => {
+                    let _ = stream.set_zero_linger();
+                    drop(stream);
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// The client's address, for handlers.
+#[derive(Debug, Clone, Copy)]
+struct Peer(SocketAddr);
+
+impl Connected<IncomingStream<'_, FabricListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, FabricListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+async fn serve(State(b): State<Arc<Backend>>, ConnectInfo(Peer(client)): ConnectInfo<Peer>, uri: Uri) -> Response {
+    let client_ip = client_ip(&client);
+    let target = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    let net = b.net.clone();
+    let (ip, port) = (b.binding.ip, b.binding.port);
+    let answer = tokio::task::spawn_blocking(move || net.outside_client(client_ip).http_get(ip, port, &target)).await;
+    match answer {
+        Ok(Ok(reply)) => (StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK), reply.body).into_response(),
+        Ok(Err(Failure::Timeout | Failure::NoReply)) => {
+            // The packets are dropped: the client waits until it gives up.
+            tokio::time::sleep(DROPPED_FLOW_HOLD).await;
+            StatusCode::GATEWAY_TIMEOUT.into_response()
+        }
+        Ok(Err(failure)) => (StatusCode::BAD_GATEWAY, format!("{failure}\n")).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}

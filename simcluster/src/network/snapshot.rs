@@ -1,0 +1,449 @@
+//! The network fabric's facts read from the cluster's state: the nodes (from their profiles),
+//! the running pods and what listens in them (agnhost subcommands and their flags, web server
+//! images, CoreDNS and kube-dns, declared container ports), hostPorts, services with their ready
+//! backends from the Endpoints objects (the cluster DNS service's are the DNS pods: without a
+//! ready one, lookups fail), and the simulated outside world with its resolvers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::Ipv4Addr;
+
+use serde_json::Value;
+
+use crate::config::profile::NodeProfile;
+use crate::network::dns::{OUTSIDE_HOSTS, OUTSIDE_RESOLVERS};
+use crate::network::fabric::{
+    App, Fabric, HostPort, NetFacts, NodeFacts, OutsideHost, PodFacts, Proto, Serve, ServiceFacts, ServicePort,
+    source_vip_of,
+};
+use crate::store::resources;
+use crate::store::{Obj, Store};
+use crate::vocab::json;
+
+fn arr<'a>(v: &'a Value, ptr: &str) -> &'a [Value] {
+    crate::vocab::json::get(v, ptr)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// A port number field (`containerPort`, `hostPort`, `port`, `nodePort`) of `v`.
+fn port_at(v: &Value, key: &str) -> Option<u16> {
+    v.get(key).and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok())
+}
+
+fn proto_of(text: &str) -> Option<Proto> {
+    match text {
+        "" | "TCP" => Some(Proto::Tcp),
+        "UDP" => Some(Proto::Udp),
+        _ => None,
+    }
+}
+
+/// The address of the resolver a node's own network uses (`a.b.c.1` of the node's /24).
+pub fn node_resolver(node_ip: Ipv4Addr) -> Ipv4Addr {
+    let [a, b, c, _] = node_ip.octets();
+    Ipv4Addr::new(a, b, c, 1)
+}
+
+/// The fabric for the cluster's current state.
+pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric {
+    let mut f = Fabric::new(net.clone());
+    for p in profiles {
+        f.nodes.push(NodeFacts {
+            name: p.name.clone(),
+            windows: p.is_windows(),
+            build: p.build,
+            kube: p.kubelet,
+            ip: p.ip,
+            source_vip: source_vip_of(&p.pod_cidr),
+            backend_limit: p.service_backend_limit,
+            port_mappings: p.port_mappings,
+            vip_from_host: p.host_reaches_remote_cluster_ips(),
+            faults: p.faults.iter().copied().collect(),
+        });
+    }
+    add_outside(&mut f);
+    let node_of: HashMap<&str, usize> = profiles.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
+    let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
+    let mut by_name: HashMap<(String, String), usize> = HashMap::new();
+    for pod in store.list(resources::core("pods"), None).0 {
+        let v = pod.value();
+        if json::str(v, "/status/phase") != "Running" {
+            continue;
+        }
+        let (Some(&node), Ok(ip)) = (
+            node_of.get(json::str(v, "/spec/nodeName")),
+            json::str(v, "/status/podIP").parse::<Ipv4Addr>(),
+        ) else {
+            continue;
+        };
+        let host_network = ip == profiles[node].ip;
+        let running: Vec<&str> = arr(v, "/status/containerStatuses")
+            .iter()
+            .filter(|c| crate::vocab::json::get(c, "/state/running").is_some())
+            .map(|c| json::str(c, "/name"))
+            .collect();
+        let mut serves = Vec::new();
+        let mut host_ports = Vec::new();
+        for (i, c) in arr(v, "/spec/containers").iter().enumerate() {
+            if !running.contains(&json::str(c, "/name")) {
+                continue;
+            }
+            serves.extend(container_serves(c, i));
+            for p in arr(c, "/ports") {
+                let (Some(hp), Some(cp), Some(proto)) = (
+                    port_at(p, "hostPort"),
+                    port_at(p, "containerPort"),
+                    proto_of(json::str(p, "/protocol")),
+                ) else {
+                    continue;
+                };
+                if hp > 0 && !host_network {
+                    host_ports.push(HostPort {
+                        host_port: hp,
+                        container_port: cp,
+                        proto,
+                    });
+                }
+            }
+        }
+        let hostname = if host_network {
+            profiles[node].name.clone()
+        } else {
+            let h = match json::str(v, "/spec/hostname") {
+                "" => pod.name(),
+                h => h,
+            };
+            h.chars().take(63).collect()
+        };
+        let index = f.pods.len();
+        if !host_network {
+            by_ip.insert(ip, index);
+        }
+        by_name.insert((pod.namespace().to_string(), pod.name().to_string()), index);
+        f.pods.push(PodFacts {
+            namespace: pod.namespace().to_string(),
+            name: pod.name().to_string(),
+            hostname,
+            ip,
+            node,
+            host_network,
+            serves,
+            host_ports,
+        });
+    }
+    add_services(&mut f, store, &by_ip, &by_name);
+    f.index();
+    f
+}
+
+fn add_outside(f: &mut Fabric) {
+    let mut hosts: BTreeMap<[u8; 4], Vec<&str>> = BTreeMap::new();
+    for (name, ip) in OUTSIDE_HOSTS {
+        hosts.entry(*ip).or_default().push(name);
+    }
+    for (ip, names) in hosts {
+        let serves = if OUTSIDE_RESOLVERS.contains(&ip) {
+            vec![(53, Proto::Udp, App::Dns), (53, Proto::Tcp, App::Dns)]
+        } else {
+            vec![(80, Proto::Tcp, App::Web), (443, Proto::Tcp, App::Web)]
+        };
+        f.outside.push(OutsideHost {
+            ip: Ipv4Addr::from(ip),
+            name: names.first().copied().unwrap_or_default().to_string(),
+            serves,
+        });
+    }
+    let node_ips: Vec<Ipv4Addr> = f.nodes.iter().map(|n| n.ip).collect();
+    for ip in &node_ips {
+        let resolver = node_resolver(*ip);
+        if !node_ips.contains(&resolver) && !f.outside.iter().any(|h| h.ip == resolver) {
+            f.outside.push(OutsideHost {
+                ip: resolver,
+                name: "node-resolver".into(),
+                serves: vec![(53, Proto::Udp, App::Dns), (53, Proto::Tcp, App::Dns)],
+            });
+        }
+    }
+}
+
+/// Value of `--flag=V` or `--flag V` among `tokens`.
+fn flag<'a>(tokens: &[&'a str], name: &str) -> Option<&'a str> {
+    tokens.iter().enumerate().find_map(|(i, t)| match t.strip_prefix(name) {
+        Some(rest) if rest.starts_with('=') => Some(&rest[1..]),
+        Some("") => tokens.get(i + 1).copied(),
+        _ => None,
+    })
+}
+
+fn port_flag(tokens: &[&str], name: &str, default: i64) -> Option<u16> {
+    let value = flag(tokens, name).map_or(Some(default), |v| v.parse::<i64>().ok())?;
+    u16::try_from(value).ok().filter(|p| *p > 0)
+}
+
+/// What listens in a running container: agnhost servers by subcommand and flags, web server
+/// images on port 80, and otherwise the declared container ports.
+fn container_serves(c: &Value, container: usize) -> Vec<Serve> {
+    let image = json::str(c, "/image").to_ascii_lowercase();
+    let (_, name) = crate::node::images::repository(&image);
+    let name = name.as_str();
+    let tokens: Vec<&str> = arr(c, "/command")
+        .iter()
+        .chain(arr(c, "/args"))
+        .filter_map(Value::as_str)
+        .collect();
+    let serve = |port, proto, app| Serve {
+        port,
+        proto,
+        app,
+        container,
+    };
+    let mut out = Vec::new();
+    if name == "agnhost" {
+        let lower: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
+        let sub = lower
+            .iter()
+            .find(|t| !t.starts_with('-') && !t.trim_end_matches(".exe").ends_with("agnhost"))
+            .map(String::as_str);
+        match sub {
+            Some("netexec") => {
+                if let Some(p) = port_flag(&tokens, "--http-port", 8080) {
+                    out.push(serve(p, Proto::Tcp, App::Netexec));
+                }
+                if let Some(p) = port_flag(&tokens, "--udp-port", 8081) {
+                    out.push(serve(p, Proto::Udp, App::Netexec));
+                }
+            }
+            Some("test-webserver") => {
+                if let Some(p) = port_flag(&tokens, "--port", 80) {
+                    out.push(serve(p, Proto::Tcp, App::Web));
+                }
+            }
+            Some("serve-hostname") => {
+                if let Some(p) = port_flag(&tokens, "--port", 9376) {
+                    let proto = if tokens.contains(&"--udp") {
+                        Proto::Udp
+                    } else {
+                        Proto::Tcp
+                    };
+                    out.push(serve(p, proto, App::ServeHostname));
+                }
+            }
+            Some("porter") => {
+                for e in arr(c, "/env") {
+                    if json::str(e, "/name").starts_with("SERVE_PORT_")
+                        && let Ok(p) = json::str(e, "/value").parse::<u16>()
+                    {
+                        out.push(serve(p, Proto::Tcp, App::Web));
+                    }
+                }
+            }
+            _ => {}
+        }
+        return out;
+    }
+    if name.starts_with("coredns") {
+        // CoreDNS: DNS, and its health (8080), ready (8181) and prometheus (9153) plugins.
+        out.push(serve(53, Proto::Udp, App::Dns));
+        out.push(serve(53, Proto::Tcp, App::Dns));
+        for port in [8080, 8181, 9153] {
+            out.push(serve(port, Proto::Tcp, App::DnsHealth));
+        }
+    }
+    if name.starts_with("k8s-dns-dnsmasq") || name.starts_with("kube-dnsmasq") {
+        // kube-dns: dnsmasq answers port 53 and forwards cluster names to kubedns.
+        out.push(serve(53, Proto::Udp, App::Dns));
+        out.push(serve(53, Proto::Tcp, App::Dns));
+    }
+    if matches!(name, "nginx" | "httpd") || image.contains("/iis") {
+        out.push(serve(80, Proto::Tcp, App::Web));
+    }
+    // A script serving HTTP itself (the seed guide's PowerShell HttpListener on `http://*:80/`).
+    for port in listener_prefixes(&tokens) {
+        if !out.iter().any(|x| x.port == port && x.proto == Proto::Tcp) {
+            out.push(serve(port, Proto::Tcp, App::Web));
+        }
+    }
+    // A script answering UDP itself on a bound `System.Net.Sockets.UdpClient` (an echo loop).
+    for port in udp_client_ports(&tokens) {
+        if !out.iter().any(|x| x.port == port && x.proto == Proto::Udp) {
+            out.push(serve(port, Proto::Udp, App::UdpEcho));
+        }
+    }
+    for p in arr(c, "/ports") {
+        let (Some(port), Some(proto)) = (port_at(p, "containerPort"), proto_of(json::str(p, "/protocol"))) else {
+            continue;
+        };
+        if !out.iter().any(|x| x.port == port && x.proto == proto) {
+            out.push(serve(port, proto, App::Web));
+        }
+    }
+    out
+}
+
+/// Ports of `http://*:PORT/` or `http://+:PORT/` listener prefixes in a container's command line.
+fn listener_prefixes(tokens: &[&str]) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for t in tokens {
+        for marker in ["http://*:", "http://+:"] {
+            let mut rest = *t;
+            while let Some(i) = rest.find(marker) {
+                rest = &rest[i + marker.len()..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(p) = digits.parse::<u16>()
+                    && !ports.contains(&p)
+                {
+                    ports.push(p);
+                }
+            }
+        }
+    }
+    ports
+}
+
+/// Ports a script binds `System.Net.Sockets.UdpClient`s to: `New-Object
+/// System.Net.Sockets.UdpClient(8081)`, `… UdpClient 8081`, `… UdpClient -ArgumentList 8081`,
+/// `[System.Net.Sockets.UdpClient]::new(8081)`. A client without a port (`UdpClient`,
+/// `UdpClient()`) binds an ephemeral one and serves nothing.
+fn udp_client_ports(tokens: &[&str]) -> Vec<u16> {
+    let text = tokens.join(" ").to_ascii_lowercase();
+    let mut ports = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("sockets.udpclient") {
+        rest = &rest[i + "sockets.udpclient".len()..];
+        let mut arg = rest.trim_start_matches(']').trim_start_matches("::new");
+        arg = arg.trim_start();
+        arg = arg.strip_prefix("-argumentlist").unwrap_or(arg).trim_start();
+        arg = arg.strip_prefix('(').unwrap_or(arg).trim_start();
+        let digits: String = arg.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(p) = digits.parse::<u16>()
+            && p > 0
+            && !ports.contains(&p)
+        {
+            ports.push(p);
+        }
+    }
+    ports
+}
+
+fn add_services(
+    f: &mut Fabric,
+    store: &Store,
+    by_ip: &HashMap<Ipv4Addr, usize>,
+    by_name: &HashMap<(String, String), usize>,
+) {
+    let endpoints: HashMap<(String, String), Obj> = store
+        .list(resources::core("endpoints"), None)
+        .0
+        .into_iter()
+        .map(|e| ((e.namespace().to_string(), e.name().to_string()), e))
+        .collect();
+    for svc in store.list(resources::core("services"), None).0 {
+        let v = svc.value();
+        if json::str(v, "/spec/type") == "ExternalName" {
+            continue;
+        }
+        let ns = svc.namespace().to_string();
+        let cluster_dns = ns == "kube-system" && svc.name() == "kube-dns";
+        let ep = endpoints.get(&(ns.clone(), svc.name().to_string()));
+        let mut ports = Vec::new();
+        let spec_ports = arr(v, "/spec/ports");
+        for p in spec_ports {
+            let Some(proto) = proto_of(json::str(p, "/protocol")) else {
+                continue;
+            };
+            let Some(port) = port_at(p, "port") else {
+                continue;
+            };
+            let name = json::str(p, "/name").to_string();
+            let mut targets = Vec::new();
+            for subset in ep.map(|e| arr(e.value(), "/subsets")).unwrap_or(&[]) {
+                let ep_ports = arr(subset, "/ports");
+                let matched = ep_ports
+                    .iter()
+                    .find(|ep| json::str(ep, "/name") == name || (spec_ports.len() == 1 && ep_ports.len() == 1));
+                let Some(target) = matched.and_then(|ep| port_at(ep, "port")) else {
+                    continue;
+                };
+                for a in arr(subset, "/addresses") {
+                    let pod = json::str(a, "/ip")
+                        .parse::<Ipv4Addr>()
+                        .ok()
+                        .and_then(|ip| by_ip.get(&ip))
+                        .or_else(|| by_name.get(&(ns.clone(), json::str(a, "/targetRef/name").to_string())));
+                    if let Some(&pod) = pod {
+                        targets.push((pod, target));
+                    }
+                }
+            }
+            ports.push(ServicePort {
+                name,
+                port,
+                node_port: port_at(p, "nodePort")
+                    .filter(|_| matches!(json::str(v, "/spec/type"), "NodePort" | "LoadBalancer")),
+                proto,
+                targets,
+            });
+        }
+        f.services.push(ServiceFacts {
+            namespace: ns,
+            name: svc.name().to_string(),
+            cluster_ip: json::str(v, "/spec/clusterIP").parse().ok(),
+            ports,
+            local_only: json::str(v, "/spec/externalTrafficPolicy") == "Local",
+            client_ip_affinity: json::str(v, "/spec/sessionAffinity") == "ClientIP",
+            cluster_dns,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.52";
+
+    fn ports(c: Value) -> Vec<(u16, Proto, App)> {
+        container_serves(&c, 0)
+            .into_iter()
+            .map(|s| (s.port, s.proto, s.app))
+            .collect()
+    }
+
+    #[rstest]
+    #[case::netexec_defaults(json!({"image": AGNHOST, "args": ["netexec"]}),
+        vec![(8080, Proto::Tcp, App::Netexec), (8081, Proto::Udp, App::Netexec)])]
+    #[case::netexec_flags(json!({"image": AGNHOST, "args": ["netexec", "--http-port=80", "--udp-port", "90"]}),
+        vec![(80, Proto::Tcp, App::Netexec), (90, Proto::Udp, App::Netexec)])]
+    #[case::netexec_no_udp(json!({"image": AGNHOST, "command": ["/agnhost", "netexec", "--udp-port=-1"]}),
+        vec![(8080, Proto::Tcp, App::Netexec)])]
+    #[case::netexec_windows_path(json!({"image": AGNHOST, "command": ["c:\\hpc\\agnhost.exe", "netexec", "--http-port=8083"]}),
+        vec![(8083, Proto::Tcp, App::Netexec), (8081, Proto::Udp, App::Netexec)])]
+    #[case::declared_port_is_not_agnhost_listening(json!({"image": AGNHOST, "args": ["pause"], "ports": [{"containerPort": 80}]}), vec![])]
+    #[case::test_webserver(json!({"image": AGNHOST, "args": ["test-webserver"]}), vec![(80, Proto::Tcp, App::Web)])]
+    #[case::serve_hostname_udp(json!({"image": AGNHOST, "args": ["serve-hostname", "--udp", "--port=9000"]}),
+        vec![(9000, Proto::Udp, App::ServeHostname)])]
+    #[case::porter(json!({"image": AGNHOST, "args": ["porter"], "env": [{"name": "SERVE_PORT_8000", "value": "8000"}]}),
+        vec![(8000, Proto::Tcp, App::Web)])]
+    #[case::nginx(json!({"image": "registry.k8s.io/e2e-test-images/nginx:1.14-4"}), vec![(80, Proto::Tcp, App::Web)])]
+    #[case::iis(json!({"image": "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}), vec![(80, Proto::Tcp, App::Web)])]
+    #[case::declared_ports(json!({"image": "example/app:1", "ports": [{"containerPort": 5000}, {"containerPort": 5001, "protocol": "UDP"}, {"containerPort": 5002, "protocol": "SCTP"}]}),
+        vec![(5000, Proto::Tcp, App::Web), (5001, Proto::Udp, App::Web)])]
+    #[case::powershell_http_listener(json!({"image": "mcr.microsoft.com/windows/servercore:ltsc2019",
+        "command": ["powershell.exe", "-command", "$l = New-Object System.Net.HttpListener\n$l.Prefixes.Add('http://*:80/')\n$l.Start()"]}),
+        vec![(80, Proto::Tcp, App::Web)])]
+    #[case::powershell_udp_echo(json!({"image": "mcr.microsoft.com/windows/servercore:1709",
+        "command": ["powershell.exe", "-Command", "$u = New-Object System.Net.Sockets.UdpClient(8081); while ($true) { $e = $null; $b = $u.Receive([ref]$e); [void]$u.Send($b, $b.Length, $e) }"]}),
+        vec![(8081, Proto::Udp, App::UdpEcho)])]
+    #[case::powershell_udp_new(json!({"image": "mcr.microsoft.com/windows/servercore:ltsc2016",
+        "command": ["powershell", "-c", "$u = [System.Net.Sockets.UdpClient]::new(9000)"]}),
+        vec![(9000, Proto::Udp, App::UdpEcho)])]
+    #[case::powershell_udp_client_only(json!({"image": "mcr.microsoft.com/windows/servercore:1709",
+        "command": ["powershell", "-c", "$u = New-Object System.Net.Sockets.UdpClient; $u.Connect('10.0.0.1', 53)"]}),
+        vec![])]
+    #[case::pause(json!({"image": "registry.k8s.io/pause:3.10"}), vec![])]
+    fn what_listens(#[case] container: Value, #[case] expect: Vec<(u16, Proto, App)>) {
+        assert_eq!(ports(container), expect);
+    }
+}

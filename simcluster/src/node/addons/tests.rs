@@ -1,0 +1,307 @@
+//! The add-on table per profile, the manifests' facts, and the add-on processes per fault.
+
+use std::net::Ipv4Addr;
+
+use rstest::rstest;
+use serde_json::Value;
+
+use super::*;
+use crate::config::faults::Fault;
+use crate::config::profile::profiles;
+use crate::config::topology::Topology;
+use crate::node::kubelet::outcome::Process;
+
+fn addons_of(topology: &Topology) -> (Addons, Vec<NodeProfile>) {
+    let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
+        .map(|i| Ipv4Addr::new(127, 7, 7, 10 + u8::try_from(i).unwrap_or(0)))
+        .collect();
+    let p = profiles(topology, &ips);
+    (Addons::new(topology, &p), p)
+}
+
+fn profile(name: &str) -> (Addons, Vec<NodeProfile>) {
+    addons_of(&Topology::profile(name).expect("profile"))
+}
+
+fn find<'a>(objects: &'a [Object], plural: &str, ns: &str, name: &str) -> Option<&'a Value> {
+    objects
+        .iter()
+        .find(|o| {
+            o.resource.plural == plural
+                && o.namespace == ns
+                && o.value.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+        .map(|o| &o.value)
+}
+
+fn image(v: &Value) -> &str {
+    v.pointer("/spec/template/spec/containers/0/image")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+#[rstest]
+#[case::default(
+    "default",
+    Era::HostProcess,
+    "kube-flannel",
+    "registry.k8s.io/kube-proxy:v1.32.3",
+    "registry.k8s.io/coredns/coredns:v1.11.3"
+)]
+#[case::current(
+    "current-ws2022-ws2025",
+    Era::HostProcess,
+    "kube-flannel",
+    "registry.k8s.io/kube-proxy:v1.33.4",
+    "registry.k8s.io/coredns/coredns:v1.12.0"
+)]
+#[case::host_gw(
+    "k8s-1.14-ws2019-host-gw",
+    Era::NodeServices,
+    "kube-system",
+    "k8s.gcr.io/kube-proxy:v1.14.10",
+    "k8s.gcr.io/coredns:1.3.1"
+)]
+#[case::vxlan(
+    "k8s-1.14-ws2019-vxlan",
+    Era::NodeServices,
+    "kube-system",
+    "k8s.gcr.io/kube-proxy:v1.14.10",
+    "k8s.gcr.io/coredns:1.3.1"
+)]
+#[case::ws1709(
+    "k8s-1.9-ws1709",
+    Era::NodeServices,
+    "kube-system",
+    "gcr.io/google_containers/kube-proxy-amd64:v1.9.11",
+    ""
+)]
+#[case::ws2016(
+    "k8s-1.5-ws2016",
+    Era::NodeServices,
+    "",
+    "gcr.io/google_containers/kube-proxy-amd64:v1.5.7",
+    ""
+)]
+fn each_profile_gets_its_eras_addons(
+    #[case] name: &str,
+    #[case] era: Era,
+    #[case] flannel_ns: &str,
+    #[case] kube_proxy: &str,
+    #[case] coredns: &str,
+) {
+    let (a, _) = profile(name);
+    assert_eq!(a.era, era, "{name}");
+    let objects = a.objects();
+    let ds = find(&objects, "daemonsets", "kube-system", "kube-proxy").expect("kube-proxy DaemonSet");
+    assert_eq!(image(ds), kube_proxy);
+    match coredns {
+        "" => {
+            assert_eq!(a.dns, ClusterDns::KubeDns);
+            assert!(find(&objects, "deployments", "kube-system", "kube-dns").is_some());
+        }
+        img => {
+            let d = find(&objects, "deployments", "kube-system", "coredns").expect("coredns");
+            assert_eq!(image(d), img);
+            assert_eq!(d.pointer("/spec/replicas").and_then(Value::as_i64), Some(2));
+        }
+    }
+    let windows_ds = find(&objects, "daemonsets", "kube-system", "kube-proxy-windows");
+    assert_eq!(windows_ds.is_some(), era == Era::HostProcess, "{name}");
+    match &a.cni {
+        Cni::Flannel { namespace, .. } => {
+            assert_eq!(*namespace, flannel_ns);
+            assert!(find(&objects, "configmaps", namespace, "kube-flannel-cfg").is_some());
+        }
+        Cni::HostRoutes => assert_eq!(flannel_ns, ""),
+        other => panic!("{name}: unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn every_object_lands_in_a_namespace_that_exists() {
+    for (name, _) in crate::config::topology::PROFILES {
+        let (a, _) = profile(name);
+        let objects = a.objects();
+        let created: Vec<&str> = objects
+            .iter()
+            .filter(|o| o.resource.plural == "namespaces")
+            .filter_map(|o| o.value.pointer("/metadata/name").and_then(Value::as_str))
+            .collect();
+        for o in &objects {
+            if o.resource.namespaced {
+                assert!(
+                    o.namespace == "kube-system" || created.contains(&o.namespace.as_str()),
+                    "{name}: {} in {}",
+                    o.resource.plural,
+                    o.namespace
+                );
+            }
+        }
+    }
+}
+
+#[rstest]
+#[case::host_gw("l2bridge", "\"Type\": \"host-gw\"", false)]
+#[case::vxlan("overlay", "\"VNI\": 4096", true)]
+fn net_conf_names_the_backend(#[case] mode: &str, #[case] needle: &str, #[case] overlay: bool) {
+    let text = format!(
+        "name: t\nkubernetesVersion: v1.33.1\nnetwork: {{mode: {mode}, dsr: true}}\nnodes:\n- {{name: l, os: linux}}\n- {{name: w, os: windows, kernelVersion: 10.0.20348.1, containerRuntime: containerd://1.7.20}}\n"
+    );
+    let (a, _) = addons_of(&Topology::parse(&text, "t").expect("topology"));
+    let objects = a.objects();
+    let cfg = find(&objects, "configmaps", "kube-flannel", "kube-flannel-cfg").expect("cfg");
+    let net = cfg.pointer("/data/net-conf.json").and_then(Value::as_str).unwrap_or("");
+    assert!(net.contains(needle), "{net}");
+    assert_eq!(net.contains("\"Port\": 4789"), overlay, "{net}");
+    let parsed: Value = serde_json::from_str(net).expect("net-conf.json is JSON");
+    assert_eq!(parsed["Network"], "10.244.0.0/16");
+    let win = find(&objects, "configmaps", "kube-system", "kube-proxy-windows").expect("windows cfg");
+    let conf = win.pointer("/data/config.conf").and_then(Value::as_str).unwrap_or("");
+    assert!(conf.contains("mode: kernelspace"), "{conf}");
+    assert!(conf.contains("enableDSR: true"), "{conf}");
+    assert!(conf.contains("WinDSR: true"), "{conf}");
+    assert_eq!(conf.contains("WinOverlay: true"), overlay, "{conf}");
+}
+
+#[rstest]
+#[case::aks("l2tunnel", "azure-cni-networkmonitor", "kube-system", true)]
+#[case::ovn("transparent", "ovnkube-node", "ovn-kubernetes", false)]
+fn other_cnis_show_their_markers(#[case] mode: &str, #[case] ds: &str, #[case] ns: &str, #[case] kube_proxy: bool) {
+    let text = format!(
+        "name: t\nkubernetesVersion: v1.30.2\nnetwork: {{mode: {mode}}}\nnodes:\n- {{name: l, os: linux}}\n- {{name: w, os: windows, kernelVersion: 10.0.20348.1, containerRuntime: containerd://1.7.20}}\n"
+    );
+    let (a, _) = addons_of(&Topology::parse(&text, "t").expect("topology"));
+    let objects = a.objects();
+    assert!(find(&objects, "daemonsets", ns, ds).is_some(), "{ds}");
+    assert_eq!(
+        find(&objects, "daemonsets", "kube-system", "kube-proxy").is_some(),
+        kube_proxy
+    );
+    // The Windows agents of these CNIs are node services.
+    assert!(find(&objects, "daemonsets", "kube-system", "kube-proxy-windows").is_none());
+}
+
+#[test]
+fn windows_kube_proxy_versions_follow_the_nodes() {
+    let text = "name: t\nkubernetesVersion: v1.32.3\nnodes:\n- {name: l, os: linux}\n\
+        - {name: w1, os: windows, kernelVersion: 10.0.20348.1, containerRuntime: containerd://1.7.20}\n\
+        - {name: w2, os: windows, kernelVersion: 10.0.20348.1, containerRuntime: containerd://1.7.20, kubeletVersion: v1.31.4}\n\
+        - {name: w3, os: windows, kernelVersion: 10.0.20348.1, containerRuntime: containerd://1.7.20, kubeProxyVersion: v1.30.1}\n";
+    let (a, _) = addons_of(&Topology::parse(text, "t").expect("topology"));
+    let objects = a.objects();
+    let first = find(&objects, "daemonsets", "kube-system", "kube-proxy-windows").expect("first");
+    assert_eq!(image(first), "sigwindowstools/kube-proxy:v1.32.3-flannel-hostprocess");
+    let second = find(&objects, "daemonsets", "kube-system", "kube-proxy-windows-v1-31-4").expect("second");
+    assert_eq!(image(second), "sigwindowstools/kube-proxy:v1.31.4-flannel-hostprocess");
+    assert_eq!(
+        second.pointer("/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0"),
+        Some(&Value::from("w2"))
+    );
+    let third = find(&objects, "daemonsets", "kube-system", "kube-proxy-windows-v1-30-1").expect("third");
+    assert_eq!(image(third), "sigwindowstools/kube-proxy:v1.30.1-flannel-hostprocess");
+}
+
+fn windows_node(faults: &[Fault]) -> NodeProfile {
+    let (_, mut p) = crate::config::profile::default_node("win2022-1", Ipv4Addr::new(127, 1, 1, 13));
+    p.faults.extend(faults.iter().copied());
+    p
+}
+
+fn log_of(p: &Process) -> Vec<String> {
+    match p {
+        Process::LongRunning { log }
+        | Process::Holding { log, .. }
+        | Process::Exits { log, .. }
+        | Process::AllocationFails { log, .. } => log.clone(),
+        Process::OomKilled { .. } => Vec::new(),
+    }
+}
+
+const WIN_PROXY: &str = "sigwindowstools/kube-proxy:v1.32.3-flannel-hostprocess";
+const WIN_FLANNEL: &str = "sigwindowstools/flannel:v0.26.1-hostprocess";
+
+#[rstest]
+#[case::healthy_proxy(WIN_PROXY, &[], true, "\"Version info\" version=\"v1.32.3\"")]
+#[case::proxy_stopped(WIN_PROXY, &[Fault::KubeProxyStopped], false, "\"Error running ProxyServer\"")]
+#[case::no_hostname_override(WIN_PROXY, &[Fault::KubeProxyNoHostnameOverride], true, "\"Failed to retrieve node info\" err=\"nodes \\\"win-")]
+#[case::healthy_flannel(WIN_FLANNEL, &[], true, "Wrote subnet file to C:\\run\\flannel\\subnet.env")]
+#[case::flanneld_waiting(WIN_FLANNEL, &[Fault::FlanneldWaiting], false, "Waiting for the Network to be created")]
+#[case::subnet_env_missing(WIN_FLANNEL, &[Fault::FlannelSubnetEnvMissing], true, "Failed to write subnet file: open C:\\run\\flannel\\subnet.env")]
+fn windows_agents_show_their_nodes_faults(
+    #[case] image: &str,
+    #[case] faults: &[Fault],
+    #[case] keeps_running: bool,
+    #[case] logged: &str,
+) {
+    let node = windows_node(faults);
+    let p = process(&node, image, None, None).expect("an add-on process");
+    assert_eq!(matches!(p, Process::LongRunning { .. }), keeps_running, "{p:?}");
+    let log = log_of(&p);
+    assert!(log.iter().any(|l| l.contains(logged)), "{logged:?} not in {log:#?}");
+}
+
+#[test]
+fn vxlan_mismatch_shows_in_the_vxlan_config_line() {
+    let mut node = windows_node(&[Fault::VxlanParamsMismatch]);
+    node.network_mode = NetworkMode::Overlay;
+    let log = log_of(&process(&node, WIN_FLANNEL, None, None).expect("flanneld"));
+    assert!(log.iter().any(|l| l.contains("VNI=4097 Port=4789")), "{log:#?}");
+    node.faults.clear();
+    let log = log_of(&process(&node, WIN_FLANNEL, None, None).expect("flanneld"));
+    assert!(log.iter().any(|l| l.contains("VNI=4096 Port=4789")), "{log:#?}");
+}
+
+#[rstest]
+#[case::install_step("docker.io/flannel/flannel:v0.26.1", Some(vec!["cp".to_string()]), false)]
+#[case::flanneld("docker.io/flannel/flannel:v0.26.1", Some(vec!["/opt/bin/flanneld".to_string()]), true)]
+#[case::kube_proxy("registry.k8s.io/kube-proxy:v1.32.3", Some(vec!["/usr/local/bin/kube-proxy".to_string()]), true)]
+#[case::shell_in_kube_proxy("registry.k8s.io/kube-proxy:v1.32.3", Some(vec!["sh".to_string()]), false)]
+#[case::coredns("registry.k8s.io/coredns/coredns:v1.11.3", None, true)]
+#[case::not_an_addon("busybox", None, false)]
+fn only_the_addons_own_programs_are_modelled(
+    #[case] image: &str,
+    #[case] command: Option<Vec<String>>,
+    #[case] modelled: bool,
+) {
+    let (_, linux) = crate::config::profile::default_node("linux-1", Ipv4Addr::new(127, 1, 1, 11));
+    assert_eq!(process(&linux, image, command.as_deref(), None).is_some(), modelled);
+}
+
+#[test]
+fn the_machine_hostname_is_a_windows_default_name() {
+    let node = windows_node(&[]);
+    let name = processes::machine_hostname(&node);
+    assert!(name.starts_with("win-") && name.len() == 15, "{name}");
+    assert_ne!(name, node.name);
+    assert_eq!(name, processes::machine_hostname(&node), "stable");
+}
+
+#[rstest]
+#[case::default("default", "kube-flannel", "kube-flannel-ds", "docker.io/flannel/flannel:v0.26.1")]
+#[case::host_gw(
+    "k8s-1.14-ws2019-host-gw",
+    "kube-system",
+    "kube-flannel-ds-amd64",
+    "quay.io/coreos/flannel:v0.11.0-amd64"
+)]
+#[case::vxlan(
+    "k8s-1.14-ws2019-vxlan",
+    "kube-system",
+    "kube-flannel-ds-amd64",
+    "quay.io/coreos/flannel:v0.11.0-amd64"
+)]
+#[case::ws1709(
+    "k8s-1.9-ws1709",
+    "kube-system",
+    "kube-flannel-ds",
+    "quay.io/coreos/flannel:v0.10.0-amd64"
+)]
+fn flannel_follows_its_eras_manifest(#[case] name: &str, #[case] ns: &str, #[case] ds: &str, #[case] img: &str) {
+    let (a, _) = profile(name);
+    let objects = a.objects();
+    let d = find(&objects, "daemonsets", ns, ds).unwrap_or_else(|| panic!("{name}: {ns}/{ds}"));
+    assert_eq!(image(d), img);
+    let windows = find(&objects, "daemonsets", ns, "kube-flannel-ds-windows-amd64");
+    assert_eq!(windows.is_some(), a.era == Era::HostProcess, "{name}");
+}

@@ -1,0 +1,1351 @@
+//! Simulated kubelets: one per node, driven by the node's profile. They renew node leases,
+//! admit pods, and run each pod as a state machine (sandbox, image pulls, container create and
+//! start, exits and restarts with CrashLoopBackOff back-off, graceful termination), writing pod
+//! status and events with upstream reasons. What happens to a pod is decided by
+//! [`outcome::plan`]; this module only plays it out over (simulated) time.
+
+pub mod eviction;
+pub mod outcome;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use self::eviction::{ContainerUse, PodUse};
+use self::outcome::{ContainerOutcome, ContainerPlan, PodVerdict, Process};
+use crate::config::profile::{NodeProfile, Step};
+use crate::control::events::{self, Kind, Source};
+use crate::control::scheduler::PodNeeds;
+use crate::node::exec::volumes::{self, VolumeStore, WriteTarget, Writer};
+use crate::node::images::Catalogue;
+use crate::node::logs::LogBook;
+use crate::store::api_error::ApiError;
+use crate::store::resources;
+use crate::store::{EventType, Obj, Part, Store, timestamp};
+use crate::vocab::json;
+use crate::vocab::quantity::Quantity;
+
+/// What every kubelet shares.
+#[derive(Debug)]
+pub struct Kubelets {
+    pub store: Arc<Store>,
+    pub logs: Arc<LogBook>,
+    pub catalogue: Arc<Catalogue>,
+    pub profiles: Arc<Vec<NodeProfile>>,
+    /// Profile index by node name.
+    by_name: HashMap<String, usize>,
+    /// Pods being run, by uid: the signal that asks them to terminate.
+    running: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Pod IPs in use per node.
+    ips: Mutex<HashMap<String, BTreeSet<u32>>>,
+    /// Images already pulled per node.
+    pulled: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// CPU and memory requested by the pods each node has admitted (kubelet admission).
+    admitted: Mutex<HashMap<String, (Quantity, Quantity)>>,
+    /// Memory the running containers hold, per node (the eviction signal, MEM-EVICTION).
+    memory: Mutex<HashMap<String, Vec<PodUse>>>,
+    /// Pods chosen for eviction, by uid, with the eviction message.
+    evictions: Mutex<HashMap<String, String>>,
+    /// Nodes whose MemoryPressure condition is True.
+    pressure: Mutex<BTreeSet<String>>,
+    /// What containers write to their volumes, their layers and the nodes' disks.
+    pub volumes: Arc<VolumeStore>,
+}
+
+fn now() -> String {
+    timestamp(chrono::Utc::now())
+}
+
+fn scaled(ms: u64, profile: &NodeProfile) -> Duration {
+    Duration::from_secs_f64(ms as f64 * profile.timing.scale / 1000.0)
+}
+
+impl Kubelets {
+    pub fn new(
+        store: Arc<Store>,
+        logs: Arc<LogBook>,
+        catalogue: Arc<Catalogue>,
+        profiles: Arc<Vec<NodeProfile>>,
+        volumes: Arc<VolumeStore>,
+    ) -> Arc<Self> {
+        let by_name = profiles.iter().enumerate().map(|(i, p)| (p.name.clone(), i)).collect();
+        Arc::new(Self {
+            store,
+            logs,
+            catalogue,
+            profiles,
+            by_name,
+            running: Mutex::new(HashMap::new()),
+            ips: Mutex::new(HashMap::new()),
+            pulled: Mutex::new(HashMap::new()),
+            admitted: Mutex::new(HashMap::new()),
+            memory: Mutex::new(HashMap::new()),
+            evictions: Mutex::new(HashMap::new()),
+            pressure: Mutex::new(BTreeSet::new()),
+            volumes,
+        })
+    }
+
+    /// Records that container `container` of `pod` holds `bytes` of memory on the node.
+    fn hold_memory(&self, profile: &NodeProfile, pod: &Obj, container: &str, bytes: u128) {
+        let spec = pod.value();
+        let request = spec
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| json::str(c, "/name") == container))
+            .and_then(|c| {
+                let r = c
+                    .pointer("/resources/requests/memory")
+                    .or_else(|| c.pointer("/resources/limits/memory"))?;
+                let text = r.as_str().map(str::to_string).unwrap_or_else(|| r.to_string());
+                let bytes = Quantity::parse(&text).and_then(|q| u128::try_from(q.value()).ok())?;
+                Some((text, bytes))
+            });
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let pods = memory.entry(profile.name.clone()).or_default();
+        let at = match pods.iter().position(|p| p.uid == pod.uid()) {
+            Some(i) => i,
+            None => {
+                pods.push(PodUse {
+                    uid: pod.uid().to_string(),
+                    namespace: pod.namespace().to_string(),
+                    name: pod.name().to_string(),
+                    priority: spec.pointer("/spec/priority").and_then(Value::as_i64).unwrap_or(0),
+                    containers: Vec::new(),
+                });
+                pods.len() - 1
+            }
+        };
+        let containers = &mut pods[at].containers;
+        containers.retain(|c| c.name != container);
+        containers.push(ContainerUse {
+            name: container.to_string(),
+            bytes,
+            request,
+        });
+    }
+
+    /// Forgets the memory a pod's containers held; true if it held any.
+    fn release_memory(&self, node: &str, uid: &str) -> bool {
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(pods) = memory.get_mut(node) else {
+            return false;
+        };
+        let before = pods.len();
+        pods.retain(|p| p.uid != uid);
+        before != pods.len()
+    }
+
+    /// The eviction manager's pass over one node: the `memory.available` signal against the
+    /// hard threshold sets the MemoryPressure condition and, under pressure, picks one pod to
+    /// evict (MEM-EVICTION). Nodes whose kubelet does not evict (Windows before 1.31) do
+    /// nothing: there the condition is not implemented.
+    fn check_memory(&self, profile: &NodeProfile) {
+        if !profile.evicts_on_memory_pressure() {
+            return;
+        }
+        let Some((threshold, bytes)) = eviction::threshold(profile) else {
+            return;
+        };
+        let (under, victim) = {
+            let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+            let pods = memory.get(&profile.name).map(Vec::as_slice).unwrap_or_default();
+            let available = eviction::available(profile, pods);
+            let under = available < bytes;
+            let mut evictions = self.evictions.lock().unwrap_or_else(|p| p.into_inner());
+            let victim = if under {
+                eviction::victim(pods, &|p| evictions.contains_key(&p.uid))
+                    .map(|p| (p.uid.clone(), eviction::message(&threshold, available, p)))
+            } else {
+                None
+            };
+            if let Some((uid, message)) = &victim {
+                evictions.insert(uid.clone(), message.clone());
+            }
+            (under, victim.map(|v| v.0))
+        };
+        let changed = {
+            let mut pressure = self.pressure.lock().unwrap_or_else(|p| p.into_inner());
+            if under {
+                pressure.insert(profile.name.clone())
+            } else {
+                pressure.remove(&profile.name)
+            }
+        };
+        if changed {
+            self.set_memory_pressure(profile, under);
+        }
+        if let Some(uid) = victim {
+            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(stop) = running.get(&uid) {
+                stop.notify_one();
+            }
+        }
+    }
+
+    /// The node's MemoryPressure condition and its `node.kubernetes.io/memory-pressure` taint.
+    fn set_memory_pressure(&self, profile: &NodeProfile, under: bool) {
+        let nodes = resources::core("nodes");
+        let at = now();
+        let (status, reason, message) = if under {
+            (
+                "True",
+                "KubeletHasInsufficientMemory",
+                "kubelet has insufficient memory available",
+            )
+        } else {
+            (
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            )
+        };
+        let _ = self.store.modify(nodes, "", &profile.name, Part::Status, |n| {
+            if let Some(conds) = n.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+                for c in conds.iter_mut().filter(|c| json::str(c, "/type") == "MemoryPressure") {
+                    c["status"] = json!(status);
+                    c["reason"] = json!(reason);
+                    c["message"] = json!(message);
+                    c["lastTransitionTime"] = json!(at);
+                }
+            }
+            Ok(())
+        });
+        let result = self.store.modify(nodes, "", &profile.name, Part::Main, |n| {
+            let mut taints: Vec<Value> = n
+                .pointer("/spec/taints")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            taints.retain(|t| json::str(t, "/key") != "node.kubernetes.io/memory-pressure");
+            if under {
+                taints.push(
+                    json!({"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule", "timeAdded": at}),
+                );
+            }
+            n["spec"]["taints"] = json!(taints);
+            Ok(())
+        });
+        if under && let Ok(node) = result {
+            events::emit(
+                &self.store,
+                node.value(),
+                Kind::Warning,
+                "EvictionThresholdMet",
+                "Attempting to reclaim memory",
+                &Source::kubelet(&profile.name),
+            );
+        }
+    }
+
+    /// The eviction message, if the eviction manager chose this pod.
+    fn take_eviction(&self, uid: &str) -> Option<String> {
+        self.evictions.lock().unwrap_or_else(|p| p.into_inner()).remove(uid)
+    }
+
+    fn profile(&self, node: &str) -> Option<&NodeProfile> {
+        self.by_name.get(node).and_then(|i| self.profiles.get(*i))
+    }
+
+    /// Runs every node's kubelet until the store closes.
+    pub async fn run(self: Arc<Self>) {
+        self.mark_stopped_nodes();
+        let stuck_flanneld = self.start_node_logs();
+        tokio::spawn(self.clone().renew_leases());
+        let mut feed = self.store.subscribe();
+        self.resync();
+        let mut resync = tokio::time::interval(Duration::from_millis(500));
+        // A stuck flanneld's start script polls for the HNS network once a second upstream; a
+        // tenth of that here at scale 1.
+        let scale = self.profiles.first().map_or(1.0, |p| p.timing.scale);
+        let mut poll = tokio::time::interval(Duration::from_secs_f64(0.1 * scale).max(Duration::from_millis(10)));
+        loop {
+            tokio::select! {
+                _ = poll.tick(), if !stuck_flanneld.is_empty() => {
+                    for node in &stuck_flanneld {
+                        self.logs.append("", node, crate::node::nodelogs::FLANNELD, crate::node::nodelogs::FLANNELD_WAITING);
+                    }
+                }
+                event = feed.recv() => match event {
+                    Ok(e) if e.resource.group.is_empty() && e.resource.plural == "pods" => self.on_pod(&e.object, e.kind),
+                    Ok(_) => {}
+                    // Fell behind the history: the periodic resync picks up what was missed.
+                    Err(crate::store::RecvError::Lagged(_)) => {}
+                },
+                _ = resync.tick() => self.resync(),
+            }
+        }
+    }
+
+    fn resync(self: &Arc<Self>) {
+        for pod in self.store.list(resources::core("pods"), None).0 {
+            self.on_pod(&pod, EventType::Modified);
+        }
+    }
+
+    fn on_pod(self: &Arc<Self>, pod: &Obj, kind: EventType) {
+        let node = json::str(pod.value(), "/spec/nodeName");
+        if node.is_empty() || kind == EventType::Deleted {
+            return;
+        }
+        let Some(profile) = self.profile(node).cloned() else {
+            return;
+        };
+        let uid = pod.uid().to_string();
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        match running.get(&uid) {
+            Some(stop) => {
+                if pod.is_terminating() {
+                    stop.notify_one();
+                }
+            }
+            None => {
+                // A pod that already finished before we saw it (resync) has nothing to run.
+                let phase = json::str(pod.value(), "/status/phase");
+                if matches!(phase, "Succeeded" | "Failed") && !pod.is_terminating() {
+                    return;
+                }
+                let stop = Arc::new(Notify::new());
+                if pod.is_terminating() {
+                    stop.notify_one();
+                }
+                running.insert(pod.uid().to_string(), stop.clone());
+                let profile = profile.clone();
+                let this = self.clone();
+                let pod = pod.clone();
+                tokio::spawn(async move {
+                    this.run_pod(profile, pod, stop).await;
+                });
+            }
+        }
+    }
+
+    /// Nodes whose kubelet is stopped: NotReady (Unknown) with the unreachable taints.
+    fn mark_stopped_nodes(&self) {
+        let nodes = resources::core("nodes");
+        for p in self
+            .profiles
+            .iter()
+            .filter(|p| p.has_fault(crate::config::faults::Fault::KubeletStopped))
+        {
+            let at = now();
+            let _ = self.store.modify(nodes, "", &p.name, Part::Main, |n| {
+                let mut taints = n
+                    .pointer("/spec/taints")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for effect in ["NoSchedule", "NoExecute"] {
+                    taints.push(json!({"key": "node.kubernetes.io/unreachable", "effect": effect, "timeAdded": at}));
+                }
+                n["spec"]["taints"] = json!(taints);
+                Ok(())
+            });
+            let _ = self.store.modify(nodes, "", &p.name, Part::Status, |n| {
+                if let Some(conds) = n.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+                    for c in conds.iter_mut() {
+                        c["status"] = json!("Unknown");
+                        c["reason"] = json!("NodeStatusUnknown");
+                        c["message"] = json!("Kubelet stopped posting node status.");
+                        c["lastTransitionTime"] = json!(at);
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// The node-level logs as the nodes come up: flanneld's on Windows nodes of a flannel
+    /// network and the kubelet's own start lines. Returns the nodes whose flanneld is stuck
+    /// waiting for its network (their log keeps growing).
+    fn start_node_logs(&self) -> Vec<String> {
+        let at = chrono::Utc::now();
+        let mut stuck = Vec::new();
+        for p in self.profiles.iter() {
+            if !p.has_fault(crate::config::faults::Fault::KubeletStopped) {
+                for line in crate::node::nodelogs::kubelet_start(p) {
+                    self.logs.append("", &p.name, "kubelet", &line);
+                }
+            }
+            for line in crate::node::nodelogs::kube_proxy_start(p, at).unwrap_or_default() {
+                self.logs.append("", &p.name, crate::node::nodelogs::KUBE_PROXY, &line);
+            }
+            let Some(lines) = crate::node::nodelogs::flanneld_start(p, at) else {
+                continue;
+            };
+            for line in &lines {
+                self.logs.append("", &p.name, crate::node::nodelogs::FLANNELD, line);
+            }
+            if p.has_fault(crate::config::faults::Fault::FlanneldWaiting) {
+                stuck.push(p.name.clone());
+            }
+        }
+        stuck
+    }
+
+    /// Renews each running kubelet's node Lease every 10 s.
+    async fn renew_leases(self: Arc<Self>) {
+        let leases = resources::named("coordination.k8s.io", "leases");
+        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            tick.tick().await;
+            let renew = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+            for p in self
+                .profiles
+                .iter()
+                .filter(|p| !p.has_fault(crate::config::faults::Fault::KubeletStopped))
+            {
+                let _ = self.store.modify(leases, "kube-node-lease", &p.name, Part::Main, |l| {
+                    l["spec"]["renewTime"] = json!(renew);
+                    Ok(())
+                });
+            }
+        }
+    }
+
+    fn allocate_ip(&self, profile: &NodeProfile) -> String {
+        let mut ips = self.ips.lock().unwrap_or_else(|p| p.into_inner());
+        let used = ips.entry(profile.name.clone()).or_default();
+        // .1 is the bridge gateway; .254 stays free for kube-proxy's source VIP on overlay networks.
+        let host = (2..254).find(|h| !used.contains(h)).unwrap_or(253);
+        used.insert(host);
+        let prefix = profile.pod_cidr.trim_end_matches("0/24");
+        format!("{prefix}{host}")
+    }
+
+    fn release_ip(&self, profile: &NodeProfile, ip: &str) {
+        if let Some(host) = ip.rsplit('.').next().and_then(|h| h.parse::<u32>().ok()) {
+            let mut ips = self.ips.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(used) = ips.get_mut(&profile.name) {
+                used.remove(&host);
+            }
+        }
+    }
+
+    fn already_pulled(&self, node: &str, image: &str) -> bool {
+        let mut pulled = self.pulled.lock().unwrap_or_else(|p| p.into_inner());
+        !pulled.entry(node.to_string()).or_default().insert(image.to_string())
+    }
+
+    async fn run_pod(self: Arc<Self>, profile: NodeProfile, pod: Obj, stop: Arc<Notify>) {
+        let mut run = PodRun::new(self.clone(), profile, pod, stop);
+        run.play().await;
+        run.terminate().await;
+        let uid = run.pod.uid().to_string();
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&uid);
+    }
+}
+
+/// One container's live state.
+#[derive(Debug, Clone)]
+struct Container {
+    plan: ContainerPlan,
+    init: bool,
+    restarts: u32,
+    state: Value,
+    last_state: Value,
+    ready: bool,
+    started: bool,
+    container_id: String,
+}
+
+impl Container {
+    fn status(&self, image_id: &str) -> Value {
+        json!({
+            "name": self.plan.name,
+            "image": self.plan.image,
+            "imageID": if self.started || self.restarts > 0 { image_id.to_string() } else { String::new() },
+            "containerID": if self.container_id.is_empty() { Value::Null } else { json!(self.container_id) },
+            "ready": self.ready,
+            "started": self.started,
+            "restartCount": self.restarts,
+            "state": self.state,
+            "lastState": self.last_state,
+        })
+    }
+
+    fn running(&self) -> bool {
+        self.state.get("running").is_some()
+    }
+
+    fn terminated_code(&self) -> Option<i64> {
+        self.state.pointer("/terminated/exitCode").and_then(Value::as_i64)
+    }
+}
+
+enum Ended {
+    /// The pod is being deleted.
+    Stopped,
+    /// Nothing more will happen until deletion.
+    Settled,
+}
+
+struct PodRun {
+    k: Arc<Kubelets>,
+    profile: NodeProfile,
+    pod: Obj,
+    stop: Arc<Notify>,
+    source: Source,
+    containers: Vec<Container>,
+    pod_ip: String,
+    phase: &'static str,
+    reason: Option<(String, String)>,
+    sandbox_ready: bool,
+    /// Whether this pod holds an admission reservation.
+    admitted: bool,
+    /// Evicted by the kubelet (phase Failed, reason Evicted, container states kept).
+    evicted: bool,
+    /// The pod runs as HostProcess containers (their writes outside volumes reach the host).
+    host_process: bool,
+}
+
+impl PodRun {
+    fn new(k: Arc<Kubelets>, profile: NodeProfile, pod: Obj, stop: Arc<Notify>) -> Self {
+        let source = Source::kubelet(&profile.name);
+        Self {
+            k,
+            profile,
+            pod,
+            stop,
+            source,
+            containers: Vec::new(),
+            pod_ip: String::new(),
+            phase: "Pending",
+            reason: None,
+            sandbox_ready: false,
+            admitted: false,
+            evicted: false,
+            host_process: false,
+        }
+    }
+
+    fn v(&self) -> &Value {
+        self.pod.value()
+    }
+
+    fn full_name(&self) -> String {
+        format!("{}_{}({})", self.pod.name(), self.pod.namespace(), self.pod.uid())
+    }
+
+    fn event(&self, kind: Kind, reason: &str, message: &str) {
+        events::emit(&self.k.store, self.pod.value(), kind, reason, message, &self.source);
+    }
+
+    /// Waits, unless the pod is deleted meanwhile (then false).
+    async fn wait(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(d) => true,
+            _ = self.stop.notified() => {
+                // Keep the permit for terminate().
+                self.stop.notify_one();
+                false
+            }
+        }
+    }
+
+    fn restart_policy(&self) -> &str {
+        match json::str(self.v(), "/spec/restartPolicy") {
+            "" => "Always",
+            p => p,
+        }
+    }
+
+    /// Resource admission (reason `OutOf<resource>`: OutOfcpu, OutOfmemory, OutOfhugepages-2Mi, as
+    /// `pkg/kubelet/lifecycle/predicate.go` formats it): the pod must fit in what the node's
+    /// admitted pods leave of its allocatable. Admitting it reserves its requests.
+    fn admit_resources(&self) -> Option<(String, String)> {
+        let needs = PodNeeds::from_pod(self.v());
+        let alloc = |k: &str| {
+            self.profile
+                .allocatable
+                .get(k)
+                .and_then(|v| Quantity::parse(v))
+                .unwrap_or_default()
+        };
+        let mut admitted = self.k.admitted.lock().unwrap_or_else(|p| p.into_inner());
+        let (used_cpu, used_mem) = admitted.get(&self.profile.name).copied().unwrap_or_default();
+        for (res, need, used) in [("cpu", needs.cpu, used_cpu), ("memory", needs.memory, used_mem)] {
+            let cap = alloc(res);
+            if need.milli() > 0 && used + need > cap {
+                let fmt = |q: Quantity| {
+                    if res == "cpu" {
+                        q.milli().to_string()
+                    } else {
+                        q.value().to_string()
+                    }
+                };
+                return Some((
+                    format!("OutOf{res}"),
+                    format!(
+                        "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: {}, capacity: {}",
+                        fmt(need),
+                        fmt(used),
+                        fmt(cap)
+                    ),
+                ));
+            }
+        }
+        // Scalar resources (hugepages-*, extended resources) against what the node advertises:
+        // pods bound past the scheduler are refused as upstream's predicate does (their use by
+        // other pods is the scheduler's to count; it is not tracked here).
+        for (res, need) in &needs.scalar {
+            let cap = alloc(res);
+            if *need > cap {
+                return Some((
+                    format!("OutOf{res}"),
+                    format!(
+                        "Pod was rejected: Node didn't have enough resource: {res}, requested: {}, used: 0, capacity: {}",
+                        need.value(),
+                        cap.value()
+                    ),
+                ));
+            }
+        }
+        admitted.insert(
+            self.profile.name.clone(),
+            (used_cpu + needs.cpu, used_mem + needs.memory),
+        );
+        None
+    }
+
+    /// Gives back what [`Self::admit_resources`] reserved.
+    fn release_resources(&self) {
+        let needs = PodNeeds::from_pod(self.v());
+        let mut admitted = self.k.admitted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((cpu, mem)) = admitted.get_mut(&self.profile.name) {
+            *cpu = *cpu - needs.cpu;
+            *mem = *mem - needs.memory;
+        }
+    }
+
+    async fn play(&mut self) {
+        if self.profile.has_fault(crate::config::faults::Fault::KubeletStopped) || self.pod.is_terminating() {
+            return;
+        }
+        if let Some((reason, message)) = self.admit_resources() {
+            self.reject(&reason, &message);
+            return;
+        }
+        self.admitted = true;
+        let handler = match json::str(self.v(), "/spec/runtimeClassName") {
+            "" => None,
+            name => self
+                .k
+                .store
+                .get(resources::named("node.k8s.io", "runtimeclasses"), "", name)
+                .ok()
+                .map(|rc| json::str(rc.value(), "/handler").to_string()),
+        };
+        let verdict = outcome::plan(&self.profile, self.v(), &self.k.catalogue, handler.as_deref());
+        let event_reason = verdict.event_reason().unwrap_or("FailedCreatePodSandBox").to_string();
+        match verdict {
+            PodVerdict::Rejected { reason, message, .. } => self.reject(&reason, &message),
+            PodVerdict::SandboxFails { message, .. } => self.sandbox_fails(&event_reason, &message).await,
+            PodVerdict::Proceed(plan) => {
+                for line in &plan.kubelet_log {
+                    self.k.logs.append("", &self.profile.name, "kubelet", line);
+                }
+                for (reason, message) in &plan.warning_events {
+                    self.event(Kind::Warning, reason, message);
+                }
+                self.host_process = plan.host_process;
+                self.pod_ip = if plan.host_network || plan.host_process {
+                    self.profile.ip.to_string()
+                } else {
+                    self.k.allocate_ip(&self.profile)
+                };
+                let make = |c: &ContainerPlan, init: bool| Container {
+                    plan: c.clone(),
+                    init,
+                    restarts: 0,
+                    state: json!({"waiting": {"reason": if init { "PodInitializing" } else { "ContainerCreating" }}}),
+                    last_state: json!({}),
+                    ready: false,
+                    started: false,
+                    container_id: String::new(),
+                };
+                self.containers = plan
+                    .init_containers
+                    .iter()
+                    .map(|c| make(c, true))
+                    .chain(plan.containers.iter().map(|c| make(c, false)))
+                    .collect();
+                self.write_status();
+                if !self.wait(self.profile.delay(Step::Sandbox, self.pod.uid())).await {
+                    return;
+                }
+                self.sandbox_ready = true;
+                let _ = self.run_containers().await;
+            }
+        }
+    }
+
+    fn reject(&mut self, reason: &str, message: &str) {
+        self.phase = "Failed";
+        self.reason = Some((reason.to_string(), message.to_string()));
+        self.write_status();
+        let short = message.strip_prefix("Pod was rejected: ").unwrap_or(message);
+        self.event(Kind::Warning, reason, short);
+    }
+
+    /// The sandbox cannot be created: the containers wait in `ContainerCreating` (init
+    /// containers and, behind them, the others in `PodInitializing`) while the kubelet retries
+    /// with back-off, logging the runtime's error and recording the event each time.
+    async fn sandbox_fails(&mut self, reason: &str, message: &str) {
+        self.containers = waiting_containers(self.v());
+        self.write_status();
+        let runtime_error = message.strip_prefix("Failed to create pod sandbox: ");
+        let mut attempt = 0;
+        loop {
+            if let Some(err) = runtime_error {
+                let line = format!(
+                    "\"RunPodSandbox from runtime service failed\" err={err:?} pod=\"{}/{}\"",
+                    self.pod.namespace(),
+                    self.pod.name()
+                );
+                self.k.logs.append("", &self.profile.name, "kubelet", &line);
+            }
+            self.event(Kind::Warning, reason, message);
+            if !self.wait(self.profile.backoff(attempt)).await {
+                return;
+            }
+            attempt += 1;
+        }
+    }
+
+    async fn run_containers(&mut self) -> Ended {
+        // Init containers, one after another, each to a successful exit.
+        let init_count = self.containers.iter().filter(|c| c.init).count();
+        for i in 0..init_count {
+            loop {
+                match self.start(i).await {
+                    None => return Ended::Stopped,
+                    Some(true) => {}
+                    Some(false) => match self.crash_loop(i).await {
+                        None => return Ended::Stopped,
+                        Some(()) => continue,
+                    },
+                }
+                match self.await_exit(i).await {
+                    None => return Ended::Stopped,
+                    Some(0) => break,
+                    Some(_) if self.restart_policy() == "Never" => {
+                        self.phase = "Failed";
+                        self.write_status();
+                        return Ended::Settled;
+                    }
+                    Some(_) => {
+                        if self.crash_loop(i).await.is_none() {
+                            return Ended::Stopped;
+                        }
+                    }
+                }
+            }
+        }
+        // Regular containers: start each, then watch them all.
+        for i in init_count..self.containers.len() {
+            if self.start(i).await.is_none() {
+                return Ended::Stopped;
+            }
+        }
+        self.supervise(init_count).await
+    }
+
+    /// Pulls, creates and starts container i. Some(true): running; Some(false): the start
+    /// failed (retry with back-off); None: the pod was deleted meanwhile.
+    async fn start(&mut self, i: usize) -> Option<bool> {
+        let image = self.containers[i].plan.image.clone();
+        let name = self.containers[i].plan.name.clone();
+        if let ContainerOutcome::PullFails { message, .. } = self.containers[i].plan.outcome.clone() {
+            self.pull_forever(i, &image, &message).await;
+            return None;
+        }
+        if !self.pull(&image).await {
+            return None;
+        }
+        match self.containers[i].plan.outcome.clone() {
+            ContainerOutcome::ConfigError { message, .. } => {
+                let mut attempt = 0;
+                loop {
+                    self.containers[i].state =
+                        json!({"waiting": {"reason": "CreateContainerConfigError", "message": message}});
+                    self.write_status();
+                    self.event(Kind::Warning, "Failed", &format!("Error: {message}"));
+                    if !self.wait(self.profile.backoff(attempt)).await {
+                        return None;
+                    }
+                    attempt += 1;
+                }
+            }
+            ContainerOutcome::StartFails { message, .. } => {
+                if !self.wait(self.profile.delay(Step::Create, self.pod.uid())).await {
+                    return None;
+                }
+                self.containers[i].container_id = container_id(self.pod.uid(), &name, self.containers[i].restarts);
+                self.event(Kind::Normal, "Created", &format!("Created container: {name}"));
+                let message = message.replace(
+                    "<containerId>",
+                    self.containers[i].container_id.trim_start_matches("containerd://"),
+                );
+                self.event(Kind::Warning, "Failed", &format!("Error: {message}"));
+                let at = now();
+                self.containers[i].state = json!({"terminated": {"exitCode": 128, "reason": "StartError", "message": message,
+                    "startedAt": "1970-01-01T00:00:00Z", "finishedAt": at, "containerID": self.containers[i].container_id}});
+                self.write_status();
+                Some(false)
+            }
+            ContainerOutcome::Runs { process } => {
+                if !self.wait(self.profile.delay(Step::Create, self.pod.uid())).await {
+                    return None;
+                }
+                self.containers[i].container_id = container_id(self.pod.uid(), &name, self.containers[i].restarts);
+                self.event(Kind::Normal, "Created", &format!("Created container: {name}"));
+                if !self.wait(self.profile.delay(Step::Start, self.pod.uid())).await {
+                    return None;
+                }
+                self.event(Kind::Normal, "Started", &format!("Started container {name}"));
+                let log = match &process {
+                    Process::LongRunning { log }
+                    | Process::Holding { log, .. }
+                    | Process::Exits { log, .. }
+                    | Process::AllocationFails { log, .. } => log.clone(),
+                    Process::OomKilled { .. } => Vec::new(),
+                };
+                for line in log {
+                    self.k.logs.append(self.pod.namespace(), self.pod.name(), &name, &line);
+                }
+                self.apply_writes(i);
+                let c = &mut self.containers[i];
+                c.state = json!({"running": {"startedAt": now()}});
+                c.started = true;
+                c.ready = !c.init;
+                // One write carries both the container state and the pod phase it implies.
+                self.phase = self.computed_phase();
+                self.write_status();
+                if let Process::Holding { bytes, .. } = process {
+                    self.k.hold_memory(&self.profile, &self.pod, &name, bytes);
+                    self.k.check_memory(&self.profile);
+                }
+                Some(true)
+            }
+            ContainerOutcome::PullFails { .. } => None,
+        }
+    }
+
+    /// Puts what container i's main process writes where its mounts say (STO-EMPTYDIR-DISK:
+    /// an init container's file in an emptyDir is there for the containers after it).
+    fn apply_writes(&self, i: usize) {
+        let plan = &self.containers[i].plan;
+        if plan.writes.is_empty() {
+            return;
+        }
+        let windows = self.profile.is_windows();
+        let spec = self.v().get("spec").cloned().unwrap_or(Value::Null);
+        let Some(container) = ["initContainers", "containers"]
+            .iter()
+            .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+            .flatten()
+            .find(|c| json::str(c, "/name") == plan.name)
+        else {
+            return;
+        };
+        let mounts = volumes::mount_points(&spec, container, windows);
+        let writer = Writer {
+            pod_uid: self.pod.uid(),
+            container: &plan.name,
+            node: &self.profile.name,
+            windows,
+            host_process: self.host_process,
+        };
+        for w in &plan.writes {
+            // A read-only target already failed the process (its shell's error).
+            if let WriteTarget::Store { place, path } = volumes::resolve(&mounts, &w.path, writer) {
+                self.k.volumes.write(&place, &path, &w.data, w.append, windows);
+            }
+        }
+    }
+
+    async fn pull(&mut self, image: &str) -> bool {
+        if self.k.already_pulled(&self.profile.name, image) {
+            self.event(
+                Kind::Normal,
+                "Pulled",
+                &format!("Container image \"{image}\" already present on machine"),
+            );
+            return true;
+        }
+        self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
+        let d = self.profile.delay(Step::Pull, self.pod.uid());
+        if !self.wait(d).await {
+            return false;
+        }
+        let secs = d.as_secs_f64().max(0.001);
+        self.event(
+            Kind::Normal,
+            "Pulled",
+            &format!("Successfully pulled image \"{image}\" in {secs:.3}s ({secs:.3}s including waiting). Image size: 45321876 bytes."),
+        );
+        true
+    }
+
+    async fn pull_forever(&mut self, i: usize, image: &str, message: &str) {
+        let mut attempt = 0;
+        loop {
+            self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
+            if !self.wait(self.profile.delay(Step::Pull, self.pod.uid())).await {
+                return;
+            }
+            self.event(
+                Kind::Warning,
+                "Failed",
+                &format!("Failed to pull image \"{image}\": {message}"),
+            );
+            self.event(Kind::Warning, "Failed", "Error: ErrImagePull");
+            self.containers[i].state = json!({"waiting": {"reason": "ErrImagePull", "message": message}});
+            self.write_status();
+            if !self.wait(self.profile.backoff(attempt) / 2).await {
+                return;
+            }
+            self.event(Kind::Normal, "BackOff", &format!("Back-off pulling image \"{image}\""));
+            self.event(Kind::Warning, "Failed", "Error: ImagePullBackOff");
+            self.containers[i].state = json!({"waiting": {"reason": "ImagePullBackOff", "message": format!("Back-off pulling image \"{image}\": ErrImagePull: {message}")}});
+            self.write_status();
+            if !self.wait(self.profile.backoff(attempt)).await {
+                return;
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Waits for container i (running) to exit; Some(code), or None when the pod is deleted.
+    async fn await_exit(&mut self, i: usize) -> Option<i64> {
+        let (after, code, reason) = match &self.containers[i].plan.outcome {
+            ContainerOutcome::Runs {
+                process: Process::Exits { code, after_ms, .. },
+            } => (
+                scaled(*after_ms, &self.profile),
+                i64::from(*code),
+                if *code == 0 { "Completed" } else { "Error" },
+            ),
+            ContainerOutcome::Runs {
+                process: Process::OomKilled { after_ms },
+            } => (scaled(*after_ms, &self.profile), 137, "OOMKilled"),
+            ContainerOutcome::Runs {
+                process: Process::AllocationFails { after_ms, .. },
+            } => (scaled(*after_ms, &self.profile), 1, "Error"),
+            _ => {
+                // Long-running: only deletion ends it.
+                self.stop.notified().await;
+                self.stop.notify_one();
+                return None;
+            }
+        };
+        if !self.wait(after).await {
+            return None;
+        }
+        let c = &mut self.containers[i];
+        let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
+        c.state = json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+        c.ready = false;
+        self.write_status();
+        Some(code)
+    }
+
+    /// Back-off before restarting container i: CrashLoopBackOff. None when the pod is deleted.
+    async fn crash_loop(&mut self, i: usize) -> Option<()> {
+        let name = self.containers[i].plan.name.clone();
+        let restarts = self.containers[i].restarts;
+        let label = NodeProfile::backoff_label(restarts);
+        let full = self.full_name();
+        {
+            let c = &mut self.containers[i];
+            c.last_state = c.state.clone();
+            c.restarts += 1;
+            c.ready = false;
+            c.state = json!({"waiting": {"reason": "CrashLoopBackOff",
+                "message": format!("back-off {label} restarting failed container={name} pod={full}")}});
+        }
+        self.write_status();
+        self.event(
+            Kind::Warning,
+            "BackOff",
+            &format!("Back-off restarting failed container {name} in pod {full}"),
+        );
+        if !self.wait(self.profile.backoff(restarts)).await {
+            return None;
+        }
+        self.k.logs.restart(self.pod.namespace(), self.pod.name(), &name);
+        self.k.volumes.reset_layer(self.pod.uid(), &name);
+        Some(())
+    }
+
+    /// Watches the regular containers: exits, restarts per policy, the pod's final phase.
+    async fn supervise(&mut self, first: usize) -> Ended {
+        let indices: Vec<usize> = (first..self.containers.len()).collect();
+        // Each container that can exit gets its own timeline; long-running ones wait for deletion.
+        loop {
+            let mut next: Option<(Duration, usize)> = None;
+            for &i in &indices {
+                let c = &self.containers[i];
+                let wake = match (&c.plan.outcome, c.running(), c.terminated_code()) {
+                    (ContainerOutcome::StartFails { .. }, _, Some(_)) => Some(Duration::ZERO),
+                    (ContainerOutcome::Runs { process }, true, _) => match process {
+                        Process::LongRunning { .. } | Process::Holding { .. } => None,
+                        Process::Exits { after_ms, .. }
+                        | Process::OomKilled { after_ms }
+                        | Process::AllocationFails { after_ms, .. } => Some(scaled(*after_ms, &self.profile)),
+                    },
+                    _ => None,
+                };
+                if let Some(w) = wake
+                    && next.is_none_or(|(d, _)| w < d)
+                {
+                    next = Some((w, i));
+                }
+            }
+            self.update_phase();
+            let Some((_, i)) = next else {
+                // Nothing more happens on its own.
+                self.stop.notified().await;
+                self.stop.notify_one();
+                return Ended::Stopped;
+            };
+            let code = if self.containers[i].running() {
+                match self.await_exit(i).await {
+                    None => return Ended::Stopped,
+                    Some(code) => code,
+                }
+            } else {
+                self.containers[i].terminated_code().unwrap_or(128)
+            };
+            let restart = match self.restart_policy() {
+                "Never" => false,
+                "OnFailure" => code != 0,
+                _ => true,
+            };
+            if !restart {
+                // Stays terminated; mark the outcome as settled so it is not picked again.
+                self.containers[i].plan.outcome = ContainerOutcome::Runs {
+                    process: Process::LongRunning { log: Vec::new() },
+                };
+                self.update_phase();
+                if self.containers[first..].iter().all(|c| c.terminated_code().is_some()) {
+                    self.write_status();
+                    return Ended::Settled;
+                }
+                continue;
+            }
+            if self.crash_loop(i).await.is_none() {
+                return Ended::Stopped;
+            }
+            if self.start(i).await.is_none() {
+                return Ended::Stopped;
+            }
+        }
+    }
+
+    /// The pod phase the containers' states imply.
+    fn computed_phase(&self) -> &'static str {
+        let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
+        let all_terminated = !regular.is_empty()
+            && regular
+                .iter()
+                .all(|c| c.terminated_code().is_some() && c.state.get("waiting").is_none());
+        if all_terminated && self.restart_policy() != "Always" {
+            if regular.iter().all(|c| c.terminated_code() == Some(0)) {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
+        } else if regular.iter().any(|c| c.started || c.restarts > 0) {
+            "Running"
+        } else {
+            "Pending"
+        }
+    }
+
+    fn update_phase(&mut self) {
+        let phase = self.computed_phase();
+        if phase != self.phase {
+            self.phase = phase;
+            self.write_status();
+        }
+    }
+
+    fn write_status(&mut self) {
+        let pods = resources::core("pods");
+        let at = now();
+        let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
+        let init: Vec<&Container> = self.containers.iter().filter(|c| c.init).collect();
+        let all_ready = !regular.is_empty() && regular.iter().all(|c| c.ready);
+        let initialized = init.iter().all(|c| c.terminated_code() == Some(0));
+        let image_id = |c: &Container| format!("{}@sha256:{:064x}", c.plan.image.split(':').next().unwrap_or(""), 0u8);
+        let container_statuses: Vec<Value> = regular.iter().map(|c| c.status(&image_id(c))).collect();
+        let init_statuses: Vec<Value> = init.iter().map(|c| c.status(&image_id(c))).collect();
+        let phase = self.phase;
+        let reason = self.reason.clone();
+        let pod_ip = self.pod_ip.clone();
+        let host_ip = self.profile.ip.to_string();
+        let sandbox_ready = self.sandbox_ready;
+        let evicted = self.evicted;
+        let disruption = self.profile.kubelet >= (1, 26);
+        let result = self.k.store.modify(pods, self.pod.namespace(), self.pod.name(), Part::Status, |p| {
+            let old_conditions = p.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut status = json!({"phase": phase, "qosClass": p.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort"))});
+            if let Some((r, m)) = reason.as_ref().filter(|_| !evicted) {
+                status["reason"] = json!(r);
+                status["message"] = json!(m);
+                status["conditions"] = json!(old_conditions);
+                p["status"] = status;
+                return Ok(());
+            }
+            status["hostIP"] = json!(host_ip);
+            status["hostIPs"] = json!([{"ip": host_ip}]);
+            if !pod_ip.is_empty() && sandbox_ready {
+                status["podIP"] = json!(pod_ip);
+                status["podIPs"] = json!([{"ip": pod_ip}]);
+            }
+            status["startTime"] = p.pointer("/status/startTime").cloned().unwrap_or(json!(at));
+            let cond = |ty: &str, ok: bool, reason: Option<&str>| {
+                let status = if ok { "True" } else { "False" };
+                let transition = old_conditions
+                    .iter()
+                    .find(|c| json::str(c, "/type") == ty && json::str(c, "/status") == status)
+                    .and_then(|c| c.get("lastTransitionTime").cloned())
+                    .unwrap_or(json!(at));
+                let mut c = json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": transition});
+                if let (false, Some(r)) = (ok, reason) {
+                    c["reason"] = json!(r);
+                }
+                c
+            };
+            let unready = regular.iter().filter(|c| !c.ready).map(|c| c.plan.name.as_str()).collect::<Vec<_>>();
+            let mut conditions = vec![
+                cond("PodReadyToStartContainers", sandbox_ready, None),
+                cond("Initialized", initialized, Some("ContainersNotInitialized")),
+                cond("Ready", all_ready, Some("ContainersNotReady")),
+                cond("ContainersReady", all_ready, Some("ContainersNotReady")),
+                cond("PodScheduled", true, None),
+            ];
+            if !all_ready {
+                let msg = format!("containers with unready status: [{}]", unready.join(" "));
+                conditions[2]["message"] = json!(msg);
+                conditions[3]["message"] = json!(msg);
+            }
+            if let (true, Some((r, m))) = (evicted, &reason) {
+                status["reason"] = json!(r);
+                status["message"] = json!(m);
+                if disruption {
+                    conditions.push(json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+                        "lastTransitionTime": at, "reason": "TerminationByKubelet", "message": m}));
+                }
+            }
+            status["conditions"] = json!(conditions);
+            status["containerStatuses"] = json!(container_statuses);
+            if !init_statuses.is_empty() {
+                status["initContainerStatuses"] = json!(init_statuses);
+            }
+            p["status"] = status;
+            Ok(())
+        });
+        match result {
+            // Keep the stored version: the task then holds no copy of its own.
+            Ok(latest) => self.pod = latest,
+            Err(ApiError::NotFound { .. }) => {}
+            Err(e) => tracing::debug!("pod status write failed: {e}"),
+        }
+    }
+
+    /// Graceful termination once the pod is deleted: stop containers, then remove the pod.
+    async fn terminate(&mut self) {
+        if !self.pod.is_terminating() {
+            // Wait for the deletion (or an eviction, which then waits for the deletion).
+            self.stop.notified().await;
+            if let Some(message) = self.k.take_eviction(self.pod.uid()) {
+                self.evict(&message).await;
+                self.stop.notified().await;
+            }
+        }
+        let pods = resources::core("pods");
+        let Ok(current) = self.k.store.get(pods, self.pod.namespace(), self.pod.name()) else {
+            self.cleanup();
+            return;
+        };
+        self.pod = current;
+        let running: Vec<String> = self
+            .containers
+            .iter()
+            .filter(|c| c.running())
+            .map(|c| c.plan.name.clone())
+            .collect();
+        for name in &running {
+            self.event(Kind::Normal, "Killing", &format!("Stopping container {name}"));
+        }
+        if !running.is_empty() && !self.profile.has_fault(crate::config::faults::Fault::KubeletStopped) {
+            tokio::time::sleep(self.profile.delay(Step::Stop, self.pod.uid())).await;
+            for c in self.containers.iter_mut().filter(|c| c.running()) {
+                let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
+                c.state = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+                c.ready = false;
+            }
+            self.write_status();
+        }
+        if self.profile.has_fault(crate::config::faults::Fault::KubeletStopped) {
+            // No kubelet: the pod stays Terminating, as on a real unreachable node.
+            return;
+        }
+        let _ = self
+            .k
+            .store
+            .remove_terminated(pods, self.pod.namespace(), self.pod.name());
+        self.cleanup();
+    }
+
+    /// Hard eviction under memory pressure: the containers are killed at once, the pod ends
+    /// Failed with reason `Evicted` and the upstream message, and its memory, requests and
+    /// address go back to the node; the object stays until it is deleted (MEM-EVICTION).
+    async fn evict(&mut self, message: &str) {
+        let running: Vec<String> = self
+            .containers
+            .iter()
+            .filter(|c| c.running())
+            .map(|c| c.plan.name.clone())
+            .collect();
+        self.event(Kind::Warning, "Evicted", message);
+        for name in &running {
+            self.event(Kind::Normal, "Killing", &format!("Stopping container {name}"));
+        }
+        // Killed without a grace period: SIGKILL on Linux, TerminateProcess on Windows.
+        let code = if self.profile.is_windows() { 1 } else { 137 };
+        for c in self.containers.iter_mut().filter(|c| c.running()) {
+            let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
+            c.state = json!({"terminated": {"exitCode": code, "reason": "Error", "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+            c.ready = false;
+        }
+        self.phase = "Failed";
+        self.reason = Some(("Evicted".into(), message.to_string()));
+        self.evicted = true;
+        self.write_status();
+        if self.k.release_memory(&self.profile.name, self.pod.uid()) {
+            self.k.check_memory(&self.profile);
+        }
+        if self.admitted {
+            self.release_resources();
+            self.admitted = false;
+        }
+    }
+
+    fn cleanup(&mut self) {
+        if self.k.release_memory(&self.profile.name, self.pod.uid()) {
+            self.k.check_memory(&self.profile);
+        }
+        if self.admitted {
+            self.release_resources();
+            self.admitted = false;
+        }
+        if !self.pod_ip.is_empty() && self.pod_ip != self.profile.ip.to_string() {
+            self.k.release_ip(&self.profile, &self.pod_ip);
+        }
+        self.k.logs.remove_pod(self.pod.namespace(), self.pod.name());
+        self.k.volumes.forget_pod(self.pod.uid());
+    }
+}
+
+/// The containers of a pod whose sandbox does not exist yet, as the kubelet reports them:
+/// waiting, `ContainerCreating` (`PodInitializing` for init containers and for containers
+/// behind them).
+fn waiting_containers(pod: &Value) -> Vec<Container> {
+    let list = |key: &str| {
+        pod.pointer(&format!("/spec/{key}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let init = list("initContainers");
+    let regular_reason = if init.is_empty() {
+        "ContainerCreating"
+    } else {
+        "PodInitializing"
+    };
+    let make = |c: &Value, is_init: bool| Container {
+        plan: ContainerPlan {
+            name: json::str(c, "/name").to_string(),
+            image: json::str(c, "/image").to_string(),
+            user: None,
+            // Never played: the sandbox does not come up.
+            outcome: ContainerOutcome::Runs {
+                process: Process::LongRunning { log: Vec::new() },
+            },
+            writes: Vec::new(),
+        },
+        init: is_init,
+        restarts: 0,
+        state: json!({"waiting": {"reason": if is_init { "PodInitializing" } else { regular_reason }}}),
+        last_state: json!({}),
+        ready: false,
+        started: false,
+        container_id: String::new(),
+    };
+    init.iter()
+        .map(|c| make(c, true))
+        .chain(list("containers").iter().map(|c| make(c, false)))
+        .collect()
+}
+
+fn container_id(pod_uid: &str, name: &str, restarts: u32) -> String {
+    let h = crate::vocab::hash::Fnv::default()
+        .write(pod_uid.as_bytes())
+        .write(name.as_bytes())
+        .write(&restarts.to_le_bytes())
+        .finish();
+    format!(
+        "containerd://{h:016x}{:016x}{:016x}{:016x}",
+        h.rotate_left(13),
+        h.rotate_left(29),
+        h.rotate_left(47)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::plain(json!({"containers": [{"name": "app", "image": "a"}]}), &[("app", false, "ContainerCreating")])]
+    #[case::two(
+        json!({"containers": [{"name": "a", "image": "a"}, {"name": "b", "image": "b"}]}),
+        &[("a", false, "ContainerCreating"), ("b", false, "ContainerCreating")]
+    )]
+    #[case::behind_init(
+        json!({"initContainers": [{"name": "setup", "image": "s"}], "containers": [{"name": "app", "image": "a"}]}),
+        &[("setup", true, "PodInitializing"), ("app", false, "PodInitializing")]
+    )]
+    #[case::no_spec(json!(null), &[])]
+    fn containers_wait_for_a_sandbox(#[case] spec: Value, #[case] expected: &[(&str, bool, &str)]) {
+        let pod = json!({"metadata": {"name": "p"}, "spec": spec});
+        let got: Vec<(String, bool, String)> = waiting_containers(&pod)
+            .iter()
+            .map(|c| {
+                (
+                    c.plan.name.clone(),
+                    c.init,
+                    json::str(&c.state, "/waiting/reason").to_string(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, bool, String)> = expected
+            .iter()
+            .map(|(n, i, r)| (n.to_string(), *i, r.to_string()))
+            .collect();
+        assert_eq!(got, expected);
+        assert!(
+            waiting_containers(&pod)
+                .iter()
+                .all(|c| !c.ready && !c.started && c.container_id.is_empty())
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! The simulated nodes: their objects, images and logs, the kube-system agents that run on them,
+//! each node's kubelet (the pod plan and the process model) and what runs in a container when
+//! a command is exec'd in it.
+
+pub mod addons;
+pub mod exec;
+pub mod images;
+pub mod kubelet;
+pub mod logs;
+pub mod nodelogs;
+pub mod objects;
+pub mod runtime;

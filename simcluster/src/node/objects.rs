@@ -1,0 +1,181 @@
+//! Node objects built from the topology: labels, taints, nodeInfo, capacity, addresses and
+//! conditions as a real kubelet registers them, plus each node's Lease.
+
+use serde_json::{Map, Value, json};
+
+use crate::config::profile::NodeProfile;
+use crate::config::topology::{NodeSpec, Os, Role};
+use crate::store::timestamp;
+
+/// The Node object a kubelet with this spec and profile would register.
+pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
+    let ip = profile.ip;
+    let os = spec.os.as_str();
+    let mut labels = Map::new();
+    for (k, v) in [
+        ("kubernetes.io/os", os),
+        ("kubernetes.io/arch", spec.arch.as_str()),
+        ("kubernetes.io/hostname", spec.name.as_str()),
+        ("beta.kubernetes.io/os", os),
+        ("beta.kubernetes.io/arch", spec.arch.as_str()),
+    ] {
+        labels.insert(k.into(), json!(v));
+    }
+    if let Some(build) = spec.windows_build() {
+        labels.insert("node.kubernetes.io/windows-build".into(), json!(build));
+    }
+    if spec.role == Role::ControlPlane {
+        labels.insert("node-role.kubernetes.io/control-plane".into(), json!(""));
+    }
+    for (k, v) in &spec.labels {
+        labels.insert(k.clone(), json!(v));
+    }
+    let cri_socket = match spec.os {
+        Os::Linux => "unix:///run/containerd/containerd.sock",
+        Os::Windows => "npipe:////./pipe/containerd-containerd",
+    };
+    let capacity = json!(profile.capacity);
+    let allocatable = json!(profile.allocatable);
+    let taints: Vec<Value> = spec
+        .taints
+        .iter()
+        .map(|t| {
+            let mut taint = json!({"key": t.key, "effect": t.effect});
+            if !t.value.is_empty() {
+                taint["value"] = json!(t.value);
+            }
+            taint
+        })
+        .collect();
+    let now = timestamp(chrono::Utc::now());
+    let condition = |ty: &str, status: &str, reason: &str, message: &str| {
+        json!({"type": ty, "status": status, "reason": reason, "message": message,
+               "lastHeartbeatTime": now, "lastTransitionTime": now})
+    };
+    let kubelet_version = profile.kubelet_version.clone();
+    let mut node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": spec.name,
+            "labels": labels,
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                "kubeadm.alpha.kubernetes.io/cri-socket": cri_socket,
+            },
+        },
+        "spec": {
+            "providerID": format!("mixcheck-sim://{}", spec.name),
+            "podCIDR": profile.pod_cidr,
+            "podCIDRs": [profile.pod_cidr],
+        },
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "conditions": [
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": ip.to_string()},
+                {"type": "Hostname", "address": spec.name},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "architecture": spec.arch,
+                "operatingSystem": os,
+                "osImage": spec.os_image(),
+                "kernelVersion": spec.kernel_version(),
+                "containerRuntimeVersion": spec.container_runtime(),
+                "kubeletVersion": kubelet_version,
+                "kubeProxyVersion": spec.kube_proxy_version,
+                "machineID": machine_id(&spec.name),
+                "systemUUID": uuid_like(&spec.name, 1),
+                "bootID": uuid_like(&spec.name, 2),
+            },
+        },
+    });
+    if !taints.is_empty() {
+        node["spec"]["taints"] = json!(taints);
+    }
+    node
+}
+
+/// A stable, name-derived hex id (deterministic across runs).
+fn machine_id(name: &str) -> String {
+    let mut hasher = crate::vocab::hash::Fnv::default();
+    let mut out = String::new();
+    for round in 0u64..2 {
+        hasher.write(name.as_bytes()).write(&round.to_le_bytes());
+        out.push_str(&format!("{:016x}", hasher.finish()));
+    }
+    out
+}
+
+fn uuid_like(name: &str, salt: u8) -> String {
+    let hex = machine_id(&format!("{name}/{salt}"));
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// The node's Lease in `kube-node-lease`.
+pub fn lease_object(node: &str) -> Value {
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    json!({
+        "metadata": {"name": node, "namespace": "kube-node-lease"},
+        "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn object(name: &str, ip: Ipv4Addr) -> Value {
+        let (spec, profile) = crate::config::profile::default_node(name, ip);
+        node_object(&spec, &profile)
+    }
+
+    #[test]
+    fn windows_node_is_labelled_and_tainted() {
+        let node = object("win2019-1", Ipv4Addr::new(127, 5, 6, 12));
+        assert_eq!(node["metadata"]["labels"]["kubernetes.io/os"], "windows");
+        assert_eq!(
+            node["metadata"]["labels"]["node.kubernetes.io/windows-build"],
+            "10.0.17763"
+        );
+        assert_eq!(
+            node["spec"]["taints"][0],
+            json!({"key": "os", "value": "windows", "effect": "NoSchedule"})
+        );
+        assert_eq!(node["status"]["nodeInfo"]["kernelVersion"], "10.0.17763.6414");
+        assert_eq!(node["status"]["nodeInfo"]["osImage"], "Windows Server 2019 Datacenter");
+        assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.32.3");
+        assert_eq!(node["status"]["addresses"][0]["address"], "127.5.6.12");
+        assert!(node["status"]["capacity"].get("hugepages-2Mi").is_none());
+        assert_eq!(node["status"]["allocatable"]["memory"], "14168064Ki");
+        assert_eq!(node["spec"]["podCIDR"], "10.244.2.0/24");
+        assert_eq!(node["status"]["nodeInfo"]["machineID"].as_str().map(str::len), Some(32));
+    }
+
+    #[test]
+    fn control_plane_has_role_label() {
+        let node = object("control-plane", Ipv4Addr::new(127, 0, 0, 2));
+        assert_eq!(node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "");
+        assert!(
+            node["metadata"]["labels"]
+                .get("node.kubernetes.io/windows-build")
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! Pod admission as the apiserver's plugins do it at create time: RuntimeClass `scheduling`
+//! merged into the pod (nodeSelector and tolerations) and `overhead` applied, for pods from
+//! clients and from controllers alike.
+
+use serde_json::{Value, json};
+
+use crate::store::Store;
+use crate::store::api_error::ApiError;
+use crate::store::resources;
+
+/// Mutates a pod about to be created: merges its RuntimeClass's scheduling constraints.
+pub fn admit_pod(store: &Store, pod: &mut Value) -> Result<(), ApiError> {
+    let Some(class) = pod
+        .pointer("/spec/runtimeClassName")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return Ok(());
+    };
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let forbidden = |reason: String| ApiError::Forbidden {
+        group: String::new(),
+        resource: "pods".into(),
+        name: name.clone(),
+        reason,
+    };
+    let rc = store
+        .get(resources::named("node.k8s.io", "runtimeclasses"), "", &class)
+        .map_err(|_| forbidden(format!("pod rejected: RuntimeClass {class:?} not found")))?;
+    let rc = rc.value();
+    if let Some(selector) = rc.pointer("/scheduling/nodeSelector").and_then(Value::as_object) {
+        for (k, v) in selector {
+            match pod.pointer(&format!(
+                "/spec/nodeSelector/{}",
+                k.replace('~', "~0").replace('/', "~1")
+            )) {
+                Some(existing) if existing != v => {
+                    return Err(forbidden(format!(
+                        "pod rejected: conflict: runtimeClass.scheduling.nodeSelector[{k}] = {}; pod.spec.nodeSelector[{k}] = {}",
+                        v.as_str().unwrap_or(""),
+                        existing.as_str().unwrap_or("")
+                    )));
+                }
+                _ => {}
+            }
+        }
+        if !pod["spec"].get("nodeSelector").is_some_and(Value::is_object) {
+            pod["spec"]["nodeSelector"] = json!({});
+        }
+        for (k, v) in selector {
+            pod["spec"]["nodeSelector"][k] = v.clone();
+        }
+    }
+    if let Some(tolerations) = rc.pointer("/scheduling/tolerations").and_then(Value::as_array) {
+        let mut merged: Vec<Value> = pod
+            .pointer("/spec/tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for t in tolerations {
+            if !merged.contains(t) {
+                merged.push(t.clone());
+            }
+        }
+        pod["spec"]["tolerations"] = json!(merged);
+    }
+    if let Some(overhead) = rc.pointer("/overhead/podFixed") {
+        pod["spec"]["overhead"] = overhead.clone();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with_class() -> Store {
+        let store = Store::default();
+        store
+            .create(
+                resources::named("node.k8s.io", "runtimeclasses"),
+                "",
+                json!({"metadata": {"name": "windows-2019"}, "handler": "runhcs-wcow-process",
+                       "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+                                      "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}}),
+            )
+            .expect("runtimeclass");
+        store
+    }
+
+    #[test]
+    fn runtime_class_scheduling_is_merged() {
+        let store = store_with_class();
+        let mut pod =
+            json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "windows-2019", "containers": []}});
+        admit_pod(&store, &mut pod).expect("admitted");
+        assert_eq!(
+            pod["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"],
+            "10.0.17763"
+        );
+        assert_eq!(pod["spec"]["tolerations"][0]["value"], "windows");
+    }
+
+    #[test]
+    fn conflicts_and_missing_classes_are_forbidden() {
+        let store = store_with_class();
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "windows-2019",
+            "nodeSelector": {"kubernetes.io/os": "linux"}}});
+        let err = admit_pod(&store, &mut pod).expect_err("conflict");
+        assert_eq!(err.code(), 403);
+        assert!(
+            err.to_string()
+                .contains("conflict: runtimeClass.scheduling.nodeSelector[kubernetes.io/os]"),
+            "{err}"
+        );
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "nope"}});
+        assert!(
+            admit_pod(&store, &mut pod)
+                .expect_err("missing")
+                .to_string()
+                .contains("RuntimeClass \"nope\" not found")
+        );
+    }
+}

@@ -1,0 +1,7 @@
+//! The shared vocabulary every part of the bundled cluster may use: stable hashing, JSON
+//! getters and Kubernetes quantities.
+
+pub mod hash;
+pub mod json;
+pub mod names;
+pub mod quantity;
