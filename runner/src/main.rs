@@ -51,9 +51,46 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code.into(),
         Err(e) => {
             eprintln!("mixcheck: {e:#}");
-            exit::classify(&e).into()
+            exit_code_of(&e).into()
         }
     }
+}
+
+/// The exit code for an error that ended a command: the harness's errors say theirs; the
+/// libraries' errors are mapped here.
+fn exit_code_of(e: &anyhow::Error) -> exit::Code {
+    use mixcheck_reports::results_json::Error as ResultsError;
+    if let Some(err) = e.downcast_ref::<sim::UsageError>() {
+        return err.exit_code();
+    }
+    if let Some(err) = e.downcast_ref::<plan::PlanError>() {
+        return err.exit_code();
+    }
+    if let Some(err) = e.downcast_ref::<suite::SuiteError>() {
+        return err.exit_code();
+    }
+    if let Some(err) = e.downcast_ref::<target::TargetError>() {
+        return err.exit_code();
+    }
+    if e.downcast_ref::<simcluster::config::topology::TopologyError>()
+        .is_some()
+        || matches!(
+            e.downcast_ref::<ResultsError>(),
+            Some(
+                ResultsError::Read { .. }
+                    | ResultsError::Syntax { .. }
+                    | ResultsError::Content { .. }
+                    | ResultsError::UnsupportedSchema { .. }
+            )
+        )
+        || matches!(
+            e.downcast_ref::<simcluster::ClusterError>(),
+            Some(simcluster::ClusterError::Listen { .. })
+        )
+    {
+        return exit::Code::Usage;
+    }
+    exit::Code::Failed
 }
 
 /// Raises the soft limit on open files to the hard limit: a bundled cluster listens on every

@@ -20,8 +20,20 @@ pub enum PlanError {
     Suite(#[from] crate::suite::SuiteError),
     #[error(transparent)]
     Topology(#[from] simcluster::config::topology::TopologyError),
+    #[error(transparent)]
+    Rules(#[from] crate::rules::RulesError),
     #[error("no check matches the selection ({0})")]
     NothingSelected(String),
+}
+
+impl PlanError {
+    /// Bad input: exit code 2 (a broken embedded catalogue: 1).
+    pub fn exit_code(&self) -> crate::exit::Code {
+        match self {
+            PlanError::Rules(_) => crate::exit::Code::Failed,
+            _ => crate::exit::Code::Usage,
+        }
+    }
 }
 
 /// What a run checks.

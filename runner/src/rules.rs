@@ -26,6 +26,15 @@ struct File {
     rules: Vec<Rule>,
 }
 
+/// The embedded catalogue does not parse (a build of mixcheck that is broken, not bad input).
+#[derive(Debug, thiserror::Error)]
+#[error("suites/rules.yaml (embedded):{line}:{column}: {message}")]
+pub struct RulesError {
+    line: u64,
+    column: u64,
+    message: String,
+}
+
 /// The rules by id.
 #[derive(Debug, Clone)]
 pub struct Catalogue {
@@ -34,11 +43,10 @@ pub struct Catalogue {
 
 impl Catalogue {
     /// The catalogue built into the binary.
-    pub fn embedded() -> Result<Self, crate::suite::SuiteError> {
+    pub fn embedded() -> Result<Self, RulesError> {
         let file: File = serde_saphyr::from_str(EMBEDDED).map_err(|e| {
             let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-            crate::suite::SuiteError::Parse {
-                path: "suites/rules.yaml (embedded)".into(),
+            RulesError {
                 line,
                 column,
                 message: e.to_string().lines().next().unwrap_or_default().to_string(),

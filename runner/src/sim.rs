@@ -72,6 +72,13 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+impl UsageError {
+    /// Bad input: exit code 2.
+    pub fn exit_code(&self) -> crate::exit::Code {
+        crate::exit::Code::Usage
+    }
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
     let mut topology = match (&args.topology, &args.profile) {
         (Some(path), _) => simcluster::Topology::load(path)?,

@@ -53,6 +53,13 @@ pub enum SuiteError {
     Invalid { path: String, message: String },
 }
 
+impl SuiteError {
+    /// Bad input: exit code 2.
+    pub fn exit_code(&self) -> crate::exit::Code {
+        crate::exit::Code::Usage
+    }
+}
+
 /// One suite document.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -17,8 +17,8 @@ use simcluster::network::apps::SimNet;
 use simcluster::network::dns::{self, Records};
 use simcluster::network::fabric::{Flow, NetFacts, Proto, Src};
 use simcluster::network::snapshot as netstate;
+use simcluster::network::wire::Wire;
 use simcluster::node::exec::CommandContext;
-use simcluster::node::exec::nettools::Wire;
 use simcluster::store::resources as registry;
 use simcluster::store::{Part, Store};
 
@@ -253,14 +253,16 @@ fn main() -> Result<(), String> {
 
     // A pod's lookup through the fabric (UDP to kube-dns, then the resolver).
     let simnet = Arc::new(SimNet::new(store.clone(), profiles.clone(), net));
-    let client = simnet.client_for(&windows_ctx).ok_or("no client")?;
+    let client = simnet
+        .client_for(&windows_ctx.pod, &windows_ctx.container, windows_ctx.dns(), true)
+        .ok_or("no client")?;
     let full = lookups / 10;
     let t = Instant::now();
     let mut answered = 0usize;
     for i in 0..full {
         if matches!(
             client.resolve(&format!("s{}", i % services), None),
-            simcluster::node::exec::nettools::Lookup::Found { .. }
+            simcluster::network::wire::Lookup::Found { .. }
         ) {
             answered += 1;
         }

@@ -152,7 +152,7 @@ impl Cluster {
             Some(r) => r,
             None => Arc::new(
                 SimRuntime::new(store.clone(), profiles.clone())
-                    .with_network(Arc::new(crate::network::SimNetwork::new(simnet.clone())))
+                    .with_network(Arc::new(crate::node::exec::network::SimNetwork::new(simnet.clone())))
                     .with_volumes(volumes.clone()),
             ),
         };

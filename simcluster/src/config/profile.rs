@@ -399,6 +399,32 @@ pub fn profiles(topology: &Topology, ips: &[Ipv4Addr]) -> Vec<NodeProfile> {
         .collect()
 }
 
+/// Where a pod's container runs: its node's profile, its OS and whether it runs as a Windows
+/// HostProcess container there.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement<'a> {
+    /// The profile of the pod's node (None while the pod is not bound to a known node).
+    pub node: Option<&'a NodeProfile>,
+    /// The node's OS (`spec.os.name` when there is no node).
+    pub os: Os,
+    pub host_process: bool,
+}
+
+/// The placement of `pod` among the cluster's node `profiles` (`_container` names the
+/// container; HostProcess is a pod-wide choice today).
+pub fn placement<'a>(profiles: &'a [NodeProfile], pod: &Value, _container: &str) -> Placement<'a> {
+    let node_name = crate::vocab::json::str(pod, "/spec/nodeName");
+    let node = profiles.iter().find(|p| p.name == node_name);
+    let os = match node {
+        Some(n) => n.os,
+        None if crate::vocab::json::str(pod, "/spec/os/name") == "windows" => Os::Windows,
+        None => Os::Linux,
+    };
+    let host_process =
+        node.is_some_and(NodeProfile::supports_host_process) && crate::vocab::pod::wants_host_process(pod);
+    Placement { node, os, host_process }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

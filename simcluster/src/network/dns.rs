@@ -8,10 +8,143 @@ use std::net::Ipv4Addr;
 
 use serde_json::Value;
 
-use crate::node::exec::DnsConfig;
+use crate::config::profile::NodeProfile;
 use crate::store::Store;
 use crate::store::resources;
 use crate::vocab::json;
+
+/// A container's DNS configuration, as its resolver sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DnsConfig {
+    pub nameservers: Vec<String>,
+    /// The search list; a Windows pod has one suffix, its namespace's (DNS-SINGLE-SUFFIX).
+    pub searches: Vec<String>,
+    /// Resolver options (`ndots` → `5`).
+    pub options: Vec<(String, Option<String>)>,
+}
+
+/// What a container's resolver configuration depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct Asker<'a> {
+    /// The pod's spec.
+    pub spec: &'a Value,
+    pub namespace: &'a str,
+    /// The profile of the pod's node (None while the pod is not bound to a known node).
+    pub node: Option<&'a NodeProfile>,
+    pub windows: bool,
+    /// Whether the container runs as a Windows HostProcess container on its node.
+    pub host_process: bool,
+}
+
+impl Asker<'_> {
+    /// Whether the container shares its node's network namespace: `hostNetwork` on Linux, a
+    /// HostProcess container on Windows (plain Windows pods ignore `hostNetwork`).
+    fn host_network(&self) -> bool {
+        if self.windows {
+            self.host_process
+        } else {
+            json::bool(self.spec, "/hostNetwork") == Some(true)
+        }
+    }
+}
+
+/// A container's resolver configuration from its DNS policy, `dnsConfig` and the node's
+/// kubelet configuration (`clusterDNS`, `clusterDomain`).
+pub fn container_dns(asker: &Asker) -> DnsConfig {
+    let spec = asker.spec;
+    let cluster = match json::str(spec, "/dnsPolicy") {
+        "None" => None,
+        "Default" => Some(false),
+        "ClusterFirstWithHostNet" => Some(!asker.host_process),
+        _ => Some(!asker.host_network()),
+    };
+    let mut dns = match cluster {
+        None => DnsConfig::default(),
+        Some(true) => cluster_dns(asker),
+        Some(false) => node_dns(asker),
+    };
+    for ns in json::array(spec, "/dnsConfig/nameservers")
+        .iter()
+        .filter_map(Value::as_str)
+    {
+        push_unique(&mut dns.nameservers, ns);
+    }
+    for search in json::array(spec, "/dnsConfig/searches")
+        .iter()
+        .filter_map(Value::as_str)
+    {
+        push_unique(&mut dns.searches, search);
+    }
+    for opt in json::array(spec, "/dnsConfig/options") {
+        let name = json::str(opt, "/name").to_string();
+        let value = opt.get("value").and_then(Value::as_str).map(str::to_string);
+        match dns.options.iter_mut().find(|(n, _)| *n == name) {
+            Some(existing) => existing.1 = value,
+            None if !name.is_empty() => dns.options.push((name, value)),
+            None => {}
+        }
+    }
+    if !asker.windows {
+        // The kubelet keeps at most three nameservers and 32 search domains.
+        dns.nameservers.truncate(3);
+        dns.searches.truncate(32);
+    }
+    dns
+}
+
+/// The cluster resolver of a pod: the kubelet's `clusterDNS` and the search list of its
+/// namespace under `clusterDomain` (one suffix on Windows, DNS-SINGLE-SUFFIX).
+pub fn cluster_dns(asker: &Asker) -> DnsConfig {
+    let configz = asker.node.map(NodeProfile::configz).unwrap_or(Value::Null);
+    let mut nameservers: Vec<String> = json::array(&configz, "/kubeletconfig/clusterDNS")
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    if nameservers.is_empty() {
+        nameservers.push("10.96.0.10".into());
+    }
+    let domain = match json::str(&configz, "/kubeletconfig/clusterDomain") {
+        "" => "cluster.local",
+        d => d,
+    };
+    let ns = asker.namespace;
+    let searches = if asker.windows {
+        vec![format!("{ns}.svc.{domain}")]
+    } else {
+        vec![
+            format!("{ns}.svc.{domain}"),
+            format!("svc.{domain}"),
+            domain.to_string(),
+        ]
+    };
+    DnsConfig {
+        nameservers,
+        searches,
+        options: vec![("ndots".into(), Some("5".into()))],
+    }
+}
+
+/// The node's own resolver: the first address of the node's /24 network, no search list.
+fn node_dns(asker: &Asker) -> DnsConfig {
+    let nameservers = asker
+        .node
+        .map(|n| {
+            let [a, b, c, _] = n.ip.octets();
+            vec![format!("{a}.{b}.{c}.1")]
+        })
+        .unwrap_or_default();
+    DnsConfig {
+        nameservers,
+        ..DnsConfig::default()
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|x| x == item) {
+        list.push(item.to_string());
+    }
+}
 
 /// The cluster domain.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";

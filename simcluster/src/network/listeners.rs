@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use crate::config::profile::NodeProfile;
 use crate::network::apps::SimNet;
 use crate::network::fabric::{Failure, Proto};
-use crate::node::exec::nettools::Wire as _;
+use crate::network::wire::Wire as _;
 use crate::store::Store;
 use crate::store::resources;
 use crate::vocab::json;

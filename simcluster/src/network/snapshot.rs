@@ -184,7 +184,7 @@ fn port_flag(tokens: &[&str], name: &str, default: i64) -> Option<u16> {
 /// images on port 80, and otherwise the declared container ports.
 fn container_serves(c: &Value, container: usize) -> Vec<Serve> {
     let image = json::str(c, "/image").to_ascii_lowercase();
-    let (_, name) = crate::node::images::repository(&image);
+    let (_, name) = crate::vocab::image::repository(&image);
     let name = name.as_str();
     let tokens: Vec<&str> = arr(c, "/command")
         .iter()

@@ -2,6 +2,8 @@
 //! getters and Kubernetes quantities.
 
 pub mod hash;
+pub mod image;
 pub mod json;
 pub mod names;
+pub mod pod;
 pub mod quantity;

@@ -9,13 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::config::profile::NodeProfile;
-use crate::network::dns::{self, Records, Resolution};
+use crate::network::dns::{self, DnsConfig, Records, Resolution};
 use crate::network::fabric::{App, Endpoint, Fabric, Failure, Flow, KUBELET_PORT, NetFacts, Proto, Reached, Src};
 use crate::network::snapshot;
-use crate::node::exec::nettools::{HttpReply, Lookup, Wire};
-use crate::node::exec::{CommandContext, DnsConfig};
-use crate::store::Store;
+use crate::network::wire::{HttpReply, Lookup, Wire};
 use crate::store::resources;
+use crate::store::{Obj, Store};
 
 /// The cluster's network: the store, the nodes and the topology's network settings.
 #[derive(Debug)]
@@ -99,26 +98,25 @@ impl SimNet {
     }
 
     /// The client a container is, or None when the pod has no network (not running).
-    pub fn client_for(self: &Arc<Self>, ctx: &CommandContext) -> Option<Client> {
+    pub fn client_for(self: &Arc<Self>, pod: &Obj, container: &str, dns: DnsConfig, windows: bool) -> Option<Client> {
         let Snapshot { fabric, records } = self.snapshot();
-        let pod = fabric.pod_index(ctx.pod.namespace(), ctx.pod.name())?;
-        let container = ctx
-            .pod
+        let index = fabric.pod_index(pod.namespace(), pod.name())?;
+        let container = pod
             .value()
             .pointer("/spec/containers")
             .and_then(|c| c.as_array())
             .and_then(|cs| {
                 cs.iter()
-                    .position(|c| c.get("name").and_then(|n| n.as_str()) == Some(ctx.container.as_str()))
+                    .position(|c| c.get("name").and_then(|n| n.as_str()) == Some(container))
             })
             .unwrap_or(0);
-        let src = fabric.source_of(pod, container);
+        let src = fabric.source_of(index, container);
         Some(Client {
             net: self.clone(),
             fabric,
             src,
-            dns: ctx.dns(),
-            windows: ctx.is_windows(),
+            dns,
+            windows,
             depth: 0,
             records,
         })
@@ -147,8 +145,15 @@ impl SimNet {
             .and_then(|n| n.as_str())
             .unwrap_or("")
             .to_string();
-        let ctx = CommandContext::new(self.store.clone(), &self.profiles, obj, &first);
-        Some((ctx.dns(), ctx.is_windows()))
+        let on = crate::config::profile::placement(&self.profiles, obj.value(), &first);
+        let asker = dns::Asker {
+            spec: obj.value().get("spec").unwrap_or(&serde_json::Value::Null),
+            namespace: obj.namespace(),
+            node: on.node,
+            windows: on.os == crate::config::topology::Os::Windows,
+            host_process: on.host_process,
+        };
+        Some((dns::container_dns(&asker), asker.windows))
     }
 }
 

@@ -144,8 +144,10 @@ fn lab(faults: &[(&str, Fault)]) -> Lab {
 
 fn client(lab: &Lab, pod: &str) -> Client {
     let obj = lab.store.get(resources::core("pods"), "team", pod).expect("pod");
-    let ctx = CommandContext::new(lab.store.clone(), &lab.profiles, obj, "c");
-    lab.net.client_for(&ctx).expect("a client with a network")
+    let (dns, windows) = lab.net.pod_dns("team", pod).expect("the pod's DNS");
+    lab.net
+        .client_for(&obj, "c", dns, windows)
+        .expect("a client with a network")
 }
 
 /// What a lookup found: the FQDN, or "NXDOMAIN" / "TIMEOUT".

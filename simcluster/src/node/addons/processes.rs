@@ -45,7 +45,7 @@ fn program(arg: &str) -> String {
 }
 
 fn addon_of(image: &str) -> Option<Addon> {
-    let (repo, name) = crate::node::images::repository(image);
+    let (repo, name) = crate::vocab::image::repository(image);
     let windows_tools = repo.starts_with("sigwindowstools/") || repo.starts_with("docker.io/sigwindowstools/");
     Some(match name.as_str() {
         "coredns" => Addon::CoreDns,

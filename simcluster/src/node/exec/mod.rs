@@ -26,6 +26,7 @@
 //! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
 pub mod nettools;
+pub mod network;
 pub mod volumes;
 
 use std::collections::{BTreeMap, HashMap};
@@ -46,10 +47,12 @@ use self::volumes::{
 };
 use crate::config::profile::NodeProfile;
 use crate::config::topology::Os;
+use crate::network::dns::{self, DnsConfig};
 use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, ExitStatus};
 use crate::store::resources;
 use crate::store::{Obj, Store};
 use crate::vocab::json;
+use crate::vocab::pod::find_container;
 use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
@@ -155,28 +158,12 @@ pub struct CommandContext {
     pub volumes: Arc<VolumeStore>,
 }
 
-/// A container's DNS configuration, as its resolver sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DnsConfig {
-    pub nameservers: Vec<String>,
-    /// The search list; a Windows pod has one suffix, its namespace's (DNS-SINGLE-SUFFIX).
-    pub searches: Vec<String>,
-    /// Resolver options (`ndots` → `5`).
-    pub options: Vec<(String, Option<String>)>,
-}
-
 impl CommandContext {
     /// The context of `container` in `pod`, with the node looked up in `profiles`.
     pub fn new(store: Arc<Store>, profiles: &[NodeProfile], pod: Obj, container: &str) -> Self {
         let value = pod.value();
-        let node_name = json::str(value, "/spec/nodeName");
-        let node = profiles.iter().find(|p| p.name == node_name).cloned();
-        let os = match &node {
-            Some(n) => n.os,
-            None if json::str(value, "/spec/os/name") == "windows" => Os::Windows,
-            None => Os::Linux,
-        };
-        let host_process = node.as_ref().is_some_and(NodeProfile::supports_host_process) && wants_host_process(value);
+        let on = crate::config::profile::placement(profiles, value, container);
+        let (node, os, host_process) = (on.node.cloned(), on.os, on.host_process);
         let image = find_container(value, container)
             .map(|c| json::str(c, "/image").to_string())
             .unwrap_or_default();
@@ -265,94 +252,18 @@ impl CommandContext {
         format!("C:\\C\\{}\\", self.container_id())
     }
 
-    /// The container's resolver configuration from its DNS policy, `dnsConfig` and the node's
-    /// kubelet configuration (`clusterDNS`, `clusterDomain`).
+    /// The container's resolver configuration (see [`dns::container_dns`]).
     pub fn dns(&self) -> DnsConfig {
-        let spec = self.spec();
-        let cluster = match json::str(spec, "/dnsPolicy") {
-            "None" => None,
-            "Default" => Some(false),
-            "ClusterFirstWithHostNet" => Some(!self.host_process),
-            _ => Some(!self.host_network()),
-        };
-        let mut dns = match cluster {
-            None => DnsConfig::default(),
-            Some(true) => self.cluster_dns(),
-            Some(false) => self.node_dns(),
-        };
-        for ns in json::array(spec, "/dnsConfig/nameservers")
-            .iter()
-            .filter_map(Value::as_str)
-        {
-            push_unique(&mut dns.nameservers, ns);
-        }
-        for search in json::array(spec, "/dnsConfig/searches")
-            .iter()
-            .filter_map(Value::as_str)
-        {
-            push_unique(&mut dns.searches, search);
-        }
-        for opt in json::array(spec, "/dnsConfig/options") {
-            let name = json::str(opt, "/name").to_string();
-            let value = opt.get("value").and_then(Value::as_str).map(str::to_string);
-            match dns.options.iter_mut().find(|(n, _)| *n == name) {
-                Some(existing) => existing.1 = value,
-                None if !name.is_empty() => dns.options.push((name, value)),
-                None => {}
-            }
-        }
-        if !self.is_windows() {
-            // The kubelet keeps at most three nameservers and 32 search domains.
-            dns.nameservers.truncate(3);
-            dns.searches.truncate(32);
-        }
-        dns
+        dns::container_dns(&self.dns_asker())
     }
 
-    fn cluster_dns(&self) -> DnsConfig {
-        let configz = self.node.as_ref().map(NodeProfile::configz).unwrap_or(Value::Null);
-        let mut nameservers: Vec<String> = json::array(&configz, "/kubeletconfig/clusterDNS")
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
-        if nameservers.is_empty() {
-            nameservers.push("10.96.0.10".into());
-        }
-        let domain = match json::str(&configz, "/kubeletconfig/clusterDomain") {
-            "" => "cluster.local",
-            d => d,
-        };
-        let ns = self.namespace();
-        let searches = if self.is_windows() {
-            vec![format!("{ns}.svc.{domain}")]
-        } else {
-            vec![
-                format!("{ns}.svc.{domain}"),
-                format!("svc.{domain}"),
-                domain.to_string(),
-            ]
-        };
-        DnsConfig {
-            nameservers,
-            searches,
-            options: vec![("ndots".into(), Some("5".into()))],
-        }
-    }
-
-    /// The node's own resolver: the first address of the node's /24 network, no search list.
-    fn node_dns(&self) -> DnsConfig {
-        let nameservers = self
-            .node
-            .as_ref()
-            .map(|n| {
-                let [a, b, c, _] = n.ip.octets();
-                vec![format!("{a}.{b}.{c}.1")]
-            })
-            .unwrap_or_default();
-        DnsConfig {
-            nameservers,
-            ..DnsConfig::default()
+    fn dns_asker(&self) -> dns::Asker<'_> {
+        dns::Asker {
+            spec: self.spec(),
+            namespace: self.namespace(),
+            node: self.node.as_ref(),
+            windows: self.is_windows(),
+            host_process: self.host_process,
         }
     }
 
@@ -658,32 +569,6 @@ pub fn node_volume_files(store: &Store, node: &NodeProfile) -> BTreeMap<String, 
 // ---------------------------------------------------------------------------------------------
 // JSON and small helpers
 // ---------------------------------------------------------------------------------------------
-
-fn push_unique(list: &mut Vec<String>, item: &str) {
-    if !list.iter().any(|x| x == item) {
-        list.push(item.to_string());
-    }
-}
-
-fn find_container<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
-    ["/spec/containers", "/spec/initContainers", "/spec/ephemeralContainers"]
-        .iter()
-        .flat_map(|p| json::array(pod, p))
-        .find(|c| json::str(c, "/name") == name)
-}
-
-/// A pod asks for HostProcess at pod level or in every one of its containers.
-fn wants_host_process(pod: &Value) -> bool {
-    if json::bool(pod, "/spec/securityContext/windowsOptions/hostProcess") == Some(true) {
-        return true;
-    }
-    let mut containers = ["/spec/containers", "/spec/initContainers"]
-        .iter()
-        .flat_map(|p| json::array(pod, p))
-        .peekable();
-    containers.peek().is_some()
-        && containers.all(|c| json::bool(c, "/securityContext/windowsOptions/hostProcess") == Some(true))
-}
 
 /// A 64-hex-digit id, stable for its parts (FNV-1a, four salts).
 fn hex_id(parts: &[&str]) -> String {
@@ -1063,7 +948,7 @@ impl ImageKind {
 
 fn image_kind(image: &str) -> ImageKind {
     let lower = image.to_ascii_lowercase();
-    let (repo, name) = crate::node::images::repository(image);
+    let (repo, name) = crate::vocab::image::repository(image);
     match name.as_str() {
         "agnhost" => ImageKind::Agnhost,
         "busybox" => ImageKind::Busybox,
@@ -1885,7 +1770,11 @@ fn linux_hosts(ctx: &CommandContext) -> String {
         if subdomain.is_empty() {
             let _ = writeln!(hosts, "{ip}\t{hostname}");
         } else {
-            let domain = ctx.cluster_dns().searches.last().cloned().unwrap_or_default();
+            let domain = dns::cluster_dns(&ctx.dns_asker())
+                .searches
+                .last()
+                .cloned()
+                .unwrap_or_default();
             let _ = writeln!(
                 hosts,
                 "{ip}\t{hostname}.{subdomain}.{}.svc.{domain}\t{hostname}",

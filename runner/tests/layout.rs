@@ -1,0 +1,143 @@
+//! The workspace's module layout: in each crate, the top-level modules depend on each other one
+//! way only (no cycles), and simcluster's follow its documented layers
+//! (`api → store ← control ← node → network`, all over `config` and `vocab`). Dependencies are
+//! read from the `crate::` paths in each module's non-test code.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// The top-level modules of a crate's `src` (files and folders, without the crate root) and,
+/// for each, the other top-level modules its non-test code names with `crate::`.
+fn module_graph(src: &Path) -> Graph {
+    let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for entry in std::fs::read_dir(src).expect("read src") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
+        if path.is_dir() {
+            modules.entry(name).or_default().extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") && name != "lib" && name != "main" {
+            modules.entry(name).or_default().push(path);
+        }
+    }
+    let names: BTreeSet<String> = modules.keys().cloned().collect();
+    let path_re = regex::Regex::new(r"crate::([a-z_]+)").expect("regex");
+    modules
+        .iter()
+        .map(|(name, files)| {
+            let mut deps = BTreeSet::new();
+            for file in files {
+                if file.file_name().is_some_and(|f| f == "tests.rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(file).expect("read module");
+                // Test code (a trailing `#[cfg(test)]` module) may use anything.
+                let code = text.split("\n#[cfg(test)]").next().unwrap_or_default();
+                for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                    for c in path_re.captures_iter(line) {
+                        if names.contains(&c[1]) && c[1] != **name {
+                            deps.insert(c[1].to_string());
+                        }
+                    }
+                }
+            }
+            (name.clone(), deps)
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A cycle in the graph, if there is one (as the modules along it).
+fn cycle(graph: &Graph) -> Option<Vec<String>> {
+    fn visit(node: &str, graph: &Graph, path: &mut Vec<String>, done: &mut BTreeSet<String>) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_string());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let graph: Graph = [("a", "b"), ("b", "c"), ("c", "a")]
+        .into_iter()
+        .map(|(x, y)| (x.to_string(), BTreeSet::from([y.to_string()])))
+        .collect();
+    assert_eq!(
+        cycle(&graph),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+}
+
+#[rstest::rstest]
+#[case::runner("src")]
+#[case::simcluster("../simcluster/src")]
+#[case::reports("../reports/src")]
+fn no_module_cycles(#[case] src: &str) {
+    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join(src));
+    assert!(graph.len() > 3, "{src}: too few modules found: {graph:?}");
+    assert_eq!(cycle(&graph), None, "{src}: {graph:#?}");
+}
+
+/// simcluster's layers, each with what it may use.
+#[test]
+fn simcluster_modules_follow_their_layers() {
+    let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
+        ("vocab", &[][..]),
+        ("config", &["vocab"][..]),
+        ("store", &["config", "vocab"][..]),
+        ("control", &["store", "config", "vocab"][..]),
+        ("network", &["store", "config", "vocab"][..]),
+        ("node", &["control", "network", "store", "config", "vocab"][..]),
+        ("api", &["node", "store", "config", "vocab"][..]),
+        (
+            "cluster",
+            &["api", "node", "network", "control", "store", "config", "vocab"][..],
+        ),
+    ]);
+    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/src"));
+    let found: BTreeSet<&str> = graph.keys().map(String::as_str).collect();
+    let documented: BTreeSet<&str> = allowed.keys().copied().collect();
+    assert_eq!(found, documented, "top-level modules");
+    for (module, deps) in &graph {
+        let may = allowed[module.as_str()];
+        for dep in deps {
+            assert!(
+                may.contains(&dep.as_str()),
+                "{module} uses {dep}, outside its layers {may:?}"
+            );
+        }
+    }
+}
