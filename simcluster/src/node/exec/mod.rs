@@ -25,6 +25,7 @@
 //! Limits: only redirections write (no `cp`, `mkdir`, `touch`), `$( … )` is not substituted,
 //! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
+pub mod echo;
 pub mod nettools;
 pub mod network;
 pub mod volumes;
@@ -1957,6 +1958,7 @@ static LINUX: &[Command] = &[
     command(&["printenv"], Needs::Userland, printenv),
     command(&["env"], Needs::Userland, env),
     command(&["echo"], Needs::Userland, echo),
+    command(&["printf"], Needs::Userland, printf),
     command(&["true", "sleep"], Needs::Userland, succeed),
     command(&["false"], Needs::Userland, fail_quietly),
     command(&["test", "["], Needs::Userland, test),
@@ -1990,6 +1992,7 @@ static WINDOWS: &[Command] = &[
     command(&["printenv"], Needs::Applets, printenv),
     command(&["env"], Needs::Applets, env),
     command(&["echo"], Needs::Applets, echo),
+    command(&["printf"], Needs::Applets, printf),
     command(&["true", "sleep"], Needs::Applets, succeed),
     command(&["false"], Needs::Applets, fail_quietly),
     command(&["test", "["], Needs::Applets, test),
@@ -2745,50 +2748,12 @@ fn env(s: &Arc<Session>, call: Call) -> Reply {
     }))
 }
 
-fn unescape(text: &str) -> String {
-    let mut outp = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            outp.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => outp.push('\n'),
-            Some('t') => outp.push('\t'),
-            Some('r') => outp.push('\r'),
-            Some('\\') => outp.push('\\'),
-            Some(other) => {
-                outp.push('\\');
-                outp.push(other);
-            }
-            None => outp.push('\\'),
-        }
-    }
-    outp
+fn echo(_s: &Arc<Session>, call: Call) -> Reply {
+    ExecOutput::ok(echo::sh_echo(call.args())).into()
 }
 
-fn echo(_s: &Arc<Session>, call: Call) -> Reply {
-    let (mut newline, mut escapes) = (true, false);
-    let mut args = call.args();
-    while let Some((flag, tail)) = args.split_first() {
-        match flag.as_str() {
-            "-n" => newline = false,
-            "-e" => escapes = true,
-            "-E" => escapes = false,
-            "-ne" | "-en" => (newline, escapes) = (false, true),
-            _ => break,
-        }
-        args = tail;
-    }
-    let mut text = args.join(" ");
-    if escapes {
-        text = unescape(&text);
-    }
-    if newline {
-        text.push('\n');
-    }
-    ExecOutput::ok(text).into()
+fn printf(_s: &Arc<Session>, call: Call) -> Reply {
+    ExecOutput::ok(echo::printf(call.args())).into()
 }
 
 fn succeed(_s: &Arc<Session>, _call: Call) -> Reply {
@@ -4083,24 +4048,7 @@ fn cmd_redirections(segment: &str) -> (String, CmdRedirs) {
 
 /// `echo`, `echo.`, `echo text`: cmd prints the rest of the line as written.
 fn cmd_echo(text: &str) -> Option<ExecOutput> {
-    let head = text.get(..4)?;
-    if !head.eq_ignore_ascii_case("echo") {
-        return None;
-    }
-    let mut rest = text.get(4..)?.chars();
-    let body = match rest.next() {
-        None => return Some(ExecOutput::ok("ECHO is on.\r\n")),
-        Some(' ' | '\t') => rest.as_str(),
-        Some('.' | ':' | '(' | ',' | ';' | '=' | '/' | '[' | ']' | '+') => {
-            return Some(ExecOutput::ok(format!("{}\r\n", rest.as_str())));
-        }
-        Some(_) => return None,
-    };
-    Some(match body.trim().to_ascii_lowercase().as_str() {
-        "" => ExecOutput::ok("ECHO is on.\r\n"),
-        "on" | "off" => ExecOutput::ok(Vec::new()),
-        _ => ExecOutput::ok(format!("{body}\r\n")),
-    })
+    echo::cmd_echo(text).map(ExecOutput::ok)
 }
 
 /// What one cmd command did.
@@ -5871,5 +5819,72 @@ mod tests {
         assert_eq!(o.exit, ExitStatus::Code(0));
         let o = exec(&f, &pod, &["powershell", "-Command", "exit 9"]).await;
         assert_eq!(o.exit, ExitStatus::Code(9));
+    }
+
+    /// What a container's main process logs for `argv` (the kubelet's process model).
+    fn main_process_lines(f: &Fixture, node: &str, image: &str, argv: &[&str]) -> Vec<String> {
+        let pod = json!({"metadata": {"name": "main", "namespace": NS, "uid": "u1"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": image, "command": argv}]}});
+        let catalogue = crate::node::images::Catalogue::default();
+        match crate::node::kubelet::outcome::plan(f.profile(node), &pod, &catalogue, None) {
+            crate::node::kubelet::outcome::PodFate::Proceed(p) => match &p.containers[0].outcome {
+                crate::node::kubelet::outcome::ContainerOutcome::Runs { process } => match process {
+                    crate::node::kubelet::outcome::Process::Exits { log, .. }
+                    | crate::node::kubelet::outcome::Process::LongRunning { log } => log.clone(),
+                    other => panic!("{argv:?}: {other:?}"),
+                },
+                other => panic!("{argv:?}: {other:?}"),
+            },
+            other => panic!("{argv:?}: {other:?}"),
+        }
+    }
+
+    /// The same command line run as a container's main process and exec'd into a running
+    /// container prints the same lines: one shell layer answers both (echo variants, escapes,
+    /// cmd's `echo` forms, PowerShell's Write-Host and Write-Output).
+    #[rstest]
+    #[case::sh_echo("linux-1", BUSYBOX, &["echo", "a", "b"])]
+    #[case::sh_echo_n("linux-1", BUSYBOX, &["echo", "-n", "a"])]
+    #[case::sh_echo_e("linux-1", BUSYBOX, &["echo", "-e", "a\\tb\\nc"])]
+    #[case::sh_echo_ne("linux-1", BUSYBOX, &["echo", "-ne", "a\\nb"])]
+    #[case::sh_echo_en("linux-1", BUSYBOX, &["echo", "-en", "a\\nb"])]
+    #[case::sh_echo_e_n("linux-1", BUSYBOX, &["echo", "-e", "-n", "x\\ny"])]
+    #[case::sh_echo_upper_e("linux-1", BUSYBOX, &["echo", "-E", "a\\nb"])]
+    #[case::sh_echo_backslash("linux-1", BUSYBOX, &["echo", "-e", "a\\\\nb"])]
+    #[case::sh_echo_cr("linux-1", BUSYBOX, &["echo", "-e", "a\\rb"])]
+    #[case::sh_c_sequence("linux-1", BUSYBOX, &["sh", "-c", "echo hi; echo there"])]
+    #[case::sh_c_echo_e("linux-1", BUSYBOX, &["sh", "-c", "echo -e 'a\\tb'"])]
+    #[case::sh_c_quotes("linux-1", BUSYBOX, &["sh", "-c", "echo 'single quoted' \"double quoted\""])]
+    #[case::printf("linux-1", BUSYBOX, &["printf", "a\\nb\\n"])]
+    #[case::sh_c_printf("linux-1", BUSYBOX, &["sh", "-c", "printf 'x\\ty\\n'"])]
+    #[case::cmd_echo("win2022-1", SERVERCORE, &["cmd", "/c", "echo hello world"])]
+    #[case::cmd_echo_dot("win2022-1", SERVERCORE, &["cmd", "/c", "echo."])]
+    #[case::cmd_echo_bare("win2022-1", SERVERCORE, &["cmd", "/c", "echo"])]
+    #[case::cmd_echo_quotes("win2022-1", SERVERCORE, &["cmd", "/c", "echo \"quoted\" text"])]
+    #[case::cmd_echo_colon("win2022-1", SERVERCORE, &["cmd", "/c", "echo:x"])]
+    #[case::cmd_echo_sequence("win2022-1", SERVERCORE, &["cmd", "/c", "echo a & echo b"])]
+    #[case::cmd_echo_split_args("win2022-1", SERVERCORE, &["cmd", "/c", "echo", "a", "b"])]
+    #[case::ps_write_host("win2022-1", SERVERCORE, &["powershell", "-Command", "Write-Host hi there"])]
+    #[case::ps_write_output("win2022-1", SERVERCORE, &["powershell", "-Command", "Write-Output 'a b'"])]
+    #[case::ps_echo("win2022-1", SERVERCORE, &["powershell", "-Command", "echo hi"])]
+    #[case::ps_sequence("win2022-1", SERVERCORE, &["powershell", "-Command", "Write-Host a; Write-Host b"])]
+    #[tokio::test]
+    async fn main_process_and_exec_print_the_same(#[case] node: &str, #[case] image: &str, #[case] argv: &[&str]) {
+        let f = Fixture::new();
+        let pod = f.app("shell", node, image, json!({}));
+        let o = exec(&f, &pod, argv).await;
+        let printed = text(&o.stdout);
+        let mut exec_lines: Vec<String> = printed
+            .split('\n')
+            .map(|l| l.trim_end_matches('\r').to_string())
+            .collect();
+        if exec_lines.last().is_some_and(String::is_empty) {
+            exec_lines.pop();
+        }
+        assert_eq!(
+            main_process_lines(&f, node, image, argv),
+            exec_lines,
+            "{argv:?}: exec printed {printed:?}"
+        );
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use self::eviction::{ContainerUse, PodUse};
-use self::outcome::{ContainerOutcome, ContainerPlan, PodVerdict, Process};
+use self::outcome::{ContainerOutcome, ContainerPlan, PodFate, Process};
 use crate::config::profile::{NodeProfile, Step};
 use crate::control::events::{self, Kind, Source};
 use crate::control::scheduler::PodNeeds;
@@ -642,9 +642,9 @@ impl PodRun {
         let verdict = outcome::plan(&self.profile, self.v(), &self.k.catalogue, handler.as_deref());
         let event_reason = verdict.event_reason().unwrap_or("FailedCreatePodSandBox").to_string();
         match verdict {
-            PodVerdict::Rejected { reason, message, .. } => self.reject(&reason, &message),
-            PodVerdict::SandboxFails { message, .. } => self.sandbox_fails(&event_reason, &message).await,
-            PodVerdict::Proceed(plan) => {
+            PodFate::Rejected { reason, message, .. } => self.reject(&reason, &message),
+            PodFate::SandboxFails { message, .. } => self.sandbox_fails(&event_reason, &message).await,
+            PodFate::Proceed(plan) => {
                 for line in &plan.kubelet_log {
                     self.k.logs.append("", &self.profile.name, "kubelet", line);
                 }

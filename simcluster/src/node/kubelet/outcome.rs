@@ -15,8 +15,8 @@
 //!   Several containers in one pod start on every build; on Windows Server 2016 they only lack
 //!   a shared localhost, which the network fabric models (POD-MULTI-CONTAINER).
 //! - `emptyDir.medium: Memory` on Windows is a volume set-up failure; it is returned as
-//!   [`PodVerdict::SandboxFails`] whose message starts with `MountVolume.SetUp failed` — its
-//!   event reason is `FailedMount` ([`PodVerdict::event_reason`]).
+//!   [`PodFate::SandboxFails`] whose message starts with `MountVolume.SetUp failed` — its
+//!   event reason is `FailedMount` ([`PodFate::event_reason`]).
 //! - A pause image that the node cannot run gives the documented `… (0xc0370101)` sandbox
 //!   failure on Windows whether the image is a manifest list without a matching entry or a
 //!   mismatched single manifest; on Linux it is the containerd sandbox-image pull error.
@@ -47,6 +47,7 @@ use serde_json::Value;
 use crate::config::faults::Fault;
 use crate::config::profile::{NodeProfile, RuntimeKind};
 use crate::config::topology::{ImagePlatform, Os, WINDOWS_SUBNET_ENV};
+use crate::node::exec::echo;
 use crate::node::images::{Catalogue, ImageInfo, Reference};
 use crate::store::api_error::Cause;
 use crate::vocab::json;
@@ -107,7 +108,7 @@ pub enum Isolation {
 
 /// What the kubelet does with a pod bound to the node.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PodVerdict {
+pub enum PodFate {
     /// Kubelet admission rejects: pod phase Failed with this reason/message; event type Warning,
     /// reason = reason, message = message without the "Pod was rejected: " prefix.
     Rejected {
@@ -122,7 +123,7 @@ pub enum PodVerdict {
     Proceed(PodPlan),
 }
 
-impl PodVerdict {
+impl PodFate {
     /// The event reason of a sandbox failure (`FailedCreatePodSandBox`, or `FailedMount` for
     /// volume set-up), of a rejection (its reason); None for a pod that proceeds.
     pub fn event_reason(&self) -> Option<&str> {
@@ -335,8 +336,8 @@ fn host_process_of(pod: &PodView<'_>, c: &Value) -> bool {
 // ---------------------------------------------------------------------------------------------
 // The decision.
 
-fn rejected(reason: &str, message: &str, rule: &'static str) -> PodVerdict {
-    PodVerdict::Rejected {
+fn rejected(reason: &str, message: &str, rule: &'static str) -> PodFate {
+    PodFate::Rejected {
         reason: reason.to_string(),
         message: format!("Pod was rejected: {message}"),
         rule,
@@ -345,12 +346,7 @@ fn rejected(reason: &str, message: &str, rule: &'static str) -> PodVerdict {
 
 /// What the node's kubelet and runtime do with `pod` (a whole Pod object as JSON).
 /// `runtime_class_handler` is the handler of the pod's RuntimeClass, if it names one.
-pub fn plan(
-    profile: &NodeProfile,
-    pod: &Value,
-    catalogue: &Catalogue,
-    runtime_class_handler: Option<&str>,
-) -> PodVerdict {
+pub fn plan(profile: &NodeProfile, pod: &Value, catalogue: &Catalogue, runtime_class_handler: Option<&str>) -> PodFate {
     let view = PodView::new(pod);
     if let Some(v) = admission(profile, &view) {
         return v;
@@ -418,7 +414,7 @@ pub fn plan(
             containers.push(cp);
         }
     }
-    PodVerdict::Proceed(PodPlan {
+    PodFate::Proceed(PodPlan {
         init_containers,
         containers,
         host_network,
@@ -429,7 +425,7 @@ pub fn plan(
     })
 }
 
-fn admission(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodVerdict> {
+fn admission(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodFate> {
     let node_os = profile.os.as_str();
     // rejectPodAdmissionBasedOnOSSelector: the pod *label*, not its nodeSelector.
     if profile.kubelet >= (1, 23)
@@ -469,8 +465,8 @@ fn admission(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodVerdict> {
     None
 }
 
-fn sandbox_failure(message: String, rule: &'static str) -> Option<PodVerdict> {
-    Some(PodVerdict::SandboxFails { message, rule })
+fn sandbox_failure(message: String, rule: &'static str) -> Option<PodFate> {
+    Some(PodFate::SandboxFails { message, rule })
 }
 
 fn sandbox(
@@ -479,7 +475,7 @@ fn sandbox(
     catalogue: &Catalogue,
     handler: Option<&str>,
     host_process: bool,
-) -> Option<PodVerdict> {
+) -> Option<PodFate> {
     let windows = profile.is_windows();
     // Volumes are set up before the sandbox is created.
     if windows {
@@ -578,7 +574,7 @@ fn sandbox(
 /// (pause) process as that user (E2E/security_context: "Containerd 1.6+ is known to do this").
 /// An account the pause image does not have fails the sandbox with HCS's logon error, and the
 /// pod stays Pending. Docker and older containerd ignore the sandbox user.
-fn sandbox_user(profile: &NodeProfile, view: &PodView<'_>, catalogue: &Catalogue) -> Option<PodVerdict> {
+fn sandbox_user(profile: &NodeProfile, view: &PodView<'_>, catalogue: &Catalogue) -> Option<PodFate> {
     if !profile.is_windows()
         || profile.runtime != RuntimeKind::Containerd
         || profile.runtime_version < (1, 6)
@@ -611,7 +607,7 @@ fn pause_image(
     view: &PodView<'_>,
     catalogue: &Catalogue,
     isolation: Isolation,
-) -> Option<PodVerdict> {
+) -> Option<PodFate> {
     let windows = profile.is_windows();
     let pause = catalogue.lookup(&profile.pause_image);
     let runs = pause.platforms.iter().any(|p| {
@@ -654,7 +650,7 @@ fn pause_image(
 /// `plugin type=… name=… failed (add)`) or dockershim (`networkPlugin cni failed …`) wraps it;
 /// dockershim-era plugins did not yet prefix `loadFlannelSubnetEnv failed` / `failed to
 /// delegate add`.
-fn pod_network(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodVerdict> {
+fn pod_network(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodFate> {
     if !profile.is_windows() {
         return None;
     }
@@ -1480,7 +1476,12 @@ fn run_script(ctx: &ProcCtx, shell: Shell, script: &str, depth: usize) -> Eval {
             Join::Or if last == 0 => continue,
             _ => {}
         }
-        let stmt = stmt.trim();
+        // cmd keeps the blanks before `&` (`echo a & echo b` prints "a ").
+        let stmt = if shell == Shell::Cmd {
+            stmt.trim_start()
+        } else {
+            stmt.trim()
+        };
         let keyword = stmt
             .split(|c: char| c.is_whitespace() || c == '(' || c == '{')
             .next()
@@ -2102,20 +2103,21 @@ fn run_tokens(ctx: &ProcCtx, shell: Shell, tokens: &[String], raw: &str, redirec
     let args = tokens.get(1..).unwrap_or_default();
     let out = |lines: Vec<String>| if redirected { Vec::new() } else { lines };
     let windows = ctx.os == Os::Windows;
+    // cmd's echo forms that are not words of their own (`echo.`, `echo:x`, `echo(`).
+    if shell == Shell::Cmd
+        && !name.eq_ignore_ascii_case("echo")
+        && let Some(text) = echo::cmd_echo(raw.trim_start().split('>').next().unwrap_or_default())
+    {
+        return ran(0, 0, out(echo::lines(&text)));
+    }
     match name.as_str() {
         "echo" | "write-host" | "write-output" | "echo." => {
             let text = match shell {
                 Shell::Cmd => {
-                    // cmd prints the rest of the line as written (quotes included).
-                    let trimmed = raw.trim_start();
-                    let rest = trimmed.get(first.len()..).unwrap_or_default();
-                    let rest = rest.split(['>']).next().unwrap_or(rest);
-                    let rest = rest.strip_prefix([' ', '.']).unwrap_or(rest).trim_end().to_string();
-                    if rest.is_empty() && !first.ends_with('.') {
-                        "ECHO is on.".to_string()
-                    } else {
-                        rest
-                    }
+                    // cmd parses echo from the line as written; a redirection ends it.
+                    let line = raw.trim_start();
+                    let line = line.split('>').next().unwrap_or(line);
+                    echo::cmd_echo(line).unwrap_or_default()
                 }
                 Shell::Ps => {
                     let mut words = Vec::new();
@@ -2133,43 +2135,13 @@ fn run_tokens(ctx: &ProcCtx, shell: Shell, tokens: &[String], raw: &str, redirec
                             words.push(a.as_str());
                         }
                     }
-                    words.join(" ")
+                    words.join(" ") + "\n"
                 }
-                Shell::Sh => {
-                    let mut words: Vec<&str> = args.iter().map(String::as_str).collect();
-                    let mut escapes = false;
-                    while let Some(f) = words.first() {
-                        match *f {
-                            "-n" => {}
-                            "-e" => escapes = true,
-                            "-E" => escapes = false,
-                            _ => break,
-                        }
-                        words.remove(0);
-                    }
-                    let joined = words.join(" ");
-                    if escapes {
-                        joined.replace("\\n", "\n").replace("\\t", "\t")
-                    } else {
-                        joined
-                    }
-                }
+                Shell::Sh => echo::sh_echo(args),
             };
-            ran(0, 0, out(text.split('\n').map(str::to_string).collect()))
+            ran(0, 0, out(echo::lines(&text)))
         }
-        "printf" => {
-            let text = args
-                .first()
-                .cloned()
-                .unwrap_or_default()
-                .replace("\\n", "\n")
-                .replace("\\t", "\t");
-            let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
-            if lines.last().is_some_and(String::is_empty) {
-                lines.pop();
-            }
-            ran(0, 0, out(lines))
-        }
+        "printf" => ran(0, 0, out(echo::lines(&echo::printf(args)))),
         "exit" => {
             let n = args
                 .iter()
@@ -2726,11 +2698,11 @@ mod tests {
 
     /// The verdict kind, its text and rule (of the first failing container for a pod that
     /// proceeds).
-    fn classify(v: &PodVerdict) -> (Kind, String, &'static str) {
+    fn classify(v: &PodFate) -> (Kind, String, &'static str) {
         match v {
-            PodVerdict::Rejected { reason, message, rule } => (Kind::Rejected, format!("{reason}: {message}"), rule),
-            PodVerdict::SandboxFails { message, rule } => (Kind::Sandbox, message.clone(), rule),
-            PodVerdict::Proceed(plan) => {
+            PodFate::Rejected { reason, message, rule } => (Kind::Rejected, format!("{reason}: {message}"), rule),
+            PodFate::SandboxFails { message, rule } => (Kind::Sandbox, message.clone(), rule),
+            PodFate::Proceed(plan) => {
                 for c in plan.init_containers.iter().chain(&plan.containers) {
                     match &c.outcome {
                         ContainerOutcome::PullFails { message, rule } => return (Kind::Pull, message.clone(), rule),
@@ -2746,13 +2718,13 @@ mod tests {
         }
     }
 
-    fn verdict(node: &NodeProfile, pod: &Value, handler: Option<&str>) -> PodVerdict {
+    fn verdict(node: &NodeProfile, pod: &Value, handler: Option<&str>) -> PodFate {
         plan(node, pod, &Catalogue::builtin(), handler)
     }
 
-    fn proceed(v: PodVerdict) -> PodPlan {
+    fn proceed(v: PodFate) -> PodPlan {
         match v {
-            PodVerdict::Proceed(p) => p,
+            PodFate::Proceed(p) => p,
             other => panic!("expected the pod to proceed, got {other:?}"),
         }
     }
@@ -3290,7 +3262,7 @@ mod tests {
         assert_eq!(v.event_reason(), Some("PodOSNotSupported"));
         assert_eq!(v.rule(), Some("SCHED-POD-OS"));
         match v {
-            PodVerdict::Rejected { message, .. } => {
+            PodFate::Rejected { message, .. } => {
                 assert_eq!(
                     message,
                     "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"
@@ -3694,7 +3666,8 @@ mod tests {
     #[rstest]
     #[case::cmd_exit_3(json!({"image": SC2022, "command": ["cmd", "/c", "exit 3"]}), exits(3, 0, &[]))]
     #[case::cmd_exit_split_args(json!({"image": SC2022, "command": ["cmd.exe", "/c", "exit", "3"]}), exits(3, 0, &[]))]
-    #[case::cmd_echo_and_exit_b(json!({"image": SC2022, "command": ["cmd", "/S", "/C", "echo hi & exit /b 2"]}), exits(2, 0, &["hi"]))]
+    // cmd prints the blank before `&` (a well-known cmd quirk; exec'd cmd does the same).
+    #[case::cmd_echo_and_exit_b(json!({"image": SC2022, "command": ["cmd", "/S", "/C", "echo hi & exit /b 2"]}), exits(2, 0, &["hi "]))]
     #[case::cmd_exit_negative(json!({"image": SC2022, "command": ["cmd", "/c", "exit -1"]}), exits(-1, 0, &[]))]
     #[case::cmd_echo_keeps_quotes(json!({"image": SC2022, "command": ["cmd", "/c", "echo \"quoted\""]}), exits(0, 0, &["\"quoted\""]))]
     #[case::cmd_username_nonroot(json!({"image": "registry.k8s.io/e2e-test-images/nonroot:1.4", "command": ["cmd", "/S", "/C", "echo %username%"]}), exits(0, 0, &["ContainerUser"]))]
@@ -3714,7 +3687,7 @@ mod tests {
     #[case::default_servercore(json!({"image": SC2022}), exits(0, 0, &[]))]
     #[case::default_nanoserver(json!({"image": NANO2022}), exits(0, 0, &[]))]
     #[case::default_iis(json!({"image": "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}), forever(&[]))]
-    #[case::e2e_busybox_args_through_cmd(json!({"image": "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "args": ["echo hi & exit 7"]}), exits(7, 0, &["hi"]))]
+    #[case::e2e_busybox_args_through_cmd(json!({"image": "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "args": ["echo hi & exit 7"]}), exits(7, 0, &["hi "]))]
     #[case::e2e_busybox_powershell(json!({"image": "registry.k8s.io/e2e-test-images/busybox:1.36.1-1", "command": ["powershell", "-c", "sleep 600"]}), exits(0, 600_000, &[]))]
     #[case::iis_servicemonitor(json!({"image": "mcr.microsoft.com/windows/servercore/iis", "command": ["C:\\ServiceMonitor.exe", "w3svc"]}), forever(&[]))]
     fn windows_process_model(#[case] container: Value, #[case] expected: Process) {
