@@ -1,0 +1,140 @@
+//! The PowerShell entry points (`powershell`, `pwsh`): arguments, encoded commands, and the
+//! interpreter in [`super::powershell`].
+
+#[allow(unused_imports)]
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// PowerShell (Windows PowerShell and PowerShell Core)
+// ---------------------------------------------------------------------------------------------
+
+/// A PowerShell error record as the console prints it.
+pub(crate) fn ps_error(statement: &str, head: &str, message: &str, category: &str, fqid: &str) -> String {
+    let underline = "~".repeat(statement.chars().count().max(1));
+    format!(
+        "{head} : {message}\r\nAt line:1 char:1\r\n+ {statement}\r\n+ {underline}\r\n    + CategoryInfo          : \
+        {category}\r\n    + FullyQualifiedErrorId : {fqid}\r\n \r\n"
+    )
+}
+
+pub(super) fn ps_not_recognized(statement: &str, name: &str) -> String {
+    ps_error(
+        statement,
+        name,
+        &format!(
+            "The term '{name}' is not recognized as the name of a cmdlet, function, script file, or operable \
+            program. Check the spelling of the name, or if a path was included, verify that the path is correct and \
+            try again."
+        ),
+        &format!("ObjectNotFound: ({name}:String) [], CommandNotFoundException"),
+        "CommandNotFoundException",
+    )
+}
+
+pub(super) fn powershell(s: &Arc<Session>, call: Call) -> Reply {
+    ps_entry(s, call, false)
+}
+
+pub(super) fn pwsh(s: &Arc<Session>, call: Call) -> Reply {
+    ps_entry(s, call, true)
+}
+
+/// `-EncodedCommand`: base64 of UTF-16LE.
+pub(super) fn decode_encoded_command(text: &str) -> String {
+    let bytes = b64_decode(text);
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|p| u16::from_le_bytes([p[0], p[1]]))
+        .collect();
+    String::from_utf16_lossy(&units)
+}
+
+/// `powershell [-NoProfile] [-NonInteractive] [-ExecutionPolicy P] -Command …` (or
+/// `-EncodedCommand`, `-File`, or the command as plain arguments).
+pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
+    const VALUED: &[&str] = &[
+        "-executionpolicy",
+        "-ep",
+        "-inputformat",
+        "-outputformat",
+        "-windowstyle",
+        "-configurationname",
+        "-workingdirectory",
+        "-settingsfile",
+        "-version",
+    ];
+    let args = call.args();
+    let mut script: Option<String> = None;
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let lower = a.to_ascii_lowercase();
+        let rest = args.get(i + 1..).unwrap_or(&[]);
+        if lower == "-c" || lower.starts_with("-com") {
+            script = Some(rest.join(" "));
+            break;
+        }
+        if lower == "-e" || lower == "-ec" || lower.starts_with("-enc") {
+            script = rest.first().map(|t| decode_encoded_command(t));
+            break;
+        }
+        if lower == "-f" || lower == "-file" {
+            let path = rest.first().cloned().unwrap_or_default();
+            match s.disk().get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
+                Some((data, _)) => script = Some(String::from_utf8_lossy(data).into_owned()),
+                None => {
+                    return out(
+                        "",
+                        format!(
+                            "The argument '{path}' to the -File parameter does not exist. Provide the path to an \
+                            existing '.ps1' file as an argument to the -File parameter.\r\n"
+                        ),
+                        // Windows PowerShell exits with 0xFFFD0000.
+                        if core { 64 } else { -196_608 },
+                    )
+                    .into();
+                }
+            }
+            break;
+        }
+        if VALUED.contains(&lower.as_str()) {
+            i += 2;
+            continue;
+        }
+        if !lower.starts_with('-') {
+            script = Some(args.get(i..).unwrap_or(&[]).join(" "));
+            break;
+        }
+        i += 1;
+    }
+    let script = match script.as_deref() {
+        Some("-") => String::from_utf8_lossy(&call.stdin).into_owned(),
+        Some(_) => script.unwrap_or_default(),
+        None if !call.stdin.is_empty() => String::from_utf8_lossy(&call.stdin).into_owned(),
+        None => {
+            let banner = if core {
+                "PowerShell 6.2.7\r\nCopyright (c) Microsoft Corporation. All rights reserved.\r\n\r\n"
+            } else {
+                "Windows PowerShell\r\nCopyright (C) Microsoft Corporation. All rights reserved.\r\n\r\n"
+            };
+            return ExecOutput::ok(format!("{banner}PS {}> ", s.cwd())).into();
+        }
+    };
+    Reply::Later(Box::pin(powershell::run(s.clone(), script, call.env, core)))
+}
+
+pub(super) fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
+    let mut text = format!(
+        "\r\n\r\n    Directory: {dir}\r\n\r\n\r\nMode                 LastWriteTime         Length Name\r\n\
+        ----                 -------------         ------ ----\r\n"
+    );
+    let date = s.stamp.format("%-m/%-d/%Y").to_string();
+    let time = s.stamp.format("%-I:%M %p").to_string();
+    for e in items {
+        let (mode, length) = match &e.file {
+            Some((data, _)) => ("-a----", data.len().to_string()),
+            None => ("d-----", String::new()),
+        };
+        let _ = write!(text, "{mode:<6} {date:>18} {time:>8} {length:>14} {}\r\n", e.name());
+    }
+    text
+}
