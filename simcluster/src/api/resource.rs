@@ -11,7 +11,7 @@ use crate::store::patch::{self, PatchError};
 use crate::store::resources::{self, ResourceType};
 use crate::store::selector::{FieldSelector, LabelSelector};
 use crate::store::{DeleteOptions, Deleted, Obj, Part};
-use crate::{api::openapi, api::table, node::kubelet::outcome, store::admission, store::validation};
+use crate::{api::openapi, api::table, store::admission, store::validation};
 
 /// Parsed `labelSelector` and `fieldSelector`, checked against what the kind supports.
 pub(crate) struct Selectors {
@@ -46,7 +46,7 @@ fn validate(state: &ApiState, rt: &ResourceType, obj: &Value) -> Result<(), ApiE
         _ => (None, ""),
     };
     let Some(spec) = spec else { return Ok(()) };
-    let causes: Vec<Cause> = outcome::windows_api_violations(spec, state.cluster_version)
+    let causes: Vec<Cause> = crate::store::pod_validation::windows_api_violations(spec, state.cluster_version)
         .into_iter()
         .map(|mut c| {
             if let Some(rest) = c.field.strip_prefix("spec") {

@@ -9,6 +9,7 @@ pub mod allocation;
 pub mod api_error;
 pub mod defaults;
 pub mod patch;
+pub mod pod_validation;
 pub mod resources;
 pub mod selector;
 pub mod validation;

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::*;
 use crate::config::topology::Topology;
+use crate::store::pod_validation::windows_api_violations;
 
 const SC2016: &str = "mcr.microsoft.com/windows/servercore:ltsc2016";
 const SC1709: &str = "mcr.microsoft.com/windows/servercore:1709";

@@ -1,0 +1,913 @@
+//! The cmdlet table: the file system, text, objects, processes, output and the network cmdlets.
+
+#[allow(unused_imports)]
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Cmdlets
+// ---------------------------------------------------------------------------------------------
+
+/// A cmdlet's handler.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Run {
+    GetChildItem,
+    GetContent,
+    TestPath,
+    JoinPath,
+    GetAcl,
+    GetLocation,
+    SelectString,
+    WhereObject,
+    ForEachObject,
+    SelectObject,
+    GetCim,
+    WriteOutput,
+    WriteHost,
+    OutNull,
+    OutString,
+    StartSleep,
+    Network,
+}
+
+/// A cmdlet: its names, whether only Windows PowerShell has it, its parameters in positional
+/// order, its switches, its handler.
+pub(super) struct Cmdlet {
+    pub(super) names: &'static [&'static str],
+    pub(super) desktop_only: bool,
+    pub(super) params: &'static [&'static str],
+    pub(super) switches: &'static [&'static str],
+    pub(super) run: Run,
+}
+
+pub(super) const COMMON: &[&str] = &["erroraction", "ea", "warningaction", "outvariable", "errorvariable"];
+
+pub(super) static CMDLETS: &[Cmdlet] = &[
+    Cmdlet {
+        names: &["get-childitem", "gci", "dir", "ls"],
+        desktop_only: false,
+        params: &["path", "filter", "literalpath", "include", "exclude", "depth"],
+        switches: &["recurse", "file", "directory", "force", "name", "hidden"],
+        run: Run::GetChildItem,
+    },
+    Cmdlet {
+        names: &["get-content", "gc", "cat", "type"],
+        desktop_only: false,
+        params: &["path", "literalpath", "totalcount", "head", "first", "tail", "encoding"],
+        switches: &["raw"],
+        run: Run::GetContent,
+    },
+    Cmdlet {
+        names: &["test-path"],
+        desktop_only: false,
+        params: &["path", "literalpath", "pathtype"],
+        switches: &["isvalid"],
+        run: Run::TestPath,
+    },
+    Cmdlet {
+        names: &["join-path"],
+        desktop_only: false,
+        params: &["path", "childpath"],
+        switches: &["resolve"],
+        run: Run::JoinPath,
+    },
+    Cmdlet {
+        names: &["get-acl"],
+        desktop_only: false,
+        params: &["path", "literalpath"],
+        switches: &[],
+        run: Run::GetAcl,
+    },
+    Cmdlet {
+        names: &["get-location", "pwd", "gl"],
+        desktop_only: false,
+        params: &[],
+        switches: &[],
+        run: Run::GetLocation,
+    },
+    Cmdlet {
+        names: &["select-string", "sls"],
+        desktop_only: false,
+        params: &["pattern", "path", "literalpath", "encoding"],
+        switches: &[
+            "simplematch",
+            "list",
+            "casesensitive",
+            "quiet",
+            "notmatch",
+            "allmatches",
+        ],
+        run: Run::SelectString,
+    },
+    Cmdlet {
+        names: &["where-object", "where", "?"],
+        desktop_only: false,
+        params: &["filterscript", "value"],
+        switches: &[
+            "eq", "ne", "gt", "ge", "lt", "le", "like", "notlike", "match", "notmatch", "contains", "in",
+        ],
+        run: Run::WhereObject,
+    },
+    Cmdlet {
+        names: &["foreach-object", "foreach", "%"],
+        desktop_only: false,
+        params: &["process", "membername"],
+        switches: &[],
+        run: Run::ForEachObject,
+    },
+    Cmdlet {
+        names: &["select-object", "select"],
+        desktop_only: false,
+        params: &["property", "first", "last", "skip", "expandproperty", "index"],
+        switches: &["unique"],
+        run: Run::SelectObject,
+    },
+    Cmdlet {
+        names: &["get-ciminstance", "gcim", "get-wmiobject", "gwmi"],
+        desktop_only: false,
+        params: &["classname", "filter", "namespace", "class", "query"],
+        switches: &[],
+        run: Run::GetCim,
+    },
+    Cmdlet {
+        names: &["write-output", "echo", "write"],
+        desktop_only: false,
+        params: &["inputobject"],
+        switches: &["noenumerate"],
+        run: Run::WriteOutput,
+    },
+    Cmdlet {
+        names: &["write-host"],
+        desktop_only: false,
+        params: &["object", "foregroundcolor", "backgroundcolor", "separator"],
+        switches: &["nonewline"],
+        run: Run::WriteHost,
+    },
+    Cmdlet {
+        names: &["out-null"],
+        desktop_only: false,
+        params: &[],
+        switches: &[],
+        run: Run::OutNull,
+    },
+    Cmdlet {
+        names: &["out-string"],
+        desktop_only: false,
+        params: &["width"],
+        switches: &["stream"],
+        run: Run::OutString,
+    },
+    Cmdlet {
+        names: &["out-default", "out-host", "write-verbose", "write-debug"],
+        desktop_only: false,
+        params: &[],
+        switches: &[],
+        run: Run::WriteOutput,
+    },
+    Cmdlet {
+        names: &["start-sleep", "sleep"],
+        desktop_only: false,
+        params: &["seconds", "milliseconds"],
+        switches: &[],
+        run: Run::StartSleep,
+    },
+    Cmdlet {
+        names: &["resolve-dnsname", "test-netconnection", "tnc"],
+        desktop_only: true,
+        params: &[
+            "name",
+            "server",
+            "type",
+            "computername",
+            "port",
+            "commontcpport",
+            "informationlevel",
+        ],
+        switches: &["quiet"],
+        run: Run::Network,
+    },
+    // Modelled as Windows PowerShell 5.1's (.NET Framework WebException messages); PowerShell
+    // Core's HttpClient-based cmdlet words its errors differently and is not simulated.
+    Cmdlet {
+        names: &["invoke-restmethod", "irm"],
+        desktop_only: true,
+        params: &[
+            "uri",
+            "timeoutsec",
+            "method",
+            "headers",
+            "body",
+            "contenttype",
+            "outfile",
+        ],
+        switches: &["usebasicparsing"],
+        run: Run::Network,
+    },
+];
+
+/// An argument as given, evaluated.
+pub(super) enum Given {
+    Param(String, Option<V>),
+    Value(V),
+}
+
+/// A cmdlet call's bound arguments.
+pub(super) struct Invocation {
+    pub(super) named: Vec<(String, V)>,
+    pub(super) switches: Vec<String>,
+    pub(super) positional: Vec<V>,
+}
+
+impl Invocation {
+    /// Binds the arguments in order: `-Name value` (a name may be abbreviated to a prefix of
+    /// the parameter's) or `-Name:value`, switches, and the values left as positional ones.
+    pub(super) fn bind(spec: &Cmdlet, given: Vec<Given>) -> Self {
+        let mut inv = Self {
+            named: Vec::new(),
+            switches: Vec::new(),
+            positional: Vec::new(),
+        };
+        let mut it = given.into_iter().peekable();
+        while let Some(g) = it.next() {
+            match g {
+                Given::Value(v) => inv.positional.push(v),
+                Given::Param(name, inline) => {
+                    let switch = spec
+                        .switches
+                        .iter()
+                        .find(|p| **p == name || p.starts_with(name.as_str()));
+                    let param = spec
+                        .params
+                        .iter()
+                        .chain(COMMON)
+                        .find(|p| **p == name || p.starts_with(name.as_str()));
+                    match (switch, param, inline) {
+                        (_, Some(p), Some(v)) => inv.named.push((p.to_string(), v)),
+                        (Some(sw), _, _) => inv.switches.push(sw.to_string()),
+                        (None, Some(p), None) => match it.next_if(|n| matches!(n, Given::Value(_))) {
+                            Some(Given::Value(v)) => inv.named.push((p.to_string(), v)),
+                            _ => inv.named.push((p.to_string(), V::Null)),
+                        },
+                        (None, None, _) => inv.switches.push(name),
+                    }
+                }
+            }
+        }
+        inv
+    }
+
+    pub(super) fn get(&self, name: &str) -> Option<&V> {
+        self.named.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    pub(super) fn switch(&self, name: &str) -> bool {
+        self.switches.iter().any(|s| s == name)
+    }
+
+    /// `-ErrorAction SilentlyContinue` / `Ignore` (or `0`).
+    pub(super) fn silent(&self) -> bool {
+        ["erroraction", "ea"].iter().any(|p| {
+            self.get(p)
+                .map(V::text)
+                .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "silentlycontinue" | "ignore" | "0"))
+        })
+    }
+
+    /// The value of the first of `names` given, else the `n`-th positional value.
+    pub(super) fn value(&self, names: &[&str], n: usize) -> Option<V> {
+        names
+            .iter()
+            .find_map(|p| self.get(p).cloned())
+            .or_else(|| self.positional.get(n).cloned())
+    }
+}
+
+/// `env:NAME` → NAME (case-insensitive drive prefix).
+pub(super) fn env_drive(path: &str) -> Option<&str> {
+    path.get(..4)
+        .filter(|p| p.eq_ignore_ascii_case("env:"))
+        .and_then(|_| path.get(4..))
+}
+
+pub(super) fn texts(v: Option<V>) -> Vec<String> {
+    v.map(|v| v.items().iter().map(V::text).collect()).unwrap_or_default()
+}
+
+/// A file system item as `Get-ChildItem` returns it.
+pub(super) fn item(e: &DiskEntry, parent: Option<String>) -> V {
+    let dir = e.file.is_none();
+    let name = e.name().to_string();
+    let mut props = vec![
+        ("Name", s(name.clone())),
+        ("FullName", s(e.path.clone())),
+        ("PSIsContainer", V::Bool(dir)),
+        ("Mode", s(if dir { "d-----" } else { "-a----" })),
+    ];
+    if !dir {
+        props.push(("Length", V::Int(i64::try_from(e.size()).unwrap_or(i64::MAX))));
+        props.push(("DirectoryName", s(parent.unwrap_or_default())));
+        let ext = name.rfind('.').map(|i| name[i..].to_string()).unwrap_or_default();
+        props.push(("Extension", s(ext)));
+    }
+    obj(Kind::Item { dir }, props)
+}
+
+/// The default ACL of what is created under `C:\` (inherited by the kubelet's directory).
+pub(super) fn default_acl(path: &str) -> V {
+    let rule = |who: &str, rights: &str| {
+        obj(
+            Kind::Rule,
+            vec![
+                ("FileSystemRights", s(rights)),
+                ("AccessControlType", s("Allow")),
+                ("IdentityReference", obj(Kind::Identity, vec![("Value", s(who))])),
+                ("IsInherited", V::Bool(true)),
+                ("InheritanceFlags", s("None")),
+                ("PropagationFlags", s("None")),
+            ],
+        )
+    };
+    let rules = [
+        ("NT AUTHORITY\\SYSTEM", "FullControl"),
+        ("BUILTIN\\Administrators", "FullControl"),
+        ("BUILTIN\\Users", "ReadAndExecute, Synchronize"),
+    ];
+    let access_text = rules
+        .iter()
+        .map(|(who, rights)| format!("{who} Allow  {rights}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    obj(
+        Kind::Acl,
+        vec![
+            ("Path", s(format!("Microsoft.PowerShell.Core\\FileSystem::{path}"))),
+            ("Owner", s("NT AUTHORITY\\SYSTEM")),
+            ("Group", s("NT AUTHORITY\\SYSTEM")),
+            ("Access", V::Arr(rules.iter().map(|(w, r)| rule(w, r)).collect())),
+            ("AccessToString", s(access_text)),
+        ],
+    )
+}
+
+/// The processes `Win32_Process` lists: the node's services for a HostProcess container, the
+/// container's own otherwise.
+pub(super) fn processes(s_: &Session) -> Vec<V> {
+    let proc_ = |pid: i64, ppid: i64, name: &str, exe: &str, cmdline: &str| {
+        obj(
+            Kind::Cim,
+            vec![
+                ("Name", s(name)),
+                ("ProcessId", V::Int(pid)),
+                ("ParentProcessId", V::Int(ppid)),
+                ("ExecutablePath", if exe.is_empty() { V::Null } else { s(exe) }),
+                ("CommandLine", if cmdline.is_empty() { V::Null } else { s(cmdline) }),
+            ],
+        )
+    };
+    let sys32 = "C:\\Windows\\system32";
+    let mut list = vec![
+        proc_(0, 0, "System Idle Process", "", ""),
+        proc_(4, 0, "System", "", ""),
+        proc_(312, 4, "smss.exe", "", ""),
+        proc_(420, 412, "csrss.exe", "", ""),
+        proc_(496, 412, "wininit.exe", "", ""),
+        proc_(628, 496, "services.exe", "", ""),
+        proc_(
+            636,
+            496,
+            "lsass.exe",
+            &format!("{sys32}\\lsass.exe"),
+            &format!("{sys32}\\lsass.exe"),
+        ),
+        proc_(
+            760,
+            628,
+            "svchost.exe",
+            &format!("{sys32}\\svchost.exe"),
+            &format!("{sys32}\\svchost.exe -k DcomLaunch -p"),
+        ),
+    ];
+    let ps = proc_(
+        5120,
+        4800,
+        "powershell.exe",
+        "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
+        "powershell.exe",
+    );
+    let Some(node) = s_.ctx.node.as_ref().filter(|_| s_.ctx.host_process) else {
+        list.push(proc_(
+            1020,
+            628,
+            "CExecSvc.exe",
+            &format!("{sys32}\\CExecSvc.exe"),
+            &format!("{sys32}\\CExecSvc.exe"),
+        ));
+        list.push(ps);
+        return list;
+    };
+    // kubelet and containerd as sig-windows-tools installs them (no --root-dir: the kubelet
+    // keeps its default C:\var\lib\kubelet).
+    let containerd = "C:\\Program Files\\containerd\\containerd.exe";
+    list.push(proc_(
+        2040,
+        628,
+        "containerd.exe",
+        containerd,
+        &format!("\"{containerd}\" --run-service"),
+    ));
+    let kubelet = format!(
+        "C:\\k\\kubelet.exe --cert-dir=C:\\var\\lib\\kubelet\\pki --config=/var/lib/kubelet/config.yaml \
+         --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf \
+         --hostname-override={} --container-runtime-endpoint=npipe:////./pipe/containerd-containerd \
+         --pod-infra-container-image={} --enable-debugging-handlers --cgroups-per-qos=false \
+         --enforce-node-allocatable=\"\" --resolv-conf=\"\" --log-dir=/var/log/kubelet --logtostderr=false",
+        node.name, node.pause_image
+    );
+    list.push(proc_(2212, 628, "kubelet.exe", "C:\\k\\kubelet.exe", &kubelet));
+    list.push(ps);
+    list
+}
+
+/// A WQL filter `Prop = 'v' [AND Prop LIKE 'p%']…` as a predicate.
+pub(super) fn wql_matches(filter: &str, item: &V) -> bool {
+    let lower = filter.to_ascii_lowercase();
+    let mut rest = filter;
+    let mut offset = 0;
+    let mut conditions: Vec<&str> = Vec::new();
+    while let Some(at) = lower.get(offset..).and_then(|l| l.find(" and ")) {
+        let cut = at;
+        conditions.push(rest.get(..cut).unwrap_or(""));
+        rest = rest.get(cut + 5..).unwrap_or("");
+        offset += cut + 5;
+    }
+    conditions.push(rest);
+    conditions.iter().all(|c| {
+        let c = c.trim();
+        let (prop, op, value) = if let Some((p, v)) = c.split_once("!=") {
+            (p, "!=", v)
+        } else if let Some((p, v)) = c.split_once('=') {
+            (p, "=", v)
+        } else if let Some(i) = c.to_ascii_lowercase().find(" like ") {
+            (&c[..i], "like", &c[i + 6..])
+        } else {
+            return false;
+        };
+        let value = value.trim().trim_matches('\'').trim_matches('"');
+        let got = item.member(prop.trim()).text();
+        match op {
+            "=" => got.eq_ignore_ascii_case(value),
+            "!=" => !got.eq_ignore_ascii_case(value),
+            _ => glob(&value.replace('%', "*").replace('_', "?"), &got, false),
+        }
+    })
+}
+
+impl Ps {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn cmdlet<'a>(
+        &'a mut self,
+        run: Run,
+        call: &'a Invocation,
+        input: Vec<V>,
+        e: &'a Element,
+        words: &'a [String],
+        direct: bool,
+        errors: &'a mut Errors,
+    ) -> Fut<'a, Result<Vec<V>, Flow>> {
+        Box::pin(async move {
+            let session = self.s.clone();
+            Ok(match run {
+                Run::GetChildItem => get_child_item(&session, call, &self.env, &e.text, errors),
+                Run::GetContent => get_content(&session, call, &e.text, errors),
+                Run::TestPath => {
+                    let disk = session.disk();
+                    texts(call.value(&["path", "literalpath"], 0))
+                        .iter()
+                        .map(|path| {
+                            V::Bool(match env_drive(path) {
+                                Some(name) => name.is_empty() || env_get(&self.env, name, true).is_some(),
+                                None => {
+                                    let entry = disk.get(&session.path(path));
+                                    match call.get("pathtype").map(|v| v.text().to_ascii_lowercase()).as_deref() {
+                                        Some("leaf") => entry.is_some_and(|e| e.file.is_some()),
+                                        Some("container") => entry.is_some_and(|e| e.file.is_none()),
+                                        _ => entry.is_some(),
+                                    }
+                                }
+                            })
+                        })
+                        .collect()
+                }
+                Run::JoinPath => {
+                    let child = call.value(&["childpath"], 1).map(|v| v.text()).unwrap_or_default();
+                    texts(call.value(&["path"], 0))
+                        .iter()
+                        .map(|p| {
+                            s(format!(
+                                "{}\\{}",
+                                p.trim_end_matches(['\\', '/']),
+                                child.trim_start_matches(['\\', '/'])
+                            ))
+                        })
+                        .collect()
+                }
+                Run::GetAcl => {
+                    let disk = session.disk();
+                    let mut acls = Vec::new();
+                    for path in texts(call.value(&["path", "literalpath"], 0)) {
+                        let full = session.path(&path);
+                        if disk.get(&full).is_some() {
+                            acls.push(default_acl(&full));
+                        } else {
+                            errors.add(ps_error(
+                                &e.text,
+                                "Get-Acl",
+                                &format!("Cannot find path '{full}' because it does not exist."),
+                                &format!("ObjectNotFound: ({full}:String) [Get-Acl], ItemNotFoundException"),
+                                "GetAcl_PathNotFound_Exception,Microsoft.PowerShell.Commands.GetAclCommand",
+                            ));
+                        }
+                    }
+                    acls
+                }
+                Run::GetLocation => vec![obj(Kind::PathInfo, vec![("Path", s(session.cwd()))])],
+                Run::SelectString => select_string(&session, call, input),
+                Run::WhereObject => {
+                    let mut kept = Vec::new();
+                    match call.value(&["filterscript"], 0) {
+                        Some(V::Block(block)) => {
+                            for item in input {
+                                if collect(self.invoke(&block, item.clone()).await?).truthy() {
+                                    kept.push(item);
+                                }
+                            }
+                        }
+                        Some(prop) => {
+                            let ops = [
+                                ("eq", Op::Eq),
+                                ("ne", Op::Ne),
+                                ("gt", Op::Gt),
+                                ("ge", Op::Ge),
+                                ("lt", Op::Lt),
+                                ("le", Op::Le),
+                                ("like", Op::Like),
+                                ("notlike", Op::NotLike),
+                                ("match", Op::Match),
+                                ("notmatch", Op::NotMatch),
+                                ("contains", Op::Contains),
+                                ("in", Op::In),
+                            ];
+                            let op = ops.iter().find(|(w, _)| call.switch(w)).map(|(_, op)| *op);
+                            let value = call.value(&["value"], 1).unwrap_or(V::Null);
+                            for item in input {
+                                let got = item.member(&prop.text());
+                                let keep = match op {
+                                    Some(op) => binary(op, false, got, value.clone()).map_err(Flow::Fail)?.truthy(),
+                                    None => got.truthy(),
+                                };
+                                if keep {
+                                    kept.push(item);
+                                }
+                            }
+                        }
+                        None => kept = input,
+                    }
+                    kept
+                }
+                Run::ForEachObject => {
+                    let mut produced = Vec::new();
+                    match call.value(&["process", "membername"], 0) {
+                        Some(V::Block(block)) => {
+                            for item in input {
+                                produced.extend(self.invoke(&block, item).await?);
+                            }
+                        }
+                        Some(name) => produced.extend(input.iter().map(|i| i.member(&name.text()))),
+                        None => {}
+                    }
+                    produced
+                }
+                Run::SelectObject => {
+                    let n = |p: &str| call.get(p).and_then(V::int).and_then(|n| usize::try_from(n).ok());
+                    let mut items: Vec<V> = input.into_iter().skip(n("skip").unwrap_or(0)).collect();
+                    if let Some(k) = n("first") {
+                        items.truncate(k);
+                    }
+                    if let Some(k) = n("last") {
+                        let from = items.len().saturating_sub(k);
+                        items.drain(..from);
+                    }
+                    if let Some(name) = call.get("expandproperty") {
+                        items = items.iter().flat_map(|i| i.member(&name.text()).items()).collect();
+                    } else if let Some(props) = call.value(&["property"], 0) {
+                        let names = texts(Some(props));
+                        items = items
+                            .iter()
+                            .map(|i| {
+                                V::Obj(Arc::new(Obj {
+                                    kind: Kind::Cim,
+                                    props: names.iter().map(|n| (n.clone(), i.member(n))).collect(),
+                                }))
+                            })
+                            .collect();
+                    }
+                    if call.switch("unique") {
+                        let mut seen = std::collections::BTreeSet::new();
+                        items.retain(|i| seen.insert(i.text()));
+                    }
+                    items
+                }
+                Run::GetCim => {
+                    let class = call
+                        .value(&["classname", "class"], 0)
+                        .map(|v| v.text())
+                        .unwrap_or_default();
+                    match class.to_ascii_lowercase().as_str() {
+                        "win32_process" => {
+                            let filter = call.get("filter").map(V::text);
+                            processes(&session)
+                                .into_iter()
+                                .filter(|p| filter.as_deref().is_none_or(|f| wql_matches(f, p)))
+                                .collect()
+                        }
+                        _ => {
+                            errors.add(ps_error(
+                                &e.text,
+                                "Get-CimInstance",
+                                "Invalid class ",
+                                &format!("MetadataError: (root\\cimv2:{class}:String) [Get-CimInstance], CimException"),
+                                "HRESULT 0x80041010,Microsoft.Management.Infrastructure.CimCmdlets.GetCimInstanceCommand",
+                            ));
+                            Vec::new()
+                        }
+                    }
+                }
+                Run::WriteOutput => {
+                    let mut produced = input;
+                    for v in &call.positional {
+                        produced.extend(v.clone().items());
+                    }
+                    if let Some(v) = call.get("inputobject") {
+                        produced.extend(v.clone().items());
+                    }
+                    produced
+                }
+                Run::WriteHost => {
+                    let separator = call.get("separator").map(V::text).unwrap_or_else(|| " ".into());
+                    let mut parts: Vec<String> = call
+                        .positional
+                        .iter()
+                        .chain(call.get("object"))
+                        .flat_map(|v| v.clone().items())
+                        .map(|v| v.text())
+                        .collect();
+                    if parts.is_empty() {
+                        parts = input.iter().map(V::text).collect();
+                    }
+                    let mut text = parts.join(&separator);
+                    if !call.switch("nonewline") {
+                        text.push_str("\r\n");
+                    }
+                    self.stdout.extend(text.into_bytes());
+                    Vec::new()
+                }
+                Run::OutNull | Run::StartSleep => Vec::new(),
+                Run::OutString => vec![s(self.format(&input))],
+                Run::Network => {
+                    let mut argv = vec![words_name(e)];
+                    argv.extend(words.iter().cloned());
+                    let call = Call {
+                        argv,
+                        stdin: Bytes::new(),
+                        env: self.env.clone(),
+                    };
+                    let o = network(&session, call).run().await;
+                    if code_of(&o) != 0 {
+                        errors.failed = true;
+                    }
+                    if !o.stderr.is_empty() {
+                        errors.text.push(String::from_utf8_lossy(&o.stderr).into_owned());
+                    }
+                    if direct && !e.drop_output {
+                        self.stdout.extend(o.stdout);
+                        Vec::new()
+                    } else {
+                        String::from_utf8_lossy(&o.stdout).lines().map(s).collect()
+                    }
+                }
+            })
+        })
+    }
+}
+
+/// The command name as written in an element.
+pub(super) fn words_name(e: &Element) -> String {
+    match &e.what {
+        What::Command {
+            name: Expr::Const(v), ..
+        } => v.text(),
+        _ => String::new(),
+    }
+}
+
+pub(super) fn get_child_item(
+    session: &Session,
+    call: &Invocation,
+    env: &[(String, String)],
+    statement: &str,
+    errors: &mut Errors,
+) -> Vec<V> {
+    let paths = texts(call.value(&["path", "literalpath"], 0));
+    let paths = if paths.is_empty() { vec![".".to_string()] } else { paths };
+    let filter = call.get("filter").map(V::text);
+    let mut found = Vec::new();
+    let disk = session.disk();
+    for path in paths {
+        if let Some(name) = env_drive(&path) {
+            let mut vars: Vec<&(String, String)> = env
+                .iter()
+                .filter(|(k, _)| name.is_empty() || k.eq_ignore_ascii_case(name))
+                .collect();
+            vars.sort_by_key(|(k, _)| k.to_lowercase());
+            found.extend(vars.into_iter().map(|(k, v)| {
+                obj(
+                    Kind::EnvEntry,
+                    vec![("Name", s(k.clone())), ("Key", s(k.clone())), ("Value", s(v.clone()))],
+                )
+            }));
+            continue;
+        }
+        let full = session.path(&path);
+        let Some(entry) = disk.get(&full) else {
+            errors.add(ps_error(
+                statement,
+                "Get-ChildItem",
+                &format!("Cannot find path '{full}' because it does not exist."),
+                &format!("ObjectNotFound: ({full}:String) [Get-ChildItem], ItemNotFoundException"),
+                "PathNotFound,Microsoft.PowerShell.Commands.GetChildItemCommand",
+            ));
+            continue;
+        };
+        let mut items: Vec<&DiskEntry> = match (&entry.file, call.switch("recurse")) {
+            (Some(_), _) => vec![entry],
+            (None, true) => disk.descendants(&entry.path),
+            (None, false) => disk.children(&entry.path),
+        };
+        if call.switch("file") {
+            items.retain(|e| e.file.is_some());
+        }
+        if call.switch("directory") {
+            items.retain(|e| e.file.is_none());
+        }
+        if let Some(f) = &filter {
+            items.retain(|e| glob(f, e.name(), false));
+        }
+        if call.switch("name") {
+            let base = format!("{}\\", entry.path.trim_end_matches('\\'));
+            found.extend(
+                items
+                    .iter()
+                    .map(|e| s(e.path.strip_prefix(&base).unwrap_or(e.name()).to_string())),
+            );
+            continue;
+        }
+        found.extend(items.iter().map(|e| item(e, disk.parent(&e.path))));
+    }
+    found
+}
+
+pub(super) fn get_content(session: &Session, call: &Invocation, statement: &str, errors: &mut Errors) -> Vec<V> {
+    let fqid = |id: &str| format!("{id},Microsoft.PowerShell.Commands.GetContentCommand");
+    let paths = texts(call.value(&["path", "literalpath"], 0));
+    if paths.is_empty() {
+        errors.add(ps_error(
+            statement,
+            "Get-Content",
+            "Cannot process command because of one or more missing mandatory parameters: Path.",
+            "InvalidArgument: (:) [Get-Content], ParameterBindingException",
+            &fqid("MissingMandatoryParameter"),
+        ));
+        return Vec::new();
+    }
+    let head = ["totalcount", "head", "first"]
+        .iter()
+        .find_map(|p| call.get(p))
+        .and_then(V::int)
+        .and_then(|n| usize::try_from(n).ok());
+    let tail = call.get("tail").and_then(V::int).and_then(|n| usize::try_from(n).ok());
+    let disk = session.disk();
+    let mut lines = Vec::new();
+    for path in paths {
+        let full = session.path(&path);
+        match disk.get(&full).map(|e| &e.file) {
+            Some(Some((data, _))) => {
+                let text = String::from_utf8_lossy(data);
+                if call.switch("raw") {
+                    lines.push(s(text.into_owned()));
+                    continue;
+                }
+                let mut all: Vec<V> = text.lines().map(s).collect();
+                if let Some(n) = head {
+                    all.truncate(n);
+                }
+                if let Some(n) = tail {
+                    let from = all.len().saturating_sub(n);
+                    all.drain(..from);
+                }
+                lines.extend(all);
+            }
+            Some(None) => errors.add(ps_error(
+                statement,
+                "Get-Content",
+                &format!(
+                    "Unable to get content because it is a directory: '{full}'. Please use 'Get-ChildItem' instead."
+                ),
+                &format!("InvalidOperation: ({full}:String) [Get-Content], UnauthorizedAccessException"),
+                &fqid("GetContentReaderUnauthorizedAccessError"),
+            )),
+            None => errors.add(ps_error(
+                statement,
+                "Get-Content",
+                &format!("Cannot find path '{full}' because it does not exist."),
+                &format!("ObjectNotFound: ({full}:String) [Get-Content], ItemNotFoundException"),
+                &fqid("PathNotFound"),
+            )),
+        }
+    }
+    lines
+}
+
+pub(super) fn select_string(session: &Session, call: &Invocation, input: Vec<V>) -> Vec<V> {
+    let patterns = texts(call.value(&["pattern"], 0));
+    let case = call.switch("casesensitive");
+    let simple = call.switch("simplematch");
+    let regexes: Vec<regex::Regex> = if simple {
+        Vec::new()
+    } else {
+        patterns.iter().filter_map(|p| regex(p, case).ok()).collect()
+    };
+    let hit = |line: &str| {
+        if simple {
+            patterns.iter().any(|p| {
+                if case {
+                    line.contains(p.as_str())
+                } else {
+                    line.to_lowercase().contains(&p.to_lowercase())
+                }
+            })
+        } else {
+            regexes.iter().any(|r| r.is_match(line))
+        }
+    };
+    // (path, file name, text) of each input.
+    let disk = session.disk();
+    let mut sources: Vec<(String, String, String)> = Vec::new();
+    let read = |full: &str| {
+        disk.get(full)
+            .and_then(|e| e.file.as_ref())
+            .map(|(d, _)| String::from_utf8_lossy(d).into_owned())
+    };
+    for path in texts(call.value(&["path", "literalpath"], 1)) {
+        let full = session.path(&path);
+        if let Some(text) = read(&full) {
+            let name = full.rsplit('\\').next().unwrap_or(&full).to_string();
+            sources.push((full, name, text));
+        }
+    }
+    for v in input {
+        match &v {
+            V::Obj(o) if matches!(o.kind, Kind::Item { dir: false }) => {
+                let full = v.member("FullName").text();
+                if let Some(text) = read(&full) {
+                    sources.push((full, v.member("Name").text(), text));
+                }
+            }
+            V::Obj(o) if matches!(o.kind, Kind::Item { dir: true }) => {}
+            other => sources.push(("InputStream".into(), "InputStream".into(), other.text())),
+        }
+    }
+    let mut found = Vec::new();
+    for (path, name, text) in sources {
+        for (n, line) in text.lines().enumerate() {
+            if hit(line) == call.switch("notmatch") {
+                continue;
+            }
+            found.push(obj(
+                Kind::Match,
+                vec![
+                    ("Path", s(path.clone())),
+                    ("Filename", s(name.clone())),
+                    ("LineNumber", V::Int(i64::try_from(n + 1).unwrap_or(i64::MAX))),
+                    ("Line", s(line)),
+                    ("Pattern", s(patterns.first().cloned().unwrap_or_default())),
+                ],
+            ));
+            if call.switch("list") {
+                break;
+            }
+        }
+    }
+    if call.switch("quiet") {
+        return vec![V::Bool(!found.is_empty())];
+    }
+    found
+}

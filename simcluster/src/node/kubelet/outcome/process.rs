@@ -1,0 +1,1318 @@
+//! The process model: what a container's main process does with its command line — the shells
+//! (sh, cmd, PowerShell) as far as a main process needs them, sleeps, exits, memory tools,
+//! agnhost and web servers — as log lines, an exit after some time, or running on.
+
+#[allow(unused_imports)]
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// The process model.
+
+/// Sleeps this long or longer count as "forever".
+pub(super) const FOREVER_MS: u64 = 24 * 60 * 60 * 1000;
+/// How deep shells may nest (`sh -c "cmd /c …"`).
+pub(super) const MAX_DEPTH: usize = 8;
+/// At most this many generated log lines.
+pub(super) const MAX_LOG_LINES: u64 = 10_000;
+pub(super) const MIB: u128 = 1024 * 1024;
+
+/// What the process model needs to know about the container.
+pub(super) struct ProcCtx {
+    pub(super) os: Os,
+    /// The effective Windows user.
+    pub(super) user: Option<String>,
+    /// The effective Linux `runAsUser`.
+    pub(super) linux_uid: Option<i64>,
+    pub(super) hostname: String,
+    pub(super) env: BTreeMap<String, String>,
+    /// The container's memory limit in bytes.
+    pub(super) limit: Option<u128>,
+    pub(super) node_memory: Option<u128>,
+    pub(super) stdin: bool,
+    /// The container's mounts: where a redirection writes, and which refuse it.
+    pub(super) mounts: Vec<crate::node::exec::volumes::MountPoint>,
+    /// What the process wrote so far (redirections to files).
+    pub(super) writes: RefCell<Vec<FileWrite>>,
+}
+
+impl ProcCtx {
+    pub(super) fn windows(&self) -> bool {
+        self.os == Os::Windows
+    }
+
+    /// The absolute path a redirection target names (relative to `/` or `C:\\`).
+    pub(super) fn target_path(&self, target: &str) -> String {
+        crate::node::exec::volumes::absolute(target, self.windows())
+    }
+
+    /// Why writing `target` fails (the shell's message), if it does: a read-only mount
+    /// (STO-READONLY-VOLUME: cmd answers `Access is denied.`, as upstream's e2e asserts).
+    pub(super) fn refused_write(&self, shell: Shell, target: &str) -> Option<String> {
+        use crate::node::exec::volumes::{WriteTarget, Writer, resolve};
+        let full = self.target_path(target);
+        let writer = Writer {
+            pod_uid: "",
+            container: "",
+            node: "",
+            windows: self.windows(),
+            host_process: false,
+        };
+        if resolve(&self.mounts, &full, writer) != WriteTarget::ReadOnly {
+            return None;
+        }
+        Some(match (shell, self.windows()) {
+            (Shell::Cmd, _) => "Access is denied.".into(),
+            (Shell::Ps, _) => format!("out-file : Access to the path '{full}' is denied."),
+            (Shell::Sh, false) => format!("sh: can't create {target}: Read-only file system"),
+            (Shell::Sh, true) => format!("sh: can't create {target}: Permission denied"),
+        })
+    }
+
+    /// Records that a statement's output lines went to `target`.
+    pub(super) fn record_write(&self, target: &str, lines: &[String], append: bool) {
+        let eol = if self.windows() { "\r\n" } else { "\n" };
+        let data: String = lines.iter().map(|l| format!("{l}{eol}")).collect();
+        self.writes.borrow_mut().push(FileWrite {
+            path: self.target_path(target),
+            data: data.into_bytes(),
+            append,
+        });
+    }
+
+    pub(super) fn var(&self, name: &str) -> Option<String> {
+        if let Some(v) = self.env.get(name) {
+            return Some(v.clone());
+        }
+        match (self.os, name.to_ascii_uppercase().as_str()) {
+            (_, "HOSTNAME") => Some(self.hostname.clone()),
+            (Os::Windows, "COMPUTERNAME") => Some(self.hostname.to_ascii_uppercase()),
+            (Os::Windows, "USERNAME") => self
+                .user
+                .as_deref()
+                .map(|u| u.rsplit('\\').next().unwrap_or(u).to_string()),
+            (Os::Linux, "HOME") => Some(if self.linux_uid.unwrap_or(0) == 0 { "/root" } else { "/" }.into()),
+            _ => None,
+        }
+    }
+
+    /// What `whoami` prints (and its exit code).
+    pub(super) fn whoami(&self) -> (i32, String) {
+        match self.os {
+            Os::Windows => {
+                let user = self.user.as_deref().unwrap_or(WINDOWS_ROOT_USER);
+                let shown = if user.contains('\\') {
+                    user.to_ascii_lowercase()
+                } else {
+                    format!("user manager\\{}", user.to_ascii_lowercase())
+                };
+                (0, shown)
+            }
+            Os::Linux => match self.linux_uid {
+                None | Some(0) => (0, "root".into()),
+                Some(uid) => (1, format!("whoami: unknown uid {uid}")),
+            },
+        }
+    }
+}
+
+/// How a simple command or script ended, before it becomes a [`Process`].
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Eval {
+    /// Finished with `code` after `ms`; `exit` when it ends the whole script.
+    Ran {
+        code: i32,
+        ms: u64,
+        log: Vec<String>,
+        exit: bool,
+    },
+    Forever {
+        log: Vec<String>,
+    },
+    /// Cannot be interpreted: modelled as running (a server we cannot read).
+    Unknown,
+    /// A terminal memory outcome (OOM kill or failed allocation).
+    Memory(Process),
+}
+
+pub(super) fn ran(code: i32, ms: u64, log: Vec<String>) -> Eval {
+    Eval::Ran {
+        code,
+        ms,
+        log,
+        exit: false,
+    }
+}
+
+/// Which shell's syntax a script uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shell {
+    /// POSIX sh (also used for argv executed directly).
+    Sh,
+    Cmd,
+    Ps,
+}
+
+/// `C:\Windows\System32\cmd.exe` → `cmd`.
+pub(super) fn program(arg: &str) -> String {
+    let base = arg.rsplit(['/', '\\']).next().unwrap_or(arg).to_ascii_lowercase();
+    base.strip_suffix(".exe").map(str::to_string).unwrap_or(base)
+}
+
+/// The entrypoint an image prepends to `args` when the container gives no `command`.
+pub(super) fn entrypoint(repo: &str, os: Os) -> Option<Vec<String>> {
+    let last = repo.rsplit('/').next().unwrap_or(repo);
+    match last {
+        "agnhost" => Some(vec!["/agnhost".into()]),
+        "busybox" if repo.contains("e2e-test-images") && os == Os::Windows => {
+            Some(vec!["cmd.exe".into(), "/s".into(), "/c".into()])
+        }
+        "pause" => Some(vec!["/pause".into()]),
+        "resource-consumer" => Some(vec!["/consumer".into()]),
+        _ => None,
+    }
+}
+
+pub(super) fn process_of(
+    ctx: &ProcCtx,
+    info: &ImageInfo,
+    repo: &str,
+    command: Option<Vec<String>>,
+    args: Option<Vec<String>>,
+) -> Process {
+    let command = command.filter(|c| !c.is_empty());
+    let args = args.unwrap_or_default();
+    let argv = match (command, entrypoint(repo, ctx.os)) {
+        (Some(mut c), _) => {
+            c.extend(args);
+            c
+        }
+        (None, Some(mut e)) if !args.is_empty() || info.known => {
+            e.extend(args);
+            e
+        }
+        (None, _) if !args.is_empty() => args,
+        (None, _) => {
+            // The image's default command.
+            if info.long_running || ctx.stdin {
+                return Process::LongRunning { log: Vec::new() };
+            }
+            return Process::Exits {
+                code: 0,
+                after_ms: 0,
+                log: Vec::new(),
+            };
+        }
+    };
+    finish(run_argv(ctx, &argv, 0))
+}
+
+pub(super) fn finish(eval: Eval) -> Process {
+    match eval {
+        Eval::Ran { ms, log, .. } if ms >= FOREVER_MS => Process::LongRunning { log },
+        Eval::Ran { code, ms, log, .. } => Process::Exits {
+            code,
+            after_ms: ms,
+            log,
+        },
+        Eval::Forever { log } => Process::LongRunning { log },
+        Eval::Unknown => Process::LongRunning { log: Vec::new() },
+        Eval::Memory(p) => p,
+    }
+}
+
+/// Runs an argv as the runtime executes it.
+pub(super) fn run_argv(ctx: &ProcCtx, argv: &[String], depth: usize) -> Eval {
+    let Some(first) = argv.first() else {
+        return ran(0, 0, Vec::new());
+    };
+    if depth > MAX_DEPTH {
+        return Eval::Unknown;
+    }
+    let rest = argv.get(1..).unwrap_or_default();
+    let interactive = || {
+        if ctx.stdin {
+            Eval::Forever { log: Vec::new() }
+        } else {
+            ran(0, 0, Vec::new())
+        }
+    };
+    match program(first).as_str() {
+        "sh" | "bash" | "ash" | "dash" | "zsh" | "ksh" => {
+            let mut i = 0;
+            while let Some(a) = rest.get(i) {
+                if a == "--" || !a.starts_with('-') {
+                    break;
+                }
+                if a.len() > 1
+                    && a.get(1..)
+                        .is_some_and(|f| f.chars().all(|c| c.is_ascii_alphabetic()) && f.contains('c'))
+                {
+                    return match rest.get(i + 1) {
+                        Some(script) => run_script(ctx, Shell::Sh, script, depth + 1),
+                        None => Eval::Ran {
+                            code: 2,
+                            ms: 0,
+                            log: vec![format!("{}: -c requires an argument", program(first))],
+                            exit: true,
+                        },
+                    };
+                }
+                i += 1;
+            }
+            if rest.get(i).is_some() {
+                // A script file we cannot read.
+                Eval::Unknown
+            } else {
+                interactive()
+            }
+        }
+        "busybox" if !rest.is_empty() => run_argv(ctx, rest, depth + 1),
+        "cmd" => {
+            let switch = rest.iter().position(|a| {
+                let l = a.to_ascii_lowercase();
+                l.starts_with('/') && (l.ends_with("/c") || l.ends_with("/k"))
+            });
+            match switch {
+                Some(i) => {
+                    let line = rest.get(i + 1..).unwrap_or_default().join(" ");
+                    let line = line.trim();
+                    // `/s` (and the common case without it) strip one pair of outer quotes.
+                    let line = line
+                        .strip_prefix('"')
+                        .and_then(|l| l.strip_suffix('"'))
+                        .filter(|l| !l.contains('"'))
+                        .unwrap_or(line);
+                    run_script(ctx, Shell::Cmd, line, depth + 1)
+                }
+                None => interactive(),
+            }
+        }
+        "powershell" | "pwsh" => {
+            let mut i = 0;
+            while let Some(a) = rest.get(i) {
+                let l = a.to_ascii_lowercase();
+                match l.as_str() {
+                    "-command" | "-c" | "/command" | "/c" => {
+                        let script = rest.get(i + 1..).unwrap_or_default().join(" ");
+                        return run_script(ctx, Shell::Ps, &script, depth + 1);
+                    }
+                    "-file" | "-f" | "-encodedcommand" | "-ec" | "-e" => return Eval::Unknown,
+                    "-executionpolicy" | "-ep" | "-ex" | "-windowstyle" | "-outputformat" | "-inputformat"
+                    | "-workingdirectory" | "-configurationname" | "-settingsfile" | "-version" => i += 2,
+                    _ if l.starts_with('-') => i += 1,
+                    _ => {
+                        let script = rest.get(i..).unwrap_or_default().join(" ");
+                        return run_script(ctx, Shell::Ps, &script, depth + 1);
+                    }
+                }
+            }
+            interactive()
+        }
+        _ => run_tokens(ctx, Shell::Sh, argv, &argv.join(" "), false, depth),
+    }
+}
+
+/// How a statement joins the previous one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Join {
+    Seq,
+    And,
+    Or,
+}
+
+/// Splits a script into statements at unquoted separators (`;`, newlines, `&&`, `||`, `&`),
+/// keeping bracketed groups whole.
+pub(super) fn statements(shell: Shell, script: &str) -> Vec<(Join, String)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut join = Join::Seq;
+    let mut quote: Option<char> = None;
+    let mut depth = 0i32;
+    let mut chars = script.chars().peekable();
+    let escape = match shell {
+        Shell::Sh => '\\',
+        Shell::Cmd => '^',
+        Shell::Ps => '`',
+    };
+    while let Some(ch) = chars.next() {
+        if let Some(q) = quote {
+            cur.push(ch);
+            if ch == q {
+                quote = None;
+            } else if ch == escape
+                && q == '"'
+                && shell != Shell::Cmd
+                && let Some(n) = chars.next()
+            {
+                cur.push(n);
+            }
+            continue;
+        }
+        match ch {
+            c if c == escape => {
+                cur.push(c);
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            '"' => {
+                quote = Some('"');
+                cur.push(ch);
+            }
+            '\'' if shell != Shell::Cmd => {
+                quote = Some('\'');
+                cur.push(ch);
+            }
+            '(' | '{' => {
+                depth = depth.saturating_add(1);
+                cur.push(ch);
+            }
+            ')' | '}' => {
+                depth = depth.saturating_sub(1);
+                cur.push(ch);
+            }
+            _ if depth > 0 => cur.push(ch),
+            ';' if shell != Shell::Cmd => {
+                out.push((join, std::mem::take(&mut cur)));
+                join = Join::Seq;
+            }
+            '\n' | '\r' => {
+                out.push((join, std::mem::take(&mut cur)));
+                join = Join::Seq;
+            }
+            '&' if chars.peek() == Some(&'&') => {
+                chars.next();
+                out.push((join, std::mem::take(&mut cur)));
+                join = Join::And;
+            }
+            '|' if chars.peek() == Some(&'|') => {
+                chars.next();
+                out.push((join, std::mem::take(&mut cur)));
+                join = Join::Or;
+            }
+            '&' if shell != Shell::Ps && !cur.ends_with('>') && chars.peek() != Some(&'>') => {
+                out.push((join, std::mem::take(&mut cur)));
+                join = Join::Seq;
+            }
+            _ => cur.push(ch),
+        }
+    }
+    out.push((join, cur));
+    out.into_iter().filter(|(_, s)| !s.trim().is_empty()).collect()
+}
+
+pub(super) fn run_script(ctx: &ProcCtx, shell: Shell, script: &str, depth: usize) -> Eval {
+    if depth > MAX_DEPTH {
+        return Eval::Unknown;
+    }
+    let mut log = Vec::new();
+    let mut ms: u64 = 0;
+    let mut last = 0;
+    for (join, stmt) in statements(shell, script) {
+        match join {
+            Join::And if last != 0 => continue,
+            Join::Or if last == 0 => continue,
+            _ => {}
+        }
+        // cmd keeps the blanks before `&` (`echo a & echo b` prints "a ").
+        let stmt = if shell == Shell::Cmd {
+            stmt.trim_start()
+        } else {
+            stmt.trim()
+        };
+        let keyword = stmt
+            .split(|c: char| c.is_whitespace() || c == '(' || c == '{')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let result = match keyword.as_str() {
+            "while" | "until" | "do" | "goto" => Eval::Forever { log: Vec::new() },
+            "for" if stmt.replace(' ', "").starts_with("for(;;)") => Eval::Forever { log: Vec::new() },
+            "for" | "foreach" | "if" | "case" | "function" | "select" | "trap" => Eval::Unknown,
+            _ if stmt.starts_with(':') && shell == Shell::Cmd => ran(last, 0, Vec::new()),
+            _ if stmt.starts_with('(') || stmt.starts_with('{') => Eval::Unknown,
+            _ => run_statement(ctx, shell, stmt, last, depth),
+        };
+        match result {
+            Eval::Ran {
+                code,
+                ms: m,
+                log: l,
+                exit,
+            } => {
+                ms = ms.saturating_add(m);
+                log.extend(l);
+                last = code;
+                if exit || ms >= FOREVER_MS {
+                    return Eval::Ran {
+                        code,
+                        ms,
+                        log,
+                        exit: true,
+                    };
+                }
+            }
+            Eval::Forever { log: l } => {
+                log.extend(l);
+                return Eval::Forever { log };
+            }
+            Eval::Unknown => return Eval::Forever { log },
+            Eval::Memory(p) => return Eval::Memory(after(p, ms, log)),
+        }
+    }
+    ran(last, ms, log)
+}
+
+/// A memory outcome that happens after `ms` of earlier work and its log.
+pub(super) fn after(p: Process, ms: u64, mut log: Vec<String>) -> Process {
+    match p {
+        Process::OomKilled { after_ms } => Process::OomKilled {
+            after_ms: after_ms.saturating_add(ms),
+        },
+        Process::AllocationFails { after_ms, log: l } => {
+            log.extend(l);
+            Process::AllocationFails {
+                after_ms: after_ms.saturating_add(ms),
+                log,
+            }
+        }
+        Process::Holding { bytes, log: l } => {
+            log.extend(l);
+            Process::Holding { bytes, log }
+        }
+        other => other,
+    }
+}
+
+/// Splits a statement at unquoted single `|`.
+pub(super) fn pipeline(shell: Shell, stmt: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut quote: Option<char> = None;
+    for ch in stmt.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '"') => quote = Some('"'),
+            (None, '\'') if shell != Shell::Cmd => quote = Some('\''),
+            (None, '|') => {
+                parts.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = parts.last_mut() {
+            last.push(ch);
+        }
+    }
+    parts
+}
+
+pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, stmt: &str, last: i32, depth: usize) -> Eval {
+    let parts = pipeline(shell, stmt);
+    if parts.len() > 1 {
+        // Each stage's output feeds the next: only the exit status of the last one is known.
+        let mut ms: u64 = 0;
+        let mut code = 0;
+        for part in &parts {
+            match run_statement(ctx, shell, part.trim(), last, depth + 1) {
+                Eval::Ran { code: c, ms: m, .. } => {
+                    ms = ms.saturating_add(m);
+                    code = c;
+                }
+                other => return other,
+            }
+        }
+        return ran(code, ms, Vec::new());
+    }
+    let (tokens, redirect) = tokenize(ctx, shell, stmt);
+    let raw = match shell {
+        Shell::Cmd => expand_cmd(ctx, stmt),
+        _ => stmt.to_string(),
+    };
+    let file = match &redirect {
+        Some(Redirect::File { target, append }) => Some((target.clone(), *append)),
+        _ => None,
+    };
+    // The shell opens the file before it runs the command: a read-only mount stops it.
+    if let Some((target, _)) = &file
+        && let Some(message) = ctx.refused_write(shell, target)
+    {
+        return ran(1, 0, vec![message]);
+    }
+    let eval = run_tokens(ctx, shell, &tokens, &raw, redirect == Some(Redirect::Discard), depth);
+    let eval = match (file, eval) {
+        (Some((target, append)), Eval::Ran { code, ms, log, exit }) => {
+            ctx.record_write(&target, &log, append);
+            Eval::Ran {
+                code,
+                ms,
+                log: Vec::new(),
+                exit,
+            }
+        }
+        (_, other) => other,
+    };
+    match eval {
+        Eval::Ran { code, ms, log, exit } if tokens.first().is_some_and(|t| program(t) == "exit") => {
+            // `exit` without a number keeps the last status (sh, cmd `exit /b`).
+            let explicit = tokens.iter().skip(1).any(|t| t.parse::<i64>().is_ok());
+            Eval::Ran {
+                code: if explicit { code } else { last },
+                ms,
+                log,
+                exit,
+            }
+        }
+        other => other,
+    }
+}
+
+/// `%VAR%` expansion of cmd (unknown variables stay as written).
+pub(super) fn expand_cmd(ctx: &ProcCtx, s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find('%') {
+        out.push_str(rest.get(..start).unwrap_or_default());
+        let after_pct = rest.get(start + 1..).unwrap_or_default();
+        match after_pct.find('%') {
+            Some(end) => {
+                let name = after_pct.get(..end).unwrap_or_default();
+                match ctx.var(name).filter(|_| !name.is_empty()) {
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        out.push('%');
+                        out.push_str(name);
+                        out.push('%');
+                    }
+                }
+                rest = after_pct.get(end + 1..).unwrap_or_default();
+            }
+            None => {
+                out.push('%');
+                rest = after_pct;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where a statement's standard output goes instead of the container's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Redirect {
+    /// `/dev/null`, `NUL`, `$null`.
+    Discard,
+    /// A file (`>`, or `>>` to append).
+    File { target: String, append: bool },
+}
+
+/// Splits a simple command into words (quotes removed, variables expanded) and says where its
+/// standard output is redirected, if it is.
+pub(super) fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, Option<Redirect>) {
+    let text = match shell {
+        Shell::Cmd => expand_cmd(ctx, stmt),
+        _ => stmt.to_string(),
+    };
+    let mut tokens = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut quote: Option<char> = None;
+    let mut redirected: Option<Redirect> = None;
+    let mut chars = text.chars().peekable();
+    let escape = match shell {
+        Shell::Sh => Some('\\'),
+        Shell::Ps => Some('`'),
+        Shell::Cmd => Some('^'),
+    };
+    while let Some(ch) = chars.next() {
+        match quote {
+            Some(q) if ch == q => {
+                quote = None;
+                continue;
+            }
+            Some('\'') => {
+                cur.push(ch);
+                continue;
+            }
+            _ => {}
+        }
+        if Some(ch) == escape && (quote.is_none() || shell != Shell::Cmd) {
+            if let Some(n) = chars.next() {
+                cur.push(match (shell, n) {
+                    (Shell::Ps, 'n') => '\n',
+                    (Shell::Ps, 't') => '\t',
+                    _ => n,
+                });
+                has = true;
+            }
+            continue;
+        }
+        if ch == '$' && shell != Shell::Cmd && quote != Some('\'') {
+            let mut name = String::new();
+            if shell == Shell::Ps {
+                // `$env:NAME`; other PowerShell variables stay as written.
+                let mut look = chars.clone();
+                let prefix: String = look.by_ref().take(4).collect();
+                if prefix.eq_ignore_ascii_case("env:") {
+                    for _ in 0..4 {
+                        chars.next();
+                    }
+                    read_identifier(&mut chars, &mut name);
+                    cur.push_str(&ctx.var(&name).unwrap_or_default());
+                } else {
+                    cur.push('$');
+                }
+                has = true;
+                continue;
+            }
+            if chars.peek() == Some(&'{') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                    name.push(c);
+                }
+            } else {
+                read_identifier(&mut chars, &mut name);
+            }
+            if name.is_empty() {
+                cur.push('$');
+            } else {
+                cur.push_str(&ctx.var(&name).unwrap_or_default());
+            }
+            has = true;
+            continue;
+        }
+        if quote.is_none() {
+            match ch {
+                '"' => {
+                    quote = Some('"');
+                    has = true;
+                    continue;
+                }
+                '\'' if shell != Shell::Cmd => {
+                    quote = Some('\'');
+                    has = true;
+                    continue;
+                }
+                c if c.is_whitespace() => {
+                    if has {
+                        tokens.push(std::mem::take(&mut cur));
+                        has = false;
+                    }
+                    continue;
+                }
+                '>' | '<' => {
+                    // A redirection: `[fd]>[>|&]target`.
+                    let fd = if has && cur.chars().all(|c| c.is_ascii_digit() || c == '*' || c == '&') {
+                        has = false;
+                        std::mem::take(&mut cur)
+                    } else {
+                        if has {
+                            tokens.push(std::mem::take(&mut cur));
+                            has = false;
+                        }
+                        String::new()
+                    };
+                    let mut append = false;
+                    while let Some(&c) = chars.peek().filter(|c| matches!(c, '>' | '&')) {
+                        append |= c == '>';
+                        chars.next();
+                    }
+                    while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                        chars.next();
+                    }
+                    let mut target = String::new();
+                    while let Some(&c) = chars.peek() {
+                        if c.is_whitespace() {
+                            break;
+                        }
+                        target.push(c);
+                        chars.next();
+                    }
+                    let target = target.trim_matches('"').to_string();
+                    let lower = target.to_ascii_lowercase();
+                    let stdout = ch == '>' && (fd.is_empty() || fd == "1" || fd == "&" || fd == "*");
+                    if stdout && !matches!(lower.as_str(), "1" | "2" | "/dev/stdout" | "/dev/stderr") {
+                        redirected = Some(
+                            if lower == "$null" || crate::node::exec::volumes::is_null_device(&lower, ctx.windows()) {
+                                Redirect::Discard
+                            } else {
+                                Redirect::File { target, append }
+                            },
+                        );
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        cur.push(ch);
+        has = true;
+    }
+    if has {
+        tokens.push(cur);
+    }
+    (tokens, redirected)
+}
+
+/// Seconds in `5`, `1.5`, `5s`, `2m`, `1h`, `1d`.
+pub(super) fn seconds(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 's') => (s.get(..i)?, 1.0),
+        (i, 'm') => (s.get(..i)?, 60.0),
+        (i, 'h') => (s.get(..i)?, 3600.0),
+        (i, 'd') => (s.get(..i)?, 86400.0),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num.parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v * mult)
+}
+
+pub(super) fn ms_of(secs: f64) -> u64 {
+    let ms = secs * 1000.0;
+    if ms >= FOREVER_MS as f64 {
+        FOREVER_MS
+    } else {
+        ms.max(0.0) as u64
+    }
+}
+
+/// A sleep of this many milliseconds.
+pub(super) fn slept(ms: u64) -> Eval {
+    if ms >= FOREVER_MS {
+        Eval::Forever { log: Vec::new() }
+    } else {
+        ran(0, ms, Vec::new())
+    }
+}
+
+/// Go durations: `10s`, `1ms`, `1m30s`, `500us`.
+pub(super) fn go_duration_ms(s: &str) -> Option<u64> {
+    let mut total = 0f64;
+    let mut num = String::new();
+    let mut chars = s.trim().chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let mut unit = c.to_string();
+        while let Some(&n) = chars.peek() {
+            if n.is_ascii_digit() || n == '.' {
+                break;
+            }
+            unit.push(n);
+            chars.next();
+        }
+        let v: f64 = num.parse().ok()?;
+        num.clear();
+        total += v * match unit.as_str() {
+            "ns" => 1e-6,
+            "us" | "µs" => 1e-3,
+            "ms" => 1.0,
+            "s" => 1000.0,
+            "m" => 60_000.0,
+            "h" => 3_600_000.0,
+            _ => return None,
+        };
+        any = true;
+    }
+    if !num.is_empty() {
+        // A bare number: seconds.
+        total += num.parse::<f64>().ok()? * 1000.0;
+        any = true;
+    }
+    any.then_some(if total >= FOREVER_MS as f64 {
+        FOREVER_MS
+    } else {
+        total.max(0.0) as u64
+    })
+}
+
+/// `250M`, `1G`, `100Mb`, `512k` (1024-based, as stress and testlimit count).
+pub(super) fn bytes_1024(s: &str) -> Option<u128> {
+    let s = s.trim();
+    let digits: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let n: u128 = digits.parse().ok()?;
+    let unit = s.get(digits.len()..)?.to_ascii_lowercase();
+    let mult = match unit.trim_end_matches(['b', 'i']) {
+        "" => 1,
+        "k" => 1024,
+        "m" => MIB,
+        "g" => 1024 * MIB,
+        "t" => 1024 * 1024 * MIB,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+pub(super) fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
+    let mut iter = args.iter();
+    while let Some(a) = iter.next() {
+        for n in names {
+            if a == n {
+                return iter.next().map(String::as_str);
+            }
+            if let Some(v) = a.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// The outcome of allocating `total` bytes (None: without bound) against the memory limit.
+pub(super) fn allocate(ctx: &ProcCtx, total: Option<u128>, after_ms: u64, fail_log: Vec<String>, fits: Eval) -> Eval {
+    let exceeds = match (ctx.limit, total) {
+        (Some(limit), Some(t)) => t > limit,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if exceeds {
+        return Eval::Memory(match ctx.os {
+            Os::Linux => Process::OomKilled { after_ms },
+            Os::Windows => Process::AllocationFails {
+                after_ms,
+                log: fail_log,
+            },
+        });
+    }
+    match (total, &fits) {
+        (None, _) => Eval::Forever { log: Vec::new() },
+        (Some(bytes), Eval::Forever { log }) => Eval::Memory(Process::Holding {
+            bytes,
+            log: log.clone(),
+        }),
+        _ => fits,
+    }
+}
+
+pub(super) const PAGING_FILE_TOO_SMALL: &str = "The paging file is too small for this operation to complete.";
+
+/// `stress`, `stress-ng`, `testlimit`, `agnhost stress`, `tail /dev/zero`.
+pub(super) fn memory_tool(ctx: &ProcCtx, name: &str, args: &[String]) -> Eval {
+    let limit_mb = ctx.limit.unwrap_or(0) / MIB;
+    match name {
+        "stress" | "stress-ng" => {
+            let workers: u128 = flag_value(args, &["--vm", "-m"])
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let timeout = flag_value(args, &["--timeout", "-t"]).and_then(seconds).map(ms_of);
+            let fits = match timeout {
+                Some(ms) => slept(ms),
+                None => Eval::Forever { log: Vec::new() },
+            };
+            if workers == 0 && !(name == "stress-ng" && flag_value(args, &["--vm"]).is_some()) {
+                return fits;
+            }
+            let workers = workers.max(1);
+            let per = flag_value(args, &["--vm-bytes"]);
+            let total = match per {
+                Some(p) if p.ends_with('%') => {
+                    let pct: u128 = p.trim_end_matches('%').parse().unwrap_or(100);
+                    ctx.node_memory.map(|m| m.saturating_mul(pct) / 100)
+                }
+                Some(p) => bytes_1024(p).map(|b| b.saturating_mul(workers)),
+                None => Some((256 * MIB).saturating_mul(workers)),
+            };
+            let fail = vec![format!(
+                "{name}: FAIL: hogvm: memory allocation failed after {limit_mb} MB: {PAGING_FILE_TOO_SMALL}"
+            )];
+            allocate(ctx, total, 1000, fail, fits)
+        }
+        "testlimit" | "testlimit64" => {
+            let chunk_mb: u128 = flag_value(args, &["-d", "-m"])
+                .and_then(|v| bytes_1024(v).map(|b| b.max(1)))
+                .map(|b| {
+                    // testlimit counts in MB: `-d 100Mb` and `-d 100` are both 100 MB.
+                    if b < MIB { b } else { b / MIB }
+                })
+                .unwrap_or(1);
+            if !args.iter().any(|a| a == "-d" || a == "-m") {
+                return Eval::Unknown;
+            }
+            let total = flag_value(args, &["-c"])
+                .and_then(|c| c.parse::<u128>().ok())
+                .map(|c| c.saturating_mul(chunk_mb).saturating_mul(MIB));
+            let fail = vec![
+                format!("Leaking private bytes with touch {chunk_mb} MB at a time..."),
+                format!("Error allocating memory after {limit_mb} MB: {PAGING_FILE_TOO_SMALL} (1455)"),
+            ];
+            allocate(ctx, total, 1000, fail, Eval::Forever { log: Vec::new() })
+        }
+        "agnhost-stress" => {
+            let q = |names: &[&str], default: &str| {
+                Quantity::parse(flag_value(args, names).unwrap_or(default)).and_then(|q| u128::try_from(q.value()).ok())
+            };
+            let total = q(&["--mem-total"], "0").unwrap_or(0);
+            if total == 0 {
+                return Eval::Forever { log: Vec::new() };
+            }
+            let chunk = q(&["--mem-alloc-size"], "4Mi").unwrap_or(4 * MIB).max(1);
+            let sleep = flag_value(args, &["--mem-alloc-sleep"])
+                .and_then(go_duration_ms)
+                .unwrap_or(1);
+            let chunks = ctx.limit.map(|l| l / chunk + 1).unwrap_or(0);
+            let after_ms = u64::try_from(chunks.saturating_mul(u128::from(sleep))).unwrap_or(u64::MAX);
+            let fail = vec![
+                format!("runtime: VirtualAlloc of {chunk} bytes failed with errno=1455"),
+                "fatal error: out of memory".to_string(),
+            ];
+            allocate(ctx, Some(total), after_ms, fail, Eval::Forever { log: Vec::new() })
+        }
+        _ => {
+            // `tail /dev/zero`: reads a line that never ends, without bound.
+            let fail = vec![format!("{name}: memory exhausted")];
+            allocate(ctx, None, 2000, fail, Eval::Forever { log: Vec::new() })
+        }
+    }
+}
+
+/// `agnhost <subcommand>`.
+pub(super) fn agnhost(ctx: &ProcCtx, args: &[String]) -> Eval {
+    let Some(sub) = args.first() else {
+        return ran(
+            0,
+            0,
+            vec![
+                "agnhost is a tool for testing Kubernetes that bundles many small test servers and clients".into(),
+                "Usage:".into(),
+                "  agnhost [command]".into(),
+            ],
+        );
+    };
+    let rest = args.get(1..).unwrap_or_default();
+    match sub.as_str() {
+        "pause"
+        | "netexec"
+        | "serve-hostname"
+        | "test-webserver"
+        | "webhook"
+        | "porter"
+        | "liveness"
+        | "nettest"
+        | "guestbook"
+        | "fake-gitserver"
+        | "grpc-health-checking"
+        | "resource-consumer-controller"
+        | "inclusterclient"
+        | "tcp-reset"
+        | "crd-conversion-webhook"
+        | "audit-proxy"
+        | "net" => Eval::Forever { log: Vec::new() },
+        "stress" => memory_tool(ctx, "agnhost-stress", rest),
+        "entrypoint-tester" => {
+            let mut all = vec!["/agnhost".to_string()];
+            all.extend(args.iter().cloned());
+            ran(0, 0, vec![format!("[{}]", all.join(" "))])
+        }
+        "logs-generator" => {
+            let lines: u64 = flag_value(rest, &["--log-lines-total"])
+                .and_then(|v| v.parse().ok())
+                .or_else(|| rest.first().and_then(|v| v.parse().ok()))
+                .unwrap_or(0);
+            let ms = flag_value(rest, &["--run-duration"])
+                .and_then(go_duration_ms)
+                .or_else(|| rest.get(1).and_then(|v| go_duration_ms(v)))
+                .unwrap_or(0);
+            let log = (0..lines.min(MAX_LOG_LINES))
+                .map(|i| {
+                    format!(
+                        "{i} GET /api/v1/namespaces/default/pods/pod-{i} {}",
+                        200 + (i % 3) * 100
+                    )
+                })
+                .collect();
+            ran(0, ms, log)
+        }
+        _ => Eval::Unknown,
+    }
+}
+
+/// Runs one simple command (words already split).
+pub(super) fn run_tokens(
+    ctx: &ProcCtx,
+    shell: Shell,
+    tokens: &[String],
+    raw: &str,
+    redirected: bool,
+    depth: usize,
+) -> Eval {
+    let Some(first) = tokens.first() else {
+        return ran(0, 0, Vec::new());
+    };
+    let name = program(first);
+    let args = tokens.get(1..).unwrap_or_default();
+    let out = |lines: Vec<String>| if redirected { Vec::new() } else { lines };
+    let windows = ctx.os == Os::Windows;
+    // cmd's echo forms that are not words of their own (`echo.`, `echo:x`, `echo(`).
+    if shell == Shell::Cmd
+        && !name.eq_ignore_ascii_case("echo")
+        && let Some(text) = echo::cmd_echo(raw.trim_start().split('>').next().unwrap_or_default())
+    {
+        return ran(0, 0, out(echo::lines(&text)));
+    }
+    match name.as_str() {
+        "echo" | "write-host" | "write-output" | "echo." => {
+            let text = match shell {
+                Shell::Cmd => {
+                    // cmd parses echo from the line as written; a redirection ends it.
+                    let line = raw.trim_start();
+                    let line = line.split('>').next().unwrap_or(line);
+                    echo::cmd_echo(line).unwrap_or_default()
+                }
+                Shell::Ps => {
+                    let mut words = Vec::new();
+                    let mut skip = false;
+                    for a in args {
+                        if skip {
+                            skip = false;
+                            continue;
+                        }
+                        let l = a.to_ascii_lowercase();
+                        if l == "-foregroundcolor" || l == "-backgroundcolor" || l == "-separator" {
+                            skip = true;
+                        } else if l == "-nonewline" || l == "-noenumerate" {
+                        } else {
+                            words.push(a.as_str());
+                        }
+                    }
+                    words.join(" ") + "\n"
+                }
+                Shell::Sh => echo::sh_echo(args),
+            };
+            ran(0, 0, out(echo::lines(&text)))
+        }
+        "printf" => ran(0, 0, out(echo::lines(&echo::printf(args)))),
+        "exit" => {
+            let n = args
+                .iter()
+                .find(|a| !a.eq_ignore_ascii_case("/b"))
+                .and_then(|a| a.parse::<i64>().ok())
+                .unwrap_or(0);
+            let code = if windows && shell != Shell::Sh {
+                i32::try_from(n).unwrap_or(i32::MAX)
+            } else {
+                (n.rem_euclid(256)) as i32
+            };
+            Eval::Ran {
+                code,
+                ms: 0,
+                log: Vec::new(),
+                exit: true,
+            }
+        }
+        "true"
+        | ":"
+        | "rem"
+        | "wait"
+        | "set"
+        | "export"
+        | "cls"
+        | "cd"
+        | "pwd"
+        | "ls"
+        | "dir"
+        | "mkdir"
+        | "md"
+        | "touch"
+        | "rm"
+        | "del"
+        | "rmdir"
+        | "rd"
+        | "cp"
+        | "copy"
+        | "mv"
+        | "move"
+        | "chmod"
+        | "chown"
+        | "ln"
+        | "date"
+        | "ver"
+        | "cat"
+        | "type"
+        | "env"
+        | "printenv"
+        | "wc"
+        | "head"
+        | "grep"
+        | "findstr"
+        | "sort"
+        | "test"
+        | "["
+        | "mount"
+        | "df"
+        | "ps"
+        | "tasklist"
+        | "sync"
+        | "stat"
+        | "find"
+        | "xcopy"
+        | "robocopy"
+        | "set-content"
+        | "add-content"
+        | "out-file"
+        | "new-item"
+        | "remove-item"
+        | "copy-item"
+        | "move-item"
+        | "test-path"
+        | "get-childitem"
+        | "gci"
+        | "get-item"
+        | "get-date"
+        | "get-content"
+        | "gc"
+        | "out-null"
+        | "import-module"
+        | "set-location"
+        | "get-process"
+        | "get-location"
+        | "write-verbose"
+        | "write-debug"
+        | "set-executionpolicy"
+        | "$erroractionpreference"
+        | "$progresspreference" => ran(0, 0, Vec::new()),
+        "false" => ran(1, 0, Vec::new()),
+        "whoami" => {
+            let (code, line) = ctx.whoami();
+            ran(code, 0, out(vec![line]))
+        }
+        "hostname" => ran(0, 0, out(vec![ctx.hostname.clone()])),
+        "uname" if !windows => ran(0, 0, out(vec!["Linux".into()])),
+        "id" if !windows => {
+            let line = match ctx.linux_uid {
+                None | Some(0) => "uid=0(root) gid=0(root) groups=0(root)".to_string(),
+                Some(uid) => format!("uid={uid} gid=0(root) groups=0(root)"),
+            };
+            ran(0, 0, out(vec![line]))
+        }
+        "sleep" if shell == Shell::Ps => start_sleep(args),
+        "start-sleep" => start_sleep(args),
+        "sleep" => {
+            let mut total = 0u64;
+            for a in args {
+                if a == "infinity" || a == "inf" {
+                    return Eval::Forever { log: Vec::new() };
+                }
+                match seconds(a) {
+                    Some(s) => total = total.saturating_add(ms_of(s)),
+                    None => {
+                        return ran(1, 0, vec![format!("sleep: invalid time interval '{a}'")]);
+                    }
+                }
+            }
+            slept(total)
+        }
+        "timeout" if windows => {
+            // timeout.exe needs console input; a container's stdin is redirected.
+            let secs = flag_value(args, &["/t", "/T", "-t"]).or_else(|| args.first().map(String::as_str));
+            if secs == Some("-1") && ctx.stdin {
+                return Eval::Forever { log: Vec::new() };
+            }
+            ran(
+                1,
+                0,
+                vec!["ERROR: Input redirection is not supported, exiting the process immediately.".into()],
+            )
+        }
+        "timeout" => {
+            // coreutils: timeout [options] DURATION COMMAND…
+            let mut i = 0;
+            while args.get(i).is_some_and(|a| a.starts_with('-')) {
+                i += if matches!(
+                    args.get(i).map(String::as_str),
+                    Some("-s" | "-k" | "--signal" | "--kill-after")
+                ) {
+                    2
+                } else {
+                    1
+                };
+            }
+            let Some(limit) = args.get(i).and_then(|d| seconds(d)).map(ms_of) else {
+                return ran(125, 0, vec!["timeout: invalid time interval".into()]);
+            };
+            match run_argv(ctx, args.get(i + 1..).unwrap_or_default(), depth + 1) {
+                Eval::Ran { code, ms, log, .. } if ms <= limit => ran(code, ms, log),
+                Eval::Ran { log, .. } | Eval::Forever { log } => ran(124, limit, log),
+                Eval::Unknown => ran(124, limit, Vec::new()),
+                memory @ Eval::Memory(_) => memory,
+            }
+        }
+        "ping" => {
+            let lower: Vec<String> = args.iter().map(|a| a.to_ascii_lowercase()).collect();
+            if lower.iter().any(|a| a == "-t") {
+                return Eval::Forever { log: Vec::new() };
+            }
+            let local = lower
+                .iter()
+                .any(|a| matches!(a.as_str(), "127.0.0.1" | "localhost" | "::1" | "0.0.0.0"));
+            let count = flag_value(&lower, &["-n", "-c"]).and_then(|n| n.parse::<u64>().ok());
+            match (local, count) {
+                (true, Some(n)) => ran(0, n.saturating_sub(1).saturating_mul(1000), Vec::new()),
+                (true, None) if !windows => Eval::Forever { log: Vec::new() },
+                (true, None) => ran(0, 3000, Vec::new()),
+                _ => Eval::Unknown,
+            }
+        }
+        "tail" if args.iter().any(|a| a == "/dev/zero") => memory_tool(ctx, "tail", args),
+        "tail" if args.iter().any(|a| a == "-f" || a == "-F" || a == "--follow") => Eval::Forever { log: Vec::new() },
+        "tail" => ran(0, 0, Vec::new()),
+        "pause" if shell == Shell::Cmd => ran(0, 0, out(vec!["Press any key to continue . . . ".into()])),
+        "pause" => Eval::Forever { log: Vec::new() },
+        "agnhost" => agnhost(ctx, args),
+        "stress" | "stress-ng" | "testlimit" | "testlimit64" => memory_tool(ctx, &name, args),
+        "nginx" | "httpd" | "apache2" | "redis-server"
+            if args
+                .iter()
+                .any(|a| matches!(a.as_str(), "-v" | "-V" | "-t" | "-T" | "--version")) =>
+        {
+            ran(0, 0, Vec::new())
+        }
+        "nginx" | "httpd" | "apache2" | "redis-server" | "servicemonitor" | "consumer" | "w3wp" | "dotnet"
+        | "caddy" | "sshd" | "crond" | "iisexpress" => Eval::Forever { log: Vec::new() },
+        "nc" | "netcat" | "ncat" if args.iter().any(|a| a.starts_with("-l") || a.starts_with("-kl")) => {
+            Eval::Forever { log: Vec::new() }
+        }
+        "python" | "python3" if args.windows(2).any(|w| w[0] == "-m" && w[1] == "http.server") => {
+            Eval::Forever { log: Vec::new() }
+        }
+        "exec" | "call" | "start" if !args.is_empty() => run_argv(ctx, args, depth + 1),
+        "sh" | "bash" | "ash" | "dash" | "zsh" | "ksh" | "busybox" | "cmd" | "powershell" | "pwsh" => {
+            run_argv(ctx, tokens, depth + 1)
+        }
+        _ => Eval::Unknown,
+    }
+}
+
+/// PowerShell `Start-Sleep` (`-Seconds N`, `-s N`, `-Milliseconds N`, `-m N`, positional N).
+pub(super) fn start_sleep(args: &[String]) -> Eval {
+    let lower: Vec<String> = args.iter().map(|a| a.to_ascii_lowercase()).collect();
+    let ms = if let Some(v) = flag_value(&lower, &["-milliseconds", "-m", "-ms"]) {
+        v.parse::<f64>().ok().map(|m| ms_of(m / 1000.0))
+    } else {
+        flag_value(&lower, &["-seconds", "-s"])
+            .or_else(|| lower.iter().find(|a| !a.starts_with('-')).map(String::as_str))
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(ms_of)
+    };
+    match ms {
+        Some(ms) => slept(ms),
+        None => ran(1, 0, vec!["Start-Sleep : Cannot bind parameter".into()]),
+    }
+}
+
+/// Moves a variable name (letters, digits, `_`) from `chars` into `name`.
+pub(super) fn read_identifier(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, name: &mut String) {
+    while let Some(&c) = chars.peek() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            name.push(c);
+            chars.next();
+        } else {
+            break;
+        }
+    }
+}
