@@ -72,8 +72,7 @@ fn exit_code_of(e: &anyhow::Error) -> exit::Code {
     if let Some(err) = e.downcast_ref::<target::TargetError>() {
         return err.exit_code();
     }
-    if e.downcast_ref::<simcluster::config::topology::TopologyError>()
-        .is_some()
+    if e.downcast_ref::<simcluster::TopologyError>().is_some()
         || matches!(
             e.downcast_ref::<ResultsError>(),
             Some(

@@ -19,7 +19,7 @@ pub enum PlanError {
     #[error(transparent)]
     Suite(#[from] crate::suite::SuiteError),
     #[error(transparent)]
-    Topology(#[from] simcluster::config::topology::TopologyError),
+    Topology(#[from] simcluster::TopologyError),
     #[error(transparent)]
     Rules(#[from] crate::rules::RulesError),
     #[error("no check matches the selection ({0})")]

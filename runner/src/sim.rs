@@ -14,7 +14,7 @@ pub async fn run(cmd: SimCommand) -> anyhow::Result<Code> {
         }
         SimCommand::Faults => {
             println!("{:<32} {:<8} {:<31} SYMPTOM", "FAULT", "NODES", "RULE");
-            for fault in simcluster::config::faults::ALL {
+            for fault in simcluster::faults::ALL {
                 let nodes = if fault.windows_only() { "windows" } else { "any" };
                 println!(
                     "{:<32} {nodes:<8} {:<31} {}",
@@ -30,7 +30,7 @@ pub async fn run(cmd: SimCommand) -> anyhow::Result<Code> {
 
 fn profiles() -> anyhow::Result<()> {
     println!("{:<26} {:<9} {:<6} DESCRIPTION", "PROFILE", "VERSION", "NODES");
-    for (name, _) in simcluster::config::topology::PROFILES {
+    for (name, _) in simcluster::PROFILES {
         let t = simcluster::Topology::profile(name)?;
         println!(
             "{name:<26} {:<9} {:<6} {}",
@@ -48,10 +48,10 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
         let (node, fault) = spec
             .split_once(':')
             .ok_or_else(|| UsageError(format!("--fault {spec:?}: expected NODE:FAULT")))?;
-        let Some(known) = simcluster::config::faults::Fault::parse(fault) else {
+        let Some(known) = simcluster::faults::Fault::parse(fault) else {
             return Err(UsageError(format!(
                 "--fault {spec:?}: unknown fault {fault:?} (known: {})",
-                simcluster::config::faults::names()
+                simcluster::faults::names()
             )));
         };
         let target = topology

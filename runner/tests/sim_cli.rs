@@ -122,7 +122,7 @@ fn faults_lists_symptoms() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("kubelet-stopped") && text.contains("NotReady"), "{text}");
     // One line per fault, each with the rule it breaks and whether it needs a Windows node.
-    for fault in simcluster::config::faults::ALL {
+    for fault in simcluster::faults::ALL {
         let line = text
             .lines()
             .find(|l| l.split_whitespace().next() == Some(fault.name()))

@@ -12,15 +12,15 @@ use std::time::Instant;
 
 use serde_json::json;
 use simcluster::Topology;
-use simcluster::config::profile::profiles;
-use simcluster::network::apps::SimNet;
-use simcluster::network::dns::{self, Records};
-use simcluster::network::fabric::{Flow, NetFacts, Proto, Src};
-use simcluster::network::snapshot as netstate;
-use simcluster::network::wire::Wire;
-use simcluster::node::exec::CommandContext;
-use simcluster::store::resources as registry;
-use simcluster::store::{Part, Store};
+use simcluster::internals::CommandContext;
+use simcluster::internals::apps::SimNet;
+use simcluster::internals::dns::{self, Records};
+use simcluster::internals::fabric::{Flow, NetFacts, Proto, Src};
+use simcluster::internals::resources as registry;
+use simcluster::internals::snapshot as netstate;
+use simcluster::internals::wire::Wire;
+use simcluster::internals::{Part, Store};
+use simcluster::profiles;
 
 mod support;
 use support::arg;
@@ -55,7 +55,7 @@ fn main() -> Result<(), String> {
         .collect();
     let profiles = Arc::new(profiles(&topo, &ips));
     let store = Arc::new(Store::default());
-    let err = |e: simcluster::store::api_error::ApiError| e.to_string();
+    let err = |e: simcluster::internals::ApiError| e.to_string();
     store
         .create(registry::core("namespaces"), "", json!({"metadata": {"name": "bench"}}))
         .map_err(err)?;
@@ -262,7 +262,7 @@ fn main() -> Result<(), String> {
     for i in 0..full {
         if matches!(
             client.resolve(&format!("s{}", i % services), None),
-            simcluster::network::wire::Lookup::Found { .. }
+            simcluster::internals::wire::Lookup::Found { .. }
         ) {
             answered += 1;
         }

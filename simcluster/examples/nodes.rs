@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use simcluster::store::resources as registry;
+use simcluster::internals::resources as registry;
 use simcluster::{Cluster, ClusterConfig, Topology};
 
 mod support;

@@ -154,7 +154,7 @@ async fn a_faulted_windows_node_keeps_its_pods_from_starting_and_spares_the_rest
         Some(template) => {
             let expected = template.replace(
                 "<sandbox>",
-                &simcluster::node::kubelet::outcome::container_id(&stuck.uid().unwrap_or_default(), "POD"),
+                &simcluster::internals::container_id(&stuck.uid().unwrap_or_default(), "POD"),
             );
             // Retried with back-off: the same event, counted.
             let (message, count) = common::eventually("repeated FailedCreatePodSandBox", || async {

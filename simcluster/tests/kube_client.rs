@@ -15,8 +15,8 @@ use kube::api::{
 use kube::{Client, ResourceExt};
 use rstest::rstest;
 use serde_json::json;
-use simcluster::store::resources as registry;
-use simcluster::store::{Part, StoreConfig};
+use simcluster::internals::resources as registry;
+use simcluster::internals::{Part, StoreConfig};
 use simcluster::{ClusterConfig, Topology};
 use tokio::io::AsyncReadExt;
 

@@ -16,7 +16,7 @@ use kube::Client;
 use kube::api::{Api, AttachParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use rstest::rstest;
 use serde_json::{Value, json};
-use simcluster::config::topology::NetworkMode;
+use simcluster::NetworkMode;
 use simcluster::{ClusterConfig, Topology};
 use tokio::io::AsyncReadExt;
 
@@ -143,7 +143,7 @@ async fn detect(client: &Client) -> NetworkFacts {
 /// services; no CNI object for the 1.5-era hand-made routes.
 fn expected(topology: &Topology) -> (NetworkFacts, bool) {
     let ips: Vec<Ipv4Addr> = (0..topology.nodes.len()).map(|_| Ipv4Addr::LOCALHOST).collect();
-    let profiles = simcluster::config::profile::profiles(topology, &ips);
+    let profiles = simcluster::profiles(topology, &ips);
     let windows: Vec<_> = profiles.iter().filter(|p| p.is_windows()).collect();
     let host_process = !windows.is_empty() && windows.iter().all(|p| p.supports_host_process());
     let mode = topology.network.mode;
@@ -248,14 +248,14 @@ async fn check_facts_and_placement(topology: Topology) {
     let mut linux: Vec<String> = topology
         .nodes
         .iter()
-        .filter(|n| n.os == simcluster::config::topology::Os::Linux)
+        .filter(|n| n.os == simcluster::Os::Linux)
         .map(|n| n.name.clone())
         .collect();
     linux.sort();
     let windows: Vec<String> = topology
         .nodes
         .iter()
-        .filter(|n| n.os == simcluster::config::topology::Os::Windows)
+        .filter(|n| n.os == simcluster::Os::Windows)
         .map(|n| n.name.clone())
         .collect();
     let dns_replicas = if topology.version() >= (1, 11) { 2 } else { 1 };

@@ -18,8 +18,8 @@ use kube::Client;
 use kube::api::{Api, AttachParams, PostParams};
 use rstest::rstest;
 use serde_json::{Value, json};
-use simcluster::config::faults::Fault;
-use simcluster::config::topology::NetworkMode;
+use simcluster::NetworkMode;
+use simcluster::faults::Fault;
 use simcluster::{Cluster, Topology};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

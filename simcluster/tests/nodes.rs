@@ -112,7 +112,7 @@ async fn filling_windows_allocatable_memory_leaves_the_next_pod_pending() {
         .and_then(|s| s.allocatable)
         .and_then(|a| a.get("memory").cloned())
         .expect("allocatable");
-    let alloc = simcluster::vocab::quantity::Quantity::parse(&alloc.0).expect("quantity");
+    let alloc = simcluster::Quantity::parse(&alloc.0).expect("quantity");
     let fill = alloc.value() - 100 * 1024 * 1024;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "mem");
     let spec = |mem: String| {
@@ -371,9 +371,7 @@ async fn configz_serves_the_reservations_behind_allocatable() {
     let nodes: Api<Node> = Api::all(client);
     let status = nodes.get("win2022-1").await.expect("node").status.expect("status");
     let q = |m: &std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
-        simcluster::vocab::quantity::Quantity::parse(&m["memory"].0)
-            .expect("quantity")
-            .value()
+        simcluster::Quantity::parse(&m["memory"].0).expect("quantity").value()
     };
     let capacity = q(status.capacity.as_ref().expect("capacity"));
     let allocatable = q(status.allocatable.as_ref().expect("allocatable"));
@@ -558,7 +556,7 @@ async fn memory_pressure_eviction_by_kubelet_version(#[case] profile: &str, #[ca
     let windows = topology
         .nodes
         .iter()
-        .find(|n| n.os == simcluster::config::topology::Os::Windows && (node.is_empty() || n.name == node))
+        .find(|n| n.os == simcluster::Os::Windows && (node.is_empty() || n.name == node))
         .expect("a Windows node");
     let image = "registry.k8s.io/e2e-test-images/agnhost:2.52";
     // 16Gi capacity: holding 16000Mi leaves 384Mi, under the 500Mi threshold.

@@ -16,7 +16,7 @@ use reqwest::{Method, RequestBuilder};
 use rstest::rstest;
 use serde_json::{Value, json};
 use simcluster::Cluster;
-use simcluster::api::MAX_BODY;
+use simcluster::internals::MAX_BODY;
 
 // ---------------------------------------------------------------------------
 // Harness

@@ -149,11 +149,13 @@ impl Reference {
     }
 }
 
+#[cfg(test)] // used by the tests only
 /// The normalised name of a reference (`docker.io/library/nginx` → `nginx:latest`).
 pub fn normalise(image: &str) -> String {
     Reference::parse(image).normalised()
 }
 
+#[cfg(test)] // used by the tests only
 /// The fully qualified reference as containerd prints it in pull errors.
 pub fn fully_qualified(image: &str) -> String {
     Reference::parse(image).fully_qualified()

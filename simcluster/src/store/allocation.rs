@@ -62,6 +62,7 @@ impl Allocator {
         store.create(resources::core("services"), ns, svc)
     }
 
+    #[cfg(test)] // used by the tests only
     /// Keeps a service's addresses across an update (they are immutable once allocated) and
     /// allocates node ports a NodePort update adds.
     pub fn update(&self, store: &Store, old: &Value, new: &mut Value) -> Result<(), ApiError> {

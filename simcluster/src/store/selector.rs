@@ -601,6 +601,7 @@ impl FieldSelector {
         Ok(Self { requirements })
     }
 
+    #[cfg(test)] // used by the tests only
     /// True when the selector has no terms and therefore selects everything.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
@@ -612,6 +613,7 @@ impl FieldSelector {
         self.requirements.iter().map(|r| r.field.as_str())
     }
 
+    #[cfg(test)] // used by the tests only
     /// `Some(v)` when the selector contains the equality `field=v` (useful for index shortcuts).
     pub fn exact(&self, field: &str) -> Option<&str> {
         self.requirements

@@ -43,11 +43,6 @@ pub fn bool(v: &Value, pointer: &str) -> Option<bool> {
     get(v, pointer).and_then(Value::as_bool)
 }
 
-/// The integer at a pointer, if there is one.
-pub fn i64(v: &Value, pointer: &str) -> Option<i64> {
-    get(v, pointer).and_then(Value::as_i64)
-}
-
 /// Whether the pointer names a value that is not null.
 pub fn present(v: &Value, pointer: &str) -> bool {
     get(v, pointer).is_some_and(|v| !v.is_null())
@@ -80,7 +75,6 @@ mod tests {
         assert_eq!((opt_str(&v, "/a/s"), opt_str(&v, "/a/z")), (Some("x"), None));
         assert_eq!((array(&v, "/a/l").len(), array(&v, "/a/s").len()), (2, 0));
         assert_eq!((bool(&v, "/a/b"), bool(&v, "/a/s")), (Some(true), None));
-        assert_eq!((i64(&v, "/a/n"), i64(&v, "/a/s")), (Some(3), None));
         assert_eq!(
             (present(&v, "/a/s"), present(&v, "/a/z"), present(&v, "/x")),
             (true, false, false)

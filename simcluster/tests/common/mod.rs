@@ -48,7 +48,7 @@ pub fn namespace(cluster: &Cluster, name: &str) {
     cluster
         .store()
         .create(
-            simcluster::store::resources::core("namespaces"),
+            simcluster::internals::resources::core("namespaces"),
             "",
             serde_json::json!({"metadata": {"name": name}}),
         )

@@ -438,6 +438,7 @@ fn pinned_node(needs: &PodNeeds) -> Option<&str> {
     }
 }
 
+#[cfg(test)] // used by the tests only
 /// Picks the best node: least allocated (memory and cpu shares), then fewest pods, then name.
 /// Nodes are visited from `start` round-robin and the search stops after
 /// [`feasible_nodes_to_find`] feasible ones; the failure message covers every node.

@@ -72,7 +72,7 @@ fn k8s_registry(a: &Addons) -> &'static str {
 
 /// The Linux kube-proxy image: the cluster's version.
 pub(super) fn kube_proxy_image(a: &Addons) -> String {
-    if a.cni == Cni::AzureCni {
+    if a.cni == Cni::Azure {
         return format!("mcr.microsoft.com/oss/kubernetes/kube-proxy:{}", a.kubernetes_version);
     }
     let name = if a.version >= (1, 12) {
@@ -135,7 +135,7 @@ pub(super) fn objects(a: &Addons) -> Vec<Object> {
                 windows_kube_proxy(a, &mut out);
             }
         }
-        Cni::AzureCni => azure_cni(a, &mut out),
+        Cni::Azure => azure_cni(a, &mut out),
         Cni::OvnKubernetes => ovn_kubernetes(a, &mut out),
         Cni::HostRoutes => {}
     }

@@ -70,7 +70,7 @@ pub enum Cni {
         namespace: &'static str,
     },
     /// Azure CNI (AKS).
-    AzureCni,
+    Azure,
     /// ovn-kubernetes (it implements Services itself: no kube-proxy).
     OvnKubernetes,
     /// Routes set up by hand on the hosts: nothing in the API.
@@ -151,7 +151,7 @@ impl Addons {
                     namespace,
                 }
             }
-            (NetworkMode::L2tunnel, _) => Cni::AzureCni,
+            (NetworkMode::L2tunnel, _) => Cni::Azure,
             (NetworkMode::Transparent, Era::HostProcess) => Cni::OvnKubernetes,
             (NetworkMode::Transparent, Era::NodeServices) => Cni::HostRoutes,
         };

@@ -48,6 +48,7 @@ use self::transfer::*;
 // Entry
 // ---------------------------------------------------------------------------------------------
 
+#[cfg(test)] // used by the tests only
 /// Runs a network command line (`argv` after shell interpretation; `argv[0]` as typed, e.g.
 /// `curl.exe`, `/agnhost`, `Resolve-DnsName`) in the container `ctx` over `wire`.
 pub fn run(ctx: &CommandContext, wire: &dyn Wire, argv: &[String]) -> ExecOutput {

@@ -138,6 +138,7 @@ impl PodFate {
     }
 
     /// The rule id of a pod-level failure.
+    #[cfg(test)] // used by the tests only
     pub fn rule(&self) -> Option<&'static str> {
         match self {
             Self::Rejected { rule, .. } | Self::SandboxFails { rule, .. } => Some(rule),
@@ -201,15 +202,7 @@ pub enum ContainerOutcome {
     Runs { process: Process },
 }
 
-impl ContainerOutcome {
-    /// The rule id of a failure.
-    pub fn rule(&self) -> Option<&'static str> {
-        match self {
-            Self::PullFails { rule, .. } | Self::ConfigError { rule, .. } | Self::StartFails { rule, .. } => Some(rule),
-            Self::Runs { .. } => None,
-        }
-    }
-}
+impl ContainerOutcome {}
 
 /// What a started container's main process does.
 #[derive(Debug, Clone, PartialEq)]
