@@ -3,7 +3,7 @@
 //! writes the documented way (STO-READONLY-VOLUME, W14, E2E/volumes: `Access is denied.` on
 //! Windows), and a hostPath shows the node's own files (STO-HOSTPATH, W14, E2E/volumes).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

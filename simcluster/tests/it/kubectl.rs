@@ -4,7 +4,7 @@
 //! Windows web server and IIS Deployments on Windows nodes of the right build, a Secret volume on
 //! Linux, and Windows build mismatches (HCS start error, pull without a matching platform).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -834,7 +834,7 @@ async fn errors_exec_and_logs() {
 /// (2019) running a PowerShell HttpListener loop, placed on Windows Server 2019 nodes by
 /// nodeSelector (OS and build) with the toleration for the Windows nodes' taint. The script
 /// announces itself first, so its log has a line (the guide prints it after `Start()`).
-const WIN_WEBSERVER: &str = include_str!("fixtures/win-webserver.yaml");
+const WIN_WEBSERVER: &str = include_str!("../../../testdata/win-webserver.yaml");
 
 /// The seed guide's IIS Deployment (three replicas of the IIS image), on the Windows Server 2022
 /// image and nodes of today instead of `microsoft/iis` with the long-gone Hyper-V annotation.

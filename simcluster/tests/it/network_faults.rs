@@ -7,7 +7,7 @@
 //! still work. Without the fault, every command that shows a symptom succeeds. The real NodePort
 //! listener of a node whose kube-proxy is stopped stays silent while other nodes answer.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};

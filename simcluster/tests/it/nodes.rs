@@ -3,7 +3,7 @@
 //! ServiceAccount), kubelet rules (OS admission, configz, a stopped kubelet) and Windows rules
 //! (API validation of `spec.os`, HostProcess seeing secrets on the node's disk).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

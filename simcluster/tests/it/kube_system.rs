@@ -5,7 +5,7 @@
 //! add-on pods run where the profile puts them. Cluster DNS goes through the CoreDNS pods (no
 //! ready pod, no DNS), and the Windows node faults show in the agents' pods.
 
-mod common;
+use crate::common;
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;

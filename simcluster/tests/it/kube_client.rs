@@ -1,7 +1,7 @@
 //! kube-rs against the bundled cluster: typed CRUD, selectors, every patch type, watches under
 //! concurrent writers, 409 and 410, error decoding, exec over WebSocket and logs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! allocation with upstream conflict errors, addresses kept across updates, and Endpoints /
 //! EndpointSlices following the ready pods a selector picks.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

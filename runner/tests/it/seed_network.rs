@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 const MISSING: &str =
     "kubectl is not installed or not on PATH: this test needs it (it is #[ignore]d by default; CI installs it)";
-const WIN_WEBSERVER: &str = include_str!("../../simcluster/tests/fixtures/win-webserver.yaml");
-const PROBES: &str = include_str!("../../simcluster/tests/fixtures/network-probes.yaml");
+const WIN_WEBSERVER: &str = include_str!("../../../testdata/win-webserver.yaml");
+const PROBES: &str = include_str!("../../../testdata/network-probes.yaml");
 
 /// A running `mixcheck sim serve`, stopped with SIGTERM when dropped.
 struct Sim {

@@ -6,7 +6,7 @@
 //! kubelet would (what runs as a node service there) and what the fault leaves in the
 //! kubelet's, kube-proxy's and flanneld's logs.
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, PostParams};

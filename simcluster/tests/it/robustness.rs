@@ -3,7 +3,7 @@
 //! status code and a `Status` body; a seeded fuzz batch of random and truncated bodies is sent
 //! at every handler and the server must still answer afterwards.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, Once};

@@ -2,7 +2,7 @@
 //! Deployments and ReplicaSets (the controllers follow), access and rules reviews for the
 //! caller, and Jobs run to completion, to their backoff limit and away after their TTL.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,0 +1,22 @@
+//! The `mixcheck` binary's integration tests, one test binary (one link on a small machine). They
+//! run the built binary as a user or CI does:
+//!
+//! - `run_cli` — `mixcheck run` against the bundled cluster and through a kubeconfig; bad input
+//!   and its exit codes
+//! - `reports_cli` — the report files, `-o`, `mixcheck report --from`, snapshots
+//! - `faults` — every injectable fault against a clean run, cell by cell
+//! - `profiles` — every seed-era profile passes its gate with the documented verdicts
+//! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
+//! - `seed_network` — the seed guide's network validation with kubectl (ignored without it)
+//! - `fixture_schemas` — fixtures against the Kubernetes schemas (ignored without
+//!   kubernetes-validate)
+//! - `layout` — no module cycles; simcluster's layers
+
+mod faults;
+mod fixture_schemas;
+mod layout;
+mod profiles;
+mod reports_cli;
+mod run_cli;
+mod seed_network;
+mod sim_cli;

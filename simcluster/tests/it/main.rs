@@ -1,0 +1,26 @@
+//! simcluster's integration tests, one binary (one link on a small machine). Each module drives
+//! an in-process bundled cluster through its API, as a client would:
+//!
+//! - `kube_client` — kube-rs: typed CRUD, selectors, patches, watches, errors, exec and logs
+//! - `api_calls` — the scale subresource, access and rules reviews, Jobs
+//! - `services` — ClusterIP/NodePort allocation, Endpoints and EndpointSlices
+//! - `nodes` — scheduling, controllers, kubelet and Windows admission rules
+//! - `volumes` — emptyDir, readOnly mounts, hostPath
+//! - `kube_system` — the add-ons a real cluster of each profile shows
+//! - `faults` — kubelet-side node faults and the node log proxy
+//! - `network_faults` — network node faults seen from exec'd commands
+//! - `robustness` — bad input never panics
+//! - `kubectl` — the real kubectl CLI (ignored without kubectl)
+
+mod common;
+
+mod api_calls;
+mod faults;
+mod kube_client;
+mod kube_system;
+mod kubectl;
+mod network_faults;
+mod nodes;
+mod robustness;
+mod services;
+mod volumes;
