@@ -1,0 +1,382 @@
+//! One `mixcheck run`, from a validated plan to its report: connect (or start the bundled
+//! cluster), check permissions, read the facts, expand every selected check over the nodes the
+//! cluster has, deploy the fixtures, probe with bounded concurrency, judge each cell, write
+//! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
+
+mod audit;
+mod cells;
+mod judge;
+mod node;
+mod request;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use mixcheck_reports::{Cell, RunReport};
+
+use crate::deploy::{self, Deployment};
+use crate::exit::Code;
+use crate::facts::{self, ClusterFacts};
+use crate::fixture::Fixtures;
+use crate::plan::RunPlan;
+use crate::suite::Probe;
+
+use cells::plan_cells;
+use judge::{Ctx, judge_cells};
+
+/// What one run ended with.
+pub struct Finished {
+    pub code: Code,
+    pub report: RunReport,
+}
+
+/// Runs the plan. Errors before any check become an aborted report with their exit code.
+pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
+    let started = Utc::now();
+    let clock = Instant::now();
+    let progress = crate::progress::Progress::for_stderr(plan.quiet);
+    let say = |m: &str| progress.say(m);
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let placeholder = match &plan.target {
+        crate::plan::TargetSpec::Bundled { profile, .. } => mixcheck_reports::Target::Bundled {
+            profile: profile.clone(),
+        },
+        crate::plan::TargetSpec::Kubeconfig { context, .. } => mixcheck_reports::Target::Kubeconfig {
+            context: context.clone().unwrap_or_else(|| "current-context".into()),
+            server: String::new(),
+        },
+    };
+    let mut report = RunReport::new(env!("CARGO_PKG_VERSION"), run_id.clone(), placeholder, started);
+    report.strict = plan.strict;
+    report.selection = plan.selection.clone();
+    let abort = |mut report: RunReport, code: Code, reason: String| {
+        report.aborted = Some(mixcheck_reports::Aborted {
+            reason,
+            exit_code: code as u8,
+        });
+        report.finished_at = Utc::now();
+        report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Finished { code, report }
+    };
+    let target = match tokio::time::timeout(plan.deadline, crate::target::connect(&plan.target, &say)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            let code = match e {
+                crate::target::TargetError::Kubeconfig { .. } => Code::Usage,
+                crate::target::TargetError::Bundled(_) => Code::Failed,
+                crate::target::TargetError::Unreachable { .. } => Code::Unreachable,
+            };
+            return abort(report, code, e.to_string());
+        }
+        Err(_) => {
+            return abort(
+                report,
+                Code::Unreachable,
+                "the cluster did not answer before the run's deadline".into(),
+            );
+        }
+    };
+    report.target = target.report.clone();
+    let client = target.client.clone();
+    if let Err(missing) = preflight(&client, &format!("mixcheck-{run_id}")).await {
+        return abort(report, Code::Unreachable, missing);
+    }
+    let facts = match facts::collect(&client, plan.network_mode.as_deref(), plan.egress).await {
+        Ok(f) => f,
+        Err(e) => {
+            return abort(
+                report,
+                Code::Unreachable,
+                format!("cannot read the cluster's facts: {e}"),
+            );
+        }
+    };
+    report.facts = facts.report.clone();
+    say(&format!(
+        "Cluster: {} · {} nodes ({}) · network mode {}",
+        facts
+            .report
+            .server_version
+            .as_ref()
+            .map(|f| f.value.as_str())
+            .unwrap_or("?"),
+        facts.nodes.len(),
+        pools_line(&facts),
+        facts.network_mode.as_ref().map_or("unknown", |m| m.value.as_str())
+    ));
+    let ns = format!("mixcheck-{run_id}");
+    let deadline = clock + plan.deadline;
+    let work = async {
+        deploy::create_namespace(&client, &ns, &run_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let cells = plan_cells(plan, &facts);
+        let permits = tokio::sync::Semaphore::new(plan.concurrency);
+        let workloads = crate::workload::Workloads::new(
+            client.clone(),
+            &ns,
+            fixtures,
+            deploy::run_labels(&run_id),
+            plan.image_registry.clone(),
+        );
+        let no_fixtures = Deployment::default();
+        let early_ctx = Ctx {
+            permits: &permits,
+            client: client.clone(),
+            workloads: &workloads,
+            pods: Api::namespaced(client.clone(), &ns),
+            facts: &facts,
+            dep: &no_fixtures,
+            ns: &ns,
+        };
+        // Cells that create their own pods need none of the shared fixtures: they start at once,
+        // while the fixtures are awaited (Windows pods start slowly on a real cluster).
+        let (early, later): (Vec<_>, Vec<_>) = cells
+            .iter()
+            .enumerate()
+            .partition(|(_, c)| matches!(c.check.probe, Probe::Create { .. }));
+        let bar = progress.bar(crate::progress::Phase::Probe);
+        bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
+        let early = judge_cells(&early_ctx, early, plan.concurrency, &bar);
+        let later = async {
+            let dep = deploy::deploy(
+                &client,
+                &ns,
+                &run_id,
+                &facts,
+                fixtures,
+                plan.image_registry.as_deref(),
+                deadline,
+                &progress,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            let probes: usize = cells
+                .iter()
+                .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
+                .sum();
+            say(&format!(
+                "Probing {} cells of {} checks ({probes} probes)…",
+                cells.len(),
+                plan.selected.len()
+            ));
+            let ctx = early_ctx.with_fixtures(&dep);
+            Ok::<_, String>(judge_cells(&ctx, later, plan.concurrency, &bar).await)
+        };
+        let (mut results, later) = futures::future::join(early, later).await;
+        progress.finish();
+        results.extend(later?);
+        results.sort_by_key(|(i, _)| *i);
+        Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
+    };
+    let outcome = tokio::select! {
+        r = work => Ended::Done(r),
+        _ = interrupted() => Ended::Interrupted,
+        _ = tokio::time::sleep_until(deadline.into()) => Ended::Deadline,
+    };
+    if plan.keep {
+        say(&deploy::describe_keep(&ns));
+    } else {
+        cleanup(&client, &ns, &say).await;
+    }
+    target.stop().await;
+    let (code, cells, aborted) = match outcome {
+        Ended::Done(Ok(cells)) => (None, cells, None),
+        Ended::Done(Err(e)) => (
+            Some(Code::Failed),
+            Vec::new(),
+            Some(format!("the run could not deploy its fixtures: {e}")),
+        ),
+        Ended::Interrupted => (
+            Some(Code::Interrupted),
+            Vec::new(),
+            Some("interrupted (Ctrl-C); the run namespace was deleted".into()),
+        ),
+        Ended::Deadline => (
+            Some(Code::Failed),
+            Vec::new(),
+            Some(format!(
+                "the run's deadline ({}s, --timeout) passed before every check ran",
+                plan.deadline.as_secs()
+            )),
+        ),
+    };
+    report.cells = cells;
+    if let (Some(code), Some(reason)) = (code, aborted) {
+        return abort(report, code, reason);
+    }
+    report.finished_at = Utc::now();
+    report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let code = if report.gate_passed(plan.strict) {
+        Code::Passed
+    } else {
+        Code::Failed
+    };
+    Finished { code, report }
+}
+
+enum Ended {
+    Done(Result<Vec<Cell>, String>),
+    Interrupted,
+    Deadline,
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn pools_line(facts: &ClusterFacts) -> String {
+    let mut pools: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &facts.nodes {
+        *pools.entry(n.pool()).or_default() += 1;
+    }
+    pools
+        .iter()
+        .map(|(p, n)| format!("{n}× {p}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Deletes the run namespace (everything the run created is in it).
+pub async fn cleanup(client: &kube::Client, ns: &str, say: &dyn Fn(&str)) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    match tokio::time::timeout(Duration::from_secs(30), api.delete(ns, &DeleteParams::background())).await {
+        Ok(Ok(_)) => say(&format!("Deleted the run namespace {ns}")),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
+        Ok(Err(e)) => {
+            eprintln!("mixcheck: could not delete the run namespace {ns}: {e} (delete it with `mixcheck cleanup`)")
+        }
+        Err(_) => eprintln!("mixcheck: deleting the run namespace {ns} timed out (delete it with `mixcheck cleanup`)"),
+    }
+}
+
+/// The run namespaces on a cluster with their phase.
+pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            crate::fixture::MANAGED_BY.0,
+            crate::fixture::MANAGED_BY.1
+        )))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|n| {
+            let phase = n.status.and_then(|s| s.phase).unwrap_or_default();
+            (n.metadata.name.unwrap_or_default(), phase)
+        })
+        .collect())
+}
+
+/// `mixcheck cleanup`: deletes every namespace a run left (label app.kubernetes.io/managed-by=mixcheck).
+pub async fn cleanup_all(client: &kube::Client) -> Result<usize, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            crate::fixture::MANAGED_BY.0,
+            crate::fixture::MANAGED_BY.1
+        )))
+        .await?;
+    let mut n = 0;
+    for ns in list.items {
+        if let Some(name) = ns.metadata.name {
+            api.delete(&name, &DeleteParams::background()).await?;
+            println!("deleted namespace {name}");
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Checks with SelfSubjectAccessReview that the credentials allow what the run does; lists
+/// every missing permission.
+async fn preflight(client: &kube::Client, ns: &str) -> Result<(), String> {
+    let needs: &[(&str, &str, &str, &str, bool)] = &[
+        // verb, group, resource, subresource, namespaced
+        ("create", "", "namespaces", "", false),
+        ("delete", "", "namespaces", "", false),
+        ("list", "", "nodes", "", false),
+        ("get", "", "nodes", "proxy", false),
+        ("create", "", "pods", "", true),
+        ("patch", "", "pods", "", true),
+        ("list", "", "pods", "", true),
+        ("create", "", "pods", "exec", true),
+        ("create", "", "services", "", true),
+        ("patch", "", "services", "", true),
+        ("list", "", "events", "", true),
+        ("list", "", "pods", "", false),
+        ("get", "", "pods", "log", false),
+        ("list", "apps", "daemonsets", "", false),
+        ("list", "", "configmaps", "", false),
+    ];
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let mut missing = Vec::new();
+    for (verb, group, resource, sub, namespaced) in needs {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(verb.to_string()),
+                    group: Some(group.to_string()),
+                    resource: Some(resource.to_string()),
+                    subresource: (!sub.is_empty()).then(|| sub.to_string()),
+                    namespace: namespaced.then(|| ns.to_string()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let what = format!(
+            "{verb} {}{resource}{}",
+            if group.is_empty() {
+                String::new()
+            } else {
+                format!("{group}/")
+            },
+            if sub.is_empty() {
+                String::new()
+            } else {
+                format!("/{sub}")
+            }
+        );
+        match api.create(&PostParams::default(), &review).await {
+            Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => {}
+            Ok(_) => missing.push(what),
+            Err(e) => return Err(format!("the access review for \"{what}\" failed: {e}")),
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the credentials lack permissions the run needs:\n  - {}\n  check: the RBAC bindings of the kubeconfig's user (`kubectl auth can-i --list`)",
+            missing.join("\n  - ")
+        ))
+    }
+}
