@@ -246,6 +246,10 @@ pub struct Observed {
     /// The command, output and events behind it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+    /// The nodes of the pair whose result the cell took (the worst of its pairs), with their
+    /// roles: where the observation was made, when the cell spans a pool of several nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub on: Vec<NodeRef>,
 }
 
 /// One judged point of the matrix: a rule, at some coordinates, on some nodes — one JUnit test

@@ -16,14 +16,18 @@
 //! │                              each an optional Fact { value, source }
 //! ├─ selection                   suites and check regexes
 //! ├─ aborted?                    reason + exit code of a run that stopped early
-//! └─ cells: Vec<Cell>            one per judged matrix point = one JUnit test case
+//! ├─ cells: Vec<Cell>            one per judged matrix point = one JUnit test case
 //!    ├─ id: CellId               suite/RULE-ID[source→destination,locality,protocol,variant]
 //!    ├─ suite, check, rule_id, title, category, sources, reproduce
 //!    ├─ verdict: Verdict         decide(expected.kind, outcome)
 //!    ├─ expected: Expectation    Expected + the documented one-liner
 //!    ├─ coordinates, nodes       matrix position by pool (linux, windows-20348); nodes as landed
-//!    ├─ observed                 summary + Evidence (command, exit code, Excerpts, pod events)
+//!    ├─ observed                 summary, the nodes it was made on, Evidence (command, exit
+//!    │                           code, Excerpts, pod events)
 //!    └─ remedy, reason, flaky, duration_ms
+//! └─ diagnosis?: Diagnosis       ranked likely causes of the failing cells (nodes, cells
+//!                                explained, evidence, remedy, confirm commands), the
+//!                                unexplained cells, the evidence gathered per node
 //! ```
 //!
 //! # Rules the model keeps
@@ -71,6 +75,7 @@
 #![warn(missing_docs)]
 
 pub mod cell;
+pub mod diagnosis;
 pub mod evidence;
 pub mod facts;
 pub mod html;
@@ -89,6 +94,7 @@ mod snapshots;
 mod testdata;
 
 pub use cell::{Cell, CellId, CellIdError, Coordinates, Expectation, Locality, NodeRef, NodeRole, Observed, Pool};
+pub use diagnosis::{Cause, Diagnosis, EvidenceItem, NodeEvidence};
 pub use evidence::{Evidence, Excerpt, PodEvent};
 pub use facts::{Fact, Facts, NodeFacts, Os, Taint};
 pub use report::{Aborted, RunReport, SCHEMA_VERSION, Selection, Target};

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::{cell::Cell, facts::Facts, verdict::Counts};
+use crate::{cell::Cell, diagnosis::Diagnosis, facts::Facts, verdict::Counts};
 
 /// The `results.json` schema this crate writes. Additive changes (new optional fields) keep
 /// the number; anything an older reader would misread raises it.
@@ -80,6 +80,10 @@ pub struct RunReport {
     /// Every judged cell, in plan order.
     #[serde(default)]
     pub cells: Vec<Cell>,
+    /// The likely causes of the failing cells; absent when the run did not diagnose (it
+    /// stopped before judging, or an older mixcheck wrote the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
 }
 
 impl RunReport {
@@ -103,6 +107,7 @@ impl RunReport {
             selection: Selection::default(),
             aborted: None,
             cells: Vec::new(),
+            diagnosis: None,
         }
     }
 

@@ -33,6 +33,7 @@ pub(crate) fn cell(suite: &str, check: &str, rule: &str, variant: &str, verdict:
         observed: Observed {
             summary: format!("{rule} {variant} observed"),
             evidence: None,
+            on: Vec::new(),
         },
         remedy: None,
         sources: Vec::new(),
@@ -169,6 +170,7 @@ pub(crate) fn sample_report() -> RunReport {
                     message: Excerpt::new("hcs::CreateComputeSystem: The container operating system does not match"),
                 }],
             }),
+            on: Vec::new(),
         },
         remedy: Some("Add the cluster and service CIDRs to the HNS ExceptionList (WDBG).".into()),
         sources: vec!["W14".into(), "WDBG".into()],

@@ -42,6 +42,9 @@ pub struct SourceArgs {
     /// A folder of suite files (*.yaml) that add to or replace the embedded suites by name.
     #[arg(long, value_name = "DIR")]
     pub suites: Option<PathBuf>,
+    /// A cause catalogue (YAML) to diagnose with instead of the embedded suites/causes.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub causes: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +143,10 @@ pub struct RunArgs {
     /// Only the summary; no progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also run the diagnosis's confirmation commands on the implicated nodes: deploys a
+    /// privileged HostProcess pod on Windows and a hostNetwork pod on Linux nodes.
+    #[arg(long)]
+    pub node_diagnostics: bool,
 }
 
 #[derive(Debug, Subcommand)]

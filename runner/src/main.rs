@@ -2,11 +2,14 @@
 //! to the documented exit code.
 
 mod agents;
+mod causes;
 mod cli;
 mod deploy;
+mod diagnose;
 mod exit;
 mod facts;
 mod fixture;
+mod gather;
 mod plan;
 mod podwatch;
 mod probe;

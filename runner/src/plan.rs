@@ -68,6 +68,10 @@ pub struct RunPlan {
     pub image_registry: Option<String>,
     pub network_mode: Option<String>,
     pub egress: bool,
+    /// The cause catalogue the failing cells are diagnosed with.
+    pub causes: crate::causes::Catalogue,
+    /// Run the causes' confirmation commands on the implicated nodes.
+    pub node_diagnostics: bool,
 }
 
 impl RunPlan {
@@ -160,6 +164,7 @@ impl RunPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let catalogue = Catalogue::embedded()?;
         let suites = Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+        let causes = crate::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
         for name in &args.suite {
             if !suites.suites.iter().any(|s| &s.name == name) {
                 let known: Vec<&str> = suites.suites.iter().map(|s| s.name.as_str()).collect();
@@ -232,6 +237,8 @@ impl RunPlan {
             image_registry: args.image_registry.clone(),
             network_mode: args.network_mode.clone(),
             egress: args.egress,
+            causes,
+            node_diagnostics: args.node_diagnostics,
         })
     }
 }

@@ -194,7 +194,7 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
             }
         }
     }
-    let (_, j) = judged
+    let (worst_pair, j) = judged
         .into_iter()
         .find(|(p, _)| Some((p.from, p.to)) == worst.map(|w| (w.from, w.to)))
         .unwrap_or((
@@ -247,6 +247,13 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         observed: Observed {
             summary: j.summary,
             evidence,
+            on: [
+                (worst_pair.from, NodeRole::Source),
+                (worst_pair.to, NodeRole::Destination),
+            ]
+            .into_iter()
+            .filter_map(|(idx, role)| idx.and_then(|i| ctx.facts.nodes.get(i)).map(|n| node_ref(n, role)))
+            .collect(),
         },
         remedy,
         sources: if j.sources.is_empty() {

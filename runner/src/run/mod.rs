@@ -171,7 +171,21 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         progress.finish();
         results.extend(later?);
         results.sort_by_key(|(i, _)| *i);
-        Ok::<Vec<Cell>, String>(results.into_iter().map(|(_, c)| c).collect())
+        let cells: Vec<Cell> = results.into_iter().map(|(_, c)| c).collect();
+        // Evidence about the nodes failing cells were observed on, while the fixtures still run.
+        let implicated = crate::diagnose::implicated_nodes(&cells);
+        let mut evidence = Vec::new();
+        if !implicated.is_empty() {
+            let nodes: Vec<&crate::facts::ClusterNode> =
+                facts.nodes.iter().filter(|n| implicated.contains(&n.name)).collect();
+            say(&format!(
+                "Gathering evidence about {} node{} with failing cells…",
+                nodes.len(),
+                if nodes.len() == 1 { "" } else { "s" }
+            ));
+            evidence = crate::gather::gather(&client, &ns, &nodes).await;
+        }
+        Ok::<_, String>((cells, evidence))
     };
     let outcome = tokio::select! {
         r = work => Ended::Done(r),
@@ -184,21 +198,21 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         cleanup(&client, &ns, &say).await;
     }
     target.stop().await;
-    let (code, cells, aborted) = match outcome {
-        Ended::Done(Ok(cells)) => (None, cells, None),
+    let (code, (cells, evidence), aborted) = match outcome {
+        Ended::Done(Ok(done)) => (None, done, None),
         Ended::Done(Err(e)) => (
             Some(Code::Failed),
-            Vec::new(),
+            (Vec::new(), Vec::new()),
             Some(format!("the run could not deploy its fixtures: {e}")),
         ),
         Ended::Interrupted => (
             Some(Code::Interrupted),
-            Vec::new(),
+            (Vec::new(), Vec::new()),
             Some("interrupted (Ctrl-C); the run namespace was deleted".into()),
         ),
         Ended::Deadline => (
             Some(Code::Failed),
-            Vec::new(),
+            (Vec::new(), Vec::new()),
             Some(format!(
                 "the run's deadline ({}s, --timeout) passed before every check ran",
                 plan.deadline.as_secs()
@@ -209,6 +223,12 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     if let (Some(code), Some(reason)) = (code, aborted) {
         return abort(report, code, reason);
     }
+    report.diagnosis = Some(crate::diagnose::diagnose(
+        &report,
+        &plan.causes,
+        evidence,
+        plan.node_diagnostics,
+    ));
     report.finished_at = Utc::now();
     report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
     let code = if report.gate_passed(plan.strict) {
@@ -220,7 +240,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
 }
 
 enum Ended {
-    Done(Result<Vec<Cell>, String>),
+    Done(Result<(Vec<Cell>, Vec<mixcheck_reports::NodeEvidence>), String>),
     Interrupted,
     Deadline,
 }

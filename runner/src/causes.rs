@@ -1,0 +1,412 @@
+//! The cause catalogue (`suites/causes.yaml`, embedded): one entry per troubleshooting item the
+//! API can observe, each with the signature of failing and working cells it leaves on a node,
+//! the messages that must be seen, the documented remedy and the commands that confirm it.
+//! Parsing rejects unknown fields with file:line:column; [`Catalogue::validate`] rejects unknown
+//! rule ids and check names, bad regular expressions and duplicate ids. The inference that uses
+//! it is [`crate::diagnose`].
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::suite::{Os, SuiteError, Suites};
+
+/// The catalogue built into the binary.
+pub const EMBEDDED: &str = include_str!("../../suites/causes.yaml");
+
+/// The origin the embedded catalogue is named by in errors.
+pub const EMBEDDED_ORIGIN: &str = "suites/causes.yaml (embedded)";
+
+/// The role a node plays in a cell a signature matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The node the flow starts from, or the node a per-node check is about.
+    Source,
+    /// The node the flow goes to.
+    Destination,
+    /// Either end.
+    #[default]
+    Either,
+}
+
+/// Same node or another node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Locality {
+    SameNode,
+    OtherNode,
+}
+
+/// What a destination pool is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolKind {
+    Linux,
+    Windows,
+    External,
+    ClusterDns,
+    SamePod,
+}
+
+impl PoolKind {
+    /// Whether the pool named `pool` (`windows-20348`, `external`, …) is of this kind.
+    pub fn is(self, pool: &str) -> bool {
+        match self {
+            PoolKind::Linux => pool == "linux",
+            PoolKind::Windows => pool == "windows" || pool.starts_with("windows-"),
+            PoolKind::External => pool == "external",
+            PoolKind::ClusterDns => pool == "cluster-dns",
+            PoolKind::SamePod => pool == "same-pod",
+        }
+    }
+}
+
+/// A set of cells relative to one node.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CellMatch {
+    /// Rule ids; `*` is any, `NET-*` a prefix.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// Rule ids left out of `rules`.
+    #[serde(default)]
+    pub except_rules: Vec<String>,
+    /// Check names (for rules several checks share, where only some are meant).
+    #[serde(default)]
+    pub checks: Vec<String>,
+    /// The node's role in the cell.
+    #[serde(default)]
+    pub node: Role,
+    #[serde(default)]
+    pub locality: Option<Locality>,
+    /// The destination pool's kind.
+    #[serde(default)]
+    pub to: Vec<PoolKind>,
+}
+
+impl CellMatch {
+    /// Whether a cell of this rule and check is one of the set (roles, locality and
+    /// destination are the caller's to check).
+    pub fn names(&self, rule: &str, check: &str) -> bool {
+        let listed = self.rules.iter().any(|r| glob(r, rule)) || self.checks.iter().any(|c| c == check);
+        listed && !self.except_rules.iter().any(|r| glob(r, rule))
+    }
+}
+
+/// `*` matches anything, `NET-*` anything that starts with `NET-`, other patterns themselves.
+fn glob(pattern: &str, id: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => id.starts_with(prefix),
+        None => pattern == id,
+    }
+}
+
+/// A command that confirms a cause on a node.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Confirm {
+    pub os: Os,
+    pub command: String,
+    /// Output that confirms the cause; without it the output is evidence only.
+    #[serde(default)]
+    pub confirms: Option<String>,
+}
+
+/// One entry of the catalogue.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Cause {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// The OS of the nodes that can have it; absent: any.
+    #[serde(default)]
+    pub os: Option<Os>,
+    /// The network modes where it occurs (`l2bridge`, `overlay`, …); empty: any.
+    #[serde(default)]
+    pub network_modes: Vec<String>,
+    pub fails: Vec<CellMatch>,
+    #[serde(default)]
+    pub keeps: Vec<CellMatch>,
+    /// Each must match the text of an explained cell or of the node's evidence.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Each that matches makes the cause more specific.
+    #[serde(default)]
+    pub supports: Vec<String>,
+    pub remedy: String,
+    #[serde(default)]
+    pub confirm: Vec<Confirm>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct File {
+    api_version: String,
+    kind: String,
+    causes: Vec<Cause>,
+}
+
+/// A cause with its regular expressions compiled.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub cause: Cause,
+    pub requires: Vec<Regex>,
+    pub supports: Vec<Regex>,
+    pub confirms: Vec<Option<Regex>>,
+}
+
+/// The catalogue, validated and compiled.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    pub causes: Vec<Compiled>,
+}
+
+/// The kind every catalogue declares.
+pub const KIND: &str = "CauseCatalogue";
+
+/// Builds a case-insensitive regular expression of the catalogue, naming the cause on error.
+fn compile(origin: &str, id: &str, pattern: &str) -> Result<Regex, SuiteError> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .multi_line(true)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| SuiteError::Invalid {
+            path: origin.to_string(),
+            message: format!("cause {id}: bad regular expression {pattern:?}: {e}"),
+        })
+}
+
+impl Catalogue {
+    /// Parses a catalogue; `origin` names it in errors. Checks names against `suites` (rule ids
+    /// through `rules`).
+    pub fn parse(
+        text: &str,
+        origin: &str,
+        rules: &crate::rules::Catalogue,
+        suites: &Suites,
+    ) -> Result<Self, SuiteError> {
+        let file: File = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            SuiteError::Parse {
+                path: origin.to_string(),
+                line,
+                column,
+                message: e.to_string().lines().next().unwrap_or_default().to_string(),
+            }
+        })?;
+        let invalid = |message: String| SuiteError::Invalid {
+            path: origin.to_string(),
+            message,
+        };
+        if file.api_version != crate::suite::API_VERSION {
+            return Err(invalid(format!(
+                "apiVersion {:?}: expected {}",
+                file.api_version,
+                crate::suite::API_VERSION
+            )));
+        }
+        if file.kind != KIND {
+            return Err(invalid(format!("kind {:?}: expected {KIND}", file.kind)));
+        }
+        let checks: BTreeSet<&str> = suites.checks().map(|(_, c)| c.name.as_str()).collect();
+        let mut ids = BTreeSet::new();
+        let mut causes = Vec::new();
+        for cause in file.causes {
+            let id = cause.id.clone();
+            if !ids.insert(id.clone()) {
+                return Err(invalid(format!("cause {id} is listed twice")));
+            }
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            {
+                return Err(invalid(format!("cause id {id:?} is not kebab-case")));
+            }
+            if cause.fails.is_empty() {
+                return Err(invalid(format!("cause {id} has no failing cells (fails)")));
+            }
+            if let Some(rule) = &cause.rule
+                && !rules.contains(rule)
+            {
+                return Err(invalid(format!("cause {id}: unknown rule id {rule}")));
+            }
+            for m in cause.fails.iter().chain(&cause.keeps) {
+                if m.rules.is_empty() && m.checks.is_empty() {
+                    return Err(invalid(format!("cause {id}: a cell set names no rules and no checks")));
+                }
+                for r in m.rules.iter().chain(&m.except_rules) {
+                    if !r.ends_with('*') && !rules.contains(r) {
+                        return Err(invalid(format!("cause {id}: unknown rule id {r}")));
+                    }
+                }
+                for c in &m.checks {
+                    if !checks.contains(c.as_str()) {
+                        return Err(invalid(format!("cause {id}: no suite has a check named {c}")));
+                    }
+                }
+            }
+            for mode in &cause.network_modes {
+                if !["l2bridge", "overlay", "l2tunnel", "transparent"].contains(&mode.as_str()) {
+                    return Err(invalid(format!("cause {id}: unknown network mode {mode}")));
+                }
+            }
+            let requires = cause
+                .requires
+                .iter()
+                .map(|p| compile(origin, &id, p))
+                .collect::<Result<_, _>>()?;
+            let supports = cause
+                .supports
+                .iter()
+                .map(|p| compile(origin, &id, p))
+                .collect::<Result<_, _>>()?;
+            let confirms = cause
+                .confirm
+                .iter()
+                .map(|c| c.confirms.as_deref().map(|p| compile(origin, &id, p)).transpose())
+                .collect::<Result<_, _>>()?;
+            causes.push(Compiled {
+                cause,
+                requires,
+                supports,
+                confirms,
+            });
+        }
+        Ok(Catalogue { causes })
+    }
+
+    /// The embedded catalogue, or the file given instead of it.
+    pub fn load(file: Option<&Path>, rules: &crate::rules::Catalogue, suites: &Suites) -> Result<Self, SuiteError> {
+        match file {
+            None => Self::parse(EMBEDDED, EMBEDDED_ORIGIN, rules, suites),
+            Some(path) => {
+                let shown = path.display().to_string();
+                let text = std::fs::read_to_string(path).map_err(|cause| SuiteError::Read {
+                    path: shown.clone(),
+                    cause,
+                })?;
+                Self::parse(&text, &shown, rules, suites)
+            }
+        }
+    }
+
+    /// The cause with this id.
+    #[cfg(test)]
+    pub fn get(&self, id: &str) -> Option<&Compiled> {
+        self.causes.iter().find(|c| c.cause.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    fn context() -> (crate::rules::Catalogue, Suites) {
+        let rules = crate::rules::Catalogue::embedded().expect("rules");
+        let suites = Suites::load(None, &rules).expect("suites");
+        (rules, suites)
+    }
+
+    #[test]
+    fn the_embedded_catalogue_is_valid_and_covers_every_documented_item() {
+        let (rules, suites) = context();
+        let c = Catalogue::parse(EMBEDDED, EMBEDDED_ORIGIN, &rules, &suites).expect("valid");
+        // The troubleshooting items of issue 12 (windows-rules.md §4 and the seed FAQ).
+        for id in [
+            "kubelet-stopped",
+            "mac-spoofing-disabled",
+            "exceptionlist-missing-cluster",
+            "exceptionlist-covers-outside",
+            "kube-proxy-no-hostname-override",
+            "kube-proxy-stopped",
+            "pause-image-wrong-build",
+            "flannel-subnet-env-missing",
+            "flanneld-waiting",
+            "hns-network-missing",
+            "flannel-rejoin-stale-sourcevip",
+            "vxlan-params-mismatch",
+            "dns-unreachable",
+            "port-exhaustion",
+            "image-build-mismatch",
+            "hyperv-isolation-unavailable",
+            "hostprocess-logon-failure",
+            "run-as-username-invalid",
+        ] {
+            let cause = c.get(id).unwrap_or_else(|| panic!("{id} is in the catalogue"));
+            assert!(
+                !cause.cause.remedy.is_empty() && !cause.cause.sources.is_empty(),
+                "{id}"
+            );
+        }
+    }
+
+    fn minimal(body: &str) -> String {
+        format!(
+            "apiVersion: mixcheck/v1\nkind: CauseCatalogue\ncauses:\n  - id: x\n    title: t\n    remedy: r\n{body}"
+        )
+    }
+
+    #[rstest]
+    #[case::unknown_rule("    fails: [{rules: [NET-TELEPORT]}]\n", "unknown rule id NET-TELEPORT")]
+    #[case::unknown_check("    fails: [{checks: [teleport]}]\n", "no suite has a check named teleport")]
+    #[case::empty_set("    fails: [{node: source}]\n", "names no rules and no checks")]
+    #[case::no_fails("    fails: []\n", "has no failing cells")]
+    #[case::bad_regex("    fails: [{rules: ['*']}]\n    requires: ['(']\n", "bad regular expression")]
+    #[case::bad_mode(
+        "    fails: [{rules: ['*']}]\n    networkModes: [teleport]\n",
+        "unknown network mode"
+    )]
+    fn semantic_errors_name_the_cause(#[case] body: &str, #[case] needle: &str) {
+        let (rules, suites) = context();
+        let err = Catalogue::parse(&minimal(body), "causes.yaml", &rules, &suites).expect_err("invalid");
+        let text = err.to_string();
+        assert!(text.starts_with("causes.yaml: "), "{text}");
+        assert!(text.contains(needle), "{text}");
+    }
+
+    #[test]
+    fn syntax_errors_name_file_line_and_column() {
+        let (rules, suites) = context();
+        let err = Catalogue::parse(
+            &minimal("    fails: [{rules: ['*']}]\n    colour: red\n"),
+            "causes.yaml",
+            &rules,
+            &suites,
+        )
+        .expect_err("unknown field");
+        let text = err.to_string();
+        assert!(text.starts_with("causes.yaml:8:"), "{text}");
+        assert!(text.contains("colour"), "{text}");
+    }
+
+    #[rstest]
+    #[case("*", "NET-POD-EXT-IP", true)]
+    #[case("NET-*", "NET-POD-EXT-IP", true)]
+    #[case("NET-*", "DNS-FQDN", false)]
+    #[case("DNS-FQDN", "DNS-FQDN", true)]
+    #[case("DNS-FQDN", "DNS-FQDN-X", false)]
+    fn rule_patterns(#[case] pattern: &str, #[case] id: &str, #[case] matches: bool) {
+        assert_eq!(glob(pattern, id), matches);
+    }
+
+    #[rstest]
+    #[case(PoolKind::Windows, "windows-20348", true)]
+    #[case(PoolKind::Windows, "windows", true)]
+    #[case(PoolKind::Windows, "linux", false)]
+    #[case(PoolKind::External, "external", true)]
+    #[case(PoolKind::ClusterDns, "cluster-dns", true)]
+    fn pool_kinds(#[case] kind: PoolKind, #[case] pool: &str, #[case] is: bool) {
+        assert_eq!(kind.is(pool), is);
+    }
+}

@@ -1,0 +1,380 @@
+//! Diagnosis: from a run's failing cells to the likely causes of the cause catalogue
+//! ([`crate::causes`]), each localised to nodes. Pure: it reads the judged cells, the facts and
+//! the evidence gathered per node, so `mixcheck diagnose --from results.json` reruns it offline.
+//!
+//! For every node that a failing cell was observed on and every cause that can occur there (OS,
+//! network mode), the cause's signature is laid over the run: the failing cells it predicts are
+//! what it *explains*; cells it predicts to fail that worked, and cells it says keep working
+//! that failed, speak against it. Its confidence is the share of its predictions that held,
+//! raised or lowered by node diagnostics. A cause whose required messages are not seen is not a
+//! candidate. Causes are then picked greedily — the one that explains most of what is still
+//! unexplained, weighted by confidence, first — so each failing cell is explained at most once,
+//! by the best cause; what no cause explains stays visible as unexplained. Documented
+//! limitations never fail a cell, so they never become causes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mixcheck_reports::{
+    Cause as Found, Cell, CellId, Diagnosis, EvidenceItem, NodeEvidence, NodeRef, NodeRole, Os, RunReport, Verdict,
+};
+use regex::Regex;
+
+use crate::causes::{Catalogue, CellMatch, Compiled, Locality, Role};
+
+/// Below this confidence a cause is not named.
+const MIN_CONFIDENCE: f64 = 0.5;
+/// How many evidence lines a cause shows.
+const EVIDENCE_LINES: usize = 6;
+/// How long one evidence line may be.
+const EVIDENCE_LINE_CHARS: usize = 300;
+
+/// The prefix of the evidence items that hold a confirmation command's output.
+pub const DIAGNOSTICS_PREFIX: &str = "diagnostics: ";
+
+fn failing(v: Verdict) -> bool {
+    matches!(v, Verdict::Fail | Verdict::Error)
+}
+
+fn working(v: Verdict) -> bool {
+    matches!(v, Verdict::Pass | Verdict::BetterThanDocumented | Verdict::Warn)
+}
+
+/// The nodes a cell's result was observed on: the pair it took its result from, or (in a
+/// report without that) all its nodes.
+fn observed_on(cell: &Cell) -> &[NodeRef] {
+    if cell.observed.on.is_empty() {
+        &cell.nodes
+    } else {
+        &cell.observed.on
+    }
+}
+
+fn role_fits(wanted: Role, role: NodeRole) -> bool {
+    match wanted {
+        Role::Either => true,
+        Role::Source => matches!(role, NodeRole::Source | NodeRole::Subject),
+        Role::Destination => role == NodeRole::Destination,
+    }
+}
+
+/// Whether `cell` is one of the set `m` for `node`, among the node references `refs`.
+fn matches(m: &CellMatch, cell: &Cell, refs: &[NodeRef], node: &str) -> bool {
+    if !m.names(&cell.rule_id, &cell.check) {
+        return false;
+    }
+    if !refs.iter().any(|r| r.name == node && role_fits(m.node, r.role)) {
+        return false;
+    }
+    if let Some(want) = m.locality {
+        let have = cell.coordinates.locality;
+        let fits = matches!(
+            (want, have),
+            (Locality::SameNode, Some(mixcheck_reports::Locality::SameNode))
+                | (Locality::OtherNode, Some(mixcheck_reports::Locality::OtherNode))
+        );
+        if !fits {
+            return false;
+        }
+    }
+    if !m.to.is_empty() {
+        let Some(dst) = &cell.coordinates.destination else {
+            return false;
+        };
+        if !m.to.iter().any(|k| k.is(dst.as_str())) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Everything a cell says, for message patterns.
+fn cell_text(cell: &Cell) -> String {
+    let mut text = cell.observed.summary.clone();
+    if let Some(reason) = &cell.reason {
+        text.push('\n');
+        text.push_str(reason);
+    }
+    if let Some(e) = &cell.observed.evidence {
+        for part in [e.stdout.as_str(), e.stderr.as_str()] {
+            text.push('\n');
+            text.push_str(part);
+        }
+        for ev in &e.events {
+            text.push_str(&format!("\n{} {}", ev.reason, ev.message.as_str()));
+        }
+    }
+    text
+}
+
+/// The first line of `text` that `re` matches, shortened.
+fn matching_line(re: &Regex, text: &str) -> Option<String> {
+    let line = text.lines().find(|l| re.is_match(l))?;
+    Some(shorten(line.trim()))
+}
+
+/// A line cut to [`EVIDENCE_LINE_CHARS`].
+fn shorten(line: &str) -> String {
+    if line.chars().count() > EVIDENCE_LINE_CHARS {
+        let mut short: String = line.chars().take(EVIDENCE_LINE_CHARS).collect();
+        short.push('…');
+        short
+    } else {
+        line.to_string()
+    }
+}
+
+/// Where a pattern matched: `cell ID` or an evidence item's source, and the line.
+fn find(re: &Regex, cells: &[(&CellId, String)], items: &[EvidenceItem]) -> Option<String> {
+    cells
+        .iter()
+        .find_map(|(id, text)| matching_line(re, text).map(|l| format!("cell {id}: {l}")))
+        .or_else(|| {
+            items
+                .iter()
+                .find_map(|i| matching_line(re, i.text.as_str()).map(|l| format!("{}: {l}", i.source)))
+        })
+}
+
+/// One cause on one node, scored over the whole run.
+struct Candidate<'a> {
+    cause: &'a Compiled,
+    node: String,
+    explained: Vec<usize>,
+    contradicted: Vec<usize>,
+    confidence: f64,
+    /// Matched message patterns: a cause that names more of what was seen is more specific.
+    specificity: usize,
+    evidence: Vec<String>,
+}
+
+/// What the run says about a node: its OS, from the facts or the cells.
+fn os_of(report: &RunReport, node: &str) -> Option<Os> {
+    report
+        .facts
+        .nodes
+        .get(node)
+        .and_then(|f| f.os.as_ref().map(|o| o.value))
+        .or_else(|| {
+            report
+                .cells
+                .iter()
+                .flat_map(|c| &c.nodes)
+                .find(|r| r.name == node)
+                .map(|r| r.os)
+        })
+}
+
+fn os_fits(want: Option<crate::suite::Os>, have: Option<Os>) -> bool {
+    match (want, have) {
+        (None, _) | (_, None) => true,
+        (Some(crate::suite::Os::Linux), Some(o)) => o == Os::Linux,
+        (Some(crate::suite::Os::Windows), Some(o)) => o == Os::Windows,
+    }
+}
+
+fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[EvidenceItem]) -> Option<Candidate<'a>> {
+    let c = &cause.cause;
+    let mut explained = Vec::new();
+    let mut contradicted = Vec::new();
+    let mut violated = Vec::new();
+    for (i, cell) in report.cells.iter().enumerate() {
+        let refs = if failing(cell.verdict) {
+            observed_on(cell)
+        } else {
+            &cell.nodes
+        };
+        if c.fails.iter().any(|m| matches(m, cell, refs, node)) {
+            if failing(cell.verdict) {
+                explained.push(i);
+            } else if working(cell.verdict) {
+                contradicted.push(i);
+            }
+        } else if failing(cell.verdict) && c.keeps.iter().any(|m| matches(m, cell, refs, node)) {
+            violated.push(i);
+        }
+    }
+    if explained.is_empty() {
+        return None;
+    }
+    let texts: Vec<(&CellId, String)> = explained
+        .iter()
+        .map(|&i| (&report.cells[i].id, cell_text(&report.cells[i])))
+        .collect();
+    let mut lines = Vec::new();
+    for re in &cause.requires {
+        lines.push(find(re, &texts, evidence)?);
+    }
+    let mut specificity = cause.requires.len();
+    for re in &cause.supports {
+        if let Some(line) = find(re, &texts, evidence) {
+            specificity += 1;
+            lines.push(line);
+        }
+    }
+    let held = explained.len() as f64;
+    let mut confidence = held / (held + contradicted.len() as f64 + violated.len() as f64);
+    // Confirmation commands that ran on the node (--node-diagnostics): their output confirms
+    // or refutes the cause.
+    for (confirm, re) in c.confirm.iter().zip(&cause.confirms) {
+        let Some(re) = re else { continue };
+        let source = format!("{DIAGNOSTICS_PREFIX}{}", confirm.command);
+        let Some(item) = evidence.iter().find(|i| i.source == source) else {
+            continue;
+        };
+        match matching_line(re, item.text.as_str()) {
+            Some(line) => {
+                confidence += (1.0 - confidence) / 2.0;
+                specificity += 1;
+                lines.push(format!("{source}: {line}"));
+            }
+            None => confidence /= 2.0,
+        }
+    }
+    // Then what the first explained cells observed.
+    for (id, _) in texts.iter().take(EVIDENCE_LINES) {
+        if lines.len() >= EVIDENCE_LINES {
+            break;
+        }
+        let summary = report
+            .cells
+            .iter()
+            .find(|c| &c.id == *id)
+            .map(|c| c.observed.summary.as_str());
+        if let Some(first) = summary.and_then(|s| s.lines().next()) {
+            lines.push(format!("cell {id}: {}", shorten(first.trim())));
+        }
+    }
+    lines.dedup();
+    lines.truncate(EVIDENCE_LINES);
+    contradicted.extend(violated);
+    contradicted.sort_unstable();
+    Some(Candidate {
+        cause,
+        node: node.to_string(),
+        explained,
+        contradicted,
+        confidence,
+        specificity,
+        evidence: lines,
+    })
+}
+
+/// The nodes failing cells were observed on: the ones evidence is gathered about.
+pub fn implicated_nodes(cells: &[Cell]) -> BTreeSet<String> {
+    cells
+        .iter()
+        .filter(|c| failing(c.verdict))
+        .flat_map(|c| observed_on(c).iter().map(|r| r.name.clone()))
+        .collect()
+}
+
+/// The diagnosis of `report` by `catalogue`, with the evidence gathered per node.
+pub fn diagnose(
+    report: &RunReport,
+    catalogue: &Catalogue,
+    evidence: Vec<NodeEvidence>,
+    node_diagnostics: bool,
+) -> Diagnosis {
+    let failing_cells: BTreeSet<usize> = report
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| failing(c.verdict))
+        .map(|(i, _)| i)
+        .collect();
+    let nodes = implicated_nodes(&report.cells);
+    let mode = report.facts.network_mode.as_ref().map(|f| f.value.as_str());
+    let empty = Vec::new();
+    let mut candidates = Vec::new();
+    for node in &nodes {
+        let items = evidence.iter().find(|e| &e.node == node).map_or(&empty, |e| &e.items);
+        let os = os_of(report, node);
+        for cause in &catalogue.causes {
+            let c = &cause.cause;
+            if !os_fits(c.os, os) {
+                continue;
+            }
+            if let Some(mode) = mode
+                && !c.network_modes.is_empty()
+                && !c.network_modes.iter().any(|m| m == mode)
+            {
+                continue;
+            }
+            if let Some(candidate) = score(report, cause, node, items) {
+                candidates.push(candidate);
+            }
+        }
+    }
+    let mut remaining = failing_cells.clone();
+    let mut picked: Vec<(usize, Vec<usize>)> = Vec::new();
+    loop {
+        let best = candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.confidence >= MIN_CONFIDENCE)
+            .map(|(k, c)| {
+                let left = c.explained.iter().filter(|i| remaining.contains(i)).count();
+                (k, left, left as f64 * c.confidence, c.specificity)
+            })
+            .filter(|(_, left, ..)| *left > 0)
+            // Most explained (weighted), then the more specific; ties keep catalogue order.
+            .max_by(|a, b| a.2.total_cmp(&b.2).then(a.3.cmp(&b.3)).then(b.0.cmp(&a.0)));
+        let Some((k, ..)) = best else { break };
+        let explains: Vec<usize> = candidates[k]
+            .explained
+            .iter()
+            .copied()
+            .filter(|i| remaining.contains(i))
+            .collect();
+        for i in &explains {
+            remaining.remove(i);
+        }
+        picked.push((k, explains));
+    }
+    // One entry per cause: the same cause on several nodes is one finding on those nodes.
+    let mut order: Vec<String> = Vec::new();
+    let mut by_id: BTreeMap<String, Found> = BTreeMap::new();
+    let ids = |cells: &[usize]| -> Vec<CellId> { cells.iter().map(|&i| report.cells[i].id.clone()).collect() };
+    for (k, explains) in picked {
+        let cand = &candidates[k];
+        let c = &cand.cause.cause;
+        let confidence = (cand.confidence * 100.0).round().clamp(0.0, 100.0) as u8;
+        let entry = by_id.entry(c.id.clone()).or_insert_with(|| {
+            order.push(c.id.clone());
+            Found {
+                id: c.id.clone(),
+                title: c.title.clone(),
+                rule_id: c.rule.clone(),
+                confidence,
+                nodes: Vec::new(),
+                explains: Vec::new(),
+                contradicted_by: Vec::new(),
+                evidence: Vec::new(),
+                remedy: c.remedy.trim().to_string(),
+                confirm: c
+                    .confirm
+                    .iter()
+                    .filter(|x| os_fits(Some(x.os), os_of(report, &cand.node)))
+                    .map(|x| x.command.clone())
+                    .collect(),
+                sources: c.sources.clone(),
+            }
+        });
+        entry.confidence = entry.confidence.min(confidence);
+        entry.nodes.push(cand.node.clone());
+        entry.explains.extend(ids(&explains));
+        entry.contradicted_by.extend(ids(&cand.contradicted));
+        entry
+            .evidence
+            .extend(cand.evidence.iter().map(|l| format!("{}: {l}", cand.node)));
+    }
+    Diagnosis {
+        causes: order.into_iter().filter_map(|id| by_id.remove(&id)).collect(),
+        unexplained: remaining.into_iter().map(|i| report.cells[i].id.clone()).collect(),
+        node_diagnostics,
+        evidence,
+    }
+}
+
+#[cfg(test)]
+mod tests;
