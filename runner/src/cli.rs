@@ -31,6 +31,9 @@ pub enum Command {
     Cleanup(CleanupArgs),
     /// Render a saved run (results.json) again, without a cluster.
     Report(ReportArgs),
+    /// Diagnose a saved run (results.json) again, offline: rank the likely causes of its
+    /// failing cells with the cause catalogue and the evidence the run gathered.
+    Diagnose(DiagnoseArgs),
     /// The bundled mixed Linux/Windows cluster.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -201,6 +204,22 @@ pub struct ReportArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// Also write every format into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+}
+
+/// `mixcheck diagnose`.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// The results.json of an earlier run.
+    #[arg(long, value_name = "FILE")]
+    pub from: PathBuf,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// What goes to standard output.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Also write every format, with the new diagnosis, into this folder.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
 }

@@ -47,6 +47,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Images(images) => images_command(&images),
             cli::Command::Cleanup(args) => cleanup_command(&args).await,
             cli::Command::Report(args) => report_command(&args),
+            cli::Command::Diagnose(args) => diagnose_command(&args),
             cli::Command::Sim(sim) => sim::run(sim).await,
         }
     });
@@ -196,6 +197,30 @@ fn report_command(args: &cli::ReportArgs) -> anyhow::Result<exit::Code> {
     })
 }
 
+/// `mixcheck diagnose`: a saved run's failing cells diagnosed again, offline, with the
+/// evidence the run gathered; the exit code is the run's gate.
+fn diagnose_command(args: &cli::DiagnoseArgs) -> anyhow::Result<exit::Code> {
+    let mut report = mixcheck_reports::results_json::read(&args.from)?;
+    let catalogue = rules::Catalogue::embedded()?;
+    let suites = suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+    let causes = causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
+    let (evidence, node_diagnostics) = report
+        .diagnosis
+        .take()
+        .map(|d| (d.evidence, d.node_diagnostics))
+        .unwrap_or_default();
+    report.diagnosis = Some(diagnose::diagnose(&report, &causes, evidence, node_diagnostics));
+    if let Some(dir) = &args.report_dir {
+        write_reports(&report, dir);
+    }
+    print!("{}", render(&report, args.output)?);
+    Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
+        exit::Code::Failed
+    } else {
+        exit::Code::Passed
+    })
+}
+
 /// `mixcheck list`: the checks with their rule ids and sources, or the rules no check covers.
 fn list_command(args: &cli::ListArgs) -> anyhow::Result<exit::Code> {
     let catalogue = rules::Catalogue::embedded()?;
@@ -241,11 +266,13 @@ fn lint_command(args: &cli::LintArgs) -> anyhow::Result<exit::Code> {
     let catalogue = rules::Catalogue::embedded()?;
     let suites = suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
     let fixtures = fixture::Fixtures::load(args.fixtures.as_deref())?;
+    let causes = causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
     let checks = suites.checks().count();
     println!(
-        "ok: {} suites, {checks} checks, {} fixtures",
+        "ok: {} suites, {checks} checks, {} fixtures, {} causes",
         suites.suites.len(),
-        fixtures.by_name.len()
+        fixtures.by_name.len(),
+        causes.causes.len()
     );
     Ok(exit::Code::Passed)
 }

@@ -81,6 +81,9 @@ impl Topology {
                 "the clean {self:?} run passes its gate:\n{}",
                 run.failing().join("\n")
             );
+            // Nothing failed, so there is nothing to diagnose (documented limitations are no causes).
+            assert!(causes(&run.diagnosis).is_empty(), "{:#}", run.diagnosis);
+            assert_eq!(run.diagnosis["unexplained"].as_array().map(Vec::len), Some(0));
             run
         })
     }
@@ -92,6 +95,10 @@ type Cells = &'static [(&'static str, &'static str)];
 /// What the documentation makes of one fault.
 struct Case {
     fault: &'static str,
+    /// The catalogue's cause (suites/causes.yaml) the diagnosis must rank first, on `node`.
+    cause: &'static str,
+    /// What that cause's remedy names: the documented fix.
+    cause_remedy: &'static str,
     topology: Topology,
     node: &'static str,
     /// The cells the documented symptom breaks: each turns `fail` or `error`, and no other does.
@@ -165,6 +172,8 @@ const CASES: &[Case] = &[
     // the node, so none of its cells can be probed; its facts are still read.
     Case {
         fault: "kubelet-stopped",
+        cause: "kubelet-stopped",
+        cause_remedy: r"kubelet and kube-proxy processes run on the node",
         topology: Topology::Pods,
         node: "win2022-1",
         fails: &[(".*", W_ANY)],
@@ -177,6 +186,8 @@ const CASES: &[Case] = &[
     // pods reach only pods on the same node; host traffic works.
     Case {
         fault: "mac-spoofing-disabled",
+        cause: "mac-spoofing-disabled",
+        cause_remedy: r"MacAddressSpoofing",
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -221,6 +232,8 @@ const CASES: &[Case] = &[
     // the node's address as source, which no check observes.)
     Case {
         fault: "exceptionlist-missing-cluster",
+        cause: "exceptionlist-missing-cluster",
+        cause_remedy: r"ExceptionList",
         topology: Topology::Overlay,
         node: "win2019-1",
         fails: &[
@@ -253,6 +266,8 @@ const CASES: &[Case] = &[
     // works".
     Case {
         fault: "exceptionlist-covers-outside",
+        cause: "exceptionlist-covers-outside",
+        cause_remedy: r"ExceptionList",
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[("pod-to-outside-ip|pod-to-outside-name", "windows-20348→external,tcp")],
@@ -273,6 +288,8 @@ const CASES: &[Case] = &[
     // traffic works.
     Case {
         fault: "kube-proxy-no-hostname-override",
+        cause: "kube-proxy-no-hostname-override",
+        cause_remedy: r"--hostname-override",
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -311,6 +328,8 @@ const CASES: &[Case] = &[
     // out; pod IP flows work.
     Case {
         fault: "kube-proxy-stopped",
+        cause: "kube-proxy-stopped",
+        cause_remedy: r"Start kube-proxy",
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -349,6 +368,8 @@ const CASES: &[Case] = &[
     // a sandbox, so its flows are not probed and the version checks that create pods fail.
     Case {
         fault: "pause-image-wrong-build",
+        cause: "pause-image-wrong-build",
+        cause_remedy: r"sandbox_image",
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -369,6 +390,8 @@ const CASES: &[Case] = &[
     // NET-FLANNEL-SUBNET-ENV; §4 "pods missing C:\run\flannel\subnet.env".
     Case {
         fault: "flannel-subnet-env-missing",
+        cause: "flannel-subnet-env-missing",
+        cause_remedy: r"subnet\.env",
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -381,6 +404,8 @@ const CASES: &[Case] = &[
     // NODE_NAME set.
     Case {
         fault: "flanneld-waiting",
+        cause: "flanneld-waiting",
+        cause_remedy: r"NODE_NAME",
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -393,6 +418,8 @@ const CASES: &[Case] = &[
     // HostProcess pods still start.
     Case {
         fault: "hns-network-missing",
+        cause: "hns-network-missing",
+        cause_remedy: r"Get-HnsNetwork",
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -412,6 +439,8 @@ const CASES: &[Case] = &[
     // Dotted partial names keep failing the documented way.
     Case {
         fault: "dns-unreachable",
+        cause: "dns-unreachable",
+        cause_remedy: r"CoreDNS",
         topology: Topology::Network,
         node: "win2022-1",
         fails: W_LOOKUPS,
@@ -436,6 +465,8 @@ const CASES: &[Case] = &[
     // pod traffic works.
     Case {
         fault: "port-exhaustion",
+        cause: "port-exhaustion",
+        cause_remedy: r"ephemeral ports",
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -472,6 +503,8 @@ const CASES: &[Case] = &[
     // no source VIP, so service flows through the node time out; pod IP flows work.
     Case {
         fault: "flannel-rejoin-stale-sourcevip",
+        cause: "flannel-rejoin-stale-sourcevip",
+        cause_remedy: r"SourceVip\.json",
         topology: Topology::Overlay,
         node: "win2019-1",
         fails: &[
@@ -504,6 +537,8 @@ const CASES: &[Case] = &[
     // on the same node; host traffic works.
     Case {
         fault: "vxlan-params-mismatch",
+        cause: "vxlan-params-mismatch",
+        cause_remedy: r"VNI 4096",
         topology: Topology::Overlay,
         node: "win2019-1",
         fails: &[
@@ -587,21 +622,27 @@ impl Matcher {
 struct Run {
     code: Option<i32>,
     cells: BTreeMap<String, Cell>,
+    /// The run's `diagnosis` (null when absent).
+    diagnosis: Value,
 }
 
 impl Run {
     fn of(topology: Topology, fault: Option<(&str, &str)>) -> Run {
+        Run::with_faults(topology, fault.as_slice())
+    }
+
+    fn with_faults(topology: Topology, faults: &[(&str, &str)]) -> Run {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cmd = mixcheck();
         cmd.current_dir(dir.path())
             .env_remove("KUBECONFIG")
             .args(["run", "--quiet"])
             .args(topology.args());
-        if let Some((node, fault)) = fault {
+        for (node, fault) in faults {
             cmd.args(["--fault", &format!("{node}:{fault}")]);
         }
         let out = cmd.output().expect("run mixcheck");
-        let cells = cells(dir.path()).unwrap_or_else(|why| {
+        let (cells, diagnosis) = cells(dir.path()).unwrap_or_else(|why| {
             panic!(
                 "{why}\nstdout:\n{}\nstderr:\n{}",
                 String::from_utf8_lossy(&out.stdout),
@@ -611,6 +652,7 @@ impl Run {
         Run {
             code: out.status.code(),
             cells,
+            diagnosis,
         }
     }
 
@@ -623,7 +665,25 @@ impl Run {
     }
 }
 
-fn cells(dir: &Path) -> Result<BTreeMap<String, Cell>, String> {
+/// The diagnosis's causes as (id, nodes, confidence, remedy).
+fn causes(diagnosis: &Value) -> Vec<(String, Vec<String>, u64, String)> {
+    let text_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    diagnosis["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                text_of(&c["id"]),
+                c["nodes"].as_array().into_iter().flatten().map(text_of).collect(),
+                c["confidence"].as_u64().unwrap_or_default(),
+                text_of(&c["remedy"]),
+            )
+        })
+        .collect()
+}
+
+fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
     let text =
         std::fs::read_to_string(dir.join("mixcheck-report/results.json")).map_err(|e| format!("results.json: {e}"))?;
     let report: Value = serde_json::from_str(&text).map_err(|e| format!("results.json: {e}"))?;
@@ -662,7 +722,7 @@ fn cells(dir: &Path) -> Result<BTreeMap<String, Cell>, String> {
             return Err(format!("two cells named {id} of one check"));
         }
     }
-    Ok(out)
+    Ok((out, report["diagnosis"].clone()))
 }
 
 #[rstest]
@@ -761,6 +821,60 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
         "{fault} on {}:\n{}",
         case.node,
         problems.join("\n")
+    );
+    // Triage: the catalogue's matching cause ranks first, localised to the faulted node, with
+    // the documented remedy; every cause named is on that node and every failing cell explained.
+    let found = causes(&run.diagnosis);
+    let Some((top, nodes, confidence, remedy)) = found.first() else {
+        panic!("{fault}: no cause diagnosed: {:#}", run.diagnosis)
+    };
+    assert_eq!(top, case.cause, "{fault}: the top cause ({found:?})");
+    assert_eq!(
+        nodes,
+        &[case.node.to_string()],
+        "{fault}: localised to the faulted node"
+    );
+    assert!(*confidence >= 50, "{fault}: confidence {confidence}");
+    let cause_remedy = Regex::new(case.cause_remedy).expect("cause remedy pattern");
+    assert!(
+        cause_remedy.is_match(remedy),
+        "{fault}: the remedy names {:?}: {remedy}",
+        case.cause_remedy
+    );
+    for (id, nodes, ..) in &found {
+        assert_eq!(
+            nodes,
+            &[case.node.to_string()],
+            "{fault}: {id} is localised elsewhere ({found:?})"
+        );
+    }
+    assert_eq!(
+        run.diagnosis["unexplained"].as_array().map(Vec::len),
+        Some(0),
+        "{fault}: failing cells no cause explains: {:#}",
+        run.diagnosis["unexplained"]
+    );
+}
+
+/// Two faults on two nodes at once: each is diagnosed, each on its own node.
+#[test]
+fn two_faults_on_two_nodes_are_both_diagnosed() {
+    let run = Run::with_faults(
+        Topology::Network,
+        &[("win2022-1", "mac-spoofing-disabled"), ("win2019-1", "dns-unreachable")],
+    );
+    assert_eq!(run.code, Some(1));
+    let found = causes(&run.diagnosis);
+    let on = |id: &str| found.iter().find(|c| c.0 == id).map(|c| c.1.clone());
+    assert_eq!(
+        on("mac-spoofing-disabled"),
+        Some(vec!["win2022-1".to_string()]),
+        "{found:?}"
+    );
+    assert_eq!(on("dns-unreachable"), Some(vec!["win2019-1".to_string()]), "{found:?}");
+    assert_eq!(
+        found[0].0, "mac-spoofing-disabled",
+        "the cause explaining most ranks first: {found:?}"
     );
 }
 

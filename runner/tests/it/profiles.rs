@@ -297,6 +297,18 @@ fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str
     );
     assert_eq!(out.status.code(), Some(0), "{profile}:\n{stdout}\n{stderr}");
     assert!(stdout.contains("gate: passed"), "{profile}:\n{stdout}");
+    // The documented limitations of the era are not causes: the diagnosis is empty.
+    let diagnosis = &report["diagnosis"];
+    assert_eq!(
+        diagnosis["causes"].as_array().map(Vec::len),
+        Some(0),
+        "{profile}: {diagnosis:#}"
+    );
+    assert_eq!(
+        diagnosis["unexplained"].as_array().map(Vec::len),
+        Some(0),
+        "{profile}: {diagnosis:#}"
+    );
 
     let mut wrong = Vec::new();
     for d in documented {

@@ -1,0 +1,135 @@
+//! Triage from the command line: a fault-injected run carries its diagnosis in results.json;
+//! `mixcheck diagnose --from` reruns the inference offline and gets the same causes, also with a
+//! cause catalogue of one's own (`--causes`); a malformed catalogue is refused with
+//! file:line:column (exit 2), by `lint` as by `diagnose`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn mixcheck(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mixcheck"));
+    cmd.current_dir(dir)
+        .env_remove("KUBECONFIG")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    cmd
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn cause_ids(diagnosis: &Value) -> Vec<String> {
+    diagnosis["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn diagnose_from_results_json_reruns_the_inference_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--suite", "dns", "--suite", "network-flows"])
+        .args(["--fault", "win2022-1:kube-proxy-stopped", "-o", "json"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let from = dir.path().join("mixcheck-report/results.json");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&from).expect("results.json")).expect("json");
+    let diagnosed = cause_ids(&saved["diagnosis"]);
+    assert_eq!(
+        diagnosed.first().map(String::as_str),
+        Some("kube-proxy-stopped"),
+        "{diagnosed:?}"
+    );
+    // The evidence that decided it (kube-proxy's pod not running) was gathered and kept.
+    let evidence = saved["diagnosis"]["evidence"].to_string();
+    assert!(evidence.contains("kube-proxy"), "{evidence}");
+
+    let again = mixcheck(dir.path())
+        .args(["diagnose", "--from"])
+        .arg(&from)
+        .args(["-o", "json"])
+        .output()
+        .expect("diagnose");
+    assert_eq!(again.status.code(), Some(1), "the run's gate: {}", text(&again));
+    let offline: Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(offline["diagnosis"], saved["diagnosis"], "the same diagnosis offline");
+
+    // A catalogue of one's own: without kube-proxy-stopped, what is left stays unexplained or
+    // goes to another cause, never to the removed one.
+    let own = dir.path().join("causes.yaml");
+    let embedded =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../suites/causes.yaml")).expect("causes");
+    let start = embedded.find("  - id: kube-proxy-stopped").expect("entry");
+    let end = start + embedded[start..].find("\n\n").expect("entry end");
+    std::fs::write(&own, format!("{}{}", &embedded[..start], &embedded[end + 2..])).expect("write");
+    let without = mixcheck(dir.path())
+        .args(["diagnose", "--from"])
+        .arg(&from)
+        .arg("--causes")
+        .arg(&own)
+        .args(["-o", "json"])
+        .output()
+        .expect("diagnose");
+    let d: Value = serde_json::from_slice(&without.stdout).expect("json");
+    assert!(
+        !cause_ids(&d["diagnosis"]).contains(&"kube-proxy-stopped".to_string()),
+        "{d:#}"
+    );
+    assert!(
+        d["diagnosis"]["unexplained"].as_array().is_some_and(|u| !u.is_empty()),
+        "{d:#}"
+    );
+}
+
+#[test]
+fn a_malformed_cause_catalogue_is_refused_with_its_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("causes.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: mixcheck/v1\nkind: CauseCatalogue\ncauses:\n  - id: x\n    title: t\n    remedy: r\n    fails: [{rules: ['*']}]\n    colour: red\n",
+    )
+    .expect("write");
+    for args in [vec!["lint"], vec!["run", "--suite", "dns"]] {
+        let out = mixcheck(dir.path())
+            .args(&args)
+            .arg("--causes")
+            .arg(&bad)
+            .output()
+            .expect("mixcheck");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let all = text(&out);
+        assert!(
+            all.contains("causes.yaml:8:") && all.contains("colour"),
+            "{args:?}: {all}"
+        );
+    }
+    let lint = mixcheck(dir.path()).arg("lint").output().expect("lint");
+    assert_eq!(lint.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&lint.stdout).contains(" causes"),
+        "{}",
+        text(&lint)
+    );
+}
+
+#[test]
+fn diagnose_from_a_file_that_is_not_a_report_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("x.json"), "{\"hello\": 1}").expect("write");
+    let out = mixcheck(dir.path())
+        .args(["diagnose", "--from", "x.json"])
+        .output()
+        .expect("diagnose");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
