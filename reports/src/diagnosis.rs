@@ -2,11 +2,16 @@
 //! localised to nodes with the cells it explains, its evidence, the documented remedy and the
 //! commands that confirm it; the failing cells no cause explains; and the evidence gathered per
 //! node, kept so that `mixcheck diagnose --from` can rerun the inference offline.
+//!
+//! The renderers word it alike through [`Cause::headline`], [`Cause::likely_cause_line`] (the
+//! line a JUnit failure gets), [`Diagnosis::unexplained_line`] and [`Diagnosis::cause_of`] (the
+//! cause of a failing cell, with its rank).
 
 use serde::{Deserialize, Serialize};
 
 use crate::cell::CellId;
 use crate::evidence::Excerpt;
+use crate::summary::one_line;
 
 /// One likely cause of failing cells, as the runner's cause catalogue names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,35 +100,96 @@ impl Diagnosis {
             .map_or(&[], |e| e.items.as_slice())
     }
 
-    /// Lines for a human report: per cause its rank, confidence, nodes, the number of cells it
-    /// explains, the remedy and how to confirm it; then the unexplained cells.
+    /// The cause that explains the failing cell `id`, with its rank (1 for the most likely).
+    pub fn cause_of(&self, id: &CellId) -> Option<(usize, &Cause)> {
+        self.causes
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.explains.contains(id))
+            .map(|(i, c)| (i + 1, c))
+    }
+
+    /// Lines for a human report: per cause its rank, title, id, nodes, confidence and the
+    /// number of cells it explains ([`Cause::headline`]); then how many failing cells no cause
+    /// explains ([`Diagnosis::unexplained_line`]).
     pub fn lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (rank, c) in self.causes.iter().enumerate() {
-            out.push(format!(
-                "{}. {} [{}] on {} — confidence {}%, explains {} failing cell{}",
-                rank + 1,
-                c.title,
-                c.id,
-                if c.nodes.is_empty() {
-                    "the cluster".to_string()
-                } else {
-                    c.nodes.join(", ")
-                },
-                c.confidence,
-                c.explains.len(),
-                if c.explains.len() == 1 { "" } else { "s" }
-            ));
-        }
-        if !self.unexplained.is_empty() {
-            out.push(format!(
-                "{} failing cell{} no known cause explains",
-                self.unexplained.len(),
-                if self.unexplained.len() == 1 { "" } else { "s" }
-            ));
-        }
+        let mut out: Vec<String> = self
+            .causes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{}. {}", i + 1, c.headline()))
+            .collect();
+        out.extend(self.unexplained_line());
         out
     }
+
+    /// `2 failing cells no known cause explains`; None when every failing cell is explained.
+    pub fn unexplained_line(&self) -> Option<String> {
+        (!self.unexplained.is_empty())
+            .then(|| format!("{} no known cause explains", failing_cells(self.unexplained.len())))
+    }
+
+    /// Whether the confirm commands ran, for a note under the causes; None when no cause has
+    /// a confirm command.
+    pub fn confirm_note(&self) -> Option<&'static str> {
+        if self.node_diagnostics {
+            Some("the confirm commands ran on the implicated nodes; their output is part of the evidence")
+        } else if self.causes.iter().any(|c| !c.confirm.is_empty()) {
+            Some("the confirm commands did not run; --node-diagnostics runs them on the implicated nodes")
+        } else {
+            None
+        }
+    }
+}
+
+impl Cause {
+    /// Where the cause is: its nodes, comma-separated, or `the cluster` when it names none.
+    pub fn location(&self) -> String {
+        if self.nodes.is_empty() {
+            "the cluster".to_string()
+        } else {
+            self.nodes.join(", ")
+        }
+    }
+
+    /// `TITLE [id] on NODES — confidence N%, explains K failing cells` (one line).
+    pub fn headline(&self) -> String {
+        format!(
+            "{} [{}] on {} — confidence {}%, explains {}",
+            self.title,
+            self.id,
+            self.location(),
+            self.confidence,
+            failing_cells(self.explains.len())
+        )
+    }
+
+    /// `1 cell speaks against it`, `3 cells speak against it`; None when none does.
+    pub fn contradiction(&self) -> Option<String> {
+        match self.contradicted_by.len() {
+            0 => None,
+            1 => Some("1 cell speaks against it".to_string()),
+            n => Some(format!("{n} cells speak against it")),
+        }
+    }
+
+    /// The line a failing cell's JUnit description gets:
+    /// `Likely cause: TITLE [id] on NODES (confidence N%): REMEDY`.
+    pub fn likely_cause_line(&self) -> String {
+        format!(
+            "Likely cause: {} [{}] on {} (confidence {}%): {}",
+            one_line(&self.title),
+            self.id,
+            self.location(),
+            self.confidence,
+            one_line(&self.remedy)
+        )
+    }
+}
+
+/// `1 failing cell`, `3 failing cells`.
+pub(crate) fn failing_cells(n: usize) -> String {
+    format!("{n} failing cell{}", if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]
@@ -173,6 +239,55 @@ mod tests {
         assert_eq!(lines[2], "2 failing cells no known cause explains");
         assert!(!d.is_empty());
         assert!(Diagnosis::default().is_empty());
+    }
+
+    #[test]
+    fn a_cell_is_found_with_the_rank_of_its_cause() {
+        let d = Diagnosis {
+            causes: vec![cause("a", 1), cause("b", 3)],
+            ..Default::default()
+        };
+        let explained = d.causes[1].explains[2].clone();
+        let (rank, c) = d.cause_of(&explained).expect("explained");
+        // "a" explains v0 only; v2 is explained by "b", the second cause.
+        assert_eq!((rank, c.id.as_str()), (2, "b"));
+        let unknown = CellId::new("net", "NET-Y", &crate::Coordinates::default()).expect("id");
+        assert!(d.cause_of(&unknown).is_none());
+    }
+
+    #[test]
+    fn the_likely_cause_line_is_one_line() {
+        let mut c = cause("mac-spoofing-disabled", 2);
+        c.title = "MAC address spoofing is off".into();
+        c.remedy = "Allow it:\n  Set-VMNetworkAdapter -MacAddressSpoofing On\n".into();
+        c.confidence = 85;
+        c.nodes.push("win2022-2".into());
+        assert_eq!(
+            c.likely_cause_line(),
+            "Likely cause: MAC address spoofing is off [mac-spoofing-disabled] on win2022-1, win2022-2 (confidence 85%): Allow it: Set-VMNetworkAdapter -MacAddressSpoofing On"
+        );
+        c.nodes.clear();
+        assert!(
+            c.headline()
+                .contains(" on the cluster — confidence 85%, explains 2 failing cells")
+        );
+    }
+
+    #[test]
+    fn the_confirm_note_says_whether_the_commands_ran() {
+        let mut d = Diagnosis {
+            causes: vec![cause("a", 1)],
+            ..Default::default()
+        };
+        assert_eq!(d.confirm_note(), None, "nothing to confirm with");
+        d.causes[0].confirm.push("Get-NetAdapter".into());
+        assert!(d.confirm_note().is_some_and(|n| n.contains("did not run")));
+        d.node_diagnostics = true;
+        assert!(
+            d.confirm_note()
+                .is_some_and(|n| n.contains(" ran on the implicated nodes"))
+        );
+        assert_eq!(Diagnosis::default().unexplained_line(), None);
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! One self-contained HTML page (inline style and script, no external assets, readable
-//! offline): the gate and counts, the cross-pool flow matrix as a coloured grid, a table per
-//! node, and every cell — failures first, with observation, remedy, sources, evidence and the
-//! command that reproduces them — filterable by verdict, suite and OS pool in the browser, with
-//! the filters kept in the address fragment (`report.html#verdict=fail,error&pool=windows-20348`)
-//! so that a filtered view can be linked.
+//! offline): the gate, then the diagnosis first (the likely causes, ranked, each with its nodes,
+//! confidence, remedy, confirm commands, evidence and the failing cells it explains; the failing
+//! cells no known cause explains; the evidence gathered per node, folded), the counts, the
+//! cross-pool flow matrix as a coloured grid, a table per node, and every cell — failures
+//! first, with observation, likely cause, remedy, sources, evidence and the command that
+//! reproduces them — filterable by verdict, suite and OS pool in the browser, with the filters
+//! kept in the address fragment (`report.html#verdict=fail,error&pool=windows-20348`) so that a
+//! filtered view can be linked.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::cell::Cell;
+use crate::diagnosis::{Diagnosis, failing_cells};
 use crate::report::RunReport;
 use crate::results_json::{self, Error};
 use crate::summary::{header, wall_time};
@@ -29,6 +33,15 @@ th{background:#eef1f4} .num{text-align:right}
 .gate-ok{color:#12703a} .gate-bad{color:#b3261e}
 details pre{white-space:pre-wrap;background:#f6f8fa;padding:.5em;border:1px solid #dde}
 #filters label{margin-right:.8em} .hidden{display:none}
+";
+
+/// Added to [`STYLE`] when there is a diagnosis to show (a run without one keeps its page as
+/// it was).
+const CAUSES_STYLE: &str = "
+#causes li{margin-bottom:.8em} #causes .confidence{font-weight:600}
+#causes dl{display:grid;grid-template-columns:max-content auto;gap:.15em .8em;margin:.3em 0}
+#causes dt{color:#555} #causes dd{margin:0} #causes pre{margin:0;white-space:pre-wrap}
+#causes ul{margin:0;padding-left:1.2em}
 ";
 
 const SCRIPT: &str = "
@@ -69,9 +82,11 @@ pub fn render(report: &RunReport) -> String {
     } else {
         ("gate-bad", "gate failed")
     };
+    let diagnosis = tally::diagnosis(report);
+    let causes_style = if diagnosis.is_some() { CAUSES_STYLE } else { "" };
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mixcheck {} — {gate}</title><style>{STYLE}</style></head><body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mixcheck {} — {gate}</title><style>{STYLE}{causes_style}</style></head><body>\n",
         esc(&report.run_id)
     );
     let _ = writeln!(out, "<h1>mixcheck: <span class=\"{gate_class}\">{gate}</span></h1>");
@@ -85,10 +100,13 @@ pub fn render(report: &RunReport) -> String {
         report.rule_count(),
         esc(&wall_time(report.duration_ms))
     );
+    if let Some(d) = diagnosis {
+        causes(d, &mut out);
+    }
     counts_table(&report.counts(), &mut out);
     matrix(report, &mut out);
     nodes(report, &mut out);
-    cells(report, &mut out);
+    cells(report, diagnosis, &mut out);
     let _ = write!(out, "<script>{SCRIPT}</script>\n</body></html>\n");
     out
 }
@@ -183,8 +201,112 @@ fn nodes(report: &RunReport, out: &mut String) {
     out.push_str("</table>\n");
 }
 
+/// The likely causes, most likely first, each with everything the diagnosis says about it;
+/// then the failing cells no cause explains and, folded, the evidence gathered per node.
+fn causes(d: &Diagnosis, out: &mut String) {
+    out.push_str("<section id=\"causes\">\n<h2>Likely causes</h2>\n");
+    if d.causes.is_empty() {
+        out.push_str("<p>No known cause fits the failing cells.</p>\n");
+    } else {
+        out.push_str("<ol>\n");
+    }
+    for (i, c) in d.causes.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<li id=\"cause-{}\"><strong>{}</strong> <code>[{}]</code> on <strong>{}</strong> — confidence <span class=\"confidence\">{}%</span>, explains {}",
+            i + 1,
+            esc(&c.title),
+            esc(&c.id),
+            esc(&c.location()),
+            c.confidence,
+            failing_cells(c.explains.len())
+        );
+        if let Some(against) = c.contradiction() {
+            let _ = write!(out, ", {against}");
+        }
+        let _ = write!(out, "\n<dl>\n<dt>remedy</dt><dd>{}</dd>\n", inline(&c.remedy));
+        if !c.confirm.is_empty() {
+            let _ = writeln!(
+                out,
+                "<dt>confirm on the node</dt><dd><pre>{}</pre></dd>",
+                esc(&c.confirm.join("\n"))
+            );
+        }
+        if !c.evidence.is_empty() {
+            out.push_str("<dt>evidence</dt><dd><ul>");
+            for line in &c.evidence {
+                let _ = write!(out, "<li>{}</li>", esc(line));
+            }
+            out.push_str("</ul></dd>\n");
+        }
+        if let Some(rule) = &c.rule_id {
+            let _ = write!(out, "<dt>rule</dt><dd>{}", esc(rule));
+            if !c.sources.is_empty() {
+                let _ = write!(out, " (sources {})", esc(&c.sources.join(", ")));
+            }
+            out.push_str("</dd>\n");
+        }
+        id_list(out, "explains", &c.explains);
+        id_list(out, "contradicted by", &c.contradicted_by);
+        out.push_str("</dl></li>\n");
+    }
+    if !d.causes.is_empty() {
+        out.push_str("</ol>\n");
+    }
+    if let Some(line) = d.unexplained_line() {
+        let _ = write!(out, "<p><strong>{}:</strong></p><ul>", esc(&line));
+        for id in &d.unexplained {
+            let _ = write!(out, "<li><code>{}</code></li>", esc(id.as_str()));
+        }
+        out.push_str("</ul>\n");
+    }
+    if let Some(note) = d.confirm_note() {
+        let _ = writeln!(out, "<p><em>{}</em></p>", esc(note));
+    }
+    if !d.evidence.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>evidence gathered from the nodes ({})</summary>",
+            d.evidence.len()
+        );
+        for node in &d.evidence {
+            let _ = writeln!(
+                out,
+                "<h3>{}</h3>\n<table><tr><th>source</th><th>what it says</th></tr>",
+                esc(&node.node)
+            );
+            for item in &node.items {
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td><pre>{}</pre></td></tr>",
+                    esc(&item.source),
+                    esc(item.text.as_str().trim_end())
+                );
+            }
+            out.push_str("</table>\n");
+        }
+        out.push_str("</details>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+/// A `<dt>` and the cell ids under it, nothing when there are none.
+fn id_list(out: &mut String, label: &str, ids: &[crate::cell::CellId]) {
+    if ids.is_empty() {
+        return;
+    }
+    let _ = write!(out, "<dt>{label}</dt><dd>");
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push_str("<br>");
+        }
+        let _ = write!(out, "<code>{}</code>", esc(id.as_str()));
+    }
+    out.push_str("</dd>\n");
+}
+
 /// Every cell, failures first, with the filters above them.
-fn cells(report: &RunReport, out: &mut String) {
+fn cells(report: &RunReport, diagnosis: Option<&Diagnosis>, out: &mut String) {
     let mut ordered: Vec<&Cell> = report.cells.iter().collect();
     ordered.sort_by_key(|c| c.verdict.rank());
     let mut suites: Vec<&str> = report.cells.iter().map(|c| c.suite.as_str()).collect();
@@ -233,22 +355,48 @@ fn cells(report: &RunReport, out: &mut String) {
             title = esc(&c.title),
             obs = esc(&c.observed.summary),
         );
+        let cause = diagnosis.and_then(|d| d.cause_of(&c.id));
+        if let Some((rank, x)) = cause {
+            let _ = write!(
+                out,
+                "<br>likely cause: <a href=\"#cause-{rank}\">{rank}. {}</a>",
+                esc(&x.title)
+            );
+        }
         if matches!(c.verdict, Verdict::Fail | Verdict::Error) || c.verdict.fails_gate(report.strict) {
             let _ = write!(
                 out,
                 "<details open><summary>details</summary><pre>{}</pre></details>",
-                esc(&crate::junit::details(c))
+                esc(&crate::junit::details(c, cause.map(|(_, x)| x)))
             );
         } else if c.observed.evidence.is_some() || c.reason.is_some() {
             let _ = write!(
                 out,
                 "<details><summary>details</summary><pre>{}</pre></details>",
-                esc(&crate::junit::details(c))
+                esc(&crate::junit::details(c, cause.map(|(_, x)| x)))
             );
         }
         let _ = writeln!(out, "</td><td>{}</td></tr>", esc(&c.expected.text));
     }
     out.push_str("</table>\n");
+}
+
+/// Prose that marks code with backticks, as the cause catalogue's remedies do: the quoted
+/// parts become `<code>`, everything escaped. Unbalanced backticks stay as they are.
+fn inline(text: &str) -> String {
+    if text.matches('`').count() % 2 == 1 {
+        return esc(text);
+    }
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{}</code>", esc(part))
+            } else {
+                esc(part)
+            }
+        })
+        .collect()
 }
 
 /// Text for HTML element content and attribute values.
@@ -311,6 +459,50 @@ mod tests {
             html.contains("<td class=\"v-fail\" title=\"worst: fail\">"),
             "the matrix colours the pair"
         );
+    }
+
+    #[test]
+    fn the_causes_are_escaped_and_need_no_external_asset() {
+        let mut r = sample_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        d.causes[0].title = "<script>alert(1)</script>".into();
+        d.causes[0].remedy = "run `Set-X -Name <vm>` & \"restart\"".into();
+        d.causes[0].evidence[0] = "<img src=x onerror=alert(2)>".into();
+        d.causes[0].confirm = vec!["Get-Item '<path>'".into()];
+        d.evidence[0].items[0].source = "log <b>".into();
+        let html = render(&r);
+        assert!(!html.contains("<script>alert") && !html.contains("<img") && !html.contains("<b>"));
+        assert!(
+            html.contains("<strong>&lt;script&gt;alert(1)&lt;/script&gt;</strong>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("run <code>Set-X -Name &lt;vm&gt;</code> &amp; &quot;restart&quot;"),
+            "{html}"
+        );
+        assert!(html.contains("<pre>Get-Item &#39;&lt;path&gt;&#39;</pre>"), "{html}");
+        for external in ["src=\"http", "href=\"http", "<link", "@import", "src=\"//"] {
+            assert!(!html.contains(external), "no external asset: {external}");
+        }
+        let causes = html.find("<section id=\"causes\">").expect("a causes section");
+        assert!(causes < html.find("<table><tr><th>verdict</th>").expect("the counts"));
+        assert!(html.contains("#causes dl{"), "the causes' style is inline");
+    }
+
+    #[test]
+    fn a_run_without_a_diagnosis_has_no_causes_style() {
+        let mut r = sample_report();
+        r.diagnosis = None;
+        let html = render(&r);
+        assert!(!html.contains("#causes") && !html.contains("id=\"causes\""));
+    }
+
+    #[rstest::rstest]
+    #[case::code("run `a <b>` now", "run <code>a &lt;b&gt;</code> now")]
+    #[case::unbalanced("a ` b <c>", "a ` b &lt;c&gt;")]
+    #[case::plain("x & y", "x &amp; y")]
+    fn remedies_mark_quoted_code(#[case] text: &str, #[case] want: &str) {
+        assert_eq!(inline(text), want);
     }
 
     #[test]

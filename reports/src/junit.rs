@@ -1,5 +1,7 @@
 //! JUnit XML for CI systems: one `testsuite` per suite, one `testcase` per cell, named by the
 //! cell's stable id, with the verdict mapped as DESIGN.md's table says (one exhaustive match).
+//! A failing or errored case that the run's diagnosis explains says so in its description:
+//! `Likely cause: TITLE [id] on NODES (confidence N%): REMEDY`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -7,6 +9,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
 
 use crate::cell::Cell;
+use crate::diagnosis::{Cause, Diagnosis};
 use crate::report::RunReport;
 use crate::results_json::{self, Error};
 use crate::verdict::Verdict;
@@ -35,7 +38,7 @@ pub fn render(report: &RunReport) -> Result<String, Error> {
                 suites.len() - 1
             }
         };
-        suites[position].add_test_case(test_case(cell, report.strict));
+        suites[position].add_test_case(test_case(cell, report.strict, report.diagnosis.as_ref()));
     }
     if let Some(aborted) = &report.aborted
         && report.cells.is_empty()
@@ -129,13 +132,14 @@ fn suite_properties(report: &RunReport) -> Vec<Property> {
 }
 
 /// One cell as a test case: DESIGN.md's verdict table.
-fn test_case(cell: &Cell, strict: bool) -> TestCase {
+fn test_case(cell: &Cell, strict: bool, diagnosis: Option<&Diagnosis>) -> TestCase {
+    let cause = diagnosis.and_then(|d| d.cause_of(&cell.id)).map(|(_, c)| c);
     let status = match cell.verdict {
         Verdict::Pass => success(cell),
-        Verdict::KnownLimitation | Verdict::Warn if strict => failure(cell, NonSuccessKind::Failure),
+        Verdict::KnownLimitation | Verdict::Warn if strict => failure(cell, cause, NonSuccessKind::Failure),
         Verdict::KnownLimitation | Verdict::BetterThanDocumented | Verdict::Warn => success(cell),
-        Verdict::Fail => failure(cell, NonSuccessKind::Failure),
-        Verdict::Error => failure(cell, NonSuccessKind::Error),
+        Verdict::Fail => failure(cell, cause, NonSuccessKind::Failure),
+        Verdict::Error => failure(cell, cause, NonSuccessKind::Error),
         Verdict::NotApplicable | Verdict::Indeterminate => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(cell.reason.clone().unwrap_or_else(|| cell.observed.summary.clone()));
@@ -166,7 +170,7 @@ fn test_case(cell: &Cell, strict: bool) -> TestCase {
     if !cell.sources.is_empty() {
         case.add_property(("sources", cell.sources.join(", ").as_str()));
     }
-    case.set_system_out(details(cell));
+    case.set_system_out(details(cell, cause));
     case
 }
 
@@ -191,14 +195,14 @@ fn success(cell: &Cell) -> TestCaseStatus {
     status
 }
 
-fn failure(cell: &Cell, kind: NonSuccessKind) -> TestCaseStatus {
+fn failure(cell: &Cell, cause: Option<&Cause>, kind: NonSuccessKind) -> TestCaseStatus {
     let mut status = TestCaseStatus::non_success(kind);
     status.set_message(format!(
         "{}: observed {}; documented: {}",
         cell.verdict, cell.observed.summary, cell.expected.text
     ));
     status.set_type(cell.verdict.as_str());
-    status.set_description(details(cell));
+    status.set_description(details(cell, cause));
     status
 }
 
@@ -215,12 +219,17 @@ fn note(cell: &Cell) -> String {
     }
 }
 
-/// The cell in words: observation, expectation, remedy, sources, evidence, reproduce command.
-pub(crate) fn details(cell: &Cell) -> String {
+/// The cell in words: observation, expectation, the likely cause that explains it (when the
+/// diagnosis names one), remedy, sources, evidence, reproduce command.
+pub(crate) fn details(cell: &Cell, cause: Option<&Cause>) -> String {
     let mut out = format!(
         "{} — {}\nverdict: {}\nobserved: {}\ndocumented: {}\n",
         cell.id, cell.title, cell.verdict, cell.observed.summary, cell.expected.text
     );
+    if let Some(cause) = cause {
+        out.push_str(&cause.likely_cause_line());
+        out.push('\n');
+    }
     if let Some(reason) = &cell.reason {
         out.push_str(&format!("reason: {reason}\n"));
     }
@@ -317,7 +326,7 @@ mod tests {
     #[case::not_applicable(Verdict::NotApplicable, false, "skipped")]
     #[case::indeterminate(Verdict::Indeterminate, false, "skipped")]
     fn verdicts_map_to_junit_statuses(#[case] verdict: Verdict, #[case] strict: bool, #[case] want: &str) {
-        let case = test_case(&cell("dns", "fqdn", "DNS-FQDN", "v", verdict), strict);
+        let case = test_case(&cell("dns", "fqdn", "DNS-FQDN", "v", verdict), strict, None);
         let got = match &case.status {
             TestCaseStatus::Success { .. } => "success",
             TestCaseStatus::NonSuccess {
@@ -339,7 +348,7 @@ mod tests {
         c.remedy = Some("Set-VMNetworkAdapter -MacAddressSpoofing On".into());
         c.reproduce = Some("kubectl exec -n ns cli-1 -- curl.exe http://10.244.1.5:8080".into());
         c.sources = vec!["W14".into()];
-        let case = test_case(&c, false);
+        let case = test_case(&c, false, None);
         let TestCaseStatus::NonSuccess {
             message, description, ..
         } = &case.status
@@ -355,6 +364,76 @@ mod tests {
         for want in ["MacAddressSpoofing", "kubectl exec", "sources: W14"] {
             assert!(description.contains(want), "{want}: {description}");
         }
+    }
+
+    /// The description of a failing or errored case that a cause explains, and its
+    /// system-out, carry the likely cause; an unexplained failure does not.
+    #[rstest]
+    #[case::fail(
+        "net/NET-POD-POD-IP-CROSS[windows-20348→linux,other-node,tcp,pod-ip]",
+        NonSuccessKind::Failure,
+        Some(
+            "Likely cause: The sandbox (pause) image is built for another Windows build [pause-image-wrong-build] on win2022-1 (confidence 67%): Pods on this node never get a sandbox"
+        )
+    )]
+    #[case::error(
+        "ver/VER-PAUSE-IMAGE[windows-20348]",
+        NonSuccessKind::Error,
+        Some(
+            "Likely cause: The sandbox (pause) image is built for another Windows build [pause-image-wrong-build] on win2022-1 (confidence 67%): "
+        )
+    )]
+    #[case::other_cause(
+        "dns/DNS-FQDN[linux]",
+        NonSuccessKind::Failure,
+        Some(
+            "Likely cause: The cluster DNS service is unreachable from the node (name lookups time out) [dns-unreachable] on linux-1 (confidence 100%): Pods on this node cannot reach"
+        )
+    )]
+    #[case::unexplained("sched/SCHED-RUNTIMECLASS[windows-20348]", NonSuccessKind::Failure, None)]
+    fn a_failure_carries_its_likely_cause(#[case] id: &str, #[case] kind: NonSuccessKind, #[case] line: Option<&str>) {
+        let junit = parse(&render(&crate::testdata::every_verdict_report()).expect("render"));
+        let case = junit
+            .test_suites
+            .iter()
+            .flat_map(|s| &s.test_cases)
+            .find(|c| c.name.as_str() == id)
+            .expect("the case");
+        let TestCaseStatus::NonSuccess {
+            kind: got, description, ..
+        } = &case.status
+        else {
+            panic!("{id} is not a failure");
+        };
+        assert_eq!(*got, kind);
+        let description = description.as_ref().map(|d| d.as_str()).unwrap_or_default();
+        let system_out = case.system_out.as_ref().map(|d| d.as_str()).unwrap_or_default();
+        match line {
+            Some(line) => {
+                let found = description
+                    .lines()
+                    .find(|l| l.starts_with("Likely cause: "))
+                    .unwrap_or_else(|| panic!("no likely cause in {description}"));
+                assert!(found.starts_with(line), "{found}");
+                assert!(system_out.contains(found), "{system_out}");
+            }
+            None => assert!(!description.contains("Likely cause"), "{description}"),
+        }
+    }
+
+    #[test]
+    fn a_likely_cause_with_markup_and_control_characters_keeps_the_xml_valid() {
+        let mut r = sample_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        d.causes[0].title = "<b>&</b> \"q\" \u{1b}[31mred\u{0}".into();
+        d.causes[0].remedy = "run `x` ]]> then \u{b}\u{fffe}".into();
+        let xml = render(&r).expect("render");
+        let junit = parse(&xml);
+        assert!(xml.contains("Likely cause: &lt;b&gt;&amp;&lt;/b&gt;"), "{xml}");
+        for bad in ['\u{0}', '\u{1b}', '\u{b}', '\u{fffe}'] {
+            assert!(!xml.contains(bad), "{bad:?} in {xml}");
+        }
+        assert!(!junit.test_suites.is_empty());
     }
 
     #[test]

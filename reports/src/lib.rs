@@ -1,9 +1,12 @@
 //! The result model of a `mixcheck run`, and the reports rendered from it.
 //!
-//! Every report format — `results.json`, the plain CI summary, and later JUnit, the terminal
-//! table, Markdown and HTML — is rendered from one [`RunReport`]. Renderers only read it: the
-//! runner decides verdicts and sanitises evidence before anything reaches the model, so every
-//! format shows the same judgement and none has to clean up after the cluster.
+//! Every report format — `results.json`, the plain CI summary, JUnit, the terminal table,
+//! Markdown and HTML — is rendered from one [`RunReport`]. Renderers only read it: the runner
+//! decides verdicts and sanitises evidence before anything reaches the model, so every format
+//! shows the same judgement and none has to clean up after the cluster. When the run diagnosed
+//! its failures, every human format shows the likely causes first, before the failures, and a
+//! JUnit failure a cause explains names it; a run without a diagnosis (or with an empty one)
+//! renders as if diagnoses did not exist.
 //!
 //! # The model
 //!
@@ -70,7 +73,8 @@
 //! # Modules
 //!
 //! [`verdict`] (verdicts, expectations, outcomes, counts) · [`facts`] · [`cell`] · [`evidence`] ·
-//! [`report`] · [`results_json`] (the file) · [`summary`] (plain text for CI logs).
+//! [`diagnosis`] (likely causes) · [`report`] · [`results_json`] (the file) · the renderers:
+//! [`summary`] (plain text for CI logs), [`terminal`], [`markdown`], [`html`], [`junit`].
 
 #![warn(missing_docs)]
 

@@ -1,10 +1,14 @@
-//! Markdown for a pull request or a GitHub job summary: the gate, counts per verdict, one line
-//! per OS pool, the cross-pool flow matrix, failures first (with remedy, evidence and the
-//! command that reproduces them), then documented limitations apart.
+//! Markdown for a pull request or a GitHub job summary: the gate, then the diagnosis first (the
+//! likely causes, ranked, each with its nodes, confidence, the failing cells it explains,
+//! remedy, confirm commands and a few evidence lines; the failing cells no known cause explains;
+//! the evidence gathered per node, folded), counts per verdict, one line per OS pool, the
+//! cross-pool flow matrix, the failures (with remedy, likely cause, evidence and the command
+//! that reproduces them), then documented limitations apart.
 
 use std::path::{Path, PathBuf};
 
 use crate::cell::Cell;
+use crate::diagnosis::{Diagnosis, failing_cells};
 use crate::report::RunReport;
 use crate::results_json::{self, Error};
 use crate::summary::{header, one_line, wall_time};
@@ -33,6 +37,10 @@ pub fn render(report: &RunReport) -> String {
         report.rule_count(),
         wall_time(report.duration_ms)
     ));
+    let diagnosis = tally::diagnosis(report);
+    if let Some(d) = diagnosis {
+        causes(d, &mut out);
+    }
     out.push_str("| verdict | cells |\n|---|---:|\n");
     let counts = report.counts();
     for v in Verdict::ALL {
@@ -45,7 +53,7 @@ pub fn render(report: &RunReport) -> String {
     if !failing.is_empty() {
         out.push_str(&format!("### Failures ({})\n\n", failing.len()));
         for cell in failing {
-            failure(cell, &mut out);
+            failure(cell, diagnosis, &mut out);
         }
     }
     let limited = tally::noted(report);
@@ -127,7 +135,91 @@ fn matrix(report: &RunReport, out: &mut String) {
     out.push_str("\n✅ as documented · ⚠️ documented limitation or recommendation · ❌ fails · ➖ not judged\n\n");
 }
 
-fn failure(cell: &Cell, out: &mut String) {
+/// The likely causes, most likely first, then the failing cells no cause explains and the
+/// evidence gathered per node (folded).
+fn causes(d: &Diagnosis, out: &mut String) {
+    out.push_str("### Likely causes\n\n");
+    if d.causes.is_empty() {
+        out.push_str("No known cause fits the failing cells.\n\n");
+    }
+    for (i, c) in d.causes.iter().enumerate() {
+        let marker = format!("{}. ", i + 1);
+        let pad = " ".repeat(marker.len());
+        out.push_str(&format!(
+            "{marker}**{}** {} on {} — confidence {}%, explains {}",
+            escape(&one_line(&c.title)),
+            code(&c.id),
+            escape(&c.location()),
+            c.confidence,
+            failing_cells(c.explains.len())
+        ));
+        if let Some(against) = c.contradiction() {
+            out.push_str(&format!(", {against}"));
+        }
+        out.push('\n');
+        out.push_str(&format!("{pad}- **remedy:** {}\n", inline(&one_line(&c.remedy))));
+        if !c.confirm.is_empty() {
+            out.push_str(&format!("{pad}- **confirm** on the node:\n"));
+            for command in &c.confirm {
+                out.push_str(&format!("{pad}  - {}\n", code(&one_line(command))));
+            }
+        }
+        if !c.evidence.is_empty() {
+            out.push_str(&format!("{pad}- **evidence:**\n"));
+            for line in c.evidence.iter().take(tally::EVIDENCE_SHOWN) {
+                out.push_str(&format!("{pad}  - {}\n", escape(&one_line(line))));
+            }
+            let more = c.evidence.len().saturating_sub(tally::EVIDENCE_SHOWN);
+            if more > 0 {
+                out.push_str(&format!(
+                    "{pad}  - … {more} more line{} in results.json and report.html\n",
+                    if more == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        if let Some(rule) = &c.rule_id {
+            out.push_str(&format!("{pad}- **rule:** {}", escape(rule)));
+            if !c.sources.is_empty() {
+                out.push_str(&format!(" (sources {})", escape(&c.sources.join(", "))));
+            }
+            out.push('\n');
+        }
+        if !c.contradicted_by.is_empty() {
+            let ids: Vec<String> = c.contradicted_by.iter().map(|id| code(id.as_str())).collect();
+            out.push_str(&format!("{pad}- **contradicted by:** {}\n", ids.join(", ")));
+        }
+    }
+    if !d.causes.is_empty() {
+        out.push('\n');
+    }
+    if let Some(line) = d.unexplained_line() {
+        let ids: Vec<String> = d.unexplained.iter().map(|id| code(id.as_str())).collect();
+        out.push_str(&format!("**{line}:** {}\n\n", ids.join(", ")));
+    }
+    if let Some(note) = d.confirm_note() {
+        out.push_str(&format!("_{}_\n\n", escape(note)));
+    }
+    if !d.evidence.is_empty() {
+        out.push_str(&format!(
+            "<details><summary>evidence gathered from the nodes ({})</summary>\n\n",
+            d.evidence.len()
+        ));
+        for node in &d.evidence {
+            let mut text = String::new();
+            for item in &node.items {
+                text.push_str(&format!("{}: {}\n", item.source, item.text.as_str().trim_end()));
+            }
+            out.push_str(&format!(
+                "**{}**\n\n```text\n{}```\n\n",
+                escape(&node.node),
+                text.replace("```", "`\u{200b}``")
+            ));
+        }
+        out.push_str("</details>\n\n");
+    }
+}
+
+fn failure(cell: &Cell, diagnosis: Option<&Diagnosis>, out: &mut String) {
     out.push_str(&format!(
         "#### ❌ {} `{}`\n\n{}\n\n- **observed:** {}\n- **documented:** {}\n",
         cell.verdict.as_str(),
@@ -141,6 +233,13 @@ fn failure(cell: &Cell, out: &mut String) {
     }
     if let Some(remedy) = &cell.remedy {
         out.push_str(&format!("- **remedy:** {}\n", escape(&one_line(remedy))));
+    }
+    if let Some((rank, cause)) = diagnosis.and_then(|d| d.cause_of(&cell.id)) {
+        out.push_str(&format!(
+            "- **likely cause:** {rank}. {} {}\n",
+            escape(&one_line(&cause.title)),
+            code(&cause.id)
+        ));
     }
     if !cell.sources.is_empty() {
         out.push_str(&format!("- **sources:** {}\n", cell.sources.join(", ")));
@@ -189,6 +288,35 @@ fn pool_label(pool: &str) -> String {
         None if pool == "linux" => "Linux".to_string(),
         None => pool.to_string(),
     }
+}
+
+/// Text as an inline code span, whatever backticks it holds.
+fn code(text: &str) -> String {
+    if text.contains('`') {
+        // A longer fence than any run of backticks inside, padded so that a backtick at either
+        // end is not read as part of the fence.
+        let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+        let fence = "`".repeat(longest + 1);
+        format!("{fence} {text} {fence}")
+    } else {
+        format!("`{text}`")
+    }
+}
+
+/// Prose that marks code with backticks, as the cause catalogue's remedies do: the quoted parts
+/// become code spans, the rest is escaped. Unbalanced backticks are escaped like any markup.
+fn inline(text: &str) -> String {
+    if text.matches('`').count() % 2 == 1 {
+        return escape(text);
+    }
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| match (i % 2, part.is_empty()) {
+            (1, false) => code(part),
+            (1, true) => String::new(),
+            _ => escape(part),
+        })
+        .collect()
 }
 
 /// Characters Markdown would read as markup or table syntax, escaped.
@@ -255,6 +383,77 @@ mod tests {
         assert!(row("Windows 20348").contains("✅ 1/1"), "{md}");
         assert!(row("Windows 20348").contains("⚠️ 1/1"), "{md}");
         assert!(md.contains("| Windows 20348 | 3/4 | 1 | 0 | 4 |"), "{md}");
+    }
+
+    #[test]
+    fn the_causes_come_first_with_remedy_confirm_and_a_few_evidence_lines() {
+        let mut r = sample_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        d.causes[0].evidence = (1..=5).map(|i| format!("line {i}")).collect();
+        let md = render(&r);
+        let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("{needle}: {md}"));
+        assert!(
+            at("### Likely causes") < at("| verdict | cells |"),
+            "right after the header"
+        );
+        assert!(at("### Likely causes") < at("### Failures"));
+        assert!(md.contains("\n1. **The sandbox (pause) image is built for another Windows build** `pause-image-wrong-build` on win2022-1 — confidence 67%, explains 2 failing cells, 1 cell speaks against it\n"), "{md}");
+        assert!(
+            md.contains("\n     - `Get-Content 'C:\\Program Files\\containerd\\config.toml'`\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("     - line 3\n     - … 2 more lines in results.json and report.html\n"),
+            "{md}"
+        );
+        assert!(!md.contains("line 4"), "{md}");
+        assert!(md.contains("(`sandbox` in config v3)"), "quoted code stays code: {md}");
+        assert!(
+            md.contains("**1 failing cell no known cause explains:** `sched/SCHED-RUNTIMECLASS[windows-20348]`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("<details><summary>evidence gathered from the nodes (2)</summary>"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn a_tenth_cause_indents_its_details_under_it() {
+        let mut r = sample_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        let first = d.causes[0].clone();
+        d.causes = (0..10).map(|_| first.clone()).collect();
+        let md = render(&r);
+        assert!(md.contains("\n10. **The sandbox"), "{md}");
+        assert!(md.contains("\n    - **remedy:** "), "{md}");
+    }
+
+    #[test]
+    fn markup_in_causes_is_escaped() {
+        let mut r = sample_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        d.causes[0].title = "a | b *c* <script>".into();
+        d.causes[0].evidence[0] = "[link](http://x) _u_".into();
+        let md = render(&r);
+        assert!(md.contains(r"**a \| b \*c\* \<script\>**"), "{md}");
+        assert!(md.contains(r"\[link\](http://x) \_u\_"), "{md}");
+    }
+
+    #[rstest::rstest]
+    #[case::plain("Get-HnsNetwork", "`Get-HnsNetwork`")]
+    #[case::backtick("Write-Host `n", "`` Write-Host `n ``")]
+    #[case::double("a``b", "``` a``b ```")]
+    fn code_spans_hold_any_backticks(#[case] text: &str, #[case] want: &str) {
+        assert_eq!(code(text), want);
+    }
+
+    #[rstest::rstest]
+    #[case::code("run `a <b>` now", "run `a <b>` now")]
+    #[case::unbalanced("a ` b", r"a \` b")]
+    #[case::outside("x_y <vm>", r"x\_y \<vm\>")]
+    fn remedies_mark_quoted_code(#[case] text: &str, #[case] want: &str) {
+        assert_eq!(inline(text), want);
     }
 
     #[test]

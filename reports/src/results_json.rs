@@ -214,14 +214,165 @@ fn parse_error(path: &Path, source: serde_json::Error) -> Error {
 mod tests {
     use std::error::Error as _;
 
+    use rstest::rstest;
+    use serde_json::Value;
+
     use super::*;
     use crate::testdata::sample_report;
+    use crate::{Cause, Diagnosis, NodeEvidence, Observed};
+
+    fn schema() -> Value {
+        serde_json::from_str(include_str!("../schema/results.schema.json")).expect("the schema is JSON")
+    }
+
+    /// The keys of a serialised object, sorted.
+    fn keys(value: &Value) -> Vec<String> {
+        let mut keys: Vec<String> = value.as_object().expect("an object").keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// A schema object's `properties` names, or its `required` names, sorted.
+    fn schema_names(schema: &Value, object: &str, which: &str) -> Vec<String> {
+        let at = schema
+            .pointer(object)
+            .unwrap_or_else(|| panic!("{object} in the schema"));
+        let mut names: Vec<String> = match which {
+            "properties" => at["properties"]
+                .as_object()
+                .expect("properties")
+                .keys()
+                .cloned()
+                .collect(),
+            _ => at[which]
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+        };
+        names.sort();
+        names
+    }
+
+    fn json(value: impl serde::Serialize) -> Value {
+        serde_json::to_value(value).expect("serialise")
+    }
+
+    fn sample_diagnosis() -> Diagnosis {
+        sample_report().diagnosis.expect("the sample report is diagnosed")
+    }
+
+    /// A cause with every optional part left empty.
+    fn bare_cause() -> Cause {
+        Cause {
+            rule_id: None,
+            contradicted_by: Vec::new(),
+            evidence: Vec::new(),
+            confirm: Vec::new(),
+            sources: Vec::new(),
+            ..sample_diagnosis().causes[0].clone()
+        }
+    }
+
+    /// The objects of the diagnosis (and the node references cells gained) list exactly the
+    /// fields serde writes: `properties` those of a value with every part filled, `required`
+    /// those of a value with every optional part empty (serde's `skip_serializing_if`).
+    #[rstest]
+    #[case::diagnosis("/$defs/diagnosis", json(sample_diagnosis()), json(Diagnosis::default()))]
+    #[case::cause("/$defs/cause", json(&sample_diagnosis().causes[0]), json(bare_cause()))]
+    #[case::node_evidence(
+        "/$defs/nodeEvidence",
+        json(&sample_diagnosis().evidence[0]),
+        json(NodeEvidence { node: "n".into(), items: Vec::new() })
+    )]
+    #[case::evidence_item(
+        "/$defs/nodeEvidence/properties/items/items",
+        json(&sample_diagnosis().evidence[0].items[0]),
+        json(&sample_diagnosis().evidence[0].items[0])
+    )]
+    #[case::node_ref("/$defs/nodeRef", json(&sample_report().cells[0].nodes[0]), json(&sample_report().cells[0].nodes[1]))]
+    #[case::observed(
+        "/$defs/cell/properties/observed",
+        json(&sample_report().cells[0].observed),
+        json(Observed::default())
+    )]
+    fn the_schema_lists_the_fields_serde_writes(#[case] object: &str, #[case] full: Value, #[case] bare: Value) {
+        let schema = schema();
+        assert_eq!(
+            schema_names(&schema, object, "properties"),
+            keys(&full),
+            "{object} properties"
+        );
+        assert_eq!(
+            schema_names(&schema, object, "required"),
+            keys(&bare),
+            "{object} required"
+        );
+        assert_eq!(
+            schema.pointer(object).and_then(|o| o.get("additionalProperties")),
+            Some(&Value::Bool(false)),
+            "{object} refuses unknown fields"
+        );
+    }
+
+    #[test]
+    fn the_schema_has_the_diagnosis_and_the_nodes_a_cell_was_observed_on() {
+        let schema = schema();
+        assert_eq!(schema["properties"]["diagnosis"]["$ref"], "#/$defs/diagnosis");
+        let top_required = schema_names(&schema, "", "required");
+        assert!(
+            !top_required.contains(&"diagnosis".to_string()),
+            "diagnosis is optional"
+        );
+        assert_eq!(
+            schema["$defs"]["cell"]["properties"]["observed"]["properties"]["on"]["items"],
+            schema["$defs"]["cell"]["properties"]["nodes"]["items"],
+            "observed.on holds node references like nodes"
+        );
+        assert_eq!(schema["$defs"]["cause"]["properties"]["confidence"]["maximum"], 100);
+    }
+
+    #[test]
+    fn a_diagnosis_round_trips() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let report = sample_report();
+        let diagnosis = report.diagnosis.clone().expect("diagnosed");
+        assert!(!diagnosis.causes.is_empty() && !diagnosis.unexplained.is_empty() && !diagnosis.evidence.is_empty());
+        let back = read(&write(&report, dir.path()).expect("write")).expect("read");
+        assert_eq!(back.diagnosis, Some(diagnosis));
+        assert_eq!(back.cells[0].observed.on, report.cells[0].observed.on);
+        assert_eq!(back.cells[0].observed.on.len(), 2);
+    }
+
+    #[test]
+    fn a_report_without_a_diagnosis_has_no_diagnosis_field() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut report = sample_report();
+        report.diagnosis = None;
+        report.cells[0].observed.on.clear();
+        let value = json(&report);
+        assert!(value.get("diagnosis").is_none());
+        assert!(value["cells"][0]["observed"].get("on").is_none());
+        let back = read(&write(&report, dir.path()).expect("write")).expect("read");
+        assert_eq!(back, report);
+    }
+
+    #[test]
+    fn diagnosis_text_read_back_is_printable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut report = sample_report();
+        let d = report.diagnosis.as_mut().expect("diagnosed");
+        d.causes[0].title = "title \u{1b}[31mred\u{1b}[0m".into();
+        d.causes[0].evidence[0] = "bell \u{7}here".into();
+        let back = read(&write(&report, dir.path()).expect("write")).expect("read");
+        let d = back.diagnosis.expect("diagnosed");
+        assert_eq!(d.causes[0].title, "title red");
+        assert_eq!(d.causes[0].evidence[0], "bell here");
+    }
 
     /// The schema file lists exactly the verdicts and expectations the model has.
     #[test]
     fn the_schema_file_names_every_verdict_and_expectation() {
-        let schema: serde_json::Value =
-            serde_json::from_str(include_str!("../schema/results.schema.json")).expect("the schema is JSON");
+        let schema = schema();
         let names = |ptr: &str| -> Vec<String> {
             let mut v: Vec<String> = schema
                 .pointer(ptr)

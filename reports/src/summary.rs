@@ -1,8 +1,10 @@
 //! The plain-text run summary ([`plain`]) for CI logs: no colours, no tables, stable line
-//! shapes a log search can find.
+//! shapes a log search can find; the likely causes of the failures, when the run was
+//! diagnosed, come right after the header.
 
 use crate::{
     cell::Cell,
+    diagnosis::Diagnosis,
     report::{RunReport, Target},
     verdict::{Counts, Verdict},
 };
@@ -13,11 +15,14 @@ const VERDICT_WIDTH: usize = 22;
 /// A plain-text summary of `report`:
 ///
 /// 1. a header: tool version, run id, target, start time, `strict`; the abort reason if any;
-/// 2. one line per check — its worst verdict, `suite/check`, its cells' verdict counts and its
+/// 2. when the run was diagnosed and something failed, the likely causes, most likely first —
+///    rank, title, id, nodes, confidence, how many failing cells each explains, its remedy and
+///    confirm commands — and how many failing cells no known cause explains, with their ids;
+/// 3. one line per check — its worst verdict, `suite/check`, its cells' verdict counts and its
 ///    title — checks with the worst verdicts first (then in plan order); under each, the cells
 ///    that fail the gate (with the report's `strict`), each with what was observed and why,
 ///    then the check's distinct remedies and the facts its indeterminate cells lack;
-/// 3. totals per verdict (every verdict, zeros included), the number of cells and of distinct
+/// 4. totals per verdict (every verdict, zeros included), the number of cells and of distinct
 ///    rule ids, flaky cells, the wall time, and whether the gate passed.
 ///
 /// Text from the cells is printed on one line each (newlines become spaces) except remedies,
@@ -25,6 +30,10 @@ const VERDICT_WIDTH: usize = 22;
 pub fn plain(report: &RunReport) -> String {
     let mut lines = header(report);
     lines.push(String::new());
+    if let Some(d) = crate::tally::diagnosis(report) {
+        lines.extend(causes(d));
+        lines.push(String::new());
+    }
 
     let mut checks = group_by_check(&report.cells);
     checks.sort_by_key(|c| c.counts.worst().map_or(usize::MAX, Verdict::rank));
@@ -63,6 +72,28 @@ pub(crate) fn header(report: &RunReport) -> Vec<String> {
             one_line(&aborted.reason),
             aborted.exit_code
         ));
+    }
+    lines
+}
+
+/// `likely causes:`, then per cause its headline, remedy and confirm commands; then the
+/// failing cells no cause explains.
+fn causes(d: &Diagnosis) -> Vec<String> {
+    let mut lines = vec![if d.causes.is_empty() {
+        "likely causes: no known cause fits".to_string()
+    } else {
+        "likely causes:".to_string()
+    }];
+    for (i, c) in d.causes.iter().enumerate() {
+        lines.push(format!("  {}. {}", i + 1, one_line(&c.headline())));
+        lines.push(format!("     remedy: {}", one_line(&c.remedy)));
+        for command in &c.confirm {
+            lines.push(format!("     confirm: {}", one_line(command)));
+        }
+    }
+    if let Some(line) = d.unexplained_line() {
+        lines.push(format!("  {line}:"));
+        lines.extend(d.unexplained.iter().map(|id| format!("     {id}")));
     }
     lines
 }
@@ -213,6 +244,7 @@ mod tests {
 
     fn small_report() -> RunReport {
         let mut report = crate::testdata::sample_report();
+        report.diagnosis = None;
         report.strict = false;
         report.target = Target::Bundled {
             profile: "default".into(),

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::cell::Cell;
+use crate::diagnosis::Diagnosis;
 use crate::report::RunReport;
 use crate::verdict::{Counts, Verdict};
 
@@ -90,6 +91,16 @@ pub(crate) fn noted(report: &RunReport) -> Vec<&Cell> {
         })
         .collect()
 }
+
+/// The diagnosis the human reports show first; None when the run has none or it is empty (no
+/// failing cell), so that such a run's reports have nothing extra.
+pub(crate) fn diagnosis(report: &RunReport) -> Option<&Diagnosis> {
+    report.diagnosis.as_ref().filter(|d| !d.is_empty())
+}
+
+/// How many of a cause's evidence lines the terminal and Markdown reports show; the rest are
+/// counted (all of them are in results.json and the HTML report).
+pub(crate) const EVIDENCE_SHOWN: usize = 3;
 
 #[cfg(test)]
 mod tests {

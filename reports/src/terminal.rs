@@ -1,7 +1,9 @@
-//! The terminal report: failures first (with remedy, evidence and the reproduce command),
-//! documented limitations apart, a table per suite and one per OS pool, and the cross-pool
-//! flow matrix — coloured by verdict when the caller says colour is wanted (a terminal, and
-//! `NO_COLOR` unset).
+//! The terminal report: the diagnosis first (the likely causes, ranked, each with its nodes,
+//! confidence, the failing cells it explains, remedy, confirm commands and a few evidence lines;
+//! then the failing cells no known cause explains), the failures (with remedy, likely cause,
+//! evidence and the reproduce command), documented limitations apart, a table per suite and
+//! one per OS pool, and the cross-pool flow matrix — coloured by verdict when the caller says
+//! colour is wanted (a terminal, and `NO_COLOR` unset).
 
 use std::collections::BTreeMap;
 
@@ -9,6 +11,7 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use crate::cell::Cell;
+use crate::diagnosis::{Diagnosis, failing_cells};
 use crate::report::RunReport;
 use crate::summary::{header, one_line, wall_time};
 use crate::tally;
@@ -42,6 +45,11 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     }
     out.push('\n');
 
+    let diagnosis = tally::diagnosis(report);
+    if let Some(d) = diagnosis {
+        causes(d, &paint, &mut out);
+    }
+
     let failing: Vec<&Cell> = report.gate_failures(strict).collect();
     if !failing.is_empty() {
         out.push_str(&format!("FAILURES ({})\n", failing.len()));
@@ -56,6 +64,13 @@ pub fn render(report: &RunReport, colour: bool) -> String {
             ));
             if let Some(r) = &c.remedy {
                 out.push_str(&format!("    remedy:     {}\n", one_line(r)));
+            }
+            if let Some((rank, cause)) = diagnosis.and_then(|d| d.cause_of(&c.id)) {
+                out.push_str(&format!(
+                    "    cause:      {rank}. {} [{}]\n",
+                    one_line(&cause.title),
+                    cause.id
+                ));
             }
             if let Some(e) = &c.observed.evidence {
                 if !e.command.is_empty() {
@@ -188,6 +203,72 @@ pub fn render(report: &RunReport, colour: bool) -> String {
     out
 }
 
+/// The likely causes, most likely first: per cause its rank and title (painted as a failure),
+/// id, nodes, confidence and how many failing cells it explains, then the remedy, the confirm
+/// commands, a few evidence lines and the rule; then the failing cells no cause explains.
+fn causes(d: &Diagnosis, paint: &dyn Fn(Verdict, &str) -> String, out: &mut String) {
+    /// Under a label, one value per line, later ones aligned with the first.
+    fn labelled(out: &mut String, label: &str, values: impl IntoIterator<Item = String>) {
+        for (i, value) in values.into_iter().enumerate() {
+            let label = if i == 0 { label } else { "" };
+            out.push_str(&format!("     {label:<12}{value}\n"));
+        }
+    }
+    if d.causes.is_empty() {
+        out.push_str("LIKELY CAUSES: no known cause fits\n");
+    } else {
+        out.push_str(&format!("LIKELY CAUSES ({})\n", d.causes.len()));
+    }
+    for (i, c) in d.causes.iter().enumerate() {
+        out.push_str(&format!(
+            "  {} [{}]\n",
+            paint(Verdict::Fail, &format!("{}. {}", i + 1, one_line(&c.title))),
+            c.id
+        ));
+        let mut about = format!(
+            "     on {} — confidence {}%, explains {}",
+            c.location(),
+            c.confidence,
+            failing_cells(c.explains.len())
+        );
+        if let Some(against) = c.contradiction() {
+            about.push_str(&format!(", {against}"));
+        }
+        out.push_str(&about);
+        out.push('\n');
+        labelled(out, "remedy:", [one_line(&c.remedy)]);
+        labelled(out, "confirm:", c.confirm.iter().map(|x| one_line(x)));
+        let shown = c.evidence.len().min(tally::EVIDENCE_SHOWN);
+        let mut evidence: Vec<String> = c.evidence[..shown].iter().map(|x| one_line(x)).collect();
+        if c.evidence.len() > shown {
+            let more = c.evidence.len() - shown;
+            evidence.push(format!(
+                "… {more} more line{} in results.json",
+                if more == 1 { "" } else { "s" }
+            ));
+        }
+        labelled(out, "evidence:", evidence);
+        if let Some(rule) = &c.rule_id {
+            let sources = if c.sources.is_empty() {
+                String::new()
+            } else {
+                format!(" (sources {})", c.sources.join(", "))
+            };
+            labelled(out, "rule:", [format!("{rule}{sources}")]);
+        }
+    }
+    if let Some(line) = d.unexplained_line() {
+        out.push_str(&format!("  {}:\n", paint(Verdict::Warn, &line)));
+        for id in &d.unexplained {
+            out.push_str(&format!("     {id}\n"));
+        }
+    }
+    if let Some(note) = d.confirm_note() {
+        out.push_str(&format!("  ({note})\n"));
+    }
+    out.push('\n');
+}
+
 /// The OS a node pool stands for (`windows-20348` → Windows Server 2022), or None for the
 /// pseudo-pools of flows (`external`, `cluster-dns`, `same-pod`).
 fn pool_name(pool: &str) -> Option<String> {
@@ -283,12 +364,58 @@ mod tests {
     fn failures_first_then_limitations_then_tables() {
         let text = render(&every_verdict_report(), false);
         let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle}: {text}"));
-        assert!(at("FAILURES (2)") < at("DOCUMENTED LIMITATIONS"));
+        assert!(at("FAILURES (4)") < at("DOCUMENTED LIMITATIONS"));
         assert!(at("DOCUMENTED LIMITATIONS") < at("│ suite"));
         assert!(at("│ suite") < at("│ OS pool"));
         assert!(text.contains("remedy:     Add the cluster and service CIDRs"));
         assert!(text.contains("reproduce:  kubectl -n mixcheck-20261121-ab12 exec win-client-0"));
         assert!(text.trim_end().ends_with("gate: FAILED"));
+    }
+
+    #[test]
+    fn causes_show_a_few_evidence_lines_and_count_the_rest() {
+        let mut r = every_verdict_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        d.causes[1].evidence = (1..=5).map(|i| format!("line {i}")).collect();
+        let text = render(&r, false);
+        assert!(
+            text.contains("     evidence:   line 1\n                 line 2\n                 line 3\n                 … 2 more lines in results.json\n"),
+            "{text}"
+        );
+        assert!(!text.contains("line 4"), "{text}");
+        assert!(text.contains("     confirm:    nslookup kubernetes.default.svc.cluster.local <kube-dns ClusterIP>\n"));
+        assert!(text.contains("     rule:       DNS-FQDN (sources W14, WDNS)\n"));
+        assert!(
+            text.contains("  1 failing cell no known cause explains:\n     sched/SCHED-RUNTIMECLASS[windows-20348]\n")
+        );
+        assert!(text.contains("--node-diagnostics runs them"), "{text}");
+    }
+
+    #[test]
+    fn causes_are_painted_only_with_colour() {
+        let r = every_verdict_report();
+        let painted = render(&r, true);
+        assert!(
+            painted.contains("  \u{1b}[31m1. The sandbox (pause) image is built for another Windows build\u{1b}[0m [pause-image-wrong-build]\n"),
+            "{painted}"
+        );
+        assert!(painted.contains("\u{1b}[33m1 failing cell no known cause explains\u{1b}[0m:"));
+        let plain = render(&r, false);
+        assert_eq!(strip(&painted), plain);
+    }
+
+    #[test]
+    fn only_unexplained_failures_say_no_cause_fits() {
+        let mut r = every_verdict_report();
+        let d = r.diagnosis.as_mut().expect("diagnosed");
+        d.unexplained.extend(d.causes.drain(..).flat_map(|c| c.explains));
+        let text = render(&r, false);
+        assert!(
+            text.contains("LIKELY CAUSES: no known cause fits\n  4 failing cells no known cause explains:\n"),
+            "{text}"
+        );
+        assert!(!text.contains("    cause:      "), "{text}");
+        assert!(!text.contains("confirm commands"), "no cause, no confirm note: {text}");
     }
 
     fn strip(text: &str) -> String {
