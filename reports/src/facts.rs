@@ -104,6 +104,9 @@ pub struct NodeFacts {
     /// `systemReserved.memory` of the kubelet's configz (0 when the kubelet reserves nothing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_reserved_memory_bytes: Option<Fact<u64>>,
+    /// `spec.podCIDR`: the node's pod subnet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_cidr: Option<Fact<String>>,
 }
 
 /// What the run learnt about the cluster before judging any cell.
@@ -130,4 +133,7 @@ pub struct Facts {
     /// Whether pods may reach the internet (false on air-gapped clusters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub egress: Option<Fact<bool>>,
+    /// The cluster's pod network (flannel's `net-conf.json` Network), where the CNI shows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_cidr: Option<Fact<String>>,
 }

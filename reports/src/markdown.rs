@@ -1,7 +1,7 @@
 //! Markdown for a pull request or a GitHub job summary: the gate, then the diagnosis first (the
 //! likely causes, ranked, each with its nodes, confidence, the failing cells it explains,
-//! remedy, confirm commands and a few evidence lines; the failing cells no known cause explains;
-//! the evidence gathered per node, folded), counts per verdict, one line per OS pool, the
+//! remedy, confirm commands and a few evidence lines; the failing cells no known cause
+//! explains), counts per verdict, one line per OS pool, the
 //! cross-pool flow matrix, the failures (with remedy, likely cause, evidence and the command
 //! that reproduces them), then documented limitations apart.
 
@@ -135,8 +135,9 @@ fn matrix(report: &RunReport, out: &mut String) {
     out.push_str("\n✅ as documented · ⚠️ documented limitation or recommendation · ❌ fails · ➖ not judged\n\n");
 }
 
-/// The likely causes, most likely first, then the failing cells no cause explains and the
-/// evidence gathered per node (folded).
+/// The likely causes, most likely first, then the failing cells no cause explains. The
+/// evidence gathered per node is left to results.json and report.html (a job summary is no place
+/// for agent logs).
 fn causes(d: &Diagnosis, out: &mut String) {
     out.push_str("### Likely causes\n\n");
     if d.causes.is_empty() {
@@ -159,7 +160,7 @@ fn causes(d: &Diagnosis, out: &mut String) {
         out.push('\n');
         out.push_str(&format!("{pad}- **remedy:** {}\n", inline(&one_line(&c.remedy))));
         if !c.confirm.is_empty() {
-            out.push_str(&format!("{pad}- **confirm** on the node:\n"));
+            out.push_str(&format!("{pad}- **confirm:**\n"));
             for command in &c.confirm {
                 out.push_str(&format!("{pad}  - {}\n", code(&one_line(command))));
             }
@@ -198,24 +199,6 @@ fn causes(d: &Diagnosis, out: &mut String) {
     }
     if let Some(note) = d.confirm_note() {
         out.push_str(&format!("_{}_\n\n", escape(note)));
-    }
-    if !d.evidence.is_empty() {
-        out.push_str(&format!(
-            "<details><summary>evidence gathered from the nodes ({})</summary>\n\n",
-            d.evidence.len()
-        ));
-        for node in &d.evidence {
-            let mut text = String::new();
-            for item in &node.items {
-                text.push_str(&format!("{}: {}\n", item.source, item.text.as_str().trim_end()));
-            }
-            out.push_str(&format!(
-                "**{}**\n\n```text\n{}```\n\n",
-                escape(&node.node),
-                text.replace("```", "`\u{200b}``")
-            ));
-        }
-        out.push_str("</details>\n\n");
     }
 }
 
@@ -413,8 +396,8 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("<details><summary>evidence gathered from the nodes (2)</summary>"),
-            "{md}"
+            !md.contains("evidence gathered from the nodes"),
+            "node logs stay out: {md}"
         );
     }
 

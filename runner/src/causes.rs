@@ -5,7 +5,7 @@
 //! rule ids and check names, bad regular expressions and duplicate ids. The inference that uses
 //! it is [`crate::diagnose`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use regex::Regex;
@@ -96,6 +96,41 @@ impl CellMatch {
     }
 }
 
+/// `text` with each `{name}` replaced by `vars[name]`; None when one is unknown.
+pub fn fill(text: &str, vars: &BTreeMap<&str, String>) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { break };
+        let name = &rest[open + 1..open + close];
+        let known = name.chars().all(|c| c.is_ascii_alphanumeric()) && !name.is_empty();
+        out.push_str(&rest[..open]);
+        if known {
+            out.push_str(vars.get(name)?);
+        } else {
+            out.push_str(&rest[open..=open + close]);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// The `{name}` placeholders of a text (names of letters and digits only).
+fn placeholders_in(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { break };
+        let name = &rest[open + 1..open + close];
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric()) {
+            out.push(name);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
 /// `*` matches anything, `NET-*` anything that starts with `NET-`, other patterns themselves.
 fn glob(pattern: &str, id: &str) -> bool {
     match pattern.strip_suffix('*') {
@@ -110,9 +145,45 @@ fn glob(pattern: &str, id: &str) -> bool {
 pub struct Confirm {
     pub os: Os,
     pub command: String,
-    /// Output that confirms the cause; without it the output is evidence only.
+    /// Output that confirms the cause (a regular expression; a leading `!` confirms when
+    /// non-empty output does not match it); without it the output is evidence only. Other
+    /// output refutes the cause.
     #[serde(default)]
     pub confirms: Option<String>,
+    /// Whether the command runs on the node itself (mixcheck runs it with
+    /// `--node-diagnostics`); false for commands of the VM's host or the user's own machine.
+    #[serde(default = "yes")]
+    pub on_node: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The placeholders a command or `confirms` pattern may hold, filled per node: its name, its
+/// pod CIDR (`10.244.3.0/24`), that CIDR's prefix (`10.244.3.`), the cluster's pod CIDR.
+pub const PLACEHOLDERS: &[&str] = &["node", "podCidr", "podCidrPrefix", "clusterCidr"];
+
+/// A `confirms` pattern with its placeholders filled (values regex-escaped), compiled; and
+/// whether it is negated. None when a placeholder has no value.
+pub fn confirm_pattern(
+    pattern: &str,
+    vars: &std::collections::BTreeMap<&str, String>,
+) -> Option<Result<(bool, Regex), regex::Error>> {
+    let (negated, body) = match pattern.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, pattern),
+    };
+    let escaped: std::collections::BTreeMap<&str, String> = vars.iter().map(|(k, v)| (*k, regex::escape(v))).collect();
+    let filled = fill(body, &escaped)?;
+    Some(
+        regex::RegexBuilder::new(&filled)
+            .case_insensitive(true)
+            .multi_line(true)
+            .size_limit(1 << 20)
+            .build()
+            .map(|re| (negated, re)),
+    )
 }
 
 /// One entry of the catalogue.
@@ -159,7 +230,6 @@ pub struct Compiled {
     pub cause: Cause,
     pub requires: Vec<Regex>,
     pub supports: Vec<Regex>,
-    pub confirms: Vec<Option<Regex>>,
 }
 
 /// The catalogue, validated and compiled.
@@ -269,16 +339,28 @@ impl Catalogue {
                 .iter()
                 .map(|p| compile(origin, &id, p))
                 .collect::<Result<_, _>>()?;
-            let confirms = cause
-                .confirm
-                .iter()
-                .map(|c| c.confirms.as_deref().map(|p| compile(origin, &id, p)).transpose())
-                .collect::<Result<_, _>>()?;
+            // Placeholders must be known; patterns must compile once filled.
+            let sample: std::collections::BTreeMap<&str, String> =
+                PLACEHOLDERS.iter().map(|p| (*p, "x".to_string())).collect();
+            for c in &cause.confirm {
+                for text in std::iter::once(&c.command).chain(c.confirms.as_ref()) {
+                    for name in placeholders_in(text) {
+                        if !PLACEHOLDERS.contains(&name) {
+                            return Err(invalid(format!(
+                                "cause {id}: unknown placeholder {{{name}}} (known: {})",
+                                PLACEHOLDERS.join(", ")
+                            )));
+                        }
+                    }
+                }
+                if let Some(Some(Err(e))) = c.confirms.as_deref().map(|p| confirm_pattern(p, &sample)) {
+                    return Err(invalid(format!("cause {id}: bad regular expression in confirms: {e}")));
+                }
+            }
             causes.push(Compiled {
                 cause,
                 requires,
                 supports,
-                confirms,
             });
         }
         Ok(Catalogue { causes })

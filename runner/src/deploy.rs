@@ -16,7 +16,7 @@ use crate::fixture::{self, Fixtures, MANAGED_BY, RUN_LABEL};
 use crate::progress::{Phase, Progress};
 
 /// The field manager of the run's server-side applies.
-const MANAGER: &str = "mixcheck";
+pub const MANAGER: &str = "mixcheck";
 /// The subdomain (headless service) of the server pods: `srv-N.mixcheck-pods.NS.svc.cluster.local`.
 pub const SUBDOMAIN: &str = "mixcheck-pods";
 /// The hostPort the server pods map (NET-HOSTPORT).

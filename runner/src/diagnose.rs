@@ -22,7 +22,10 @@ use regex::Regex;
 use crate::causes::{Catalogue, CellMatch, Compiled, Locality, Role};
 
 /// Below this confidence a cause is not named.
-const MIN_CONFIDENCE: f64 = 0.5;
+const MIN_CONFIDENCE: f64 = 0.4;
+/// The most confidence the cells' pattern and messages give; the rest comes from node
+/// diagnostics that confirm the cause.
+const SYMPTOMS_WEIGHT: f64 = 0.85;
 /// How many evidence lines a cause shows.
 const EVIDENCE_LINES: usize = 6;
 /// How long one evidence line may be.
@@ -212,23 +215,40 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         }
     }
     let held = explained.len() as f64;
-    let mut confidence = held / (held + contradicted.len() as f64 + violated.len() as f64);
-    // Confirmation commands that ran on the node (--node-diagnostics): their output confirms
-    // or refutes the cause.
-    for (confirm, re) in c.confirm.iter().zip(&cause.confirms) {
-        let Some(re) = re else { continue };
+    let signature = held / (held + contradicted.len() as f64 + violated.len() as f64);
+    // An inference from symptoms alone stays below certainty; what the node itself shows
+    // (--node-diagnostics) confirms or refutes it.
+    let mut confidence = SYMPTOMS_WEIGHT * signature;
+    let vars = node_vars(&report.facts, node);
+    let mut confirmed = false;
+    for confirm in &c.confirm {
+        let Some(pattern) = &confirm.confirms else { continue };
         let source = format!("{DIAGNOSTICS_PREFIX}{}", confirm.command);
         let Some(item) = evidence.iter().find(|i| i.source == source) else {
             continue;
         };
-        match matching_line(re, item.text.as_str()) {
-            Some(line) => {
-                confidence += (1.0 - confidence) / 2.0;
-                specificity += 1;
-                lines.push(format!("{source}: {line}"));
-            }
-            None => confidence /= 2.0,
+        let Some(Ok((negated, re))) = crate::causes::confirm_pattern(pattern, &vars) else {
+            continue;
+        };
+        let output = item.text.as_str();
+        let line = matching_line(&re, output);
+        let confirms = if negated {
+            !output.trim().is_empty() && line.is_none()
+        } else {
+            line.is_some()
+        };
+        if confirms {
+            confirmed = true;
+            specificity += 1;
+            let shown =
+                line.unwrap_or_else(|| shorten(output.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
+            lines.push(format!("{source}: {shown}"));
+        } else {
+            confidence /= 2.0;
         }
+    }
+    if confirmed {
+        confidence = (confidence + 1.0 - SYMPTOMS_WEIGHT).min(1.0);
     }
     // Then what the first explained cells observed.
     for (id, _) in texts.iter().take(EVIDENCE_LINES) {
@@ -259,6 +279,22 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     })
 }
 
+/// The values of the catalogue's placeholders for `node` (see [`crate::causes::PLACEHOLDERS`]):
+/// what the run's facts know.
+pub fn node_vars<'a>(facts: &mixcheck_reports::Facts, node: &str) -> BTreeMap<&'a str, String> {
+    let mut vars = BTreeMap::from([("node", node.to_string())]);
+    if let Some(cidr) = facts.nodes.get(node).and_then(|n| n.pod_cidr.as_ref()) {
+        vars.insert("podCidr", cidr.value.clone());
+        if let Some((prefix, _)) = cidr.value.rsplit_once('.') {
+            vars.insert("podCidrPrefix", format!("{prefix}."));
+        }
+    }
+    if let Some(cidr) = &facts.cluster_cidr {
+        vars.insert("clusterCidr", cidr.value.clone());
+    }
+    vars
+}
+
 /// The nodes failing cells were observed on: the ones evidence is gathered about.
 pub fn implicated_nodes(cells: &[Cell]) -> BTreeSet<String> {
     cells
@@ -266,6 +302,47 @@ pub fn implicated_nodes(cells: &[Cell]) -> BTreeSet<String> {
         .filter(|c| failing(c.verdict))
         .flat_map(|c| observed_on(c).iter().map(|r| r.name.clone()))
         .collect()
+}
+
+/// Every cause that explains some failing cell on some node, scored.
+fn candidates<'a>(report: &RunReport, catalogue: &'a Catalogue, evidence: &[NodeEvidence]) -> Vec<Candidate<'a>> {
+    let mode = report.facts.network_mode.as_ref().map(|f| f.value.as_str());
+    let empty = Vec::new();
+    let mut out = Vec::new();
+    for node in &implicated_nodes(&report.cells) {
+        let items = evidence.iter().find(|e| &e.node == node).map_or(&empty, |e| &e.items);
+        let os = os_of(report, node);
+        for cause in &catalogue.causes {
+            let c = &cause.cause;
+            if !os_fits(c.os, os) {
+                continue;
+            }
+            if let Some(mode) = mode
+                && !c.network_modes.is_empty()
+                && !c.network_modes.iter().any(|m| m == mode)
+            {
+                continue;
+            }
+            if let Some(candidate) = score(report, cause, node, items) {
+                out.push(candidate);
+            }
+        }
+    }
+    out
+}
+
+/// The causes each implicated node is suspected of (every candidate that explains a failing
+/// cell there, whatever its rank): the ones node diagnostics confirm or refute.
+pub fn suspects(
+    report: &RunReport,
+    catalogue: &Catalogue,
+    evidence: &[NodeEvidence],
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for c in candidates(report, catalogue, evidence) {
+        out.entry(c.node).or_default().insert(c.cause.cause.id.clone());
+    }
+    out
 }
 
 /// The diagnosis of `report` by `catalogue`, with the evidence gathered per node.
@@ -282,29 +359,7 @@ pub fn diagnose(
         .filter(|(_, c)| failing(c.verdict))
         .map(|(i, _)| i)
         .collect();
-    let nodes = implicated_nodes(&report.cells);
-    let mode = report.facts.network_mode.as_ref().map(|f| f.value.as_str());
-    let empty = Vec::new();
-    let mut candidates = Vec::new();
-    for node in &nodes {
-        let items = evidence.iter().find(|e| &e.node == node).map_or(&empty, |e| &e.items);
-        let os = os_of(report, node);
-        for cause in &catalogue.causes {
-            let c = &cause.cause;
-            if !os_fits(c.os, os) {
-                continue;
-            }
-            if let Some(mode) = mode
-                && !c.network_modes.is_empty()
-                && !c.network_modes.iter().any(|m| m == mode)
-            {
-                continue;
-            }
-            if let Some(candidate) = score(report, cause, node, items) {
-                candidates.push(candidate);
-            }
-        }
-    }
+    let candidates = candidates(report, catalogue, &evidence);
     let mut remaining = failing_cells.clone();
     let mut picked: Vec<(usize, Vec<usize>)> = Vec::new();
     loop {
@@ -355,7 +410,15 @@ pub fn diagnose(
                     .confirm
                     .iter()
                     .filter(|x| os_fits(Some(x.os), os_of(report, &cand.node)))
-                    .map(|x| x.command.clone())
+                    .map(|x| {
+                        let vars = node_vars(&report.facts, &cand.node);
+                        let command = crate::causes::fill(&x.command, &vars).unwrap_or_else(|| x.command.clone());
+                        if x.on_node {
+                            command
+                        } else {
+                            format!("(by hand) {command}")
+                        }
+                    })
                     .collect(),
                 sources: c.sources.clone(),
             }

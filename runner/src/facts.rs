@@ -263,6 +263,12 @@ pub async fn collect(
                     .map(|b| Fact::new(b, format!("{src} status.allocatable"))),
                 system_reserved_memory_bytes: reserved
                     .map(|b| Fact::new(b, format!("/api/v1/nodes/{}/proxy/configz systemReserved", node.name))),
+                pod_cidr: n
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.pod_cidr.clone())
+                    .filter(|c| !c.is_empty())
+                    .map(|c| Fact::new(c, format!("{src} spec.podCIDR"))),
             },
         );
         nodes.push(node);
@@ -284,6 +290,7 @@ pub async fn collect(
         });
     report.network_mode = network_mode.clone();
     report.dsr = addons.dsr.clone();
+    report.cluster_cidr = addons.cluster_cidr.clone();
     report.kube_proxy_version = addons.kube_proxy_version.clone();
     report.host_process = host_process;
     report.egress = Some(egress.clone());
@@ -331,6 +338,7 @@ async fn configz(client: &kube::Client, node: &str) -> Option<Value> {
 #[derive(Debug, Default)]
 struct Addons {
     network_mode: Option<Fact<String>>,
+    cluster_cidr: Option<Fact<String>>,
     dsr: Option<Fact<bool>>,
     win_dsr_gate: Option<Fact<bool>>,
     kube_proxy_version: Option<Fact<String>>,
@@ -446,6 +454,10 @@ async fn addons(client: &kube::Client) -> Addons {
                 mode.to_string(),
                 format!("{ns}/kube-flannel-cfg net-conf.json Backend.Type"),
             ));
+            out.cluster_cidr = v
+                .pointer("/Network")
+                .and_then(Value::as_str)
+                .map(|n| Fact::new(n.to_string(), format!("{ns}/kube-flannel-cfg net-conf.json Network")));
         }
     }
     for ds in &daemonsets {

@@ -17,9 +17,15 @@ use crate::facts::ClusterNode;
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// How many lines of a log are kept (its end).
 const LOG_LINES: usize = 60;
-/// The log files a node may serve under the kubelet's `/logs/` (script installs and
-/// node-service set-ups write them there).
-const NODE_LOGS: &[&str] = &["kubelet.log", "kube-proxy.log", "flanneld.log"];
+/// The log files a node may serve under the kubelet's `/logs/`: a Windows node's kubelet
+/// (and, where they run as node services, kube-proxy's and flanneld's) logs as sig-windows-tools
+/// installs them, a Linux node's syslog (the kubelet's journal lines).
+const NODE_LOGS: &[&str] = &[
+    "kubelet/kubelet.log",
+    "kube-proxy/kube-proxy.log",
+    "flanneld/flanneld.log",
+    "syslog",
+];
 
 fn item(source: impl Into<String>, text: &str) -> EvidenceItem {
     EvidenceItem {

@@ -6,6 +6,7 @@ mod causes;
 mod cli;
 mod deploy;
 mod diagnose;
+mod diagnostics;
 mod exit;
 mod facts;
 mod fixture;

@@ -151,7 +151,8 @@ fn the_best_cause_explains_the_pattern_and_is_localised() {
     let top = &d.causes[0];
     assert_eq!(top.id, "mac-spoofing-disabled");
     assert_eq!(top.nodes, ["win2022-1"]);
-    assert_eq!(top.confidence, 100);
+    // Symptoms alone never make a cause certain.
+    assert_eq!(top.confidence, 85);
     assert_eq!(top.explains.len(), 5);
     assert!(top.remedy.contains("MacAddressSpoofing"), "{}", top.remedy);
     assert!(
@@ -394,7 +395,7 @@ fn node_diagnostics_confirm_or_refute() {
                 ),
             },
             EvidenceItem {
-                source: format!("{DIAGNOSTICS_PREFIX}Get-Service kube-proxy"),
+                source: format!("{DIAGNOSTICS_PREFIX}Get-HnsPolicyList | Measure-Object"),
                 text: Excerpt::new(text),
             },
         ],
@@ -402,18 +403,8 @@ fn node_diagnostics_confirm_or_refute() {
     let mut without = status("");
     without.items.truncate(1);
     let plain = diagnose(&r, &catalogue(), vec![without], false);
-    let confirmed = diagnose(
-        &r,
-        &catalogue(),
-        vec![status("Status Name\n------ ----\nStopped kube-proxy")],
-        true,
-    );
-    let refuted = diagnose(
-        &r,
-        &catalogue(),
-        vec![status("Status Name\n------ ----\nRunning kube-proxy")],
-        true,
-    );
+    let confirmed = diagnose(&r, &catalogue(), vec![status("\nCount    : 0\nAverage  :\n")], true);
+    let refuted = diagnose(&r, &catalogue(), vec![status("\nCount    : 12\nAverage  :\n")], true);
     let of = |d: &Diagnosis| {
         d.causes
             .iter()
@@ -421,14 +412,19 @@ fn node_diagnostics_confirm_or_refute() {
             .map_or(0, |c| c.confidence)
     };
     assert!(of(&plain) > 50 && of(&plain) < 100, "{plain:#?}");
-    assert!(of(&confirmed) > of(&plain), "{} vs {}", of(&confirmed), of(&plain));
+    assert!(
+        of(&confirmed) > of(&plain),
+        "{} vs {}: {confirmed:#?}",
+        of(&confirmed),
+        of(&plain)
+    );
     assert!(of(&refuted) < of(&plain), "{} vs {}", of(&refuted), of(&plain));
     assert!(confirmed.node_diagnostics);
     let top = &confirmed.causes[0];
     assert!(
         top.evidence
             .iter()
-            .any(|e| e.contains("Get-Service kube-proxy: Stopped")),
+            .any(|e| e.contains("Get-HnsPolicyList | Measure-Object: Count    : 0")),
         "{:?}",
         top.evidence
     );

@@ -184,6 +184,35 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 if nodes.len() == 1 { "" } else { "s" }
             ));
             evidence = crate::gather::gather(&client, &ns, &nodes).await;
+            if plan.node_diagnostics {
+                // What each node is suspected of, from the cells and the evidence so far.
+                let mut so_far = mixcheck_reports::RunReport::new("", "", report.target.clone(), report.started_at);
+                so_far.facts = facts.report.clone();
+                so_far.cells = cells.clone();
+                let suspects = crate::diagnose::suspects(&so_far, &plan.causes, &evidence);
+                let on: Vec<_> = facts
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, n)| {
+                        let suspected = suspects.get(&n.name).cloned().unwrap_or_default();
+                        (implicated.contains(&n.name) && (!suspected.is_empty() || !n.ready))
+                            .then(|| (i, n, crate::diagnose::node_vars(&facts.report, &n.name), suspected))
+                    })
+                    .collect();
+                crate::diagnostics::run(
+                    &client,
+                    &ns,
+                    &deploy::run_labels(&run_id),
+                    fixtures,
+                    plan.image_registry.as_deref(),
+                    &plan.causes,
+                    &on,
+                    &mut evidence,
+                    &say,
+                )
+                .await;
+            }
         }
         Ok::<_, String>((cells, evidence))
     };
