@@ -150,6 +150,10 @@ pub struct RunArgs {
     /// privileged HostProcess pod on Windows and a hostNetwork pod on Linux nodes.
     #[arg(long)]
     pub node_diagnostics: bool,
+    /// Also write an evidence bundle for a support ticket (reports, facts, diagnosis, the run
+    /// namespace's objects, the nodes, kube-system's agents), Secret values and tokens redacted.
+    #[arg(long, value_name = "FILE.tar.gz")]
+    pub bundle: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,6 +2,7 @@
 //! to the documented exit code.
 
 mod agents;
+mod bundle;
 mod causes;
 mod cli;
 mod deploy;
@@ -121,6 +122,17 @@ async fn run_command(args: &cli::RunArgs) -> anyhow::Result<exit::Code> {
     let finished = run::execute(&plan, &fixtures).await;
     let report = finished.report;
     write_reports(&report, &plan.report_dir);
+    if let Some(path) = &plan.bundle {
+        // A run that stopped early still bundles its report (and says what it could not read).
+        let collected = finished.bundle.unwrap_or_default();
+        match bundle::write(path, &report, &collected) {
+            Ok(path) => eprintln!(
+                "Evidence bundle: {} (Secret values and tokens redacted)",
+                path.display()
+            ),
+            Err(e) => eprintln!("mixcheck: {e}"),
+        }
+    }
     print!("{}", render(&report, args.output)?);
     if let Some(a) = &report.aborted {
         eprintln!("mixcheck: {}", a.reason);

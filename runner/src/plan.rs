@@ -72,6 +72,8 @@ pub struct RunPlan {
     pub causes: crate::causes::Catalogue,
     /// Run the causes' confirmation commands on the implicated nodes.
     pub node_diagnostics: bool,
+    /// Where the evidence bundle goes.
+    pub bundle: Option<PathBuf>,
 }
 
 impl RunPlan {
@@ -162,6 +164,28 @@ impl RunPlan {
                     .map_err(|e| PlanError::Usage(format!("--check {raw:?}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(path) = &args.bundle {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
+                return Err(PlanError::Usage(format!(
+                    "--bundle {}: expected a file name ending in .tar.gz or .tgz",
+                    path.display()
+                )));
+            }
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(dir) = dir
+                && !dir.is_dir()
+            {
+                return Err(PlanError::Usage(format!(
+                    "--bundle {}: the folder {} does not exist",
+                    path.display(),
+                    dir.display()
+                )));
+            }
+        }
         let catalogue = Catalogue::embedded()?;
         let suites = Suites::load(args.sources.suites.as_deref(), &catalogue)?;
         let causes = crate::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
@@ -239,6 +263,7 @@ impl RunPlan {
             egress: args.egress,
             causes,
             node_diagnostics: args.node_diagnostics,
+            bundle: args.bundle.clone(),
         })
     }
 }

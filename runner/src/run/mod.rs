@@ -32,6 +32,8 @@ use judge::{Ctx, judge_cells};
 pub struct Finished {
     pub code: Code,
     pub report: RunReport,
+    /// What `--bundle` collected before cleanup.
+    pub bundle: Option<crate::bundle::Collected>,
 }
 
 /// Runs the plan. Errors before any check become an aborted report with their exit code.
@@ -60,7 +62,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         });
         report.finished_at = Utc::now();
         report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Finished { code, report }
+        Finished {
+            code,
+            report,
+            bundle: None,
+        }
     };
     let target = match tokio::time::timeout(plan.deadline, crate::target::connect(&plan.target, &say)).await {
         Ok(Ok(t)) => t,
@@ -214,7 +220,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 .await;
             }
         }
-        Ok::<_, String>((cells, evidence))
+        let bundle = match &plan.bundle {
+            Some(_) => Some(crate::bundle::collect(&client, &ns).await),
+            None => None,
+        };
+        Ok::<_, String>((cells, evidence, bundle))
     };
     let outcome = tokio::select! {
         r = work => Ended::Done(r),
@@ -227,21 +237,21 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         cleanup(&client, &ns, &say).await;
     }
     target.stop().await;
-    let (code, (cells, evidence), aborted) = match outcome {
+    let (code, (cells, evidence, bundle), aborted) = match outcome {
         Ended::Done(Ok(done)) => (None, done, None),
         Ended::Done(Err(e)) => (
             Some(Code::Failed),
-            (Vec::new(), Vec::new()),
+            (Vec::new(), Vec::new(), None),
             Some(format!("the run could not deploy its fixtures: {e}")),
         ),
         Ended::Interrupted => (
             Some(Code::Interrupted),
-            (Vec::new(), Vec::new()),
+            (Vec::new(), Vec::new(), None),
             Some("interrupted (Ctrl-C); the run namespace was deleted".into()),
         ),
         Ended::Deadline => (
             Some(Code::Failed),
-            (Vec::new(), Vec::new()),
+            (Vec::new(), Vec::new(), None),
             Some(format!(
                 "the run's deadline ({}s, --timeout) passed before every check ran",
                 plan.deadline.as_secs()
@@ -265,11 +275,19 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     } else {
         Code::Failed
     };
-    Finished { code, report }
+    Finished { code, report, bundle }
 }
 
+/// What the work of a run hands back: the cells, the evidence about implicated nodes and, with
+/// `--bundle`, what the bundle holds of the cluster.
+type Collected = (
+    Vec<Cell>,
+    Vec<mixcheck_reports::NodeEvidence>,
+    Option<crate::bundle::Collected>,
+);
+
 enum Ended {
-    Done(Result<(Vec<Cell>, Vec<mixcheck_reports::NodeEvidence>), String>),
+    Done(Result<Collected, String>),
     Interrupted,
     Deadline,
 }

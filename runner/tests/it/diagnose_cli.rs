@@ -1,7 +1,8 @@
 //! Triage from the command line: a fault-injected run carries its diagnosis in results.json;
 //! `mixcheck diagnose --from` reruns the inference offline and gets the same causes, also with a
 //! cause catalogue of one's own (`--causes`); a malformed catalogue is refused with
-//! file:line:column (exit 2), by `lint` as by `diagnose`.
+//! file:line:column (exit 2), by `lint` as by `diagnose`; `--bundle` packs the run for a support
+//! ticket without any Secret value.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -132,4 +133,109 @@ fn diagnose_from_a_file_that_is_not_a_report_exits_2() {
         .output()
         .expect("diagnose");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// The secrets suite puts a Secret of a known value into the run namespace (the
+/// `secret-at-rest` fixture, SEC-SECRET-AT-REST): the bundle dumps the namespace's Secrets, and
+/// neither the value nor its base64 form may be anywhere in it.
+#[test]
+fn the_bundle_holds_the_run_but_no_secret_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--suite", "secrets", "--bundle", "support.tar.gz"])
+        .output()
+        .expect("run");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Evidence bundle: support.tar.gz"),
+        "{}",
+        text(&out)
+    );
+    let results = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).expect("results.json");
+    let report: Value = serde_json::from_str(&results).expect("json");
+    let secret = format!("mixcheck-at-rest-{}", report["run_id"].as_str().expect("run id"));
+    let encoded = base64_of(&secret);
+
+    let file = std::fs::File::open(dir.path().join("support.tar.gz")).expect("bundle");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut names = Vec::new();
+    for entry in archive.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        let name = entry.path().expect("path").display().to_string();
+        let mut body = String::new();
+        std::io::Read::read_to_string(&mut entry, &mut body).expect("utf-8");
+        assert!(!body.contains(&secret), "{name} holds the secret value");
+        assert!(!body.contains(&encoded), "{name} holds the secret value in base64");
+        if name.ends_with("namespace/secrets.json") {
+            // The Secret was dumped (so the check above means something), its value redacted.
+            assert!(
+                body.contains("\"secret-at-rest\"") && body.contains("<redacted>"),
+                "{body}"
+            );
+        }
+        names.push(name);
+    }
+    for wanted in [
+        "README.txt",
+        "reports/results.json",
+        "reports/junit.xml",
+        "reports/report.html",
+        "facts.json",
+        "diagnosis.json",
+        "cluster/nodes.json",
+        "kube-system/pods.json",
+        "namespace/pods.json",
+        "namespace/events.json",
+        "namespace/secrets.json",
+    ] {
+        assert!(
+            names.iter().any(|n| n.ends_with(&format!("/{wanted}"))),
+            "{wanted} missing: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bundle_that_is_not_a_tar_gz_is_refused_before_any_cluster_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (bad, says) in [
+        ("support.zip", "ending in .tar.gz"),
+        ("nowhere/b.tar.gz", "does not exist"),
+    ] {
+        let out = mixcheck(dir.path())
+            .args(["run", "--bundle", bad])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(says), "{}", text(&out));
+        assert!(!dir.path().join("mixcheck-report").exists(), "no run started");
+    }
+}
+
+/// Standard base64 with padding (as the API serialises Secret data).
+fn base64_of(text: &str) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn base64_of_matches_the_standard_alphabet() {
+    assert_eq!(base64_of("v4lue"), "djRsdWU=");
+    assert_eq!(base64_of("ab"), "YWI=");
+    assert_eq!(base64_of("abc"), "YWJj");
 }
