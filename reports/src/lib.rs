@@ -80,6 +80,7 @@
 
 pub mod cell;
 pub mod diagnosis;
+pub mod diff;
 pub mod evidence;
 pub mod facts;
 pub mod html;

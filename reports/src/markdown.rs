@@ -37,6 +37,9 @@ pub fn render(report: &RunReport) -> String {
         report.rule_count(),
         wall_time(report.duration_ms)
     ));
+    if let Some(diff) = &report.baseline {
+        out.push_str(&diff.render_markdown());
+    }
     let diagnosis = tally::diagnosis(report);
     if let Some(d) = diagnosis {
         causes(d, &mut out);

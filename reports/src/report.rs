@@ -84,6 +84,10 @@ pub struct RunReport {
     /// stopped before judging, or an older mixcheck wrote the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<Diagnosis>,
+    /// The comparison with a baseline run (`--baseline`): with one, only regressions fail the
+    /// gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<crate::diff::Diff>,
 }
 
 impl RunReport {
@@ -108,6 +112,7 @@ impl RunReport {
             aborted: None,
             cells: Vec::new(),
             diagnosis: None,
+            baseline: None,
         }
     }
 
@@ -119,8 +124,17 @@ impl RunReport {
     /// Whether the release gate passes: the run was not aborted and no cell's verdict fails the
     /// gate ([`crate::Verdict::fails_gate`]). `strict` is a parameter, not [`RunReport::strict`], so a
     /// stored report can be re-judged either way.
+    ///
+    /// Against a baseline ([`RunReport::baseline`]) only regressions fail it: known failures and
+    /// improvements are reported, not fatal.
     pub fn gate_passed(&self, strict: bool) -> bool {
-        self.aborted.is_none() && !self.cells.iter().any(|c| c.verdict.fails_gate(strict))
+        if self.aborted.is_some() {
+            return false;
+        }
+        match &self.baseline {
+            Some(diff) => !diff.regressed(),
+            None => !self.cells.iter().any(|c| c.verdict.fails_gate(strict)),
+        }
     }
 
     /// The cells that fail the gate, in plan order.
@@ -173,6 +187,17 @@ mod tests {
         assert_eq!(report.gate_passed(true), strict, "with --strict");
         assert_eq!(report.gate_failures(false).count() == 0, lenient);
         assert_eq!(report.gate_failures(true).count() == 0, strict);
+    }
+
+    #[test]
+    fn against_a_baseline_only_regressions_fail_the_gate() {
+        let baseline = report_of(&[Verdict::Pass, Verdict::Fail]);
+        let mut same = report_of(&[Verdict::Pass, Verdict::Fail]);
+        same.baseline = Some(crate::diff::compare(&baseline, &same, false));
+        assert!(same.gate_passed(false), "a known failure is not fatal");
+        let mut worse = report_of(&[Verdict::Fail, Verdict::Fail]);
+        worse.baseline = Some(crate::diff::compare(&baseline, &worse, false));
+        assert!(!worse.gate_passed(false));
     }
 
     #[test]

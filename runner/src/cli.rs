@@ -34,6 +34,8 @@ pub enum Command {
     /// Diagnose a saved run (results.json) again, offline: rank the likely causes of its
     /// failing cells with the cause catalogue and the evidence the run gathered.
     Diagnose(DiagnoseArgs),
+    /// Compare two runs (results.json) cell by cell; exit 1 when the newer one regressed.
+    Diff(DiffArgs),
     /// The bundled mixed Linux/Windows cluster.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -150,6 +152,10 @@ pub struct RunArgs {
     /// privileged HostProcess pod on Windows and a hostNetwork pod on Linux nodes.
     #[arg(long)]
     pub node_diagnostics: bool,
+    /// Compare with the results.json of an earlier run: only regressions (cells that got worse,
+    /// or new failing cells) fail the gate; known failures and improvements are reported.
+    #[arg(long, value_name = "RESULTS.json")]
+    pub baseline: Option<PathBuf>,
     /// Also write an evidence bundle for a support ticket (reports, facts, diagnosis, the run
     /// namespace's objects, the nodes, kube-system's agents), Secret values and tokens redacted.
     #[arg(long, value_name = "FILE.tar.gz")]
@@ -226,4 +232,29 @@ pub struct DiagnoseArgs {
     /// Also write every format, with the new diagnosis, into this folder.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
+}
+
+/// `mixcheck diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The earlier run's results.json (the baseline).
+    #[arg(value_name = "OLD.json")]
+    pub old: PathBuf,
+    /// The newer run's results.json.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+    /// Judge the gate as --strict does (known limitations and warnings fail it).
+    #[arg(long)]
+    pub strict: bool,
+    /// What goes to standard output.
+    #[arg(long, short = 'o', value_enum, default_value_t = DiffOutput::Table)]
+    pub output: DiffOutput,
+}
+
+/// `mixcheck diff -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffOutput {
+    Table,
+    Markdown,
+    Json,
 }

@@ -50,6 +50,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Cleanup(args) => cleanup_command(&args).await,
             cli::Command::Report(args) => report_command(&args),
             cli::Command::Diagnose(args) => diagnose_command(&args),
+            cli::Command::Diff(args) => diff_command(&args),
             cli::Command::Sim(sim) => sim::run(sim).await,
         }
     });
@@ -134,6 +135,9 @@ async fn run_command(args: &cli::RunArgs) -> anyhow::Result<exit::Code> {
         }
     }
     print!("{}", render(&report, args.output)?);
+    if let Some(diff) = &report.baseline {
+        eprint!("{}", diff.render_text());
+    }
     if let Some(a) = &report.aborted {
         eprintln!("mixcheck: {}", a.reason);
     }
@@ -228,6 +232,23 @@ fn diagnose_command(args: &cli::DiagnoseArgs) -> anyhow::Result<exit::Code> {
     }
     print!("{}", render(&report, args.output)?);
     Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
+        exit::Code::Failed
+    } else {
+        exit::Code::Passed
+    })
+}
+
+/// `mixcheck diff`: two saved runs compared cell by cell; exit 1 when the newer regressed.
+fn diff_command(args: &cli::DiffArgs) -> anyhow::Result<exit::Code> {
+    let old = mixcheck_reports::results_json::read(&args.old)?;
+    let new = mixcheck_reports::results_json::read(&args.new)?;
+    let diff = mixcheck_reports::diff::compare(&old, &new, args.strict);
+    match args.output {
+        cli::DiffOutput::Table => print!("{}", diff.render_text()),
+        cli::DiffOutput::Markdown => print!("{}", diff.render_markdown()),
+        cli::DiffOutput::Json => println!("{}", serde_json::to_string_pretty(&diff)?),
+    }
+    Ok(if diff.regressed() {
         exit::Code::Failed
     } else {
         exit::Code::Passed

@@ -74,6 +74,8 @@ pub struct RunPlan {
     pub node_diagnostics: bool,
     /// Where the evidence bundle goes.
     pub bundle: Option<PathBuf>,
+    /// The run to compare with (read before any cluster call).
+    pub baseline: Option<Box<mixcheck_reports::RunReport>>,
 }
 
 impl RunPlan {
@@ -186,6 +188,12 @@ impl RunPlan {
                 )));
             }
         }
+        let baseline = match &args.baseline {
+            Some(path) => Some(Box::new(
+                mixcheck_reports::results_json::read(path).map_err(|e| PlanError::Usage(format!("--baseline: {e}")))?,
+            )),
+            None => None,
+        };
         let catalogue = Catalogue::embedded()?;
         let suites = Suites::load(args.sources.suites.as_deref(), &catalogue)?;
         let causes = crate::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
@@ -264,6 +272,7 @@ impl RunPlan {
             causes,
             node_diagnostics: args.node_diagnostics,
             bundle: args.bundle.clone(),
+            baseline,
         })
     }
 }

@@ -262,6 +262,9 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     if let (Some(code), Some(reason)) = (code, aborted) {
         return abort(report, code, reason);
     }
+    if let Some(baseline) = &plan.baseline {
+        report.baseline = Some(mixcheck_reports::diff::compare(baseline, &report, plan.strict));
+    }
     report.diagnosis = Some(crate::diagnose::diagnose(
         &report,
         &plan.causes,

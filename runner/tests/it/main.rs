@@ -4,6 +4,7 @@
 //! - `run_cli` — `mixcheck run` against the bundled cluster and through a kubeconfig; bad input
 //!   and its exit codes
 //! - `reports_cli` — the report files, `-o`, `mixcheck report --from`, snapshots
+//! - `baseline_cli` — the gate against a baseline, `mixcheck diff`
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
@@ -13,6 +14,7 @@
 //!   kubernetes-validate)
 //! - `layout` — no module cycles; simcluster's layers
 
+mod baseline_cli;
 mod diagnose_cli;
 mod faults;
 mod fixture_schemas;
