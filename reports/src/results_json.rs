@@ -157,6 +157,17 @@ pub fn read(path: &Path) -> Result<RunReport, Error> {
         path: path.to_owned(),
         source,
     })?;
+    parse(&text, path)
+}
+
+/// Parses the text of a results.json that came from elsewhere (a Job's log); `path` names its
+/// origin in errors. The same checks as [`read`].
+///
+/// # Errors
+///
+/// As [`read`], except [`Error::Read`].
+pub fn parse(text: &str, path: &Path) -> Result<RunReport, Error> {
+    let text = text.to_owned();
     let header: Header = serde_json::from_str(&text).map_err(|e| parse_error(path, e))?;
     if let Some(found) = header.schema_version
         && !(1..=SCHEMA_VERSION).contains(&found)

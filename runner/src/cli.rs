@@ -36,6 +36,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Compare two runs (results.json) cell by cell; exit 1 when the newer one regressed.
     Diff(DiffArgs),
+    /// Fetch the results of an in-cluster run (deploy/job.yaml) from its Job's log and render them.
+    Results(ResultsArgs),
     /// The bundled mixed Linux/Windows cluster.
     #[command(subcommand)]
     Sim(SimCommand),
@@ -98,6 +100,10 @@ pub struct RunArgs {
     /// Context of the kubeconfig to use (a real cluster; never chosen implicitly).
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// Check the cluster this runs in, through the pod's service account (a Job; see
+    /// deploy/job.yaml). Prints the results between marker lines for `mixcheck results`.
+    #[arg(long)]
+    pub in_cluster: bool,
     /// Bundled cluster: a topology file instead of the default topology.
     #[arg(long, value_name = "FILE", conflicts_with = "profile")]
     pub topology: Option<PathBuf>,
@@ -257,4 +263,27 @@ pub enum DiffOutput {
     Table,
     Markdown,
     Json,
+}
+
+/// `mixcheck results`.
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// The Job that ran `mixcheck run --in-cluster`.
+    #[arg(long, value_name = "NAME")]
+    pub from_job: String,
+    /// The Job's namespace.
+    #[arg(long, short = 'n', value_name = "NAMESPACE", default_value = "mixcheck")]
+    pub namespace: String,
+    /// Kubeconfig of the cluster (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// What goes to standard output.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Also write every format into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
 }

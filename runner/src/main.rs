@@ -12,6 +12,7 @@ mod exit;
 mod facts;
 mod fixture;
 mod gather;
+mod job;
 mod plan;
 mod podwatch;
 mod probe;
@@ -51,6 +52,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Report(args) => report_command(&args),
             cli::Command::Diagnose(args) => diagnose_command(&args),
             cli::Command::Diff(args) => diff_command(&args),
+            cli::Command::Results(args) => results_command(&args).await,
             cli::Command::Sim(sim) => sim::run(sim).await,
         }
     });
@@ -77,6 +79,9 @@ fn exit_code_of(e: &anyhow::Error) -> exit::Code {
         return err.exit_code();
     }
     if let Some(err) = e.downcast_ref::<target::TargetError>() {
+        return err.exit_code();
+    }
+    if let Some(err) = e.downcast_ref::<job::JobError>() {
         return err.exit_code();
     }
     if e.downcast_ref::<simcluster::TopologyError>().is_some()
@@ -137,6 +142,16 @@ async fn run_command(args: &cli::RunArgs) -> anyhow::Result<exit::Code> {
     print!("{}", render(&report, args.output)?);
     if let Some(diff) = &report.baseline {
         eprint!("{}", diff.render_text());
+    }
+    if args.in_cluster {
+        // The Job's log carries the results for `mixcheck results --from-job`.
+        print!("{}", job::results_block(&report));
+        println!(
+            "Results: {}",
+            plan.report_dir
+                .join(mixcheck_reports::results_json::FILE_NAME)
+                .display()
+        );
     }
     if let Some(a) = &report.aborted {
         eprintln!("mixcheck: {}", a.reason);
@@ -249,6 +264,33 @@ fn diff_command(args: &cli::DiffArgs) -> anyhow::Result<exit::Code> {
         cli::DiffOutput::Json => println!("{}", serde_json::to_string_pretty(&diff)?),
     }
     Ok(if diff.regressed() {
+        exit::Code::Failed
+    } else {
+        exit::Code::Passed
+    })
+}
+
+/// `mixcheck results --from-job`: an in-cluster run's results, read from its Job's log and
+/// rendered like `mixcheck report --from`; the exit code is the run's gate.
+async fn results_command(args: &cli::ResultsArgs) -> anyhow::Result<exit::Code> {
+    let spec = plan::TargetSpec::Kubeconfig {
+        path: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let target = match target::connect(&spec, &|m| eprintln!("{m}")).await {
+        Ok(t) => t,
+        Err(e @ target::TargetError::Unreachable { .. }) => {
+            eprintln!("mixcheck: {e}");
+            return Ok(exit::Code::Unreachable);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let report = job::results(&target.client, &args.namespace, &args.from_job).await?;
+    if let Some(dir) = &args.report_dir {
+        write_reports(&report, dir);
+    }
+    print!("{}", render(&report, args.output)?);
+    Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
         exit::Code::Failed
     } else {
         exit::Code::Passed

@@ -49,6 +49,9 @@ pub enum TargetSpec {
         path: Option<PathBuf>,
         context: Option<String>,
     },
+    /// The cluster this process runs in (`--in-cluster`), through its pod's service account,
+    /// already resolved into a kubeconfig.
+    InCluster { kubeconfig: Box<kube::config::Kubeconfig> },
 }
 
 /// A validated run.
@@ -122,10 +125,15 @@ struct CheckFilter {
 
 impl RunPlan {
     pub fn from_args(args: &RunArgs) -> Result<Self, PlanError> {
-        let real = args.kubeconfig.is_some() || args.context.is_some();
+        if args.in_cluster && (args.kubeconfig.is_some() || args.context.is_some()) {
+            return Err(PlanError::Usage(
+                "--in-cluster uses the pod's service account; it does not take --kubeconfig or --context".into(),
+            ));
+        }
+        let real = args.kubeconfig.is_some() || args.context.is_some() || args.in_cluster;
         if real && (args.topology.is_some() || args.profile.is_some() || !args.faults.is_empty()) {
             return Err(PlanError::Usage(
-                "--topology, --profile and --fault apply to the bundled cluster only, not to a cluster named by --kubeconfig/--context"
+                "--topology, --profile and --fault apply to the bundled cluster only, not to a cluster named by --kubeconfig/--context/--in-cluster"
                     .into(),
             ));
         }
@@ -238,7 +246,16 @@ impl RunPlan {
             };
             return Err(PlanError::NothingSelected(what));
         }
-        let target = if real {
+        let target = if args.in_cluster {
+            let kubeconfig = crate::target::in_cluster_kubeconfig(
+                &|name| std::env::var(name).ok(),
+                std::path::Path::new(crate::target::SERVICE_ACCOUNT_DIR),
+            )
+            .map_err(PlanError::Usage)?;
+            TargetSpec::InCluster {
+                kubeconfig: Box::new(kubeconfig),
+            }
+        } else if real {
             TargetSpec::Kubeconfig {
                 path: args.kubeconfig.clone(),
                 context: args.context.clone(),

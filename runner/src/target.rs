@@ -8,6 +8,58 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::plan::TargetSpec;
 
+/// Where a pod's service-account token, CA certificate and namespace are mounted.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The kubeconfig of the cluster a pod runs in: the API server from
+/// `KUBERNETES_SERVICE_HOST`/`_PORT`, the CA and token files of the service account mounted at
+/// `dir` (read again at each request, as the token rotates). `env` reads the environment. The
+/// error says why this is not a pod of a cluster.
+pub fn in_cluster_kubeconfig(
+    env: &dyn Fn(&str) -> Option<String>,
+    dir: &std::path::Path,
+) -> Result<Kubeconfig, String> {
+    let not_here = |why: String| {
+        format!(
+            "--in-cluster: {why}; this is not a pod of a Kubernetes cluster (outside one, use --kubeconfig/--context)"
+        )
+    };
+    let host = env("KUBERNETES_SERVICE_HOST")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| not_here("KUBERNETES_SERVICE_HOST is not set".into()))?;
+    let port = env("KUBERNETES_SERVICE_PORT")
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| not_here("KUBERNETES_SERVICE_PORT is not set".into()))?;
+    if port.parse::<u16>().is_err() {
+        return Err(not_here(format!("KUBERNETES_SERVICE_PORT {port:?} is not a port")));
+    }
+    let (token, ca) = (dir.join("token"), dir.join("ca.crt"));
+    for file in [&token, &ca] {
+        if !file.is_file() {
+            return Err(not_here(format!("no service-account file {}", file.display())));
+        }
+    }
+    let host = if host.contains(':') { format!("[{host}]") } else { host };
+    let namespace = std::fs::read_to_string(dir.join("namespace"))
+        .ok()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
+    let yaml = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "in-cluster", "cluster": {
+            "server": format!("https://{host}:{port}"),
+            "certificate-authority": ca.display().to_string(),
+        }}],
+        "users": [{"name": "service-account", "user": {"tokenFile": token.display().to_string()}}],
+        "contexts": [{"name": "in-cluster", "context": {
+            "cluster": "in-cluster", "user": "service-account", "namespace": namespace,
+        }}],
+        "current-context": "in-cluster",
+    });
+    serde_json::from_value(yaml).map_err(|e| not_here(format!("cannot build its configuration: {e}")))
+}
+
 /// How long one API call may take to connect / to answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
@@ -109,6 +161,32 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             target.ping("bundled").await?;
             Ok(target)
         }
+        TargetSpec::InCluster { kubeconfig } => {
+            let config = kube::Config::from_custom_kubeconfig((**kubeconfig).clone(), &KubeConfigOptions::default())
+                .await
+                .map_err(|e| TargetError::Kubeconfig {
+                    path: "(in-cluster service account)".into(),
+                    message: e.to_string(),
+                })?;
+            let server = config.cluster_url.to_string();
+            say(&format!("Target: {server} (in-cluster, the pod's service account)"));
+            let client = kube::Client::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
+                server: server.clone(),
+                context: "in-cluster".into(),
+                cause: e.to_string(),
+            })?;
+            let target = Target {
+                client,
+                server: server.clone(),
+                report: mixcheck_reports::Target::Kubeconfig {
+                    context: "in-cluster".into(),
+                    server,
+                },
+                bundled: None,
+            };
+            target.ping("in-cluster").await?;
+            Ok(target)
+        }
         TargetSpec::Kubeconfig { path, context } => {
             let shown = path
                 .as_ref()
@@ -184,5 +262,73 @@ impl Target {
                 (CONNECT_TIMEOUT + Duration::from_secs(5)).as_secs()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use rstest::rstest;
+
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: BTreeMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    fn service_account(files: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for f in files {
+            std::fs::write(dir.path().join(f), format!("{f} content\n")).expect("write");
+        }
+        dir
+    }
+
+    #[test]
+    fn in_a_pod_the_service_account_makes_the_kubeconfig() {
+        let dir = service_account(&["token", "ca.crt", "namespace"]);
+        let vars = env(&[
+            ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ]);
+        let kc = in_cluster_kubeconfig(&vars, dir.path()).expect("kubeconfig");
+        let cluster = kc.clusters[0].cluster.as_ref().expect("cluster");
+        assert_eq!(cluster.server.as_deref(), Some("https://10.96.0.1:443"));
+        assert_eq!(
+            cluster.certificate_authority.as_deref(),
+            Some(dir.path().join("ca.crt").to_str().expect("utf-8"))
+        );
+        let user = kc.auth_infos[0].auth_info.as_ref().expect("user");
+        assert_eq!(
+            user.token_file.as_deref(),
+            Some(dir.path().join("token").to_str().expect("utf-8"))
+        );
+        let context = kc.contexts[0].context.as_ref().expect("context");
+        assert_eq!(context.namespace.as_deref(), Some("namespace content"));
+        assert_eq!(kc.current_context.as_deref(), Some("in-cluster"));
+        // IPv6 service addresses are bracketed.
+        let v6 = env(&[
+            ("KUBERNETES_SERVICE_HOST", "fd00::1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ]);
+        let kc = in_cluster_kubeconfig(&v6, dir.path()).expect("kubeconfig");
+        assert_eq!(
+            kc.clusters[0].cluster.as_ref().and_then(|c| c.server.as_deref()),
+            Some("https://[fd00::1]:443")
+        );
+    }
+
+    #[rstest]
+    #[case::no_host(&[("KUBERNETES_SERVICE_PORT", "443")], &["token", "ca.crt"], "KUBERNETES_SERVICE_HOST is not set")]
+    #[case::no_port(&[("KUBERNETES_SERVICE_HOST", "10.96.0.1")], &["token", "ca.crt"], "KUBERNETES_SERVICE_PORT is not set")]
+    #[case::bad_port(&[("KUBERNETES_SERVICE_HOST", "h"), ("KUBERNETES_SERVICE_PORT", "https")], &["token", "ca.crt"], "is not a port")]
+    #[case::no_token(&[("KUBERNETES_SERVICE_HOST", "h"), ("KUBERNETES_SERVICE_PORT", "443")], &["ca.crt"], "no service-account file")]
+    fn outside_a_pod_it_says_why(#[case] vars: &[(&str, &str)], #[case] files: &[&str], #[case] why: &str) {
+        let dir = service_account(files);
+        let err = in_cluster_kubeconfig(&env(vars), dir.path()).expect_err("not a pod");
+        assert!(err.contains(why), "{err}");
+        assert!(err.contains("use --kubeconfig/--context"), "{err}");
     }
 }

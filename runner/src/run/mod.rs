@@ -51,6 +51,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             context: context.clone().unwrap_or_else(|| "current-context".into()),
             server: String::new(),
         },
+        crate::plan::TargetSpec::InCluster { .. } => mixcheck_reports::Target::Kubeconfig {
+            context: "in-cluster".into(),
+            server: String::new(),
+        },
     };
     let mut report = RunReport::new(env!("CARGO_PKG_VERSION"), run_id.clone(), placeholder, started);
     report.strict = plan.strict;

@@ -8,6 +8,7 @@
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
+//! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
 //! - `seed_network` — the seed guide's network validation with kubectl (ignored without it)
 //! - `fixture_schemas` — fixtures against the Kubernetes schemas (ignored without
@@ -18,6 +19,7 @@ mod baseline_cli;
 mod diagnose_cli;
 mod faults;
 mod fixture_schemas;
+mod job_cli;
 mod layout;
 mod profiles;
 mod reports_cli;

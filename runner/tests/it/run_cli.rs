@@ -85,13 +85,13 @@ fn the_default_run_passes_the_gate_on_the_bundled_cluster() {
 }
 
 /// A `mixcheck sim serve` process and the kubeconfig it wrote.
-struct Serve {
+pub(crate) struct Serve {
     child: Child,
     dir: tempfile::TempDir,
 }
 
 impl Serve {
-    fn start() -> Serve {
+    pub(crate) fn start() -> Serve {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut child = mixcheck()
             .args(["sim", "serve", "--kubeconfig"])
@@ -114,7 +114,7 @@ impl Serve {
         Serve { child, dir }
     }
 
-    fn kubeconfig(&self) -> String {
+    pub(crate) fn kubeconfig(&self) -> String {
         self.dir.path().join("kc").display().to_string()
     }
 }
