@@ -153,7 +153,8 @@ impl Cluster {
             None => Arc::new(
                 SimRuntime::new(store.clone(), profiles.clone())
                     .with_network(Arc::new(crate::node::exec::network::SimNetwork::new(simnet.clone())))
-                    .with_volumes(volumes.clone()),
+                    .with_volumes(volumes.clone())
+                    .with_logs(logs.clone()),
             ),
         };
         let shared = Arc::new(Shared {

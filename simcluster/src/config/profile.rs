@@ -64,6 +64,14 @@ pub struct NodeProfile {
     pub ip: Ipv4Addr,
     /// This node's pod CIDR (`10.244.<index>.0/24`).
     pub pod_cidr: String,
+    /// The cluster's pod CIDR (`network.clusterCidr`), which each node's pod CIDR is cut from.
+    pub cluster_cidr: String,
+    /// The cluster's Service CIDR (`network.serviceCidr`).
+    pub service_cidr: String,
+    /// Whether kube-proxy runs on the node: on every pod network but ovn-kubernetes, which
+    /// implements Services itself (a transparent network whose Windows nodes all run their
+    /// agents as HostProcess pods, as `crate::node::addons` deploys it).
+    pub runs_kube_proxy: bool,
     pub index: usize,
     pub timing: Timing,
 }
@@ -91,6 +99,27 @@ const LTSC_FROM_2022: &[u32] = &[20348, 26100];
 /// win-bridge gained it in containernetworking/plugins#475 (2020, the 1.18 era).
 fn port_mappings_by_era(version: (u32, u32)) -> bool {
     !((1, 10)..(1, 18)).contains(&version)
+}
+
+/// Whether a Windows kubelet of that version on that runtime runs HostProcess containers.
+fn host_process_capable(kubelet: (u32, u32), runtime: RuntimeKind, runtime_version: (u32, u32)) -> bool {
+    kubelet >= (1, 23) && runtime == RuntimeKind::Containerd && runtime_version >= (1, 6)
+}
+
+/// Whether the Windows node agents of the topology run as HostProcess pods: it has Windows
+/// nodes and every one of them can run HostProcess containers (the add-ons' HostProcess era).
+fn windows_agents_are_pods(topology: &Topology) -> bool {
+    let mut windows = topology.nodes.iter().filter(|n| n.os == Os::Windows).peekable();
+    windows.peek().is_some()
+        && windows.all(|spec| {
+            let kubelet = spec
+                .kubelet_version
+                .as_deref()
+                .and_then(parse_version)
+                .unwrap_or(topology.version());
+            let (runtime, version) = runtime_of(&spec.container_runtime());
+            host_process_capable(kubelet, runtime, version)
+        })
 }
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -162,6 +191,9 @@ impl NodeProfile {
                 .unwrap_or_else(|| port_mappings_by_era(topology.version())),
             ip,
             pod_cidr: format!("10.{}.{}.0/24", 244 + index / 256, index % 256),
+            cluster_cidr: topology.network.cluster_cidr.clone(),
+            service_cidr: topology.network.service_cidr.clone(),
+            runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology)),
             index,
             timing: topology.timing.clone(),
         }
@@ -177,10 +209,7 @@ impl NodeProfile {
 
     /// HostProcess containers: Kubernetes ≥ 1.23 and containerd ≥ 1.6 on Windows (SEC-HOSTPROCESS).
     pub fn supports_host_process(&self) -> bool {
-        self.is_windows()
-            && self.kubelet >= (1, 23)
-            && self.runtime == RuntimeKind::Containerd
-            && self.runtime_version >= (1, 6)
+        self.is_windows() && host_process_capable(self.kubelet, self.runtime, self.runtime_version)
     }
 
     /// Hyper-V isolation through RuntimeClass: offered by the node and containerd ≥ 1.7 (VER-HYPERV).

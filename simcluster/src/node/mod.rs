@@ -1,9 +1,10 @@
 //! The simulated nodes: their objects, images and logs, the kube-system agents that run on them,
-//! each node's kubelet (the pod plan and the process model) and what runs in a container when
-//! a command is exec'd in it.
+//! each node's kubelet (the pod plan and the process model), a Windows node's host as its
+//! HostProcess containers see it, and what runs in a container when a command is exec'd in it.
 
 pub mod addons;
 pub mod exec;
+pub(crate) mod host;
 pub mod images;
 pub mod kubelet;
 pub mod logs;

@@ -72,7 +72,7 @@ pub fn log_files(profile: &NodeProfile) -> Vec<(&'static str, LogEntry)> {
 }
 
 /// A process id for one of the node's services, stable per node.
-fn service_pid(profile: &NodeProfile, service: &str) -> u64 {
+pub(crate) fn service_pid(profile: &NodeProfile, service: &str) -> u64 {
     let h = crate::vocab::hash::Fnv::default()
         .write(profile.name.as_bytes())
         .write(service.as_bytes())

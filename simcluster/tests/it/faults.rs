@@ -1,19 +1,21 @@
 //! Kubelet-side node faults end to end through kube-rs: on a Windows node carrying the fault,
 //! a normal pod never gets its sandbox (the documented `FailedCreatePodSandBox` event, retried,
 //! the container waiting in `ContainerCreating`) or, with the kubelet stopped, is never started;
-//! HostProcess pods on the node start where the fault spares them; a pod on the other Windows
-//! node of the same topology runs. The node log proxy serves each node's log directory as its
+//! HostProcess pods on the node start where the fault spares them, and see on the host's disk
+//! the kubelet's log of each failed sandbox and whether flannel's subnet file is there; a pod
+//! on the other Windows node of the same topology runs. The node log proxy serves each node's log directory as its
 //! kubelet would (what runs as a node service there) and what the fault leaves in the
 //! kubelet's, kube-proxy's and flanneld's logs.
 
 use crate::common;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, AttachParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use rstest::rstest;
 use serde_json::{Value, json};
 use simcluster::{Cluster, Topology};
+use tokio::io::AsyncReadExt;
 
 const NS: &str = "faults";
 /// The faulted node (Windows Server 2022, containerd 1.7, flannel host-gw: CNI network cbr0).
@@ -80,6 +82,23 @@ fn host_process(name: &str, node: &str) -> Pod {
             "containers": [{"name": "agent", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022",
                 "command": ["powershell", "-Command", "Start-Sleep -Seconds 2147483"]}]}),
     )
+}
+
+/// What `powershell -NoProfile -Command script` prints in a HostProcess pod.
+async fn host_command(pods: &Api<Pod>, pod: &str, script: &str) -> String {
+    let argv = ["powershell", "-NoProfile", "-Command", script].map(String::from);
+    let mut proc = pods
+        .exec(pod, argv, &AttachParams::default().stderr(false))
+        .await
+        .expect("exec");
+    let mut out = String::new();
+    proc.stdout()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .await
+        .expect("read stdout");
+    proc.join().await.expect("exec ends");
+    out
 }
 
 fn pod(name: &str, spec: Value) -> Pod {
@@ -150,12 +169,14 @@ async fn a_faulted_windows_node_keeps_its_pods_from_starting_and_spares_the_rest
     })
     .await;
 
-    match sandbox_error {
-        Some(template) => {
-            let expected = template.replace(
-                "<sandbox>",
-                &simcluster::internals::container_id(&stuck.uid().unwrap_or_default(), "POD"),
-            );
+    let expected = sandbox_error.map(|template| {
+        template.replace(
+            "<sandbox>",
+            &simcluster::internals::container_id(&stuck.uid().unwrap_or_default(), "POD"),
+        )
+    });
+    match &expected {
+        Some(expected) => {
             // Retried with back-off: the same event, counted.
             let (message, count) = common::eventually("repeated FailedCreatePodSandBox", || async {
                 warnings(&client, "stuck", "FailedCreatePodSandBox")
@@ -164,7 +185,7 @@ async fn a_faulted_windows_node_keeps_its_pods_from_starting_and_spares_the_rest
                     .find(|(_, count)| *count >= 2)
             })
             .await;
-            assert_eq!(message, expected);
+            assert_eq!(&message, expected);
             assert!(count >= 2);
             let p = pods.get("stuck").await.expect("stuck");
             assert_eq!(common::phase(&p), "Pending");
@@ -187,6 +208,31 @@ async fn a_faulted_windows_node_keeps_its_pods_from_starting_and_spares_the_rest
         })
         .await;
         assert!(warnings(&client, "agent", "FailedCreatePodSandBox").await.is_empty());
+        // The confirmation an operator runs on the node: the kubelet's log on the host's disk
+        // carries each failed RunPodSandbox with the event's error; flannel's subnet file is
+        // missing exactly with the flannel faults.
+        if let Some(expected) = &expected {
+            let err = expected
+                .strip_prefix("Failed to create pod sandbox: ")
+                .expect("a runtime error");
+            let log = host_command(
+                &pods,
+                "agent",
+                "Get-Content C:\\var\\log\\kubelet\\kubelet.log -Tail 200",
+            )
+            .await;
+            let line = format!("\"RunPodSandbox from runtime service failed\" err={err:?} pod=\"{NS}/stuck\"");
+            assert!(log.contains(&line), "{line} not in\n{log}");
+            if fault == "pause-image-wrong-build" {
+                assert!(
+                    log.contains("does not match the host operating system. (0xc0370101)"),
+                    "{log}"
+                );
+            }
+        }
+        let subnet_env = host_command(&pods, "agent", "Test-Path C:\\run\\flannel\\subnet.env").await;
+        let missing = matches!(fault, "flannel-subnet-env-missing" | "flanneld-waiting");
+        assert_eq!(subnet_env, if missing { "False\r\n" } else { "True\r\n" });
     } else {
         let p = pods.get("agent").await.expect("agent");
         assert_eq!(common::phase(&p), "Pending");

@@ -6,8 +6,9 @@
 //! - [`Fault::KubeProxyStopped`]: the node's kube-proxy does not stay up — it exits, the pod
 //!   goes to `CrashLoopBackOff` (not ready);
 //! - [`Fault::KubeProxyNoHostnameOverride`]: kube-proxy runs under the machine's own host name
-//!   (Windows' generated `WIN-…` name), which is not the node's name: it logs that no such Node
-//!   exists and falls back to 127.0.0.1 as its node IP (NET-KUBEPROXY-HOSTNAME);
+//!   (Windows' generated `WIN-…` name, [`crate::node::host`]), which is not the node's name: it
+//!   logs that no such Node exists and falls back to 127.0.0.1 as its node IP
+//!   (NET-KUBEPROXY-HOSTNAME);
 //! - [`Fault::FlanneldWaiting`]: flanneld logs up to "Waiting for the Network to be created",
 //!   then gives up on the HNS network and exits (`CrashLoopBackOff`, not ready);
 //! - [`Fault::FlannelSubnetEnvMissing`]: flanneld runs but cannot write `C:\run\flannel\subnet.env`
@@ -21,6 +22,7 @@ use chrono::{DateTime, Utc};
 use crate::config::faults::Fault;
 use crate::config::profile::NodeProfile;
 use crate::config::topology::WINDOWS_SUBNET_ENV;
+use crate::node::host::machine_hostname;
 use crate::node::kubelet::outcome::Process;
 use crate::node::nodelogs;
 
@@ -108,26 +110,6 @@ fn host_pid(profile: &NodeProfile, what: &str) -> u64 {
         .write(what.as_bytes())
         .finish();
     1000 + h % 8000
-}
-
-/// The Windows host name of a node whose kube-proxy runs without `--hostname-override`: the
-/// machine's generated `WIN-XXXXXXXXXXX` name, lower-cased as kube-proxy does.
-pub(crate) fn machine_hostname(profile: &NodeProfile) -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut h = crate::vocab::hash::Fnv::default()
-        .write(profile.name.as_bytes())
-        .write(b"computername")
-        .finish();
-    let mut name = String::from("win-");
-    for _ in 0..11 {
-        let i = usize::try_from(h % ALPHABET.len() as u64).unwrap_or(0);
-        name.push(char::from(ALPHABET[i]));
-        h /= ALPHABET.len() as u64;
-        if h == 0 {
-            h = 0x9e37_79b9_7f4a_7c15;
-        }
-    }
-    name
 }
 
 /// What an add-on image's main process does on this node, or None when the image is no add-on

@@ -271,10 +271,10 @@ fn only_the_addons_own_programs_are_modelled(
 #[test]
 fn the_machine_hostname_is_a_windows_default_name() {
     let node = windows_node(&[]);
-    let name = processes::machine_hostname(&node);
+    let name = crate::node::host::machine_hostname(&node);
     assert!(name.starts_with("win-") && name.len() == 15, "{name}");
     assert_ne!(name, node.name);
-    assert_eq!(name, processes::machine_hostname(&node), "stable");
+    assert_eq!(name, crate::node::host::machine_hostname(&node), "stable");
 }
 
 #[rstest]

@@ -21,6 +21,8 @@ pub struct CommandContext {
     pub store: Arc<Store>,
     /// What containers wrote to volumes, layers and node disks.
     pub volumes: Arc<VolumeStore>,
+    /// The node-level logs (the kubelet's, and node services'), which a node's disk holds.
+    pub logs: Arc<LogBook>,
 }
 
 impl CommandContext {
@@ -41,6 +43,7 @@ impl CommandContext {
             host_process,
             store,
             volumes: Arc::new(VolumeStore::new()),
+            logs: Arc::new(LogBook::default()),
         }
     }
 
@@ -48,6 +51,13 @@ impl CommandContext {
     #[must_use]
     pub fn with_volumes(mut self, volumes: Arc<VolumeStore>) -> Self {
         self.volumes = volumes;
+        self
+    }
+
+    /// Reads the node-level logs from `logs` (the kubelets' log book).
+    #[must_use]
+    pub fn with_logs(mut self, logs: Arc<LogBook>) -> Self {
+        self.logs = logs;
         self
     }
 
@@ -78,13 +88,14 @@ impl CommandContext {
         }
     }
 
-    /// What `hostname` prints: the node's name on the host network, else `spec.hostname` or the
-    /// pod name (cut to 63 characters as the kubelet does).
+    /// What `hostname` prints: the node's host name on the host network (the node's name, or a
+    /// Windows machine's own name where it differs, `crate::node::host::host_name`), else
+    /// `spec.hostname` or the pod name (cut to 63 characters as the kubelet does).
     pub fn hostname(&self) -> String {
         if self.host_network()
             && let Some(node) = &self.node
         {
-            return node.name.clone();
+            return crate::node::host::host_name(node);
         }
         let name = match json::str(self.spec(), "/hostname") {
             "" => self.pod.name(),

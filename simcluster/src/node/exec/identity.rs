@@ -1,4 +1,4 @@
-//! Identity commands: hostname, whoami, id, uname, ip, ipconfig.
+//! Identity commands: hostname, whoami, id, uname, ip, ipconfig, netsh.
 
 #[allow(unused_imports)]
 use super::*;
@@ -367,4 +367,36 @@ pub(super) fn ipconfig(s: &Arc<Session>, call: Call) -> Reply {
         );
     }
     ExecOutput::ok(text).into()
+}
+
+/// `netsh int[erface] ipv4|ipv6 show dynamicport[range] tcp|udp` (also `protocol=tcp`): the
+/// dynamic port range, Windows' default on every node (its exhaustion is about ports in use,
+/// not the range). Any other netsh command is one it does not know.
+pub(super) fn netsh(_s: &Arc<Session>, call: Call) -> Reply {
+    let words: Vec<String> = call.args().iter().map(|a| a.to_ascii_lowercase()).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let protocol = match words.as_slice() {
+        [
+            "int" | "interface",
+            "ipv4" | "ipv6" | "ip",
+            "show",
+            "dynamicport" | "dynamicportrange",
+            p,
+        ] => p.strip_prefix("protocol=").unwrap_or(p),
+        _ => "",
+    };
+    let o = match protocol {
+        "tcp" | "udp" => ExecOutput::ok(format!(
+            "\r\nProtocol {protocol} Dynamic Port Range\r\n---------------------------------\r\nStart Port      : \
+             {}\r\nNumber of Ports : {}\r\n\r\n",
+            crate::node::host::DYNAMIC_PORT_START,
+            crate::node::host::DYNAMIC_PORTS
+        )),
+        _ => out(
+            format!("The following command was not found: {}.\r\n", call.args().join(" ")),
+            "",
+            1,
+        ),
+    };
+    o.into()
 }

@@ -16,6 +16,13 @@
 //! network does: every connection and every DNS query times out (the exact messages are listed
 //! on [`NetworkCommands`]).
 //!
+//! A HostProcess container sees its Windows node's host ([`crate::node::host`]): `hostname`
+//! prints the machine's name, the disk holds what the node's agents keep there
+//! (`C:\run\flannel\subnet.env`, `C:\k\SourceVip.json`, `C:\k\cni\config\cni.conf`, the node's
+//! log files under `C:\var\log`), and Windows PowerShell answers `Get-HnsNetwork`,
+//! `Get-HnsPolicyList`, `Get-NetAdapter` and `Get-NetTCPConnection` from the node's modelled
+//! state and faults. `netsh int ipv4 show dynamicport tcp` shows the dynamic port range.
+//!
 //! sh understands `if`/`elif`/`else`, `( … )` subshells, `{ …; }` groups and `!`; cmd
 //! understands `( … )` groups. Redirections write files: into the pod's emptyDir volumes (seen
 //! by its other containers), the node's disk through hostPath, or the container's own layer,
@@ -89,6 +96,7 @@ use self::volumes::{
 use crate::config::profile::NodeProfile;
 use crate::config::topology::Os;
 use crate::network::dns::{self, DnsConfig};
+use crate::node::logs::LogBook;
 use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, ExitStatus};
 use crate::store::resources;
 use crate::store::{Obj, Store};
@@ -107,6 +115,7 @@ pub struct SimRuntime {
     profiles: Arc<Vec<NodeProfile>>,
     network: Option<Arc<dyn NetworkCommands>>,
     volumes: Arc<VolumeStore>,
+    logs: Arc<LogBook>,
 }
 
 impl SimRuntime {
@@ -118,6 +127,7 @@ impl SimRuntime {
             profiles,
             network: None,
             volumes: Arc::new(VolumeStore::new()),
+            logs: Arc::new(LogBook::default()),
         }
     }
 
@@ -125,6 +135,13 @@ impl SimRuntime {
     #[must_use]
     pub fn with_volumes(mut self, volumes: Arc<VolumeStore>) -> Self {
         self.volumes = volumes;
+        self
+    }
+
+    /// Shows the node-level logs of `logs` (the kubelets' log book) on the nodes' disks.
+    #[must_use]
+    pub fn with_logs(mut self, logs: Arc<LogBook>) -> Self {
+        self.logs = logs;
         self
     }
 
@@ -137,7 +154,9 @@ impl SimRuntime {
 
     /// What a command in `container` of `pod` sees.
     pub fn context(&self, pod: Obj, container: &str) -> CommandContext {
-        CommandContext::new(self.store.clone(), &self.profiles, pod, container).with_volumes(self.volumes.clone())
+        CommandContext::new(self.store.clone(), &self.profiles, pod, container)
+            .with_volumes(self.volumes.clone())
+            .with_logs(self.logs.clone())
     }
 }
 
@@ -334,6 +353,8 @@ static WINDOWS: &[Command] = &[
     command(&["findstr"], Needs::Always, findstr),
     command(&["curl"], Needs::CurlExe, network),
     command(&["ping", "nslookup"], Needs::Always, network),
+    // netsh ships where Windows PowerShell does (Server Core, Server, the host).
+    command(&["netsh"], Needs::WindowsPowerShell, netsh),
     command(&["powershell"], Needs::WindowsPowerShell, powershell),
     command(&["pwsh"], Needs::Pwsh, pwsh),
     command(&["agnhost"], Needs::Agnhost, agnhost),
@@ -363,5 +384,7 @@ fn run_top(s: Arc<Session>, call: Call) -> ExecFuture {
     }
 }
 
+#[cfg(test)]
+mod host_tests;
 #[cfg(test)]
 mod tests;

@@ -202,10 +202,13 @@ pub(super) fn windows_build(kernel: &str) -> Option<u32> {
     kernel.split('.').nth(2).and_then(|b| b.parse().ok())
 }
 
-/// The files of the node's own disk the container can reach: the OS's files, the kubelet's
-/// API-data volume files (clear text on Windows, SEC-SECRET-AT-REST) and what was written there.
+/// The files of the node's own disk the container can reach: the OS's files, what the node's
+/// agents keep there ([`crate::node::host::files`]: flannel's subnet file, the source VIP, the
+/// CNI configuration, the node's logs), the kubelet's API-data volume files (clear text on
+/// Windows, SEC-SECRET-AT-REST) and what was written there.
 pub(super) fn host_files(ctx: &CommandContext, node: &NodeProfile) -> Vec<(String, Vec<u8>)> {
     let mut files = volumes::host_base_files(node);
+    files.extend(crate::node::host::files(node, &ctx.store, &ctx.logs));
     files.extend(node_volume_files(&ctx.store, node));
     files.extend(ctx.volumes.files(&Place::Host {
         node: node.name.clone(),

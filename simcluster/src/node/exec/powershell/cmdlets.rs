@@ -1,4 +1,5 @@
-//! The cmdlet table: the file system, text, objects, processes, output and the network cmdlets.
+//! The cmdlet table: the file system, text, objects, processes, output, the network cmdlets
+//! and the host's networking cmdlets ([`super::hostcmdlets`]).
 
 #[allow(unused_imports)]
 use super::*;
@@ -27,6 +28,13 @@ pub(super) enum Run {
     OutString,
     StartSleep,
     Network,
+    MeasureObject,
+    FormatTable,
+    FormatList,
+    GetHnsNetwork,
+    GetHnsPolicyList,
+    GetNetAdapter,
+    GetNetTcpConnection,
 }
 
 /// A cmdlet: its names, whether only Windows PowerShell has it, its parameters in positional
@@ -185,6 +193,65 @@ pub(super) static CMDLETS: &[Cmdlet] = &[
         switches: &["quiet"],
         run: Run::Network,
     },
+    Cmdlet {
+        names: &["measure-object", "measure"],
+        desktop_only: false,
+        params: &["property", "inputobject"],
+        switches: &["sum", "average", "maximum", "minimum", "standarddeviation"],
+        run: Run::MeasureObject,
+    },
+    Cmdlet {
+        names: &["format-table", "ft"],
+        desktop_only: false,
+        params: &["property"],
+        switches: &["autosize", "wrap", "hidetableheaders"],
+        run: Run::FormatTable,
+    },
+    Cmdlet {
+        names: &["format-list", "fl"],
+        desktop_only: false,
+        params: &["property"],
+        switches: &[],
+        run: Run::FormatList,
+    },
+    // The HostNetworkingService module: on the host only (a HostProcess container).
+    Cmdlet {
+        names: &["get-hnsnetwork"],
+        desktop_only: true,
+        params: &["id"],
+        switches: &["detailed"],
+        run: Run::GetHnsNetwork,
+    },
+    Cmdlet {
+        names: &["get-hnspolicylist"],
+        desktop_only: true,
+        params: &["id"],
+        switches: &["detailed"],
+        run: Run::GetHnsPolicyList,
+    },
+    // The CIM-based NetAdapter and NetTCPIP modules of Windows PowerShell.
+    Cmdlet {
+        names: &["get-netadapter"],
+        desktop_only: true,
+        params: &["name", "interfacedescription", "ifindex"],
+        switches: &["physical", "includehidden"],
+        run: Run::GetNetAdapter,
+    },
+    Cmdlet {
+        names: &["get-nettcpconnection"],
+        desktop_only: true,
+        params: &[
+            "localaddress",
+            "localport",
+            "remoteaddress",
+            "remoteport",
+            "state",
+            "owningprocess",
+            "appliedsetting",
+        ],
+        switches: &[],
+        run: Run::GetNetTcpConnection,
+    },
     // Modelled as Windows PowerShell 5.1's (.NET Framework WebException messages); PowerShell
     // Core's HttpClient-based cmdlet words its errors differently and is not simulated.
     Cmdlet {
@@ -309,156 +376,6 @@ pub(super) fn item(e: &DiskEntry, parent: Option<String>) -> V {
         props.push(("Extension", s(ext)));
     }
     obj(Kind::Item { dir }, props)
-}
-
-/// The default ACL of what is created under `C:\` (inherited by the kubelet's directory).
-pub(super) fn default_acl(path: &str) -> V {
-    let rule = |who: &str, rights: &str| {
-        obj(
-            Kind::Rule,
-            vec![
-                ("FileSystemRights", s(rights)),
-                ("AccessControlType", s("Allow")),
-                ("IdentityReference", obj(Kind::Identity, vec![("Value", s(who))])),
-                ("IsInherited", V::Bool(true)),
-                ("InheritanceFlags", s("None")),
-                ("PropagationFlags", s("None")),
-            ],
-        )
-    };
-    let rules = [
-        ("NT AUTHORITY\\SYSTEM", "FullControl"),
-        ("BUILTIN\\Administrators", "FullControl"),
-        ("BUILTIN\\Users", "ReadAndExecute, Synchronize"),
-    ];
-    let access_text = rules
-        .iter()
-        .map(|(who, rights)| format!("{who} Allow  {rights}"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    obj(
-        Kind::Acl,
-        vec![
-            ("Path", s(format!("Microsoft.PowerShell.Core\\FileSystem::{path}"))),
-            ("Owner", s("NT AUTHORITY\\SYSTEM")),
-            ("Group", s("NT AUTHORITY\\SYSTEM")),
-            ("Access", V::Arr(rules.iter().map(|(w, r)| rule(w, r)).collect())),
-            ("AccessToString", s(access_text)),
-        ],
-    )
-}
-
-/// The processes `Win32_Process` lists: the node's services for a HostProcess container, the
-/// container's own otherwise.
-pub(super) fn processes(s_: &Session) -> Vec<V> {
-    let proc_ = |pid: i64, ppid: i64, name: &str, exe: &str, cmdline: &str| {
-        obj(
-            Kind::Cim,
-            vec![
-                ("Name", s(name)),
-                ("ProcessId", V::Int(pid)),
-                ("ParentProcessId", V::Int(ppid)),
-                ("ExecutablePath", if exe.is_empty() { V::Null } else { s(exe) }),
-                ("CommandLine", if cmdline.is_empty() { V::Null } else { s(cmdline) }),
-            ],
-        )
-    };
-    let sys32 = "C:\\Windows\\system32";
-    let mut list = vec![
-        proc_(0, 0, "System Idle Process", "", ""),
-        proc_(4, 0, "System", "", ""),
-        proc_(312, 4, "smss.exe", "", ""),
-        proc_(420, 412, "csrss.exe", "", ""),
-        proc_(496, 412, "wininit.exe", "", ""),
-        proc_(628, 496, "services.exe", "", ""),
-        proc_(
-            636,
-            496,
-            "lsass.exe",
-            &format!("{sys32}\\lsass.exe"),
-            &format!("{sys32}\\lsass.exe"),
-        ),
-        proc_(
-            760,
-            628,
-            "svchost.exe",
-            &format!("{sys32}\\svchost.exe"),
-            &format!("{sys32}\\svchost.exe -k DcomLaunch -p"),
-        ),
-    ];
-    let ps = proc_(
-        5120,
-        4800,
-        "powershell.exe",
-        "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
-        "powershell.exe",
-    );
-    let Some(node) = s_.ctx.node.as_ref().filter(|_| s_.ctx.host_process) else {
-        list.push(proc_(
-            1020,
-            628,
-            "CExecSvc.exe",
-            &format!("{sys32}\\CExecSvc.exe"),
-            &format!("{sys32}\\CExecSvc.exe"),
-        ));
-        list.push(ps);
-        return list;
-    };
-    // kubelet and containerd as sig-windows-tools installs them (no --root-dir: the kubelet
-    // keeps its default C:\var\lib\kubelet).
-    let containerd = "C:\\Program Files\\containerd\\containerd.exe";
-    list.push(proc_(
-        2040,
-        628,
-        "containerd.exe",
-        containerd,
-        &format!("\"{containerd}\" --run-service"),
-    ));
-    let kubelet = format!(
-        "C:\\k\\kubelet.exe --cert-dir=C:\\var\\lib\\kubelet\\pki --config=/var/lib/kubelet/config.yaml \
-         --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf \
-         --hostname-override={} --container-runtime-endpoint=npipe:////./pipe/containerd-containerd \
-         --pod-infra-container-image={} --enable-debugging-handlers --cgroups-per-qos=false \
-         --enforce-node-allocatable=\"\" --resolv-conf=\"\" --log-dir=/var/log/kubelet --logtostderr=false",
-        node.name, node.pause_image
-    );
-    list.push(proc_(2212, 628, "kubelet.exe", "C:\\k\\kubelet.exe", &kubelet));
-    list.push(ps);
-    list
-}
-
-/// A WQL filter `Prop = 'v' [AND Prop LIKE 'p%']…` as a predicate.
-pub(super) fn wql_matches(filter: &str, item: &V) -> bool {
-    let lower = filter.to_ascii_lowercase();
-    let mut rest = filter;
-    let mut offset = 0;
-    let mut conditions: Vec<&str> = Vec::new();
-    while let Some(at) = lower.get(offset..).and_then(|l| l.find(" and ")) {
-        let cut = at;
-        conditions.push(rest.get(..cut).unwrap_or(""));
-        rest = rest.get(cut + 5..).unwrap_or("");
-        offset += cut + 5;
-    }
-    conditions.push(rest);
-    conditions.iter().all(|c| {
-        let c = c.trim();
-        let (prop, op, value) = if let Some((p, v)) = c.split_once("!=") {
-            (p, "!=", v)
-        } else if let Some((p, v)) = c.split_once('=') {
-            (p, "=", v)
-        } else if let Some(i) = c.to_ascii_lowercase().find(" like ") {
-            (&c[..i], "like", &c[i + 6..])
-        } else {
-            return false;
-        };
-        let value = value.trim().trim_matches('\'').trim_matches('"');
-        let got = item.member(prop.trim()).text();
-        match op {
-            "=" => got.eq_ignore_ascii_case(value),
-            "!=" => !got.eq_ignore_ascii_case(value),
-            _ => glob(&value.replace('%', "*").replace('_', "?"), &got, false),
-        }
-    })
 }
 
 impl Ps {
@@ -671,6 +588,19 @@ impl Ps {
                     Vec::new()
                 }
                 Run::OutNull | Run::StartSleep => Vec::new(),
+                Run::MeasureObject => {
+                    let mut input = input;
+                    if let Some(v) = call.get("inputobject") {
+                        input.push(v.clone());
+                    }
+                    measure_object(call, input, self.core)
+                }
+                Run::FormatTable => format_objects(call, input, true),
+                Run::FormatList => format_objects(call, input, false),
+                Run::GetHnsNetwork => get_hns_network(&session, &e.text, errors),
+                Run::GetHnsPolicyList => get_hns_policy_list(&session, &e.text, errors),
+                Run::GetNetAdapter => get_net_adapter(&session, call, &e.text, errors),
+                Run::GetNetTcpConnection => get_net_tcp_connection(&session, call, &e.text, errors),
                 Run::OutString => vec![s(self.format(&input))],
                 Run::Network => {
                     let mut argv = vec![words_name(e)];

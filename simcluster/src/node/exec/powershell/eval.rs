@@ -554,13 +554,14 @@ impl Ps {
                     }
                     text.push_str("\r\n\r\n");
                 }
+                Some(Kind::Row(_)) => text.push_str(&format_table(&run)),
                 Some(_) => {
                     for v in run {
                         let V::Obj(o) = v else { continue };
                         let width = o.props.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
                         text.push_str("\r\n");
                         for (k, val) in &o.props {
-                            let _ = write!(text, "{k:<width$} : {}\r\n", val.text());
+                            let _ = write!(text, "{k:<width$} : {}\r\n", val.shown());
                         }
                         text.push_str("\r\n");
                     }
@@ -592,6 +593,93 @@ impl Ps {
         text.push_str("\r\n\r\n");
         text
     }
+}
+
+/// `Format-Table` / `Format-List [-Property p…]`: objects as table rows or list entries with
+/// the named properties (`*` or none: all of them); anything else passes as it is.
+pub(super) fn format_objects(call: &Invocation, input: Vec<V>, table: bool) -> Vec<V> {
+    let wanted = texts(call.value(&["property"], 0));
+    input
+        .into_iter()
+        .map(|item| {
+            let V::Obj(o) = &item else { return item };
+            let props: Vec<(String, V)> = if wanted.is_empty() || wanted.iter().any(|w| w == "*") {
+                o.props.clone()
+            } else {
+                wanted
+                    .iter()
+                    .flat_map(|w| {
+                        o.props
+                            .iter()
+                            .filter(|(k, _)| glob(w, k, false))
+                            .cloned()
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            };
+            let kind = if table { Kind::Row("Format-Table") } else { Kind::Custom };
+            V::Obj(Arc::new(Obj { kind, props }))
+        })
+        .collect()
+}
+
+/// Objects as `Format-Table` shows them: the first object's properties as columns, each as
+/// wide as its widest cell, numbers right-aligned.
+pub(super) fn format_table(rows: &[&V]) -> String {
+    let Some(V::Obj(first)) = rows.first() else {
+        return String::new();
+    };
+    let columns: Vec<&str> = first.props.iter().map(|(k, _)| k.as_str()).collect();
+    let cells: Vec<Vec<(String, bool)>> = rows
+        .iter()
+        .map(|r| {
+            columns
+                .iter()
+                .map(|c| {
+                    let v = r.member(c);
+                    (v.shown(), matches!(v, V::Int(_) | V::Num(_)))
+                })
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|row| row[i].0.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(c.len())
+        })
+        .collect();
+    let numeric: Vec<bool> = (0..columns.len())
+        .map(|i| cells.iter().any(|row| row[i].1) && cells.iter().all(|row| row[i].1 || row[i].0.is_empty()))
+        .collect();
+    let line = |parts: Vec<String>| {
+        let joined: Vec<String> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let w = widths[i];
+                if numeric[i] {
+                    format!("{p:>w$}")
+                } else {
+                    format!("{p:<w$}")
+                }
+            })
+            .collect();
+        format!("{}\r\n", joined.join(" ").trim_end())
+    };
+    let mut text = String::from("\r\n");
+    text.push_str(&line(columns.iter().map(|c| (*c).to_string()).collect()));
+    text.push_str(&line(columns.iter().map(|c| "-".repeat(c.len())).collect()));
+    for row in cells {
+        text.push_str(&line(row.into_iter().map(|(t, _)| t).collect()));
+    }
+    text.push_str("\r\n\r\n");
+    text
 }
 
 pub(super) fn cast(ty: &str, v: V) -> Result<V, String> {

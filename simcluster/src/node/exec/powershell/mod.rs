@@ -5,14 +5,18 @@
 //! the comparison, logical, string and arithmetic operators, member access, a few .NET string
 //! methods and casts — and the cmdlets of the table in [`cmdlet`]: the file system
 //! (`Get-ChildItem`, `Get-Content`, `Test-Path`, `Join-Path`, `Get-Acl`, `Get-Location`),
-//! `Select-String`, `Where-Object`, `ForEach-Object`, `Select-Object`, `Get-CimInstance
-//! Win32_Process`, output (`Write-Output`, `Write-Host`, `Out-Null`, `Out-String`), and the
-//! network cmdlets of [`crate::node::exec::nettools`]. Anything else runs as a native command (the container's
-//! executables, [`super::WINDOWS`]) or fails with PowerShell's CommandNotFoundException.
+//! `Select-String`, `Where-Object`, `ForEach-Object`, `Select-Object`, `Measure-Object`,
+//! `Get-CimInstance Win32_Process`, output (`Write-Output`, `Write-Host`, `Out-Null`,
+//! `Out-String`, `Format-Table`, `Format-List`), the network cmdlets of [`crate::node::exec::nettools`], and the host's
+//! networking cmdlets of [`hostcmdlets`] (`Get-HnsNetwork`, `Get-HnsPolicyList` — on the host
+//! of a HostProcess container only —, `Get-NetAdapter`, `Get-NetTCPConnection`). Anything else
+//! runs as a native command (the container's executables, [`super::WINDOWS`]) or fails with
+//! PowerShell's CommandNotFoundException.
 //!
 //! Output is formatted at the end of each top-level statement the way `Out-Default` shows it:
 //! strings and numbers one per line, file system items in the `Directory:` table, match
-//! results as `path:line:text`, other objects as lists. Errors are written in PowerShell's
+//! results as `path:line:text`, adapters and TCP connections as tables, other objects as lists
+//! (array properties as `{a, b}`). Errors are written in PowerShell's
 //! console format (non-terminating: the script goes on; `-ErrorAction SilentlyContinue` and
 //! `2>$null` drop them). The exit code is the last native command's (PowerShell Core) or 0/1
 //! by whether the last statement succeeded (Windows PowerShell), or `exit N`.
@@ -39,14 +43,20 @@ use super::{
 };
 mod cmdlets;
 mod eval;
+mod hostcmdlets;
 mod syntax;
+mod system;
 #[allow(unused_imports)]
 use self::cmdlets::*;
 pub(crate) use self::eval::run;
 #[allow(unused_imports)]
 use self::eval::*;
 #[allow(unused_imports)]
+use self::hostcmdlets::*;
+#[allow(unused_imports)]
 use self::syntax::*;
+#[allow(unused_imports)]
+use self::system::*;
 
 type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -89,6 +99,11 @@ enum Kind {
     PathInfo,
     /// An environment variable of `Get-ChildItem env:`.
     EnvEntry,
+    /// A PSCustomObject (HNS objects, `Measure-Object`'s result): `@{Name=value; …}` as text.
+    Custom,
+    /// A CIM instance of this class that shows as a table row (`Get-NetAdapter`,
+    /// `Get-NetTCPConnection`).
+    Row(&'static str),
 }
 
 #[derive(Debug)]
@@ -144,7 +159,20 @@ impl V {
                 Kind::Cim => o.get("Name").map(V::text).unwrap_or_default(),
                 Kind::Acl => "System.Security.AccessControl.FileSecurity".into(),
                 Kind::Rule => "System.Security.AccessControl.FileSystemAccessRule".into(),
+                Kind::Custom => {
+                    let fields: Vec<String> = o.props.iter().map(|(k, v)| format!("{k}={}", v.shown())).collect();
+                    format!("@{{{}}}", fields.join("; "))
+                }
+                Kind::Row(class) => (*class).to_string(),
             },
+        }
+    }
+
+    /// How a property value shows in a list or inside `@{…}`: arrays as `{a, b}`.
+    fn shown(&self) -> String {
+        match self {
+            V::Arr(items) => format!("{{{}}}", items.iter().map(V::shown).collect::<Vec<_>>().join(", ")),
+            other => other.text(),
         }
     }
 

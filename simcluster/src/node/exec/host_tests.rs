@@ -1,0 +1,370 @@
+//! Tests of what a HostProcess container sees of its Windows node's host — the confirmation
+//! commands an operator runs on a suspect node (`powershell -NoProfile -Command …` as
+//! NT AUTHORITY\SYSTEM) — on a clean node and on nodes with each relevant fault.
+
+use super::*;
+use crate::config::faults::Fault;
+use crate::config::topology::{NetworkMode, Topology};
+use crate::store::Part;
+use crate::store::allocation::{self, Allocator};
+use regex::Regex;
+use rstest::rstest;
+use std::net::Ipv4Addr;
+
+const NS: &str = "probe";
+const HPC_IMAGE: &str = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0";
+const SERVERCORE: &str = "mcr.microsoft.com/windows/servercore:ltsc2022";
+/// The suspect node: Windows Server 2022, the default topology's fourth node (index 3:
+/// address 10.1.0.13 here, pod CIDR 10.244.3.0/24).
+const NODE: &str = "win2022-1";
+/// The kubelet lines the fixture's log book holds for [`NODE`].
+const KUBELET_LINES: &[&str] = &[
+    "\"Starting to sync pod\" pod=\"probe/web\"",
+    "\"RunPodSandbox from runtime service failed\" err=\"rpc error: sandbox\" pod=\"probe/stuck\"",
+];
+
+/// The default topology's nodes and services (kubernetes, kube-dns, a ClusterIP `web`, a
+/// headless and an ExternalName service) in a store; every node on the `mode` network, the
+/// suspect node with `fault`.
+struct HostFixture {
+    store: Arc<Store>,
+    profiles: Arc<Vec<NodeProfile>>,
+    logs: Arc<LogBook>,
+}
+
+impl HostFixture {
+    fn new(mode: NetworkMode, fault: Option<Fault>) -> Self {
+        let store = Arc::new(Store::default());
+        for ns in ["default", "kube-system", NS] {
+            store
+                .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
+                .expect("namespace");
+        }
+        let topology = Topology::default_cluster();
+        let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
+            .map(|i| Ipv4Addr::new(10, 1, 0, 10 + u8::try_from(i).expect("few nodes")))
+            .collect();
+        let mut profiles = crate::config::profile::profiles(&topology, &ips);
+        for p in &mut profiles {
+            p.network_mode = mode;
+            if p.name == NODE {
+                p.faults.extend(fault);
+            }
+        }
+        for (spec, p) in topology.nodes.iter().zip(&profiles) {
+            store
+                .create(resources::core("nodes"), "", crate::node::objects::node_object(spec, p))
+                .expect("node");
+        }
+        let allocator = Allocator::new(&topology.network.service_cidr);
+        allocation::seed(&store, &allocator).expect("seed services");
+        let svc = resources::core("services");
+        for spec in [
+            json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+            json!({"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}}),
+            json!({"metadata": {"name": "ext"}, "spec": {"type": "ExternalName", "externalName": "example.com"}}),
+        ] {
+            let mut spec = spec;
+            crate::store::defaults::on_create(svc, &mut spec);
+            allocator.create(&store, NS, spec).expect("service");
+        }
+        let logs = Arc::new(LogBook::default());
+        for line in KUBELET_LINES {
+            logs.append("", NODE, crate::node::nodelogs::KUBELET, line);
+        }
+        Self {
+            store,
+            profiles: Arc::new(profiles),
+            logs,
+        }
+    }
+
+    fn profile(&self) -> &NodeProfile {
+        self.profiles.iter().find(|p| p.name == NODE).expect("the node")
+    }
+
+    /// A running pod on the suspect node.
+    fn pod(&self, name: &str, spec: Value) -> Obj {
+        let mut spec = spec;
+        spec["nodeName"] = json!(NODE);
+        let created = self
+            .store
+            .create(
+                resources::core("pods"),
+                NS,
+                json!({"metadata": {"name": name}, "spec": spec}),
+            )
+            .expect("pod");
+        let ip = if json::bool(&spec, "/hostNetwork") == Some(true) {
+            "10.1.0.13"
+        } else {
+            "10.244.3.7"
+        };
+        self.store
+            .modify(resources::core("pods"), NS, created.name(), Part::Status, |v| {
+                v["status"]["phase"] = json!("Running");
+                v["status"]["podIP"] = json!(ip);
+                Ok(())
+            })
+            .expect("status")
+    }
+
+    /// The HostProcess probe the harness runs its confirmation commands in.
+    fn probe(&self) -> Obj {
+        if let Ok(probe) = self.store.get(resources::core("pods"), NS, "node-probe") {
+            return probe;
+        }
+        self.pod(
+            "node-probe",
+            json!({
+                "hostNetwork": true,
+                "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+                "containers": [{"name": "c", "image": HPC_IMAGE}],
+            }),
+        )
+    }
+
+    async fn run(&self, pod: &Obj, argv: &[&str]) -> ExecOutput {
+        let runtime = SimRuntime::new(self.store.clone(), self.profiles.clone()).with_logs(self.logs.clone());
+        runtime
+            .exec(ExecRequest {
+                pod: pod.clone(),
+                container: "c".into(),
+                command: argv.iter().map(|s| s.to_string()).collect(),
+                stdin: None,
+                tty: false,
+            })
+            .await
+    }
+
+    /// `powershell -NoProfile -Command script` in the HostProcess probe.
+    async fn confirm(&self, script: &str) -> ExecOutput {
+        let probe = self.probe();
+        self.run(&probe, &["powershell", "-NoProfile", "-Command", script])
+            .await
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const L2: NetworkMode = NetworkMode::L2bridge;
+const OVERLAY: NetworkMode = NetworkMode::Overlay;
+const HNS_COUNT: &str = "Get-HnsNetwork | Measure-Object";
+const POLICY_COUNT: &str = "Get-HnsPolicyList | Measure-Object";
+const TCP_COUNT: &str = "Get-NetTCPConnection | Measure-Object";
+const SUBNET_ENV: &str = "Test-Path C:\\run\\flannel\\subnet.env";
+const SOURCE_VIP: &str = "Get-Content C:\\k\\SourceVip.json -Raw";
+const CNI_CONF: &str = "Get-Content C:\\k\\cni\\config\\cni.conf -Raw";
+const NOTHING: &str = r"\A\z";
+
+/// Each confirmation command on a clean node and on a node with the fault it confirms: the
+/// regexes its output must match and must not match (exit code 0 throughout).
+#[rstest]
+// HNS networks: the pod network's, or none.
+#[case::hns_l2bridge(None, L2, "Get-HnsNetwork",
+    &[r"(?m)^Name\s+: cbr0\r$", r"(?m)^Type\s+: L2Bridge\r$", r"(?m)^ManagementIP\s+: 10\.1\.0\.13\r$",
+      r"(?m)^Subnets\s+: \{@\{AddressPrefix=10\.244\.3\.0/24; GatewayAddress=10\.244\.3\.1\}\}\r$",
+      r"(?m)^ID\s+: [0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}\r$"],
+    &[r"VNI", r"vxlan0"])]
+#[case::hns_overlay(None, OVERLAY, "Get-HnsNetwork",
+    &[r"(?m)^Name\s+: vxlan0\r$", r"(?m)^Type\s+: Overlay\r$", r"(?m)^VxlanPort\s+: 4789\r$", r"(?m)^VNI\s+: 4096\r$"], &[])]
+#[case::hns_vni_mismatch(Some(Fault::VxlanParamsMismatch), OVERLAY, "Get-HnsNetwork",
+    &[r"(?m)^VNI\s+: 4097\r$", r"(?m)^VxlanPort\s+: 4789\r$"], &[r"4096"])]
+#[case::hns_missing(Some(Fault::HnsNetworkMissing), L2, "Get-HnsNetwork", &[NOTHING], &[])]
+#[case::hns_count(None, L2, HNS_COUNT, &[r"(?m)^Count\s*:\s*1\r$", r"(?m)^Property\s*: \r$"], &[])]
+#[case::hns_missing_count(Some(Fault::HnsNetworkMissing), L2, HNS_COUNT, &[r"(?m)^Count\s*:\s*0\r$"], &[])]
+#[case::hns_flanneld_waiting(Some(Fault::FlanneldWaiting), OVERLAY, HNS_COUNT, &[r"(?m)^Count    : 0\r$"], &[])]
+// kube-proxy's load balancers: one per Service with a cluster IP (kubernetes, kube-dns, web).
+#[case::policies(None, L2, "Get-HnsPolicyList",
+    &[r"(?m)^Policies\s+: \{@\{ExternalPort=443; InternalPort=6443; Protocol=6; Type=ELB; VIPs=\{10\.96\.0\.1\}\}\}\r$",
+      r"ExternalPort=53; InternalPort=53; Protocol=17; Type=ELB; VIPs=\{10\.96\.0\.10\}",
+      r"ExternalPort=80; InternalPort=8080; Protocol=6; Type=ELB; VIPs=\{10\.96\.0\.\d+\}"],
+    &[r"None"])]
+#[case::policy_count(None, L2, POLICY_COUNT, &[r"(?m)^Count\s*:\s*3\r$"], &[])]
+#[case::policy_count_overlay(None, OVERLAY, POLICY_COUNT, &[r"(?m)^Count\s*:\s*3\r$"], &[])]
+#[case::kube_proxy_stopped(Some(Fault::KubeProxyStopped), L2, POLICY_COUNT, &[r"(?m)^Count    : 0\r$"], &[])]
+#[case::stale_source_vip(Some(Fault::FlannelRejoinStaleSourceVip), OVERLAY, POLICY_COUNT, &[r"(?m)^Count    : 0\r$"], &[])]
+#[case::no_network_no_policies(Some(Fault::HnsNetworkMissing), L2, POLICY_COUNT, &[r"(?m)^Count    : 0\r$"], &[])]
+#[case::policies_stopped(Some(Fault::KubeProxyStopped), L2, "Get-HnsPolicyList", &[NOTHING], &[])]
+// The TCP connection table and the dynamic port range.
+#[case::tcp_count(None, L2, TCP_COUNT, &[r"(?m)^Count\s*:\s*\d{1,2}\r$"], &[r"Count\s*:\s*\d{5}"])]
+#[case::tcp_exhausted(Some(Fault::PortExhaustion), L2, TCP_COUNT, &[r"(?m)^Count\s*:\s*16384\r$"], &[])]
+#[case::tcp_kubelet(None, L2, "Get-NetTCPConnection -State Listen -LocalPort 10250",
+    &[r"(?m)^LocalAddress\s+LocalPort\s+RemoteAddress\s+RemotePort\s+State\s+AppliedSetting\s+OwningProcess\r$",
+      r"(?m)^0\.0\.0\.0\s+10250\s+0\.0\.0\.0\s+0\s+Listen\s+2212\r$"], &[r"Established"])]
+#[case::tcp_api_server(None, L2, "Get-NetTCPConnection -RemotePort 6443 | Select-Object -First 1 -ExpandProperty RemoteAddress",
+    &[r"\A10\.1\.0\.10\r\n\z"], &[])]
+#[case::tcp_exhausted_states(Some(Fault::PortExhaustion), L2,
+    "(Get-NetTCPConnection -State TimeWait | Measure-Object).Count -gt 10000; (Get-NetTCPConnection -LocalPort 65000).State",
+    &[r"\ATrue\r\n(TimeWait|Established)\r\n\z"], &[])]
+#[case::netsh(None, L2, "netsh int ipv4 show dynamicport tcp",
+    &[r"(?m)^Protocol tcp Dynamic Port Range\r$", r"(?m)^Start Port      : 49152\r$", r"(?m)^Number of Ports : 16384\r$"], &[])]
+#[case::netsh_exhausted(Some(Fault::PortExhaustion), L2, "netsh int ipv4 show dynamicport tcp",
+    &[r"Number of Ports : 16384"], &[])]
+// flannel's subnet file.
+#[case::subnet_env(None, L2, SUBNET_ENV, &[r"\ATrue\r\n\z"], &[])]
+#[case::subnet_env_missing(Some(Fault::FlannelSubnetEnvMissing), L2, SUBNET_ENV, &[r"\AFalse\r\n\z"], &[])]
+#[case::subnet_env_waiting(Some(Fault::FlanneldWaiting), L2, SUBNET_ENV, &[r"\AFalse\r\n\z"], &[])]
+#[case::subnet_env_content(None, OVERLAY, "Get-Content C:\\run\\flannel\\subnet.env",
+    &[r"\AFLANNEL_NETWORK=10\.244\.0\.0/16\r\nFLANNEL_SUBNET=10\.244\.3\.1/24\r\nFLANNEL_MTU=1450\r\nFLANNEL_IPMASQ=true\r\n\z"], &[])]
+// kube-proxy's source VIP on overlay.
+#[case::source_vip(None, OVERLAY, SOURCE_VIP, &[r#""ip": "10\.244\.3\.254/24""#, r#""gateway": "10\.244\.3\.1""#], &[])]
+#[case::source_vip_stale(Some(Fault::FlannelRejoinStaleSourceVip), OVERLAY, SOURCE_VIP,
+    &[r#""ip": "10\.244\.103\.254/24""#], &[r"10\.244\.3\."])]
+#[case::no_source_vip_on_l2bridge(None, L2, "Test-Path C:\\k\\SourceVip.json", &[r"\AFalse\r\n\z"], &[])]
+// The CNI configuration's OutBoundNAT ExceptionList.
+#[case::cni_conf(None, L2, CNI_CONF,
+    &[r#""type": "win-bridge""#, r#""name": "cbr0""#, r#""Nameservers": \[\s*"10\.96\.0\.10"\s*\]"#,
+      r#""ExceptionList": \[\s*"10\.244\.0\.0/16",\s*"10\.96\.0\.0/12",\s*"10\.1\.0\.0/24"\s*\]"#], &[r"0\.0\.0\.0/0"])]
+#[case::cni_conf_overlay(None, OVERLAY, CNI_CONF, &[r#""type": "win-overlay""#, r#""name": "vxlan0""#], &[])]
+#[case::cni_missing_cluster(Some(Fault::ExceptionListMissingCluster), L2, CNI_CONF,
+    &[r#""ExceptionList": \[\s*"10\.96\.0\.0/12",\s*"10\.1\.0\.0/24"\s*\]"#], &[r"10\.244\.0\.0/16"])]
+#[case::cni_covers_outside(Some(Fault::ExceptionListCoversOutside), L2, CNI_CONF,
+    &[r#""ExceptionList": \[\s*"10\.244\.0\.0/16",\s*"10\.96\.0\.0/12",\s*"10\.1\.0\.0/24",\s*"0\.0\.0\.0/0"\s*\]"#], &[])]
+// The node's logs on its disk, as the node proxy serves them.
+#[case::kubelet_log(None, L2, "Get-Content C:\\var\\log\\kubelet\\kubelet.log -Tail 200",
+    &[r"\A.*Starting to sync pod.*\r\n.*RunPodSandbox from runtime service failed.*\r\n\z"], &[])]
+#[case::kubelet_log_tail(None, L2, "Get-Content C:\\var\\log\\kubelet\\kubelet.log -Tail 1 | Select-String RunPodSandbox -Quiet",
+    &[r"\ATrue\r\n\z"], &[])]
+#[case::no_node_service_logs(None, L2, "Test-Path C:\\var\\log\\kube-proxy\\kube-proxy.log", &[r"\AFalse\r\n\z"], &[])]
+// The machine's name.
+#[case::hostname(None, L2, "hostname", &[r"\Awin2022-1\r\n\z"], &[])]
+#[case::hostname_machine(Some(Fault::KubeProxyNoHostnameOverride), L2, "hostname", &[r"\AWIN-[A-Z0-9]{11}\r\n\z"], &[r"win2022-1"])]
+// Format-List / Format-Table.
+#[case::format_list(None, L2, "Get-HnsNetwork | Format-List Name, Type", &[r"\A\r\nName : cbr0\r\nType : L2Bridge\r\n\r\n\r\n\z"], &[])]
+#[case::format_table(None, L2, "Get-NetTCPConnection -LocalPort 10250 | ft LocalPort, State -AutoSize",
+    &[r"\A\r\nLocalPort State\r\n--------- -----\r\n    10250 Listen\r\n\r\n\r\n\z"], &[])]
+// Adapters.
+#[case::adapters(None, L2, "Get-NetAdapter",
+    &[r"(?m)^Name\s+InterfaceDescription\s+ifIndex\s+Status\s+MacAddress\s+LinkSpeed\r$",
+      r"(?m)^Ethernet\s+Microsoft Hyper-V Network Adapter\s+6 Up\s+00-15-5D-[0-9A-F-]{8} 10 Gbps\r$",
+      r"(?m)^vEthernet \(Ethernet\)\s+Hyper-V Virtual Ethernet Adapter\s+11 Up", r"(?m)^vEthernet \(cbr0\)\s"], &[])]
+#[case::adapters_overlay(None, OVERLAY, "Get-NetAdapter -Name 'vEthernet*' | ForEach-Object Name",
+    &[r"\AvEthernet \(Ethernet\)\r\nvEthernet \(vxlan0\)\r\n\z"], &[])]
+#[case::adapters_hns_missing(Some(Fault::HnsNetworkMissing), L2, "Get-NetAdapter",
+    &[r"vEthernet \(Ethernet\)"], &[r"cbr0"])]
+#[tokio::test]
+async fn host_process_confirms_the_node_state(
+    #[case] fault: Option<Fault>,
+    #[case] mode: NetworkMode,
+    #[case] script: &str,
+    #[case] must: &[&str],
+    #[case] must_not: &[&str],
+) {
+    let f = HostFixture::new(mode, fault);
+    let o = f.confirm(script).await;
+    let stdout = text(&o.stdout);
+    let stderr = text(&o.stderr);
+    for re in must {
+        let re = Regex::new(re).expect("a regex");
+        assert!(re.is_match(&stdout), "{re} does not match:\n{stdout}\nstderr: {stderr}");
+    }
+    for re in must_not {
+        let re = Regex::new(re).expect("a regex");
+        assert!(!re.is_match(&stdout), "{re} matches:\n{stdout}");
+    }
+    assert_eq!(stderr, "");
+    assert_eq!(o.exit, ExitStatus::Code(0));
+}
+
+/// The machine name `hostname` prints under the fault is the one kube-proxy looks its Node
+/// up by (lower-cased), and ipconfig and the computer name agree.
+#[tokio::test]
+async fn the_machine_name_is_the_one_kube_proxy_uses() {
+    let f = HostFixture::new(L2, Some(Fault::KubeProxyNoHostnameOverride));
+    let name = crate::node::host::machine_hostname(f.profile());
+    let o = f
+        .confirm("hostname; $env:COMPUTERNAME; (ipconfig /all | Select-String 'Host Name').Line")
+        .await;
+    let upper = name.to_uppercase();
+    assert_eq!(
+        text(&o.stdout),
+        format!("{upper}\r\n{upper}\r\n   Host Name . . . . . . . . . . . . : {upper}\r\n")
+    );
+    let kube_proxy = crate::node::addons::process(
+        f.profile(),
+        "docker.io/sigwindowstools/kube-proxy:v1.32.3-flannel-hostprocess",
+        Some(&["kube-proxy".to_string()]),
+        None,
+    );
+    let Some(crate::node::kubelet::outcome::Process::LongRunning { log }) = kube_proxy else {
+        panic!("kube-proxy runs: {kube_proxy:?}");
+    };
+    let wanted = format!("nodes \\\"{name}\\\" not found");
+    assert!(log.iter().any(|l| l.contains(&wanted)), "{wanted} not in {log:#?}");
+}
+
+/// Only the host has the HostNetworkingService cmdlets; a plain Windows container does not
+/// see the node's files, connections or adapters.
+#[tokio::test]
+async fn a_plain_container_does_not_see_the_host() {
+    let f = HostFixture::new(L2, None);
+    let pod = f.pod("app", json!({"containers": [{"name": "c", "image": SERVERCORE}]}));
+    let ps = |script: &'static str| {
+        let f = &f;
+        let pod = pod.clone();
+        async move { f.run(&pod, &["powershell", "-NoProfile", "-Command", script]).await }
+    };
+    let o = ps("Get-HnsNetwork").await;
+    assert!(
+        text(&o.stderr).contains("The term 'Get-HnsNetwork' is not recognized"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(o.exit, ExitStatus::Code(1));
+    let o = ps(
+        "Test-Path C:\\run\\flannel\\subnet.env; (Get-NetTCPConnection | Measure-Object).Count; (Get-NetAdapter).Name",
+    )
+    .await;
+    let id = f.run(&pod, &["hostname"]).await;
+    assert_eq!(text(&id.stdout), "app\r\n");
+    let stdout = text(&o.stdout);
+    assert!(stdout.starts_with("False\r\n0\r\nvEthernet ("), "{stdout}");
+    assert!(stdout.ends_with("_cbr0)\r\n"), "{stdout}");
+}
+
+/// Filters that match nothing are errors, as the CIM cmdlets report them; netsh knows only
+/// what it knows.
+#[tokio::test]
+async fn unmatched_filters_fail_like_the_cim_cmdlets() {
+    let f = HostFixture::new(L2, None);
+    let o = f.confirm("Get-NetTCPConnection -LocalPort 1234").await;
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.starts_with("Get-NetTCPConnection : No matching MSFT_NetTCPConnection objects found by CIM query"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("WHERE ((LocalPort = 1234))"), "{stderr}");
+    assert_eq!(o.exit, ExitStatus::Code(1));
+    let o = f.confirm("Get-NetAdapter -Name Wi-Fi").await;
+    assert!(
+        text(&o.stderr).contains("No MSFT_NetAdapter objects found with property 'Name' equal to 'Wi-Fi'"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = f.confirm("netsh int ipv4 show nothing").await;
+    assert_eq!(
+        text(&o.stdout),
+        "The following command was not found: int ipv4 show nothing.\r\n"
+    );
+    assert_eq!(o.exit, ExitStatus::Code(1));
+}
+
+#[rstest]
+#[case::count("1,2,3 | Measure-Object", &["Count    : 3", "Average  : ", "Property : "])]
+#[case::sum("1,2,3 | Measure-Object -Sum -Maximum", &["Count    : 3", "Sum      : 6", "Maximum  : 3", "Minimum  : "])]
+#[case::property("Get-ChildItem C:\\var\\log -Recurse -File | Measure-Object -Property Length -Average", &["Count    : 1", "Property : Length"])]
+#[case::alias("@() | measure", &["Count    : 0"])]
+#[case::member("(Get-HnsPolicyList | Measure-Object).Count", &["3"])]
+#[tokio::test]
+async fn measure_object_counts_its_input(#[case] script: &str, #[case] lines: &[&str]) {
+    let f = HostFixture::new(L2, None);
+    let o = f.confirm(script).await;
+    let stdout = text(&o.stdout);
+    for line in lines {
+        assert!(stdout.split("\r\n").any(|l| l == *line), "{line:?} not in\n{stdout}");
+    }
+    assert_eq!(text(&o.stderr), "");
+}

@@ -1,0 +1,654 @@
+//! A Windows node's host as its HostProcess containers see it (they run as NT AUTHORITY\SYSTEM
+//! on the host): the machine's name, the HNS network of the pod network and the load-balancer
+//! policies kube-proxy programs into it, the network adapters, the TCP connection table and
+//! the files the node's agents keep on disk — all derived from the node's profile and faults
+//! and from the store, like every other behaviour of the simulator.
+//!
+//! The HNS network is the one the pod network's CNI plugin delegates to: flannel host-gw over
+//! win-bridge creates `cbr0` (HNS type `L2Bridge`), flannel vxlan over win-overlay `vxlan0`
+//! (`Overlay`, VNI 4096 on UDP 4789), Azure CNI `azure` (`L2Tunnel`); transparent networks'
+//! HNS networks are not modelled. kube-proxy (winkernel) programs one load balancer per
+//! Service that has a cluster IP (headless and ExternalName Services have none).
+//!
+//! What each fault changes here (its other symptoms are in the kubelet model, the network
+//! fabric and [`crate::node::nodelogs`]):
+//! - [`Fault::HnsNetworkMissing`]: no HNS network for pods, so no `vEthernet (cbr0)` /
+//!   `vEthernet (vxlan0)` adapter and no load-balancer policies (kube-proxy waits for the
+//!   network it is told to use);
+//! - [`Fault::FlanneldWaiting`]: flanneld never created that network and never wrote
+//!   `C:\run\flannel\subnet.env`: no network, no adapter, no subnet file, no policies;
+//! - [`Fault::FlannelSubnetEnvMissing`]: no subnet file. Where flanneld runs as a HostProcess
+//!   pod it created the network and only failed to write the file; where it is a node service
+//!   it never started ([`crate::node::nodelogs::flanneld_start`]), so there is no network either;
+//! - [`Fault::VxlanParamsMismatch`]: the overlay network runs VNI
+//!   [`nodelogs::VXLAN_MISMATCHED_VNI`], the one flanneld logs;
+//! - [`Fault::KubeProxyStopped`]: kube-proxy does not run: no load-balancer policies;
+//! - [`Fault::FlannelRejoinStaleSourceVip`]: `C:\k\SourceVip.json` still holds the source VIP
+//!   of the node's previous subnet, so kube-proxy cannot create its source VIP endpoint and
+//!   programs no policies;
+//! - [`Fault::ExceptionListMissingCluster`]: the OutBoundNAT ExceptionList of
+//!   `C:\k\cni\config\cni.conf` lacks the cluster's pod CIDR;
+//! - [`Fault::ExceptionListCoversOutside`]: the ExceptionList also holds `0.0.0.0/0`, which
+//!   covers every outside address — the fabric SNATs no pod traffic to any outside address
+//!   on that node;
+//! - [`Fault::PortExhaustion`]: the TCP connection table is full — as many connections as the
+//!   dynamic port range has ports (16384), its ports held by TimeWait and Established
+//!   connections;
+//! - [`Fault::KubeProxyNoHostnameOverride`]: the machine keeps Windows' generated `WIN-…` name
+//!   (other nodes were renamed to their node names), which `hostname` prints and which
+//!   kube-proxy, given no `--hostname-override`, looks its Node up by.
+//!
+//! `C:\var\log` holds the node's log files as the node proxy serves them under `/logs/` (the
+//! kubelet's and, where they are node services, kube-proxy's and flanneld's), with the same
+//! lines; the pods' logs (`containers\`, `pods\`) are not modelled on the host's disk.
+
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+use serde_json::{Value, json};
+
+use crate::config::faults::Fault;
+use crate::config::profile::NodeProfile;
+use crate::config::topology::{NetworkMode, WINDOWS_SUBNET_ENV};
+use crate::node::logs::LogBook;
+use crate::node::nodelogs::{self, LogEntry};
+use crate::store::{Store, resources};
+use crate::vocab::hash::Fnv;
+use crate::vocab::json as j;
+
+/// The first port of Windows' default dynamic (ephemeral) TCP port range.
+pub(crate) const DYNAMIC_PORT_START: u16 = 49152;
+/// The number of ports in it.
+pub(crate) const DYNAMIC_PORTS: u32 = 16384;
+
+/// Process ids of the host's processes (the ones `Win32_Process` lists on a HostProcess container).
+pub(crate) const SYSTEM_PID: u32 = 4;
+pub(crate) const WININIT_PID: u32 = 496;
+pub(crate) const SERVICES_PID: u32 = 628;
+pub(crate) const LSASS_PID: u32 = 636;
+pub(crate) const SVCHOST_PID: u32 = 760;
+pub(crate) const CONTAINERD_PID: u32 = 2040;
+pub(crate) const KUBELET_PID: u32 = 2212;
+
+/// Where the source VIP kube-proxy uses on overlay networks is kept.
+pub(crate) const SOURCE_VIP_JSON: &str = r"C:\k\SourceVip.json";
+/// The flannel CNI configuration the kubelet's CNI plugin reads.
+pub(crate) const CNI_CONF: &str = r"C:\k\cni\config\cni.conf";
+/// The node's log directory (served by the node proxy under `/logs/`).
+pub(crate) const LOG_DIR: &str = r"C:\var\log";
+
+/// The Windows host name of a node whose kube-proxy runs without `--hostname-override`: the
+/// machine's generated `WIN-XXXXXXXXXXX` name, lower-cased as kube-proxy does.
+pub(crate) fn machine_hostname(profile: &NodeProfile) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut h = Fnv::default()
+        .write(profile.name.as_bytes())
+        .write(b"computername")
+        .finish();
+    let mut name = String::from("win-");
+    for _ in 0..11 {
+        let i = usize::try_from(h % ALPHABET.len() as u64).unwrap_or(0);
+        name.push(char::from(ALPHABET[i]));
+        h /= ALPHABET.len() as u64;
+        if h == 0 {
+            h = 0x9e37_79b9_7f4a_7c15;
+        }
+    }
+    name
+}
+
+/// What `hostname` prints on the node's host: the node's name (the set-up renames the machine
+/// to it), or with [`Fault::KubeProxyNoHostnameOverride`] the machine's own generated name.
+pub(crate) fn host_name(profile: &NodeProfile) -> String {
+    if profile.is_windows() && profile.has_fault(Fault::KubeProxyNoHostnameOverride) {
+        machine_hostname(profile).to_uppercase()
+    } else {
+        profile.name.clone()
+    }
+}
+
+/// A stable GUID-like id (`8-4-4-4-12` upper-case hex) for the parts.
+fn guid(parts: &[&str]) -> String {
+    let mut h = Fnv::default();
+    for p in parts {
+        h.write(p.as_bytes()).write(&[0]);
+    }
+    let a = h.finish();
+    let b = Fnv::with_basis(a).write(b"guid").finish();
+    format!(
+        "{:08X}-{:04X}-{:04X}-{:04X}-{:012X}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// The address `host` of the node's pod CIDR (`10.244.3.0/24`, 254 → `10.244.3.254`).
+fn pod_address(profile: &NodeProfile, host: u8) -> String {
+    format!("{}{host}", profile.pod_cidr.trim_end_matches("0/24"))
+}
+
+/// The management subnet: the node's address's /24.
+fn management_subnet(profile: &NodeProfile) -> String {
+    let [a, b, c, _] = profile.ip.octets();
+    format!("{a}.{b}.{c}.0/24")
+}
+
+/// One HNS network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HnsNetwork {
+    pub name: &'static str,
+    pub id: String,
+    /// The HNS type (`L2Bridge`, `Overlay`, `L2Tunnel`).
+    pub kind: &'static str,
+    pub management_ip: Ipv4Addr,
+    /// The node's pod CIDR and its gateway.
+    pub address_prefix: String,
+    pub gateway: String,
+    /// Overlay: (VNI, VXLAN UDP port).
+    pub vxlan: Option<(u32, u16)>,
+    /// The physical adapter the network's virtual switch is bound to.
+    pub adapter: &'static str,
+}
+
+/// Whether flanneld ever created the pod network's HNS network on the node.
+fn flannel_network_created(profile: &NodeProfile) -> bool {
+    !(profile.has_fault(Fault::HnsNetworkMissing)
+        || profile.has_fault(Fault::FlanneldWaiting)
+        || (profile.has_fault(Fault::FlannelSubnetEnvMissing) && nodelogs::runs_node_services(profile)))
+}
+
+/// The HNS network of the pod network on this node, if it exists.
+pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
+    if !profile.is_windows() {
+        return None;
+    }
+    let (name, kind) = match profile.network_mode {
+        NetworkMode::L2bridge => ("cbr0", "L2Bridge"),
+        NetworkMode::Overlay => ("vxlan0", "Overlay"),
+        NetworkMode::L2tunnel => ("azure", "L2Tunnel"),
+        NetworkMode::Transparent => return None,
+    };
+    if profile.network_mode.flannel().is_some() && !flannel_network_created(profile) {
+        return None;
+    }
+    let vxlan = (profile.network_mode == NetworkMode::Overlay).then(|| {
+        let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
+            nodelogs::VXLAN_MISMATCHED_VNI
+        } else {
+            crate::node::addons::VXLAN_VNI
+        };
+        (vni, crate::node::addons::VXLAN_PORT)
+    });
+    Some(HnsNetwork {
+        name,
+        id: guid(&[&profile.name, "hns-network", name]),
+        kind,
+        management_ip: profile.ip,
+        address_prefix: profile.pod_cidr.clone(),
+        gateway: pod_address(profile, 1),
+        vxlan,
+        adapter: "Ethernet",
+    })
+}
+
+/// Whether kube-proxy has programmed its load balancers on the node: it runs there (the pod
+/// network has one, it is not stopped, and where it is a HostProcess pod the kubelet started
+/// it), it found its HNS network, and on overlay it could create its source VIP endpoint.
+pub(crate) fn kube_proxy_programs(profile: &NodeProfile) -> bool {
+    // A kube-proxy pod needs its kubelet; a node service does not.
+    let started = nodelogs::runs_node_services(profile) || !profile.has_fault(Fault::KubeletStopped);
+    profile.is_windows()
+        && profile.runs_kube_proxy
+        && started
+        && !profile.has_fault(Fault::KubeProxyStopped)
+        && !profile.has_fault(Fault::FlannelRejoinStaleSourceVip)
+        && (profile.network_mode.flannel().is_none() || pod_network(profile).is_some())
+}
+
+/// One port of a load balancer: (IP protocol number, backend port, service port).
+pub(crate) type LbPort = (u8, u16, u16);
+
+/// One load balancer kube-proxy programmed for a Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoadBalancer {
+    pub id: String,
+    /// `namespace/name` of the Service.
+    pub service: String,
+    pub vip: String,
+    pub ports: Vec<LbPort>,
+    /// The HNS endpoint ids of its backends.
+    pub endpoints: Vec<String>,
+}
+
+fn protocol_number(name: &str) -> u8 {
+    match name {
+        "UDP" => 17,
+        "SCTP" => 132,
+        _ => 6,
+    }
+}
+
+/// The load balancers on the node: one per Service with a cluster IP, when kube-proxy
+/// programs the node ([`kube_proxy_programs`]).
+pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBalancer> {
+    if !kube_proxy_programs(profile) {
+        return Vec::new();
+    }
+    let (services, _) = store.list(resources::core("services"), None);
+    let mut found: Vec<LoadBalancer> = services
+        .iter()
+        .filter_map(|svc| {
+            let v = svc.value();
+            let vip = j::str(v, "/spec/clusterIP");
+            if vip.is_empty() || vip == "None" {
+                return None;
+            }
+            let ports = j::array(v, "/spec/ports")
+                .iter()
+                .map(|p| {
+                    let port = p.get("port").and_then(Value::as_u64).unwrap_or(0);
+                    let target = p.get("targetPort").and_then(Value::as_u64).unwrap_or(port);
+                    let protocol = protocol_number(p.get("protocol").and_then(Value::as_str).unwrap_or("TCP"));
+                    (
+                        protocol,
+                        u16::try_from(target).unwrap_or(0),
+                        u16::try_from(port).unwrap_or(0),
+                    )
+                })
+                .collect();
+            let endpoints = store
+                .get(resources::core("endpoints"), svc.namespace(), svc.name())
+                .map(|ep| {
+                    j::array(ep.value(), "/subsets")
+                        .iter()
+                        .flat_map(|s| j::array(s, "/addresses").iter())
+                        .map(|a| guid(&[&profile.name, "hns-endpoint", j::str(a, "/ip")]))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let service = format!("{}/{}", svc.namespace(), svc.name());
+            Some(LoadBalancer {
+                id: guid(&[&profile.name, "hns-policylist", &service]),
+                service,
+                vip: vip.to_string(),
+                ports,
+                endpoints,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.service.cmp(&b.service));
+    found
+}
+
+/// One network adapter of the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Adapter {
+    pub name: String,
+    pub description: &'static str,
+    pub if_index: u32,
+    pub mac: String,
+    pub link_speed: &'static str,
+}
+
+fn mac(profile: &NodeProfile, what: &str) -> String {
+    let h = Fnv::default()
+        .write(profile.name.as_bytes())
+        .write(what.as_bytes())
+        .finish();
+    let b = h.to_be_bytes();
+    format!("00-15-5D-{:02X}-{:02X}-{:02X}", b[0], b[1], b[2])
+}
+
+/// The host's adapters: the VM's NIC `Ethernet`, the management vNIC `vEthernet (Ethernet)`
+/// of the virtual switch it is bound to (it carries the node's address), and the pod network's
+/// `vEthernet (<network>)` while its HNS network exists.
+pub(crate) fn adapters(profile: &NodeProfile) -> Vec<Adapter> {
+    if !profile.is_windows() {
+        return Vec::new();
+    }
+    let nic = mac(profile, "Ethernet");
+    let mut list = vec![
+        Adapter {
+            name: "Ethernet".into(),
+            description: "Microsoft Hyper-V Network Adapter",
+            if_index: 6,
+            mac: nic.clone(),
+            link_speed: "10 Gbps",
+        },
+        Adapter {
+            name: "vEthernet (Ethernet)".into(),
+            description: "Hyper-V Virtual Ethernet Adapter",
+            if_index: 11,
+            mac: nic,
+            link_speed: "10 Gbps",
+        },
+    ];
+    if let Some(net) = pod_network(profile) {
+        list.push(Adapter {
+            name: format!("vEthernet ({})", net.name),
+            description: "Hyper-V Virtual Ethernet Adapter #2",
+            if_index: 17,
+            mac: mac(profile, net.name),
+            link_speed: "10 Gbps",
+        });
+    }
+    list
+}
+
+/// A TCP connection's state as `Get-NetTCPConnection` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TcpState {
+    Listen,
+    Established,
+    TimeWait,
+}
+
+impl TcpState {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Listen => "Listen",
+            Self::Established => "Established",
+            Self::TimeWait => "TimeWait",
+        }
+    }
+}
+
+/// One entry of the host's TCP connection table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TcpConnection {
+    pub local: String,
+    pub local_port: u16,
+    pub remote: String,
+    pub remote_port: u16,
+    pub state: TcpState,
+    pub owner: u32,
+}
+
+/// The API server's address as the node's agents reach it: the control-plane node's
+/// InternalIP and port 6443, when the store has such a node.
+fn api_server(store: &Store) -> Option<String> {
+    let (nodes, _) = store.list(resources::core("nodes"), None);
+    nodes
+        .iter()
+        .find(|n| j::present(n.value(), "/metadata/labels/node-role.kubernetes.io~1control-plane"))
+        .and_then(|n| {
+            j::array(n.value(), "/status/addresses")
+                .iter()
+                .find(|a| j::str(a, "/type") == "InternalIP")
+                .map(|a| j::str(a, "/address").to_string())
+        })
+}
+
+/// A dynamic port for a connection, stable per node and purpose.
+fn ephemeral_port(profile: &NodeProfile, what: &str) -> u16 {
+    let h = Fnv::default()
+        .write(profile.name.as_bytes())
+        .write(what.as_bytes())
+        .finish();
+    // Above the RPC listeners (49664…), below the end of the range.
+    50000 + u16::try_from(h % 15000).unwrap_or(0)
+}
+
+/// The host's TCP connection table: the system's listeners (RPC, SMB, WinRM and the RPC
+/// dynamic ones), the kubelet's (10250, 10248 on loopback) and kube-proxy's health port
+/// (10256) where it runs, and the kubelet's and kube-proxy's connections to the API server.
+/// With [`Fault::PortExhaustion`] the rest of the table fills up with TimeWait and
+/// Established connections on the dynamic ports, to [`DYNAMIC_PORTS`] entries in all.
+pub(crate) fn tcp_connections(profile: &NodeProfile, store: &Store) -> Vec<TcpConnection> {
+    if !profile.is_windows() {
+        return Vec::new();
+    }
+    let listen = |local: &str, port: u16, owner: u32| TcpConnection {
+        local: local.to_string(),
+        local_port: port,
+        remote: "0.0.0.0".into(),
+        remote_port: 0,
+        state: TcpState::Listen,
+        owner,
+    };
+    let any = "0.0.0.0";
+    let mut table = vec![
+        listen(any, 135, SVCHOST_PID),
+        listen(any, 445, SYSTEM_PID),
+        listen(any, 5985, SYSTEM_PID),
+        listen(any, 10250, KUBELET_PID),
+        listen("127.0.0.1", 10248, KUBELET_PID),
+        listen(any, 47001, SYSTEM_PID),
+        listen(any, 49664, LSASS_PID),
+        listen(any, 49665, WININIT_PID),
+        listen(any, 49666, SVCHOST_PID),
+        listen(any, 49667, SERVICES_PID),
+    ];
+    let proxy_runs = profile.runs_kube_proxy && !profile.has_fault(Fault::KubeProxyStopped);
+    let proxy_pid = u32::try_from(nodelogs::service_pid(profile, nodelogs::KUBE_PROXY)).unwrap_or(0);
+    if proxy_runs {
+        table.push(listen(any, 10256, proxy_pid));
+    }
+    let node_ip = profile.ip.to_string();
+    let api = api_server(store);
+    if let Some(api) = &api {
+        let mut clients = vec![("kubelet", KUBELET_PID)];
+        if proxy_runs {
+            clients.push(("kube-proxy", proxy_pid));
+        }
+        for (who, owner) in clients {
+            table.push(TcpConnection {
+                local: node_ip.clone(),
+                local_port: ephemeral_port(profile, who),
+                remote: api.clone(),
+                remote_port: 6443,
+                state: TcpState::Established,
+                owner,
+            });
+        }
+    }
+    if profile.has_fault(Fault::PortExhaustion) {
+        let used: std::collections::BTreeSet<u16> = table.iter().map(|c| c.local_port).collect();
+        let (remote, remote_port) = match api {
+            Some(api) => (api, 6443),
+            None => (crate::network::snapshot::node_resolver(profile.ip).to_string(), 443),
+        };
+        let room = usize::try_from(DYNAMIC_PORTS).unwrap_or(0).saturating_sub(table.len());
+        let fill: Vec<TcpConnection> = (0..DYNAMIC_PORTS)
+            .filter_map(|k| u16::try_from(u32::from(DYNAMIC_PORT_START) + k).ok())
+            .filter(|p| !used.contains(p))
+            .take(room)
+            .map(|port| {
+                let waiting = port % 3 != 0;
+                TcpConnection {
+                    local: node_ip.clone(),
+                    local_port: port,
+                    remote: remote.clone(),
+                    remote_port,
+                    state: if waiting {
+                        TcpState::TimeWait
+                    } else {
+                        TcpState::Established
+                    },
+                    owner: if waiting { 0 } else { SYSTEM_PID },
+                }
+            })
+            .collect();
+        table.extend(fill);
+    }
+    table.sort_by(|a, b| (&a.local, a.local_port).cmp(&(&b.local, b.local_port)));
+    table
+}
+
+/// `C:\run\flannel\subnet.env` as flanneld writes it, on nodes of a flannel network where
+/// flanneld wrote it.
+pub(crate) fn subnet_env(profile: &NodeProfile) -> Option<String> {
+    let flannel = profile.network_mode.flannel()?;
+    if !profile.is_windows()
+        || profile.has_fault(Fault::FlannelSubnetEnvMissing)
+        || profile.has_fault(Fault::FlanneldWaiting)
+    {
+        return None;
+    }
+    let mtu = if flannel.backend == "vxlan" { 1450 } else { 1500 };
+    Some(format!(
+        "FLANNEL_NETWORK={}\nFLANNEL_SUBNET={}/24\nFLANNEL_MTU={mtu}\nFLANNEL_IPMASQ=true\n",
+        profile.cluster_cidr,
+        pod_address(profile, 1)
+    ))
+}
+
+/// The /24 the node had before it re-joined ([`Fault::FlannelRejoinStaleSourceVip`]): modelled
+/// as the subnet 100 leases away from its current one.
+fn previous_subnet_prefix(profile: &NodeProfile) -> String {
+    let mut octets = profile.pod_cidr.split(['.', '/']);
+    let a = octets.next().unwrap_or("10");
+    let b = octets.next().unwrap_or("244");
+    let c: u32 = octets.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+    format!("{a}.{b}.{}.", (c + 100) % 256)
+}
+
+/// `C:\k\SourceVip.json` on overlay nodes: the host-local IPAM result the kube-proxy start
+/// script keeps, the source VIP kube-proxy uses (`.254` of the node's pod CIDR, which the
+/// kubelet never hands to a pod) — or, after a re-join with a new subnet, the stale one of
+/// the previous subnet.
+pub(crate) fn source_vip_json(profile: &NodeProfile) -> Option<String> {
+    if !profile.is_windows() || profile.network_mode != NetworkMode::Overlay {
+        return None;
+    }
+    let (ip, gateway) = if profile.has_fault(Fault::FlannelRejoinStaleSourceVip) {
+        let prefix = previous_subnet_prefix(profile);
+        (format!("{prefix}254"), format!("{prefix}1"))
+    } else {
+        (pod_address(profile, 254), pod_address(profile, 1))
+    };
+    let doc = json!({"cniVersion": "0.2.0", "ip4": {"ip": format!("{ip}/24"), "gateway": gateway}, "dns": {}});
+    serde_json::to_string_pretty(&doc).ok()
+}
+
+/// The cluster DNS address the CNI configuration hands to pods: kube-dns's cluster IP.
+fn cluster_dns(store: &Store) -> String {
+    store
+        .get(resources::core("services"), "kube-system", "kube-dns")
+        .map(|s| j::str(s.value(), "/spec/clusterIP").to_string())
+        .ok()
+        .filter(|ip| !ip.is_empty())
+        .unwrap_or_else(|| "10.96.0.10".into())
+}
+
+/// The OutBoundNAT ExceptionList: what pods reach without SNAT — the cluster's pod CIDR
+/// (missing with [`Fault::ExceptionListMissingCluster`]), the Service CIDR and the management
+/// subnet; with [`Fault::ExceptionListCoversOutside`] also `0.0.0.0/0`.
+pub(crate) fn exception_list(profile: &NodeProfile) -> Vec<String> {
+    let mut list = Vec::new();
+    if !profile.has_fault(Fault::ExceptionListMissingCluster) {
+        list.push(profile.cluster_cidr.clone());
+    }
+    list.push(profile.service_cidr.clone());
+    list.push(management_subnet(profile));
+    if profile.has_fault(Fault::ExceptionListCoversOutside) {
+        list.push("0.0.0.0/0".into());
+    }
+    list
+}
+
+/// `C:\k\cni\config\cni.conf`: the flannel CNI plugin's configuration on nodes of a flannel
+/// network, delegating to win-bridge or win-overlay with the OutBoundNAT and ROUTE policies.
+pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
+    let flannel = profile.network_mode.flannel()?;
+    if !profile.is_windows() {
+        return None;
+    }
+    let policy = |value: Value| json!({"Name": "EndpointPolicy", "Value": value});
+    let mut policies = vec![
+        policy(json!({"Type": "OutBoundNAT", "ExceptionList": exception_list(profile)})),
+        policy(json!({"Type": "ROUTE", "DestinationPrefix": profile.service_cidr, "NeedEncap": true})),
+    ];
+    if profile.network_mode == NetworkMode::L2bridge {
+        policies.push(policy(
+            json!({"Type": "ROUTE", "DestinationPrefix": format!("{}/32", profile.ip), "NeedEncap": true}),
+        ));
+    }
+    let doc = json!({
+        "cniVersion": "0.2.0",
+        "name": flannel.network,
+        "type": "flannel",
+        "capabilities": {"dns": true},
+        "delegate": {
+            "type": flannel.delegate,
+            "dns": {"Nameservers": [cluster_dns(store)], "Search": ["svc.cluster.local"]},
+            "policies": policies,
+        },
+    });
+    serde_json::to_string_pretty(&doc).ok()
+}
+
+/// The node's log files under `C:\var\log` with the log book's lines.
+fn log_files(profile: &NodeProfile, logs: &LogBook) -> Vec<(String, Vec<u8>)> {
+    nodelogs::log_files(profile)
+        .into_iter()
+        .filter_map(|(path, entry)| match entry {
+            LogEntry::Component(key) => {
+                let mut text = String::new();
+                for line in logs.read("", &profile.name, key, false).unwrap_or_default() {
+                    let _ = writeln!(text, "{}", line.text);
+                }
+                Some((format!("{LOG_DIR}\\{}", path.replace('/', "\\")), text.into_bytes()))
+            }
+            LogEntry::Dir | LogEntry::Syslog => None,
+        })
+        .collect()
+}
+
+/// The files of a Windows node's disk that its agents keep: flannel's subnet file, the source
+/// VIP, the CNI configuration and the node's log files. Nothing on Linux nodes.
+pub(crate) fn files(profile: &NodeProfile, store: &Store, logs: &LogBook) -> Vec<(String, Vec<u8>)> {
+    if !profile.is_windows() {
+        return Vec::new();
+    }
+    let mut files = Vec::new();
+    if let Some(text) = subnet_env(profile) {
+        files.push((WINDOWS_SUBNET_ENV.to_string(), text.into_bytes()));
+    }
+    if let Some(text) = source_vip_json(profile) {
+        files.push((SOURCE_VIP_JSON.to_string(), text.into_bytes()));
+    }
+    if let Some(text) = cni_conf(profile, store) {
+        files.push((CNI_CONF.to_string(), text.into_bytes()));
+    }
+    files.extend(log_files(profile, logs));
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::topology::{PROFILES, Topology};
+
+    /// The profiles' kube-proxy is the add-ons' (ovn-kubernetes replaces it).
+    #[test]
+    fn kube_proxy_runs_where_the_add_ons_deploy_it() {
+        for (name, _) in PROFILES {
+            let topology = Topology::profile(name).expect("built-in profile");
+            let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
+                .map(|i| Ipv4Addr::new(10, 1, 0, 10 + u8::try_from(i).expect("few nodes")))
+                .collect();
+            let profiles = crate::config::profile::profiles(&topology, &ips);
+            let addons = crate::node::addons::Addons::new(&topology, &profiles);
+            for p in &profiles {
+                assert_eq!(p.runs_kube_proxy, addons.has_kube_proxy(), "{name}/{}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn ids_are_stable_guids() {
+        let id = guid(&["win2022-1", "hns-network", "cbr0"]);
+        assert_eq!(id, guid(&["win2022-1", "hns-network", "cbr0"]));
+        assert_ne!(id, guid(&["win2019-1", "hns-network", "cbr0"]));
+        let parts: Vec<usize> = id.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{id}");
+        assert!(
+            id.chars()
+                .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
+        );
+    }
+}
