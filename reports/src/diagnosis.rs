@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cell::CellId;
 use crate::evidence::Excerpt;
-use crate::summary::one_line;
+use crate::evidence::one_line;
 
 /// One likely cause of failing cells, as the runner's cause catalogue names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cell::{Cell, CellId};
-use crate::report::RunReport;
 use crate::verdict::Verdict;
 
 /// What happened to one cell.
@@ -127,17 +126,18 @@ fn pool_of(cell: &Cell) -> String {
         .map_or_else(|| "-".to_string(), |p| p.as_str().to_string())
 }
 
-/// Compares `new` with `baseline`, judging the gate with `strict`.
-pub fn compare(baseline: &RunReport, new: &RunReport, strict: bool) -> Diff {
+/// Compares the cells of a new run with those of `baseline_run`, judging the gate with
+/// `strict` ([`crate::RunReport::against`] for whole reports).
+pub fn compare(baseline_run: &str, baseline: &[Cell], new: &[Cell], strict: bool) -> Diff {
     let mut by_id: BTreeMap<&CellId, (Option<&Cell>, Option<&Cell>)> = BTreeMap::new();
-    for c in &baseline.cells {
+    for c in baseline {
         by_id.entry(&c.id).or_default().0 = Some(c);
     }
-    for c in &new.cells {
+    for c in new {
         by_id.entry(&c.id).or_default().1 = Some(c);
     }
     let mut diff = Diff {
-        baseline_run: baseline.run_id.clone(),
+        baseline_run: baseline_run.to_string(),
         strict,
         ..Diff::default()
     };
@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(classify(before, after, strict), change);
     }
 
-    fn report(cells: &[(&str, Verdict)]) -> RunReport {
+    fn report(cells: &[(&str, Verdict)]) -> crate::RunReport {
         let mut r = crate::testdata::sample_report();
         r.cells = cells
             .iter()
@@ -334,7 +334,7 @@ mod tests {
     fn cells_match_by_id_and_only_regressions_fail_the_gate() {
         let old = report(&[("a", Pass), ("b", Fail), ("c", KnownLimitation), ("d", Pass)]);
         let new = report(&[("a", Pass), ("b", Fail), ("c", BetterThanDocumented), ("e", Pass)]);
-        let d = compare(&old, &new, false);
+        let d = new.against(&old, false);
         assert!(!d.regressed(), "{d:#?}");
         assert_eq!(d.of(Change::KnownFailure).count(), 1);
         assert_eq!(d.of(Change::Improvement).count(), 1);
@@ -342,7 +342,7 @@ mod tests {
         assert_eq!(d.of(Change::New).count(), 1);
         assert_eq!(d.unchanged, 1);
         let worse = report(&[("a", Fail), ("b", Fail), ("c", KnownLimitation), ("d", Pass)]);
-        let d = compare(&old, &worse, false);
+        let d = worse.against(&old, false);
         assert!(d.regressed());
         let ids: Vec<&str> = d.of(Change::Regression).map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["net/NET-X[a]"]);

@@ -59,6 +59,15 @@ enum State {
     CommandStringEscape,
 }
 
+/// Newlines (and the spaces around them) become one space.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn strip(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut state = State::Text;

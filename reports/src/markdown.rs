@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use crate::cell::Cell;
 use crate::diagnosis::{Diagnosis, failing_cells};
+use crate::evidence::one_line;
 use crate::report::RunReport;
 use crate::results_json::{self, Error};
-use crate::summary::{header, one_line, wall_time};
+use crate::summary::{header, wall_time};
 use crate::tally;
 use crate::verdict::Verdict;
 

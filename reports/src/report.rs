@@ -116,6 +116,11 @@ impl RunReport {
         }
     }
 
+    /// This run compared with `baseline`, cell by cell, the gate judged with `strict`.
+    pub fn against(&self, baseline: &RunReport, strict: bool) -> crate::diff::Diff {
+        crate::diff::compare(&baseline.run_id, &baseline.cells, &self.cells, strict)
+    }
+
     /// How many cells got each verdict.
     pub fn counts(&self) -> Counts {
         self.cells.iter().map(|c| c.verdict).collect()
@@ -193,10 +198,10 @@ mod tests {
     fn against_a_baseline_only_regressions_fail_the_gate() {
         let baseline = report_of(&[Verdict::Pass, Verdict::Fail]);
         let mut same = report_of(&[Verdict::Pass, Verdict::Fail]);
-        same.baseline = Some(crate::diff::compare(&baseline, &same, false));
+        same.baseline = Some(same.against(&baseline, false));
         assert!(same.gate_passed(false), "a known failure is not fatal");
         let mut worse = report_of(&[Verdict::Fail, Verdict::Fail]);
-        worse.baseline = Some(crate::diff::compare(&baseline, &worse, false));
+        worse.baseline = Some(worse.against(&baseline, false));
         assert!(!worse.gate_passed(false));
     }
 

@@ -2,6 +2,7 @@
 //! shapes a log search can find; the likely causes of the failures, when the run was
 //! diagnosed, come right after the header.
 
+use crate::evidence::one_line;
 use crate::{
     cell::Cell,
     diagnosis::Diagnosis,
@@ -213,15 +214,6 @@ fn totals(report: &RunReport) -> Vec<String> {
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 { one } else { many }
-}
-
-/// Newlines (and the spaces around them) become one space.
-pub(crate) fn one_line(text: &str) -> String {
-    text.split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// `850 ms`, `12.3 s`, `4 min 05 s`, `1 h 02 min 03 s`.

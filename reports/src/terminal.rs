@@ -12,8 +12,9 @@ use tabled::settings::Style;
 
 use crate::cell::Cell;
 use crate::diagnosis::{Diagnosis, failing_cells};
+use crate::evidence::one_line;
 use crate::report::RunReport;
-use crate::summary::{header, one_line, wall_time};
+use crate::summary::{header, wall_time};
 use crate::tally;
 use crate::verdict::{Counts, Verdict};
 

@@ -95,7 +95,26 @@ pub async fn run(
                 "not run: the node is not Ready, so no pod starts there",
             ));
         } else if cmds.is_empty() {
-            continue;
+            let by_hand: Vec<String> = catalogue
+                .causes
+                .iter()
+                .filter(|c| suspected.contains(&c.cause.id))
+                .flat_map(|c| &c.cause.confirm)
+                .filter(|c| c.os == os && !c.on_node)
+                .filter_map(|c| crate::causes::fill(&c.command, vars))
+                .collect();
+            items.push(item(
+                "diagnostics",
+                &format!(
+                    "not run: what {} is suspected of is confirmed off the node{}",
+                    node.name,
+                    if by_hand.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (by hand: {})", by_hand.join("; "))
+                    }
+                ),
+            ));
         } else if let Some(pod) = fixture.pod_for(node) {
             say(&format!(
                 "Node diagnostics: deploying {kind} on {} to run {} confirmation command{}",

@@ -257,7 +257,7 @@ fn diagnose_command(args: &cli::DiagnoseArgs) -> anyhow::Result<exit::Code> {
 fn diff_command(args: &cli::DiffArgs) -> anyhow::Result<exit::Code> {
     let old = mixcheck_reports::results_json::read(&args.old)?;
     let new = mixcheck_reports::results_json::read(&args.new)?;
-    let diff = mixcheck_reports::diff::compare(&old, &new, args.strict);
+    let diff = new.against(&old, args.strict);
     match args.output {
         cli::DiffOutput::Table => print!("{}", diff.render_text()),
         cli::DiffOutput::Markdown => print!("{}", diff.render_markdown()),

@@ -36,23 +36,7 @@ impl PlanError {
     }
 }
 
-/// What a run checks.
-#[derive(Debug)]
-pub enum TargetSpec {
-    /// The bundled cluster, started in-process.
-    Bundled {
-        profile: String,
-        topology: Box<simcluster::Topology>,
-    },
-    /// A real cluster named by a kubeconfig and/or context.
-    Kubeconfig {
-        path: Option<PathBuf>,
-        context: Option<String>,
-    },
-    /// The cluster this process runs in (`--in-cluster`), through its pod's service account,
-    /// already resolved into a kubeconfig.
-    InCluster { kubeconfig: Box<kube::config::Kubeconfig> },
-}
+pub use crate::target::TargetSpec;
 
 /// A validated run.
 #[derive(Debug)]

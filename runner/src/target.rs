@@ -2,11 +2,28 @@
 //! or a real cluster named by a kubeconfig and context. Either way the run gets one kube client
 //! with timeouts, and nothing else: every observation goes through the Kubernetes API.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::plan::TargetSpec;
+/// What a run checks.
+#[derive(Debug)]
+pub enum TargetSpec {
+    /// The bundled cluster, started in-process.
+    Bundled {
+        profile: String,
+        topology: Box<simcluster::Topology>,
+    },
+    /// A real cluster named by a kubeconfig and/or context.
+    Kubeconfig {
+        path: Option<PathBuf>,
+        context: Option<String>,
+    },
+    /// The cluster this process runs in (`--in-cluster`), through its pod's service account,
+    /// already resolved into a kubeconfig.
+    InCluster { kubeconfig: Box<kube::config::Kubeconfig> },
+}
 
 /// Where a pod's service-account token, CA certificate and namespace are mounted.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -267,7 +267,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         return abort(report, code, reason);
     }
     if let Some(baseline) = &plan.baseline {
-        report.baseline = Some(mixcheck_reports::diff::compare(baseline, &report, plan.strict));
+        report.baseline = Some(report.against(baseline, plan.strict));
     }
     report.diagnosis = Some(crate::diagnose::diagnose(
         &report,

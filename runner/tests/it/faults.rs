@@ -99,6 +99,10 @@ struct Case {
     cause: &'static str,
     /// What that cause's remedy names: the documented fix.
     cause_remedy: &'static str,
+    /// Whether the node itself can confirm the cause (`--node-diagnostics`): false where the
+    /// node runs no pod (kubelet stopped), where the setting belongs to the VM's host (MAC
+    /// spoofing), or where the catalogue has no static sign to look for.
+    confirmable: bool,
     topology: Topology,
     node: &'static str,
     /// The cells the documented symptom breaks: each turns `fail` or `error`, and no other does.
@@ -174,6 +178,7 @@ const CASES: &[Case] = &[
         fault: "kubelet-stopped",
         cause: "kubelet-stopped",
         cause_remedy: r"kubelet and kube-proxy processes run on the node",
+        confirmable: false,
         topology: Topology::Pods,
         node: "win2022-1",
         fails: &[(".*", W_ANY)],
@@ -188,6 +193,7 @@ const CASES: &[Case] = &[
         fault: "mac-spoofing-disabled",
         cause: "mac-spoofing-disabled",
         cause_remedy: r"MacAddressSpoofing",
+        confirmable: false,
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -234,6 +240,7 @@ const CASES: &[Case] = &[
         fault: "exceptionlist-missing-cluster",
         cause: "exceptionlist-missing-cluster",
         cause_remedy: r"ExceptionList",
+        confirmable: true,
         topology: Topology::Overlay,
         node: "win2019-1",
         fails: &[
@@ -268,6 +275,7 @@ const CASES: &[Case] = &[
         fault: "exceptionlist-covers-outside",
         cause: "exceptionlist-covers-outside",
         cause_remedy: r"ExceptionList",
+        confirmable: false,
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[("pod-to-outside-ip|pod-to-outside-name", "windows-20348→external,tcp")],
@@ -290,6 +298,7 @@ const CASES: &[Case] = &[
         fault: "kube-proxy-no-hostname-override",
         cause: "kube-proxy-no-hostname-override",
         cause_remedy: r"--hostname-override",
+        confirmable: true,
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -330,6 +339,7 @@ const CASES: &[Case] = &[
         fault: "kube-proxy-stopped",
         cause: "kube-proxy-stopped",
         cause_remedy: r"Start kube-proxy",
+        confirmable: true,
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -370,6 +380,7 @@ const CASES: &[Case] = &[
         fault: "pause-image-wrong-build",
         cause: "pause-image-wrong-build",
         cause_remedy: r"sandbox_image",
+        confirmable: true,
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -392,6 +403,7 @@ const CASES: &[Case] = &[
         fault: "flannel-subnet-env-missing",
         cause: "flannel-subnet-env-missing",
         cause_remedy: r"subnet\.env",
+        confirmable: true,
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -406,6 +418,7 @@ const CASES: &[Case] = &[
         fault: "flanneld-waiting",
         cause: "flanneld-waiting",
         cause_remedy: r"NODE_NAME",
+        confirmable: true,
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -420,6 +433,7 @@ const CASES: &[Case] = &[
         fault: "hns-network-missing",
         cause: "hns-network-missing",
         cause_remedy: r"Get-HnsNetwork",
+        confirmable: true,
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
@@ -441,6 +455,7 @@ const CASES: &[Case] = &[
         fault: "dns-unreachable",
         cause: "dns-unreachable",
         cause_remedy: r"CoreDNS",
+        confirmable: false,
         topology: Topology::Network,
         node: "win2022-1",
         fails: W_LOOKUPS,
@@ -467,6 +482,7 @@ const CASES: &[Case] = &[
         fault: "port-exhaustion",
         cause: "port-exhaustion",
         cause_remedy: r"ephemeral ports",
+        confirmable: true,
         topology: Topology::Network,
         node: "win2022-1",
         fails: &[
@@ -505,6 +521,7 @@ const CASES: &[Case] = &[
         fault: "flannel-rejoin-stale-sourcevip",
         cause: "flannel-rejoin-stale-sourcevip",
         cause_remedy: r"SourceVip\.json",
+        confirmable: true,
         topology: Topology::Overlay,
         node: "win2019-1",
         fails: &[
@@ -539,6 +556,7 @@ const CASES: &[Case] = &[
         fault: "vxlan-params-mismatch",
         cause: "vxlan-params-mismatch",
         cause_remedy: r"VNI 4096",
+        confirmable: true,
         topology: Topology::Overlay,
         node: "win2019-1",
         fails: &[
@@ -919,4 +937,129 @@ fn every_listed_fault_has_a_case_and_every_case_a_listed_fault() {
             case.fault
         );
     }
+}
+
+/// A faulted run with `--bundle` (and `--node-diagnostics` when asked): its diagnosis and the
+/// labels of the run's pods (`app.kubernetes.io/component`), from the bundle's dump of the run
+/// namespace.
+fn diagnosed(case: &Case, node_diagnostics: bool) -> (Value, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = mixcheck();
+    cmd.current_dir(dir.path())
+        .env_remove("KUBECONFIG")
+        .args(["run", "--quiet", "--bundle", "b.tar.gz"])
+        .args(case.topology.args())
+        .args(["--fault", &format!("{}:{}", case.node, case.fault)]);
+    if node_diagnostics {
+        cmd.arg("--node-diagnostics");
+    }
+    let out = cmd.output().expect("run mixcheck");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).expect("results.json");
+    let report: Value = serde_json::from_str(&text).expect("json");
+    let file = std::fs::File::open(dir.path().join("b.tar.gz")).expect("bundle");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut components = Vec::new();
+    for entry in archive.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        if entry.path().expect("path").ends_with("namespace/pods.json") {
+            let pods: Value = serde_json::from_reader(&mut entry).expect("pods.json");
+            components = pods
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    p["metadata"]["labels"]["app.kubernetes.io/component"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect();
+        }
+    }
+    assert!(!components.is_empty(), "the bundle lists the run's pods");
+    (report["diagnosis"].clone(), components)
+}
+
+/// The top cause's confidence and evidence lines, and the node's evidence sources.
+fn top_cause(diagnosis: &Value, node: &str) -> (String, u64, Vec<String>, Vec<String>) {
+    let top = &diagnosis["causes"][0];
+    let lines = top["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    let sources = diagnosis["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["node"] == node)
+        .flat_map(|e| e["items"].as_array().into_iter().flatten())
+        .filter_map(|i| i["source"].as_str().map(str::to_string))
+        .collect();
+    (
+        top["id"].as_str().unwrap_or_default().to_string(),
+        top["confidence"].as_u64().unwrap_or_default(),
+        lines,
+        sources,
+    )
+}
+
+/// `--node-diagnostics`: a privileged pod on the faulted node runs the suspected causes'
+/// confirmation commands; their output is in the node's evidence and, where the node can show
+/// the cause, raises the top cause's confidence above what the symptoms alone give (85).
+#[rstest]
+#[case::kubelet_stopped("kubelet-stopped")]
+#[case::mac_spoofing_disabled("mac-spoofing-disabled")]
+#[case::exceptionlist_missing_cluster("exceptionlist-missing-cluster")]
+#[case::exceptionlist_covers_outside("exceptionlist-covers-outside")]
+#[case::kube_proxy_no_hostname_override("kube-proxy-no-hostname-override")]
+#[case::kube_proxy_stopped("kube-proxy-stopped")]
+#[case::pause_image_wrong_build("pause-image-wrong-build")]
+#[case::flannel_subnet_env_missing("flannel-subnet-env-missing")]
+#[case::flanneld_waiting("flanneld-waiting")]
+#[case::hns_network_missing("hns-network-missing")]
+#[case::dns_unreachable("dns-unreachable")]
+#[case::port_exhaustion("port-exhaustion")]
+#[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
+#[case::vxlan_params_mismatch("vxlan-params-mismatch")]
+fn node_diagnostics_confirm_the_fault_on_its_node(#[case] fault: &str) {
+    let case = CASES
+        .iter()
+        .find(|c| c.fault == fault)
+        .unwrap_or_else(|| panic!("no case for {fault}"));
+    let (diagnosis, components) = diagnosed(case, true);
+    let (top, confidence, lines, sources) = top_cause(&diagnosis, case.node);
+    assert_eq!(top, case.cause, "{fault}: {diagnosis:#}");
+    assert!(
+        sources.iter().any(|s| s.starts_with("diagnostics")),
+        "{fault}: no diagnostics in the evidence of {}: {sources:?}",
+        case.node
+    );
+    if case.confirmable {
+        assert!(
+            confidence > 85,
+            "{fault}: confirmed, yet confidence {confidence}: {lines:#?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("diagnostics: ")),
+            "{fault}: the confirming output is among the cause's evidence: {lines:#?}"
+        );
+        assert!(components.iter().any(|c| c == "node-diagnostics"), "{components:?}");
+    } else {
+        assert_eq!(confidence, 85, "{fault}: nothing on the node confirms it: {lines:#?}");
+    }
+}
+
+/// Without `--node-diagnostics` no diagnostics pod is created: the run's pods are the
+/// fixtures only.
+#[test]
+fn without_node_diagnostics_no_privileged_pod_is_created() {
+    let case = CASES.iter().find(|c| c.fault == "kube-proxy-stopped").expect("case");
+    let (diagnosis, components) = diagnosed(case, false);
+    assert!(!components.iter().any(|c| c == "node-diagnostics"), "{components:?}");
+    assert_eq!(diagnosis["node_diagnostics"], false);
+    let (top, confidence, ..) = top_cause(&diagnosis, case.node);
+    assert_eq!((top.as_str(), confidence), (case.cause, 85));
 }
