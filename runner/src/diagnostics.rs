@@ -94,6 +94,11 @@ pub async fn run(
                 "diagnostics",
                 "not run: the node is not Ready, so no pod starts there",
             ));
+        } else if os == SuiteOs::Windows && node.host_process() == Some(false) {
+            items.push(item(
+                "diagnostics",
+                "not run: HostProcess pods need Kubernetes 1.23+ and containerd 1.6+, which this node does not have",
+            ));
         } else if cmds.is_empty() {
             let by_hand: Vec<String> = catalogue
                 .causes
