@@ -193,6 +193,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 nodes.len(),
                 if nodes.len() == 1 { "" } else { "s" }
             ));
+            let gathering = Instant::now();
             evidence = crate::gather::gather(&client, &ns, &nodes).await;
             if plan.node_diagnostics {
                 // What each node is suspected of, from the cells and the evidence so far.
@@ -223,6 +224,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 )
                 .await;
             }
+            say(&format!(
+                "Evidence gathered in {:.1}s",
+                gathering.elapsed().as_secs_f64()
+            ));
         }
         let bundle = match &plan.bundle {
             Some(_) => Some(crate::bundle::collect(&client, &ns).await),
@@ -269,12 +274,19 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     if let Some(baseline) = &plan.baseline {
         report.baseline = Some(report.against(baseline, plan.strict));
     }
-    report.diagnosis = Some(crate::diagnose::diagnose(
-        &report,
-        &plan.causes,
-        evidence,
-        plan.node_diagnostics,
-    ));
+    let inferring = Instant::now();
+    let diagnosis = crate::diagnose::diagnose(&report, &plan.causes, evidence, plan.node_diagnostics);
+    if !diagnosis.is_empty() {
+        say(&format!(
+            "Diagnosis: {} likely cause{}, {} failing cell{} unexplained ({} ms)",
+            diagnosis.causes.len(),
+            if diagnosis.causes.len() == 1 { "" } else { "s" },
+            diagnosis.unexplained.len(),
+            if diagnosis.unexplained.len() == 1 { "" } else { "s" },
+            inferring.elapsed().as_millis()
+        ));
+    }
+    report.diagnosis = Some(diagnosis);
     report.finished_at = Utc::now();
     report.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
     let code = if report.gate_passed(plan.strict) {
