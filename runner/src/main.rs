@@ -215,18 +215,28 @@ fn render(report: &mixcheck_reports::RunReport, output: cli::Output) -> anyhow::
     })
 }
 
-/// `mixcheck report`: a saved run rendered again; the exit code is the run's gate.
-fn report_command(args: &cli::ReportArgs) -> anyhow::Result<exit::Code> {
-    let report = mixcheck_reports::results_json::read(&args.from)?;
-    if let Some(dir) = &args.report_dir {
-        write_reports(&report, dir);
+/// A run that was saved or fetched: written into `report_dir` (if given), rendered to standard
+/// output; the exit code is the run's gate.
+fn show_saved(
+    report: &mixcheck_reports::RunReport,
+    report_dir: Option<&std::path::Path>,
+    output: cli::Output,
+) -> anyhow::Result<exit::Code> {
+    if let Some(dir) = report_dir {
+        write_reports(report, dir);
     }
-    print!("{}", render(&report, args.output)?);
+    print!("{}", render(report, output)?);
     Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
         exit::Code::Failed
     } else {
         exit::Code::Passed
     })
+}
+
+/// `mixcheck report`: a saved run rendered again; the exit code is the run's gate.
+fn report_command(args: &cli::ReportArgs) -> anyhow::Result<exit::Code> {
+    let report = mixcheck_reports::results_json::read(&args.from)?;
+    show_saved(&report, args.report_dir.as_deref(), args.output)
 }
 
 /// `mixcheck diagnose`: a saved run's failing cells diagnosed again, offline, with the
@@ -242,15 +252,7 @@ fn diagnose_command(args: &cli::DiagnoseArgs) -> anyhow::Result<exit::Code> {
         .map(|d| (d.evidence, d.node_diagnostics))
         .unwrap_or_default();
     report.diagnosis = Some(diagnose::diagnose(&report, &causes, evidence, node_diagnostics));
-    if let Some(dir) = &args.report_dir {
-        write_reports(&report, dir);
-    }
-    print!("{}", render(&report, args.output)?);
-    Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
-        exit::Code::Failed
-    } else {
-        exit::Code::Passed
-    })
+    show_saved(&report, args.report_dir.as_deref(), args.output)
 }
 
 /// `mixcheck diff`: two saved runs compared cell by cell; exit 1 when the newer regressed.
@@ -286,15 +288,7 @@ async fn results_command(args: &cli::ResultsArgs) -> anyhow::Result<exit::Code> 
         Err(e) => return Err(e.into()),
     };
     let report = job::results(&target.client, &args.namespace, &args.from_job).await?;
-    if let Some(dir) = &args.report_dir {
-        write_reports(&report, dir);
-    }
-    print!("{}", render(&report, args.output)?);
-    Ok(if report.aborted.is_some() || !report.gate_passed(report.strict) {
-        exit::Code::Failed
-    } else {
-        exit::Code::Passed
-    })
+    show_saved(&report, args.report_dir.as_deref(), args.output)
 }
 
 /// `mixcheck list`: the checks with their rule ids and sources, or the rules no check covers.

@@ -162,21 +162,10 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             say(&format!(
                 "Bundled cluster serving at {server} (in-process, on loopback; it stops with the run)"
             ));
-            let client = kube::Client::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
-                server: server.clone(),
-                context: "bundled".into(),
-                cause: e.to_string(),
-            })?;
-            let target = Target {
-                client,
-                server,
-                report: mixcheck_reports::Target::Bundled {
-                    profile: profile.clone(),
-                },
-                bundled: Some(cluster),
+            let report = mixcheck_reports::Target::Bundled {
+                profile: profile.clone(),
             };
-            target.ping("bundled").await?;
-            Ok(target)
+            Target::open(config, server, "bundled", report, Some(cluster)).await
         }
         TargetSpec::InCluster { kubeconfig } => {
             let config = kube::Config::from_custom_kubeconfig((**kubeconfig).clone(), &KubeConfigOptions::default())
@@ -187,22 +176,11 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
                 })?;
             let server = config.cluster_url.to_string();
             say(&format!("Target: {server} (in-cluster, the pod's service account)"));
-            let client = kube::Client::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
-                server: server.clone(),
+            let report = mixcheck_reports::Target::Kubeconfig {
                 context: "in-cluster".into(),
-                cause: e.to_string(),
-            })?;
-            let target = Target {
-                client,
                 server: server.clone(),
-                report: mixcheck_reports::Target::Kubeconfig {
-                    context: "in-cluster".into(),
-                    server,
-                },
-                bundled: None,
             };
-            target.ping("in-cluster").await?;
-            Ok(target)
+            Target::open(config, server, "in-cluster", report, None).await
         }
         TargetSpec::Kubeconfig { path, context } => {
             let shown = path
@@ -231,27 +209,39 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             let server = config.cluster_url.to_string();
             let context_name = context.clone().unwrap_or_else(|| "current-context".into());
             say(&format!("Target: {server} (context {context_name}, from {shown})"));
-            let client = kube::Client::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
-                server: server.clone(),
+            let report = mixcheck_reports::Target::Kubeconfig {
                 context: context_name.clone(),
-                cause: e.to_string(),
-            })?;
-            let target = Target {
-                client,
                 server: server.clone(),
-                report: mixcheck_reports::Target::Kubeconfig {
-                    context: context_name.clone(),
-                    server,
-                },
-                bundled: None,
             };
-            target.ping(&context_name).await?;
-            Ok(target)
+            Target::open(config, server, &context_name, report, None).await
         }
     }
 }
 
 impl Target {
+    /// A client for `config` with the run's timeouts, checked against the API server.
+    async fn open(
+        config: kube::Config,
+        server: String,
+        context: &str,
+        report: mixcheck_reports::Target,
+        bundled: Option<simcluster::Cluster>,
+    ) -> Result<Target, TargetError> {
+        let client = kube::Client::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
+            server: server.clone(),
+            context: context.to_string(),
+            cause: e.to_string(),
+        })?;
+        let target = Target {
+            client,
+            server,
+            report,
+            bundled,
+        };
+        target.ping(context).await?;
+        Ok(target)
+    }
+
     /// Stops the in-process bundled cluster, if the run started one.
     pub async fn stop(self) {
         if let Some(cluster) = self.bundled {

@@ -3,27 +3,12 @@
 //! are reported; a baseline taken on a cluster whose nodes have other names still matches.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::cli::{mixcheck, text};
+
 const SUITES: &[&str] = &["--suite", "network-flows", "--suite", "dns"];
-
-fn mixcheck(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mixcheck"));
-    cmd.current_dir(dir)
-        .env_remove("KUBECONFIG")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// Runs mixcheck with `args` plus the network suites, its reports into `dir/name`; the exit
 /// code and results.json.

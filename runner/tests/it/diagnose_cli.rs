@@ -4,26 +4,9 @@
 //! file:line:column (exit 2), by `lint` as by `diagnose`; `--bundle` packs the run for a support
 //! ticket without any Secret value.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn mixcheck(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mixcheck"));
-    cmd.current_dir(dir)
-        .env_remove("KUBECONFIG")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::cli::{mixcheck, text};
 
 fn cause_ids(diagnosis: &Value) -> Vec<String> {
     diagnosis["causes"]

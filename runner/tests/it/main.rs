@@ -16,6 +16,7 @@
 //! - `layout` — no module cycles; simcluster's layers
 
 mod baseline_cli;
+mod cli;
 mod diagnose_cli;
 mod faults;
 mod fixture_schemas;
