@@ -9,7 +9,7 @@ mod judge;
 mod node;
 mod request;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -201,13 +201,22 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 so_far.facts = facts.report.clone();
                 so_far.cells = cells.clone();
                 let suspects = crate::diagnose::suspects(&so_far, &plan.causes, &evidence);
+                // Only the nodes the symptoms point at get a privileged pod: the ones a likely
+                // cause is localised to (not every other end of a failing flow).
+                let prelim = crate::diagnose::diagnose(&so_far, &plan.causes, evidence.clone(), false);
+                let pointed: BTreeSet<&str> = prelim
+                    .causes
+                    .iter()
+                    .flat_map(|c| c.nodes.iter().map(String::as_str))
+                    .collect();
                 let on: Vec<_> = facts
                     .nodes
                     .iter()
                     .enumerate()
                     .filter_map(|(i, n)| {
                         let suspected = suspects.get(&n.name).cloned().unwrap_or_default();
-                        (implicated.contains(&n.name) && (!suspected.is_empty() || !n.ready))
+                        let pointed_at = pointed.contains(n.name.as_str()) && !suspected.is_empty();
+                        (implicated.contains(&n.name) && (pointed_at || !n.ready))
                             .then(|| (i, n, crate::diagnose::node_vars(&facts.report, &n.name), suspected))
                     })
                     .collect();
