@@ -157,6 +157,9 @@ impl Cluster {
                     .with_logs(logs.clone()),
             ),
         };
+        let admin = crate::api::authorization::UserInfo::kubeadm_admin(config.topology.version());
+        // The bootstrap ClusterRoles and ClusterRoleBindings, as objects.
+        crate::api::rbac::bootstrap(&store, config.topology.version())?;
         let shared = Arc::new(Shared {
             store: store.clone(),
             logs: logs.clone(),
@@ -168,8 +171,9 @@ impl Cluster {
             token: token.clone(),
             openapi_hash: format!("{:016X}", uuid::Uuid::new_v4().as_u64_pair().0),
             bookmark_interval: config.bookmark_interval,
-            admin: crate::api::authorization::UserInfo::kubeadm_admin(config.topology.version()),
-            authorizer: Arc::new(crate::api::authorization::ClusterAdmin),
+            admin: admin.clone(),
+            // RBAC over the stored roles and bindings; the admin stays cluster-admin.
+            authorizer: Arc::new(crate::api::rbac::Rbac::new(store.clone(), admin)),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);

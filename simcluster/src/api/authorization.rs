@@ -1,12 +1,12 @@
 //! Who a request is and what it may do: the identity behind a bearer token and the authorizer
 //! that answers for it (the seam `SelfSubjectAccessReview` and `SelfSubjectRulesReview` ask).
 //!
-//! Today the cluster has one bearer token, the admin's, bound to `cluster-admin` the way
-//! kubeadm binds its admin: from Kubernetes 1.29 user `kubernetes-admin` in group
-//! `kubeadm:cluster-admins` (allowed by RBAC through the ClusterRoleBinding of that name),
-//! before that the same user in `system:masters` (allowed by the privileged-group authorizer,
-//! which gives no reason). [`ClusterAdmin`] allows everything; an RBAC authorizer evaluating
-//! Roles and bindings per identity can replace it behind [`Authorizer`].
+//! The admin's bearer token is bound to `cluster-admin` the way kubeadm binds its admin: from
+//! Kubernetes 1.29 user `kubernetes-admin` in group `kubeadm:cluster-admins` (allowed by RBAC
+//! through the ClusterRoleBinding of that name), before that the same user in `system:masters`
+//! (allowed by the privileged-group authorizer, which gives no reason). [`ClusterAdmin`] allows
+//! everything; the cluster runs the RBAC authorizer of [`crate::api::rbac`], which answers for
+//! the admin as [`ClusterAdmin`] does and evaluates Roles and bindings for everyone else.
 
 use std::fmt;
 
@@ -34,8 +34,8 @@ impl UserInfo {
     }
 }
 
-const KUBEADM_CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
-const SYSTEM_MASTERS: &str = "system:masters";
+pub(crate) const KUBEADM_CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
+pub(crate) const SYSTEM_MASTERS: &str = "system:masters";
 
 /// What a request wants to do (`authorizer.Attributes` upstream).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +87,8 @@ pub struct Rules {
     pub non_resource_rules: Vec<NonResourceRule>,
     /// The rules may not be all (some authorizer cannot list its rules).
     pub incomplete: bool,
+    /// What went wrong resolving the rules, e.g. a binding to a missing role ("" when nothing).
+    pub evaluation_error: String,
 }
 
 /// Decides requests for identities; RBAC or a webhook would be other implementations.
@@ -96,8 +98,9 @@ pub trait Authorizer: fmt::Debug + Send + Sync {
     fn rules(&self, user: &UserInfo, namespace: &str) -> Rules;
 }
 
-/// The bundled cluster's authorizer: every authenticated identity is the admin, bound to
-/// `cluster-admin`, so every request is allowed.
+/// The admin's authorizer: the kubeconfig's identity is bound to `cluster-admin`, so every
+/// request is allowed, with the reason kubeadm's binding gives. The cluster's RBAC authorizer
+/// ([`crate::api::rbac::Rbac`]) answers for the admin through it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClusterAdmin;
 
@@ -166,6 +169,7 @@ impl Authorizer for ClusterAdmin {
                 },
             ],
             incomplete: false,
+            evaluation_error: String::new(),
         }
     }
 }

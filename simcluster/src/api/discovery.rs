@@ -52,7 +52,7 @@ fn verbs_for_sub(sub: &str) -> &'static [&'static str] {
         "status" => &["get", "patch", "update"],
         "log" => &["get"],
         "exec" => &["create", "get"],
-        "binding" => &["create"],
+        "binding" | "token" => &["create"],
         "finalize" => &["update"],
         "proxy" => &["create", "delete", "get", "patch", "update"],
         "scale" => &["get", "patch", "update"],
@@ -92,6 +92,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
         for sub in r.subresources {
             let kind = match *sub {
                 "binding" => "Binding",
+                "token" => "TokenRequest",
                 "scale" => "Scale",
                 "log" | "exec" | "proxy" => match *sub {
                     "exec" => "PodExecOptions",
@@ -110,6 +111,11 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             // The scale subresource answers in autoscaling/v1, whatever the parent's group.
             if *sub == "scale" {
                 entry["group"] = json!("autoscaling");
+                entry["version"] = json!("v1");
+            }
+            // TokenRequest is an authentication.k8s.io/v1 kind.
+            if *sub == "token" {
+                entry["group"] = json!("authentication.k8s.io");
                 entry["version"] = json!("v1");
             }
             entries.push(entry);
@@ -167,7 +173,36 @@ mod tests {
         );
         assert!(group("apps").is_some());
         assert!(group("batch").is_some());
-        assert!(group("rbac.authorization.k8s.io").is_none());
+        assert!(group("rbac.authorization.k8s.io").is_some());
+        assert!(group("policy").is_none());
         assert!(resource_list("apps", "v2").is_none());
+    }
+
+    #[test]
+    fn rbac_kinds_and_the_token_subresource_are_listed() {
+        let doc = resource_list("rbac.authorization.k8s.io", "v1").expect("rbac");
+        let entries = doc["resources"].as_array().cloned().unwrap_or_default();
+        let names: Vec<(&str, bool)> = entries
+            .iter()
+            .filter_map(|r| Some((r["name"].as_str()?, r["namespaced"].as_bool()?)))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("clusterrolebindings", false),
+                ("clusterroles", false),
+                ("rolebindings", true),
+                ("roles", true)
+            ]
+        );
+        let core = resource_list("", "v1").expect("core");
+        let token = core["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|e| e["name"] == "serviceaccounts/token"))
+            .cloned()
+            .expect("serviceaccounts/token");
+        assert_eq!(token["kind"], "TokenRequest");
+        assert_eq!(token["group"], "authentication.k8s.io");
+        assert_eq!(token["verbs"], json!(["create"]));
     }
 }

@@ -1,20 +1,25 @@
-//! The HTTP front of the bundled cluster: routing, bearer-token authentication, content
-//! negotiation and the Kubernetes path grammar; the verbs live in the submodules.
+//! The HTTP front of the bundled cluster: routing, authentication and authorization of every
+//! request ([`authn`]), content negotiation and the Kubernetes path grammar; the verbs live in
+//! the submodules.
 
 pub mod authorization;
 pub mod discovery;
 pub mod kubeconfig;
 pub mod openapi;
 pub mod protobuf;
+pub mod rbac;
 pub mod table;
 pub mod tls;
 
+mod authn;
 mod exec;
 mod logs;
 mod nodeproxy;
+mod requestinfo;
 mod resource;
 mod reviews;
 mod scale;
+mod token;
 mod watch;
 
 use std::sync::Arc;
@@ -24,7 +29,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
@@ -56,9 +61,9 @@ pub struct Shared {
     pub cluster_version: (u32, u32),
     /// ClusterIP and NodePort allocation.
     pub allocator: Arc<crate::store::allocation::Allocator>,
-    /// Who the bearer token is.
+    /// Who the admin's bearer token is.
     pub admin: UserInfo,
-    /// What identities may do (reviews ask it).
+    /// What identities may do: every request is put to it, and reviews ask it.
     pub authorizer: Arc<dyn Authorizer>,
 }
 
@@ -102,28 +107,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*gv}", get(openapi_document))
         .fallback(dispatch)
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), authn::guard))
         .with_state(state)
-}
-
-async fn authenticate(State(state): State<ApiState>, mut req: Request, next: Next) -> Response {
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    match presented {
-        Some(token) if constant_time_eq(token.as_bytes(), state.token.as_bytes()) => {
-            req.extensions_mut().insert(state.admin.clone());
-            next.run(req).await
-        }
-        _ => ApiError::Unauthorized.into_response(),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn version(State(state): State<ApiState>) -> Response {
@@ -403,19 +388,24 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         verb: verb.into(),
         kind: target.rt.kind.into(),
     };
+    let user = parts
+        .extensions
+        .get::<UserInfo>()
+        .cloned()
+        .ok_or(ApiError::Unauthorized)?;
     if target.rt.create_only() {
         if method != Method::POST || target.name.is_some() {
             return Err(not_allowed(method.as_str()));
         }
-        let user = parts
-            .extensions
-            .get::<UserInfo>()
-            .cloned()
-            .ok_or(ApiError::Unauthorized)?;
         let bytes = read_body(body, &parts.headers).await?;
         return reviews::create(&state, &target, &user, &content_type(&parts.headers), &bytes);
     }
     match (&method, target.name.is_some(), sub) {
+        (&Method::POST, true, Some("token")) => {
+            let bytes = read_body(body, &parts.headers).await?;
+            token::create(&state, &target, &content_type(&parts.headers), &bytes)
+        }
+        (_, true, Some("token")) => Err(not_allowed(method.as_str())),
         (&Method::GET, true, Some("scale")) => scale::get(&state, &target),
         (&Method::PUT, true, Some("scale")) => {
             let bytes = read_body(body, &parts.headers).await?;
@@ -464,7 +454,7 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         }
         (&Method::PATCH, true, None | Some("status")) => {
             let bytes = read_body(body, &parts.headers).await?;
-            resource::patch(&state, &target, &q, &content_type(&parts.headers), &bytes)
+            resource::patch(&state, &target, &user, &q, &content_type(&parts.headers), &bytes)
         }
         (&Method::DELETE, true, None) => {
             let bytes = read_body(body, &parts.headers).await?;
@@ -497,6 +487,27 @@ mod tests {
         Some("d"),
         None
     )]
+    #[case(
+        "/api/v1/namespaces/x/serviceaccounts/sa/token",
+        "serviceaccounts",
+        Some("x"),
+        Some("sa"),
+        Some("token")
+    )]
+    #[case(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/x/rolebindings/b",
+        "rolebindings",
+        Some("x"),
+        Some("b"),
+        None
+    )]
+    #[case(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/view",
+        "clusterroles",
+        None,
+        Some("view"),
+        None
+    )]
     fn paths(
         #[case] path: &str,
         #[case] plural: &str,
@@ -520,7 +531,8 @@ mod tests {
     #[case("/api/v1/widgets")]
     #[case("/api/v1/pods/p")]
     #[case("/api/v1/namespaces/a/pods/p/teleport")]
-    #[case("/apis/rbac.authorization.k8s.io")]
+    #[case("/apis/policy")]
+    #[case("/api/v1/namespaces/a/configmaps/c/token")]
     #[case("/apis/apps/v1/namespaces//deployments")]
     #[case("/nonsense")]
     fn unknown_paths(#[case] path: &str) {

@@ -46,7 +46,9 @@ pub fn index(hash: &str) -> Value {
 /// The schema name (`io.k8s.api.core.v1.Pod`) of a served kind, registering its schema and
 /// everything it references with the generator; None for a kind without a type.
 fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
-    use k8s_openapi::api::{apps, authorization, autoscaling, batch, coordination, core, discovery, node};
+    use k8s_openapi::api::{
+        apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac,
+    };
     fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<String> {
         generator.subschema_for::<T>();
         Some(T::schema_name().into_owned())
@@ -75,6 +77,11 @@ fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
             add::<authorization::v1::SelfSubjectRulesReview>(generator)
         }
         ("autoscaling", "Scale") => add::<autoscaling::v1::Scale>(generator),
+        ("authentication.k8s.io", "TokenRequest") => add::<authentication::v1::TokenRequest>(generator),
+        ("rbac.authorization.k8s.io", "Role") => add::<rbac::v1::Role>(generator),
+        ("rbac.authorization.k8s.io", "ClusterRole") => add::<rbac::v1::ClusterRole>(generator),
+        ("rbac.authorization.k8s.io", "RoleBinding") => add::<rbac::v1::RoleBinding>(generator),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => add::<rbac::v1::ClusterRoleBinding>(generator),
         _ => None,
     }
 }
@@ -86,11 +93,10 @@ fn schemas() -> &'static Map<String, Value> {
     SCHEMAS.get_or_init(|| {
         let mut generator = SchemaSettings::openapi3().into_generator();
         let mut kinds: Vec<(String, Value)> = Vec::new();
-        let gvks =
-            resources::all()
-                .iter()
-                .map(|r| (r.group, r.version, r.kind))
-                .chain([("autoscaling", "v1", "Scale")]);
+        let gvks = resources::all().iter().map(|r| (r.group, r.version, r.kind)).chain([
+            ("autoscaling", "v1", "Scale"),
+            ("authentication.k8s.io", "v1", "TokenRequest"),
+        ]);
         for (group, version, kind) in gvks {
             if let Some(name) = register(&mut generator, group, kind) {
                 kinds.push((name, json!([{"group": group, "version": version, "kind": kind}])));
@@ -153,7 +159,7 @@ fn registry_schema_name(group: &str, kind: &str) -> Option<String> {
             resources::all()
                 .iter()
                 .map(|r| (r.group, r.kind))
-                .chain([("autoscaling", "Scale")])
+                .chain([("autoscaling", "Scale"), ("authentication.k8s.io", "TokenRequest")])
                 .filter_map(|(g, k)| register(&mut generator, g, k).map(|n| ((g.to_string(), k.to_string()), n)))
                 .collect()
         })
@@ -219,6 +225,13 @@ pub fn document(gv: &str) -> Option<Value> {
                 "delete": operation(r, "delete", &["dryRun", "gracePeriodSeconds", "propagationPolicy"], gvk),
             }),
         );
+        if r.has_subresource("token") {
+            roots.extend(registry_schema_name("authentication.k8s.io", "TokenRequest"));
+            paths.insert(
+                format!("{collection}/{{name}}/token"),
+                json!({"post": operation(r, "post", WRITE, ("authentication.k8s.io", "v1", "TokenRequest"))}),
+            );
+        }
         for sub in r.subresources.iter().filter(|s| matches!(**s, "status" | "scale")) {
             let sub_gvk = if *sub == "scale" {
                 roots.extend(registry_schema_name("autoscaling", "Scale"));
@@ -396,7 +409,8 @@ mod tests {
             }
         }
         assert!(document("apis/batch/v1").is_some());
-        assert!(document("apis/rbac.authorization.k8s.io/v1").is_none());
+        assert!(document("apis/rbac.authorization.k8s.io/v1").is_some());
+        assert!(document("apis/policy/v1").is_none());
         assert!(document("garbage").is_none());
     }
 

@@ -1,8 +1,10 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) for
 //! the kinds whose objects `kubectl create` sends that way: Namespace, ConfigMap, Secret,
-//! ServiceAccount and Service, and the reviews `kubectl auth can-i` sends
-//! (SelfSubjectAccessReview, SelfSubjectRulesReview). The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message
-//! whose `raw` field holds the object; field numbers follow the upstream `generated.proto`.
+//! ServiceAccount and Service, the RBAC kinds (`kubectl create role|clusterrole|rolebinding|
+//! clusterrolebinding`), the TokenRequest of `kubectl create token`, and the reviews `kubectl
+//! auth can-i` sends (SelfSubjectAccessReview, SelfSubjectRulesReview). The envelope is the magic
+//! `k8s\0` followed by a `runtime.Unknown` message whose `raw` field holds the object; field
+//! numbers follow the upstream `generated.proto`.
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -13,7 +15,7 @@ pub enum ProtobufError {
     #[error("the protobuf body is malformed: {0}")]
     Malformed(&'static str),
     #[error(
-        "protobuf request bodies are supported for Namespace, ConfigMap, Secret, ServiceAccount, Service and the self-subject reviews only, not {0}; send JSON or YAML instead"
+        "protobuf request bodies are supported for Namespace, ConfigMap, Secret, ServiceAccount, Service, the RBAC kinds, TokenRequest and the self-subject reviews only, not {0}; send JSON or YAML instead"
     )]
     UnsupportedKind(String),
 }
@@ -271,6 +273,64 @@ fn access_review_spec(b: &[u8]) -> Result<Value, ProtobufError> {
     Ok(Value::Object(spec))
 }
 
+/// The repeated string fields of a message, by field number, into lists under `names`.
+fn string_lists(b: &[u8], names: &[(u64, &str)]) -> Result<Map<String, Value>, ProtobufError> {
+    let mut obj = Map::new();
+    for (n, w) in fields(b)? {
+        if let Some((_, name)) = names.iter().find(|(m, _)| *m == n) {
+            push(&mut obj, name, json!(text(bytes_of(&w)?)?));
+        }
+    }
+    Ok(obj)
+}
+
+/// `TokenRequestSpec` (`authentication/v1/generated.proto`).
+fn token_request_spec(b: &[u8]) -> Result<Value, ProtobufError> {
+    let mut spec = string_lists(b, &[(1, "audiences")])?;
+    for (n, w) in fields(b)? {
+        match n {
+            3 => {
+                let names = [(1, "kind"), (2, "apiVersion"), (3, "name"), (4, "uid")];
+                spec.insert("boundObjectRef".into(), strings(bytes_of(&w)?, &names)?);
+            }
+            4 => _ = spec.insert("expirationSeconds".into(), int(&w)),
+            _ => {}
+        }
+    }
+    Ok(Value::Object(spec))
+}
+
+/// The fields of an RBAC object or a TokenRequest (`rbac/v1`, `authentication/v1`).
+fn other_kind(kind: &str, raw: &[u8], obj: &mut Map<String, Value>) -> Result<(), ProtobufError> {
+    for (n, w) in fields(raw)? {
+        let b = || bytes_of(&w);
+        match (kind, n) {
+            (_, 1) => _ = obj.insert("metadata".into(), object_meta(b()?)?),
+            ("Role" | "ClusterRole", 2) => {
+                let names = [
+                    (1, "verbs"),
+                    (2, "apiGroups"),
+                    (3, "resources"),
+                    (4, "resourceNames"),
+                    (5, "nonResourceURLs"),
+                ];
+                push(obj, "rules", Value::Object(string_lists(b()?, &names)?));
+            }
+            ("RoleBinding" | "ClusterRoleBinding", 2) => {
+                let names = [(1, "kind"), (2, "apiGroup"), (3, "name"), (4, "namespace")];
+                push(obj, "subjects", strings(b()?, &names)?);
+            }
+            ("RoleBinding" | "ClusterRoleBinding", 3) => {
+                let names = [(1, "apiGroup"), (2, "kind"), (3, "name")];
+                obj.insert("roleRef".into(), strings(b()?, &names)?);
+            }
+            ("TokenRequest", 2) => _ = obj.insert("spec".into(), token_request_spec(b()?)?),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Decodes a protobuf request body into the JSON object it encodes.
 pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let envelope = body
@@ -295,6 +355,16 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
     let mut obj = Map::new();
     obj.insert("apiVersion".into(), json!(api_version));
     obj.insert("kind".into(), json!(kind));
+    let rbac = api_version == "rbac.authorization.k8s.io/v1"
+        && matches!(
+            kind.as_str(),
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"
+        );
+    let token_request = api_version == "authentication.k8s.io/v1" && kind == "TokenRequest";
+    if rbac || token_request {
+        other_kind(&kind, raw, &mut obj)?;
+        return Ok(Value::Object(obj));
+    }
     let core = api_version == "v1";
     let review = api_version == "authorization.k8s.io/v1"
         && matches!(kind.as_str(), "SelfSubjectAccessReview" | "SelfSubjectRulesReview");
@@ -467,11 +537,65 @@ mod tests {
         assert_eq!(obj["spec"], json!({"namespace": "default"}));
     }
 
+    #[test]
+    fn token_request_as_kubectl_create_token_sends_it() {
+        let bound = [field(1, b"Pod"), field(2, b"v1"), field(3, b"p")].concat();
+        let spec = [
+            field(1, b"https://kubernetes.default.svc.cluster.local"),
+            field(1, b"vault"),
+            field(3, &bound),
+            varint_field(4, 7200),
+        ]
+        .concat();
+        let raw = [field(1, &[]), field(2, &spec), field(3, &[])].concat();
+        let obj = decode(&envelope("authentication.k8s.io/v1", "TokenRequest", &raw)).expect("token request");
+        assert_eq!(
+            obj["spec"],
+            json!({"audiences": ["https://kubernetes.default.svc.cluster.local", "vault"],
+                "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p"}, "expirationSeconds": 7200})
+        );
+    }
+
+    #[test]
+    fn rbac_objects_as_kubectl_create_sends_them() {
+        let rule = [
+            field(1, b"get"),
+            field(1, b"list"),
+            field(2, b""),
+            field(3, b"pods"),
+            field(4, b"p1"),
+        ]
+        .concat();
+        let raw = [field(1, &field(1, b"reader")), field(2, &rule)].concat();
+        let obj = decode(&envelope("rbac.authorization.k8s.io/v1", "ClusterRole", &raw)).expect("role");
+        assert_eq!(
+            obj["rules"],
+            json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p1"]}])
+        );
+        let subject = [field(1, b"ServiceAccount"), field(3, b"sa"), field(4, b"ns")].concat();
+        let role_ref = [
+            field(1, b"rbac.authorization.k8s.io"),
+            field(2, b"ClusterRole"),
+            field(3, b"reader"),
+        ]
+        .concat();
+        let raw = [field(1, &field(1, b"b")), field(2, &subject), field(3, &role_ref)].concat();
+        let obj = decode(&envelope("rbac.authorization.k8s.io/v1", "RoleBinding", &raw)).expect("binding");
+        assert_eq!(
+            obj["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}])
+        );
+        assert_eq!(
+            obj["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"})
+        );
+    }
+
     #[rstest]
     #[case::no_magic(b"{}".to_vec(), "magic")]
     #[case::truncated([MAGIC.to_vec(), vec![0x0a, 0x05, 0x01]].concat(), "past the end")]
     #[case::bad_varint([MAGIC.to_vec(), vec![0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]].concat(), "varint")]
-    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret, ServiceAccount, Service and the self-subject reviews")]
+    #[case::deployment(envelope("apps/v1", "Deployment", &field(1, &field(1, b"d"))), "Namespace, ConfigMap, Secret, ServiceAccount, Service, the RBAC kinds, TokenRequest and the self-subject reviews")]
     fn bad_bodies(#[case] body: Vec<u8>, #[case] needle: &str) {
         let err = decode(&body).expect_err("rejected");
         assert!(err.to_string().contains(needle), "{err}");

@@ -6,6 +6,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::{ApiState, Format, Query, Target, decode_object, json_response, json_value};
+use crate::api::authorization::{Attributes, UserInfo};
 use crate::store::api_error::{ApiError, Cause};
 use crate::store::patch::{self, PatchError};
 use crate::store::resources::{self, ResourceType};
@@ -348,13 +349,20 @@ fn patch_failed(rt: &ResourceType, name: &str, e: PatchError) -> ApiError {
     }
 }
 
-pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+pub(crate) fn patch(
+    state: &ApiState,
+    t: &Target,
+    user: &UserInfo,
+    q: &Query,
+    ct: &str,
+    bytes: &[u8],
+) -> Result<Response, ApiError> {
     reject_dry_run(q)?;
     let kind = patch_type(ct)?;
     let rt = t.rt;
     let obj_name = name(t).to_string();
     if kind == PatchType::Apply {
-        return server_side_apply(state, t, q, ct, bytes);
+        return server_side_apply(state, t, user, q, ct, bytes);
     }
     if q.get("force").is_some() {
         return Err(ApiError::BadRequest("force may only be set for apply patches".into()));
@@ -399,9 +407,41 @@ pub(crate) fn patch(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[
     Ok(with_warnings(object_response(StatusCode::OK, &updated), &warnings))
 }
 
+/// An apply that creates the object needs `create` as well as the `patch` the request was
+/// authorized for (upstream's `withAuthorization` of the create-on-update path; its message is
+/// the authorizer's reason alone, so usually `pods "p" is forbidden: `).
+fn authorize_create(state: &ApiState, t: &Target, user: &UserInfo, name: &str) -> Result<(), ApiError> {
+    let create = Attributes::Resource {
+        verb: "create".into(),
+        group: t.rt.group.into(),
+        version: t.rt.version.into(),
+        resource: t.rt.plural.into(),
+        subresource: String::new(),
+        namespace: t.ns().into(),
+        name: name.into(),
+    };
+    let d = state.authorizer.authorize(user, &create);
+    if d.allowed {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden {
+        group: t.rt.group.into(),
+        resource: t.rt.plural.into(),
+        name: name.into(),
+        reason: d.reason,
+    })
+}
+
 /// Server-side apply: creates the object when absent, otherwise merges the applied
 /// configuration into it (keyed lists merge by their keys). Field ownership is not tracked.
-fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &[u8]) -> Result<Response, ApiError> {
+fn server_side_apply(
+    state: &ApiState,
+    t: &Target,
+    user: &UserInfo,
+    q: &Query,
+    ct: &str,
+    bytes: &[u8],
+) -> Result<Response, ApiError> {
     let rt = t.rt;
     if q.get("fieldManager").is_none_or(str::is_empty) {
         return Err(ApiError::Invalid {
@@ -448,6 +488,7 @@ fn server_side_apply(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
         match result {
             Ok(updated) => return Ok(with_warnings(object_response(StatusCode::OK, &updated), &warnings)),
             Err(ApiError::NotFound { .. }) if p == Part::Main => {
+                authorize_create(state, t, user, &obj_name)?;
                 let mut obj = applied.clone();
                 if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.insert("name".into(), json!(obj_name));

@@ -118,11 +118,15 @@ fn rules_status(rules: &Rules) -> Value {
         .iter()
         .map(|r| json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}))
         .collect();
-    json!({
+    let mut status = json!({
         "resourceRules": resource_rules,
         "nonResourceRules": non_resource_rules,
         "incomplete": rules.incomplete,
-    })
+    });
+    if !rules.evaluation_error.is_empty() {
+        status["evaluationError"] = json!(rules.evaluation_error);
+    }
+    status
 }
 
 #[cfg(test)]

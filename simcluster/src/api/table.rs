@@ -143,6 +143,19 @@ fn columns(printer: Printer) -> &'static [Column] {
                 ]
             }
         }
+        Printer::Role => const { &[col("Name", "string", 0), col("Created At", "date", 0)] },
+        Printer::RoleBinding => {
+            const {
+                &[
+                    col("Name", "string", 0),
+                    col("Role", "string", 0),
+                    col("Age", "string", 0),
+                    col("Users", "string", 1),
+                    col("Groups", "string", 1),
+                    col("ServiceAccounts", "string", 1),
+                ]
+            }
+        }
         Printer::Generic => const { &[col("Name", "string", 0), col("Age", "string", 0)] },
     }
 }
@@ -480,6 +493,35 @@ fn cells(printer: Printer, v: &Value, now: DateTime<Utc>) -> Vec<Value> {
             ]
         }
         Printer::Namespace => vec![name, json!(json::str(v, "/status/phase")), json!(age(v, now))],
+        Printer::Role => vec![name, json!(json::str(v, "/metadata/creationTimestamp"))],
+        Printer::RoleBinding => {
+            let role = format!("{}/{}", json::str(v, "/roleRef/kind"), json::str(v, "/roleRef/name"));
+            let subjects: Vec<&Value> = v
+                .get("subjects")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            let of_kind = |kind: &str| -> String {
+                subjects
+                    .iter()
+                    .filter(|s| json::str(s, "/kind") == kind)
+                    .map(|s| match kind {
+                        "ServiceAccount" => format!("{}/{}", json::str(s, "/namespace"), json::str(s, "/name")),
+                        _ => json::str(s, "/name").to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            vec![
+                name,
+                json!(role),
+                json!(age(v, now)),
+                json!(of_kind("User")),
+                json!(of_kind("Group")),
+                json!(of_kind("ServiceAccount")),
+            ]
+        }
         Printer::Generic => vec![name, json!(age(v, now))],
     }
 }

@@ -98,7 +98,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     BadRequest(String),
-    #[error("{} {name:?} is forbidden: {reason}", qualified(.resource, .group))]
+    /// `pods "p" is forbidden: …`; without a name `pods is forbidden: …`, and without a
+    /// resource (a non-resource URL) `forbidden: …`, as `NewForbidden` words them.
+    #[error("{}", forbidden(.resource, .group, .name, .reason))]
     Forbidden {
         group: String,
         resource: String,
@@ -129,6 +131,16 @@ fn qualified(resource: &str, group: &str) -> String {
         resource.to_string()
     } else {
         format!("{resource}.{group}")
+    }
+}
+
+fn forbidden(resource: &str, group: &str, name: &str, reason: &str) -> String {
+    if resource.is_empty() {
+        format!("forbidden: {reason}")
+    } else if name.is_empty() {
+        format!("{} is forbidden: {reason}", qualified(resource, group))
+    } else {
+        format!("{} {name:?} is forbidden: {reason}", qualified(resource, group))
     }
 }
 
@@ -204,10 +216,19 @@ impl ApiError {
             | Self::Conflict { group, resource, name }
             | Self::Precondition {
                 group, resource, name, ..
-            }
-            | Self::Forbidden {
-                group, resource, name, ..
             } => Some(json!({"name": name, "group": group, "kind": resource})),
+            // Upstream leaves out the empty fields (`"details":{"kind":"pods"}`).
+            Self::Forbidden {
+                group, resource, name, ..
+            } => {
+                let mut d = serde_json::Map::new();
+                for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+                    if !v.is_empty() {
+                        d.insert(k.into(), json!(v));
+                    }
+                }
+                Some(Value::Object(d))
+            }
             Self::Invalid {
                 group,
                 kind,
@@ -255,6 +276,18 @@ mod tests {
         422, "Invalid", r#"Pod "p" is invalid: spec.containers[0].image: Required value"#
     )]
     #[case(ApiError::UnsupportedMediaType("x".into()), 415, "UnsupportedMediaType", "x")]
+    #[case(
+        ApiError::Forbidden { group: "".into(), resource: "pods".into(), name: "".into(), reason: "no".into() },
+        403, "Forbidden", "pods is forbidden: no"
+    )]
+    #[case(
+        ApiError::Forbidden { group: "apps".into(), resource: "deployments".into(), name: "d".into(), reason: "no".into() },
+        403, "Forbidden", r#"deployments.apps "d" is forbidden: no"#
+    )]
+    #[case(
+        ApiError::Forbidden { group: "".into(), resource: "".into(), name: "".into(), reason: "no".into() },
+        403, "Forbidden", "forbidden: no"
+    )]
     #[case(ApiError::Expired { requested: 3, oldest: 9 }, 410, "Expired", "too old resource version: 3 (9)")]
     fn status_shape(#[case] err: ApiError, #[case] code: u16, #[case] reason: &str, #[case] message: &str) {
         let status = err.to_status();
@@ -263,6 +296,24 @@ mod tests {
         assert_eq!(status["code"], code);
         assert_eq!(status["reason"], reason);
         assert_eq!(status["message"], message);
+    }
+
+    #[test]
+    fn forbidden_details_leave_out_empty_fields() {
+        let err = ApiError::Forbidden {
+            group: String::new(),
+            resource: "pods".into(),
+            name: String::new(),
+            reason: "x".into(),
+        };
+        assert_eq!(err.to_status()["details"], json!({"kind": "pods"}));
+        let err = ApiError::Forbidden {
+            group: String::new(),
+            resource: String::new(),
+            name: String::new(),
+            reason: "x".into(),
+        };
+        assert_eq!(err.to_status()["details"], json!({}));
     }
 
     #[test]

@@ -113,6 +113,7 @@ pub fn on_write(rt: &ResourceType, v: &mut Value) {
             }
         }
         "Secret" => secret_string_data(obj),
+        "RoleBinding" | "ClusterRoleBinding" => crate::store::rbac::defaults(rt, obj),
         _ => {}
     }
 }

@@ -10,8 +10,10 @@ pub mod api_error;
 pub mod defaults;
 pub mod patch;
 pub mod pod_validation;
+pub mod rbac;
 pub mod resources;
 pub mod selector;
+pub mod tokens;
 pub mod validation;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -259,6 +261,8 @@ pub struct Store {
     /// The latest resourceVersion, for subscribers waiting on the history.
     latest: watch::Sender<u64>,
     config: StoreConfig,
+    /// The service-account tokens issued so far (they are not API objects).
+    tokens: tokens::TokenBook,
 }
 
 impl Default for Store {
@@ -305,7 +309,13 @@ impl Store {
             inner: RwLock::new(Inner::default()),
             latest,
             config,
+            tokens: tokens::TokenBook::default(),
         }
+    }
+
+    /// The service-account tokens this cluster issued.
+    pub fn tokens(&self) -> &tokens::TokenBook {
+        &self.tokens
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
@@ -505,6 +515,7 @@ impl Store {
         restore_identity(rt, old.value(), &mut next);
         if part == Part::Main {
             defaults::on_write(rt, &mut next);
+            rbac::check_update(rt, old.value(), &next)?;
         }
         if rt.has_spec && old.value().get("spec") != next.get("spec") {
             let generation = old

@@ -13,6 +13,10 @@ pub enum Printer {
     Job,
     Event,
     Namespace,
+    /// Roles and ClusterRoles: `NAME CREATED AT`.
+    Role,
+    /// RoleBindings and ClusterRoleBindings: `NAME ROLE AGE` (wide: users, groups, service accounts).
+    RoleBinding,
     Generic,
 }
 
@@ -151,7 +155,7 @@ static RESOURCES: &[ResourceType] = &[
     resource!("", "v1", "configmaps", "configmap", "ConfigMap", true,
         short: ["cm"], cat: [], sub: [], spec: false, fields: [], printer: Generic),
     resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true,
-        short: ["sa"], cat: [], sub: [], spec: false, fields: [], printer: Generic),
+        short: ["sa"], cat: [], sub: ["token"], spec: false, fields: [], printer: Generic),
     resource!("", "v1", "events", "event", "Event", true,
         short: ["ev"], cat: [], sub: [], spec: false,
         fields: ["involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
@@ -180,6 +184,15 @@ static RESOURCES: &[ResourceType] = &[
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic, verbs: CREATE_ONLY),
     resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
+    resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+        "ClusterRoleBinding", false,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: RoleBinding),
+    resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: Role),
+    resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", true,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: RoleBinding),
+    resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: Role),
 ];
 
 /// Every served resource.
@@ -263,8 +276,13 @@ mod tests {
     fn groups_are_listed_once() {
         let groups = groups();
         assert!(groups.iter().any(|(g, v)| *g == "apps" && v == &["v1"]));
-        assert_eq!(groups.len(), 6);
+        assert_eq!(groups.len(), 7);
         assert!(groups.iter().any(|(g, v)| *g == "batch" && v == &["v1"]));
+        assert!(
+            groups
+                .iter()
+                .any(|(g, v)| *g == "rbac.authorization.k8s.io" && v == &["v1"])
+        );
     }
 
     #[test]

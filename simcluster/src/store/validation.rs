@@ -17,18 +17,27 @@ enum NameRule {
     Subdomain,
     Label,
     Dns1035,
+    /// RBAC objects: any name usable as a URL path segment (`system:basic-user`).
+    PathSegment,
 }
 
 fn name_rule(rt: &ResourceType) -> NameRule {
     match rt.kind {
         "Namespace" => NameRule::Label,
         "Service" => NameRule::Dns1035,
+        "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => NameRule::PathSegment,
         _ => NameRule::Subdomain,
     }
 }
 
 fn check_name(name: &str, rule: NameRule, field: &str, causes: &mut Vec<Cause>) {
     let (ok, msg, max) = match rule {
+        NameRule::PathSegment => {
+            for msg in crate::store::rbac::path_segment_problems(name) {
+                causes.push(Cause::invalid(field, name, msg));
+            }
+            return;
+        }
         NameRule::Subdomain => (is_dns_subdomain(name), SUBDOMAIN_MSG, 253),
         NameRule::Label => (is_dns_label(name), LABEL_MSG, 63),
         NameRule::Dns1035 => (is_dns1035_label(name), DNS1035_MSG, 63),
@@ -67,6 +76,9 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         "Deployment" | "ReplicaSet" | "DaemonSet" => workload(obj, &mut causes),
         "Job" => job(obj, &mut causes),
         "Service" => service(obj, &mut causes),
+        "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
+            crate::store::rbac::validate(rt, obj, &mut causes);
+        }
         "ConfigMap" | "Secret" => {
             for field in ["data", "binaryData"] {
                 if let Some(map) = obj.get(field).and_then(Value::as_object) {

@@ -10,6 +10,7 @@
 //! - `faults` — kubelet-side node faults and the node log proxy
 //! - `network_faults` — network node faults seen from exec'd commands
 //! - `robustness` — bad input never panics
+//! - `rbac` — deploy/rbac.yaml, TokenRequest tokens, RBAC enforcement and its 403s, impersonation
 //! - `kubectl` — the real kubectl CLI (ignored without kubectl)
 
 mod common;
@@ -21,6 +22,7 @@ mod kube_system;
 mod kubectl;
 mod network_faults;
 mod nodes;
+mod rbac;
 mod robustness;
 mod services;
 mod volumes;
