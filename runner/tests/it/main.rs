@@ -9,6 +9,7 @@
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
 //! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
+//! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
 //! - `seed_network` — the seed guide's network validation with kubectl (ignored without it)
 //! - `fixture_schemas` — fixtures against the Kubernetes schemas (ignored without
@@ -23,6 +24,7 @@ mod fixture_schemas;
 mod job_cli;
 mod layout;
 mod profiles;
+mod rbac_cli;
 mod reports_cli;
 mod run_cli;
 mod seed_network;

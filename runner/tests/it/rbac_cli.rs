@@ -1,0 +1,203 @@
+//! Least privilege against the bundled cluster (which enforces RBAC for service-account
+//! tokens): `deploy/rbac.yaml` applied, a token minted for its ServiceAccount (TokenRequest),
+//! `mixcheck run --kubeconfig` with that token gets the same verdicts as with the admin's; with
+//! one rule taken out of the ClusterRole, the preflight names the missing permission and exits
+//! 3 before it creates anything.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::Value;
+
+use crate::cli::{mixcheck, text};
+use crate::run_cli::Serve;
+
+const RBAC: &str = include_str!("../../../deploy/rbac.yaml");
+
+async fn admin(kubeconfig: &str) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// Creates every object of deploy/rbac.yaml (or replaces the ClusterRole with `role`).
+async fn apply(client: &kube::Client, role: Option<&ClusterRole>) {
+    let pp = PostParams::default();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(RBAC).expect("deploy/rbac.yaml parses");
+    for doc in docs {
+        match doc["kind"].as_str() {
+            Some("Namespace") => {
+                let ns: Namespace = serde_json::from_value(doc).expect("namespace");
+                Api::<Namespace>::all(client.clone())
+                    .create(&pp, &ns)
+                    .await
+                    .expect("create namespace");
+            }
+            Some("ServiceAccount") => {
+                let sa: ServiceAccount = serde_json::from_value(doc).expect("sa");
+                Api::<ServiceAccount>::namespaced(client.clone(), "mixcheck")
+                    .create(&pp, &sa)
+                    .await
+                    .expect("create serviceaccount");
+            }
+            Some("ClusterRole") => {
+                let parsed: ClusterRole = serde_json::from_value(doc).expect("clusterrole");
+                let role = role.cloned().unwrap_or(parsed);
+                Api::<ClusterRole>::all(client.clone())
+                    .create(&pp, &role)
+                    .await
+                    .expect("create clusterrole");
+            }
+            Some("ClusterRoleBinding") => {
+                let b: ClusterRoleBinding = serde_json::from_value(doc).expect("binding");
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .create(&pp, &b)
+                    .await
+                    .expect("create clusterrolebinding");
+            }
+            other => panic!("deploy/rbac.yaml holds an unexpected kind {other:?}"),
+        }
+    }
+}
+
+/// A kubeconfig like the admin's, authenticated by a fresh token of the ServiceAccount.
+async fn service_account_kubeconfig(client: &kube::Client, admin_kubeconfig: &str, out: &Path) {
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let minted = Api::<ServiceAccount>::namespaced(client.clone(), "mixcheck")
+        .create_token_request("mixcheck", &PostParams::default(), &request)
+        .await
+        .expect("TokenRequest");
+    let token = minted.status.expect("status").token;
+    let mut kc = kube::config::Kubeconfig::read_from(admin_kubeconfig).expect("kubeconfig");
+    for user in &mut kc.auth_infos {
+        if let Some(info) = user.auth_info.as_mut() {
+            info.token = Some(token.clone().into());
+        }
+    }
+    // JSON is YAML: kubeconfig readers take it.
+    let mut v = serde_json::to_value(&kc).expect("kubeconfig json");
+    for user in v["users"].as_array_mut().into_iter().flatten() {
+        user["user"]["token"] = token.clone().into();
+    }
+    std::fs::write(out, serde_json::to_string_pretty(&v).expect("json")).expect("write kubeconfig");
+}
+
+fn verdicts(report: &Value) -> BTreeMap<String, String> {
+    report["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap_or_default().to_string(),
+                c["verdict"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn run(dir: &Path, kubeconfig: &str, name: &str) -> (Option<i32>, String, Option<Value>) {
+    let out = mixcheck(dir)
+        .args(["run", "--quiet", "--kubeconfig", kubeconfig, "--report-dir", name])
+        .output()
+        .expect("run");
+    let report = std::fs::read_to_string(dir.join(name).join("results.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    (out.status.code(), text(&out), report)
+}
+
+#[test]
+fn the_least_privilege_role_runs_everything_and_a_missing_rule_stops_the_run_before_it_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let admin_kc = serve.kubeconfig();
+    let sa_kc = dir.path().join("sa.kubeconfig");
+    let client = runtime.block_on(async {
+        let client = admin(&admin_kc).await;
+        apply(&client, None).await;
+        service_account_kubeconfig(&client, &admin_kc, &sa_kc).await;
+        client
+    });
+    let sa_kc = sa_kc.display().to_string();
+
+    let (admin_code, admin_out, admin_report) = run(dir.path(), &admin_kc, "admin");
+    let (sa_code, sa_out, sa_report) = run(dir.path(), &sa_kc, "sa");
+    let (admin_report, sa_report) = (
+        admin_report.unwrap_or_else(|| panic!("admin run: {admin_out}")),
+        sa_report.unwrap_or_else(|| panic!("service-account run: {sa_out}")),
+    );
+    assert!(sa_report["aborted"].is_null(), "{sa_out}\n{:#}", sa_report["aborted"]);
+    assert_eq!(sa_code, admin_code, "{sa_out}");
+    assert_eq!(
+        verdicts(&sa_report),
+        verdicts(&admin_report),
+        "the same verdicts, cell by cell"
+    );
+
+    // The role without the exec rule: the preflight says so, exits 3, creates nothing.
+    let role: ClusterRole = runtime.block_on(async {
+        let api = Api::<ClusterRole>::all(client.clone());
+        let mut role = api.get("mixcheck").await.expect("clusterrole");
+        role.rules
+            .as_mut()
+            .expect("rules")
+            .retain(|r| !r.resources.iter().flatten().any(|res| res == "pods/exec"));
+        api.replace("mixcheck", &PostParams::default(), &role)
+            .await
+            .expect("replace");
+        role
+    });
+    assert!(
+        !role
+            .rules
+            .iter()
+            .flatten()
+            .any(|r| r.resources.iter().flatten().any(|x| x == "pods/exec")),
+        "the exec rule is gone"
+    );
+    let run_namespaces = || {
+        runtime.block_on(async {
+            Api::<Namespace>::all(client.clone())
+                .list(&ListParams::default().labels("app.kubernetes.io/managed-by=mixcheck"))
+                .await
+                .expect("namespaces")
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect::<std::collections::BTreeSet<String>>()
+        })
+    };
+    let before = run_namespaces();
+    let (code, out, report) = run(dir.path(), &sa_kc, "no-exec");
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("lack permissions") && out.contains("create pods/exec"),
+        "{out}"
+    );
+    assert!(
+        report.is_some_and(|r| !r["aborted"].is_null()),
+        "an aborted run still writes results.json"
+    );
+    // The earlier runs' namespaces may still be terminating; the stopped run added none.
+    let after = run_namespaces();
+    assert!(
+        after.is_subset(&before),
+        "the preflight stopped the run before it created its namespace: {after:?} (before: {before:?})"
+    );
+}
