@@ -103,10 +103,26 @@ fn values_of(secret: &Secret) -> Vec<String> {
     out
 }
 
+/// The values of the Secrets the fixtures apply: known to the run whatever it may list.
+fn fixture_secrets(fixtures: &crate::fixture::Fixtures) -> Vec<String> {
+    let mut out = Vec::new();
+    for doc in fixtures.by_name.values().flat_map(|f| &f.others) {
+        if doc.get("kind").and_then(Value::as_str) != Some("Secret") {
+            continue;
+        }
+        if let Ok(secret) = serde_json::from_value::<Secret>(doc.clone()) {
+            out.extend(values_of(&secret));
+        }
+    }
+    out
+}
+
 /// Reads what the bundle holds of the cluster: the run namespace's objects, the nodes and the
-/// agents of kube-system; and the Secret values to scrub.
-pub async fn collect(client: &kube::Client, ns: &str) -> Collected {
+/// agents of kube-system; and the Secret values to scrub (those of the fixtures the run applied,
+/// and of every Secret it may list).
+pub async fn collect(client: &kube::Client, ns: &str, fixtures: &crate::fixture::Fixtures) -> Collected {
     let mut c = Collected::default();
+    c.secrets.extend(fixture_secrets(fixtures));
     let all = ListParams::default();
     let note = |what: &str, e: String| format!("{what}: {e}");
     macro_rules! add {
