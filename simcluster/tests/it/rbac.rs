@@ -933,6 +933,9 @@ fn kubectl_create_token_and_auth_can_i_follow_the_cluster_role() {
     ] {
         assert!(applied.contains(line), "{line} in {applied}");
     }
+    // The in-cluster Job runs as that ServiceAccount in that namespace.
+    let job = k.ok(&["apply", "-f", &repo_file("deploy/job.yaml").display().to_string()]);
+    assert!(job.contains("job.batch/mixcheck"), "{job}");
     let roles = k.ok(&["get", "clusterroles", "-o", "name"]);
     for role in [
         "cluster-admin",
