@@ -272,20 +272,32 @@ fn diff_command(args: &cli::DiffArgs) -> anyhow::Result<exit::Code> {
     })
 }
 
+/// A real cluster named by a kubeconfig and context, for the commands that read one; an
+/// unreachable one is said and becomes exit code 3.
+async fn real_cluster(
+    kubeconfig: Option<&std::path::PathBuf>,
+    context: Option<&String>,
+) -> anyhow::Result<Result<target::Target, exit::Code>> {
+    let spec = plan::TargetSpec::Kubeconfig {
+        path: kubeconfig.cloned(),
+        context: context.cloned(),
+    };
+    match target::connect(&spec, &|m| eprintln!("{m}")).await {
+        Ok(t) => Ok(Ok(t)),
+        Err(e @ target::TargetError::Unreachable { .. }) => {
+            eprintln!("mixcheck: {e}");
+            Ok(Err(exit::Code::Unreachable))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// `mixcheck results --from-job`: an in-cluster run's results, read from its Job's log and
 /// rendered like `mixcheck report --from`; the exit code is the run's gate.
 async fn results_command(args: &cli::ResultsArgs) -> anyhow::Result<exit::Code> {
-    let spec = plan::TargetSpec::Kubeconfig {
-        path: args.kubeconfig.clone(),
-        context: args.context.clone(),
-    };
-    let target = match target::connect(&spec, &|m| eprintln!("{m}")).await {
+    let target = match real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await? {
         Ok(t) => t,
-        Err(e @ target::TargetError::Unreachable { .. }) => {
-            eprintln!("mixcheck: {e}");
-            return Ok(exit::Code::Unreachable);
-        }
-        Err(e) => return Err(e.into()),
+        Err(code) => return Ok(code),
     };
     let report = job::results(&target.client, &args.namespace, &args.from_job).await?;
     show_saved(&report, args.report_dir.as_deref(), args.output)
@@ -363,17 +375,9 @@ fn images_command(args: &cli::ImagesArgs) -> anyhow::Result<exit::Code> {
 
 /// `mixcheck cleanup`: deletes (or lists) the run namespaces left on a cluster.
 async fn cleanup_command(args: &cli::CleanupArgs) -> anyhow::Result<exit::Code> {
-    let spec = plan::TargetSpec::Kubeconfig {
-        path: args.kubeconfig.clone(),
-        context: args.context.clone(),
-    };
-    let target = match target::connect(&spec, &|m| eprintln!("{m}")).await {
+    let target = match real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await? {
         Ok(t) => t,
-        Err(e @ target::TargetError::Unreachable { .. }) => {
-            eprintln!("mixcheck: {e}");
-            return Ok(exit::Code::Unreachable);
-        }
-        Err(e) => return Err(e.into()),
+        Err(code) => return Ok(code),
     };
     if args.dry_run {
         for (name, phase) in run::leftovers(&target.client).await? {
