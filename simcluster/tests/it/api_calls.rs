@@ -94,15 +94,36 @@ async fn scaling_a_deployment_through_its_scale_subresource() {
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 409, "{s:?}"),
         other => panic!("expected a conflict, got {other:?}"),
     }
-    body["metadata"]["resourceVersion"] = json!(scale.metadata.resource_version);
-    let down = deployments
-        .replace_scale(
-            "web",
-            &PostParams::default(),
-            &serde_json::from_value(body.clone()).expect("scale"),
-        )
-        .await
-        .expect("scaled down");
+    // The controllers keep writing the Deployment's status, so a current resourceVersion can go
+    // stale before the PUT lands: like any client, read again and retry on 409.
+    let mut current = scale.metadata.resource_version;
+    let mut down = None;
+    for _ in 0..20 {
+        body["metadata"]["resourceVersion"] = json!(current);
+        match deployments
+            .replace_scale(
+                "web",
+                &PostParams::default(),
+                &serde_json::from_value(body.clone()).expect("scale"),
+            )
+            .await
+        {
+            Ok(s) => {
+                down = Some(s);
+                break;
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                current = deployments
+                    .get_scale("web")
+                    .await
+                    .expect("scale")
+                    .metadata
+                    .resource_version;
+            }
+            Err(e) => panic!("scaling down: {e}"),
+        }
+    }
+    let down = down.expect("scaled down within 20 tries");
     assert_eq!(down.spec.and_then(|s| s.replicas), Some(1));
     common::eventually("one pod", || async {
         (pods_of(&client, "app=web").await.len() == 1).then_some(())
