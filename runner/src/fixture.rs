@@ -108,6 +108,16 @@ pub fn agnhost_runs_on(node: &ClusterNode) -> bool {
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mixcheck");
 pub const RUN_LABEL: &str = "mixcheck.io/run";
 
+/// Replaces `{{run-id}}` in every string of a fixture object with the run's id (fixtures/README.md).
+pub fn fill_run_id(value: &mut Value, run_id: &str) {
+    match value {
+        Value::String(s) if s.contains("{{run-id}}") => *s = s.replace("{{run-id}}", run_id),
+        Value::Array(items) => items.iter_mut().for_each(|v| fill_run_id(v, run_id)),
+        Value::Object(fields) => fields.values_mut().for_each(|v| fill_run_id(v, run_id)),
+        _ => {}
+    }
+}
+
 /// A bad fixture file (exit code 2): the same shapes as a bad suite file.
 pub use crate::suite::SuiteError as FixtureError;
 
@@ -404,6 +414,9 @@ pub fn stamp(
     registry: Option<&str>,
 ) -> Value {
     let mut p = pod.clone();
+    if let Some(run_id) = labels.get(RUN_LABEL) {
+        fill_run_id(&mut p, run_id);
+    }
     p["metadata"]["name"] = json!(name);
     let meta_labels = p["metadata"]
         .as_object_mut()
@@ -471,6 +484,16 @@ pub fn stamp(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_run_id_fills_every_marker() {
+        let mut v = json!({"stringData": {"value": "at-rest-{{run-id}}"},
+            "spec": {"containers": [{"env": [{"value": "{{run-id}}/{{run-id}}"}]}]}, "n": 1});
+        fill_run_id(&mut v, "ab12");
+        assert_eq!(v["stringData"]["value"], "at-rest-ab12");
+        assert_eq!(v["spec"]["containers"][0]["env"][0]["value"], "ab12/ab12");
+        assert_eq!(v["n"], 1);
+    }
     use mixcheck_reports::Taint;
     use rstest::rstest;
 

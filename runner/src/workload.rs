@@ -137,6 +137,9 @@ impl<'a> Workloads<'a> {
                 .map_err(|e| format!("{kind}: {e}"))?;
             let api: Api<kube::api::DynamicObject> = Api::namespaced_with(self.client.clone(), &self.ns, &ar);
             let mut obj = doc.clone();
+            if let Some(run_id) = self.labels.get(fixture::RUN_LABEL) {
+                fixture::fill_run_id(&mut obj, run_id);
+            }
             if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                 let labels = meta
                     .entry("labels")

@@ -239,7 +239,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             ));
         }
         let bundle = match &plan.bundle {
-            Some(_) => Some(crate::bundle::collect(&client, &ns, fixtures).await),
+            Some(_) => Some(crate::bundle::collect(&client, &ns, &run_id, fixtures).await),
             None => None,
         };
         Ok::<_, String>((cells, evidence, bundle))
