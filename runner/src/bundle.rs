@@ -73,10 +73,10 @@ fn dump<K: serde::Serialize>(items: &[K]) -> Value {
 /// A Secret with its values replaced by their sizes, and without the last-applied annotation
 /// (which holds them too).
 fn redact_secret(secret: &Secret) -> Value {
-    let mut v = dump(std::slice::from_ref(secret))
-        .as_array()
-        .and_then(|a| a.first().cloned())
-        .unwrap_or(Value::Null);
+    let mut v = serde_json::to_value(secret).unwrap_or(Value::Null);
+    if let Some(meta) = v.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
     for field in ["data", "stringData"] {
         if let Some(map) = v.get_mut(field).and_then(Value::as_object_mut) {
             for (_, value) in map.iter_mut() {

@@ -331,36 +331,35 @@ fn candidates<'a>(report: &RunReport, catalogue: &'a Catalogue, evidence: &[Node
     out
 }
 
-/// The causes each implicated node is suspected of (every candidate that explains a failing
-/// cell there, whatever its rank): the ones node diagnostics confirm or refute.
+/// The causes each node a likely cause is localised to is suspected of (every candidate that
+/// explains a failing cell there, whatever its rank): what node diagnostics confirm or refute
+/// there. Nodes no likely cause points at are left out.
 pub fn suspects(
     report: &RunReport,
     catalogue: &Catalogue,
     evidence: &[NodeEvidence],
 ) -> BTreeMap<String, BTreeSet<String>> {
+    let candidates = candidates(report, catalogue, evidence);
+    let (picked, _) = pick(report, &candidates);
+    let pointed: BTreeSet<&str> = picked.iter().map(|(k, _)| candidates[*k].node.as_str()).collect();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for c in candidates(report, catalogue, evidence) {
-        out.entry(c.node).or_default().insert(c.cause.cause.id.clone());
+    for c in candidates.iter().filter(|c| pointed.contains(c.node.as_str())) {
+        out.entry(c.node.clone()).or_default().insert(c.cause.cause.id.clone());
     }
     out
 }
 
-/// The diagnosis of `report` by `catalogue`, with the evidence gathered per node.
-pub fn diagnose(
-    report: &RunReport,
-    catalogue: &Catalogue,
-    evidence: Vec<NodeEvidence>,
-    node_diagnostics: bool,
-) -> Diagnosis {
-    let failing_cells: BTreeSet<usize> = report
+/// Picks candidates greedily — the one that explains most of what is still unexplained,
+/// weighted by confidence, first — so each failing cell is explained once: the picked
+/// candidates (by index) with the cells each explains, and the failing cells left unexplained.
+fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<(usize, Vec<usize>)>, BTreeSet<usize>) {
+    let mut remaining: BTreeSet<usize> = report
         .cells
         .iter()
         .enumerate()
         .filter(|(_, c)| failing(c.verdict))
         .map(|(i, _)| i)
         .collect();
-    let candidates = candidates(report, catalogue, &evidence);
-    let mut remaining = failing_cells.clone();
     let mut picked: Vec<(usize, Vec<usize>)> = Vec::new();
     loop {
         let best = candidates
@@ -386,6 +385,18 @@ pub fn diagnose(
         }
         picked.push((k, explains));
     }
+    (picked, remaining)
+}
+
+/// The diagnosis of `report` by `catalogue`, with the evidence gathered per node.
+pub fn diagnose(
+    report: &RunReport,
+    catalogue: &Catalogue,
+    evidence: Vec<NodeEvidence>,
+    node_diagnostics: bool,
+) -> Diagnosis {
+    let candidates = candidates(report, catalogue, &evidence);
+    let (picked, remaining) = pick(report, &candidates);
     // One entry per cause: the same cause on several nodes is one finding on those nodes.
     let mut order: Vec<String> = Vec::new();
     let mut by_id: BTreeMap<String, Found> = BTreeMap::new();

@@ -9,7 +9,7 @@ mod judge;
 mod node;
 mod request;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -200,23 +200,16 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 let mut so_far = mixcheck_reports::RunReport::new("", "", report.target.clone(), report.started_at);
                 so_far.facts = facts.report.clone();
                 so_far.cells = cells.clone();
+                // Only the nodes a likely cause is localised to get a privileged pod (not every
+                // other end of a failing flow), with the commands of what they are suspected of.
                 let suspects = crate::diagnose::suspects(&so_far, &plan.causes, &evidence);
-                // Only the nodes the symptoms point at get a privileged pod: the ones a likely
-                // cause is localised to (not every other end of a failing flow).
-                let prelim = crate::diagnose::diagnose(&so_far, &plan.causes, evidence.clone(), false);
-                let pointed: BTreeSet<&str> = prelim
-                    .causes
-                    .iter()
-                    .flat_map(|c| c.nodes.iter().map(String::as_str))
-                    .collect();
                 let on: Vec<_> = facts
                     .nodes
                     .iter()
                     .enumerate()
                     .filter_map(|(i, n)| {
                         let suspected = suspects.get(&n.name).cloned().unwrap_or_default();
-                        let pointed_at = pointed.contains(n.name.as_str()) && !suspected.is_empty();
-                        (implicated.contains(&n.name) && (pointed_at || !n.ready))
+                        (implicated.contains(&n.name) && (!suspected.is_empty() || !n.ready))
                             .then(|| (i, n, crate::diagnose::node_vars(&facts.report, &n.name), suspected))
                     })
                     .collect();

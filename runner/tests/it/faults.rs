@@ -594,6 +594,14 @@ const CASES: &[Case] = &[
     },
 ];
 
+/// The case of a fault.
+fn case_of(fault: &str) -> &'static Case {
+    CASES
+        .iter()
+        .find(|c| c.fault == fault)
+        .unwrap_or_else(|| panic!("no case for {fault}"))
+}
+
 fn mixcheck() -> Command {
     Command::new(std::env::var_os("MIXCHECK_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_mixcheck").into()))
 }
@@ -759,10 +767,7 @@ fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
 #[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
 #[case::vxlan_params_mismatch("vxlan-params-mismatch")]
 fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
-    let case = CASES
-        .iter()
-        .find(|c| c.fault == fault)
-        .unwrap_or_else(|| panic!("no case for {fault}"));
+    let case = case_of(fault);
     let clean = case.topology.clean();
     let run = Run::of(case.topology, Some((case.node, case.fault)));
     assert_eq!(
@@ -1031,10 +1036,7 @@ fn top_cause(diagnosis: &Value, node: &str) -> (String, u64, Vec<String>, Vec<St
 #[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
 #[case::vxlan_params_mismatch("vxlan-params-mismatch")]
 fn node_diagnostics_confirm_the_fault_on_its_node(#[case] fault: &str) {
-    let case = CASES
-        .iter()
-        .find(|c| c.fault == fault)
-        .unwrap_or_else(|| panic!("no case for {fault}"));
+    let case = case_of(fault);
     let (diagnosis, components) = diagnosed(case, true);
     let (top, confidence, lines, sources) = top_cause(&diagnosis, case.node);
     assert_eq!(top, case.cause, "{fault}: {diagnosis:#}");
@@ -1062,7 +1064,7 @@ fn node_diagnostics_confirm_the_fault_on_its_node(#[case] fault: &str) {
 /// fixtures only.
 #[test]
 fn without_node_diagnostics_no_privileged_pod_is_created() {
-    let case = CASES.iter().find(|c| c.fault == "kube-proxy-stopped").expect("case");
+    let case = case_of("kube-proxy-stopped");
     let (diagnosis, components) = diagnosed(case, false);
     assert!(!components.iter().any(|c| c == "node-diagnostics"), "{components:?}");
     assert_eq!(diagnosis["node_diagnostics"], false);
