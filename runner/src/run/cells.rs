@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use mixcheck_reports::cell::{Coordinates, Locality, Pool};
 use mixcheck_reports::{Os, Verdict};
 
-use crate::facts::{ClusterFacts, ClusterNode};
-use crate::plan::RunPlan;
-use crate::suite::{Check, Destination, Pairs, Placement, Probe, Protocol, Suite};
+use crate::cluster::facts::{ClusterFacts, ClusterNode};
+use crate::run::plan::RunPlan;
+use crate::catalogue::suite::{Check, Destination, Pairs, Placement, Probe, Protocol, Suite};
 
 /// How many nodes of a pool a workload check (a pod created or exec'd per node) runs on.
 const WORKLOAD_NODES_PER_POOL: usize = 3;
@@ -79,10 +79,10 @@ fn sample_pairs(from: &[usize], to: &[usize], same_node: bool) -> Vec<Pair> {
     out
 }
 
-fn os_of(o: crate::suite::Os) -> Os {
+fn os_of(o: crate::catalogue::suite::Os) -> Os {
     match o {
-        crate::suite::Os::Linux => Os::Linux,
-        crate::suite::Os::Windows => Os::Windows,
+        crate::catalogue::suite::Os::Linux => Os::Linux,
+        crate::catalogue::suite::Os::Windows => Os::Windows,
     }
 }
 
@@ -100,7 +100,7 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
     for (i, n) in &nodes {
         pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(*i);
     }
-    let pools_of = |os: &[crate::suite::Os]| -> Vec<(String, Os, Vec<usize>)> {
+    let pools_of = |os: &[crate::catalogue::suite::Os]| -> Vec<(String, Os, Vec<usize>)> {
         pools
             .iter()
             .filter(|(_, (o, _))| os.iter().any(|x| os_of(*x) == *o))
@@ -111,7 +111,7 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
     for (suite, check) in plan.checks() {
         let m = &check.matrix;
         let from_os = if m.from.is_empty() {
-            vec![crate::suite::Os::Linux, crate::suite::Os::Windows]
+            vec![crate::catalogue::suite::Os::Linux, crate::catalogue::suite::Os::Windows]
         } else {
             m.from.clone()
         };
@@ -243,7 +243,7 @@ fn node_cells<'a>(
     suite: &'a Suite,
     check: &'a Check,
     facts: &ClusterFacts,
-    from_os: &[crate::suite::Os],
+    from_os: &[crate::catalogue::suite::Os],
     protocols: &[Option<Protocol>],
     variants: &[Option<String>],
     unsupported: Option<String>,
@@ -252,7 +252,7 @@ fn node_cells<'a>(
     // Facts cover every node (control planes too); workloads only workers (those not Ready are
     // judged by `not_ready`).
     let all_nodes = matches!(check.probe, Probe::Fact { .. });
-    let oses: Vec<crate::suite::Os> = match (&check.probe, m.to.is_empty()) {
+    let oses: Vec<crate::catalogue::suite::Os> = match (&check.probe, m.to.is_empty()) {
         (Probe::Outside { .. }, false) => m.to.clone(),
         _ => from_os.to_vec(),
     };

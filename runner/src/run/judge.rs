@@ -12,12 +12,12 @@ use mixcheck_reports::evidence::{Evidence, Excerpt};
 use mixcheck_reports::verdict::{Expected, Outcome};
 use mixcheck_reports::{Cell, CellId, Verdict};
 
-use crate::deploy::Deployment;
-use crate::facts::{self, ClusterFacts, ClusterNode};
-use crate::probe;
-use crate::suite::{Placement, Probe, Protocol, Verify};
-use crate::verdict::{self, CellFacts};
-use crate::workload::NotReady;
+use crate::cluster::deploy::Deployment;
+use crate::cluster::facts::{self, ClusterFacts, ClusterNode};
+use crate::probes::transport as probe;
+use crate::catalogue::suite::{Placement, Probe, Protocol, Verify};
+use crate::probes::expectation::{self as verdict, CellFacts};
+use crate::cluster::workload::NotReady;
 
 use super::cells::{CellPlan, Pair};
 use super::node::judge_other;
@@ -57,7 +57,7 @@ pub(super) struct Ctx<'a> {
     /// At most `--concurrency` probes in flight, whatever cells and pairs they belong to.
     pub(super) permits: &'a tokio::sync::Semaphore,
     pub(super) client: kube::Client,
-    pub(super) workloads: &'a crate::workload::Workloads<'a>,
+    pub(super) workloads: &'a crate::cluster::workload::Workloads<'a>,
     pub(super) pods: Api<Pod>,
     pub(super) facts: &'a ClusterFacts,
     pub(super) dep: &'a Deployment,
@@ -71,7 +71,7 @@ pub(super) struct PairJudgement {
     pub(super) reason: Option<String>,
     pub(super) summary: String,
     pub(super) output: Option<probe::Output>,
-    pub(super) class: Option<crate::suite::FailureClass>,
+    pub(super) class: Option<crate::catalogue::suite::FailureClass>,
     pub(super) flaky: bool,
     pub(super) sources: Vec<String>,
     /// A remedy that replaces the check's (the pair was not probed for a reason of its own).
@@ -112,7 +112,7 @@ pub(super) fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Opti
             node.name
         ),
     );
-    j.remedy = Some(crate::triage::NOT_READY.to_string());
+    j.remedy = Some(crate::catalogue::remedies::NOT_READY.to_string());
     Some(j)
 }
 
@@ -212,10 +212,10 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => {
             let own = class
                 .and_then(|c| check.remedy.get(&c))
-                .or_else(|| check.remedy.get(&crate::suite::FailureClass::Any));
+                .or_else(|| check.remedy.get(&crate::catalogue::suite::FailureClass::Any));
             // A pod that never got a sandbox says nothing about the check: the node's remedy.
             let node = match j.verdict {
-                Verdict::Fail | Verdict::Error => crate::triage::sandbox(&j.summary, own.map(String::as_str)),
+                Verdict::Fail | Verdict::Error => crate::catalogue::remedies::sandbox(&j.summary, own.map(String::as_str)),
                 _ => None,
             };
             node.map(str::to_string).or_else(|| own.cloned())
@@ -333,7 +333,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
             // The node failed the variant client while its plain client runs: the variant's
             // own change (hostNetwork, a dnsConfig) is what it refused — a probe result.
             Err(NotReady::Failed(why)) if from.is_some_and(|n| plain_client_runs(ctx, n)) => {
-                let class = crate::suite::FailureClass::PodFailed;
+                let class = crate::catalogue::suite::FailureClass::PodFailed;
                 let outcome = verdict::outcome(e, &probe::Observation::Failed(class));
                 let verdict = verdict::decide(e, &outcome);
                 let mut j = judgement(verdict, why);
@@ -358,9 +358,9 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
         && matches!(
             result,
             probe::Observation::Failed(
-                crate::suite::FailureClass::Refused
-                    | crate::suite::FailureClass::Reset
-                    | crate::suite::FailureClass::Other
+                crate::catalogue::suite::FailureClass::Refused
+                    | crate::catalogue::suite::FailureClass::Reset
+                    | crate::catalogue::suite::FailureClass::Other
             )
         )
     {
@@ -380,7 +380,7 @@ async fn judge_pair(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair) -> PairJudge
                 let own = from.map(|n| n.address.clone()).unwrap_or_default();
                 if seen != own {
                     detail = format!(" (backend saw {seen}, the client is {own})");
-                    result = probe::Observation::Failed(crate::suite::FailureClass::Mismatch);
+                    result = probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch);
                 }
             }
             Verify::OneBackend => {
@@ -458,7 +458,7 @@ fn one_backend(answers: &[probe::Observation]) -> Option<(probe::Observation, St
             seen.len(),
             seen.into_iter().collect::<Vec<_>>().join(", ")
         );
-        (probe::Observation::Failed(crate::suite::FailureClass::Mismatch), why)
+        (probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch), why)
     })
 }
 
@@ -469,7 +469,7 @@ mod tests {
     use mixcheck_reports::Os;
 
     use super::*;
-    use crate::suite::{Destination, Origin, ServiceVariant};
+    use crate::catalogue::suite::{Destination, Origin, ServiceVariant};
 
     fn node(name: &str, ready: bool) -> ClusterNode {
         ClusterNode {
@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn one_backend_is_a_mismatch_only_when_every_request_got_through() {
-        use crate::suite::FailureClass as C;
+        use crate::catalogue::suite::FailureClass as C;
         use probe::Observation::{Failed, Reached};
         let to = |b: &str| Reached(b.to_string());
         assert_eq!(one_backend(&[to("a"), to("a\n"), to("a")]), None);
@@ -548,7 +548,7 @@ mod tests {
         assert!(not_ready(&facts, healthy, &connect).is_none());
         // Facts about the node are still read from the API.
         let fact = Probe::Fact {
-            fact: crate::suite::FactCheck::OsLabels,
+            fact: crate::catalogue::suite::FactCheck::OsLabels,
         };
         assert!(not_ready(&facts, both, &fact).is_none());
     }

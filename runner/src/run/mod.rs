@@ -3,10 +3,10 @@
 //! cluster has, deploy the fixtures, probe with bounded concurrency, judge each cell, write
 //! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
 
-mod audit;
 mod cells;
 mod judge;
 mod node;
+pub mod plan;
 mod request;
 
 use std::collections::BTreeMap;
@@ -18,12 +18,12 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use mixcheck_reports::{Cell, RunReport};
 
-use crate::deploy::{self, Deployment};
-use crate::exit::Code;
-use crate::facts::{self, ClusterFacts};
-use crate::fixture::Fixtures;
-use crate::plan::RunPlan;
-use crate::suite::Probe;
+use crate::cluster::deploy::{self, Deployment};
+use crate::errors::Code;
+use crate::cluster::facts::{self, ClusterFacts};
+use crate::cluster::fixture::Fixtures;
+use crate::run::plan::RunPlan;
+use crate::catalogue::suite::Probe;
 
 use cells::plan_cells;
 use judge::{Ctx, judge_cells};
@@ -33,25 +33,25 @@ pub struct Finished {
     pub code: Code,
     pub report: RunReport,
     /// What `--bundle` collected before cleanup.
-    pub bundle: Option<crate::bundle::Collected>,
+    pub bundle: Option<crate::triage::bundle::Collected>,
 }
 
 /// Runs the plan. Errors before any check become an aborted report with their exit code.
 pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     let started = Utc::now();
     let clock = Instant::now();
-    let progress = crate::progress::Progress::for_stderr(plan.quiet);
+    let progress = crate::cluster::progress::Progress::for_stderr(plan.quiet);
     let say = |m: &str| progress.say(m);
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let placeholder = match &plan.target {
-        crate::plan::TargetSpec::Bundled { profile, .. } => mixcheck_reports::Target::Bundled {
+        crate::cluster::target::TargetSpec::Bundled { profile, .. } => mixcheck_reports::Target::Bundled {
             profile: profile.clone(),
         },
-        crate::plan::TargetSpec::Kubeconfig { context, .. } => mixcheck_reports::Target::Kubeconfig {
+        crate::cluster::target::TargetSpec::Kubeconfig { context, .. } => mixcheck_reports::Target::Kubeconfig {
             context: context.clone().unwrap_or_else(|| "current-context".into()),
             server: String::new(),
         },
-        crate::plan::TargetSpec::InCluster { .. } => mixcheck_reports::Target::Kubeconfig {
+        crate::cluster::target::TargetSpec::InCluster { .. } => mixcheck_reports::Target::Kubeconfig {
             context: "in-cluster".into(),
             server: String::new(),
         },
@@ -72,15 +72,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             bundle: None,
         }
     };
-    let target = match tokio::time::timeout(plan.deadline, crate::target::connect(&plan.target, &say)).await {
+    let target = match tokio::time::timeout(plan.deadline, crate::cluster::target::connect(&plan.target, &say)).await {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => {
-            let code = match e {
-                crate::target::TargetError::Kubeconfig { .. } => Code::Usage,
-                crate::target::TargetError::Bundled(_) => Code::Failed,
-                crate::target::TargetError::Unreachable { .. } => Code::Unreachable,
-            };
-            return abort(report, code, e.to_string());
+            let e = crate::errors::Error::from(e);
+            return abort(report, e.process_exit_code(), e.to_string());
         }
         Err(_) => {
             return abort(
@@ -126,7 +122,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             .map_err(|e| e.to_string())?;
         let cells = plan_cells(plan, &facts);
         let permits = tokio::sync::Semaphore::new(plan.concurrency);
-        let workloads = crate::workload::Workloads::new(
+        let workloads = crate::cluster::workload::Workloads::new(
             client.clone(),
             &ns,
             fixtures,
@@ -149,7 +145,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             .iter()
             .enumerate()
             .partition(|(_, c)| matches!(c.check.probe, Probe::Create { .. }));
-        let bar = progress.bar(crate::progress::Phase::Probe);
+        let bar = progress.bar(crate::cluster::progress::Phase::Probe);
         bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
         let early = judge_cells(&early_ctx, early, plan.concurrency, &bar);
         let later = async {
@@ -183,10 +179,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         results.sort_by_key(|(i, _)| *i);
         let cells: Vec<Cell> = results.into_iter().map(|(_, c)| c).collect();
         // Evidence about the nodes failing cells were observed on, while the fixtures still run.
-        let implicated = crate::diagnose::implicated_nodes(&cells);
+        let implicated = crate::triage::diagnose::implicated_nodes(&cells);
         let mut evidence = Vec::new();
         if !implicated.is_empty() {
-            let nodes: Vec<&crate::facts::ClusterNode> =
+            let nodes: Vec<&crate::cluster::facts::ClusterNode> =
                 facts.nodes.iter().filter(|n| implicated.contains(&n.name)).collect();
             say(&format!(
                 "Gathering evidence about {} node{} with failing cells…",
@@ -194,7 +190,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 if nodes.len() == 1 { "" } else { "s" }
             ));
             let gathering = Instant::now();
-            evidence = crate::gather::gather(&client, &ns, &nodes).await;
+            evidence = crate::triage::evidence::gather(&client, &ns, &nodes).await;
             if plan.node_diagnostics {
                 // What each node is suspected of, from the cells and the evidence so far.
                 let mut so_far = mixcheck_reports::RunReport::new("", "", report.target.clone(), report.started_at);
@@ -202,7 +198,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 so_far.cells = cells.clone();
                 // Only the nodes a likely cause is localised to get a privileged pod (not every
                 // other end of a failing flow), with the commands of what they are suspected of.
-                let suspects = crate::diagnose::suspects(&so_far, &plan.causes, &evidence);
+                let suspects = crate::triage::diagnose::suspects(&so_far, &plan.causes, &evidence);
                 let on: Vec<_> = facts
                     .nodes
                     .iter()
@@ -210,10 +206,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                     .filter_map(|(i, n)| {
                         let suspected = suspects.get(&n.name).cloned().unwrap_or_default();
                         (implicated.contains(&n.name) && (!suspected.is_empty() || !n.ready))
-                            .then(|| (i, n, crate::diagnose::node_vars(&facts.report, &n.name), suspected))
+                            .then(|| (i, n, crate::triage::diagnose::node_vars(&facts.report, &n.name), suspected))
                     })
                     .collect();
-                crate::diagnostics::run(
+                crate::triage::diagnostics::run(
                     &client,
                     &ns,
                     &deploy::run_labels(&run_id),
@@ -232,7 +228,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             ));
         }
         let bundle = match &plan.bundle {
-            Some(_) => Some(crate::bundle::collect(&client, &ns, &run_id, fixtures).await),
+            Some(_) => Some(crate::triage::bundle::collect(&client, &ns, &run_id, fixtures).await),
             None => None,
         };
         Ok::<_, String>((cells, evidence, bundle))
@@ -277,7 +273,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         report.baseline = Some(report.against(baseline, plan.strict));
     }
     let inferring = Instant::now();
-    let diagnosis = crate::diagnose::diagnose(&report, &plan.causes, evidence, plan.node_diagnostics);
+    let diagnosis = crate::triage::diagnose::diagnose(&report, &plan.causes, evidence, plan.node_diagnostics);
     if !diagnosis.is_empty() {
         say(&format!(
             "Diagnosis: {} likely cause{}, {} failing cell{} unexplained ({} ms)",
@@ -304,7 +300,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
 type Collected = (
     Vec<Cell>,
     Vec<mixcheck_reports::NodeEvidence>,
-    Option<crate::bundle::Collected>,
+    Option<crate::triage::bundle::Collected>,
 );
 
 enum Ended {
@@ -367,8 +363,8 @@ pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, k
     let list = api
         .list(&ListParams::default().labels(&format!(
             "{}={}",
-            crate::fixture::MANAGED_BY.0,
-            crate::fixture::MANAGED_BY.1
+            crate::cluster::fixture::MANAGED_BY.0,
+            crate::cluster::fixture::MANAGED_BY.1
         )))
         .await?;
     Ok(list
@@ -387,8 +383,8 @@ pub async fn cleanup_all(client: &kube::Client) -> Result<usize, kube::Error> {
     let list = api
         .list(&ListParams::default().labels(&format!(
             "{}={}",
-            crate::fixture::MANAGED_BY.0,
-            crate::fixture::MANAGED_BY.1
+            crate::cluster::fixture::MANAGED_BY.0,
+            crate::cluster::fixture::MANAGED_BY.1
         )))
         .await?;
     let mut n = 0;

@@ -3,14 +3,14 @@
 use mixcheck_reports::cell::Expectation as CellExpectation;
 use mixcheck_reports::{Os, Verdict};
 
-use crate::deploy;
-use crate::facts::{self, ClusterNode};
-use crate::probe;
-use crate::suite::{Destination, Probe};
-use crate::verdict;
-use crate::workload::NotReady;
+use crate::cluster::deploy;
+use crate::cluster::facts::{self, ClusterNode};
+use crate::probes::transport as probe;
+use crate::catalogue::suite::{Destination, Probe};
+use crate::probes::expectation as verdict;
+use crate::cluster::workload::NotReady;
 
-use super::audit::{audit_memory_requests, audit_workloads};
+use crate::probes::audit::{audit_memory_requests, audit_workloads};
 use super::cells::{CellPlan, Pair};
 use super::judge::{Ctx, PairJudgement, cell_facts, judgement, not_ready};
 use super::request::outside_get;
@@ -83,7 +83,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
             requires,
             line,
             must,
-        } => match crate::agents::log_of(&ctx.client, &node.name, *agent).await {
+        } => match crate::probes::logs::log_of(&ctx.client, &node.name, *agent).await {
             Err(why) => error(why),
             Ok(None) => {
                 let mut j = judgement(
@@ -97,9 +97,9 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                 j.sources = sources.clone();
                 j
             }
-            Ok(Some(log)) => match crate::agents::judge_log(
+            Ok(Some(log)) => match crate::probes::logs::judge_log(
                 &log.text,
-                &crate::agents::LogRule {
+                &crate::probes::logs::LogRule {
                     fails: fails.as_deref(),
                     requires: requires.as_deref(),
                     line: line.as_deref(),
@@ -107,17 +107,17 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                 },
             ) {
                 Err(bad) => error(format!("the check's log expression: {bad}")),
-                Ok(crate::agents::LogFinding::Clean) => finish(
+                Ok(crate::probes::logs::LogFinding::Clean) => finish(
                     probe::Observation::Reached(format!("log of {}", log.pod)),
                     format!("{}: the log of {} has no offending line", node.name, log.pod),
                     None,
                 ),
-                Ok(crate::agents::LogFinding::Offence(offence)) => finish(
-                    probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                Ok(crate::probes::logs::LogFinding::Offence(offence)) => finish(
+                    probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch),
                     format!("{}: the log of {} says: {offence}", node.name, log.pod),
                     None,
                 ),
-                Ok(crate::agents::LogFinding::Silent(why)) => {
+                Ok(crate::probes::logs::LogFinding::Silent(why)) => {
                     let mut j = judgement(
                         Verdict::Indeterminate,
                         format!("unknown: the log of {} on {}: {why}", log.pod, node.name),
@@ -134,7 +134,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                 None,
             ),
             Ok((false, seen)) => finish(
-                probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch),
                 format!("{}: {seen}", node.name),
                 None,
             ),
@@ -186,12 +186,12 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
             stdout,
         } => {
             let os = match node.os {
-                Os::Linux => crate::suite::Os::Linux,
-                Os::Windows => crate::suite::Os::Windows,
+                Os::Linux => crate::catalogue::suite::Os::Linux,
+                Os::Windows => crate::catalogue::suite::Os::Windows,
             };
             let Some(argv) = command.get(&os) else {
                 return finish(
-                    probe::Observation::Failed(crate::suite::FailureClass::Other),
+                    probe::Observation::Failed(crate::catalogue::suite::FailureClass::Other),
                     format!("the check has no {} command", node.os),
                     None,
                 );
@@ -205,7 +205,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                     .fixtures
                     .get(fixture)
                     .and_then(|f| f.pod_for(node))
-                    .is_some_and(crate::fixture::needs_host_process)
+                    .is_some_and(crate::cluster::fixture::needs_host_process)
             {
                 let mut j = judgement(
                     Verdict::Indeterminate,
@@ -223,7 +223,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                 // check's spec asks for failed — a probe result the suite may document.
                 Err(NotReady::Failed(why)) => {
                     return finish(
-                        probe::Observation::Failed(crate::suite::FailureClass::PodFailed),
+                        probe::Observation::Failed(crate::catalogue::suite::FailureClass::PodFailed),
                         why,
                         None,
                     );
@@ -243,9 +243,9 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
             let obs = if out.exit_code == Some(0) && matched {
                 probe::Observation::Reached(text.clone())
             } else if out.exit_code == Some(0) {
-                probe::Observation::Failed(crate::suite::FailureClass::Mismatch)
+                probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch)
             } else {
-                probe::Observation::Failed(crate::suite::FailureClass::Other)
+                probe::Observation::Failed(crate::catalogue::suite::FailureClass::Other)
             };
             let first = text.lines().next().unwrap_or_default().to_string();
             finish(obs, format!("{pod}: exit {:?}, {first:?}", out.exit_code), Some(out))
@@ -256,7 +256,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
             message,
         } => match ctx.workloads.create(fixture, node, node_idx, index).await {
             Ok((name, seen)) => {
-                use crate::suite::{CreateOutcome as O, FailureClass as C};
+                use crate::catalogue::suite::{CreateOutcome as O, FailureClass as C};
                 // `message` is the documented signature of a refusal or failure: it must match
                 // a failure the probe saw, whether or not that failure is the probe's outcome.
                 let signature = |m: &str| {
@@ -289,7 +289,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
             Err(why) => error(why),
         },
         Probe::Audit {
-            audit: crate::suite::AuditKind::LinuxWorkloadsOnWindows,
+            audit: crate::catalogue::suite::AuditKind::LinuxWorkloadsOnWindows,
         } => {
             let windows: Vec<&ClusterNode> = facts
                 .nodes
@@ -303,7 +303,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                     None,
                 ),
                 Ok(found) => finish(
-                    probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                    probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch),
                     format!(
                         "without an OS selector and not kept off Windows by taints: {}",
                         found.join(", ")
@@ -314,7 +314,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
             }
         }
         Probe::Audit {
-            audit: crate::suite::AuditKind::WindowsMemoryRequestNotLimit,
+            audit: crate::catalogue::suite::AuditKind::WindowsMemoryRequestNotLimit,
         } => match audit_memory_requests(ctx.pods_client()).await {
             Ok(found) if found.is_empty() => finish(
                 probe::Observation::Reached(String::new()),
@@ -322,7 +322,7 @@ pub(super) async fn judge_other(ctx: &Ctx<'_>, plan: &CellPlan<'_>, pair: Pair, 
                 None,
             ),
             Ok(found) => finish(
-                probe::Observation::Failed(crate::suite::FailureClass::Mismatch),
+                probe::Observation::Failed(crate::catalogue::suite::FailureClass::Mismatch),
                 format!("memory request differs from the limit: {}", found.join(", ")),
                 None,
             ),

@@ -7,11 +7,11 @@ use std::time::Duration;
 use kube::api::Api;
 use mixcheck_reports::Os;
 
-use crate::deploy;
-use crate::facts::ClusterNode;
-use crate::probe::{self, Request, Runner};
-use crate::suite::{Destination, NameForm, Origin, Probe, Protocol, ServiceVariant, Verify};
-use crate::workload::NotReady;
+use crate::cluster::deploy;
+use crate::cluster::facts::ClusterNode;
+use crate::probes::transport::{self as probe, Request, Runner};
+use crate::catalogue::suite::{Destination, NameForm, Origin, Probe, Protocol, ServiceVariant, Verify};
+use crate::cluster::workload::NotReady;
 
 use super::cells::CellPlan;
 use super::judge::Ctx;
@@ -26,7 +26,7 @@ pub(super) enum Unprobed {
     Indeterminate(String),
     Error(String),
     /// The probe runs in a client of another DNS set-up.
-    Variant(crate::suite::DnsVariant),
+    Variant(crate::catalogue::suite::DnsVariant),
 }
 
 type Built = (String, Option<String>, Runner, Request, Verify);
@@ -67,7 +67,7 @@ pub(super) fn build_request(
         }
     );
     if let Probe::Resolve { dns, .. } = &plan.check.probe
-        && *dns != crate::suite::DnsVariant::ClusterFirst
+        && *dns != crate::catalogue::suite::DnsVariant::ClusterFirst
     {
         // Resolved by a client pod of that DNS set-up, created on demand (see judge_pair).
         return Err(Unprobed::Variant(*dns));
@@ -278,9 +278,9 @@ pub(super) async fn dns_client_request(
     plan: &CellPlan<'_>,
     from: Option<&ClusterNode>,
     to: Option<&ClusterNode>,
-    dns: crate::suite::DnsVariant,
+    dns: crate::catalogue::suite::DnsVariant,
 ) -> Result<Built, NotReady> {
-    use crate::suite::DnsVariant;
+    use crate::catalogue::suite::DnsVariant;
     let src = from.ok_or_else(|| NotReady::Other("the cell has no source node".into()))?;
     let index = ctx.facts.nodes.iter().position(|n| n.name == src.name).unwrap_or(0);
     let ns = ctx.ns.to_string();
@@ -347,7 +347,7 @@ pub(super) async fn dns_client_request(
 
 /// The runner's own HTTP GET (the outside client's view of a NodePort), with a timeout.
 pub(super) async fn outside_get(url: &str) -> (probe::Observation, String) {
-    use crate::suite::FailureClass as C;
+    use crate::catalogue::suite::FailureClass as C;
     let client = match reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(probe::CONNECT_SECS.into()))
         .timeout(Duration::from_secs((probe::CONNECT_SECS * 2).into()))

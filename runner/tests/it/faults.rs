@@ -2,8 +2,9 @@
 //! clean run of the same topology (cell by cell): the run exits 1; the cells that turn `fail` or
 //! `error` are exactly the flows and checks the fault's documented symptom touches, all of them
 //! on the faulted node; the cells it leaves alone keep their verdicts; and each failing cell's
-//! remedy names the documented fix of the matching troubleshooting item
-//! (`../shared/reference/windows-rules.md` §3 and the §4 index).
+//! remedy names the documented fix of the matching troubleshooting item (its cause in
+//! `suites/causes.yaml`, for the rule of `suites/rules.yaml` the fault breaks; see
+//! docs/design.md).
 //!
 //! `MIXCHECK_BIN` names another mixcheck binary to run (e.g. a copy, where several worktrees
 //! share one target directory); by default the one cargo built.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 /// The embedded catalogue text.
-pub const EMBEDDED: &str = include_str!("../../suites/rules.yaml");
+pub const EMBEDDED: &str = include_str!("../../../suites/rules.yaml");
 
 /// One rule of the catalogue.
 #[derive(Debug, Clone, Deserialize)]

@@ -2,7 +2,7 @@
 //! privileged pod — a HostProcess pod on Windows, a hostNetwork pod on Linux, from the
 //! `host-probe` fixture — runs the cause catalogue's confirmation commands for that OS, through
 //! exec. Their output joins the node's evidence as `diagnostics: COMMAND` items, which
-//! [`crate::diagnose`] reads to confirm or refute causes. Nothing runs without the flag.
+//! [`crate::triage::diagnose`] reads to confirm or refute causes. Nothing runs without the flag.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
 
-use crate::causes::Catalogue;
-use crate::facts::ClusterNode;
-use crate::fixture::Fixtures;
-use crate::suite::Os as SuiteOs;
+use crate::catalogue::causes::Catalogue;
+use crate::cluster::facts::ClusterNode;
+use crate::cluster::fixture::Fixtures;
+use crate::catalogue::suite::Os as SuiteOs;
 
 /// The label value that marks the diagnostics pods (`app.kubernetes.io/component`).
 pub const COMPONENT: &str = "node-diagnostics";
@@ -38,7 +38,7 @@ pub fn commands(
             if c.os != os || !c.on_node {
                 continue;
             }
-            let Some(resolved) = crate::causes::fill(&c.command, vars) else {
+            let Some(resolved) = crate::catalogue::causes::fill(&c.command, vars) else {
                 continue;
             };
             if !out.iter().any(|(original, _)| original == &c.command) {
@@ -76,7 +76,7 @@ pub async fn run(
         return;
     };
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let apply = PatchParams::apply(crate::deploy::MANAGER).force();
+    let apply = PatchParams::apply(crate::cluster::deploy::MANAGER).force();
     for (i, node, vars, suspected) in nodes {
         let mut items = Vec::new();
         let os = match node.os {
@@ -106,7 +106,7 @@ pub async fn run(
                 .filter(|c| suspected.contains(&c.cause.id))
                 .flat_map(|c| &c.cause.confirm)
                 .filter(|c| c.os == os && !c.on_node)
-                .filter_map(|c| crate::causes::fill(&c.command, vars))
+                .filter_map(|c| crate::catalogue::causes::fill(&c.command, vars))
                 .collect();
             items.push(item(
                 "diagnostics",
@@ -130,7 +130,7 @@ pub async fn run(
             let name = pod_name(*i);
             let mut l = labels.clone();
             l.insert("app.kubernetes.io/component".into(), COMPONENT.into());
-            let p = crate::fixture::stamp(pod, &name, node, &l, registry);
+            let p = crate::cluster::fixture::stamp(pod, &name, node, &l, registry);
             match pods.patch(&name, &apply, &Patch::Apply(&p)).await {
                 Err(e) => items.push(item(
                     "diagnostics",
@@ -149,7 +149,7 @@ pub async fn run(
                             };
                             let text = match tokio::time::timeout(
                                 COMMAND_TIMEOUT,
-                                crate::probe::exec_retrying(&pods, &name, None, &argv),
+                                crate::probes::transport::exec_retrying(&pods, &name, None, &argv),
                             )
                             .await
                             {
@@ -165,7 +165,7 @@ pub async fn run(
                                 Err(_) => "(timed out)".to_string(),
                             };
                             items.push(item(
-                                format!("{}{original}", crate::diagnose::DIAGNOSTICS_PREFIX),
+                                format!("{}{original}", crate::triage::diagnose::DIAGNOSTICS_PREFIX),
                                 &text,
                             ));
                         }
@@ -230,13 +230,13 @@ mod tests {
     #[case("Where-Object { $_.Type -eq 'x' }", Some("Where-Object { $_.Type -eq 'x' }"))]
     #[case("unclosed {node", Some("unclosed {node"))]
     fn placeholders(#[case] text: &str, #[case] filled: Option<&str>) {
-        assert_eq!(crate::causes::fill(text, &vars()).as_deref(), filled);
+        assert_eq!(crate::catalogue::causes::fill(text, &vars()).as_deref(), filled);
     }
 
     #[test]
     fn commands_are_those_of_the_os_that_run_on_the_node_once_each() {
-        let rules = crate::rules::Catalogue::embedded().expect("rules");
-        let suites = crate::suite::Suites::load(None, &rules).expect("suites");
+        let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
+        let suites = crate::catalogue::suite::Suites::load(None, &rules).expect("suites");
         let catalogue = Catalogue::load(None, &rules, &suites).expect("causes");
         let all: BTreeSet<String> = catalogue.causes.iter().map(|c| c.cause.id.clone()).collect();
         let windows = commands(&catalogue, &all, SuiteOs::Windows, &vars());

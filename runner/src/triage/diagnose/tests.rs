@@ -10,8 +10,8 @@ use mixcheck_reports::{
 use super::*;
 
 fn catalogue() -> Catalogue {
-    let rules = crate::rules::Catalogue::embedded().expect("rules");
-    let suites = crate::suite::Suites::load(None, &rules).expect("suites");
+    let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
+    let suites = crate::catalogue::suite::Suites::load(None, &rules).expect("suites");
     Catalogue::load(None, &rules, &suites).expect("causes")
 }
 

@@ -10,76 +10,76 @@ use std::path::Path;
 use mixcheck_reports::Os;
 use serde_json::{Value, json};
 
-use crate::facts::ClusterNode;
-use crate::suite::VersionRange;
+use crate::cluster::facts::ClusterNode;
+use crate::catalogue::suite::VersionRange;
 
 /// The fixtures built into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
-    ("affinity-backend", include_str!("../../fixtures/affinity-backend.yaml")),
-    ("build-match", include_str!("../../fixtures/build-match.yaml")),
-    ("build-mismatch", include_str!("../../fixtures/build-mismatch.yaml")),
-    ("cpu-limits", include_str!("../../fixtures/cpu-limits.yaml")),
-    ("dns-custom", include_str!("../../fixtures/dns-custom.yaml")),
-    ("dns-etc-hosts", include_str!("../../fixtures/dns-etc-hosts.yaml")),
-    ("dns-suffix", include_str!("../../fixtures/dns-suffix.yaml")),
-    ("emptydir-memory", include_str!("../../fixtures/emptydir-memory.yaml")),
-    ("emptydir-shared", include_str!("../../fixtures/emptydir-shared.yaml")),
-    ("host-network", include_str!("../../fixtures/host-network.yaml")),
-    ("host-probe", include_str!("../../fixtures/host-probe.yaml")),
-    ("hostpath-read", include_str!("../../fixtures/hostpath-read.yaml")),
-    ("hostprocess", include_str!("../../fixtures/hostprocess.yaml")),
-    ("hugepages", include_str!("../../fixtures/hugepages.yaml")),
-    ("hyperv-isolation", include_str!("../../fixtures/hyperv-isolation.yaml")),
+    ("affinity-backend", include_str!("../../../fixtures/affinity-backend.yaml")),
+    ("build-match", include_str!("../../../fixtures/build-match.yaml")),
+    ("build-mismatch", include_str!("../../../fixtures/build-mismatch.yaml")),
+    ("cpu-limits", include_str!("../../../fixtures/cpu-limits.yaml")),
+    ("dns-custom", include_str!("../../../fixtures/dns-custom.yaml")),
+    ("dns-etc-hosts", include_str!("../../../fixtures/dns-etc-hosts.yaml")),
+    ("dns-suffix", include_str!("../../../fixtures/dns-suffix.yaml")),
+    ("emptydir-memory", include_str!("../../../fixtures/emptydir-memory.yaml")),
+    ("emptydir-shared", include_str!("../../../fixtures/emptydir-shared.yaml")),
+    ("host-network", include_str!("../../../fixtures/host-network.yaml")),
+    ("host-probe", include_str!("../../../fixtures/host-probe.yaml")),
+    ("hostpath-read", include_str!("../../../fixtures/hostpath-read.yaml")),
+    ("hostprocess", include_str!("../../../fixtures/hostprocess.yaml")),
+    ("hugepages", include_str!("../../../fixtures/hugepages.yaml")),
+    ("hyperv-isolation", include_str!("../../../fixtures/hyperv-isolation.yaml")),
     (
         "linux-fields-no-os",
-        include_str!("../../fixtures/linux-fields-no-os.yaml"),
+        include_str!("../../../fixtures/linux-fields-no-os.yaml"),
     ),
-    ("ltsc2022-image", include_str!("../../fixtures/ltsc2022-image.yaml")),
+    ("ltsc2022-image", include_str!("../../../fixtures/ltsc2022-image.yaml")),
     (
         "memory-over-allocatable",
-        include_str!("../../fixtures/memory-over-allocatable.yaml"),
+        include_str!("../../../fixtures/memory-over-allocatable.yaml"),
     ),
     (
         "memory-over-limit",
-        include_str!("../../fixtures/memory-over-limit.yaml"),
+        include_str!("../../../fixtures/memory-over-limit.yaml"),
     ),
-    ("mixed-os-pod", include_str!("../../fixtures/mixed-os-pod.yaml")),
-    ("netexec-client", include_str!("../../fixtures/netexec-client.yaml")),
-    ("netexec-server", include_str!("../../fixtures/netexec-server.yaml")),
+    ("mixed-os-pod", include_str!("../../../fixtures/mixed-os-pod.yaml")),
+    ("netexec-client", include_str!("../../../fixtures/netexec-client.yaml")),
+    ("netexec-server", include_str!("../../../fixtures/netexec-server.yaml")),
     (
         "os-field-validation",
-        include_str!("../../fixtures/os-field-validation.yaml"),
+        include_str!("../../../fixtures/os-field-validation.yaml"),
     ),
-    ("pod-os-mismatch", include_str!("../../fixtures/pod-os-mismatch.yaml")),
-    ("privileged", include_str!("../../fixtures/privileged.yaml")),
-    ("readonly-rootfs", include_str!("../../fixtures/readonly-rootfs.yaml")),
-    ("readonly-volume", include_str!("../../fixtures/readonly-volume.yaml")),
-    ("run-as-username", include_str!("../../fixtures/run-as-username.yaml")),
+    ("pod-os-mismatch", include_str!("../../../fixtures/pod-os-mismatch.yaml")),
+    ("privileged", include_str!("../../../fixtures/privileged.yaml")),
+    ("readonly-rootfs", include_str!("../../../fixtures/readonly-rootfs.yaml")),
+    ("readonly-volume", include_str!("../../../fixtures/readonly-volume.yaml")),
+    ("run-as-username", include_str!("../../../fixtures/run-as-username.yaml")),
     (
         "run-as-username-invalid",
-        include_str!("../../fixtures/run-as-username-invalid.yaml"),
+        include_str!("../../../fixtures/run-as-username-invalid.yaml"),
     ),
     (
         "run-as-username-override",
-        include_str!("../../fixtures/run-as-username-override.yaml"),
+        include_str!("../../../fixtures/run-as-username-override.yaml"),
     ),
     (
         "runasnonroot-admin",
-        include_str!("../../fixtures/runasnonroot-admin.yaml"),
+        include_str!("../../../fixtures/runasnonroot-admin.yaml"),
     ),
     (
         "runasnonroot-admin-uppercase",
-        include_str!("../../fixtures/runasnonroot-admin-uppercase.yaml"),
+        include_str!("../../../fixtures/runasnonroot-admin-uppercase.yaml"),
     ),
-    ("sandbox-starts", include_str!("../../fixtures/sandbox-starts.yaml")),
-    ("secret-at-rest", include_str!("../../fixtures/secret-at-rest.yaml")),
-    ("secret-consumer", include_str!("../../fixtures/secret-consumer.yaml")),
+    ("sandbox-starts", include_str!("../../../fixtures/sandbox-starts.yaml")),
+    ("secret-at-rest", include_str!("../../../fixtures/secret-at-rest.yaml")),
+    ("secret-consumer", include_str!("../../../fixtures/secret-consumer.yaml")),
     (
         "single-file-mount",
-        include_str!("../../fixtures/single-file-mount.yaml"),
+        include_str!("../../../fixtures/single-file-mount.yaml"),
     ),
-    ("stop-signal", include_str!("../../fixtures/stop-signal.yaml")),
-    ("subpath-secret", include_str!("../../fixtures/subpath-secret.yaml")),
+    ("stop-signal", include_str!("../../../fixtures/stop-signal.yaml")),
+    ("subpath-secret", include_str!("../../../fixtures/subpath-secret.yaml")),
 ];
 
 /// The annotation that says which OS a fixture pod is for.
@@ -119,7 +119,7 @@ pub fn fill_run_id(value: &mut Value, run_id: &str) {
 }
 
 /// A bad fixture file (exit code 2): the same shapes as a bad suite file.
-pub use crate::suite::SuiteError as FixtureError;
+pub use crate::catalogue::suite::SuiteError as FixtureError;
 
 /// One fixture: its pod per OS and the other objects it needs.
 #[derive(Debug, Clone)]

@@ -6,9 +6,9 @@
 use mixcheck_reports::verdict::{Expected, Outcome};
 use mixcheck_reports::{Os, Verdict};
 
-use crate::facts::ClusterNode;
-use crate::probe;
-use crate::suite::{Check, Condition, Documented, Expectation, FailureClass, Placement, Protocol, VersionRange};
+use crate::cluster::facts::ClusterNode;
+use crate::probes::transport as probe;
+use crate::catalogue::suite::{Check, Condition, Documented, Expectation, FailureClass, Placement, Protocol, VersionRange};
 
 /// The facts one probed pair of a cell is judged by.
 #[derive(Debug, Clone)]
@@ -183,12 +183,12 @@ fn eq<T: PartialEq>(want: Option<T>, have: Option<T>) -> Holds {
     }
 }
 
-fn os_is(want: Option<crate::suite::Os>, node: Option<&ClusterNode>) -> Holds {
+fn os_is(want: Option<crate::catalogue::suite::Os>, node: Option<&ClusterNode>) -> Holds {
     match (want, node) {
         (None, _) => Holds::Yes,
         (Some(w), Some(n)) => bool_holds(matches!(
             (w, n.os),
-            (crate::suite::Os::Linux, Os::Linux) | (crate::suite::Os::Windows, Os::Windows)
+            (crate::catalogue::suite::Os::Linux, Os::Linux) | (crate::catalogue::suite::Os::Windows, Os::Windows)
         )),
         (Some(_), None) => Holds::No,
     }
@@ -297,7 +297,7 @@ mod tests {
         let text = format!(
             "apiVersion: mixcheck/v1\nkind: Suite\nname: t\ncategory: x\nchecks:\n  - name: c\n    rule: SVC-VIP-FROM-NODE\n    title: t\n    sources: [W14]\n    probe: {{kind: connect, from: host, to: cluster-ip}}\n    expect:\n{yaml_expect}"
         );
-        crate::suite::parse(&text, "t.yaml").expect("suite").checks.remove(0)
+        crate::catalogue::suite::parse(&text, "t.yaml").expect("suite").checks.remove(0)
     }
 
     /// SVC-VIP-FROM-NODE as network-flows.yaml encodes it (S2, W14, WUG, E2E/host_process).

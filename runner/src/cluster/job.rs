@@ -38,15 +38,6 @@ pub enum JobError {
     Report(#[from] mixcheck_reports::results_json::Error),
 }
 
-impl JobError {
-    /// The exit code of `mixcheck results` that ends with this error.
-    pub fn exit_code(&self) -> crate::exit::Code {
-        match self {
-            JobError::Api { .. } => crate::exit::Code::Unreachable,
-            JobError::NoResults { .. } | JobError::Report(_) => crate::exit::Code::Usage,
-        }
-    }
-}
 
 /// The block an in-cluster run prints at the end of its log.
 pub fn results_block(report: &RunReport) -> String {

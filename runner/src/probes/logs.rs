@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
 use regex::Regex;
 
-use crate::suite::Agent;
+use crate::catalogue::suite::Agent;
 
 /// How much of an agent's log is read, from its start (which holds the configuration lines).
 const LOG_BYTES: i64 = 4 << 20;

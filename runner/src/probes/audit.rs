@@ -2,7 +2,7 @@
 
 use kube::api::{Api, ListParams};
 
-use crate::facts::{self, ClusterNode};
+use crate::cluster::facts::{self, ClusterNode};
 
 /// The DaemonSets and Deployments of the cluster whose pod template `flagged` picks, named
 /// `kind namespace/name`.
@@ -52,7 +52,7 @@ async fn workloads_where(
 
 /// SCHED-NODESELECTOR's audit: DaemonSets and Deployments without an OS selector that the
 /// Windows nodes' taints do not keep away, i.e. that would put (Linux) pods on Windows nodes.
-pub(super) async fn audit_workloads(
+pub async fn audit_workloads(
     client: &kube::Client,
     windows: &[&ClusterNode],
 ) -> Result<Vec<String>, kube::Error> {
@@ -96,7 +96,7 @@ pub(super) async fn audit_workloads(
 
 /// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads whose containers request a different amount
 /// of memory than their limit.
-pub(super) async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
+pub async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
     let differs = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let windows = spec
             .node_selector

@@ -1,5 +1,5 @@
 //! Diagnosis: from a run's failing cells to the likely causes of the cause catalogue
-//! ([`crate::causes`]), each localised to nodes. Pure: it reads the judged cells, the facts and
+//! ([`crate::catalogue::causes`]), each localised to nodes. Pure: it reads the judged cells, the facts and
 //! the evidence gathered per node, so `mixcheck diagnose --from results.json` reruns it offline.
 //!
 //! For every node that a failing cell was observed on and every cause that can occur there (OS,
@@ -19,7 +19,7 @@ use mixcheck_reports::{
 };
 use regex::Regex;
 
-use crate::causes::{Catalogue, CellMatch, Compiled, Locality, Role};
+use crate::catalogue::causes::{Catalogue, CellMatch, Compiled, Locality, Role};
 
 /// Below this confidence a cause is not named.
 const MIN_CONFIDENCE: f64 = 0.4;
@@ -167,11 +167,11 @@ fn os_of(report: &RunReport, node: &str) -> Option<Os> {
         })
 }
 
-fn os_fits(want: Option<crate::suite::Os>, have: Option<Os>) -> bool {
+fn os_fits(want: Option<crate::catalogue::suite::Os>, have: Option<Os>) -> bool {
     match (want, have) {
         (None, _) | (_, None) => true,
-        (Some(crate::suite::Os::Linux), Some(o)) => o == Os::Linux,
-        (Some(crate::suite::Os::Windows), Some(o)) => o == Os::Windows,
+        (Some(crate::catalogue::suite::Os::Linux), Some(o)) => o == Os::Linux,
+        (Some(crate::catalogue::suite::Os::Windows), Some(o)) => o == Os::Windows,
     }
 }
 
@@ -227,7 +227,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         let Some(item) = evidence.iter().find(|i| i.source == source) else {
             continue;
         };
-        let Some(Ok((negated, re))) = crate::causes::confirm_pattern(pattern, &vars) else {
+        let Some(Ok((negated, re))) = crate::catalogue::causes::confirm_pattern(pattern, &vars) else {
             continue;
         };
         let output = item.text.as_str();
@@ -279,7 +279,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     })
 }
 
-/// The values of the catalogue's placeholders for `node` (see [`crate::causes::PLACEHOLDERS`]):
+/// The values of the catalogue's placeholders for `node` (see [`crate::catalogue::causes::PLACEHOLDERS`]):
 /// what the run's facts know.
 pub fn node_vars<'a>(facts: &mixcheck_reports::Facts, node: &str) -> BTreeMap<&'a str, String> {
     let mut vars = BTreeMap::from([("node", node.to_string())]);
@@ -423,7 +423,7 @@ pub fn diagnose(
                     .filter(|x| os_fits(Some(x.os), os_of(report, &cand.node)))
                     .map(|x| {
                         let vars = node_vars(&report.facts, &cand.node);
-                        let command = crate::causes::fill(&x.command, &vars).unwrap_or_else(|| x.command.clone());
+                        let command = crate::catalogue::causes::fill(&x.command, &vars).unwrap_or_else(|| x.command.clone());
                         if x.on_node {
                             command
                         } else {

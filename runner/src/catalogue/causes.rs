@@ -3,7 +3,7 @@
 //! the messages that must be seen, the documented remedy and the commands that confirm it.
 //! Parsing rejects unknown fields with file:line:column; [`Catalogue::validate`] rejects unknown
 //! rule ids and check names, bad regular expressions and duplicate ids. The inference that uses
-//! it is [`crate::diagnose`].
+//! it is [`crate::triage::diagnose`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -11,10 +11,10 @@ use std::path::Path;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::suite::{Os, SuiteError, Suites};
+use crate::catalogue::suite::{Os, SuiteError, Suites};
 
 /// The catalogue built into the binary.
-pub const EMBEDDED: &str = include_str!("../../suites/causes.yaml");
+pub const EMBEDDED: &str = include_str!("../../../suites/causes.yaml");
 
 /// The origin the embedded catalogue is named by in errors.
 pub const EMBEDDED_ORIGIN: &str = "suites/causes.yaml (embedded)";
@@ -260,7 +260,7 @@ impl Catalogue {
     pub fn parse(
         text: &str,
         origin: &str,
-        rules: &crate::rules::Catalogue,
+        rules: &crate::catalogue::rules::Catalogue,
         suites: &Suites,
     ) -> Result<Self, SuiteError> {
         let file: File = serde_saphyr::from_str(text).map_err(|e| {
@@ -276,11 +276,11 @@ impl Catalogue {
             path: origin.to_string(),
             message,
         };
-        if file.api_version != crate::suite::API_VERSION {
+        if file.api_version != crate::catalogue::suite::API_VERSION {
             return Err(invalid(format!(
                 "apiVersion {:?}: expected {}",
                 file.api_version,
-                crate::suite::API_VERSION
+                crate::catalogue::suite::API_VERSION
             )));
         }
         if file.kind != KIND {
@@ -367,7 +367,7 @@ impl Catalogue {
     }
 
     /// The embedded catalogue, or the file given instead of it.
-    pub fn load(file: Option<&Path>, rules: &crate::rules::Catalogue, suites: &Suites) -> Result<Self, SuiteError> {
+    pub fn load(file: Option<&Path>, rules: &crate::catalogue::rules::Catalogue, suites: &Suites) -> Result<Self, SuiteError> {
         match file {
             None => Self::parse(EMBEDDED, EMBEDDED_ORIGIN, rules, suites),
             Some(path) => {
@@ -394,8 +394,8 @@ mod tests {
 
     use super::*;
 
-    fn context() -> (crate::rules::Catalogue, Suites) {
-        let rules = crate::rules::Catalogue::embedded().expect("rules");
+    fn context() -> (crate::catalogue::rules::Catalogue, Suites) {
+        let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
         let suites = Suites::load(None, &rules).expect("suites");
         (rules, suites)
     }

@@ -104,14 +104,14 @@ fn values_of(secret: &Secret) -> Vec<String> {
 }
 
 /// The values of the Secrets the fixtures apply: known to the run whatever it may list.
-fn fixture_secrets(fixtures: &crate::fixture::Fixtures, run_id: &str) -> Vec<String> {
+fn fixture_secrets(fixtures: &crate::cluster::fixture::Fixtures, run_id: &str) -> Vec<String> {
     let mut out = Vec::new();
     for doc in fixtures.by_name.values().flat_map(|f| &f.others) {
         if doc.get("kind").and_then(Value::as_str) != Some("Secret") {
             continue;
         }
         let mut doc = doc.clone();
-        crate::fixture::fill_run_id(&mut doc, run_id);
+        crate::cluster::fixture::fill_run_id(&mut doc, run_id);
         if let Ok(secret) = serde_json::from_value::<Secret>(doc) {
             out.extend(values_of(&secret));
         }
@@ -122,7 +122,7 @@ fn fixture_secrets(fixtures: &crate::fixture::Fixtures, run_id: &str) -> Vec<Str
 /// Reads what the bundle holds of the cluster: the run namespace's objects, the nodes and the
 /// agents of kube-system; and the Secret values to scrub (those of the fixtures the run applied,
 /// and of every Secret it may list).
-pub async fn collect(client: &kube::Client, ns: &str, run_id: &str, fixtures: &crate::fixture::Fixtures) -> Collected {
+pub async fn collect(client: &kube::Client, ns: &str, run_id: &str, fixtures: &crate::cluster::fixture::Fixtures) -> Collected {
     let mut c = Collected::default();
     c.secrets.extend(fixture_secrets(fixtures, run_id));
     let all = ListParams::default();

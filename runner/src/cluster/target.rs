@@ -101,16 +101,6 @@ pub enum TargetError {
     },
 }
 
-impl TargetError {
-    /// A kubeconfig that cannot be used is bad input (2); an unreachable cluster aborts a run
-    /// with 3 inside the run's report, and anything else here is a failure (1).
-    pub fn exit_code(&self) -> crate::exit::Code {
-        match self {
-            TargetError::Kubeconfig { .. } => crate::exit::Code::Usage,
-            _ => crate::exit::Code::Failed,
-        }
-    }
-}
 
 /// A connected cluster.
 pub struct Target {

@@ -555,12 +555,12 @@ pub fn supported_builds(k8s: (u32, u32)) -> Option<&'static [u32]> {
 /// What a `fact` probe found on one node: whether the documented state holds, and what was
 /// seen. Err names a fact that could not be read.
 pub fn judge(
-    check: crate::suite::FactCheck,
+    check: crate::catalogue::suite::FactCheck,
     node: &ClusterNode,
     facts: &ClusterFacts,
     limit: Option<&str>,
 ) -> Result<(bool, String), String> {
-    use crate::suite::FactCheck as F;
+    use crate::catalogue::suite::FactCheck as F;
     let skew_limit = |default: u32| limit.and_then(|l| l.parse::<u32>().ok()).unwrap_or(default);
     let configz = || {
         node.configz
@@ -803,7 +803,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::FactCheck;
+    use crate::catalogue::suite::FactCheck;
     use rstest::rstest;
 
     #[rstest]

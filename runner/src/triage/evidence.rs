@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, LogParams};
 use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
 
-use crate::facts::ClusterNode;
+use crate::cluster::facts::ClusterNode;
 
 /// The limit on each API call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);

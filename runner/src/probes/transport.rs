@@ -10,7 +10,7 @@ use kube::api::{Api, AttachParams};
 use mixcheck_reports::Os;
 use tokio::io::AsyncReadExt;
 
-use crate::suite::{FailureClass, Protocol};
+use crate::catalogue::suite::{FailureClass, Protocol};
 
 /// How long one exec may take before it counts as a transport failure.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -143,9 +143,9 @@ pub enum Runner {
 
 impl Runner {
     /// The runner of the network fixtures' pods on `node`: agnhost where it has a variant for the
-    /// node's build, else Windows PowerShell (see [`crate::fixture::AGNHOST_FIRST_BUILD`]).
-    pub fn in_pod(node: &crate::facts::ClusterNode) -> Self {
-        if crate::fixture::agnhost_runs_on(node) {
+    /// node's build, else Windows PowerShell (see [`crate::cluster::fixture::AGNHOST_FIRST_BUILD`]).
+    pub fn in_pod(node: &crate::cluster::facts::ClusterNode) -> Self {
+        if crate::cluster::fixture::agnhost_runs_on(node) {
             Self::Agnhost(node.os)
         } else {
             Self::WindowsPowerShell

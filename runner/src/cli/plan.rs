@@ -1,77 +1,16 @@
-//! The run plan: raw `mixcheck run` arguments validated once, before any cluster call — the
-//! target, the selected checks, the deadline and the stated facts. Every problem here is a usage
-//! error (exit code 2), except a selection that matches nothing (exit code 4).
+//! `mixcheck run`'s arguments validated once into a [`RunPlan`], before any cluster call. Every
+//! problem here is a usage error (exit code 2), except a selection that matches nothing (4).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use regex::Regex;
 
-use crate::cli::RunArgs;
-use crate::rules::Catalogue;
-use crate::suite::{Check, Suite, Suites};
-
-/// Why a run cannot start.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error("{0}")]
-    Usage(String),
-    #[error(transparent)]
-    Suite(#[from] crate::suite::SuiteError),
-    #[error(transparent)]
-    Topology(#[from] simcluster::TopologyError),
-    #[error(transparent)]
-    Rules(#[from] crate::rules::RulesError),
-    #[error("no check matches the selection ({0})")]
-    NothingSelected(String),
-}
-
-impl PlanError {
-    /// Bad input: exit code 2 (a broken embedded catalogue: 1).
-    pub fn exit_code(&self) -> crate::exit::Code {
-        match self {
-            PlanError::Rules(_) => crate::exit::Code::Failed,
-            _ => crate::exit::Code::Usage,
-        }
-    }
-}
-
-pub use crate::target::TargetSpec;
-
-/// A validated run.
-#[derive(Debug)]
-pub struct RunPlan {
-    pub target: TargetSpec,
-    pub suites: Suites,
-    /// The selected checks as (suite index, check index).
-    pub selected: Vec<(usize, usize)>,
-    pub selection: mixcheck_reports::Selection,
-    pub deadline: Duration,
-    pub concurrency: usize,
-    pub keep: bool,
-    pub strict: bool,
-    pub quiet: bool,
-    pub report_dir: PathBuf,
-    pub image_registry: Option<String>,
-    pub network_mode: Option<String>,
-    pub egress: bool,
-    /// The cause catalogue the failing cells are diagnosed with.
-    pub causes: crate::causes::Catalogue,
-    /// Run the causes' confirmation commands on the implicated nodes.
-    pub node_diagnostics: bool,
-    /// Where the evidence bundle goes.
-    pub bundle: Option<PathBuf>,
-    /// The run to compare with (read before any cluster call).
-    pub baseline: Option<Box<mixcheck_reports::RunReport>>,
-}
-
-impl RunPlan {
-    pub fn checks(&self) -> impl Iterator<Item = (&Suite, &Check)> {
-        self.selected
-            .iter()
-            .map(|&(s, c)| (&self.suites.suites[s], &self.suites.suites[s].checks[c]))
-    }
-}
+use crate::catalogue::rules::Catalogue;
+use crate::catalogue::suite::Suites;
+use crate::cli::args::RunArgs;
+use crate::cluster::target::TargetSpec;
+use crate::errors::Error;
+use crate::run::plan::RunPlan;
 
 /// `10m`, `90s`, `1h30m`, `500ms`.
 pub fn parse_duration(text: &str) -> Option<Duration> {
@@ -108,15 +47,15 @@ struct CheckFilter {
 }
 
 impl RunPlan {
-    pub fn from_args(args: &RunArgs) -> Result<Self, PlanError> {
+    pub fn from_args(args: &RunArgs) -> Result<Self, Error> {
         if args.in_cluster && (args.kubeconfig.is_some() || args.context.is_some()) {
-            return Err(PlanError::Usage(
+            return Err(Error::Usage(
                 "--in-cluster uses the pod's service account; it does not take --kubeconfig or --context".into(),
             ));
         }
         let real = args.kubeconfig.is_some() || args.context.is_some() || args.in_cluster;
         if real && (args.topology.is_some() || args.profile.is_some() || !args.faults.is_empty()) {
-            return Err(PlanError::Usage(
+            return Err(Error::Usage(
                 "--topology, --profile and --fault apply to the bundled cluster only, not to a cluster named by --kubeconfig/--context/--in-cluster"
                     .into(),
             ));
@@ -124,24 +63,24 @@ impl RunPlan {
         if let Some(mode) = &args.network_mode
             && !NETWORK_MODES.contains(&mode.as_str())
         {
-            return Err(PlanError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "--network-mode {mode:?}: expected one of {}",
                 NETWORK_MODES.join(", ")
             )));
         }
         let deadline = parse_duration(&args.timeout).filter(|d| !d.is_zero()).ok_or_else(|| {
-            PlanError::Usage(format!(
+            Error::Usage(format!(
                 "--timeout {:?}: expected a duration such as 10m or 90s",
                 args.timeout
             ))
         })?;
         if args.concurrency == 0 {
-            return Err(PlanError::Usage("--concurrency must be at least 1".into()));
+            return Err(Error::Usage("--concurrency must be at least 1".into()));
         }
         if let Some(reg) = &args.image_registry
             && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
         {
-            return Err(PlanError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
             )));
         }
@@ -155,7 +94,7 @@ impl RunPlan {
                 };
                 Regex::new(pattern)
                     .map(|re| CheckFilter { negate, re })
-                    .map_err(|e| PlanError::Usage(format!("--check {raw:?}: {e}")))
+                    .map_err(|e| Error::Usage(format!("--check {raw:?}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(path) = &args.bundle {
@@ -164,7 +103,7 @@ impl RunPlan {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
-                return Err(PlanError::Usage(format!(
+                return Err(Error::Usage(format!(
                     "--bundle {}: expected a file name ending in .tar.gz or .tgz",
                     path.display()
                 )));
@@ -173,7 +112,7 @@ impl RunPlan {
             if let Some(dir) = dir
                 && !dir.is_dir()
             {
-                return Err(PlanError::Usage(format!(
+                return Err(Error::Usage(format!(
                     "--bundle {}: the folder {} does not exist",
                     path.display(),
                     dir.display()
@@ -182,17 +121,17 @@ impl RunPlan {
         }
         let baseline = match &args.baseline {
             Some(path) => Some(Box::new(
-                mixcheck_reports::results_json::read(path).map_err(|e| PlanError::Usage(format!("--baseline: {e}")))?,
+                mixcheck_reports::results_json::read(path).map_err(|e| Error::Usage(format!("--baseline: {e}")))?,
             )),
             None => None,
         };
         let catalogue = Catalogue::embedded()?;
         let suites = Suites::load(args.sources.suites.as_deref(), &catalogue)?;
-        let causes = crate::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
+        let causes = crate::catalogue::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
         for name in &args.suite {
             if !suites.suites.iter().any(|s| &s.name == name) {
                 let known: Vec<&str> = suites.suites.iter().map(|s| s.name.as_str()).collect();
-                return Err(PlanError::Usage(format!(
+                return Err(Error::Usage(format!(
                     "--suite {name:?}: no such suite (known: {})",
                     known.join(", ")
                 )));
@@ -228,14 +167,14 @@ impl RunPlan {
             } else {
                 format!("suites {:?}, checks {:?}", args.suite, args.check)
             };
-            return Err(PlanError::NothingSelected(what));
+            return Err(Error::NothingSelected(what));
         }
         let target = if args.in_cluster {
-            let kubeconfig = crate::target::in_cluster_kubeconfig(
+            let kubeconfig = crate::cluster::target::in_cluster_kubeconfig(
                 &|name| std::env::var(name).ok(),
-                std::path::Path::new(crate::target::SERVICE_ACCOUNT_DIR),
+                std::path::Path::new(crate::cluster::target::SERVICE_ACCOUNT_DIR),
             )
-            .map_err(PlanError::Usage)?;
+            .map_err(Error::Usage)?;
             TargetSpec::InCluster {
                 kubeconfig: Box::new(kubeconfig),
             }
@@ -250,7 +189,7 @@ impl RunPlan {
                 (None, Some(name)) => (name.clone(), simcluster::Topology::profile(name)?),
                 (None, None) => ("default".to_string(), simcluster::Topology::default_cluster()),
             };
-            crate::sim::apply_faults(&mut topology, &args.faults).map_err(|e| PlanError::Usage(e.0))?;
+            crate::cli::sim::apply_faults(&mut topology, &args.faults)?;
             TargetSpec::Bundled {
                 profile,
                 topology: Box::new(topology),
@@ -284,12 +223,12 @@ mod tests {
     use clap::Parser as _;
     use rstest::rstest;
 
-    fn plan(args: &[&str]) -> Result<RunPlan, PlanError> {
+    fn plan(args: &[&str]) -> Result<RunPlan, Error> {
         let mut argv = vec!["mixcheck", "run"];
         argv.extend_from_slice(args);
-        let cli = crate::cli::Cli::try_parse_from(argv).expect("parses");
+        let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
         match cli.command {
-            crate::cli::Command::Run(run) => RunPlan::from_args(&run),
+            crate::cli::args::Command::Run(run) => RunPlan::from_args(&run),
             other => panic!("{other:?}"),
         }
     }
@@ -327,7 +266,7 @@ mod tests {
     #[case::unknown_fault(&["--fault", "win2019-1:gremlins"], "unknown fault")]
     fn usage_errors(#[case] args: &[&str], #[case] needle: &str) {
         match plan(args) {
-            Err(PlanError::Usage(m)) => assert!(m.contains(needle), "{m}"),
+            Err(Error::Usage(m)) => assert!(m.contains(needle), "{m}"),
             other => panic!("expected a usage error, got {other:?}"),
         }
     }
@@ -352,7 +291,7 @@ mod tests {
         assert!(minus.checks().any(|(_, c)| c.name == "pod-ip-same-node"));
         assert!(matches!(
             plan(&["--check", "^nothing-at-all$"]),
-            Err(PlanError::NothingSelected(_))
+            Err(Error::NothingSelected(_))
         ));
     }
 }

@@ -10,27 +10,27 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::rules::Catalogue;
+use crate::catalogue::rules::Catalogue;
 
 /// The suites built into the binary (`suites/*.yaml` at build time).
 pub const EMBEDDED: &[(&str, &str)] = &[
-    ("network-flows.yaml", include_str!("../../suites/network-flows.yaml")),
-    ("network-config.yaml", include_str!("../../suites/network-config.yaml")),
-    ("dns.yaml", include_str!("../../suites/dns.yaml")),
-    ("secrets.yaml", include_str!("../../suites/secrets.yaml")),
-    ("nodeport.yaml", include_str!("../../suites/nodeport.yaml")),
+    ("network-flows.yaml", include_str!("../../../suites/network-flows.yaml")),
+    ("network-config.yaml", include_str!("../../../suites/network-config.yaml")),
+    ("dns.yaml", include_str!("../../../suites/dns.yaml")),
+    ("secrets.yaml", include_str!("../../../suites/secrets.yaml")),
+    ("nodeport.yaml", include_str!("../../../suites/nodeport.yaml")),
     (
         "memory-reservation.yaml",
-        include_str!("../../suites/memory-reservation.yaml"),
+        include_str!("../../../suites/memory-reservation.yaml"),
     ),
     (
         "version-matching.yaml",
-        include_str!("../../suites/version-matching.yaml"),
+        include_str!("../../../suites/version-matching.yaml"),
     ),
-    ("placement.yaml", include_str!("../../suites/placement.yaml")),
+    ("placement.yaml", include_str!("../../../suites/placement.yaml")),
     (
         "security-context.yaml",
-        include_str!("../../suites/security-context.yaml"),
+        include_str!("../../../suites/security-context.yaml"),
     ),
 ];
 
@@ -53,12 +53,6 @@ pub enum SuiteError {
     Invalid { path: String, message: String },
 }
 
-impl SuiteError {
-    /// Bad input: exit code 2.
-    pub fn exit_code(&self) -> crate::exit::Code {
-        crate::exit::Code::Usage
-    }
-}
 
 /// One suite document.
 #[derive(Debug, Clone, Deserialize)]

@@ -11,9 +11,9 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use mixcheck_reports::Os;
 use serde_json::json;
 
-use crate::facts::{ClusterFacts, ClusterNode};
-use crate::fixture::{self, Fixtures, MANAGED_BY, RUN_LABEL};
-use crate::progress::{Phase, Progress};
+use crate::cluster::facts::{ClusterFacts, ClusterNode};
+use crate::cluster::fixture::{self, Fixtures, MANAGED_BY, RUN_LABEL};
+use crate::cluster::progress::{Phase, Progress};
 
 /// The field manager of the run's server-side applies.
 pub const MANAGER: &str = "mixcheck";

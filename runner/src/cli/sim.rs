@@ -1,11 +1,9 @@
 //! `mixcheck sim …`: runs the bundled cluster standalone.
 
-use anyhow::Context as _;
+use crate::cli::args::{ServeArgs, SimCommand};
+use crate::errors::{Code, Error};
 
-use crate::cli::{ServeArgs, SimCommand};
-use crate::exit::Code;
-
-pub async fn run(cmd: SimCommand) -> anyhow::Result<Code> {
+pub async fn run(cmd: SimCommand) -> Result<Code, Error> {
     match cmd {
         SimCommand::Serve(args) => serve(args).await,
         SimCommand::Profiles => {
@@ -28,7 +26,7 @@ pub async fn run(cmd: SimCommand) -> anyhow::Result<Code> {
     }
 }
 
-fn profiles() -> anyhow::Result<()> {
+fn profiles() -> Result<(), Error> {
     println!("{:<26} {:<9} {:<6} DESCRIPTION", "PROFILE", "VERSION", "NODES");
     for (name, _) in simcluster::PROFILES {
         let t = simcluster::Topology::profile(name)?;
@@ -43,13 +41,13 @@ fn profiles() -> anyhow::Result<()> {
 }
 
 /// Applies `--fault NODE:FAULT` flags to a topology.
-pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String]) -> Result<(), UsageError> {
+pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String]) -> Result<(), Error> {
     for spec in faults {
         let (node, fault) = spec
             .split_once(':')
-            .ok_or_else(|| UsageError(format!("--fault {spec:?}: expected NODE:FAULT")))?;
+            .ok_or_else(|| Error::Usage(format!("--fault {spec:?}: expected NODE:FAULT")))?;
         let Some(known) = simcluster::faults::Fault::parse(fault) else {
-            return Err(UsageError(format!(
+            return Err(Error::Usage(format!(
                 "--fault {spec:?}: unknown fault {fault:?} (known: {})",
                 simcluster::faults::names()
             )));
@@ -58,28 +56,16 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
             .nodes
             .iter_mut()
             .find(|n| n.name == node)
-            .ok_or_else(|| UsageError(format!("--fault {spec:?}: the topology has no node {node:?}")))?;
+            .ok_or_else(|| Error::Usage(format!("--fault {spec:?}: the topology has no node {node:?}")))?;
         if let Err(why) = known.check(target.os, topology.network.mode) {
-            return Err(UsageError(format!("--fault {spec:?}: {why} (node {node})")));
+            return Err(Error::Usage(format!("--fault {spec:?}: {why} (node {node})")));
         }
         target.faults.push(fault.to_string());
     }
     Ok(())
 }
 
-/// A bad command-line value (exit code 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-impl UsageError {
-    /// Bad input: exit code 2.
-    pub fn exit_code(&self) -> crate::exit::Code {
-        crate::exit::Code::Usage
-    }
-}
-
-async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
+async fn serve(args: ServeArgs) -> Result<Code, Error> {
     let mut topology = match (&args.topology, &args.profile) {
         (Some(path), _) => simcluster::Topology::load(path)?,
         (None, Some(name)) => simcluster::Topology::profile(name)?,
@@ -93,7 +79,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<Code> {
     let cluster = simcluster::Cluster::start(config).await?;
     cluster
         .write_kubeconfig(&args.kubeconfig)
-        .with_context(|| "the cluster is not usable without its kubeconfig")?;
+        .map_err(|e| Error::Failed(format!("the cluster is not usable without its kubeconfig: {e}")))?;
     let kubeconfig = std::path::absolute(&args.kubeconfig).unwrap_or_else(|_| args.kubeconfig.clone());
     println!(
         "mixcheck bundled cluster {:?} ({}) is serving at {}",

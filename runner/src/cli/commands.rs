@@ -1,0 +1,196 @@
+//! The commands: `run` (plan, run, report), and the small ones that read a saved run, the
+//! catalogue or a cluster (report, diagnose, diff, results, list, lint, images, cleanup).
+
+use crate::cli::args::{
+    CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, ImagesArgs, LintArgs, ListArgs, ReportArgs, ResultsArgs, RunArgs,
+};
+use crate::cli::output::{render, show_saved, write_reports};
+use crate::errors::{Code, Error};
+
+/// `mixcheck run`: plan, run, report; the exit code says whether the gate passed.
+pub async fn run(args: &RunArgs) -> Result<Code, Error> {
+    let started = std::time::Instant::now();
+    let plan = crate::run::plan::RunPlan::from_args(args)?;
+    let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
+    let finished = crate::run::execute(&plan, &fixtures).await;
+    let report = finished.report;
+    write_reports(&report, &plan.report_dir);
+    if let Some(path) = &plan.bundle {
+        // A run that stopped early still bundles its report (and says what it could not read).
+        let collected = finished.bundle.unwrap_or_default();
+        match crate::triage::bundle::write(path, &report, &collected) {
+            Ok(path) => eprintln!(
+                "Evidence bundle: {} (Secret values and tokens redacted)",
+                path.display()
+            ),
+            Err(e) => eprintln!("mixcheck: {e}"),
+        }
+    }
+    print!("{}", render(&report, args.output)?);
+    if let Some(diff) = &report.baseline {
+        eprint!("{}", diff.render_text());
+    }
+    if args.in_cluster {
+        // The Job's log carries the results for `mixcheck results --from-job`.
+        print!("{}", crate::cluster::job::results_block(&report));
+        println!(
+            "Results: {}",
+            plan.report_dir
+                .join(mixcheck_reports::results_json::FILE_NAME)
+                .display()
+        );
+    }
+    if let Some(a) = &report.aborted {
+        eprintln!("mixcheck: {}", a.reason);
+    }
+    eprintln!("Wall time: {:.1}s", started.elapsed().as_secs_f64());
+    Ok(finished.code)
+}
+
+/// `mixcheck report`: a saved run rendered again; the exit code is the run's gate.
+pub fn report(args: &ReportArgs) -> Result<Code, Error> {
+    let report = mixcheck_reports::results_json::read(&args.from)?;
+    show_saved(&report, args.report_dir.as_deref(), args.output)
+}
+
+/// `mixcheck diagnose`: a saved run's failing cells diagnosed again, offline, with the
+/// evidence the run gathered; the exit code is the run's gate.
+pub fn diagnose(args: &DiagnoseArgs) -> Result<Code, Error> {
+    let mut report = mixcheck_reports::results_json::read(&args.from)?;
+    let catalogue = crate::catalogue::rules::Catalogue::embedded()?;
+    let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+    let causes = crate::catalogue::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
+    let (evidence, node_diagnostics) = report
+        .diagnosis
+        .take()
+        .map(|d| (d.evidence, d.node_diagnostics))
+        .unwrap_or_default();
+    report.diagnosis = Some(crate::triage::diagnose::diagnose(&report, &causes, evidence, node_diagnostics));
+    show_saved(&report, args.report_dir.as_deref(), args.output)
+}
+
+/// `mixcheck diff`: two saved runs compared cell by cell; exit 1 when the newer regressed.
+pub fn diff(args: &DiffArgs) -> Result<Code, Error> {
+    let old = mixcheck_reports::results_json::read(&args.old)?;
+    let new = mixcheck_reports::results_json::read(&args.new)?;
+    let diff = new.against(&old, args.strict);
+    match args.output {
+        DiffOutput::Table => print!("{}", diff.render_text()),
+        DiffOutput::Markdown => print!("{}", diff.render_markdown()),
+        DiffOutput::Json => println!("{}", serde_json::to_string_pretty(&diff).map_err(|e| Error::Failed(e.to_string()))?),
+    }
+    Ok(if diff.regressed() {
+        Code::Failed
+    } else {
+        Code::Passed
+    })
+}
+
+/// A real cluster named by a kubeconfig and context, for the commands that read one (an
+/// unreachable one ends the command with exit code 3).
+async fn real_cluster(
+    kubeconfig: Option<&std::path::PathBuf>,
+    context: Option<&String>,
+) -> Result<crate::cluster::target::Target, Error> {
+    let spec = crate::cluster::target::TargetSpec::Kubeconfig {
+        path: kubeconfig.cloned(),
+        context: context.cloned(),
+    };
+    Ok(crate::cluster::target::connect(&spec, &|m| eprintln!("{m}")).await?)
+}
+
+/// `mixcheck results --from-job`: an in-cluster run's results, read from its Job's log and
+/// rendered like `mixcheck report --from`; the exit code is the run's gate.
+pub async fn results(args: &ResultsArgs) -> Result<Code, Error> {
+    let target = real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
+    let report = crate::cluster::job::results(&target.client, &args.namespace, &args.from_job).await?;
+    show_saved(&report, args.report_dir.as_deref(), args.output)
+}
+
+/// `mixcheck list`: the checks with their rule ids and sources, or the rules no check covers.
+pub fn list(args: &ListArgs) -> Result<Code, Error> {
+    let catalogue = crate::catalogue::rules::Catalogue::embedded()?;
+    let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+    if args.uncovered {
+        let covered: std::collections::BTreeSet<&str> = suites.checks().map(|(_, c)| c.rule.as_str()).collect();
+        println!(
+            "{:<32} {:<5} {:<40} DOCUMENTED (SOURCES)",
+            "RULE", "CAT", "APPLIES WHEN"
+        );
+        let uncovered: Vec<_> = catalogue.iter().filter(|r| !covered.contains(r.id.as_str())).collect();
+        for r in &uncovered {
+            println!(
+                "{:<32} {:<5} {:<40} {} ({})",
+                r.id,
+                r.category,
+                r.applies_when,
+                r.documented,
+                r.sources.join(", ")
+            );
+        }
+        eprintln!("{} of {} rules have no check", uncovered.len(), catalogue.len());
+        return Ok(Code::Passed);
+    }
+    for s in &suites.suites {
+        println!("{} ({}): {}", s.name, s.category, s.description.trim());
+        for c in &s.checks {
+            println!("  {:<40} {:<28} {}", c.name, c.rule, c.sources.join(", "));
+            println!("  {:<40} {}", "", c.title);
+            if let Some(why) = &c.pending {
+                println!("  {:<40} pending (runs with --include-pending): {why}", "");
+            }
+            if !c.description.trim().is_empty() {
+                println!("  {:<40} {}", "", c.description.trim());
+            }
+        }
+    }
+    Ok(Code::Passed)
+}
+
+/// `mixcheck lint`: suites and fixtures validated; exit 2 on the first problem.
+pub fn lint(args: &LintArgs) -> Result<Code, Error> {
+    let catalogue = crate::catalogue::rules::Catalogue::embedded()?;
+    let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
+    let fixtures = crate::cluster::fixture::Fixtures::load(args.fixtures.as_deref())?;
+    let causes = crate::catalogue::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
+    let checks = suites.checks().count();
+    println!(
+        "ok: {} suites, {checks} checks, {} fixtures, {} causes",
+        suites.suites.len(),
+        fixtures.by_name.len(),
+        causes.causes.len()
+    );
+    Ok(Code::Passed)
+}
+
+/// `mixcheck images`: the fixture images per OS (Windows tags per build, seed eras included).
+pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
+    let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
+    println!("{:<8} {:<72} FIXTURE", "OS", "IMAGE");
+    for (image, os, name) in fixtures.images() {
+        let shown = match &args.image_registry {
+            Some(reg) => crate::cluster::fixture::rewrite_image(&image, reg),
+            None => image,
+        };
+        println!("{os:<8} {shown:<72} {name}");
+    }
+    Ok(Code::Passed)
+}
+
+/// `mixcheck cleanup`: deletes (or lists) the run namespaces left on a cluster.
+pub async fn cleanup(args: &CleanupArgs) -> Result<Code, Error> {
+    let target = real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
+    if args.dry_run {
+        for (name, phase) in crate::run::leftovers(&target.client)
+            .await
+            .map_err(|source| Error::Api { what: "listing the run namespaces".into(), source })? {
+            println!("{name} {phase}");
+        }
+        return Ok(Code::Passed);
+    }
+    let n = crate::run::cleanup_all(&target.client)
+        .await
+        .map_err(|source| Error::Api { what: "deleting the run namespaces".into(), source })?;
+    eprintln!("deleted {n} namespaces");
+    Ok(Code::Passed)
+}

@@ -1,0 +1,13 @@
+//! The cluster under test: opening it ([`target::Target`]), reading its facts
+//! ([`facts::ClusterFacts`]), the fixtures deployed into it ([`deploy::Deployment`]), the pods
+//! a check creates ([`workload::Workloads`]) and the watch over them, progress on the terminal,
+//! and an in-cluster Job's results.
+
+pub mod deploy;
+pub mod facts;
+pub mod fixture;
+pub mod job;
+pub mod podwatch;
+pub mod progress;
+pub mod target;
+pub mod workload;

@@ -1,0 +1,44 @@
+//! The run plan: what one `mixcheck run` does — the target, the selected checks, the deadline and
+//! the stated facts — validated before any cluster call (`cli::plan` builds it from the
+//! command line).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::catalogue::suite::{Check, Suite, Suites};
+use crate::cluster::target::TargetSpec;
+
+/// A validated run.
+#[derive(Debug)]
+pub struct RunPlan {
+    pub target: TargetSpec,
+    pub suites: Suites,
+    /// The selected checks as (suite index, check index).
+    pub selected: Vec<(usize, usize)>,
+    pub selection: mixcheck_reports::Selection,
+    pub deadline: Duration,
+    pub concurrency: usize,
+    pub keep: bool,
+    pub strict: bool,
+    pub quiet: bool,
+    pub report_dir: PathBuf,
+    pub image_registry: Option<String>,
+    pub network_mode: Option<String>,
+    pub egress: bool,
+    /// The cause catalogue the failing cells are diagnosed with.
+    pub causes: crate::catalogue::causes::Catalogue,
+    /// Run the causes' confirmation commands on the implicated nodes.
+    pub node_diagnostics: bool,
+    /// Where the evidence bundle goes.
+    pub bundle: Option<PathBuf>,
+    /// The run to compare with (read before any cluster call).
+    pub baseline: Option<Box<mixcheck_reports::RunReport>>,
+}
+
+impl RunPlan {
+    pub fn checks(&self) -> impl Iterator<Item = (&Suite, &Check)> {
+        self.selected
+            .iter()
+            .map(|&(s, c)| (&self.suites.suites[s], &self.suites.suites[s].checks[c]))
+    }
+}

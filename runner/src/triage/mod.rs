@@ -1,0 +1,8 @@
+//! Triage of a run's failing cells: the diagnosis ([`diagnose::diagnose`], ranking the causes
+//! of the cause catalogue), the evidence it reads through the API, node diagnostics
+//! (`--node-diagnostics`) and the evidence bundle (`--bundle`).
+
+pub mod bundle;
+pub mod diagnose;
+pub mod diagnostics;
+pub mod evidence;
