@@ -1,5 +1,6 @@
 //! JUnit XML for CI systems: one `testsuite` per suite, one `testcase` per cell, named by the
-//! cell's stable id, with the verdict mapped as DESIGN.md's table says (one exhaustive match).
+//! cell's stable id, with the verdict mapped as docs/design.md's verdict table says (one exhaustive
+//! match).
 //! A failing or errored case that the run's diagnosis explains says so in its description:
 //! `Likely cause: TITLE [id] on NODES (confidence N%): REMEDY`.
 
@@ -131,7 +132,7 @@ fn suite_properties(report: &RunReport) -> Vec<Property> {
     props
 }
 
-/// One cell as a test case: DESIGN.md's verdict table.
+/// One cell as a test case: docs/design.md's verdict table.
 fn test_case(cell: &Cell, strict: bool, diagnosis: Option<&Diagnosis>) -> TestCase {
     let cause = diagnosis.and_then(|d| d.cause_of(&cell.id)).map(|(_, c)| c);
     let status = match cell.verdict {
@@ -312,8 +313,8 @@ mod tests {
         );
     }
 
-    /// DESIGN.md's table: verdict → JUnit status (strict turns limitations and warnings into
-    /// failures).
+    /// docs/design.md's verdict table: verdict → JUnit status (strict turns limitations and
+    /// warnings into failures).
     #[rstest]
     #[case::pass(Verdict::Pass, false, "success")]
     #[case::limitation(Verdict::KnownLimitation, false, "success")]

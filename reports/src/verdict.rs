@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The judgement of one cell, as DESIGN.md "Verdicts" defines it.
+/// The judgement of one cell, as docs/design.md "Verdicts and the gate" defines it.
 ///
 /// Serialised in kebab-case (`pass`, `known-limitation`, …); [`Verdict::as_str`] and `Display`
 /// give the same name, [`Verdict::label`] the words a human report shows.
@@ -68,8 +68,9 @@ impl Verdict {
         }
     }
 
-    /// Whether this verdict fails the release gate (DESIGN.md "Verdicts"): `fail` and `error`
-    /// always; `known-limitation` and `warn` only with `--strict`; the others never.
+    /// Whether this verdict fails the release gate (docs/design.md "Verdicts and the gate"):
+    /// `fail` and `error` always; `known-limitation` and `warn` only with `--strict`; the others
+    /// never.
     pub fn fails_gate(self, strict: bool) -> bool {
         match self {
             Verdict::Fail | Verdict::Error => true,
@@ -92,7 +93,7 @@ impl Verdict {
         }
     }
 
-    /// What the verdict means, in the words of windows-rules.md §0.1 and DESIGN.md.
+    /// What the verdict means (docs/design.md's verdict table), in the words a human report shows.
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Pass => "works as documented",
@@ -113,7 +114,8 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// The documented expectation of a cell for the cluster's facts (windows-rules.md §0.1).
+/// The documented expectation of a cell for the cluster's facts (docs/design.md "Verdicts and the
+/// gate"; a suite's `result`).
 ///
 /// The catalogue's `CONDITIONAL` is not here: the runner resolves it from the facts into one of
 /// these before probing, or judges the cell [`Outcome::Indeterminate`] when the fact is unknown.
@@ -211,10 +213,11 @@ impl Outcome {
     }
 }
 
-/// The verdict for a documented expectation and an observed outcome (windows-rules.md §0.1).
+/// The verdict for a documented expectation and an observed outcome (docs/design.md "Verdicts and
+/// the gate").
 ///
 /// One exhaustive match: a new [`Expected`] or [`Outcome`] does not compile until every pair is
-/// decided here. Readings that are not in the catalogue's table:
+/// decided here. Readings the verdict table of docs/design.md does not spell out:
 ///
 /// - **An API step reads like any other step.** `Accepted` is the success of an API step and
 ///   `RejectedAsDocumented` its documented failure, so under `Works`, `Limitation` and
@@ -223,14 +226,14 @@ impl Outcome {
 ///   documented refusal (pass), and a success means the spec was accepted (fail).
 /// - **A failure the documentation does not describe is broken**, also under `Limitation` and
 ///   `KnownOsIssue`. A limitation excuses only its documented failure: NET-ICMP-EXTERNAL
-///   (windows-rules.md §3.1) expects ping to an external address to get no reply while TCP works,
-///   and says "If TCP also fails ⇒ broken" — calling that a known limitation would hide a broken
-///   outbound NAT. Likewise under `UnsupportedApi` a failure other than the documented refusal
-///   is not the documented behaviour.
+///   (suites/rules.yaml; network-flows' `icmp-to-outside`) expects ping to an external address
+///   to get no reply while TCP and UDP work; if TCP fails too, calling that a known limitation
+///   would hide a broken outbound NAT. Likewise under `UnsupportedApi` a failure other than the
+///   documented refusal is not the documented behaviour.
 /// - **A documented failure of a `Works` rule is still broken**: nothing excuses it; the
 ///   signature only serves the remedy.
-/// - **`Works` + recommendation not followed is `Warn`**: DESIGN.md defines warn as "works, but a
-///   documented recommendation is not followed".
+/// - **`Works` + recommendation not followed is `Warn`**: docs/design.md defines warn as "works,
+///   but a documented recommendation is not followed".
 /// - **Pairs a well-formed check cannot produce are `Error`**: a recommendation outcome on a
 ///   limitation or API rule, or a pass/fail/API outcome on a recommendation. They mean the check
 ///   is inconsistent with its expectation — the harness could not judge — and `Error` fails the
