@@ -367,7 +367,11 @@ impl Catalogue {
     }
 
     /// The embedded catalogue, or the file given instead of it.
-    pub fn load(file: Option<&Path>, rules: &crate::catalogue::rules::Catalogue, suites: &Suites) -> Result<Self, SuiteError> {
+    pub fn load(
+        file: Option<&Path>,
+        rules: &crate::catalogue::rules::Catalogue,
+        suites: &Suites,
+    ) -> Result<Self, SuiteError> {
         match file {
             None => Self::parse(EMBEDDED, EMBEDDED_ORIGIN, rules, suites),
             Some(path) => {

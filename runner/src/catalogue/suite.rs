@@ -15,7 +15,10 @@ use crate::catalogue::rules::Catalogue;
 /// The suites built into the binary (`suites/*.yaml` at build time).
 pub const EMBEDDED: &[(&str, &str)] = &[
     ("network-flows.yaml", include_str!("../../../suites/network-flows.yaml")),
-    ("network-config.yaml", include_str!("../../../suites/network-config.yaml")),
+    (
+        "network-config.yaml",
+        include_str!("../../../suites/network-config.yaml"),
+    ),
     ("dns.yaml", include_str!("../../../suites/dns.yaml")),
     ("secrets.yaml", include_str!("../../../suites/secrets.yaml")),
     ("nodeport.yaml", include_str!("../../../suites/nodeport.yaml")),
@@ -52,7 +55,6 @@ pub enum SuiteError {
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
 }
-
 
 /// One suite document.
 #[derive(Debug, Clone, Deserialize)]

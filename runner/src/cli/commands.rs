@@ -65,7 +65,12 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Code, Error> {
         .take()
         .map(|d| (d.evidence, d.node_diagnostics))
         .unwrap_or_default();
-    report.diagnosis = Some(crate::triage::diagnose::diagnose(&report, &causes, evidence, node_diagnostics));
+    report.diagnosis = Some(crate::triage::diagnose::diagnose(
+        &report,
+        &causes,
+        evidence,
+        node_diagnostics,
+    ));
     show_saved(&report, args.report_dir.as_deref(), args.output)
 }
 
@@ -77,13 +82,12 @@ pub fn diff(args: &DiffArgs) -> Result<Code, Error> {
     match args.output {
         DiffOutput::Table => print!("{}", diff.render_text()),
         DiffOutput::Markdown => print!("{}", diff.render_markdown()),
-        DiffOutput::Json => println!("{}", serde_json::to_string_pretty(&diff).map_err(|e| Error::Failed(e.to_string()))?),
+        DiffOutput::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&diff).map_err(|e| Error::Failed(e.to_string()))?
+        ),
     }
-    Ok(if diff.regressed() {
-        Code::Failed
-    } else {
-        Code::Passed
-    })
+    Ok(if diff.regressed() { Code::Failed } else { Code::Passed })
 }
 
 /// A real cluster named by a kubeconfig and context, for the commands that read one (an
@@ -183,14 +187,21 @@ pub async fn cleanup(args: &CleanupArgs) -> Result<Code, Error> {
     if args.dry_run {
         for (name, phase) in crate::run::leftovers(&target.client)
             .await
-            .map_err(|source| Error::Api { what: "listing the run namespaces".into(), source })? {
+            .map_err(|source| Error::Api {
+                what: "listing the run namespaces".into(),
+                source,
+            })?
+        {
             println!("{name} {phase}");
         }
         return Ok(Code::Passed);
     }
     let n = crate::run::cleanup_all(&target.client)
         .await
-        .map_err(|source| Error::Api { what: "deleting the run namespaces".into(), source })?;
+        .map_err(|source| Error::Api {
+            what: "deleting the run namespaces".into(),
+            source,
+        })?;
     eprintln!("deleted {n} namespaces");
     Ok(Code::Passed)
 }

@@ -63,11 +63,7 @@ pub fn render(report: &RunReport, output: Output) -> Result<String, Error> {
 
 /// A run that was saved or fetched: written into `report_dir` (if given), rendered to standard
 /// output; the exit code is the run's gate.
-pub fn show_saved(
-    report: &RunReport,
-    report_dir: Option<&std::path::Path>,
-    output: Output,
-) -> Result<Code, Error> {
+pub fn show_saved(report: &RunReport, report_dir: Option<&std::path::Path>, output: Output) -> Result<Code, Error> {
     if let Some(dir) = report_dir {
         write_reports(report, dir);
     }

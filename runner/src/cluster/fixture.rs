@@ -10,26 +10,38 @@ use std::path::Path;
 use mixcheck_reports::Os;
 use serde_json::{Value, json};
 
-use crate::cluster::facts::ClusterNode;
 use crate::catalogue::suite::VersionRange;
+use crate::cluster::facts::ClusterNode;
 
 /// The fixtures built into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
-    ("affinity-backend", include_str!("../../../fixtures/affinity-backend.yaml")),
+    (
+        "affinity-backend",
+        include_str!("../../../fixtures/affinity-backend.yaml"),
+    ),
     ("build-match", include_str!("../../../fixtures/build-match.yaml")),
     ("build-mismatch", include_str!("../../../fixtures/build-mismatch.yaml")),
     ("cpu-limits", include_str!("../../../fixtures/cpu-limits.yaml")),
     ("dns-custom", include_str!("../../../fixtures/dns-custom.yaml")),
     ("dns-etc-hosts", include_str!("../../../fixtures/dns-etc-hosts.yaml")),
     ("dns-suffix", include_str!("../../../fixtures/dns-suffix.yaml")),
-    ("emptydir-memory", include_str!("../../../fixtures/emptydir-memory.yaml")),
-    ("emptydir-shared", include_str!("../../../fixtures/emptydir-shared.yaml")),
+    (
+        "emptydir-memory",
+        include_str!("../../../fixtures/emptydir-memory.yaml"),
+    ),
+    (
+        "emptydir-shared",
+        include_str!("../../../fixtures/emptydir-shared.yaml"),
+    ),
     ("host-network", include_str!("../../../fixtures/host-network.yaml")),
     ("host-probe", include_str!("../../../fixtures/host-probe.yaml")),
     ("hostpath-read", include_str!("../../../fixtures/hostpath-read.yaml")),
     ("hostprocess", include_str!("../../../fixtures/hostprocess.yaml")),
     ("hugepages", include_str!("../../../fixtures/hugepages.yaml")),
-    ("hyperv-isolation", include_str!("../../../fixtures/hyperv-isolation.yaml")),
+    (
+        "hyperv-isolation",
+        include_str!("../../../fixtures/hyperv-isolation.yaml"),
+    ),
     (
         "linux-fields-no-os",
         include_str!("../../../fixtures/linux-fields-no-os.yaml"),
@@ -50,11 +62,23 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "os-field-validation",
         include_str!("../../../fixtures/os-field-validation.yaml"),
     ),
-    ("pod-os-mismatch", include_str!("../../../fixtures/pod-os-mismatch.yaml")),
+    (
+        "pod-os-mismatch",
+        include_str!("../../../fixtures/pod-os-mismatch.yaml"),
+    ),
     ("privileged", include_str!("../../../fixtures/privileged.yaml")),
-    ("readonly-rootfs", include_str!("../../../fixtures/readonly-rootfs.yaml")),
-    ("readonly-volume", include_str!("../../../fixtures/readonly-volume.yaml")),
-    ("run-as-username", include_str!("../../../fixtures/run-as-username.yaml")),
+    (
+        "readonly-rootfs",
+        include_str!("../../../fixtures/readonly-rootfs.yaml"),
+    ),
+    (
+        "readonly-volume",
+        include_str!("../../../fixtures/readonly-volume.yaml"),
+    ),
+    (
+        "run-as-username",
+        include_str!("../../../fixtures/run-as-username.yaml"),
+    ),
     (
         "run-as-username-invalid",
         include_str!("../../../fixtures/run-as-username-invalid.yaml"),
@@ -73,7 +97,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("sandbox-starts", include_str!("../../../fixtures/sandbox-starts.yaml")),
     ("secret-at-rest", include_str!("../../../fixtures/secret-at-rest.yaml")),
-    ("secret-consumer", include_str!("../../../fixtures/secret-consumer.yaml")),
+    (
+        "secret-consumer",
+        include_str!("../../../fixtures/secret-consumer.yaml"),
+    ),
     (
         "single-file-mount",
         include_str!("../../../fixtures/single-file-mount.yaml"),

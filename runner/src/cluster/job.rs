@@ -38,7 +38,6 @@ pub enum JobError {
     Report(#[from] mixcheck_reports::results_json::Error),
 }
 
-
 /// The block an in-cluster run prints at the end of its log.
 pub fn results_block(report: &RunReport) -> String {
     let json = serde_json::to_string(report).unwrap_or_default();

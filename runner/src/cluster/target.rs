@@ -101,7 +101,6 @@ pub enum TargetError {
     },
 }
 
-
 /// A connected cluster.
 pub struct Target {
     pub client: kube::Client,

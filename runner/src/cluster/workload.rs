@@ -12,10 +12,10 @@ use kube::api::{Api, PostParams};
 use serde_json::Value;
 use tokio::sync::{Mutex, OnceCell};
 
+use crate::catalogue::suite::CreateOutcome;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::{self, Fixtures};
 use crate::cluster::podwatch::{PodView, PodWatch};
-use crate::catalogue::suite::CreateOutcome;
 
 /// A fixture pod for exec probes, created once: its name, or why it never ran.
 type Ready = Arc<OnceCell<Result<String, NotReady>>>;

@@ -1,8 +1,46 @@
-//! The audits of the cluster's own workloads (DaemonSets and Deployments), read from the API.
+//! `audit`: the cluster's own workloads (DaemonSets and Deployments), read from the API, for
+//! what the documentation says they must not do on Windows nodes.
 
 use kube::api::{Api, ListParams};
+use mixcheck_reports::Os;
 
+use crate::catalogue::suite::{AuditKind, FailureClass};
 use crate::cluster::facts::{self, ClusterNode};
+use crate::probes::judgement::{Ctx, Probed};
+use crate::probes::transport::Observation;
+
+/// Runs the audit over the cluster's workloads.
+pub async fn observe(ctx: &Ctx<'_>, audit: AuditKind) -> Probed {
+    let mismatch = |what: String| Probed::seen(Observation::Failed(FailureClass::Mismatch), what);
+    let clean = |what: &str| Probed::seen(Observation::Reached(String::new()), what.to_string());
+    match audit {
+        AuditKind::LinuxWorkloadsOnWindows => {
+            let windows: Vec<&ClusterNode> = ctx
+                .facts
+                .nodes
+                .iter()
+                .filter(|n| n.os == Os::Windows && n.schedulable())
+                .collect();
+            match audit_workloads(&ctx.client, &windows).await {
+                Ok(found) if found.is_empty() => {
+                    clean("no DaemonSet or Deployment without an OS selector can land on the Windows nodes")
+                }
+                Ok(found) => mismatch(format!(
+                    "without an OS selector and not kept off Windows by taints: {}",
+                    found.join(", ")
+                )),
+                Err(e) => Probed::Error(format!("listing workloads: {e}")),
+            }
+        }
+        AuditKind::WindowsMemoryRequestNotLimit => match audit_memory_requests(&ctx.client).await {
+            Ok(found) if found.is_empty() => {
+                clean("every Windows workload sets only a memory limit, or a request equal to it")
+            }
+            Ok(found) => mismatch(format!("memory request differs from the limit: {}", found.join(", "))),
+            Err(e) => Probed::Error(format!("listing workloads: {e}")),
+        },
+    }
+}
 
 /// The DaemonSets and Deployments of the cluster whose pod template `flagged` picks, named
 /// `kind namespace/name`.
@@ -52,10 +90,7 @@ async fn workloads_where(
 
 /// SCHED-NODESELECTOR's audit: DaemonSets and Deployments without an OS selector that the
 /// Windows nodes' taints do not keep away, i.e. that would put (Linux) pods on Windows nodes.
-pub async fn audit_workloads(
-    client: &kube::Client,
-    windows: &[&ClusterNode],
-) -> Result<Vec<String>, kube::Error> {
+async fn audit_workloads(client: &kube::Client, windows: &[&ClusterNode]) -> Result<Vec<String>, kube::Error> {
     let lands_on_windows = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let os = spec.node_selector.as_ref().and_then(|s| s.get("kubernetes.io/os"));
         let affinity_os = spec
@@ -96,7 +131,7 @@ pub async fn audit_workloads(
 
 /// MEM-LIMIT-EQ-REQUEST's audit: Windows workloads whose containers request a different amount
 /// of memory than their limit.
-pub async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
+async fn audit_memory_requests(client: &kube::Client) -> Result<Vec<String>, kube::Error> {
     let differs = |spec: &k8s_openapi::api::core::v1::PodSpec| -> bool {
         let windows = spec
             .node_selector

@@ -6,9 +6,11 @@
 use mixcheck_reports::verdict::{Expected, Outcome};
 use mixcheck_reports::{Os, Verdict};
 
+use crate::catalogue::suite::{
+    Check, Condition, Documented, Expectation, FailureClass, Placement, Protocol, VersionRange,
+};
 use crate::cluster::facts::ClusterNode;
 use crate::probes::transport as probe;
-use crate::catalogue::suite::{Check, Condition, Documented, Expectation, FailureClass, Placement, Protocol, VersionRange};
 
 /// The facts one probed pair of a cell is judged by.
 #[derive(Debug, Clone)]
@@ -297,7 +299,10 @@ mod tests {
         let text = format!(
             "apiVersion: mixcheck/v1\nkind: Suite\nname: t\ncategory: x\nchecks:\n  - name: c\n    rule: SVC-VIP-FROM-NODE\n    title: t\n    sources: [W14]\n    probe: {{kind: connect, from: host, to: cluster-ip}}\n    expect:\n{yaml_expect}"
         );
-        crate::catalogue::suite::parse(&text, "t.yaml").expect("suite").checks.remove(0)
+        crate::catalogue::suite::parse(&text, "t.yaml")
+            .expect("suite")
+            .checks
+            .remove(0)
     }
 
     /// SVC-VIP-FROM-NODE as network-flows.yaml encodes it (S2, W14, WUG, E2E/host_process).

@@ -1,5 +1,6 @@
-//! Node agents that run as pods (the HostProcess kube-proxy and flanneld DaemonSets of current
-//! Windows set-ups): finding a node's agent pod and judging its log, read through the API.
+//! `logs`: the log of a node agent — its pod's (the HostProcess kube-proxy and flanneld
+//! DaemonSets of current Windows set-ups) or, where it runs as a node service, its log file
+//! under the kubelet's `/logs/` — read through the API and judged line by line.
 
 use std::time::Duration;
 
@@ -7,7 +8,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams};
 use regex::Regex;
 
-use crate::catalogue::suite::Agent;
+use crate::catalogue::suite::{Agent, FailureClass};
+use crate::probes::judgement::{Case, Ctx, Probed};
+use crate::probes::transport::Observation;
 
 /// How much of an agent's log is read, from its start (which holds the configuration lines).
 const LOG_BYTES: i64 = 4 << 20;
@@ -90,6 +93,39 @@ async fn node_log(client: &kube::Client, node: &str, agent: Agent) -> Result<Opt
         })),
         Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(None),
         Ok(Err(e)) => Err(format!("reading {path}: {e}")),
+    }
+}
+
+/// Reads the agent's log on the pair's node and judges it against the rule.
+pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRule<'_>) -> Probed {
+    let (_, node) = match case.node(ctx.facts) {
+        Ok(n) => n,
+        Err(p) => return p.into(),
+    };
+    let log = match log_of(&ctx.client, &node.name, agent).await {
+        Err(why) => return Probed::Error(why),
+        Ok(None) => {
+            return Probed::Unknown(format!(
+                "unknown: {} has no {agent:?} pod and its kubelet serves no /logs/{}",
+                node.name,
+                agent.node_log()
+            ));
+        }
+        Ok(Some(log)) => log,
+    };
+    match judge_log(&log.text, rule) {
+        Err(bad) => Probed::Error(format!("the check's log expression: {bad}")),
+        Ok(LogFinding::Clean) => Probed::seen(
+            Observation::Reached(format!("log of {}", log.pod)),
+            format!("{}: the log of {} has no offending line", node.name, log.pod),
+        ),
+        Ok(LogFinding::Offence(offence)) => Probed::seen(
+            Observation::Failed(FailureClass::Mismatch),
+            format!("{}: the log of {} says: {offence}", node.name, log.pod),
+        ),
+        Ok(LogFinding::Silent(why)) => {
+            Probed::Unknown(format!("unknown: the log of {} on {}: {why}", log.pod, node.name))
+        }
     }
 }
 

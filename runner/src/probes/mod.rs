@@ -1,6 +1,172 @@
-//! The probe kinds: how each kind builds its command, observes and is judged.
+//! The probe kinds, one module each with its command building, observation and judgement
+//! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`). What the run
+//! needs to know of a kind is here, as exhaustive `match`es on [`Probe`]: a new kind does not
+//! compile until it says how its cells are laid out, what it needs and how it observes.
+//! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
+//! expectation, `transport` runs commands in pods and classifies their output.
 
 pub mod audit;
+pub mod connect;
+pub mod create;
+pub mod exec;
 pub mod expectation;
+pub mod fact;
+mod flow;
+pub mod judgement;
 pub mod logs;
+pub mod outside;
+pub mod resolve;
 pub mod transport;
+
+use crate::catalogue::suite::{Destination, Expectation, Probe};
+use judgement::{Case, Ctx, Probed};
+
+/// How a kind's cells are laid over the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Flows from a source pool to a destination: one probe per sampled node pair.
+    Flow,
+    /// About nodes: one cell per pool, each of the chosen nodes judged, the worst standing.
+    Nodes(NodeChoice),
+}
+
+/// Which nodes of a pool a cell about nodes judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeChoice {
+    /// Every node, control planes included (facts read from the API).
+    Every,
+    /// Every worker.
+    Workers,
+    /// A few workers per pool, spread and different per check (each is a pod to start).
+    Sample,
+    /// The pool's first schedulable worker (a LoadBalancer exists once per pool).
+    OnePerPool,
+}
+
+impl Probe {
+    /// How the kind's cells are laid over the cluster.
+    pub fn shape(&self) -> Shape {
+        match self {
+            Probe::Connect { .. } | Probe::Resolve { .. } => Shape::Flow,
+            Probe::Fact { .. } => Shape::Nodes(NodeChoice::Every),
+            Probe::Exec { .. } | Probe::Create { .. } => Shape::Nodes(NodeChoice::Sample),
+            Probe::Outside {
+                to: Destination::LoadBalancer,
+            } => Shape::Nodes(NodeChoice::OnePerPool),
+            Probe::Outside { .. } | Probe::Audit { .. } | Probe::Logs { .. } => Shape::Nodes(NodeChoice::Workers),
+        }
+    }
+
+    /// The probe looks at a node from outside the cluster: its cells' source is `external`,
+    /// the node is the destination, and the check's `to` OSes pick the nodes.
+    pub fn looks_from_outside(&self) -> bool {
+        match self {
+            Probe::Outside { .. } => true,
+            Probe::Connect { .. }
+            | Probe::Resolve { .. }
+            | Probe::Exec { .. }
+            | Probe::Create { .. }
+            | Probe::Fact { .. }
+            | Probe::Audit { .. }
+            | Probe::Logs { .. } => false,
+        }
+    }
+
+    /// The probe reads the API only: it is judged on a node that is not Ready too.
+    pub fn reads_the_api_only(&self) -> bool {
+        match self {
+            Probe::Fact { .. } | Probe::Audit { .. } => true,
+            Probe::Connect { .. }
+            | Probe::Resolve { .. }
+            | Probe::Exec { .. }
+            | Probe::Create { .. }
+            | Probe::Outside { .. }
+            | Probe::Logs { .. } => false,
+        }
+    }
+
+    /// The probe needs the shared fixtures (servers, clients, services); one that creates its
+    /// own pods starts while they are awaited.
+    pub fn needs_fixtures(&self) -> bool {
+        match self {
+            Probe::Create { .. } => false,
+            Probe::Connect { .. }
+            | Probe::Resolve { .. }
+            | Probe::Exec { .. }
+            | Probe::Fact { .. }
+            | Probe::Outside { .. }
+            | Probe::Audit { .. }
+            | Probe::Logs { .. } => true,
+        }
+    }
+
+    /// The probe waits for a pod of its own (created or exec'd per node): its cells start
+    /// first, since waiting holds no probe slot.
+    pub fn waits_for_pods(&self) -> bool {
+        match self {
+            Probe::Exec { .. } | Probe::Create { .. } => true,
+            Probe::Connect { .. }
+            | Probe::Resolve { .. }
+            | Probe::Fact { .. }
+            | Probe::Outside { .. }
+            | Probe::Audit { .. }
+            | Probe::Logs { .. } => false,
+        }
+    }
+
+    /// The destination pool a flow without a `to` list reaches, when it is not the source's own
+    /// pool (`external`, `same-pod`, `cluster-dns`).
+    pub fn own_destination(&self) -> Option<&'static str> {
+        match self {
+            Probe::Connect { to, .. } => connect::own_destination(*to),
+            Probe::Resolve { .. } => Some(resolve::DESTINATION),
+            Probe::Exec { .. }
+            | Probe::Create { .. }
+            | Probe::Fact { .. }
+            | Probe::Outside { .. }
+            | Probe::Audit { .. }
+            | Probe::Logs { .. } => None,
+        }
+    }
+
+    /// Probes one pair of a cell whose expectation `e` applies.
+    pub async fn observe(&self, ctx: &Ctx<'_>, case: &Case<'_>, e: &Expectation) -> Probed {
+        match self {
+            Probe::Connect {
+                from,
+                to,
+                service,
+                verify,
+            } => connect::observe(ctx, case, *from, *to, *service, *verify).await,
+            Probe::Resolve { from, name, dns } => resolve::observe(ctx, case, *from, *name, *dns).await,
+            Probe::Exec {
+                fixture,
+                command,
+                stdout,
+            } => exec::observe(ctx, case, fixture, command, stdout.as_deref()).await,
+            Probe::Create {
+                fixture,
+                outcome,
+                message,
+            } => create::observe(ctx, case, fixture, *outcome, message.as_deref()).await,
+            Probe::Fact { fact } => fact::observe(ctx, case, *fact, e),
+            Probe::Outside { to } => outside::observe(ctx, case, *to).await,
+            Probe::Audit { audit } => audit::observe(ctx, *audit).await,
+            Probe::Logs {
+                agent,
+                fails,
+                requires,
+                line,
+                must,
+            } => {
+                let rule = logs::LogRule {
+                    fails: fails.as_deref(),
+                    requires: requires.as_deref(),
+                    line: line.as_deref(),
+                    must: must.as_deref(),
+                };
+                logs::observe(ctx, case, *agent, &rule).await
+            }
+        }
+    }
+}

@@ -7,9 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use mixcheck_reports::cell::{Coordinates, Locality, Pool};
 use mixcheck_reports::{Os, Verdict};
 
+use crate::catalogue::suite::{Check, Pairs, Placement, Protocol, Suite};
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
+use crate::probes::judgement::Pair;
+use crate::probes::{NodeChoice, Shape};
 use crate::run::plan::RunPlan;
-use crate::catalogue::suite::{Check, Destination, Pairs, Placement, Probe, Protocol, Suite};
 
 /// How many nodes of a pool a workload check (a pod created or exec'd per node) runs on.
 const WORKLOAD_NODES_PER_POOL: usize = 3;
@@ -29,13 +31,6 @@ fn sample(members: &[usize], name: &str, k: usize) -> Vec<usize> {
     let mut picked: Vec<usize> = (0..k).map(|j| members[(offset + j * len / k) % len]).collect();
     picked.sort_unstable();
     picked
-}
-
-/// One probed pair of a cell: source and destination node indexes.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Pair {
-    pub(super) from: Option<usize>,
-    pub(super) to: Option<usize>,
 }
 
 /// A cell before probing.
@@ -130,17 +125,8 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
         } else {
             m.variant.iter().cloned().map(Some).collect()
         };
-        let unsupported: Option<String> = None;
-        if !matches!(check.probe, Probe::Connect { .. } | Probe::Resolve { .. }) {
-            cells.extend(node_cells(
-                suite,
-                check,
-                facts,
-                &from_os,
-                &protocols,
-                &variants,
-                unsupported,
-            ));
+        if let Shape::Nodes(choice) = check.probe.shape() {
+            cells.extend(node_cells(suite, check, choice, facts, &from_os, &protocols, &variants));
             continue;
         }
         let to_pools: Option<Vec<(String, Os, Vec<usize>)>> = (!m.to.is_empty()).then(|| pools_of(&m.to));
@@ -173,26 +159,13 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
                         for variant in &variants {
                             let same = *placement == Some(Placement::SameNode) || tp.is_none() && placement.is_none();
                             let pairs = sample_pairs(&fnodes, &tnodes, same);
-                            let dest_pool = match (&tp, &check.probe) {
-                                (Some(t), _) => Some(Pool::named(t.clone())),
-                                (
-                                    None,
-                                    Probe::Connect {
-                                        to: Destination::OutsideIp | Destination::OutsideName,
-                                        ..
-                                    },
-                                ) => Some(Pool::named("external")),
-                                (
-                                    None,
-                                    Probe::Connect {
-                                        to: Destination::Localhost,
-                                        ..
-                                    },
-                                ) => Some(Pool::named("same-pod")),
-                                (None, Probe::Resolve { .. }) => Some(Pool::named("cluster-dns")),
-                                // Its own pool's service or pods.
-                                _ => Some(Pool::named(fp.clone())),
-                            };
+                            // Without a `to` list: the probe's own target, or its own pool's
+                            // service or pods.
+                            let dest_pool = Some(match (&tp, check.probe.own_destination()) {
+                                (Some(t), _) => Pool::named(t.clone()),
+                                (None, Some(own)) => Pool::named(own),
+                                (None, None) => Pool::named(fp.clone()),
+                            });
                             let coordinates = Coordinates {
                                 source: Some(Pool::named(fp.clone())),
                                 destination: dest_pool,
@@ -203,9 +176,7 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
                                 protocol: protocol.map(|p| p.to_string()),
                                 variant: variant.clone(),
                             };
-                            let fixed = if let Some(why) = &unsupported {
-                                Some((Verdict::Error, why.clone()))
-                            } else if pairs.is_empty() {
+                            let fixed = if pairs.is_empty() {
                                 Some((
                                     Verdict::NotApplicable,
                                     format!(
@@ -236,25 +207,26 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
     cells
 }
 
-/// Cells of checks about nodes (fact, exec, create, outside, audit probes): one per pool of
-/// `from` (or `to` for outside probes), or one per node with `perNode`; every node of a pool is
-/// judged and the worst result stands.
+/// Cells of checks about nodes: one per pool of `from` (or `to` for probes from outside); the
+/// nodes `choice` picks are judged and the worst result stands.
 fn node_cells<'a>(
     suite: &'a Suite,
     check: &'a Check,
+    choice: NodeChoice,
     facts: &ClusterFacts,
     from_os: &[crate::catalogue::suite::Os],
     protocols: &[Option<Protocol>],
     variants: &[Option<String>],
-    unsupported: Option<String>,
 ) -> Vec<CellPlan<'a>> {
     let m = &check.matrix;
     // Facts cover every node (control planes too); workloads only workers (those not Ready are
     // judged by `not_ready`).
-    let all_nodes = matches!(check.probe, Probe::Fact { .. });
-    let oses: Vec<crate::catalogue::suite::Os> = match (&check.probe, m.to.is_empty()) {
-        (Probe::Outside { .. }, false) => m.to.clone(),
-        _ => from_os.to_vec(),
+    let all_nodes = choice == NodeChoice::Every;
+    let outside = check.probe.looks_from_outside();
+    let oses: Vec<crate::catalogue::suite::Os> = if outside && !m.to.is_empty() {
+        m.to.clone()
+    } else {
+        from_os.to_vec()
     };
     let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in facts.nodes.iter().enumerate() {
@@ -262,22 +234,16 @@ fn node_cells<'a>(
             pools.entry(n.pool()).or_default().push(i);
         }
     }
-    let outside = matches!(check.probe, Probe::Outside { .. });
     let mut groups: Vec<(String, Option<String>, Vec<usize>)> = Vec::new();
     // One cell per pool (ids never carry node names, so a baseline survives node
     // replacement); every node of the pool is judged and the worst result stands.
     // A LoadBalancer exists once per pool, over the pool's first schedulable server (deploy).
-    let one_per_pool = matches!(
-        check.probe,
-        Probe::Outside {
-            to: Destination::LoadBalancer
-        }
-    );
+    let one_per_pool = choice == NodeChoice::OnePerPool;
     // A workload check's outcome follows the pool's build and versions, and each of its pods is
     // a real pod to schedule and start (a Windows one takes long): it runs on a few nodes per
     // pool, a different few per check, spread over the pool (the network checks visit every
     // node).
-    let workload = matches!(check.probe, Probe::Exec { .. } | Probe::Create { .. });
+    let workload = choice == NodeChoice::Sample;
     for (pool, mut members) in pools {
         if workload {
             members = sample(&members, &check.name, WORKLOAD_NODES_PER_POOL);
@@ -331,7 +297,7 @@ fn node_cells<'a>(
                     protocol: *protocol,
                     variant: variant.clone(),
                     pairs,
-                    fixed: unsupported.clone().map(|w| (Verdict::Error, w)),
+                    fixed: None,
                 });
             }
         }

@@ -5,9 +5,7 @@
 
 mod cells;
 mod judge;
-mod node;
 pub mod plan;
-mod request;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -19,14 +17,14 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use mixcheck_reports::{Cell, RunReport};
 
 use crate::cluster::deploy::{self, Deployment};
-use crate::errors::Code;
 use crate::cluster::facts::{self, ClusterFacts};
 use crate::cluster::fixture::Fixtures;
+use crate::errors::Code;
 use crate::run::plan::RunPlan;
-use crate::catalogue::suite::Probe;
 
+use crate::probes::judgement::Ctx;
 use cells::plan_cells;
-use judge::{Ctx, judge_cells};
+use judge::judge_cells;
 
 /// What one run ended with.
 pub struct Finished {
@@ -144,7 +142,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         let (early, later): (Vec<_>, Vec<_>) = cells
             .iter()
             .enumerate()
-            .partition(|(_, c)| matches!(c.check.probe, Probe::Create { .. }));
+            .partition(|(_, c)| !c.check.probe.needs_fixtures());
         let bar = progress.bar(crate::cluster::progress::Phase::Probe);
         bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
         let early = judge_cells(&early_ctx, early, plan.concurrency, &bar);
@@ -205,8 +203,14 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                     .enumerate()
                     .filter_map(|(i, n)| {
                         let suspected = suspects.get(&n.name).cloned().unwrap_or_default();
-                        (implicated.contains(&n.name) && (!suspected.is_empty() || !n.ready))
-                            .then(|| (i, n, crate::triage::diagnose::node_vars(&facts.report, &n.name), suspected))
+                        (implicated.contains(&n.name) && (!suspected.is_empty() || !n.ready)).then(|| {
+                            (
+                                i,
+                                n,
+                                crate::triage::diagnose::node_vars(&facts.report, &n.name),
+                                suspected,
+                            )
+                        })
                     })
                     .collect();
                 crate::triage::diagnostics::run(

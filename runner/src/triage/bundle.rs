@@ -122,7 +122,12 @@ fn fixture_secrets(fixtures: &crate::cluster::fixture::Fixtures, run_id: &str) -
 /// Reads what the bundle holds of the cluster: the run namespace's objects, the nodes and the
 /// agents of kube-system; and the Secret values to scrub (those of the fixtures the run applied,
 /// and of every Secret it may list).
-pub async fn collect(client: &kube::Client, ns: &str, run_id: &str, fixtures: &crate::cluster::fixture::Fixtures) -> Collected {
+pub async fn collect(
+    client: &kube::Client,
+    ns: &str,
+    run_id: &str,
+    fixtures: &crate::cluster::fixture::Fixtures,
+) -> Collected {
     let mut c = Collected::default();
     c.secrets.extend(fixture_secrets(fixtures, run_id));
     let all = ListParams::default();

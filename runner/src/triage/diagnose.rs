@@ -423,7 +423,8 @@ pub fn diagnose(
                     .filter(|x| os_fits(Some(x.os), os_of(report, &cand.node)))
                     .map(|x| {
                         let vars = node_vars(&report.facts, &cand.node);
-                        let command = crate::catalogue::causes::fill(&x.command, &vars).unwrap_or_else(|| x.command.clone());
+                        let command =
+                            crate::catalogue::causes::fill(&x.command, &vars).unwrap_or_else(|| x.command.clone());
                         if x.on_node {
                             command
                         } else {

@@ -12,9 +12,9 @@ use kube::api::{Api, Patch, PatchParams};
 use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
 
 use crate::catalogue::causes::Catalogue;
+use crate::catalogue::suite::Os as SuiteOs;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::Fixtures;
-use crate::catalogue::suite::Os as SuiteOs;
 
 /// The label value that marks the diagnostics pods (`app.kubernetes.io/component`).
 pub const COMPONENT: &str = "node-diagnostics";

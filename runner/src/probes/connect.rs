@@ -1,0 +1,260 @@
+//! `connect`: a connection from a pod (or the host) on the source node to a destination — a pod
+//! IP, a Service by IP or name, a NodePort, a hostPort, a LoadBalancer, the node, localhost or
+//! the outside world — and what a successful connection must also show (`verify`).
+
+use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
+use crate::cluster::deploy;
+use crate::cluster::facts::ClusterNode;
+use crate::probes::flow::{self, OUTSIDE_NAME, http, server_ip, service};
+use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
+use crate::probes::transport::{self, Observation, Request};
+
+/// The outside address the outbound checks use (TCP 53 and ICMP on a public resolver).
+const OUTSIDE_IP: &str = "1.1.1.1";
+const OUTSIDE_IP_PORT: u16 = 53;
+
+/// Requests `verify: one-backend` makes.
+const ONE_BACKEND_REQUESTS: usize = 10;
+
+/// The destination pool of a connection without a `to` list, when it is not the source's pool.
+pub fn own_destination(to: Destination) -> Option<&'static str> {
+    match to {
+        Destination::OutsideIp | Destination::OutsideName => Some("external"),
+        Destination::Localhost => Some("same-pod"),
+        _ => None,
+    }
+}
+
+/// A TCP connect without HTTP (agnhost connect), expressed as a request the command builder
+/// turns into `agnhost connect HOST:PORT` (no `--protocol`).
+fn raw_tcp(mut r: Request) -> Request {
+    r.protocol = Protocol::Tcp;
+    r.path = transport::RAW_TCP.to_string();
+    r
+}
+
+/// What to ask for to reach `to` on `dst`.
+fn request(
+    ctx: &Ctx<'_>,
+    dst: &ClusterNode,
+    to: Destination,
+    service_variant: ServiceVariant,
+    verify: Verify,
+    protocol: Protocol,
+) -> Result<Request, Unprobed> {
+    let dep = ctx.dep;
+    let path = match verify {
+        Verify::ClientIpPreserved => "/clientip",
+        _ => "/hostname",
+    };
+    let get = |host: String, port: u16, path: &str| http(host, port, protocol, path);
+    Ok(match to {
+        Destination::PodIp => {
+            let port = if protocol == Protocol::Udp { 8081 } else { 8080 };
+            get(server_ip(dep, dst)?, port, path)
+        }
+        Destination::ClusterIp => {
+            if service_variant == ServiceVariant::ClientIpAffinity {
+                let s = dep
+                    .affinity
+                    .get(&dst.pool())
+                    .ok_or_else(|| Unprobed::Error(format!("no affinity service for pool {}", dst.pool())))?;
+                get(s.cluster_ip.clone(), 80, "/hostname")
+            } else {
+                let s = service(dep, dst, service_variant == ServiceVariant::LocalPolicy)?;
+                let port = if protocol == Protocol::Udp { 90 } else { 80 };
+                get(s.cluster_ip.clone(), port, path)
+            }
+        }
+        Destination::ServiceFqdn => get(
+            format!("{}.{}.svc.cluster.local", service(dep, dst, false)?.name, ctx.ns),
+            80,
+            path,
+        ),
+        Destination::ServiceShort => match service_variant {
+            ServiceVariant::Headless => {
+                server_ip(dep, dst)?;
+                let name = dep
+                    .headless
+                    .get(&dst.name)
+                    .ok_or_else(|| Unprobed::Error(format!("no headless service over the server on {}", dst.name)))?;
+                get(name.clone(), 8080, path)
+            }
+            ServiceVariant::ExternalName => {
+                server_ip(dep, dst)?;
+                let name = dep.external_names.get(&dst.name).ok_or_else(|| {
+                    Unprobed::Error(format!("no ExternalName service for the server on {}", dst.name))
+                })?;
+                get(name.clone(), 80, path)
+            }
+            _ => get(service(dep, dst, false)?.name.clone(), 80, path),
+        },
+        Destination::NodePort | Destination::LoopbackNodePort => {
+            let s = service(dep, dst, service_variant == ServiceVariant::LocalPolicy)?;
+            let port = if protocol == Protocol::Udp {
+                s.node_ports.1
+            } else {
+                s.node_ports.0
+            }
+            .ok_or_else(|| Unprobed::Error(format!("service {} has no node port", s.name)))?;
+            let host = if to == Destination::LoopbackNodePort {
+                "127.0.0.1".to_string()
+            } else {
+                dst.address.clone()
+            };
+            get(host, port, path)
+        }
+        Destination::HostPort => {
+            server_ip(dep, dst)?;
+            get(dst.address.clone(), deploy::HOST_PORT, path)
+        }
+        Destination::NodeIp => {
+            let mut r = get(dst.address.clone(), 10250, "/healthz");
+            r.tls = true;
+            r
+        }
+        Destination::OutsideIp => {
+            let r = get(OUTSIDE_IP.to_string(), OUTSIDE_IP_PORT, "/");
+            // A raw TCP connect: the port speaks DNS, not HTTP.
+            if r.protocol == Protocol::Tcp { raw_tcp(r) } else { r }
+        }
+        Destination::OutsideName => get(OUTSIDE_NAME.to_string(), 80, "/"),
+        Destination::LoadBalancer => {
+            let s = dep
+                .load_balancers
+                .get(&dst.pool())
+                .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service in pool {}", dst.pool())))?;
+            let ip = s.ingress.clone().ok_or_else(|| {
+                Unprobed::Unknown(format!(
+                    "service {} got no load-balancer address (does the cluster have a load-balancer controller?)",
+                    s.name
+                ))
+            })?;
+            get(ip, 80, path)
+        }
+        Destination::Localhost => get("127.0.0.1".to_string(), 8080, "/hostname"),
+    })
+}
+
+/// Connects from the pair's source to its destination and checks what `verify` asks for.
+pub async fn observe(
+    ctx: &Ctx<'_>,
+    case: &Case<'_>,
+    origin: Origin,
+    to: Destination,
+    service_variant: ServiceVariant,
+    verify: Verify,
+) -> Probed {
+    let Some(src) = case.from(ctx.facts) else {
+        return Probed::Error("the cell has no source node".into());
+    };
+    let start = match flow::start(ctx, src, origin, to == Destination::Localhost) {
+        Ok(s) => s,
+        Err(p) => return p.into(),
+    };
+    let dst = case.to(ctx.facts).unwrap_or(src);
+    let protocol = case.protocol.unwrap_or(Protocol::Tcp);
+    let req = match request(ctx, dst, to, service_variant, verify, protocol) {
+        Ok(r) => r,
+        Err(p) => return p.into(),
+    };
+    let argv = transport::command(start.runner, &req);
+    let run = || ctx.exec(&start.pod, start.container.as_deref(), &argv);
+    let (out, mut flaky) = match run().await {
+        Ok(x) => x,
+        Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
+    };
+    let mut result = transport::classify(&req, &out);
+    let mut detail = String::new();
+    if let Observation::Reached(body) = &result {
+        match verify {
+            Verify::Reachable => {}
+            Verify::ClientIpPreserved => {
+                let seen = body
+                    .trim()
+                    .rsplit_once(':')
+                    .map_or(body.trim(), |(ip, _)| ip)
+                    .to_string();
+                let own = src.address.clone();
+                if seen != own {
+                    detail = format!(" (backend saw {seen}, the client is {own})");
+                    result = Observation::Failed(FailureClass::Mismatch);
+                }
+            }
+            Verify::OneBackend => {
+                let mut answers = vec![result.clone()];
+                for _ in 1..ONE_BACKEND_REQUESTS {
+                    match run().await {
+                        Ok((o, f)) => {
+                            flaky |= f;
+                            answers.push(transport::classify(&req, &o));
+                        }
+                        Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
+                    }
+                }
+                if let Some((observation, why)) = one_backend(&answers) {
+                    result = observation;
+                    detail = why;
+                }
+            }
+        }
+    }
+    Probed::Seen {
+        summary: flow::summary(&start.pod, &req, &result, &detail),
+        observation: result,
+        output: Some(out),
+        flaky,
+    }
+}
+
+/// `verify: one-backend` over the answers to successive requests: a request that failed is the
+/// flow's failure (the others must not hide it); otherwise more than one backend answering is a
+/// mismatch. None when every request reached the same backend.
+fn one_backend(answers: &[Observation]) -> Option<(Observation, String)> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (n, answer) in answers.iter().enumerate() {
+        match answer {
+            Observation::Reached(body) => {
+                seen.insert(body.trim().to_string());
+            }
+            Observation::Failed(class) => {
+                let why = format!(" (request {} of {}: {})", n + 1, answers.len(), class.name());
+                return Some((answer.clone(), why));
+            }
+        }
+    }
+    (seen.len() > 1).then(|| {
+        let why = format!(
+            " ({} requests reached {} backends: {})",
+            answers.len(),
+            seen.len(),
+            seen.into_iter().collect::<Vec<_>>().join(", ")
+        );
+        (Observation::Failed(FailureClass::Mismatch), why)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_backend_is_a_mismatch_only_when_every_request_got_through() {
+        use FailureClass as C;
+        use Observation::{Failed, Reached};
+        let to = |b: &str| Reached(b.to_string());
+        assert_eq!(one_backend(&[to("a"), to("a\n"), to("a")]), None);
+        assert_eq!(
+            one_backend(&[to("a"), to("b"), to("a")]),
+            Some((
+                Failed(C::Mismatch),
+                " (3 requests reached 2 backends: a, b)".to_string()
+            ))
+        );
+        // Half the requests timing out is the flow failing, not one backend answering.
+        assert_eq!(
+            one_backend(&[to("a"), Failed(C::Timeout), to("a")]),
+            Some((Failed(C::Timeout), " (request 2 of 3: timeout)".to_string()))
+        );
+    }
+}

@@ -1,0 +1,387 @@
+//! `fact`: a fact read from the cluster's own objects (node labels and versions, the kubelet's
+//! configuration, the network's configuration) compared with the documented state.
+
+use serde_json::Value;
+
+use crate::catalogue::suite::{Expectation, FactCheck, FailureClass};
+use mixcheck_reports::Os;
+
+use crate::cluster::facts::{ClusterFacts, ClusterNode, major_minor, quantity_bytes, supported_builds};
+use crate::probes::judgement::{Case, Ctx, Probed};
+use crate::probes::transport::Observation;
+
+/// The Windows Server 2019 revision of KB4489899 (OS Build 17763.379, March 2019), which
+/// win-overlay needs; it includes KB4482887 (17763.348), which kube-proxy's overlay mode needs.
+const OVERLAY_KB_REVISION: u32 = 379;
+
+/// Judges the fact on the pair's node against the expectation's `limit`, if it has one.
+pub fn observe(ctx: &Ctx<'_>, case: &Case<'_>, fact: FactCheck, e: &Expectation) -> Probed {
+    let (_, node) = match case.node(ctx.facts) {
+        Ok(n) => n,
+        Err(p) => return p.into(),
+    };
+    match judge(fact, node, ctx.facts, e.limit.as_deref()) {
+        Ok((true, seen)) => Probed::seen(Observation::Reached(seen.clone()), format!("{}: {seen}", node.name)),
+        Ok((false, seen)) => Probed::seen(
+            Observation::Failed(FailureClass::Mismatch),
+            format!("{}: {seen}", node.name),
+        ),
+        Err(fact) => Probed::Unknown(format!("unknown: {fact}")),
+    }
+}
+
+/// What a `fact` probe found on one node: whether the documented state holds, and what was
+/// seen. Err names a fact that could not be read.
+pub fn judge(
+    check: FactCheck,
+    node: &ClusterNode,
+    facts: &ClusterFacts,
+    limit: Option<&str>,
+) -> Result<(bool, String), String> {
+    use crate::catalogue::suite::FactCheck as F;
+    let skew_limit = |default: u32| limit.and_then(|l| l.parse::<u32>().ok()).unwrap_or(default);
+    let configz = || {
+        node.configz
+            .as_ref()
+            .ok_or_else(|| format!("the kubelet configz of {} (node proxy)", node.name))
+    };
+    let q = |v: Option<&Value>| v.and_then(Value::as_str).and_then(quantity_bytes).unwrap_or(0);
+    let gib = |b: u64| format!("{:.2}Gi", b as f64 / f64::from(1u32 << 30));
+    Ok(match check {
+        F::OsLabels => {
+            let os = node.labels.get("kubernetes.io/os");
+            let arch = node.labels.get("kubernetes.io/arch");
+            (
+                os.is_some() && arch.is_some(),
+                format!(
+                    "kubernetes.io/os={} kubernetes.io/arch={}",
+                    os.map_or("(missing)", String::as_str),
+                    arch.map_or("(missing)", String::as_str)
+                ),
+            )
+        }
+        F::BuildLabel => {
+            let label = node
+                .labels
+                .get("node.kubernetes.io/windows-build")
+                .cloned()
+                .unwrap_or_default();
+            let kernel: Vec<&str> = node.kernel.split('.').take(3).collect();
+            let expected = kernel.join(".");
+            (
+                label == expected,
+                format!(
+                    "label node.kubernetes.io/windows-build={label:?}, kernel {}",
+                    node.kernel
+                ),
+            )
+        }
+        F::OsSupported => {
+            let build = node.build.ok_or("the node's Windows build")?;
+            let list = supported_builds(facts.version).ok_or_else(|| {
+                format!(
+                    "the Windows OS list of Kubernetes {}.{} docs",
+                    facts.version.0, facts.version.1
+                )
+            })?;
+            (
+                list.contains(&build),
+                format!(
+                    "build {build}; documented for {}.{}: {list:?}",
+                    facts.version.0, facts.version.1
+                ),
+            )
+        }
+        F::ControlPlaneLinux => (
+            !node.control_plane || node.os == Os::Linux,
+            format!(
+                "{} node, {}",
+                node.os,
+                if node.control_plane { "control plane" } else { "worker" }
+            ),
+        ),
+        F::KubeletSkew => {
+            let k = node.kubelet.ok_or("the node's kubelet version")?;
+            let (major, server) = facts.version;
+            let allowed = skew_limit(if k.1 < 25 { 2 } else { 3 });
+            let ok = k.0 == major && k.1 <= server && server - k.1 <= allowed;
+            (
+                ok,
+                format!(
+                    "kubelet {}.{}, API server {}.{} (allowed: up to {allowed} minor versions older)",
+                    k.0, k.1, major, server
+                ),
+            )
+        }
+        F::KubeProxySkew => {
+            let kp = facts
+                .report
+                .kube_proxy_version
+                .as_ref()
+                .and_then(|f| major_minor(&f.value))
+                .ok_or("the kube-proxy version (kube-proxy DaemonSet image)")?;
+            let (major, server) = facts.version;
+            let allowed = skew_limit(if kp.1 < 25 { 2 } else { 3 });
+            let ok = kp.0 == major && kp.1 <= server && server - kp.1 <= allowed;
+            (
+                ok,
+                format!("kube-proxy {}.{}, API server {}.{}", kp.0, kp.1, major, server),
+            )
+        }
+        F::Runtime => {
+            let (kind, v) = node.runtime.clone().ok_or("the node's container runtime")?;
+            let k8s = facts.version;
+            let ok = match kind.as_str() {
+                "containerd" => v >= (1, 4) || k8s < (1, 20),
+                "docker" => k8s < (1, 24) || node.os == Os::Windows,
+                _ => false,
+            };
+            (ok, format!("{kind} {}.{} on Kubernetes {}.{}", v.0, v.1, k8s.0, k8s.1))
+        }
+        F::SystemReserved => {
+            let c = configz()?;
+            let bytes = q(c.pointer("/kubeletconfig/systemReserved/memory"));
+            let want = limit.and_then(quantity_bytes).unwrap_or(2 << 30);
+            (
+                bytes >= want,
+                format!(
+                    "systemReserved.memory = {} (documented: at least {})",
+                    gib(bytes),
+                    gib(want)
+                ),
+            )
+        }
+        F::AllocatableMath => {
+            let c = configz()?;
+            let (cap, alloc) = (
+                node.memory.0.ok_or("the node's memory capacity")?,
+                node.memory.1.ok_or("the node's allocatable memory")?,
+            );
+            let sys = q(c.pointer("/kubeletconfig/systemReserved/memory"));
+            let kube = q(c.pointer("/kubeletconfig/kubeReserved/memory"));
+            let hard = c
+                .pointer("/kubeletconfig/evictionHard/memory.available")
+                .and_then(Value::as_str)
+                .map_or(0, |t| {
+                    t.strip_suffix('%')
+                        .and_then(|p| p.parse::<f64>().ok())
+                        .map_or_else(|| quantity_bytes(t).unwrap_or(0), |p| (cap as f64 * p / 100.0) as u64)
+                });
+            let expected = cap.saturating_sub(sys + kube + hard);
+            let diff = expected.abs_diff(alloc);
+            (
+                diff <= 1 << 20,
+                format!(
+                    "allocatable {alloc} = capacity {cap} − systemReserved {sys} − kubeReserved {kube} − evictionHard {hard}? (expected {expected})"
+                ),
+            )
+        }
+        F::EnforceNodeAllocatable => {
+            let c = configz()?;
+            let v = c
+                .pointer("/kubeletconfig/enforceNodeAllocatable")
+                .cloned()
+                .unwrap_or(Value::Null);
+            // Passes when the kubelet enforces node allocatable (Linux: `pods`).
+            let enforced = v.as_array().is_some_and(|a| !a.is_empty());
+            (enforced, format!("enforceNodeAllocatable = {v}"))
+        }
+        F::EvictionThreshold => {
+            let c = configz()?;
+            let v = c
+                .pointer("/kubeletconfig/evictionHard/memory.available")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            (
+                v.is_some(),
+                format!(
+                    "evictionHard memory.available = {}",
+                    v.unwrap_or_else(|| "(none)".into())
+                ),
+            )
+        }
+        F::PressureConditions => {
+            let has = |t: &str| node.conditions.contains_key(t);
+            (
+                has("MemoryPressure") && has("DiskPressure") && has("Ready"),
+                format!(
+                    "conditions: {}",
+                    node.conditions.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        }
+        F::WindowsTaint => {
+            let tainted = node
+                .taints
+                .iter()
+                .any(|t| t.key == "os" && t.value.as_deref() == Some("windows") && t.effect == "NoSchedule");
+            (
+                tainted || node.os == Os::Linux,
+                format!(
+                    "taints: {}",
+                    node.taints
+                        .iter()
+                        .map(|t| format!("{}={}:{}", t.key, t.value.clone().unwrap_or_default(), t.effect))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        }
+        F::HostProcess => {
+            let hp = node.host_process().ok_or("the node's kubelet and runtime versions")?;
+            (hp, format!("kubelet {:?}, runtime {:?}", node.kubelet, node.runtime))
+        }
+        F::OverlayKb => {
+            let build = node.build.ok_or("the node's Windows build")?;
+            let revision = node
+                .kernel
+                .split('.')
+                .nth(3)
+                .and_then(|r| r.parse::<u32>().ok())
+                .ok_or_else(|| format!("the revision in {}'s kernel version {:?}", node.name, node.kernel))?;
+            (
+                build != 17763 || revision >= OVERLAY_KB_REVISION,
+                format!(
+                    "kernel {} (KB4489899 is 10.0.17763.{OVERLAY_KB_REVISION}, KB4482887 10.0.17763.348)",
+                    node.kernel
+                ),
+            )
+        }
+        F::DsrConfig => {
+            let dsr = facts
+                .dsr
+                .as_ref()
+                .ok_or("whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)")?;
+            let build = node.build.ok_or("the node's Windows build")?;
+            // 1.14–1.32 need the WinDSR gate; 1.33 turned it on by default; 1.34 made it GA.
+            let gate_needed = facts.version < (1, 33);
+            let gate = facts.win_dsr_gate.as_ref().map(|g| g.value);
+            let gate_ok = !gate_needed || gate == Some(true);
+            (
+                !dsr.value || (build >= 17763 && gate_ok),
+                format!(
+                    "enableDSR={} ({}), WinDSR gate {} on Kubernetes {}.{}, build {build}",
+                    dsr.value,
+                    dsr.source,
+                    match gate {
+                        Some(g) => g.to_string(),
+                        None => "not set".into(),
+                    },
+                    facts.version.0,
+                    facts.version.1
+                ),
+            )
+        }
+        F::RuntimeClasses | F::PauseImage => {
+            return Err(format!("{check:?} is not observable by this version of mixcheck"));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use mixcheck_reports::{Fact, Facts};
+
+    use crate::cluster::facts::{build_of, dsr_in_config};
+    use rstest::rstest;
+
+    use super::*;
+
+    fn windows_node(kernel: &str) -> ClusterNode {
+        ClusterNode {
+            name: "win-1".into(),
+            os: Os::Windows,
+            build: build_of(kernel),
+            address: "10.0.0.5".into(),
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints: Vec::new(),
+            control_plane: false,
+            ready: true,
+            labels: BTreeMap::new(),
+            kernel: kernel.into(),
+            memory: (None, None),
+            conditions: BTreeMap::new(),
+            configz: None,
+        }
+    }
+
+    fn cluster(version: (u32, u32), dsr: Option<bool>, gate: Option<bool>) -> ClusterFacts {
+        ClusterFacts {
+            version,
+            nodes: Vec::new(),
+            network_mode: None,
+            dsr: dsr.map(|d| Fact::new(d, "configmap kube-system/kube-proxy-windows winkernel.enableDSR")),
+            win_dsr_gate: gate.map(|g| Fact::new(g, "configmap kube-system/kube-proxy-windows featureGates.WinDSR")),
+            flannel_version: None,
+            egress: Fact::new(true, "default"),
+            feature_gates: None,
+            report: Facts::default(),
+        }
+    }
+
+    // NET-OVERLAY-KB (W14, W20, WN17): WS2019 needs KB4489899 = 10.0.17763.379 or later.
+    #[rstest]
+    #[case::before_the_kb("10.0.17763.316", Ok(false))]
+    #[case::kb4482887_only("10.0.17763.348", Ok(false))]
+    #[case::kb4489899("10.0.17763.379", Ok(true))]
+    #[case::later_update("10.0.17763.6414", Ok(true))]
+    #[case::ws2022_is_not_concerned("10.0.20348.100", Ok(true))]
+    #[case::no_revision("10.0.17763", Err(()))]
+    fn overlay_updates_by_revision(#[case] kernel: &str, #[case] want: Result<bool, ()>) {
+        let got = judge(
+            FactCheck::OverlayKb,
+            &windows_node(kernel),
+            &cluster((1, 32), None, None),
+            None,
+        );
+        assert_eq!(got.map(|(ok, _)| ok).map_err(|_| ()), want);
+    }
+
+    // NET-DSR (W20, WNET, GH #130876/#132108): WS2019+; 1.14–1.32 need WinDSR=true; 1.33 on by default.
+    #[rstest]
+    #[case::off((1, 32), Some(false), None, "10.0.17763.6414", Ok(true))]
+    #[case::on_with_gate((1, 32), Some(true), Some(true), "10.0.20348.2762", Ok(true))]
+    #[case::on_without_gate((1, 32), Some(true), None, "10.0.20348.2762", Ok(false))]
+    #[case::gate_off((1, 30), Some(true), Some(false), "10.0.17763.6414", Ok(false))]
+    #[case::default_on_from_1_33((1, 33), Some(true), None, "10.0.20348.2762", Ok(true))]
+    #[case::ws2016_has_no_dsr((1, 32), Some(true), Some(true), "10.0.14393.7428", Ok(false))]
+    #[case::unknown((1, 32), None, None, "10.0.17763.6414", Err(()))]
+    fn dsr_configuration(
+        #[case] version: (u32, u32),
+        #[case] dsr: Option<bool>,
+        #[case] gate: Option<bool>,
+        #[case] kernel: &str,
+        #[case] want: Result<bool, ()>,
+    ) {
+        let got = judge(
+            FactCheck::DsrConfig,
+            &windows_node(kernel),
+            &cluster(version, dsr, gate),
+            None,
+        );
+        assert_eq!(got.map(|(ok, _)| ok).map_err(|_| ()), want);
+    }
+
+    #[test]
+    fn dsr_from_a_kube_proxy_configuration() {
+        assert_eq!(
+            dsr_in_config("kind: KubeProxyConfiguration\nwinkernel:\n  enableDSR: true\n"),
+            Some(true)
+        );
+        assert_eq!(dsr_in_config("winkernel:\n  enableDSR: false"), Some(false));
+        assert_eq!(dsr_in_config("mode: iptables"), None);
+    }
+
+    #[rstest]
+    #[case("16777216Ki", Some(16 << 30))]
+    #[case("2Gi", Some(2 << 30))]
+    #[case("500Mi", Some(500 << 20))]
+    #[case("1000", Some(1000))]
+    #[case("1.5Gi", None)]
+    fn quantities(#[case] q: &str, #[case] bytes: Option<u64>) {
+        assert_eq!(quantity_bytes(q), bytes);
+    }
+}

@@ -1,0 +1,117 @@
+//! What the flow kinds (`connect`, `resolve`) share: the pod a flow starts in, the addresses of
+//! the destination's fixtures, and the summary of what the request reached.
+
+use mixcheck_reports::Os;
+
+use crate::catalogue::suite::{Origin, Protocol};
+use crate::cluster::deploy::{self, Deployment};
+use crate::cluster::facts::ClusterNode;
+use crate::probes::judgement::{Ctx, Unprobed};
+use crate::probes::transport::{Observation, Request, Runner};
+
+/// A name outside the cluster (the outbound checks' web site).
+pub(super) const OUTSIDE_NAME: &str = "www.microsoft.com";
+
+/// Where a flow starts: the pod (and container) to exec in, and the tools it has.
+pub(super) struct Start {
+    pub(super) pod: String,
+    pub(super) container: Option<String>,
+    pub(super) runner: Runner,
+}
+
+fn usable(p: Option<&deploy::Placed>, what: &str, node: &str) -> Result<String, Unprobed> {
+    match p {
+        Some(p) if p.problem.is_none() => Ok(p.name.clone()),
+        Some(p) => Err(Unprobed::Error(format!(
+            "the {what} on {node} is not usable: {}",
+            p.problem.clone().unwrap_or_default()
+        ))),
+        None => Err(Unprobed::Error(format!("no {what} was deployed on {node}"))),
+    }
+}
+
+/// The pod on `src` a flow from `origin` starts in (`localhost`: the server pod's client
+/// container, which shares the server's network namespace).
+pub(super) fn start(ctx: &Ctx<'_>, src: &ClusterNode, origin: Origin, localhost: bool) -> Result<Start, Unprobed> {
+    let dep = ctx.dep;
+    Ok(match (origin, localhost) {
+        (_, true) => Start {
+            pod: usable(dep.servers.get(&src.name), "netexec server", &src.name)?,
+            container: Some("client".to_string()),
+            runner: Runner::in_pod(src),
+        },
+        (Origin::Pod, false) => Start {
+            pod: usable(dep.clients.get(&src.name), "client pod", &src.name)?,
+            container: None,
+            runner: Runner::in_pod(src),
+        },
+        (Origin::Host, false) => {
+            if src.os == Os::Windows && src.host_process() != Some(true) {
+                return Err(Unprobed::Unknown(format!(
+                    "HostProcess pods are not available on {} (they need Kubernetes 1.23+ and containerd 1.6+): no documented in-cluster way to probe from the Windows host",
+                    src.name
+                )));
+            }
+            let runner = if src.os == Os::Windows {
+                Runner::WindowsHost
+            } else {
+                Runner::Agnhost(Os::Linux)
+            };
+            Start {
+                pod: usable(dep.hosts.get(&src.name), "node-side probe", &src.name)?,
+                container: None,
+                runner,
+            }
+        }
+    })
+}
+
+/// The pod IP of the netexec server on `n`.
+pub(super) fn server_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unprobed> {
+    match dep.servers.get(&n.name) {
+        Some(p) if p.problem.is_none() => Ok(p.ip.clone()),
+        Some(p) => Err(Unprobed::Error(format!(
+            "the netexec server on {} is not usable: {}",
+            n.name,
+            p.problem.clone().unwrap_or_default()
+        ))),
+        None => Err(Unprobed::Error(format!("no netexec server on {}", n.name))),
+    }
+}
+
+/// The service over the server on `n` (`local`: the `externalTrafficPolicy: Local` one). Every
+/// service, name and port of a node fronts its netexec server: with the server not usable
+/// (e.g. its sandbox never started) there is nothing to judge behind them.
+pub(super) fn service<'d>(
+    dep: &'d Deployment,
+    n: &ClusterNode,
+    local: bool,
+) -> Result<&'d deploy::ServiceInfo, Unprobed> {
+    server_ip(dep, n)?;
+    let map = if local { &dep.local_services } else { &dep.services };
+    map.get(&n.name)
+        .ok_or_else(|| Unprobed::Error(format!("no service over the server on {}", n.name)))
+}
+
+/// An HTTP request (a raw request for UDP and ICMP: the command builder decides).
+pub(super) fn http(host: String, port: u16, protocol: Protocol, path: &str) -> Request {
+    Request {
+        host,
+        port,
+        protocol,
+        path: path.to_string(),
+        tls: false,
+    }
+}
+
+/// `pod → host:port protocol: what happened`.
+pub(super) fn summary(pod: &str, req: &Request, result: &Observation, detail: &str) -> String {
+    let target = match req.protocol {
+        Protocol::Icmp => format!("{} icmp", req.host),
+        p => format!("{}:{} {p}", req.host, req.port),
+    };
+    match result {
+        Observation::Reached(_) => format!("{pod} → {target}: reached{detail}"),
+        Observation::Failed(c) => format!("{pod} → {target}: {}{detail}", c.name()),
+    }
+}

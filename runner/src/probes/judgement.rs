@@ -1,0 +1,365 @@
+//! Judging one pair of a cell: the shared prelude every probe kind goes through (expectation →
+//! not applicable → node not Ready → sources), the kind's observation, and the verdict it
+//! gives against the expectation. Owns [`Ctx`] (what a probe may use of the run), [`Pair`],
+//! [`Case`] (what is probed) and [`PairJudgement`].
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use mixcheck_reports::Verdict;
+use mixcheck_reports::cell::Expectation as CellExpectation;
+use mixcheck_reports::verdict::{Expected, Outcome};
+
+use crate::catalogue::suite::{Check, FailureClass, Placement, Probe, Protocol};
+use crate::cluster::deploy::Deployment;
+use crate::cluster::facts::{self, ClusterFacts, ClusterNode};
+use crate::probes::Shape;
+use crate::probes::expectation::{self, CellFacts};
+use crate::probes::transport::{self, Observation, Output, TransportError};
+
+/// What a probe may use of the run: the cluster, its facts, the shared fixtures and the pods
+/// checks create, and the run's probe slots.
+pub struct Ctx<'a> {
+    /// At most `--concurrency` probes in flight, whatever cells and pairs they belong to.
+    pub permits: &'a tokio::sync::Semaphore,
+    pub client: kube::Client,
+    pub workloads: &'a crate::cluster::workload::Workloads<'a>,
+    pub pods: Api<Pod>,
+    pub facts: &'a ClusterFacts,
+    pub dep: &'a Deployment,
+    pub ns: &'a str,
+}
+
+impl<'a> Ctx<'a> {
+    /// The same run, with the shared fixtures deployed.
+    pub fn with_fixtures<'b>(&self, dep: &'b Deployment) -> Ctx<'b>
+    where
+        'a: 'b,
+    {
+        Ctx {
+            permits: self.permits,
+            client: self.client.clone(),
+            workloads: self.workloads,
+            pods: self.pods.clone(),
+            facts: self.facts,
+            dep,
+            ns: self.ns,
+        }
+    }
+
+    /// Runs a probe command in a pod, within the run's limit of probes in flight (waiting for
+    /// pods to start holds no slot: that is the watch's work, not the cluster's).
+    pub async fn exec(
+        &self,
+        pod: &str,
+        container: Option<&str>,
+        argv: &[String],
+    ) -> Result<(Output, bool), TransportError> {
+        let _permit = self.permits.acquire().await;
+        transport::exec_retrying(&self.pods, pod, container, argv).await
+    }
+}
+
+/// One probed pair of a cell: source and destination node indexes (a cell about nodes has one
+/// end: the node, or the destination of an outside probe).
+#[derive(Debug, Clone, Copy)]
+pub struct Pair {
+    pub from: Option<usize>,
+    pub to: Option<usize>,
+}
+
+/// What one pair probes: the check, the cell's coordinates that matter to the probe, and the
+/// pair's nodes.
+pub struct Case<'a> {
+    pub check: &'a Check,
+    pub placement: Option<Placement>,
+    pub protocol: Option<Protocol>,
+    pub variant: Option<&'a str>,
+    pub pair: Pair,
+    /// The cell's index in the plan (names the pods a check creates).
+    pub index: usize,
+}
+
+impl Case<'_> {
+    pub fn from<'f>(&self, facts: &'f ClusterFacts) -> Option<&'f ClusterNode> {
+        self.pair.from.and_then(|i| facts.nodes.get(i))
+    }
+
+    pub fn to<'f>(&self, facts: &'f ClusterFacts) -> Option<&'f ClusterNode> {
+        self.pair.to.and_then(|i| facts.nodes.get(i))
+    }
+
+    /// The node a cell about nodes judges, with its index.
+    pub fn node<'f>(&self, facts: &'f ClusterFacts) -> Result<(usize, &'f ClusterNode), Unprobed> {
+        let i = self.pair.from.or(self.pair.to).unwrap_or(0);
+        facts
+            .nodes
+            .get(i)
+            .map(|n| (i, n))
+            .ok_or_else(|| Unprobed::Error("the cell has no node".into()))
+    }
+}
+
+/// What a probe kind made of one pair.
+#[derive(Debug)]
+pub enum Probed {
+    /// It observed something, to be judged against the expectation.
+    Seen {
+        observation: Observation,
+        summary: String,
+        output: Option<Output>,
+        /// It passed only after a transport retry.
+        flaky: bool,
+    },
+    /// A fact it needs is unknown (the whole text says which).
+    Unknown(String),
+    /// The harness could not probe.
+    Error(String),
+}
+
+/// Why a pair was not probed.
+#[derive(Debug)]
+pub enum Unprobed {
+    /// A fact the probe needs is unknown (the whole text says which).
+    Unknown(String),
+    /// The harness could not probe.
+    Error(String),
+}
+
+impl From<Unprobed> for Probed {
+    fn from(u: Unprobed) -> Self {
+        match u {
+            Unprobed::Unknown(why) => Probed::Unknown(why),
+            Unprobed::Error(why) => Probed::Error(why),
+        }
+    }
+}
+
+impl Probed {
+    /// An observation without command output.
+    pub fn seen(observation: Observation, summary: String) -> Self {
+        Probed::Seen {
+            observation,
+            summary,
+            output: None,
+            flaky: false,
+        }
+    }
+}
+
+/// One judged pair.
+pub struct PairJudgement {
+    pub verdict: Verdict,
+    pub expected: Option<CellExpectation>,
+    pub reason: Option<String>,
+    pub summary: String,
+    pub output: Option<Output>,
+    pub class: Option<FailureClass>,
+    pub flaky: bool,
+    pub sources: Vec<String>,
+    /// A remedy that replaces the check's (the pair was not probed for a reason of its own).
+    pub remedy: Option<String>,
+}
+
+pub fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
+    PairJudgement {
+        verdict,
+        expected: None,
+        reason: Some(reason.clone()),
+        summary: reason,
+        output: None,
+        class: None,
+        flaky: false,
+        sources: Vec::new(),
+        remedy: None,
+    }
+}
+
+/// A pair on a worker that is not Ready cannot be probed (its fixtures never start): an error
+/// naming the node, with the documented remedy (once the cell's expectation says it applies).
+/// Kinds that read the API only are still judged.
+pub fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudgement> {
+    if probe.reads_the_api_only() {
+        return None;
+    }
+    let node = [pair.from, pair.to]
+        .into_iter()
+        .flatten()
+        .filter_map(|i| facts.nodes.get(i))
+        .find(|n| !n.ready)?;
+    let state = node.conditions.get("Ready").map_or("missing", String::as_str);
+    let mut j = judgement(
+        Verdict::Error,
+        format!(
+            "node {} is not Ready (Ready={state}): nothing runs there, so the cell was not probed",
+            node.name
+        ),
+    );
+    j.remedy = Some(crate::catalogue::remedies::NOT_READY.to_string());
+    Some(j)
+}
+
+/// What the expectations of a pair's cell are judged on: the cluster's facts and the pair's nodes.
+pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<'a> {
+    CellFacts {
+        kubernetes: facts.version,
+        from: case.from(facts),
+        to: case.to(facts),
+        placement: case.placement,
+        protocol: case.protocol,
+        variant: case.variant,
+        network_mode: facts.network_mode.as_ref().map(|f| f.value.as_str()),
+        dsr: facts.dsr.as_ref().map(|f| f.value),
+        flannel: facts
+            .flannel_version
+            .as_ref()
+            .and_then(|f| facts::major_minor(&f.value)),
+        egress: facts.egress.value,
+        feature_gates: facts.feature_gates.as_ref(),
+    }
+}
+
+/// Judges one pair: the check's expectation for the pair's facts, then (where it applies and
+/// the pair's nodes are up) the probe kind's observation against it.
+pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
+    let check = case.check;
+    let flow = matches!(check.probe.shape(), Shape::Flow);
+    let cell_facts = cell_facts(ctx.facts, case);
+    let e = match expectation::expectation(check, &cell_facts) {
+        Ok(e) => e,
+        Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
+    };
+    let sources = if e.sources.is_empty() {
+        check.sources.clone()
+    } else {
+        e.sources.clone()
+    };
+    let Some(kind) = expectation::expected(e.result) else {
+        let mut j = judgement(Verdict::NotApplicable, e.says.clone());
+        j.sources = sources;
+        return j;
+    };
+    let expected = CellExpectation {
+        kind,
+        text: e.says.clone(),
+    };
+    let with = |mut j: PairJudgement, expected: Option<CellExpectation>| {
+        j.expected = expected;
+        j.sources = sources.clone();
+        j
+    };
+    if let Some(down) = not_ready(ctx.facts, case.pair, &check.probe) {
+        return with(down, Some(expected));
+    }
+    match check.probe.observe(ctx, case, e).await {
+        Probed::Error(why) => with(judgement(Verdict::Error, why), Some(expected)),
+        // Flows keep the expectation an unknown fact kept them from testing.
+        Probed::Unknown(why) => with(judgement(Verdict::Indeterminate, why), flow.then_some(expected)),
+        Probed::Seen {
+            observation,
+            summary,
+            output,
+            flaky,
+        } => {
+            let outcome = expectation::outcome(e, &observation);
+            let verdict = expectation::decide(e, &outcome);
+            let class = match &observation {
+                Observation::Failed(c) => Some(*c),
+                Observation::Reached(_) => None,
+            };
+            // A flow that failed otherwise than documented says how.
+            let reason = match &outcome {
+                Outcome::FailedOtherwise if flow && kind != Expected::Works => Some(format!(
+                    "failed ({}), not in the documented way",
+                    class.map_or("?", |c| c.name())
+                )),
+                _ => None,
+            };
+            with(
+                PairJudgement {
+                    verdict,
+                    expected: None,
+                    reason,
+                    summary,
+                    output,
+                    class,
+                    flaky: flaky && verdict == Verdict::Pass,
+                    sources: Vec::new(),
+                    remedy: None,
+                },
+                Some(expected),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use mixcheck_reports::Os;
+
+    use super::*;
+    use crate::catalogue::suite::{Destination, Origin, ServiceVariant, Verify};
+
+    fn node(name: &str, ready: bool) -> ClusterNode {
+        ClusterNode {
+            name: name.into(),
+            os: Os::Windows,
+            build: Some(20348),
+            address: "10.0.0.5".into(),
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints: Vec::new(),
+            control_plane: false,
+            ready,
+            labels: BTreeMap::new(),
+            kernel: "10.0.20348.2762".into(),
+            memory: (None, None),
+            conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
+            configz: None,
+        }
+    }
+
+    #[test]
+    fn pairs_on_a_node_that_is_not_ready_are_not_probed_and_say_why() {
+        let facts = ClusterFacts {
+            version: (1, 32),
+            nodes: vec![node("win2019-1", true), node("win2022-1", false)],
+            network_mode: None,
+            dsr: None,
+            win_dsr_gate: None,
+            flannel_version: None,
+            egress: mixcheck_reports::Fact::new(true, "default"),
+            feature_gates: None,
+            report: Default::default(),
+        };
+        let connect = Probe::Connect {
+            from: Origin::Pod,
+            to: Destination::PodIp,
+            service: ServiceVariant::Cluster,
+            verify: Verify::Reachable,
+        };
+        let both = Pair {
+            from: Some(0),
+            to: Some(1),
+        };
+        let j = not_ready(&facts, both, &connect).expect("the destination is down");
+        assert_eq!(j.verdict, Verdict::Error);
+        assert!(
+            j.summary.contains("node win2022-1 is not Ready (Ready=Unknown)"),
+            "{}",
+            j.summary
+        );
+        assert!(j.remedy.as_deref().is_some_and(|r| r.contains("kubelet")));
+        let healthy = Pair {
+            from: Some(0),
+            to: Some(0),
+        };
+        assert!(not_ready(&facts, healthy, &connect).is_none());
+        // Facts about the node are still read from the API.
+        let fact = Probe::Fact {
+            fact: crate::catalogue::suite::FactCheck::OsLabels,
+        };
+        assert!(not_ready(&facts, both, &fact).is_none());
+    }
+}

@@ -1,0 +1,151 @@
+//! `resolve`: a name lookup from a pod, judged by connecting to the name (no `nslookup` or
+//! `Resolve-DnsName` needed): any answer but a DNS failure means the name resolved. The pod's
+//! DNS set-up is the fixture's `ClusterFirst`, or a client of another set-up created on demand
+//! (`ClusterFirstWithHostNet` with hostNetwork, `dnsPolicy: None` with a `dnsConfig`).
+
+use kube::api::Api;
+
+use crate::catalogue::suite::{DnsVariant, FailureClass, NameForm, Origin, Protocol};
+use crate::cluster::deploy;
+use crate::cluster::facts::ClusterNode;
+use crate::cluster::workload::NotReady;
+use crate::probes::flow::{self, OUTSIDE_NAME, http, server_ip, service};
+use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
+use crate::probes::transport::{self, Observation, Request};
+
+/// The destination pool of a lookup.
+pub const DESTINATION: &str = "cluster-dns";
+
+/// A change to a stamped pod.
+type PodEdit = Box<dyn Fn(&mut serde_json::Value) + Sync>;
+
+/// The request that looks `name` up (the server behind it is on `dst`).
+fn request(ctx: &Ctx<'_>, dst: &ClusterNode, name: NameForm) -> Result<Request, Unprobed> {
+    let dep = ctx.dep;
+    let host = match name {
+        NameForm::PodFqdn => {
+            server_ip(dep, dst)?;
+            let hostname = dep.hostnames.get(&dst.name).cloned().unwrap_or_default();
+            format!("{hostname}.{}.{}.svc.cluster.local", deploy::SUBDOMAIN, ctx.ns)
+        }
+        NameForm::Fqdn => format!("{}.{}.svc.cluster.local", service(dep, dst, false)?.name, ctx.ns),
+        NameForm::Short => service(dep, dst, false)?.name.clone(),
+        NameForm::Dotted => format!("{}.{}", service(dep, dst, false)?.name, ctx.ns),
+        NameForm::OtherNamespaceDotted => "kubernetes.default".to_string(),
+        NameForm::Outside => OUTSIDE_NAME.to_string(),
+    };
+    let port = match name {
+        NameForm::PodFqdn => 8080,
+        NameForm::OtherNamespaceDotted => 443,
+        _ => 80,
+    };
+    let mut r = http(host, port, Protocol::Tcp, "/hostname");
+    r.tls = port == 443;
+    if r.tls {
+        r.path = "/version".into();
+    }
+    Ok(r)
+}
+
+/// The node's plain netexec client is deployed and usable.
+fn plain_client_runs(ctx: &Ctx<'_>, node: &ClusterNode) -> bool {
+    ctx.dep.clients.get(&node.name).is_some_and(|p| p.problem.is_none())
+}
+
+/// A client pod on `src` with the DNS set-up `dns`, created on demand from the netexec-client
+/// fixture.
+async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Result<String, NotReady> {
+    let index = ctx.facts.nodes.iter().position(|n| n.name == src.name).unwrap_or(0);
+    let ns = ctx.ns.to_string();
+    let dns_ip = match dns {
+        DnsVariant::Custom => {
+            let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(ctx.client.clone(), "kube-system");
+            api.get("kube-dns")
+                .await
+                .ok()
+                .and_then(|s| s.spec.and_then(|s| s.cluster_ip))
+                .ok_or_else(|| {
+                    NotReady::Other("the cluster DNS service kube-system/kube-dns has no ClusterIP".into())
+                })?
+        }
+        _ => String::new(),
+    };
+    let (variant, mutate): (&str, PodEdit) = match dns {
+        DnsVariant::ClusterFirstWithHostNet => (
+            "-hostnet-dns",
+            Box::new(|p: &mut serde_json::Value| {
+                p["spec"]["hostNetwork"] = serde_json::json!(true);
+                p["spec"]["dnsPolicy"] = serde_json::json!("ClusterFirstWithHostNet");
+            }),
+        ),
+        DnsVariant::Custom => (
+            "-custom-dns",
+            Box::new(move |p: &mut serde_json::Value| {
+                p["spec"]["dnsPolicy"] = serde_json::json!("None");
+                p["spec"]["dnsConfig"] = serde_json::json!({
+                    "nameservers": [dns_ip],
+                    "searches": [format!("{ns}.svc.cluster.local"), "svc.cluster.local", "cluster.local"],
+                    "options": [{"name": "ndots", "value": "5"}]
+                });
+            }),
+        ),
+        DnsVariant::ClusterFirst => ("", Box::new(|_: &mut serde_json::Value| {})),
+    };
+    ctx.workloads
+        .ready_variant("netexec-client", variant, src, index, mutate.as_ref())
+        .await
+}
+
+/// Looks the pair's name up from its source with the DNS set-up `dns`.
+pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameForm, dns: DnsVariant) -> Probed {
+    let Some(src) = case.from(ctx.facts) else {
+        return Probed::Error("the cell has no source node".into());
+    };
+    let variant = if dns == DnsVariant::ClusterFirst {
+        None
+    } else {
+        match variant_client(ctx, src, dns).await {
+            Ok(pod) => Some(pod),
+            // The node failed the variant client while its plain client runs: the variant's own
+            // change (hostNetwork, a dnsConfig) is what it refused — a probe result.
+            Err(NotReady::Failed(why)) if plain_client_runs(ctx, src) => {
+                return Probed::seen(Observation::Failed(FailureClass::PodFailed), why);
+            }
+            Err(why) => return Probed::Error(why.to_string()),
+        }
+    };
+    // The request is the one a ClusterFirst client makes, from the variant's pod if there is one.
+    let start = match flow::start(ctx, src, origin, false) {
+        Ok(s) => s,
+        Err(p) => return p.into(),
+    };
+    let dst = case.to(ctx.facts).unwrap_or(src);
+    let req = match request(ctx, dst, name) {
+        Ok(r) => r,
+        Err(p) => return p.into(),
+    };
+    let (pod, container) = match variant {
+        Some(pod) => (pod, None),
+        None => (start.pod, start.container),
+    };
+    let argv = transport::command(start.runner, &req);
+    let (out, flaky) = match ctx.exec(&pod, container.as_deref(), &argv).await {
+        Ok(x) => x,
+        Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
+    };
+    let mut result = transport::classify(&req, &out);
+    // Any answer but a DNS failure (a refused or reset connection included) means the name
+    // resolved.
+    if matches!(
+        result,
+        Observation::Failed(FailureClass::Refused | FailureClass::Reset | FailureClass::Other)
+    ) {
+        result = Observation::Reached(String::new());
+    }
+    Probed::Seen {
+        summary: flow::summary(&pod, &req, &result, ""),
+        observation: result,
+        output: Some(out),
+        flaky,
+    }
+}
