@@ -1,7 +1,8 @@
 //! The workspace's module layout: in each crate, the top-level modules depend on each other one
-//! way only (no cycles), and simcluster's follow its documented layers
-//! (`api → store ← control ← node → network`, all over `config` and `vocab`). Dependencies are
-//! read from the `crate::` paths in each module's non-test code.
+//! way only (no cycles), and so do the children of each top-level folder; simcluster's follow its
+//! documented layers (`api → store ← control ← node → network`, all over `config` and `vocab`).
+//! Dependencies are read from each module's non-test code: `crate::` paths, and `super::` paths
+//! that climb to the folder whose children are compared.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,8 +12,16 @@ type Graph = BTreeMap<String, BTreeSet<String>>;
 /// The top-level modules of a crate's `src` (files and folders, without the crate root) and,
 /// for each, the other top-level modules its non-test code names with `crate::`.
 fn module_graph(src: &Path) -> Graph {
+    children_graph(src, &[])
+}
+
+/// The children of the module at `path` below `src` (`[]`: the crate's top level) — its files
+/// and folders, without `mod.rs` and `tests.rs` — and, for each, the siblings its non-test code
+/// names: `crate::<path>::sibling`, or `super::` climbing from a file to `path`.
+fn children_graph(src: &Path, path: &[&str]) -> Graph {
+    let dir = path.iter().fold(src.to_path_buf(), |d, p| d.join(p));
     let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for entry in std::fs::read_dir(src).expect("read src") {
+    for entry in std::fs::read_dir(&dir).expect("read src") {
         let path = entry.expect("entry").path();
         let name = path
             .file_stem()
@@ -21,12 +30,15 @@ fn module_graph(src: &Path) -> Graph {
             .to_string();
         if path.is_dir() {
             modules.entry(name).or_default().extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") && name != "lib" && name != "main" {
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !["lib", "main", "mod", "tests"].contains(&name.as_str())
+        {
             modules.entry(name).or_default().push(path);
         }
     }
     let names: BTreeSet<String> = modules.keys().cloned().collect();
-    let path_re = regex::Regex::new(r"crate::([a-z_]+)").expect("regex");
+    let prefix: String = path.iter().map(|p| format!("{p}::")).collect();
+    let crate_re = regex::Regex::new(&format!(r"crate::{prefix}([a-z_]+)")).expect("regex");
     modules
         .iter()
         .map(|(name, files)| {
@@ -35,11 +47,19 @@ fn module_graph(src: &Path) -> Graph {
                 if file.file_name().is_some_and(|f| f == "tests.rs") {
                     continue;
                 }
+                // `super::` repeated once per level between the file's module and `path`.
+                let rel = file.strip_prefix(&dir).expect("below the folder").with_extension("");
+                let mut levels = rel.components().count();
+                if rel.file_name().is_some_and(|f| f == "mod") {
+                    levels -= 1;
+                }
+                let super_re =
+                    regex::Regex::new(&format!(r"(?:^|[^:\w])(?:super::){{{levels}}}([a-z_]+)")).expect("regex");
                 let text = std::fs::read_to_string(file).expect("read module");
                 // Test code (a trailing `#[cfg(test)]` module) may use anything.
                 let code = text.split("\n#[cfg(test)]").next().unwrap_or_default();
                 for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-                    for c in path_re.captures_iter(line) {
+                    for c in crate_re.captures_iter(line).chain(super_re.captures_iter(line)) {
                         if names.contains(&c[1]) && c[1] != **name {
                             deps.insert(c[1].to_string());
                         }
@@ -49,6 +69,18 @@ fn module_graph(src: &Path) -> Graph {
             (name.clone(), deps)
         })
         .collect()
+}
+
+/// The folders among a crate's top-level modules.
+fn folders(src: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(src)
+        .expect("read src")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+        .collect();
+    out.sort();
+    out
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -109,6 +141,78 @@ fn no_module_cycles(#[case] src: &str) {
     let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join(src));
     assert!(graph.len() > 3, "{src}: too few modules found: {graph:?}");
     assert_eq!(cycle(&graph), None, "{src}: {graph:#?}");
+}
+
+#[rstest::rstest]
+#[case::runner("src")]
+#[case::simcluster("../simcluster/src")]
+#[case::reports("../reports/src")]
+fn no_module_cycles_one_level_down(#[case] src: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+    let tops = folders(&root);
+    assert!(!tops.is_empty() || src.contains("reports"), "{src}: no folders found");
+    for top in tops {
+        let graph = children_graph(&root, &[&top]);
+        assert_eq!(cycle(&graph), None, "{src}/{top}: {graph:#?}");
+    }
+}
+
+/// A cycle planted one level down, through a `crate::` path one way and a `super::` path back,
+/// is found.
+#[test]
+fn a_planted_cycle_one_level_down_is_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = dir.path().join("net");
+    std::fs::create_dir_all(top.join("wire")).expect("mkdir");
+    std::fs::write(top.join("mod.rs"), "mod dns;\nmod wire;\n").expect("write");
+    std::fs::write(top.join("dns.rs"), "use crate::net::wire::Frame;\n").expect("write");
+    std::fs::write(top.join("wire").join("mod.rs"), "mod codec;\n").expect("write");
+    std::fs::write(
+        top.join("wire").join("codec.rs"),
+        "use super::super::dns::Name;\n#[cfg(test)]\nmod tests { use crate::net::other; }\n",
+    )
+    .expect("write");
+    let graph = children_graph(dir.path(), &["net"]);
+    assert_eq!(
+        cycle(&graph),
+        Some(vec!["dns".into(), "wire".into(), "dns".into()]),
+        "{graph:#?}"
+    );
+    // Without the way back there is none.
+    std::fs::write(top.join("wire").join("codec.rs"), "use super::Frame;\n").expect("write");
+    assert_eq!(cycle(&children_graph(dir.path(), &["net"])), None);
+}
+
+/// The runner's folders follow the run's pipeline, each using only those below it: the
+/// catalogue (data) under the cluster, probes over both, triage over probes, the run over all
+/// of them, the command line on top; `errors` owns the exit codes of them all.
+#[test]
+fn runner_modules_follow_the_pipeline() {
+    let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
+        ("catalogue", &[][..]),
+        ("cluster", &["catalogue"][..]),
+        ("probes", &["cluster", "catalogue"][..]),
+        ("triage", &["probes", "cluster", "catalogue"][..]),
+        ("errors", &["cluster", "catalogue"][..]),
+        ("run", &["triage", "probes", "cluster", "catalogue", "errors"][..]),
+        (
+            "cli",
+            &["run", "triage", "probes", "cluster", "catalogue", "errors"][..],
+        ),
+    ]);
+    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let found: BTreeSet<&str> = graph.keys().map(String::as_str).collect();
+    let documented: BTreeSet<&str> = allowed.keys().copied().collect();
+    assert_eq!(found, documented, "top-level modules");
+    for (module, deps) in &graph {
+        let may = allowed[module.as_str()];
+        for dep in deps {
+            assert!(
+                may.contains(&dep.as_str()),
+                "{module} uses {dep}, outside its layers {may:?}"
+            );
+        }
+    }
 }
 
 /// simcluster's layers, each with what it may use.
