@@ -29,8 +29,8 @@ impl<T> Fact<T> {
     }
 }
 
-/// A node's operating system (label `kubernetes.io/os`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A node's operating system (label `kubernetes.io/os`), also a pool's in the suites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Os {
     /// `linux`

@@ -222,6 +222,38 @@ struct File {
     api_version: String,
     kind: String,
     causes: Vec<Cause>,
+    #[serde(default)]
+    node_symptoms: Vec<NodeSymptomRow>,
+}
+
+/// What a cell shows when nothing ran for a reason of its node rather than of its check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeSymptom {
+    /// The node is not Ready: the cell was not probed.
+    NotReady,
+    /// A pod of the cell never got a sandbox (FailedCreatePodSandBox) — with `message`, the
+    /// node-wide reason its event names.
+    Sandbox,
+}
+
+/// One row of `nodeSymptoms`: a symptom (and the message that tells it apart) and the causes
+/// whose remedies replace the check's on such a cell.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NodeSymptomRow {
+    symptom: NodeSymptom,
+    #[serde(default)]
+    message: Option<String>,
+    causes: Vec<String>,
+}
+
+/// A node symptom row, compiled: the remedy it gives.
+#[derive(Debug, Clone)]
+struct NodeRemedy {
+    symptom: NodeSymptom,
+    message: Option<Regex>,
+    remedy: String,
 }
 
 /// A cause with its regular expressions compiled.
@@ -236,6 +268,7 @@ pub struct Compiled {
 #[derive(Debug, Clone)]
 pub struct Catalogue {
     pub causes: Vec<Compiled>,
+    node_remedies: Vec<NodeRemedy>,
 }
 
 /// The kind every catalogue declares.
@@ -263,15 +296,7 @@ impl Catalogue {
         rules: &crate::catalogue::rules::Catalogue,
         suites: &Suites,
     ) -> Result<Self, SuiteError> {
-        let file: File = serde_saphyr::from_str(text).map_err(|e| {
-            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-            SuiteError::Parse {
-                path: origin.to_string(),
-                line,
-                column,
-                message: e.to_string().lines().next().unwrap_or_default().to_string(),
-            }
-        })?;
+        let file: File = crate::catalogue::suite::from_yaml(text, origin)?;
         let invalid = |message: String| SuiteError::Invalid {
             path: origin.to_string(),
             message,
@@ -363,7 +388,51 @@ impl Catalogue {
                 supports,
             });
         }
-        Ok(Catalogue { causes })
+        let mut node_remedies = Vec::new();
+        for row in file.node_symptoms {
+            let what = format!("node symptom {:?}", row.symptom);
+            let mut remedy = Vec::new();
+            for id in &row.causes {
+                let cause = causes
+                    .iter()
+                    .find(|c: &&Compiled| &c.cause.id == id)
+                    .ok_or_else(|| invalid(format!("{what}: no cause {id}")))?;
+                remedy.push(cause.cause.remedy.trim().to_string());
+            }
+            if remedy.is_empty() {
+                return Err(invalid(format!("{what} names no cause")));
+            }
+            let message = row.message.as_deref().map(|m| compile(origin, &what, m)).transpose()?;
+            node_remedies.push(NodeRemedy {
+                symptom: row.symptom,
+                message,
+                remedy: remedy.join(" "),
+            });
+        }
+        Ok(Catalogue { causes, node_remedies })
+    }
+
+    /// The remedy for a cell on a node that is not Ready: its causes' (kubelet-stopped).
+    pub fn not_ready_remedy(&self) -> Option<&str> {
+        self.node_remedies
+            .iter()
+            .find(|r| r.symptom == NodeSymptom::NotReady)
+            .map(|r| r.remedy.as_str())
+    }
+
+    /// The remedy for an observation that shows a pod never got a sandbox
+    /// (FailedCreatePodSandBox) for a node-wide cause its message names; None for any other
+    /// observation (a sandbox can also fail for the pod's own spec, e.g. an unknown
+    /// runAsUserName), or when the check's own remedy already deals with sandbox failures.
+    pub fn sandbox_remedy(&self, observed: &str, own: Option<&str>) -> Option<&str> {
+        if !observed.contains("FailedCreatePodSandBox") || own.is_some_and(|r| r.contains("FailedCreatePodSandBox")) {
+            return None;
+        }
+        self.node_remedies
+            .iter()
+            .filter(|r| r.symptom == NodeSymptom::Sandbox)
+            .find(|r| r.message.as_ref().is_none_or(|m| m.is_match(observed)))
+            .map(|r| r.remedy.as_str())
     }
 
     /// The embedded catalogue, or the file given instead of it.
@@ -494,5 +563,62 @@ mod tests {
     #[case(PoolKind::ClusterDns, "cluster-dns", true)]
     fn pool_kinds(#[case] kind: PoolKind, #[case] pool: &str, #[case] is: bool) {
         assert_eq!(kind.is(pool), is);
+    }
+
+    fn embedded() -> Catalogue {
+        let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
+        let suites = Suites::load(None, &rules).expect("suites");
+        Catalogue::load(None, &rules, &suites).expect("causes")
+    }
+
+    #[test]
+    fn a_node_that_is_not_ready_gets_the_remedy_of_a_stopped_kubelet() {
+        let remedy = embedded().not_ready_remedy().expect("a remedy").to_string();
+        assert!(
+            remedy.contains("kubelet and kube-proxy processes run on the node"),
+            "{remedy}"
+        );
+    }
+
+    const PREFIX: &str = "the client pod on win2022-1 is not usable: FailedCreatePodSandBox (3 times): \
+        Failed to create pod sandbox: rpc error: code = Unknown desc = ";
+
+    #[rstest::rstest]
+    #[case::pause(
+        "failed to start sandbox container for pod \"x\": hcs::CreateComputeSystem 1: The container operating system does not match the host operating system. (0xc0370101)",
+        "sandbox_image"
+    )]
+    #[case::subnet_env(
+        "failed to setup network for sandbox \"1\": plugin type=\"flannel\" name=\"cbr0\" failed (add): loadFlannelSubnetEnv failed: open C:\\run\\flannel\\subnet.env: The system cannot find the file specified.",
+        "NODE_NAME"
+    )]
+    #[case::hns(
+        "failed to setup network for sandbox \"1\": plugin type=\"flannel\" name=\"cbr0\" failed (add): failed to delegate add: error while GETHNSNewtorkByName(cbr0): Network cbr0 not found",
+        "Get-HnsNetwork"
+    )]
+    fn sandbox_failures_get_the_remedy_of_their_causes(#[case] message: &str, #[case] names: &str) {
+        let causes = embedded();
+        let remedy = causes
+            .sandbox_remedy(&format!("{PREFIX}{message}"), Some("Check the CNI."))
+            .expect("a remedy");
+        assert!(remedy.contains(names), "{remedy}");
+    }
+
+    #[test]
+    fn other_failures_and_checks_about_sandboxes_keep_their_own_remedy() {
+        let causes = embedded();
+        let sandbox = |observed: &str, own| causes.sandbox_remedy(observed, own);
+        assert_eq!(sandbox("cli-3 → 10.96.0.2:80 tcp: timeout", None), None);
+        assert_eq!(
+            sandbox(&format!("{PREFIX}The user name or password is incorrect."), None),
+            None
+        );
+        assert_eq!(
+            sandbox(
+                &format!("{PREFIX}(0xc0370101)"),
+                Some("Pods stuck in ContainerCreating (FailedCreatePodSandBox): …")
+            ),
+            None
+        );
     }
 }

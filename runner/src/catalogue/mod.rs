@@ -3,6 +3,7 @@
 //! ([`causes::Catalogue`]) and the remedies checks and causes refer to.
 
 pub mod causes;
+pub mod document;
 pub mod remedies;
 pub mod rules;
 pub mod suite;

@@ -1,93 +1,171 @@
-//! Remedies for cells that could not be judged for a reason of the node rather than of the
-//! check: the node is not Ready, or no pod gets a sandbox there. They restate the symptom →
-//! rule → remedy rows of windows-rules.md §4 (and the rules of §3 they name), and replace the
-//! check's own remedy, which is about what the check would have observed.
+//! The remedy paragraphs several checks share (`suites/remedies.yaml`), and a check's remedy
+//! ([`Remedy`]): its own text, the shared paragraphs it names with `see:`, or both — resolved
+//! once when the suites load, so a paragraph is written in one place.
 
-/// windows-rules.md §4 "no kubelet/kube-proxy processes / node NotReady" (W14).
-pub const NOT_READY: &str = "The node is not Ready: its kubelet does not post status, so no pod starts there. \
-Check that the kubelet and kube-proxy run on the node (on script installs the processes start.ps1 \
-starts; run them as Windows services with sc.exe or nssm) and read the kubelet's log (W14).";
+use std::collections::BTreeMap;
+use std::path::Path;
 
-/// §4 "pods stuck ContainerCreating / restart loop" with a sandbox of another build (VER-PAUSE-IMAGE).
-const PAUSE_IMAGE: &str = "Pods on this node never get a sandbox: \"the container operating system does not \
-match the host operating system\" (0xc0370101) means the pause (sandbox) image is of another Windows build. \
-Point containerd's sandbox_image (sandbox in config v3) or the kubelet's --pod-infra-container-image at a \
-multi-arch pause image (registry.k8s.io/pause:3.6 or later) or one of the node's build (VER-PAUSE-IMAGE).";
+use serde::Deserialize;
 
-/// §4 "pods missing C:\run\flannel\subnet.env" and "flanneld Waiting for the Network to be
-/// created" (NET-FLANNEL-SUBNET-ENV).
-const SUBNET_ENV: &str = "Pods on this node never get a sandbox: the flannel CNI plugin finds no \
-C:\\run\\flannel\\subnet.env, so flanneld has not started or is stuck at \"Waiting for the Network to be \
-created\". Restart flanneld (relaunch it with NODE_NAME set), or copy /run/flannel/subnet.env from a Linux \
-node and fix FLANNEL_SUBNET for this node (NET-FLANNEL-SUBNET-ENV).";
+use crate::catalogue::document::{API_VERSION, SuiteError, from_yaml};
 
-/// §4 "kubelet: no network adapter found" and "hnsCall failed" (NET-HNS-NETWORK-PRESENT).
-const HNS_NETWORK: &str = "Pods on this node never get a sandbox: the HNS network the CNI plugin \
-delegates to (cbr0 on l2bridge, vxlan0 on overlay) does not exist. Check Get-HnsNetwork and the \
-vEthernet (…) adapter (Get-NetAdapter) and fix the InterfaceName in the start scripts; stale HNS objects \
-after an update: hnsdiag list/delete, then restart HNS (NET-HNS-NETWORK-PRESENT).";
+/// The embedded remedies file.
+pub const EMBEDDED: &str = include_str!("../../../suites/remedies.yaml");
+/// Its file name, in `suites/` and in a `--suites` folder.
+pub const FILE_NAME: &str = "remedies.yaml";
 
-/// The remedy for an observation that shows a pod never got a sandbox (FailedCreatePodSandBox)
-/// for one of the node-wide causes of §4, by the cause its message names; None for any other
-/// observation (a sandbox can also fail for the pod's own spec, e.g. an unknown runAsUserName),
-/// or when the check's own remedy already deals with sandbox failures (`own`).
-pub fn sandbox(observed: &str, own: Option<&str>) -> Option<&'static str> {
-    if !observed.contains("FailedCreatePodSandBox") || own.is_some_and(|r| r.contains("FailedCreatePodSandBox")) {
-        return None;
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct File {
+    api_version: String,
+    kind: String,
+    remedies: BTreeMap<String, String>,
+}
+
+/// The shared remedy paragraphs by id.
+#[derive(Debug, Clone, Default)]
+pub struct Remedies {
+    by_id: BTreeMap<String, String>,
+}
+
+impl Remedies {
+    /// The embedded paragraphs, with those of `extra/remedies.yaml` (if there is one) added or
+    /// replacing theirs by id.
+    pub fn load(extra: Option<&Path>) -> Result<Self, SuiteError> {
+        let mut remedies = Self::parse(EMBEDDED, "suites/remedies.yaml (embedded)")?;
+        if let Some(path) = extra.map(|d| d.join(FILE_NAME)).filter(|p| p.is_file()) {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(&path).map_err(|cause| SuiteError::Read {
+                path: shown.clone(),
+                cause,
+            })?;
+            remedies.by_id.extend(Self::parse(&text, &shown)?.by_id);
+        }
+        Ok(remedies)
     }
-    if observed.contains("subnet.env") {
-        Some(SUBNET_ENV)
-    } else if observed.contains("GETHNSNewtorkByName")
-        || observed.contains("HNS network")
-        || observed.contains("network adapter")
-    {
-        Some(HNS_NETWORK)
-    } else if observed.contains("0xc0370101") || observed.contains("does not match the host operating system") {
-        Some(PAUSE_IMAGE)
-    } else {
-        None
+
+    fn parse(text: &str, origin: &str) -> Result<Self, SuiteError> {
+        let file: File = from_yaml(text, origin)?;
+        let invalid = |message: String| SuiteError::Invalid {
+            path: origin.to_string(),
+            message,
+        };
+        if file.api_version != API_VERSION {
+            return Err(invalid(format!(
+                "apiVersion {:?} is not supported (expected {API_VERSION:?})",
+                file.api_version
+            )));
+        }
+        if file.kind != "Remedies" {
+            return Err(invalid(format!("kind {:?} must be \"Remedies\"", file.kind)));
+        }
+        let by_id = file
+            .remedies
+            .into_iter()
+            .map(|(id, text)| (id, text.split_whitespace().collect::<Vec<_>>().join(" ")))
+            .collect();
+        Ok(Self { by_id })
+    }
+
+    /// The paragraph with this id.
+    pub fn get(&self, id: &str) -> Option<&str> {
+        self.by_id.get(id).map(String::as_str)
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.by_id.keys().map(String::as_str)
+    }
+}
+
+/// A check's remedy for one failure class: a text, or `{text, see: [ids]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Remedy {
+    Text(String),
+    Shared {
+        #[serde(default)]
+        text: Option<String>,
+        see: Vec<String>,
+    },
+    /// Resolved: the text a report shows.
+    #[serde(skip)]
+    Resolved(String),
+}
+
+impl Remedy {
+    /// The whole text: the check's own words, then the paragraphs it names.
+    pub fn resolve(&self, remedies: &Remedies) -> Result<Remedy, String> {
+        Ok(Remedy::Resolved(match self {
+            Remedy::Text(t) | Remedy::Resolved(t) => t.trim().to_string(),
+            Remedy::Shared { text, see } => {
+                let mut parts: Vec<String> = text.iter().map(|t| t.trim().to_string()).collect();
+                for id in see {
+                    let known = || remedies.ids().collect::<Vec<_>>().join(", ");
+                    let p = remedies
+                        .get(id)
+                        .ok_or_else(|| format!("remedy {id:?} is not in remedies.yaml (known: {})", known()))?;
+                    parts.push(p.to_string());
+                }
+                parts.join(" ")
+            }
+        }))
+    }
+
+    /// The text a report shows (a remedy not resolved yet shows its own words).
+    pub fn text(&self) -> &str {
+        match self {
+            Remedy::Text(t) | Remedy::Resolved(t) => t,
+            Remedy::Shared { text, .. } => text.as_deref().unwrap_or_default(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rstest::rstest;
 
-    const PREFIX: &str = "the client pod on win2022-1 is not usable: FailedCreatePodSandBox (3 times): \
-        Failed to create pod sandbox: rpc error: code = Unknown desc = ";
-
-    #[rstest]
-    #[case::pause(
-        "failed to start sandbox container for pod \"x\": hcs::CreateComputeSystem 1: The container operating system does not match the host operating system. (0xc0370101)",
-        "sandbox_image"
-    )]
-    #[case::subnet_env(
-        "failed to setup network for sandbox \"1\": plugin type=\"flannel\" name=\"cbr0\" failed (add): loadFlannelSubnetEnv failed: open C:\\run\\flannel\\subnet.env: The system cannot find the file specified.",
-        "NODE_NAME"
-    )]
-    #[case::hns(
-        "failed to setup network for sandbox \"1\": plugin type=\"flannel\" name=\"cbr0\" failed (add): failed to delegate add: error while GETHNSNewtorkByName(cbr0): Network cbr0 not found",
-        "Get-HnsNetwork"
-    )]
-    fn sandbox_failures_get_the_remedy_of_their_cause(#[case] message: &str, #[case] names: &str) {
-        let remedy = sandbox(&format!("{PREFIX}{message}"), Some("Check the CNI.")).expect("a remedy");
-        assert!(remedy.contains(names), "{remedy}");
+    #[test]
+    fn shared_paragraphs_are_resolved_after_the_checks_own_words() {
+        let remedies = Remedies::load(None).expect("embedded remedies");
+        let r = Remedy::Shared {
+            text: Some("Check the routes between nodes.".into()),
+            see: vec!["mac-spoofing".into(), "vxlan-params".into()],
+        };
+        let text = r.resolve(&remedies).expect("known ids").text().to_string();
+        assert!(
+            text.starts_with("Check the routes between nodes. On l2bridge"),
+            "{text}"
+        );
+        assert!(
+            text.contains("-MacAddressSpoofing On") && text.ends_with("(NET-FLANNEL-VXLAN-PARAMS)."),
+            "{text}"
+        );
+        let unknown = Remedy::Shared {
+            text: None,
+            see: vec!["gremlins".into()],
+        };
+        let err = unknown.resolve(&remedies).expect_err("unknown id");
+        assert!(err.contains("\"gremlins\"") && err.contains("mac-spoofing"), "{err}");
     }
 
     #[test]
-    fn other_failures_and_checks_about_sandboxes_keep_their_own_remedy() {
-        assert_eq!(sandbox("cli-3 → 10.96.0.2:80 tcp: timeout", None), None);
-        assert_eq!(
-            sandbox(&format!("{PREFIX}The user name or password is incorrect."), None),
-            None
-        );
-        assert_eq!(
-            sandbox(
-                &format!("{PREFIX}(0xc0370101)"),
-                Some("Pods stuck in ContainerCreating (FailedCreatePodSandBox): …")
-            ),
-            None
-        );
+    fn a_remedies_file_in_the_suites_folder_adds_and_replaces_paragraphs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            "apiVersion: mixcheck/v1\nkind: Remedies\nremedies:\n  mac-spoofing: Ours.\n  site-vpn: Check the VPN.\n",
+        )
+        .expect("write");
+        let r = Remedies::load(Some(dir.path())).expect("load");
+        assert_eq!(r.get("mac-spoofing"), Some("Ours."));
+        assert_eq!(r.get("site-vpn"), Some("Check the VPN."));
+        assert!(r.get("vxlan-params").is_some());
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            "apiVersion: mixcheck/v1\nkind: Remedies\nremedies: [1]\n",
+        )
+        .expect("write");
+        let err = Remedies::load(Some(dir.path())).expect_err("malformed").to_string();
+        assert!(err.contains("remedies.yaml:3:"), "{err}");
     }
 }

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use crate::catalogue::document::{API_VERSION, SuiteError, from_yaml};
+use crate::catalogue::remedies::{Remedies, Remedy};
 use crate::catalogue::rules::Catalogue;
 
 /// The suites built into the binary (`suites/*.yaml` at build time).
@@ -36,25 +38,6 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../suites/security-context.yaml"),
     ),
 ];
-
-/// The schema version every suite declares.
-pub const API_VERSION: &str = "mixcheck/v1";
-
-/// A problem with a suite or fixture file (exit code 2).
-#[derive(Debug, thiserror::Error)]
-pub enum SuiteError {
-    #[error("{path}: cannot read: {cause}")]
-    Read { path: String, cause: std::io::Error },
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: String,
-        line: u64,
-        column: u64,
-        message: String,
-    },
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
-}
 
 /// One suite document.
 #[derive(Debug, Clone, Deserialize)]
@@ -90,9 +73,10 @@ pub struct Check {
     pub matrix: Matrix,
     /// The documented expectation: the first entry whose `when` holds decides.
     pub expect: Vec<Expectation>,
-    /// The documented remedy per failure class (`any` applies to every class).
+    /// The documented remedy per failure class (`any` applies to every class), resolved
+    /// against the shared paragraphs of `suites/remedies.yaml` when the suites load.
     #[serde(default)]
-    pub remedy: BTreeMap<FailureClass, String>,
+    pub remedy: BTreeMap<FailureClass, Remedy>,
     /// Why this check is not in the default selection yet (it runs with `--include-pending`):
     /// it does not pass on the bundled cluster and the cause (simulator, fixture or engine)
     /// has not been triaged against the documentation.
@@ -373,22 +357,8 @@ pub enum AuditKind {
     WindowsMemoryRequestNotLimit,
 }
 
-/// An operating system of a pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Os {
-    Linux,
-    Windows,
-}
-
-impl fmt::Display for Os {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Os::Linux => "linux",
-            Os::Windows => "windows",
-        })
-    }
-}
+/// An operating system of a pool: the one the reports name nodes by.
+pub use mixcheck_reports::Os;
 
 /// Same or other node for a source/destination pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Default)]
@@ -419,10 +389,6 @@ pub struct Matrix {
     /// Which source/destination OS pairs to keep.
     #[serde(default)]
     pub pairs: Pairs,
-    /// Accepted for compatibility and ignored: cells are per pool (their ids never carry node
-    /// names) and every node of the pool is judged, the worst result standing.
-    #[serde(default, rename = "perNode")]
-    pub _per_node: bool,
 }
 
 /// Which OS pairs a matrix keeps.
@@ -643,24 +609,15 @@ pub struct Suites {
     pub suites: Vec<Suite>,
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).to_string()
-}
-
 /// Parses one suite document; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<Suite, SuiteError> {
-    let mut suite: Suite = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        SuiteError::Parse {
-            path: origin.to_string(),
-            line,
-            column,
-            message: first_line(&e.to_string()),
-        }
-    })?;
+    let mut suite: Suite = from_yaml(text, origin)?;
     suite.origin = origin.to_string();
     Ok(suite)
 }
+
+/// The files of a `--suites` folder that are not suites.
+const NOT_SUITES: &[&str] = &["rules.yaml", "causes.yaml", crate::catalogue::remedies::FILE_NAME];
 
 impl Suites {
     /// The embedded suites, with the `*.yaml` files of `extra` (if given) added; a file with
@@ -680,6 +637,17 @@ impl Suites {
                 })?;
                 let suite = parse(&text, &shown)?;
                 by_name.insert(suite.name.clone(), suite);
+            }
+        }
+        let remedies = Remedies::load(extra)?;
+        for suite in by_name.values_mut() {
+            for check in &mut suite.checks {
+                for remedy in check.remedy.values_mut() {
+                    *remedy = remedy.resolve(&remedies).map_err(|message| SuiteError::Invalid {
+                        path: suite.origin.clone(),
+                        message: format!("check {:?}: {message}", check.name),
+                    })?;
+                }
             }
         }
         let suites = Suites {
@@ -836,6 +804,7 @@ fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, SuiteError> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .filter(|p| !p.file_name().is_some_and(|n| NOT_SUITES.iter().any(|s| n == *s)))
         .collect();
     files.sort();
     Ok(files)
@@ -889,7 +858,7 @@ checks:
         ));
         assert_eq!(c.matrix.protocol, vec![Protocol::Tcp, Protocol::Udp]);
         assert_eq!(
-            c.remedy.get(&FailureClass::Timeout).map(String::as_str),
+            c.remedy.get(&FailureClass::Timeout).map(Remedy::text),
             Some("check MAC spoofing")
         );
     }
@@ -936,7 +905,7 @@ checks:
     title: reserved
     sources: [W14]
     probe: {kind: fact, fact: system-reserved}
-    matrix: {from: [windows], perNode: true}
+    matrix: {from: [windows]}
     expect:
       - {when: {kubernetes: \"<1.14\"}, result: unsupported, says: x}
       - {when: {featureGates: {SomeGate: false}}, result: not-applicable, says: y}
@@ -1010,6 +979,23 @@ checks:
         match VersionRange::parse(range) {
             Ok(r) => assert_eq!(r.contains(version), inside),
             Err(_) => assert!(!inside, "{range} should parse"),
+        }
+    }
+
+    /// A suite file added to `suites/` but not to `EMBEDDED` would silently never run.
+    #[test]
+    fn every_suite_file_is_embedded() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites");
+        let files: BTreeSet<String> = std::fs::read_dir(&dir)
+            .expect("suites/")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml"))
+            .filter(|n| !NOT_SUITES.contains(&n.as_str()))
+            .collect();
+        let embedded: BTreeSet<String> = EMBEDDED.iter().map(|(f, _)| f.to_string()).collect();
+        assert_eq!(files, embedded, "suites/*.yaml and suite::EMBEDDED differ");
+        for name in NOT_SUITES {
+            assert!(dir.join(name).is_file(), "{name} is not in suites/");
         }
     }
 }

@@ -15,18 +15,14 @@ pub async fn observe(
     ctx: &Ctx<'_>,
     case: &Case<'_>,
     fixture: &str,
-    command: &BTreeMap<crate::catalogue::suite::Os, Vec<String>>,
+    command: &BTreeMap<Os, Vec<String>>,
     stdout: Option<&str>,
 ) -> Probed {
     let (node_idx, node) = match case.node(ctx.facts) {
         Ok(n) => n,
         Err(p) => return p.into(),
     };
-    let os = match node.os {
-        Os::Linux => crate::catalogue::suite::Os::Linux,
-        Os::Windows => crate::catalogue::suite::Os::Windows,
-    };
-    let Some(argv) = command.get(&os) else {
+    let Some(argv) = command.get(&node.os) else {
         return Probed::seen(
             Observation::Failed(FailureClass::Other),
             format!("the check has no {} command", node.os),

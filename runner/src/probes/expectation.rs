@@ -185,13 +185,10 @@ fn eq<T: PartialEq>(want: Option<T>, have: Option<T>) -> Holds {
     }
 }
 
-fn os_is(want: Option<crate::catalogue::suite::Os>, node: Option<&ClusterNode>) -> Holds {
+fn os_is(want: Option<Os>, node: Option<&ClusterNode>) -> Holds {
     match (want, node) {
         (None, _) => Holds::Yes,
-        (Some(w), Some(n)) => bool_holds(matches!(
-            (w, n.os),
-            (crate::catalogue::suite::Os::Linux, Os::Linux) | (crate::catalogue::suite::Os::Windows, Os::Windows)
-        )),
+        (Some(w), Some(n)) => bool_holds(w == n.os),
         (Some(_), None) => Holds::No,
     }
 }

@@ -27,6 +27,8 @@ pub struct Ctx<'a> {
     pub facts: &'a ClusterFacts,
     pub dep: &'a Deployment,
     pub ns: &'a str,
+    /// The cause catalogue: the remedies of cells that fail for a reason of their node.
+    pub causes: &'a crate::catalogue::causes::Catalogue,
 }
 
 impl<'a> Ctx<'a> {
@@ -43,6 +45,7 @@ impl<'a> Ctx<'a> {
             facts: self.facts,
             dep,
             ns: self.ns,
+            causes: self.causes,
         }
     }
 
@@ -177,7 +180,12 @@ pub fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
 /// A pair on a worker that is not Ready cannot be probed (its fixtures never start): an error
 /// naming the node, with the documented remedy (once the cell's expectation says it applies).
 /// Kinds that read the API only are still judged.
-pub fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<PairJudgement> {
+pub fn not_ready(
+    facts: &ClusterFacts,
+    causes: &crate::catalogue::causes::Catalogue,
+    pair: Pair,
+    probe: &Probe,
+) -> Option<PairJudgement> {
     if probe.reads_the_api_only() {
         return None;
     }
@@ -194,7 +202,7 @@ pub fn not_ready(facts: &ClusterFacts, pair: Pair, probe: &Probe) -> Option<Pair
             node.name
         ),
     );
-    j.remedy = Some(crate::catalogue::remedies::NOT_READY.to_string());
+    j.remedy = causes.not_ready_remedy().map(str::to_string);
     Some(j)
 }
 
@@ -247,7 +255,7 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         j.sources = sources.clone();
         j
     };
-    if let Some(down) = not_ready(ctx.facts, case.pair, &check.probe) {
+    if let Some(down) = not_ready(ctx.facts, ctx.causes, case.pair, &check.probe) {
         return with(down, Some(expected));
     }
     match check.probe.observe(ctx, case, e).await {
@@ -343,7 +351,10 @@ mod tests {
             from: Some(0),
             to: Some(1),
         };
-        let j = not_ready(&facts, both, &connect).expect("the destination is down");
+        let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
+        let suites = crate::catalogue::suite::Suites::load(None, &rules).expect("suites");
+        let causes = crate::catalogue::causes::Catalogue::load(None, &rules, &suites).expect("causes");
+        let j = not_ready(&facts, &causes, both, &connect).expect("the destination is down");
         assert_eq!(j.verdict, Verdict::Error);
         assert!(
             j.summary.contains("node win2022-1 is not Ready (Ready=Unknown)"),
@@ -355,11 +366,11 @@ mod tests {
             from: Some(0),
             to: Some(0),
         };
-        assert!(not_ready(&facts, healthy, &connect).is_none());
+        assert!(not_ready(&facts, &causes, healthy, &connect).is_none());
         // Facts about the node are still read from the API.
         let fact = Probe::Fact {
             fact: crate::catalogue::suite::FactCheck::OsLabels,
         };
-        assert!(not_ready(&facts, both, &fact).is_none());
+        assert!(not_ready(&facts, &causes, both, &fact).is_none());
     }
 }

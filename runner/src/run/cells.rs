@@ -74,13 +74,6 @@ fn sample_pairs(from: &[usize], to: &[usize], same_node: bool) -> Vec<Pair> {
     out
 }
 
-fn os_of(o: crate::catalogue::suite::Os) -> Os {
-    match o {
-        crate::catalogue::suite::Os::Linux => Os::Linux,
-        crate::catalogue::suite::Os::Windows => Os::Windows,
-    }
-}
-
 /// Expands the selected checks over the cluster's pools.
 pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> {
     // Workers that are not Ready stay in their pools: their cells say the node is down (see
@@ -95,10 +88,10 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
     for (i, n) in &nodes {
         pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(*i);
     }
-    let pools_of = |os: &[crate::catalogue::suite::Os]| -> Vec<(String, Os, Vec<usize>)> {
+    let pools_of = |os: &[Os]| -> Vec<(String, Os, Vec<usize>)> {
         pools
             .iter()
-            .filter(|(_, (o, _))| os.iter().any(|x| os_of(*x) == *o))
+            .filter(|(_, (o, _))| os.contains(o))
             .map(|(p, (o, n))| (p.clone(), *o, n.clone()))
             .collect()
     };
@@ -106,7 +99,7 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
     for (suite, check) in plan.checks() {
         let m = &check.matrix;
         let from_os = if m.from.is_empty() {
-            vec![crate::catalogue::suite::Os::Linux, crate::catalogue::suite::Os::Windows]
+            vec![Os::Linux, Os::Windows]
         } else {
             m.from.clone()
         };
@@ -214,7 +207,7 @@ fn node_cells<'a>(
     check: &'a Check,
     choice: NodeChoice,
     facts: &ClusterFacts,
-    from_os: &[crate::catalogue::suite::Os],
+    from_os: &[Os],
     protocols: &[Option<Protocol>],
     variants: &[Option<String>],
 ) -> Vec<CellPlan<'a>> {
@@ -223,14 +216,14 @@ fn node_cells<'a>(
     // judged by `not_ready`).
     let all_nodes = choice == NodeChoice::Every;
     let outside = check.probe.looks_from_outside();
-    let oses: Vec<crate::catalogue::suite::Os> = if outside && !m.to.is_empty() {
+    let oses: Vec<Os> = if outside && !m.to.is_empty() {
         m.to.clone()
     } else {
         from_os.to_vec()
     };
     let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in facts.nodes.iter().enumerate() {
-        if (all_nodes || !n.control_plane) && oses.iter().any(|o| os_of(*o) == n.os) {
+        if (all_nodes || !n.control_plane) && oses.contains(&n.os) {
             pools.entry(n.pool()).or_default().push(i);
         }
     }

@@ -116,15 +116,14 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         (Verdict::Fail | Verdict::Error | Verdict::KnownLimitation | Verdict::Warn, class) => {
             let own = class
                 .and_then(|c| check.remedy.get(&c))
-                .or_else(|| check.remedy.get(&crate::catalogue::suite::FailureClass::Any));
+                .or_else(|| check.remedy.get(&crate::catalogue::suite::FailureClass::Any))
+                .map(crate::catalogue::remedies::Remedy::text);
             // A pod that never got a sandbox says nothing about the check: the node's remedy.
             let node = match j.verdict {
-                Verdict::Fail | Verdict::Error => {
-                    crate::catalogue::remedies::sandbox(&j.summary, own.map(String::as_str))
-                }
+                Verdict::Fail | Verdict::Error => ctx.causes.sandbox_remedy(&j.summary, own),
                 _ => None,
             };
-            node.map(str::to_string).or_else(|| own.cloned())
+            node.or(own).map(str::to_string)
         }
         _ => None,
     };

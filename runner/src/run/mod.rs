@@ -136,6 +136,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             facts: &facts,
             dep: &no_fixtures,
             ns: &ns,
+            causes: &plan.causes,
         };
         // Cells that create their own pods need none of the shared fixtures: they start at once,
         // while the fixtures are awaited (Windows pods start slowly on a real cluster).

@@ -167,11 +167,10 @@ fn os_of(report: &RunReport, node: &str) -> Option<Os> {
         })
 }
 
-fn os_fits(want: Option<crate::catalogue::suite::Os>, have: Option<Os>) -> bool {
+fn os_fits(want: Option<Os>, have: Option<Os>) -> bool {
     match (want, have) {
         (None, _) | (_, None) => true,
-        (Some(crate::catalogue::suite::Os::Linux), Some(o)) => o == Os::Linux,
-        (Some(crate::catalogue::suite::Os::Windows), Some(o)) => o == Os::Windows,
+        (Some(w), Some(o)) => w == o,
     }
 }
 

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
-use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
+use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence, Os};
 
 use crate::catalogue::causes::Catalogue;
-use crate::catalogue::suite::Os as SuiteOs;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::Fixtures;
 
@@ -29,7 +28,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 pub fn commands(
     catalogue: &Catalogue,
     causes: &BTreeSet<String>,
-    os: SuiteOs,
+    os: Os,
     vars: &BTreeMap<&str, String>,
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -79,12 +78,9 @@ pub async fn run(
     let apply = PatchParams::apply(crate::cluster::deploy::MANAGER).force();
     for (i, node, vars, suspected) in nodes {
         let mut items = Vec::new();
-        let os = match node.os {
-            mixcheck_reports::Os::Windows => SuiteOs::Windows,
-            mixcheck_reports::Os::Linux => SuiteOs::Linux,
-        };
+        let os = node.os;
         let cmds = commands(catalogue, suspected, os, vars);
-        let kind = if os == SuiteOs::Windows {
+        let kind = if os == Os::Windows {
             "a privileged HostProcess pod"
         } else {
             "a hostNetwork pod"
@@ -94,7 +90,7 @@ pub async fn run(
                 "diagnostics",
                 "not run: the node is not Ready, so no pod starts there",
             ));
-        } else if os == SuiteOs::Windows && node.host_process() == Some(false) {
+        } else if os == Os::Windows && node.host_process() == Some(false) {
             items.push(item(
                 "diagnostics",
                 "not run: HostProcess pods need Kubernetes 1.23+ and containerd 1.6+, which this node does not have",
@@ -140,7 +136,7 @@ pub async fn run(
                     Err(why) => items.push(item("diagnostics", &format!("not run: pod {name} {why}"))),
                     Ok(()) => {
                         for (original, resolved) in &cmds {
-                            let argv: Vec<String> = if os == SuiteOs::Windows {
+                            let argv: Vec<String> = if os == Os::Windows {
                                 ["powershell", "-NoProfile", "-Command", resolved.as_str()]
                                     .map(String::from)
                                     .to_vec()
@@ -239,7 +235,7 @@ mod tests {
         let suites = crate::catalogue::suite::Suites::load(None, &rules).expect("suites");
         let catalogue = Catalogue::load(None, &rules, &suites).expect("causes");
         let all: BTreeSet<String> = catalogue.causes.iter().map(|c| c.cause.id.clone()).collect();
-        let windows = commands(&catalogue, &all, SuiteOs::Windows, &vars());
+        let windows = commands(&catalogue, &all, Os::Windows, &vars());
         assert!(
             windows.iter().any(|(c, _)| c.starts_with("Get-HnsNetwork")),
             "{windows:?}"
@@ -251,9 +247,9 @@ mod tests {
         let mut seen: Vec<&String> = windows.iter().map(|(c, _)| c).collect();
         seen.dedup();
         assert_eq!(seen.len(), windows.len());
-        let linux = commands(&catalogue, &all, SuiteOs::Linux, &vars());
+        let linux = commands(&catalogue, &all, Os::Linux, &vars());
         let one = BTreeSet::from(["kube-proxy-stopped".to_string()]);
-        let only = commands(&catalogue, &one, SuiteOs::Windows, &vars());
+        let only = commands(&catalogue, &one, Os::Windows, &vars());
         assert_eq!(
             only,
             [(

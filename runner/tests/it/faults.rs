@@ -184,7 +184,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[(".*", W_ANY)],
         keeps: &[FACTS],
-        remedy: "kubelet and kube-proxy run on the node",
+        remedy: "kubelet and kube-proxy processes run on the node",
         undocumented: &[],
         varies: &[],
     },
