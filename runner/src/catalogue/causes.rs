@@ -477,7 +477,7 @@ mod tests {
     fn the_embedded_catalogue_is_valid_and_covers_every_documented_item() {
         let (rules, suites) = context();
         let c = Catalogue::parse(EMBEDDED, EMBEDDED_ORIGIN, &rules, &suites).expect("valid");
-        // The troubleshooting items of issue 12 (windows-rules.md §4 and the seed FAQ).
+        // The documented troubleshooting items (sources in docs/sources.md).
         for id in [
             "kubelet-stopped",
             "mac-spoofing-disabled",

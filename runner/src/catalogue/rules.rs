@@ -1,4 +1,4 @@
-//! The rules catalogue: every rule id of windows-rules.md (§2 and the historic §7) with its
+//! The rules catalogue: every documented Windows-node rule (current and historic) with its
 //! documented summary and sources, embedded from `suites/rules.yaml`. Suites may cite only
 //! these ids; `mixcheck list --uncovered` lists the ones no check covers.
 
@@ -77,7 +77,7 @@ mod tests {
     #[test]
     fn the_catalogue_holds_every_rule_of_windows_rules_md() {
         let c = Catalogue::embedded().expect("catalogue parses");
-        // §2 and §7 of windows-rules.md, with "A / B" rows split.
+        // Every current and historic rule, with "A / B" rows split.
         assert_eq!(c.len(), 118);
         for id in [
             "NET-POD-POD-IP-CROSS",

@@ -688,7 +688,7 @@ impl Suites {
                 }
                 if !rules.contains(&check.rule) {
                     return Err(at(format!(
-                        "unknown rule id {:?} (see suites/rules.yaml, from windows-rules.md)",
+                        "unknown rule id {:?} (see suites/rules.yaml; `mixcheck list --uncovered` lists its ids)",
                         check.rule
                     )));
                 }

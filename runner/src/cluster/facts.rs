@@ -1,4 +1,4 @@
-//! The cluster facts a run judges by (windows-rules.md §0.1b), read only from the cluster's own
+//! The cluster facts a run judges by (docs/design.md), read only from the cluster's own
 //! objects: `/version`; per node its labels, `status.nodeInfo`, taints, capacity, allocatable and
 //! the kubelet's configz (node proxy); the network mode, DSR and the kube-proxy and flannel
 //! versions from the CNI and kube-proxy DaemonSets and ConfigMaps, as AKS, EKS, GKE and kubeadm
@@ -532,8 +532,8 @@ async fn addons(client: &kube::Client) -> Addons {
     out
 }
 
-/// The Windows Server builds the Kubernetes docs list as supported for a version (§1.2 of
-/// windows-rules.md); None where the docs of that version were not retrieved (GAP).
+/// The Windows Server builds the Kubernetes docs list as supported for a version (rule
+/// VER-OS-SUPPORTED); None where the docs of that version were not retrieved.
 pub fn supported_builds(k8s: (u32, u32)) -> Option<&'static [u32]> {
     Some(match k8s {
         (1, 5..=8) => &[14393],

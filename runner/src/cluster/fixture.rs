@@ -115,7 +115,7 @@ pub const OS_ANNOTATION: &str = "mixcheck.io/os";
 /// those builds get it instead of the file's plain Windows pod.
 pub const BUILDS_ANNOTATION: &str = "mixcheck.io/windows-builds";
 /// The first Windows build agnhost has a variant for: its Windows images are built on the e2e
-/// busybox images of 1809 and ltsc2022 (windows-rules.md §5.1, AGN BASEIMAGE). Older nodes (the
+/// busybox images of 1809 and ltsc2022 (AGN BASEIMAGE in docs/sources.md). Older nodes (the
 /// Windows Server 2016 and 1709 of Kubernetes 1.5–1.13) get the Windows Server Core pods of the
 /// network fixtures and are probed with Windows PowerShell.
 pub const AGNHOST_FIRST_BUILD: u32 = 17763;

@@ -29,7 +29,7 @@ pub async fn observe(
         );
     };
     // A HostProcess fixture on a Windows node without HostProcess: no documented in-cluster
-    // way to look from the host (windows-rules.md §3.0).
+    // way to look from the host (HostProcess is the documented way; docs/sources.md, WHPC23).
     if node.os == Os::Windows
         && node.host_process() != Some(true)
         && ctx
