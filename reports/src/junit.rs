@@ -21,8 +21,8 @@ pub const FILE_NAME: &str = "junit.xml";
 /// The name of the synthetic test case of a run that stopped before its first check.
 pub const ABORTED_CASE: &str = "mixcheck/run";
 
-/// The JUnit XML of a run. A run that aborted before judging any cell gets one failed test case
-/// saying why, so CI always has a failure to show.
+/// The JUnit XML of a run. A run that aborted gets one failed test case saying why, beside the
+/// cells it judged before (a deadline keeps them), so CI always has a failure to show.
 pub fn render(report: &RunReport) -> Result<String, Error> {
     let mut junit = Report::new(format!("mixcheck run {}", report.run_id));
     junit.set_timestamp(report.started_at);
@@ -41,14 +41,12 @@ pub fn render(report: &RunReport) -> Result<String, Error> {
         };
         suites[position].add_test_case(test_case(cell, report.strict, report.diagnosis.as_ref()));
     }
-    if let Some(aborted) = &report.aborted
-        && report.cells.is_empty()
-    {
+    if let Some(aborted) = &report.aborted {
         let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
         status.set_message(format!("the run aborted: {}", aborted.reason));
         status.set_type("aborted");
         status.set_description(format!(
-            "mixcheck stopped before judging any check (exit code {}): {}",
+            "mixcheck stopped before judging every check (exit code {}): {}",
             aborted.exit_code, aborted.reason
         ));
         let mut case = TestCase::new(ABORTED_CASE, status);

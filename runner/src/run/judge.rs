@@ -10,7 +10,7 @@ use mixcheck_reports::evidence::{Evidence, Excerpt};
 use mixcheck_reports::verdict::Expected;
 use mixcheck_reports::{Cell, CellId, Verdict};
 
-use crate::cluster::facts::ClusterNode;
+use crate::cluster::facts::{ClusterFacts, ClusterNode};
 use crate::probes::judgement::{self, Case, Ctx, Pair, PairJudgement};
 use crate::probes::transport;
 
@@ -27,23 +27,63 @@ const CELLS_PER_PROBE_SLOT: usize = 4;
 /// behind it); each result keeps its plan index. Workload cells go first: their pods take the
 /// longest to show what they do, and waiting for them holds no probe slot, so the quick
 /// network cells fill the time around them.
+/// Each judged cell goes into `judged` by its plan index as soon as it is judged, so a run that
+/// stops early (its deadline) keeps what it judged.
 pub(super) async fn judge_cells<'p>(
     ctx: &Ctx<'_>,
     mut cells: Vec<(usize, &CellPlan<'p>)>,
     concurrency: usize,
     bar: &indicatif::ProgressBar,
-) -> Vec<(usize, Cell)> {
+    judged: &Judged,
+) {
     cells.sort_by_key(|(i, c)| (!c.check.probe.waits_for_pods(), *i));
     futures::stream::iter(cells)
-        .map(|(i, c)| async move {
+        .for_each_concurrent(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT), |(i, c)| async move {
             let cell = judge_cell(ctx, c, i).await;
             bar.inc(1);
             bar.set_message(cell.id.as_str().to_string());
-            (i, cell)
+            judged.record(i, cell);
         })
-        .buffer_unordered(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT))
-        .collect()
-        .await
+        .await;
+}
+
+/// The cells judged so far, by plan index.
+#[derive(Debug, Default)]
+pub(super) struct Judged(std::sync::Mutex<std::collections::BTreeMap<usize, Cell>>);
+
+impl Judged {
+    fn record(&self, index: usize, cell: Cell) {
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(index, cell);
+        }
+    }
+
+    /// Every planned cell: the judged ones, and an `error` saying `why` for each of the others.
+    pub(super) fn all_or(&self, plans: &[CellPlan<'_>], facts: &ClusterFacts, ns: &str, why: &str) -> Vec<Cell> {
+        let map = match self.0.lock() {
+            Ok(mut m) => std::mem::take(&mut *m),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        plans
+            .iter()
+            .enumerate()
+            .map(|(i, plan)| match map.get(&i) {
+                Some(cell) => cell.clone(),
+                None => {
+                    let pairs = if plan.pairs.is_empty() {
+                        vec![Pair { from: None, to: None }]
+                    } else {
+                        plan.pairs.clone()
+                    };
+                    let judged = pairs
+                        .into_iter()
+                        .map(|p| (p, judgement::judgement(Verdict::Error, why.to_string())))
+                        .collect();
+                    assemble(plan, judged, facts, ns, None, std::time::Duration::ZERO)
+                }
+            })
+            .collect()
+    }
 }
 
 fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
@@ -57,7 +97,6 @@ fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
 
 async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
     let clock = Instant::now();
-    let check = plan.check;
     let mut judged: Vec<(Pair, PairJudgement)> = Vec::new();
     if let Some((verdict, why)) = &plan.fixed {
         judged.push((
@@ -85,12 +124,26 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         done.sort_by_key(|(k, ..)| *k);
         judged.extend(done.into_iter().map(|(_, p, j)| (p, j)));
     }
+    assemble(plan, judged, ctx.facts, ctx.ns, Some(ctx.causes), clock.elapsed())
+}
+
+/// The cell of judged pairs: the worst pair stands for it; its remedy is the check's for the
+/// failure class, or the node's cause's where a pod never got a sandbox.
+fn assemble(
+    plan: &CellPlan<'_>,
+    judged: Vec<(Pair, PairJudgement)>,
+    facts: &ClusterFacts,
+    ns: &str,
+    causes: Option<&crate::catalogue::causes::Catalogue>,
+    took: std::time::Duration,
+) -> Cell {
+    let check = plan.check;
     // The cell takes the worst of its pairs.
     let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
     let mut nodes = Vec::new();
     for (pair, _) in &judged {
         for (idx, role) in [(pair.from, NodeRole::Source), (pair.to, NodeRole::Destination)] {
-            if let Some(n) = idx.and_then(|i| ctx.facts.nodes.get(i)) {
+            if let Some(n) = idx.and_then(|i| facts.nodes.get(i)) {
                 let r = node_ref(n, role);
                 if !nodes.contains(&r) {
                     nodes.push(r);
@@ -120,7 +173,7 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
                 .map(crate::catalogue::remedies::Remedy::text);
             // A pod that never got a sandbox says nothing about the check: the node's remedy.
             let node = match j.verdict {
-                Verdict::Fail | Verdict::Error => ctx.causes.sandbox_remedy(&j.summary, own),
+                Verdict::Fail | Verdict::Error => causes.and_then(|c| c.sandbox_remedy(&j.summary, own)),
                 _ => None,
             };
             node.or(own).map(str::to_string)
@@ -128,7 +181,7 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         _ => None,
     };
     let evidence = j.output.as_ref().map(|o| Evidence {
-        pod: Some(format!("{}/{}", ctx.ns, o.pod)),
+        pod: Some(format!("{ns}/{}", o.pod)),
         command: o.argv.clone(),
         exit_code: o.exit_code,
         stdout: Excerpt::new(&o.stdout),
@@ -157,7 +210,7 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
                 (worst_pair.to, NodeRole::Destination),
             ]
             .into_iter()
-            .filter_map(|(idx, role)| idx.and_then(|i| ctx.facts.nodes.get(i)).map(|n| node_ref(n, role)))
+            .filter_map(|(idx, role)| idx.and_then(|i| facts.nodes.get(i)).map(|n| node_ref(n, role)))
             .collect(),
         },
         remedy,
@@ -166,9 +219,9 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         } else {
             j.sources
         },
-        reproduce: j.output.as_ref().map(|o| transport::reproduce(ctx.ns, o)),
+        reproduce: j.output.as_ref().map(|o| transport::reproduce(ns, o)),
         reason: j.reason,
         flaky: j.flaky,
-        duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+        duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
     }
 }

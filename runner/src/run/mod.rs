@@ -24,7 +24,7 @@ use crate::run::plan::RunPlan;
 
 use crate::probes::judgement::Ctx;
 use cells::plan_cells;
-use judge::judge_cells;
+use judge::{Judged, judge_cells};
 
 /// What one run ended with.
 pub struct Finished {
@@ -114,11 +114,12 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     ));
     let ns = format!("mixcheck-{run_id}");
     let deadline = clock + plan.deadline;
+    let cells = plan_cells(plan, &facts);
+    let judged = Judged::default();
     let work = async {
         deploy::create_namespace(&client, &ns, &run_id)
             .await
             .map_err(|e| e.to_string())?;
-        let cells = plan_cells(plan, &facts);
         let permits = tokio::sync::Semaphore::new(plan.concurrency);
         let workloads = crate::cluster::workload::Workloads::new(
             client.clone(),
@@ -146,7 +147,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             .partition(|(_, c)| !c.check.probe.needs_fixtures());
         let bar = progress.bar(crate::cluster::progress::Phase::Probe);
         bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
-        let early = judge_cells(&early_ctx, early, plan.concurrency, &bar);
+        let early = judge_cells(&early_ctx, early, plan.concurrency, &bar, &judged);
         let later = async {
             let dep = deploy::deploy(
                 &client,
@@ -170,13 +171,13 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 plan.selected.len()
             ));
             let ctx = early_ctx.with_fixtures(&dep);
-            Ok::<_, String>(judge_cells(&ctx, later, plan.concurrency, &bar).await)
+            judge_cells(&ctx, later, plan.concurrency, &bar, &judged).await;
+            Ok::<_, String>(())
         };
-        let (mut results, later) = futures::future::join(early, later).await;
+        let ((), later) = futures::future::join(early, later).await;
         progress.finish();
-        results.extend(later?);
-        results.sort_by_key(|(i, _)| *i);
-        let cells: Vec<Cell> = results.into_iter().map(|(_, c)| c).collect();
+        later?;
+        let cells: Vec<Cell> = judged.all_or(&cells, &facts, &ns, "not judged (the run ended first)");
         // Evidence about the nodes failing cells were observed on, while the fixtures still run.
         let implicated = crate::triage::diagnose::implicated_nodes(&cells);
         let mut evidence = Vec::new();
@@ -261,9 +262,22 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             (Vec::new(), Vec::new(), None),
             Some("interrupted (Ctrl-C); the run namespace was deleted".into()),
         ),
+        // What was judged before the deadline stays; the rest is an error that says why.
         Ended::Deadline => (
             Some(Code::Failed),
-            (Vec::new(), Vec::new(), None),
+            (
+                judged.all_or(
+                    &cells,
+                    &facts,
+                    &ns,
+                    &format!(
+                        "not judged before the run's deadline ({}s, --timeout)",
+                        plan.deadline.as_secs()
+                    ),
+                ),
+                Vec::new(),
+                None,
+            ),
             Some(format!(
                 "the run's deadline ({}s, --timeout) passed before every check ran",
                 plan.deadline.as_secs()

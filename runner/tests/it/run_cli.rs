@@ -312,3 +312,68 @@ fn a_run_past_its_deadline_still_writes_its_reports() {
     );
     assert!(junit.contains("deadline"), "{junit}");
 }
+
+/// A deadline that cuts a run in half keeps what was judged before it: on a cluster whose
+/// kubelets work 200 times slower than the built-in timings (a Linux pod starts in about 20 s, a
+/// Windows pod in over 75 s), a 50 s deadline falls after the Linux cells of two workload checks
+/// and before their Windows cells. The Linux cells keep their verdicts in results.json and
+/// junit.xml; the Windows cells are errors that name the deadline; the run still aborts (exit 1).
+#[test]
+fn a_deadline_keeps_the_cells_judged_before_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let default = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../simcluster/topologies/default.yaml"
+    ))
+    .expect("default topology");
+    let topology = dir.path().join("slow.yaml");
+    std::fs::write(&topology, format!("{default}\ntiming: {{scale: 200}}\n")).expect("write topology");
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--quiet",
+            "--topology",
+            topology.to_str().expect("utf-8 path"),
+            "--check",
+            "cpu-limits",
+            "--check",
+            "pod-sandbox-starts",
+            "--timeout",
+            "50s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = results(dir.path());
+    assert!(
+        report["aborted"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("deadline")),
+        "{:#}",
+        report["aborted"]
+    );
+    let all = cells(&report);
+    let from = |c: &&Value| c["coordinates"]["source"].as_str().unwrap_or_default().to_string();
+    let linux: Vec<&&Value> = all.iter().filter(|c| from(c) == "linux").collect();
+    let windows: Vec<&&Value> = all.iter().filter(|c| from(c).starts_with("windows")).collect();
+    assert_eq!(linux.len(), 2, "{all:#?}");
+    assert_eq!(windows.len(), 4, "{all:#?}");
+    for c in &linux {
+        assert_eq!(c["verdict"], "pass", "judged before the deadline: {c:#}");
+    }
+    for c in &windows {
+        assert_eq!(c["verdict"], "error", "{c:#}");
+        assert!(
+            c["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("not judged before the run's deadline")),
+            "{c:#}"
+        );
+    }
+    let junit = std::fs::read_to_string(dir.path().join("mixcheck-report/junit.xml")).expect("junit.xml");
+    for c in &linux {
+        let id = c["id"].as_str().expect("id");
+        assert!(junit.contains(&format!("name=\"{id}\"")), "{id} missing from junit.xml");
+    }
+    assert_eq!(junit.matches("<error").count(), windows.len(), "{junit}");
+}
