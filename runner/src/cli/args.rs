@@ -133,6 +133,12 @@ pub struct RunArgs {
     /// The whole run's deadline (e.g. 10m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub timeout: String,
+    /// How long a flow that does not work yet is tried again before it is judged (pod and
+    /// Service flows; NodePorts and LoadBalancers twice that), counted from when the fixtures
+    /// were ready; 0 judges the first attempt. Default: 30s on a real cluster; on the bundled
+    /// cluster, from its topology's programming delays.
+    #[arg(long, value_name = "DURATION")]
+    pub settle: Option<String>,
     /// Cells probed at once.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub concurrency: usize,

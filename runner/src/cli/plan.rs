@@ -74,6 +74,14 @@ impl RunPlan {
                 args.timeout
             ))
         })?;
+        let settle = match &args.settle {
+            Some(text) => Some(parse_duration(text).ok_or_else(|| {
+                Error::Usage(format!(
+                    "--settle {text:?}: expected a duration such as 30s or 2m (0 judges the first attempt)"
+                ))
+            })?),
+            None => None,
+        };
         if args.concurrency == 0 {
             return Err(Error::Usage("--concurrency must be at least 1".into()));
         }
@@ -201,6 +209,7 @@ impl RunPlan {
             selected,
             selection,
             deadline,
+            settle,
             concurrency: args.concurrency,
             keep: args.keep,
             strict: args.strict,

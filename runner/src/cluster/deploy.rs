@@ -70,6 +70,8 @@ pub struct Deployment {
     pub affinity: BTreeMap<String, ServiceInfo>,
     /// The server pods' hostnames, for the pod FQDN (`srv-N`).
     pub hostnames: BTreeMap<String, String>,
+    /// When the fixtures were ready: flows through them settle from here.
+    pub ready_at: Option<std::time::Instant>,
 }
 
 /// Why deployment could not proceed at all.
@@ -425,6 +427,7 @@ pub async fn deploy(
             *s = found.clone();
         }
     }
+    dep.ready_at = Some(std::time::Instant::now());
     Ok(dep)
 }
 

@@ -7,6 +7,7 @@ use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
 use crate::probes::flow::{self, OUTSIDE_NAME, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
+use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation, Request};
 
 /// The outside address the outbound checks use (TCP 53 and ICMP on a public resolver).
@@ -15,6 +16,18 @@ const OUTSIDE_IP_PORT: u16 = 53;
 
 /// Requests `verify: one-backend` makes.
 const ONE_BACKEND_REQUESTS: usize = 10;
+
+/// What a connection to `to` waits for to be programmed.
+fn flow_kind(to: Destination) -> FlowKind {
+    match to {
+        Destination::PodIp | Destination::Localhost | Destination::NodeIp => FlowKind::Pod,
+        Destination::ClusterIp | Destination::ServiceFqdn | Destination::ServiceShort => FlowKind::Service,
+        Destination::NodePort | Destination::LoopbackNodePort | Destination::HostPort | Destination::LoadBalancer => {
+            FlowKind::NodePort
+        }
+        Destination::OutsideIp | Destination::OutsideName => FlowKind::Outside,
+    }
+}
 
 /// The destination pool of a connection without a `to` list, when it is not the source's pool.
 pub fn own_destination(to: Destination) -> Option<&'static str> {
@@ -160,11 +173,19 @@ pub async fn observe(
     };
     let argv = transport::command(start.runner, &req);
     let run = || ctx.exec(&start.pod, start.container.as_deref(), &argv);
-    let (out, mut flaky) = match run().await {
-        Ok(x) => x,
+    let settled = settle::until_works(ctx.settle_until(flow_kind(to)), || async {
+        run()
+            .await
+            .map(|(out, flaky)| (transport::classify(&req, &out), (out, flaky)))
+    })
+    .await;
+    let settled = match settled {
+        Ok(s) => s,
         Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
     };
-    let mut result = transport::classify(&req, &out);
+    let settling = settled.note();
+    let (out, mut flaky) = settled.value;
+    let mut result = settled.observation;
     let mut detail = String::new();
     if let Observation::Reached(body) = &result {
         match verify {
@@ -200,7 +221,7 @@ pub async fn observe(
         }
     }
     Probed::Seen {
-        summary: flow::summary(&start.pod, &req, &result, &detail),
+        summary: flow::summary(&start.pod, &req, &result, &format!("{detail}{settling}")),
         observation: result,
         output: Some(out),
         flaky,

@@ -29,6 +29,8 @@ pub struct Ctx<'a> {
     pub ns: &'a str,
     /// The cause catalogue: the remedies of cells that fail for a reason of their node.
     pub causes: &'a crate::catalogue::causes::Catalogue,
+    /// How long flows may take to start working.
+    pub settle: crate::probes::settle::Settle,
 }
 
 impl<'a> Ctx<'a> {
@@ -46,7 +48,15 @@ impl<'a> Ctx<'a> {
             dep,
             ns: self.ns,
             causes: self.causes,
+            settle: self.settle,
         }
+    }
+
+    /// Until when a flow of this kind settles: its window after the fixtures were ready (or
+    /// from now, for pods created on demand).
+    pub fn settle_until(&self, kind: crate::probes::settle::FlowKind) -> tokio::time::Instant {
+        let anchor = self.dep.ready_at.unwrap_or_else(std::time::Instant::now);
+        tokio::time::Instant::from_std(anchor + self.settle.window(kind))
     }
 
     /// Runs a probe command in a pod, within the run's limit of probes in flight (waiting for

@@ -16,6 +16,7 @@ pub mod judgement;
 pub mod logs;
 pub mod outside;
 pub mod resolve;
+pub mod settle;
 pub mod transport;
 
 use crate::catalogue::suite::{Destination, Expectation, Probe};

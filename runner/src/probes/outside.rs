@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::catalogue::suite::{Destination, FailureClass};
 use crate::cluster::deploy;
 use crate::probes::judgement::{Case, Ctx, Probed};
+use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation};
 
 /// GETs the node's `to` from this machine.
@@ -36,11 +37,20 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
             None => return Probed::Error(format!("service {} has no node port", svc.name)),
         },
     };
-    let (observation, seen) = {
+    let settled = settle::until_works(ctx.settle_until(FlowKind::NodePort), || async {
         let _permit = ctx.permits.acquire().await;
-        get(&url).await
+        Ok::<_, std::convert::Infallible>(get(&url).await)
+    })
+    .await;
+    let settled = match settled {
+        Ok(s) => s,
+        Err(never) => match never {},
     };
-    Probed::seen(observation, format!("this machine → {url}: {seen}"))
+    let note = settled.note();
+    Probed::seen(
+        settled.observation,
+        format!("this machine → {url}: {}{note}", settled.value),
+    )
 }
 
 /// The runner's own HTTP GET, with a timeout.

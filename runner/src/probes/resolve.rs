@@ -11,6 +11,7 @@ use crate::cluster::facts::ClusterNode;
 use crate::cluster::workload::NotReady;
 use crate::probes::flow::{self, OUTSIDE_NAME, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
+use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation, Request};
 
 /// The destination pool of a lookup.
@@ -129,21 +130,34 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
         None => (start.pod, start.container),
     };
     let argv = transport::command(start.runner, &req);
-    let (out, flaky) = match ctx.exec(&pod, container.as_deref(), &argv).await {
-        Ok(x) => x,
+    let kind = if name == NameForm::Outside {
+        FlowKind::Outside
+    } else {
+        FlowKind::Service
+    };
+    let settled = settle::until_works(ctx.settle_until(kind), || async {
+        let (out, flaky) = ctx.exec(&pod, container.as_deref(), &argv).await?;
+        let mut result = transport::classify(&req, &out);
+        // Any answer but a DNS failure (a refused or reset connection included) means the name
+        // resolved.
+        if matches!(
+            result,
+            Observation::Failed(FailureClass::Refused | FailureClass::Reset | FailureClass::Other)
+        ) {
+            result = Observation::Reached(String::new());
+        }
+        Ok::<_, transport::TransportError>((result, (out, flaky)))
+    })
+    .await;
+    let settled = match settled {
+        Ok(s) => s,
         Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
     };
-    let mut result = transport::classify(&req, &out);
-    // Any answer but a DNS failure (a refused or reset connection included) means the name
-    // resolved.
-    if matches!(
-        result,
-        Observation::Failed(FailureClass::Refused | FailureClass::Reset | FailureClass::Other)
-    ) {
-        result = Observation::Reached(String::new());
-    }
+    let settling = settled.note();
+    let result = settled.observation;
+    let (out, flaky) = settled.value;
     Probed::Seen {
-        summary: flow::summary(&pod, &req, &result, ""),
+        summary: flow::summary(&pod, &req, &result, &settling),
         observation: result,
         output: Some(out),
         flaky,

@@ -23,6 +23,7 @@ use crate::errors::Code;
 use crate::run::plan::RunPlan;
 
 use crate::probes::judgement::Ctx;
+use crate::probes::settle::Settle;
 use cells::plan_cells;
 use judge::{Judged, judge_cells};
 
@@ -114,6 +115,12 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     ));
     let ns = format!("mixcheck-{run_id}");
     let deadline = clock + plan.deadline;
+    let settle = Settle {
+        base: plan.settle.unwrap_or_else(|| match &plan.target {
+            crate::cluster::target::TargetSpec::Bundled { topology, .. } => bundled_settle(topology),
+            _ => crate::probes::settle::REAL_CLUSTER_BASE,
+        }),
+    };
     let cells = plan_cells(plan, &facts);
     let judged = Judged::default();
     let work = async {
@@ -138,6 +145,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             dep: &no_fixtures,
             ns: &ns,
             causes: &plan.causes,
+            settle,
         };
         // Cells that create their own pods need none of the shared fixtures: they start at once,
         // while the fixtures are awaited (Windows pods start slowly on a real cluster).
@@ -326,6 +334,12 @@ enum Ended {
     Done(Result<Collected, String>),
     Interrupted,
     Deadline,
+}
+
+/// The settle window on the bundled cluster: twice the longest delay its proxies take to
+/// program a new Service (none: one attempt decides, as on an instant cluster).
+fn bundled_settle(topology: &simcluster::Topology) -> Duration {
+    topology.programming_delay().saturating_mul(2)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

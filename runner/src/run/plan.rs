@@ -17,6 +17,8 @@ pub struct RunPlan {
     pub selected: Vec<(usize, usize)>,
     pub selection: mixcheck_reports::Selection,
     pub deadline: Duration,
+    /// The settle window of pod and Service flows (`--settle`); None: the target's default.
+    pub settle: Option<Duration>,
     pub concurrency: usize,
     pub keep: bool,
     pub strict: bool,

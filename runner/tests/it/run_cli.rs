@@ -377,3 +377,56 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
     }
     assert_eq!(junit.matches("<error").count(), windows.len(), "{junit}");
 }
+
+/// Real clusters converge: on `testdata/realistic.yaml` each node's proxy programs a new or
+/// changed Service only after a delay (1 s on Linux, 10 s on Windows nodes), so the first probes
+/// of many flows time out. Settling (flows tried again until their window, counted from when the
+/// fixtures were ready, has passed) must give the verdicts of the instant default cluster in
+/// every cell — and a flow that converged says how many attempts it took.
+#[test]
+fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
+    let instant_dir = tempfile::tempdir().expect("tempdir");
+    let instant = run_in(instant_dir.path(), &["run", "--quiet"]);
+    assert_eq!(
+        instant.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&instant.stderr)
+    );
+    let lagging_dir = tempfile::tempdir().expect("tempdir");
+    let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/realistic.yaml");
+    let started = Instant::now();
+    let lagging = run_in(lagging_dir.path(), &["run", "--quiet", "--topology", topology]);
+    let took = started.elapsed();
+    assert_eq!(
+        lagging.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&lagging.stdout),
+        String::from_utf8_lossy(&lagging.stderr)
+    );
+    let (a, b) = (
+        verdicts(&results(instant_dir.path())),
+        verdicts(&results(lagging_dir.path())),
+    );
+    let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
+    assert!(
+        differ.is_empty() && a.len() == b.len(),
+        "cells whose verdict differs: {differ:#?}"
+    );
+    let report = results(lagging_dir.path());
+    let converged = cells(&report)
+        .into_iter()
+        .filter(|c| {
+            c["verdict"] == "pass"
+                && c["observed"]["summary"]
+                    .as_str()
+                    .is_some_and(|s| s.contains(" attempts over "))
+        })
+        .count();
+    assert!(converged > 0, "no flow needed a second attempt on a lagging cluster");
+    eprintln!(
+        "lagging run: {:.1} s, {converged} cells converged after retries",
+        took.as_secs_f64()
+    );
+}

@@ -283,12 +283,66 @@ pub struct Timing {
     /// Seed of the per-pod jitter: the same seed gives the same timings.
     #[serde(default)]
     pub seed: u64,
+    /// How long a node's proxy takes to program a new or changed Service (its ClusterIP,
+    /// NodePorts and endpoints), per node OS; until then flows through the Service on that node
+    /// go nowhere. Real clusters lag like this: each Windows kube-proxy programs HNS
+    /// load-balancer policies seconds to minutes after a change, and upstream's e2e waits for it
+    /// (`test/e2e/framework/service/const.go`: `KubeProxyLagTimeout` 5 m,
+    /// `KubeProxyEndpointLagTimeout` 30 s). Scaled by `scale`; none by default.
+    #[serde(default)]
+    pub programming_delay: ProgrammingDelay,
 }
 
 impl Default for Timing {
     fn default() -> Self {
-        Self { scale: 1.0, seed: 0 }
+        Self {
+            scale: 1.0,
+            seed: 0,
+            programming_delay: ProgrammingDelay::default(),
+        }
     }
+}
+
+impl Timing {
+    /// The programming delay of a node of this OS, scaled.
+    pub fn programming(&self, os: Os) -> std::time::Duration {
+        let d = match os {
+            Os::Linux => self.programming_delay.linux,
+            Os::Windows => self.programming_delay.windows,
+        };
+        d.mul_f64(self.scale)
+    }
+}
+
+/// `timing.programmingDelay`: `{linux: 200ms, windows: 3s}`.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProgrammingDelay {
+    #[serde(default, deserialize_with = "duration")]
+    pub linux: std::time::Duration,
+    #[serde(default, deserialize_with = "duration")]
+    pub windows: std::time::Duration,
+}
+
+/// A duration written `200ms`, `3s`, `2m` (or a bare number of seconds).
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::time::Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_duration(&text)
+        .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a duration such as 200ms, 3s or 2m")))
+}
+
+fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: f64 = n.parse().ok().filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        _ => return None,
+    };
+    Some(std::time::Duration::from_secs_f64(secs))
 }
 
 fn one() -> f64 {
@@ -355,6 +409,16 @@ fn default_version() -> String {
 }
 
 impl Topology {
+    /// The longest time a node's proxy takes to program a new Service (the topology's
+    /// `timing.programmingDelay`, scaled, over the OSes its nodes run).
+    pub fn programming_delay(&self) -> std::time::Duration {
+        self.nodes
+            .iter()
+            .map(|n| self.timing.programming(n.os))
+            .max()
+            .unwrap_or_default()
+    }
+
     /// The built-in default topology.
     pub fn default_cluster() -> Self {
         match Self::parse(DEFAULT_TOPOLOGY, "<built-in default topology>") {

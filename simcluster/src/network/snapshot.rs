@@ -59,6 +59,7 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric
             port_mappings: p.port_mappings,
             vip_from_host: p.host_reaches_remote_cluster_ips(),
             faults: p.faults.iter().copied().collect(),
+            programming: p.timing.programming(p.os),
         });
     }
     add_outside(&mut f);
@@ -392,6 +393,7 @@ fn add_services(
             local_only: json::str(v, "/spec/externalTrafficPolicy") == "Local",
             client_ip_affinity: json::str(v, "/spec/sessionAffinity") == "ClientIP",
             cluster_dns,
+            changed_at: None,
         });
     }
 }

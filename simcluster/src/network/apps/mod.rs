@@ -30,6 +30,9 @@ pub struct SimNet {
     rounds: Mutex<HashMap<(Ipv4Addr, u16, Proto), u64>>,
     /// The last snapshot and the store revision it was taken at.
     cache: Mutex<Option<(u64, Snapshot)>>,
+    /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
+    /// proxies last saw it, and when that changed: the start of every node's programming delay.
+    programmed: Mutex<HashMap<String, (String, std::time::Instant)>>,
 }
 
 /// The fabric and the DNS records (built on first lookup) for one revision of the pods,
@@ -52,6 +55,7 @@ impl SimNet {
             picks: AtomicU64::new(0),
             rounds: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
+            programmed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -75,12 +79,49 @@ impl SimNet {
         {
             return snap.clone();
         }
+        let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.net);
+        self.stamp_changes(&mut fabric);
         let snap = Snapshot {
-            fabric: Arc::new(snapshot::fabric(&self.store, &self.profiles, &self.net)),
+            fabric: Arc::new(fabric),
             records: Arc::new(OnceLock::new()),
         };
         *cache = Some((rv, snap.clone()));
         snap
+    }
+
+    /// Stamps each Service with when its state last changed (new, other ports, other
+    /// endpoints), so that a node forwards it only after its proxy's programming delay.
+    fn stamp_changes(&self, fabric: &mut Fabric) {
+        let mut programmed = self.programmed.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..fabric.services.len() {
+            let s = &fabric.services[i];
+            let key = format!("{}/{}", s.namespace, s.name);
+            let state = format!(
+                "{:?} {:?}",
+                s.cluster_ip,
+                s.ports
+                    .iter()
+                    .map(|p| {
+                        let mut backends: Vec<(Ipv4Addr, u16)> = p
+                            .targets
+                            .iter()
+                            .map(|(pod, port)| (fabric.pods[*pod].ip, *port))
+                            .collect();
+                        backends.sort_unstable();
+                        (p.port, p.node_port, p.proto, backends)
+                    })
+                    .collect::<Vec<_>>()
+            );
+            let entry = programmed.entry(key.clone()).or_insert_with(|| (state.clone(), now));
+            if entry.0 != state {
+                *entry = (state, now);
+            }
+            fabric.services[i].changed_at = Some(entry.1);
+            seen.insert(key);
+        }
+        programmed.retain(|k, _| seen.contains(k));
     }
 
     /// The next ephemeral port number (before mapping into the port range).

@@ -149,6 +149,9 @@ pub struct NodeFacts {
     /// (current Windows nodes with HostProcess on containerd 1.7+; SVC-VIP-FROM-NODE).
     pub vip_from_host: bool,
     pub faults: Vec<Fault>,
+    /// How long the node's proxy takes to program a new or changed Service
+    /// (`timing.programmingDelay`).
+    pub programming: std::time::Duration,
 }
 
 /// The source VIP of a node with pod CIDR `a.b.c.0/24`.
@@ -249,6 +252,9 @@ pub struct ServiceFacts {
     pub client_ip_affinity: bool,
     /// The cluster DNS service (`kube-system/kube-dns`).
     pub cluster_dns: bool,
+    /// When the Service or its endpoints last changed: a node's proxy forwards it only once its
+    /// programming delay has passed since (None: programmed everywhere).
+    pub changed_at: Option<std::time::Instant>,
 }
 
 /// A host of the simulated outside world.
@@ -749,6 +755,13 @@ impl Fabric {
     ) -> Result<(usize, u16, bool), Decision> {
         let s = &self.services[svc];
         let node = &self.nodes[lb];
+        if s.changed_at.is_some_and(|at| at.elapsed() < node.programming) {
+            return Err(Decision::fail(
+                Failure::Timeout,
+                "NET-POD-SVC-CLUSTERIP",
+                "kube-proxy on this node has not programmed the service's new state yet (it lags behind every change)",
+            ));
+        }
         let targets: Vec<(usize, u16)> = s.ports[sp]
             .targets
             .iter()

@@ -142,6 +142,7 @@ impl World {
                 port_mappings: self.era.port_mappings(),
                 vip_from_host: self.era.vip_from_host(),
                 faults: self.faults.iter().filter(|(at, _)| *at == n).map(|(_, x)| *x).collect(),
+                programming: std::time::Duration::ZERO,
             });
         }
         for n in 0..4 {
@@ -193,6 +194,7 @@ impl World {
                 local_only: false,
                 client_ip_affinity: false,
                 cluster_dns: false,
+                changed_at: None,
             });
             f.services.push(ServiceFacts {
                 namespace: "default".into(),
@@ -208,6 +210,7 @@ impl World {
                 local_only: true,
                 client_ip_affinity: false,
                 cluster_dns: false,
+                changed_at: None,
             });
         }
         f.services.push(ServiceFacts {
@@ -224,6 +227,7 @@ impl World {
             local_only: false,
             client_ip_affinity: false,
             cluster_dns: false,
+            changed_at: None,
         });
         f.outside.push(OutsideHost {
             ip: Ipv4Addr::new(203, 0, 113, 10),
@@ -804,6 +808,7 @@ fn crowded(era: Era, limit: usize, backends: usize, affinity: bool) -> Fabric {
         local_only: false,
         client_ip_affinity: affinity,
         cluster_dns: false,
+        changed_at: None,
     });
     f.index();
     f
@@ -1066,6 +1071,7 @@ fn dns_unreachable_breaks_only_the_dns_service() {
         local_only: false,
         client_ip_affinity: false,
         cluster_dns: true,
+        changed_at: None,
     });
     f.index();
     let lookup = |from: usize| {
@@ -1168,5 +1174,45 @@ fn every_flow_gets_a_verdict(
                 Endpoint::Outside { host, .. } => assert!(host < f.outside.len()),
             }
         }
+    }
+}
+
+/// `timing.programmingDelay` (real-cluster lag: each node's kube-proxy programs a new or changed
+/// Service after a while, Windows HNS slowest; upstream e2e waits `KubeProxyLagTimeout`): until
+/// the node that balances the flow has caught up, the ClusterIP and the NodePort go nowhere
+/// there; nodes that caught up forward it, and so does every node once the delay passed.
+#[rstest]
+#[case::windows_client_still_programming(WIN1, 0, Timeout)]
+#[case::linux_client_caught_up(LIN2, 0, Works)]
+#[case::windows_client_after_the_delay(WIN1, 3, Works)]
+fn a_changed_service_works_on_a_node_once_its_proxy_programmed_it(
+    #[case] from: usize,
+    #[case] changed_secs_ago: u64,
+    #[case] expect: Class,
+) {
+    let mut f = crowded(Era::Current, 64, 1, false);
+    for n in &mut f.nodes {
+        n.programming = if n.windows {
+            std::time::Duration::from_secs(2)
+        } else {
+            std::time::Duration::from_millis(200)
+        };
+    }
+    let changed = std::time::Instant::now()
+        .checked_sub(std::time::Duration::from_secs(changed_secs_ago))
+        .expect("an instant in the past");
+    // The Linux node's delay has passed already in every case.
+    let changed = if from == LIN2 && changed_secs_ago == 0 {
+        changed - std::time::Duration::from_millis(500)
+    } else {
+        changed
+    };
+    for s in &mut f.services {
+        s.changed_at = Some(changed);
+    }
+    let v = to_many(&f, from, 0);
+    assert_eq!(class(&v), expect, "{v:?}");
+    if expect == Timeout {
+        assert!(v.why.contains("not programmed"), "{v:?}");
     }
 }

@@ -1,0 +1,216 @@
+//! Settling a flow the way upstream's e2e tests do (`Eventually`, `KubeProxyLagTimeout`): a flow
+//! that works is judged at once; one that does not is tried again, with backoff, until its settle
+//! window — counted from when the fixtures it reaches became ready — has passed, since a real
+//! node's proxy programs a new Service seconds to minutes after it exists (Windows kube-proxy
+//! and HNS especially). Documented limitations are concluded the same way: only a flow that kept
+//! failing through its window is a failure, expected or not.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::probes::transport::Observation;
+
+/// The first pause between attempts; it doubles up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(250);
+const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// The default window of pod and Service flows on a real cluster: upstream's hybrid-network
+/// test waits 30 s (`Eventually(…, 30s)`), `KubeProxyEndpointLagTimeout` is 30 s.
+pub const REAL_CLUSTER_BASE: Duration = Duration::from_secs(30);
+
+/// What a flow reaches, which decides its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowKind {
+    /// A pod by IP or name.
+    Pod,
+    /// A Service's ClusterIP or name, a lookup through the cluster DNS.
+    Service,
+    /// A NodePort, hostPort or LoadBalancer: programmed on every node, and by the cloud.
+    NodePort,
+    /// An address outside the cluster (egress).
+    Outside,
+}
+
+/// The settle windows of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settle {
+    /// The window of pod and Service flows; the others are multiples of it.
+    pub base: Duration,
+}
+
+impl Settle {
+    /// One attempt per flow: the verdict of the first observation.
+    pub const NONE: Settle = Settle { base: Duration::ZERO };
+
+    /// The window of a kind of flow: pod, Service and outside flows the base; NodePorts and
+    /// LoadBalancers twice that (every node's proxy, and a cloud load balancer, must catch up).
+    pub fn window(self, kind: FlowKind) -> Duration {
+        match kind {
+            FlowKind::Pod | FlowKind::Service | FlowKind::Outside => self.base,
+            FlowKind::NodePort => self.base.saturating_mul(2),
+        }
+    }
+}
+
+impl Default for Settle {
+    fn default() -> Self {
+        Settle::NONE
+    }
+}
+
+/// One attempt of a settling flow: when it started (from the first attempt) and what it saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub at: Duration,
+    pub result: String,
+}
+
+/// What settling ended with: the last attempt's observation and value, and every attempt.
+#[derive(Debug)]
+pub struct Settled<T> {
+    pub observation: Observation,
+    pub value: T,
+    pub attempts: Vec<Attempt>,
+}
+
+impl<T> Settled<T> {
+    /// ` (3 attempts over 2.1 s: timeout, timeout, reached)`, or nothing after one attempt.
+    pub fn note(&self) -> String {
+        if self.attempts.len() < 2 {
+            return String::new();
+        }
+        let last = self.attempts.last().map_or(0.0, |a| a.at.as_secs_f64());
+        let results: Vec<String> = self
+            .attempts
+            .iter()
+            .map(|a| format!("{} at {:.1} s", a.result, a.at.as_secs_f64()))
+            .collect();
+        format!(
+            " ({} attempts over {last:.1} s: {})",
+            self.attempts.len(),
+            results.join(", ")
+        )
+    }
+}
+
+fn name(o: &Observation) -> String {
+    match o {
+        Observation::Reached(_) => "reached".to_string(),
+        Observation::Failed(c) => c.name().to_string(),
+    }
+}
+
+/// Attempts a flow until it works or `until` has passed (at least once); an attempt that could
+/// not run at all (`Err`) ends settling with that error.
+pub async fn until_works<T, E, F, Fut>(until: Instant, mut attempt: F) -> Result<Settled<T>, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(Observation, T), E>>,
+{
+    let start = Instant::now();
+    let mut attempts = Vec::new();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let at = start.elapsed();
+        let (observation, value) = attempt().await?;
+        attempts.push(Attempt {
+            at,
+            result: name(&observation),
+        });
+        let now = Instant::now();
+        if matches!(observation, Observation::Reached(_)) || now >= until {
+            return Ok(Settled {
+                observation,
+                value,
+                attempts,
+            });
+        }
+        tokio::time::sleep(pause.min(until - now)).await;
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::catalogue::suite::FailureClass;
+
+    fn scripted(script: &[bool]) -> impl FnMut() -> std::future::Ready<Result<(Observation, usize), ()>> + '_ {
+        let n = Cell::new(0);
+        move || {
+            let i = n.get();
+            n.set(i + 1);
+            let works = script.get(i).copied().unwrap_or(false);
+            std::future::ready(Ok((
+                if works {
+                    Observation::Reached("ok".into())
+                } else {
+                    Observation::Failed(FailureClass::Timeout)
+                },
+                i,
+            )))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flow_that_works_is_judged_at_once() {
+        let s = until_works(Instant::now() + Duration::from_secs(30), scripted(&[true]))
+            .await
+            .expect("runs");
+        assert_eq!(s.attempts.len(), 1);
+        assert!(matches!(s.observation, Observation::Reached(_)));
+        assert_eq!(s.note(), "");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flow_that_converges_within_its_window_works() {
+        let s = until_works(
+            Instant::now() + Duration::from_secs(30),
+            scripted(&[false, false, true]),
+        )
+        .await
+        .expect("runs");
+        assert!(matches!(s.observation, Observation::Reached(_)));
+        assert_eq!(s.value, 2);
+        assert_eq!(
+            s.attempts.iter().map(|a| a.result.as_str()).collect::<Vec<_>>(),
+            ["timeout", "timeout", "reached"]
+        );
+        assert!(s.note().starts_with(" (3 attempts over "), "{}", s.note());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flow_that_keeps_failing_is_concluded_once_its_window_passed() {
+        let window = Duration::from_secs(30);
+        let start = Instant::now();
+        let s = until_works(Instant::now() + window, scripted(&[])).await.expect("runs");
+        assert!(matches!(s.observation, Observation::Failed(FailureClass::Timeout)));
+        // Backoff: 0.25, 0.5, 1, 2, 4, 5, 5, … s — not one attempt per millisecond.
+        assert!((6..=14).contains(&s.attempts.len()), "{:?}", s.attempts);
+        assert!(start.elapsed() >= window && start.elapsed() < window + Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_window_one_attempt_decides() {
+        let s = until_works(Instant::now(), scripted(&[false, true]))
+            .await
+            .expect("runs");
+        assert_eq!(s.attempts.len(), 1);
+        assert!(matches!(s.observation, Observation::Failed(_)));
+    }
+
+    #[test]
+    fn nodeports_get_twice_the_window_of_pod_flows() {
+        let s = Settle {
+            base: Duration::from_secs(30),
+        };
+        assert_eq!(s.window(FlowKind::Pod), Duration::from_secs(30));
+        assert_eq!(s.window(FlowKind::Service), Duration::from_secs(30));
+        assert_eq!(s.window(FlowKind::NodePort), Duration::from_secs(60));
+        assert_eq!(Settle::NONE.window(FlowKind::NodePort), Duration::ZERO);
+    }
+}
