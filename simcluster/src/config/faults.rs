@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::config::topology::{NetworkMode, Os};
+use crate::config::platform::{NetworkMode, Os};
 
 /// One injectable node fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

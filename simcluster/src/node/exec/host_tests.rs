@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::config::faults::Fault;
-use crate::config::topology::{NetworkMode, Topology};
+use crate::config::platform::NetworkMode;
+use crate::config::topology::Topology;
 use crate::store::Part;
 use crate::store::allocation::{self, Allocator};
 use regex::Regex;
@@ -289,7 +290,7 @@ async fn the_machine_name_is_the_one_kube_proxy_uses() {
         Some(&["kube-proxy".to_string()]),
         None,
     );
-    let Some(crate::node::kubelet::outcome::Process::LongRunning { log }) = kube_proxy else {
+    let Some(crate::node::runtime::Process::LongRunning { log }) = kube_proxy else {
         panic!("kube-proxy runs: {kube_proxy:?}");
     };
     let wanted = format!("nodes \\\"{name}\\\" not found");

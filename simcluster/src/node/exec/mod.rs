@@ -93,8 +93,8 @@ use self::volumes::{
     MountPoint, MountSource, Place, VolumeStore, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer, linux_path,
     win_path,
 };
+use crate::config::platform::Os;
 use crate::config::profile::NodeProfile;
-use crate::config::topology::Os;
 use crate::network::dns::{self, DnsConfig};
 use crate::node::logs::LogBook;
 use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, ExitStatus};

@@ -1305,8 +1305,8 @@ fn main_process_lines(f: &Fixture, node: &str, image: &str, argv: &[&str]) -> Ve
     match crate::node::kubelet::outcome::plan(f.profile(node), &pod, &catalogue, None) {
         crate::node::kubelet::outcome::PodFate::Proceed(p) => match &p.containers[0].outcome {
             crate::node::kubelet::outcome::ContainerOutcome::Runs { process } => match process {
-                crate::node::kubelet::outcome::Process::Exits { log, .. }
-                | crate::node::kubelet::outcome::Process::LongRunning { log } => log.clone(),
+                crate::node::runtime::Process::Exits { log, .. }
+                | crate::node::runtime::Process::LongRunning { log } => log.clone(),
                 other => panic!("{argv:?}: {other:?}"),
             },
             other => panic!("{argv:?}: {other:?}"),

@@ -45,10 +45,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::config::faults::Fault;
+use crate::config::platform::{Os, WINDOWS_SUBNET_ENV};
 use crate::config::profile::{NodeProfile, RuntimeKind};
-use crate::config::topology::{ImagePlatform, Os, WINDOWS_SUBNET_ENV};
+use crate::config::topology::ImagePlatform;
 use crate::node::exec::echo;
 use crate::node::images::{Catalogue, ImageInfo, Reference};
+use crate::node::runtime::Process;
 use crate::vocab::json;
 use crate::vocab::quantity::Quantity;
 mod process;
@@ -203,23 +205,6 @@ pub enum ContainerOutcome {
 }
 
 impl ContainerOutcome {}
-
-/// What a started container's main process does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Process {
-    /// Keeps running until stopped.
-    LongRunning { log: Vec<String> },
-    /// Exits after `after_ms` (simulated, unscaled) with this code and log lines.
-    Exits { code: i32, after_ms: u64, log: Vec<String> },
-    /// Linux: the kernel OOM-kills it (reason OOMKilled, exit 137).
-    OomKilled { after_ms: u64 },
-    /// Windows: no OOM killer (MEM-NO-OOM-KILL): the allocation fails inside the process, which
-    /// exits with an error (reason Error, code 1) and logs the failure.
-    AllocationFails { after_ms: u64, log: Vec<String> },
-    /// Keeps running, holding `bytes` of memory it allocated (a memory tool within its limit):
-    /// what the node's memory signal counts (MEM-EVICTION).
-    Holding { bytes: u128, log: Vec<String> },
-}
 
 /// A reproducible 64-hex-digit container id for runtime messages.
 pub fn container_id(pod_uid: &str, container: &str) -> String {
