@@ -1,7 +1,17 @@
 //! cmd.exe: quoting, %VAR% expansion, chaining, redirections, echo forms and the builtins.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::disk::DiskEntry;
+use super::plumbing::{Chain, Opened, RedirTo, deliver, route, skipped};
+use super::session::{Session, WriteError};
+use super::support::{code_of, env_get, env_set, out};
+use super::{Call, Reply, echo, volumes};
+use crate::node::runtime::ExecOutput;
+use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // cmd.exe

@@ -2,15 +2,19 @@
 //! commands an operator runs on a suspect node (`powershell -NoProfile -Command …` as
 //! NT AUTHORITY\SYSTEM) — on a clean node and on nodes with each relevant fault.
 
+use std::net::Ipv4Addr;
+
+use regex::Regex;
+use rstest::rstest;
+use serde_json::{Value, json};
+
 use super::*;
 use crate::config::faults::Fault;
 use crate::config::platform::NetworkMode;
 use crate::config::topology::Topology;
+use crate::node::runtime::ExitStatus;
 use crate::store::Part;
 use crate::store::allocation::{self, Allocator};
-use regex::Regex;
-use rstest::rstest;
-use std::net::Ipv4Addr;
 
 const NS: &str = "probe";
 const HPC_IMAGE: &str = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0";

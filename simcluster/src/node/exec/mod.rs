@@ -44,65 +44,37 @@ mod mounts;
 pub mod nettools;
 pub mod network;
 mod plumbing;
+mod powershell;
 mod ps_entry;
 mod session;
 mod sh;
 mod support;
 pub mod volumes;
-#[allow(unused_imports)]
-use self::agnhost::*;
-#[allow(unused_imports)]
-use self::cmd::*;
+
 pub use self::context::CommandContext;
-#[allow(unused_imports)]
-use self::context::*;
-#[allow(unused_imports)]
-use self::disk::*;
-#[allow(unused_imports)]
-use self::environment::*;
-#[allow(unused_imports)]
-use self::files::*;
-#[allow(unused_imports)]
-use self::identity::*;
-#[allow(unused_imports)]
-use self::mounts::*;
-#[allow(unused_imports)]
-use self::plumbing::*;
-#[allow(unused_imports)]
-use self::ps_entry::*;
-#[allow(unused_imports)]
-use self::session::*;
-#[allow(unused_imports)]
-use self::sh::*;
-#[allow(unused_imports)]
-use self::support::*;
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use base64::Engine as _;
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 
-use self::nettools::{Offline, Wire};
-
-mod powershell;
-use self::volumes::{
-    MountPoint, MountSource, Place, VolumeStore, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer, linux_path,
-    win_path,
-};
-use crate::config::platform::Os;
+use self::agnhost::{agnhost, network};
+use self::cmd::cmd;
+use self::environment::{echo, env, fail_quietly, printenv, printf, succeed, test};
+use self::files::{cat, findstr, grep, ls, stat};
+use self::identity::{hostname, id, ip, ipconfig, netsh, uname, whoami_linux, whoami_windows};
+use self::mounts::{VolumeKind, pod_volumes, volume_data};
+use self::nettools::Wire;
+use self::ps_entry::{powershell, pwsh};
+use self::session::Session;
+use self::sh::sh;
+use self::support::{runtime_error, through_tty};
+use self::volumes::VolumeStore;
 use crate::config::profile::NodeProfile;
-use crate::network::dns::{self, DnsConfig};
 use crate::node::logs::LogBook;
-use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, ExitStatus};
-use crate::store::resources;
-use crate::store::{Obj, Store};
+use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest};
+use crate::store::{Obj, Store, resources};
 use crate::vocab::json;
-use crate::vocab::pod::find_container;
-use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // Public API

@@ -1,7 +1,7 @@
 //! Shell plumbing shared by sh, cmd and PowerShell: chaining, redirections and where output goes.
 
-#[allow(unused_imports)]
-use super::*;
+use super::session::{Session, WriteError};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // Shell plumbing shared by sh, cmd and PowerShell

@@ -1,8 +1,14 @@
 //! The PowerShell entry points (`powershell`, `pwsh`): arguments, encoded commands, and the
 //! interpreter in [`super::powershell`].
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::disk::DiskEntry;
+use super::session::Session;
+use super::support::{b64_decode, out};
+use super::{Call, Reply};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // PowerShell (Windows PowerShell and PowerShell Core)
@@ -119,7 +125,7 @@ pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
             return ExecOutput::ok(format!("{banner}PS {}> ", s.cwd())).into();
         }
     };
-    Reply::Later(Box::pin(powershell::run(s.clone(), script, call.env, core)))
+    Reply::Later(Box::pin(super::powershell::run(s.clone(), script, call.env, core)))
 }
 
 pub(super) fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {

@@ -1,7 +1,14 @@
 //! sh (busybox ash; busybox-w32 on Windows): lexer, parser and runner.
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::plumbing::{Chain, Opened, RedirTo, deliver, route, skipped};
+use super::session::{Session, WriteError};
+use super::support::{code_of, env_get, env_set, out};
+use super::{Call, Reply, volumes};
+use crate::node::runtime::{ExecOutput, ExitStatus};
 
 // ---------------------------------------------------------------------------------------------
 // sh (busybox ash; busybox-w32 on Windows)

@@ -1,11 +1,19 @@
 //! Tests of the exec'd commands: every command family, shell and tool in Linux, Windows and HostProcess containers, and the main process agreeing with exec.
 
+use std::net::Ipv4Addr;
+
+use base64::Engine as _;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+use super::cmd::expand_percent;
+use super::support::{EnvBuilder, ImageKind, image_kind};
+use super::volumes::{linux_path, win_path};
 use super::*;
 use crate::config::profile::RuntimeKind;
 use crate::config::topology::Topology;
+use crate::node::runtime::ExitStatus;
 use crate::store::Part;
-use rstest::rstest;
-use std::net::Ipv4Addr;
 
 const NS: &str = "probe";
 const MARKER: &str = "s3cr3t-marker";

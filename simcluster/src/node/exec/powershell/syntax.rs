@@ -1,7 +1,8 @@
 //! PowerShell syntax: the tokenizer and the parser of statements, pipelines and expressions.
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use super::{V, s};
 
 // ---------------------------------------------------------------------------------------------
 // Syntax

@@ -39,23 +39,21 @@
 //!   kubelet puts it where the container's mounts say); a redirection into a `readOnly` mount
 //!   fails the statement with the shell's error (STO-READONLY-VOLUME).
 
+mod process;
+
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use self::process::{ProcCtx, process_of};
 use crate::config::faults::Fault;
 use crate::config::platform::{Os, WINDOWS_SUBNET_ENV};
 use crate::config::profile::{NodeProfile, RuntimeKind};
 use crate::config::topology::ImagePlatform;
-use crate::node::exec::echo;
 use crate::node::images::{Catalogue, ImageInfo, Reference};
 use crate::node::runtime::Process;
 use crate::vocab::json;
 use crate::vocab::quantity::Quantity;
-mod process;
-#[allow(unused_imports)]
-use self::process::*;
 
 /// The RuntimeClass handler of Hyper-V isolated Windows containers (containerd ≥ 1.7).
 pub const HYPERV_HANDLER: &str = "runhcs-wcow-hypervisor";

@@ -2,8 +2,14 @@
 //! (sh, cmd, PowerShell) as far as a main process needs them, sleeps, exits, memory tools,
 //! agnhost and web servers — as log lines, an exit after some time, or running on.
 
-#[allow(unused_imports)]
-use super::*;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::{FileWrite, ImageInfo, WINDOWS_ROOT_USER};
+use crate::config::platform::Os;
+use crate::node::exec::echo;
+use crate::node::runtime::Process;
+use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // The process model.
