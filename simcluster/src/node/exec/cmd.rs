@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::disk::DiskEntry;
+use super::outline::{Command, Outline, Statement, Stdout};
 use super::plumbing::{Chain, Opened, RedirTo, deliver, route, skipped};
 use super::session::{Session, WriteError};
 use super::support::{code_of, env_get, env_set, out};
@@ -590,4 +591,61 @@ pub(super) async fn run_cmd_command(
             1,
         ),
     })
+}
+
+/// The outline of a cmd line for a container's main process: `%VAR%` expanded with `vars` (the
+/// container's environment), split and tokenized as above.
+pub(crate) fn outline(line: &str, vars: &[(String, String)]) -> Outline {
+    outline_line(&expand_percent(line, vars))
+}
+
+fn outline_line(line: &str) -> Outline {
+    split_cmd(line)
+        .into_iter()
+        .map(|(chain, segments)| {
+            if let [segment] = segments.as_slice()
+                && let Some((inner, _)) = cmd_group(segment)
+            {
+                let body = outline_line(inner);
+                return (chain, Statement::Group { body, subshell: false });
+            }
+            if segments.iter().any(|s| cmd_group(s).is_some()) {
+                return (chain, Statement::Compound);
+            }
+            let commands = segments
+                .iter()
+                .map(|segment| {
+                    let (text, redirs) = cmd_redirections(segment);
+                    let mut stdout = Stdout::Inherit;
+                    for (fd, to) in &redirs.outputs {
+                        match (fd, to) {
+                            (1, RedirTo::Null) => stdout = Stdout::Discard,
+                            (1, RedirTo::File(i)) => {
+                                if let Some((target, append)) = redirs.files.get(*i) {
+                                    stdout = Stdout::File {
+                                        target: target.clone(),
+                                        append: *append,
+                                    };
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    Command {
+                        words: cmd_tokens(&text),
+                        complete: true,
+                        raw: text,
+                        stdout,
+                    }
+                })
+                .collect();
+            (
+                chain,
+                Statement::Pipeline {
+                    commands,
+                    negate: false,
+                },
+            )
+        })
+        .collect()
 }

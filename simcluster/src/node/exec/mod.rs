@@ -33,7 +33,7 @@
 //! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
 mod agnhost;
-mod cmd;
+pub(crate) mod cmd;
 mod context;
 mod disk;
 pub mod echo;
@@ -43,11 +43,12 @@ mod identity;
 mod mounts;
 pub mod nettools;
 pub mod network;
+pub(crate) mod outline;
 mod plumbing;
-mod powershell;
+pub(crate) mod powershell;
 mod ps_entry;
 mod session;
-mod sh;
+pub(crate) mod sh;
 mod support;
 pub mod volumes;
 

@@ -9,13 +9,13 @@ use crate::node::runtime::ExecOutput;
 
 /// How a pipeline is chained to the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Chain {
+pub(crate) enum Chain {
     Always,
     And,
     Or,
 }
 
-pub(super) fn skipped(chain: Chain, status: i32) -> bool {
+pub(crate) fn skipped(chain: Chain, status: i32) -> bool {
     (chain == Chain::And && status != 0) || (chain == Chain::Or && status == 0)
 }
 

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::outline::{Command, Outline, Statement, Stdout};
 use super::plumbing::{Chain, Opened, RedirTo, deliver, route, skipped};
 use super::session::{Session, WriteError};
 use super::support::{code_of, env_get, env_set, out};
@@ -824,4 +825,67 @@ pub(super) async fn sh_simple(
         st.stderr.extend(format!("sh: {message}\n").into_bytes());
     }
     (ShFlow::Next, o)
+}
+
+/// The outline of a script for a container's main process: parsed as above, words expanded
+/// with `vars` (the container's environment) and a status of 0; the parser's error otherwise.
+pub(crate) fn outline(script: &str, vars: &[(String, String)], windows: bool) -> Result<Outline, String> {
+    let list = lex_sh(script).and_then(parse_sh)?;
+    Ok(outline_list(&list, vars, windows))
+}
+
+fn outline_list(list: &[ShPipeline], vars: &[(String, String)], windows: bool) -> Outline {
+    list.iter()
+        .map(|pipeline| (pipeline.chain, outline_pipeline(pipeline, vars, windows)))
+        .collect()
+}
+
+fn outline_pipeline(pipeline: &ShPipeline, vars: &[(String, String)], windows: bool) -> Statement {
+    let mut commands = Vec::new();
+    for cmd in &pipeline.cmds {
+        let simple = match (cmd, pipeline.cmds.len(), pipeline.negate) {
+            (ShCmd::Simple(simple), _, _) => simple,
+            (ShCmd::Group { body, subshell, .. }, 1, false) => {
+                return Statement::Group {
+                    body: outline_list(body, vars, windows),
+                    subshell: *subshell,
+                };
+            }
+            (ShCmd::If { arms, otherwise, .. }, 1, false) => {
+                return Statement::If {
+                    arms: arms
+                        .iter()
+                        .map(|(cond, body)| (outline_list(cond, vars, windows), outline_list(body, vars, windows)))
+                        .collect(),
+                    otherwise: otherwise.as_ref().map(|body| outline_list(body, vars, windows)),
+                };
+            }
+            _ => return Statement::Compound,
+        };
+        let mut words: Vec<String> = simple.words.iter().filter_map(|w| expand(w, vars, 0)).collect();
+        let assignments = words.iter().take_while(|w| is_assignment(w)).count();
+        if assignments == words.len() && assignments > 0 && pipeline.cmds.len() == 1 {
+            return Statement::Assign;
+        }
+        words.drain(..assignments);
+        let mut stdout = Stdout::Inherit;
+        for (fd, redir) in &simple.redirs {
+            if let (1, ShRedir::Out { target, append }) = (fd, redir) {
+                let target = expand(target, vars, 0).unwrap_or_default();
+                if !matches!(target.as_str(), "/dev/stdout" | "/dev/stderr") {
+                    stdout = Stdout::to(&target, *append, windows);
+                }
+            }
+        }
+        commands.push(Command {
+            words,
+            complete: true,
+            raw: String::new(),
+            stdout,
+        });
+    }
+    Statement::Pipeline {
+        commands,
+        negate: pipeline.negate,
+    }
 }

@@ -58,7 +58,12 @@ pub(super) struct Ps {
 }
 
 /// Runs a PowerShell script in the session.
-pub(crate) async fn run(s: Arc<Session>, script: String, env: Vec<(String, String)>, core: bool) -> ExecOutput {
+pub(in crate::node::exec) async fn run(
+    s: Arc<Session>,
+    script: String,
+    env: Vec<(String, String)>,
+    core: bool,
+) -> ExecOutput {
     if let Some(o) = ps_dotnet_udp(&s, &script) {
         return o;
     }

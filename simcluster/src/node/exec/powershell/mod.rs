@@ -32,9 +32,11 @@
 mod cmdlets;
 mod eval;
 mod hostcmdlets;
+mod outline;
 mod syntax;
 mod system;
-pub(crate) use self::eval::run;
+pub(in crate::node::exec) use self::eval::run;
+pub(crate) use self::outline::outline;
 
 use std::future::Future;
 use std::pin::Pin;
