@@ -46,7 +46,7 @@ pub mod network;
 pub(crate) mod outline;
 mod plumbing;
 pub(crate) mod powershell;
-mod ps_entry;
+pub(crate) mod ps_entry;
 mod session;
 pub(crate) mod sh;
 mod support;

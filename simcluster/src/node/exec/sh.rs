@@ -519,28 +519,46 @@ pub(super) fn is_assignment(word: &str) -> bool {
     })
 }
 
-pub(super) fn sh(s: &Arc<Session>, call: Call) -> Reply {
-    let args = call.args();
-    let mut script: Option<String> = None;
-    let mut idx = 0;
-    while let Some(a) = args.get(idx) {
+/// What `sh [flags] [-c script | file]` is asked to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShEntry<'a> {
+    /// `-c script` (the flag may be grouped: `-ec`).
+    Script(&'a str),
+    /// `-c` without a script.
+    MissingScript,
+    /// A script file.
+    File(&'a str),
+    /// No script: sh reads its commands from stdin.
+    Stdin,
+}
+
+/// Reads sh's arguments (after the program name).
+pub(crate) fn sh_entry(args: &[String]) -> ShEntry<'_> {
+    for (idx, a) in args.iter().enumerate() {
         if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") {
             if a.contains('c') {
-                match args.get(idx + 1) {
-                    Some(text) => script = Some(text.clone()),
-                    None => return out("", "sh: -c requires an argument\n", 2).into(),
-                }
-                break;
+                return match args.get(idx + 1) {
+                    Some(text) => ShEntry::Script(text),
+                    None => ShEntry::MissingScript,
+                };
             }
-            idx += 1;
             continue;
         }
-        match s.disk().get(&s.path(a)).and_then(|e| e.file.as_ref()) {
-            Some((data, _)) => script = Some(String::from_utf8_lossy(data).into_owned()),
-            None => return out("", format!("sh: can't open '{a}': No such file or directory\n"), 2).into(),
-        }
-        break;
+        return ShEntry::File(a);
     }
+    ShEntry::Stdin
+}
+
+pub(super) fn sh(s: &Arc<Session>, call: Call) -> Reply {
+    let script = match sh_entry(call.args()) {
+        ShEntry::Script(text) => Some(text.to_string()),
+        ShEntry::MissingScript => return out("", "sh: -c requires an argument\n", 2).into(),
+        ShEntry::File(a) => match s.disk().get(&s.path(a)).and_then(|e| e.file.as_ref()) {
+            Some((data, _)) => Some(String::from_utf8_lossy(data).into_owned()),
+            None => return out("", format!("sh: can't open '{a}': No such file or directory\n"), 2).into(),
+        },
+        ShEntry::Stdin => None,
+    };
     let (script, stdin) = match script {
         Some(text) => (text, call.stdin),
         None => (String::from_utf8_lossy(&call.stdin).into_owned(), Bytes::new()),

@@ -1400,6 +1400,13 @@ fn main_process_lines(f: &Fixture, node: &str, image: &str, argv: &[&str]) -> Ve
 #[case::ps_exit("win2022-1", SERVERCORE, &["powershell", "-Command", "Write-Output a; exit 3"])]
 #[case::ps_assign("win2022-1", SERVERCORE, &["powershell", "-Command", "$ErrorActionPreference = 'Stop'; Write-Output ok"])]
 #[case::ps_newlines("win2022-1", SERVERCORE, &["powershell", "-Command", "Write-Output one\nWrite-Output two"])]
+#[case::ps_execution_policy("win2022-1", SERVERCORE, &["powershell.exe", "-NoProfile", "-ExecutionPolicy", "Bypass", "-Command", "Write-Output policy"])]
+#[case::ps_plain_arguments("win2022-1", SERVERCORE, &["powershell", "Write-Output", "plain"])]
+#[case::ps_encoded("win2022-1", SERVERCORE, &["powershell", "-EncodedCommand", "VwByAGkAdABlAC0ATwB1AHQAcAB1AHQAIABlAG4AYwBvAGQAZQBkAA=="])]
+#[case::sh_grouped_flags("linux-1", BUSYBOX, &["sh", "-ec", "echo grouped"])]
+#[case::sh_in_sh("linux-1", BUSYBOX, &["sh", "-c", "sh -c 'echo nested'"])]
+#[case::cmd_in_cmd("win2022-1", SERVERCORE, &["cmd", "/c", "cmd /c echo nested"])]
+#[case::cmd_c_joined("win2022-1", SERVERCORE, &["cmd", "/cecho", "joined"])]
 #[tokio::test]
 async fn main_process_and_exec_print_the_same(#[case] node: &str, #[case] image: &str, #[case] argv: &[&str]) {
     let f = Fixture::new();

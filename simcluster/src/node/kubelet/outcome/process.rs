@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use super::{FileWrite, ImageInfo, WINDOWS_ROOT_USER};
 use crate::config::platform::Os;
 use crate::node::exec::outline::{Command, Outline, Statement, Stdout, skipped};
-use crate::node::exec::{cmd, echo, powershell, sh};
+use crate::node::exec::{cmd, echo, powershell, ps_entry, sh};
 use crate::node::runtime::Process;
 use crate::vocab::quantity::Quantity;
 
@@ -260,77 +260,30 @@ pub(super) fn run_argv(ctx: &ProcCtx, argv: &[String], depth: usize) -> Eval {
         }
     };
     match program(first).as_str() {
-        "sh" | "bash" | "ash" | "dash" | "zsh" | "ksh" => {
-            let mut i = 0;
-            while let Some(a) = rest.get(i) {
-                if a == "--" || !a.starts_with('-') {
-                    break;
-                }
-                if a.len() > 1
-                    && a.get(1..)
-                        .is_some_and(|f| f.chars().all(|c| c.is_ascii_alphabetic()) && f.contains('c'))
-                {
-                    return match rest.get(i + 1) {
-                        Some(script) => run_script(ctx, Shell::Sh, script, depth + 1),
-                        None => Eval::Ran {
-                            code: 2,
-                            ms: 0,
-                            log: vec![format!("{}: -c requires an argument", program(first))],
-                            exit: true,
-                        },
-                    };
-                }
-                i += 1;
-            }
-            if rest.get(i).is_some() {
-                // A script file we cannot read.
-                Eval::Unknown
-            } else {
-                interactive()
-            }
-        }
+        "sh" | "bash" | "ash" | "dash" | "zsh" | "ksh" => match sh::sh_entry(rest) {
+            sh::ShEntry::Script(script) => run_script(ctx, Shell::Sh, script, depth + 1),
+            sh::ShEntry::MissingScript => Eval::Ran {
+                code: 2,
+                ms: 0,
+                log: vec![format!("{}: -c requires an argument", program(first))],
+                exit: true,
+            },
+            // A script file we cannot read.
+            sh::ShEntry::File(_) => Eval::Unknown,
+            sh::ShEntry::Stdin => interactive(),
+        },
         "busybox" if !rest.is_empty() => run_argv(ctx, rest, depth + 1),
-        "cmd" => {
-            let switch = rest.iter().position(|a| {
-                let l = a.to_ascii_lowercase();
-                l.starts_with('/') && (l.ends_with("/c") || l.ends_with("/k"))
-            });
-            match switch {
-                Some(i) => {
-                    let line = rest.get(i + 1..).unwrap_or_default().join(" ");
-                    let line = line.trim();
-                    // `/s` (and the common case without it) strip one pair of outer quotes.
-                    let line = line
-                        .strip_prefix('"')
-                        .and_then(|l| l.strip_suffix('"'))
-                        .filter(|l| !l.contains('"'))
-                        .unwrap_or(line);
-                    run_script(ctx, Shell::Cmd, line, depth + 1)
-                }
-                None => interactive(),
-            }
-        }
-        "powershell" | "pwsh" => {
-            let mut i = 0;
-            while let Some(a) = rest.get(i) {
-                let l = a.to_ascii_lowercase();
-                match l.as_str() {
-                    "-command" | "-c" | "/command" | "/c" => {
-                        let script = rest.get(i + 1..).unwrap_or_default().join(" ");
-                        return run_script(ctx, Shell::Ps, &script, depth + 1);
-                    }
-                    "-file" | "-f" | "-encodedcommand" | "-ec" | "-e" => return Eval::Unknown,
-                    "-executionpolicy" | "-ep" | "-ex" | "-windowstyle" | "-outputformat" | "-inputformat"
-                    | "-workingdirectory" | "-configurationname" | "-settingsfile" | "-version" => i += 2,
-                    _ if l.starts_with('-') => i += 1,
-                    _ => {
-                        let script = rest.get(i..).unwrap_or_default().join(" ");
-                        return run_script(ctx, Shell::Ps, &script, depth + 1);
-                    }
-                }
-            }
-            interactive()
-        }
+        "cmd" => match cmd::cmd_entry(rest) {
+            Some(line) => run_script(ctx, Shell::Cmd, &line, depth + 1),
+            None => interactive(),
+        },
+        "powershell" | "pwsh" => match ps_entry::ps_args(rest) {
+            ps_entry::PsEntry::Script(script) if script == "-" => interactive(),
+            ps_entry::PsEntry::Script(script) => run_script(ctx, Shell::Ps, &script, depth + 1),
+            // A script file we cannot read.
+            ps_entry::PsEntry::File(_) => Eval::Unknown,
+            ps_entry::PsEntry::Interactive => interactive(),
+        },
         _ => run_tokens(ctx, Shell::Sh, argv, &argv.join(" "), false, depth),
     }
 }
