@@ -161,7 +161,7 @@ impl ContainerRuntime for SimRuntime {
 ///
 /// The commands themselves are parsed and rendered by [`nettools::run`]; the seam only supplies
 /// the [`Wire`] that answers one container's lookups, connections, HTTP requests, UDP exchanges
-/// and pings. Without a network the wire is [`Offline`]: every connection and DNS query times
+/// and pings. Without a network the wire is [`Offline`](nettools::Offline): every connection and DNS query times
 /// out, so `agnhost connect` prints `TIMEOUT` (an IP) or `DNS: lookup …: i/o timeout` (a name)
 /// and exits 1; `curl` exits 28; busybox `wget`/`nc`/`ping` print `bad address 'NAME'` or a
 /// timeout and exit 1; `nslookup` and `dig` report that no server could be reached;

@@ -32,7 +32,7 @@ pub(super) struct Session {
     pub(super) network: Option<Arc<dyn NetworkCommands>>,
     pub(super) kind: ImageKind,
     pub(super) env: Vec<(String, String)>,
-    /// What the command sees; its writes update it (and the [`VolumeStore`]).
+    /// What the command sees; its writes update it (and the [`VolumeStore`](super::volumes::VolumeStore)).
     pub(super) disk: RwLock<Disk>,
     /// The container's mounts, which decide where writes go.
     pub(super) mounts: Vec<MountPoint>,

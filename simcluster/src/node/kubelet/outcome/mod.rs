@@ -30,9 +30,11 @@
 //! - [`ContainerOutcome::StartFails`] messages carry the literal [`CONTAINER_ID_PLACEHOLDER`]
 //!   (`<containerId>`) where the runtime prints the container id: the caller knows the id of
 //!   each attempt and substitutes it. Sandbox messages use [`container_id`] of the pod uid.
-//! - The process model interprets `sh -c`, `cmd /c` and `powershell -Command` scripts built from
-//!   `echo`/`Write-Host`, `exit`, `sleep`/`Start-Sleep`/`ping -n`, `true`/`false` and a set of
-//!   local file utilities. Loops, servers and anything it cannot interpret (including network
+//! - The process model runs `sh -c`, `cmd /c` and `powershell -Command` scripts as the exec'd
+//!   shells of [`crate::node::exec`] parse them (`;`, `&&`, `||`, pipes, redirections, sh
+//!   `if`/groups, cmd groups), built from `echo`/`Write-Host`, `exit`,
+//!   `sleep`/`Start-Sleep`/`ping -n`, `true`/`false` and a set of local file utilities.
+//!   Loops, servers and anything it cannot interpret (including network
 //!   clients such as `curl`, whose result depends on the network) keep running. Windows
 //!   `timeout /t N` fails at once without console input, as it does in a container. What a
 //!   statement's redirection sends to a file is recorded in [`ContainerPlan::writes`] (the
