@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::config::topology::{NetworkMode, Os};
+use crate::config::platform::{NetworkMode, Os};
 
 /// One injectable node fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,99 +25,210 @@ pub enum Fault {
     VxlanParamsMismatch,
 }
 
-/// Every fault, in the order `mixcheck sim faults` lists them.
-pub const ALL: &[Fault] = &[
-    Fault::KubeletStopped,
-    Fault::MacSpoofingDisabled,
-    Fault::ExceptionListMissingCluster,
-    Fault::ExceptionListCoversOutside,
-    Fault::KubeProxyNoHostnameOverride,
-    Fault::KubeProxyStopped,
-    Fault::PauseImageWrongBuild,
-    Fault::FlannelSubnetEnvMissing,
-    Fault::FlanneldWaiting,
-    Fault::HnsNetworkMissing,
-    Fault::DnsUnreachable,
-    Fault::PortExhaustion,
-    Fault::FlannelRejoinStaleSourceVip,
-    Fault::VxlanParamsMismatch,
+/// What the table says about one fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultSpec {
+    pub fault: Fault,
+    /// The name used in topologies and on the command line.
+    pub name: &'static str,
+    /// The windows-rules.md rule the fault breaks.
+    pub rule: &'static str,
+    /// The only OS whose nodes can carry it (None: any). Windows-only faults live in HNS, the
+    /// Windows kube-proxy, flannel on Windows, or the VM NICs of l2bridge Windows nodes.
+    pub os: Option<Os>,
+    /// The network modes where it can occur (None: any).
+    pub modes: Option<&'static [NetworkMode]>,
+    /// The documented symptom, for `mixcheck sim faults`.
+    pub symptom: &'static str,
+}
+
+/// flanneld, its subnet file and the HNS network its CNI plugin delegates to.
+const FLANNEL_MODES: Option<&[NetworkMode]> = Some(&[NetworkMode::L2bridge, NetworkMode::Overlay]);
+
+/// Every fault, one row each, in the order of the enum (and of `mixcheck sim faults`). MAC
+/// spoofing matters where pod frames leave the VM with the pods' own MACs (l2bridge); the
+/// source VIP and the VXLAN parameters exist on overlay only.
+pub const FAULTS: &[FaultSpec] = &[
+    FaultSpec {
+        fault: Fault::KubeletStopped,
+        name: "kubelet-stopped",
+        rule: "POD-LIFECYCLE-BASICS",
+        os: None,
+        modes: None,
+        symptom: "the kubelet stops posting status: the node turns NotReady (Unknown), gets the unreachable taints, and its pods do not start",
+    },
+    FaultSpec {
+        fault: Fault::MacSpoofingDisabled,
+        name: "mac-spoofing-disabled",
+        rule: "NET-MAC-SPOOFING",
+        os: Some(Os::Windows),
+        modes: Some(&[NetworkMode::L2bridge]),
+        symptom: "MAC spoofing is off on the VM NIC: it drops frames with the pods' MAC addresses, so pods on the node reach only pods on the same node (no cross-node traffic, no remote service backends, no outside traffic); host traffic works",
+    },
+    FaultSpec {
+        fault: Fault::ExceptionListMissingCluster,
+        name: "exceptionlist-missing-cluster",
+        rule: "NET-OUTBOUND-NAT-EXCEPTIONLIST",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "the cluster ranges are missing from the OutboundNAT ExceptionList: pod traffic to other nodes is SNATed to the node's address (l2bridge: delivered, backends see the node IP instead of the pod IP; overlay: lost); outside traffic works",
+    },
+    FaultSpec {
+        fault: Fault::ExceptionListCoversOutside,
+        name: "exceptionlist-covers-outside",
+        rule: "NET-OUTBOUND-NAT-EXCEPTIONLIST",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "the ExceptionList covers the outside range: pod traffic to outside addresses is not SNATed and replies never come back (TCP/UDP time out); in-cluster traffic works",
+    },
+    FaultSpec {
+        fault: Fault::KubeProxyNoHostnameOverride,
+        name: "kube-proxy-no-hostname-override",
+        rule: "NET-KUBEPROXY-HOSTNAME",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "kube-proxy runs without --hostname-override: it deletes the node's own HNS endpoints, so pods on the node lose all connectivity and service flows through them break",
+    },
+    FaultSpec {
+        fault: Fault::KubeProxyStopped,
+        name: "kube-proxy-stopped",
+        rule: "NET-POD-SVC-CLUSTERIP",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "kube-proxy is not running: no load-balancer policies on the node, so ClusterIP flows from its pods and NodePort flows to it time out; pod IP flows work",
+    },
+    FaultSpec {
+        fault: Fault::PauseImageWrongBuild,
+        name: "pause-image-wrong-build",
+        rule: "VER-PAUSE-IMAGE",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "the sandbox (pause) image is built for another Windows build: FailedCreatePodSandBox (0xc0370101), pods stay ContainerCreating",
+    },
+    FaultSpec {
+        fault: Fault::FlannelSubnetEnvMissing,
+        name: "flannel-subnet-env-missing",
+        rule: "NET-FLANNEL-SUBNET-ENV",
+        os: Some(Os::Windows),
+        modes: FLANNEL_MODES,
+        symptom: "C:\\run\\flannel\\subnet.env is missing: the CNI plugin cannot set up pod networking, FailedCreatePodSandBox, pods stay ContainerCreating",
+    },
+    FaultSpec {
+        fault: Fault::FlanneldWaiting,
+        name: "flanneld-waiting",
+        rule: "NET-FLANNEL-SUBNET-ENV",
+        os: Some(Os::Windows),
+        modes: FLANNEL_MODES,
+        symptom: "flanneld is stuck at \"Waiting for the Network to be created\": subnet.env is never written, FailedCreatePodSandBox, pods stay ContainerCreating",
+    },
+    FaultSpec {
+        fault: Fault::HnsNetworkMissing,
+        name: "hns-network-missing",
+        rule: "NET-HNS-NETWORK-PRESENT",
+        os: Some(Os::Windows),
+        modes: FLANNEL_MODES,
+        symptom: "the HNS network of the pod network (cbr0; vxlan0 on overlay) does not exist: no network adapter for pods, the CNI plugin fails (FailedCreatePodSandBox), pods stay ContainerCreating (HostProcess pods still start)",
+    },
+    FaultSpec {
+        fault: Fault::DnsUnreachable,
+        name: "dns-unreachable",
+        rule: "DNS-FQDN",
+        os: None,
+        modes: None,
+        symptom: "the cluster DNS service is unreachable from this node: name lookups from its pods time out; connections by IP work",
+    },
+    FaultSpec {
+        fault: Fault::PortExhaustion,
+        name: "port-exhaustion",
+        rule: "NET-POD-EXT-IP",
+        os: None,
+        modes: None,
+        symptom: "the node's ephemeral ports are exhausted: every new connection from the host fails (Windows WSAENOBUFS 10055, Linux EADDRNOTAVAIL) and its pods' connections to outside addresses (SNAT) time out; in-cluster pod traffic works",
+    },
+    FaultSpec {
+        fault: Fault::FlannelRejoinStaleSourceVip,
+        name: "flannel-rejoin-stale-sourcevip",
+        rule: "NET-FLANNEL-REJOIN",
+        os: Some(Os::Windows),
+        modes: Some(&[NetworkMode::Overlay]),
+        symptom: "the node re-joined and flannel gave it a new subnet, but C:\\k\\SourceVip.json is stale: kube-proxy cannot create its source VIP endpoint, so service (ClusterIP and NodePort) flows through the node time out; pod IP flows work",
+    },
+    FaultSpec {
+        fault: Fault::VxlanParamsMismatch,
+        name: "vxlan-params-mismatch",
+        rule: "NET-FLANNEL-VXLAN-PARAMS",
+        os: Some(Os::Windows),
+        modes: Some(&[NetworkMode::Overlay]),
+        symptom: "the node's flannel VXLAN backend does not use VNI 4096 / UDP 4789 like the other nodes: pods on the node reach only pods on the same node; host traffic works",
+    },
 ];
 
+// The rows are in the enum's order, one per variant: a fault's row is `FAULTS[fault as usize]`.
+const _: () = {
+    assert!(FAULTS.len() == Fault::VxlanParamsMismatch as usize + 1);
+    let mut i = 0;
+    while i < FAULTS.len() {
+        assert!(FAULTS[i].fault as usize == i);
+        i += 1;
+    }
+};
+
+/// Every fault, in the order `mixcheck sim faults` lists them (the table's).
+pub const ALL: &[Fault] = &faults_of::<{ FAULTS.len() }>(FAULTS);
+
+const fn faults_of<const N: usize>(rows: &[FaultSpec]) -> [Fault; N] {
+    let mut out = [Fault::KubeletStopped; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = rows[i].fault;
+        i += 1;
+    }
+    out
+}
+
 impl Fault {
+    /// The fault's row of [`FAULTS`].
+    pub fn spec(self) -> &'static FaultSpec {
+        &FAULTS[self as usize]
+    }
+
     /// The name used in topologies and on the command line.
     pub fn name(self) -> &'static str {
-        match self {
-            Fault::KubeletStopped => "kubelet-stopped",
-            Fault::MacSpoofingDisabled => "mac-spoofing-disabled",
-            Fault::ExceptionListMissingCluster => "exceptionlist-missing-cluster",
-            Fault::ExceptionListCoversOutside => "exceptionlist-covers-outside",
-            Fault::KubeProxyNoHostnameOverride => "kube-proxy-no-hostname-override",
-            Fault::KubeProxyStopped => "kube-proxy-stopped",
-            Fault::PauseImageWrongBuild => "pause-image-wrong-build",
-            Fault::FlannelSubnetEnvMissing => "flannel-subnet-env-missing",
-            Fault::FlanneldWaiting => "flanneld-waiting",
-            Fault::HnsNetworkMissing => "hns-network-missing",
-            Fault::DnsUnreachable => "dns-unreachable",
-            Fault::PortExhaustion => "port-exhaustion",
-            Fault::FlannelRejoinStaleSourceVip => "flannel-rejoin-stale-sourcevip",
-            Fault::VxlanParamsMismatch => "vxlan-params-mismatch",
-        }
+        self.spec().name
     }
 
     /// The fault with this name.
     pub fn parse(name: &str) -> Option<Fault> {
-        ALL.iter().copied().find(|f| f.name() == name)
+        FAULTS.iter().find(|row| row.name == name).map(|row| row.fault)
     }
 
     /// The windows-rules.md rule the fault breaks.
     pub fn rule(self) -> &'static str {
-        match self {
-            Fault::KubeletStopped => "POD-LIFECYCLE-BASICS",
-            Fault::MacSpoofingDisabled => "NET-MAC-SPOOFING",
-            Fault::ExceptionListMissingCluster | Fault::ExceptionListCoversOutside => "NET-OUTBOUND-NAT-EXCEPTIONLIST",
-            Fault::KubeProxyNoHostnameOverride => "NET-KUBEPROXY-HOSTNAME",
-            Fault::KubeProxyStopped => "NET-POD-SVC-CLUSTERIP",
-            Fault::PauseImageWrongBuild => "VER-PAUSE-IMAGE",
-            Fault::FlannelSubnetEnvMissing | Fault::FlanneldWaiting => "NET-FLANNEL-SUBNET-ENV",
-            Fault::HnsNetworkMissing => "NET-HNS-NETWORK-PRESENT",
-            Fault::DnsUnreachable => "DNS-FQDN",
-            Fault::PortExhaustion => "NET-POD-EXT-IP",
-            Fault::FlannelRejoinStaleSourceVip => "NET-FLANNEL-REJOIN",
-            Fault::VxlanParamsMismatch => "NET-FLANNEL-VXLAN-PARAMS",
-        }
+        self.spec().rule
     }
 
-    /// Whether the fault only exists on Windows nodes (HNS, the Windows kube-proxy, flannel on
-    /// Windows, VM NICs of l2bridge Windows nodes).
+    /// Whether the fault only exists on Windows nodes.
     pub fn windows_only(self) -> bool {
-        !matches!(
-            self,
-            Fault::KubeletStopped | Fault::DnsUnreachable | Fault::PortExhaustion
-        )
+        self.spec().os == Some(Os::Windows)
     }
 
     /// The network modes where the fault can occur (None: any).
     pub fn modes(self) -> Option<&'static [NetworkMode]> {
-        match self {
-            // MAC spoofing matters where pod frames leave the VM with the pods' own MACs.
-            Fault::MacSpoofingDisabled => Some(&[NetworkMode::L2bridge]),
-            // flanneld, its subnet file and the HNS network its CNI plugin delegates to.
-            Fault::FlannelSubnetEnvMissing | Fault::FlanneldWaiting | Fault::HnsNetworkMissing => {
-                Some(&[NetworkMode::L2bridge, NetworkMode::Overlay])
-            }
-            // The source VIP and the VXLAN parameters exist on overlay only.
-            Fault::FlannelRejoinStaleSourceVip | Fault::VxlanParamsMismatch => Some(&[NetworkMode::Overlay]),
-            _ => None,
-        }
+        self.spec().modes
     }
 
     /// Whether the fault can be injected on a node of this OS in a network of this mode; the
     /// error says why not.
     pub fn check(self, os: Os, mode: NetworkMode) -> Result<(), String> {
-        if self.windows_only() && os != Os::Windows {
-            return Err(format!("{self} exists only on Windows nodes"));
+        let spec = self.spec();
+        if let Some(only) = spec.os.filter(|only| *only != os) {
+            let shown = match only {
+                Os::Linux => "Linux",
+                Os::Windows => "Windows",
+            };
+            return Err(format!("{self} exists only on {shown} nodes"));
         }
-        match self.modes() {
+        match spec.modes {
             Some(modes) if !modes.contains(&mode) => Err(format!(
                 "{self} needs network.mode {}, not {}",
                 modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" or "),
@@ -129,50 +240,7 @@ impl Fault {
 
     /// The documented symptom, for `mixcheck sim faults`.
     pub fn symptom(self) -> &'static str {
-        match self {
-            Fault::KubeletStopped => {
-                "the kubelet stops posting status: the node turns NotReady (Unknown), gets the unreachable taints, and its pods do not start"
-            }
-            Fault::MacSpoofingDisabled => {
-                "MAC spoofing is off on the VM NIC: it drops frames with the pods' MAC addresses, so pods on the node reach only pods on the same node (no cross-node traffic, no remote service backends, no outside traffic); host traffic works"
-            }
-            Fault::ExceptionListMissingCluster => {
-                "the cluster ranges are missing from the OutboundNAT ExceptionList: pod traffic to other nodes is SNATed to the node's address (l2bridge: delivered, backends see the node IP instead of the pod IP; overlay: lost); outside traffic works"
-            }
-            Fault::ExceptionListCoversOutside => {
-                "the ExceptionList covers the outside range: pod traffic to outside addresses is not SNATed and replies never come back (TCP/UDP time out); in-cluster traffic works"
-            }
-            Fault::KubeProxyNoHostnameOverride => {
-                "kube-proxy runs without --hostname-override: it deletes the node's own HNS endpoints, so pods on the node lose all connectivity and service flows through them break"
-            }
-            Fault::KubeProxyStopped => {
-                "kube-proxy is not running: no load-balancer policies on the node, so ClusterIP flows from its pods and NodePort flows to it time out; pod IP flows work"
-            }
-            Fault::PauseImageWrongBuild => {
-                "the sandbox (pause) image is built for another Windows build: FailedCreatePodSandBox (0xc0370101), pods stay ContainerCreating"
-            }
-            Fault::FlannelSubnetEnvMissing => {
-                "C:\\run\\flannel\\subnet.env is missing: the CNI plugin cannot set up pod networking, FailedCreatePodSandBox, pods stay ContainerCreating"
-            }
-            Fault::FlanneldWaiting => {
-                "flanneld is stuck at \"Waiting for the Network to be created\": subnet.env is never written, FailedCreatePodSandBox, pods stay ContainerCreating"
-            }
-            Fault::HnsNetworkMissing => {
-                "the HNS network of the pod network (cbr0; vxlan0 on overlay) does not exist: no network adapter for pods, the CNI plugin fails (FailedCreatePodSandBox), pods stay ContainerCreating (HostProcess pods still start)"
-            }
-            Fault::DnsUnreachable => {
-                "the cluster DNS service is unreachable from this node: name lookups from its pods time out; connections by IP work"
-            }
-            Fault::PortExhaustion => {
-                "the node's ephemeral ports are exhausted: every new connection from the host fails (Windows WSAENOBUFS 10055, Linux EADDRNOTAVAIL) and its pods' connections to outside addresses (SNAT) time out; in-cluster pod traffic works"
-            }
-            Fault::FlannelRejoinStaleSourceVip => {
-                "the node re-joined and flannel gave it a new subnet, but C:\\k\\SourceVip.json is stale: kube-proxy cannot create its source VIP endpoint, so service (ClusterIP and NodePort) flows through the node time out; pod IP flows work"
-            }
-            Fault::VxlanParamsMismatch => {
-                "the node's flannel VXLAN backend does not use VNI 4096 / UDP 4789 like the other nodes: pods on the node reach only pods on the same node; host traffic works"
-            }
-        }
+        self.spec().symptom
     }
 }
 
@@ -200,5 +268,61 @@ mod tests {
             assert!(!f.symptom().is_empty());
         }
         assert_eq!(Fault::parse("nope"), None);
+    }
+
+    /// The enum's variants, by an exhaustive match: a new variant does not compile until it
+    /// is given its place here (and so a row in the table).
+    fn position(fault: Fault) -> usize {
+        match fault {
+            Fault::KubeletStopped => 0,
+            Fault::MacSpoofingDisabled => 1,
+            Fault::ExceptionListMissingCluster => 2,
+            Fault::ExceptionListCoversOutside => 3,
+            Fault::KubeProxyNoHostnameOverride => 4,
+            Fault::KubeProxyStopped => 5,
+            Fault::PauseImageWrongBuild => 6,
+            Fault::FlannelSubnetEnvMissing => 7,
+            Fault::FlanneldWaiting => 8,
+            Fault::HnsNetworkMissing => 9,
+            Fault::DnsUnreachable => 10,
+            Fault::PortExhaustion => 11,
+            Fault::FlannelRejoinStaleSourceVip => 12,
+            Fault::VxlanParamsMismatch => 13,
+        }
+    }
+
+    #[test]
+    fn the_table_has_one_row_per_fault_in_order() {
+        assert_eq!(FAULTS.len(), position(Fault::VxlanParamsMismatch) + 1);
+        assert_eq!(FAULTS.len(), ALL.len());
+        let mut names = std::collections::HashSet::new();
+        for (i, (row, fault)) in FAULTS.iter().zip(ALL).enumerate() {
+            assert_eq!(row.fault, *fault, "row {i} is not ALL[{i}]");
+            assert_eq!(
+                position(row.fault),
+                i,
+                "row {i} ({}) is out of the enum's order",
+                row.name
+            );
+            assert_eq!(row.fault.spec(), row);
+            assert!(names.insert(row.name), "{} named twice", row.name);
+            assert!(!row.rule.is_empty() && !row.symptom.is_empty(), "{}", row.name);
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::any_os(Fault::KubeletStopped, Os::Linux, NetworkMode::Overlay, true)]
+    #[case::windows_only(Fault::KubeProxyStopped, Os::Linux, NetworkMode::L2bridge, false)]
+    #[case::l2bridge_only(Fault::MacSpoofingDisabled, Os::Windows, NetworkMode::Overlay, false)]
+    #[case::flannel_modes(Fault::HnsNetworkMissing, Os::Windows, NetworkMode::Overlay, true)]
+    #[case::not_azure_cni(Fault::FlanneldWaiting, Os::Windows, NetworkMode::L2tunnel, false)]
+    #[case::overlay_only(Fault::VxlanParamsMismatch, Os::Windows, NetworkMode::L2bridge, false)]
+    fn a_row_says_where_its_fault_can_occur(
+        #[case] fault: Fault,
+        #[case] os: Os,
+        #[case] mode: NetworkMode,
+        #[case] allowed: bool,
+    ) {
+        assert_eq!(fault.check(os, mode).is_ok(), allowed, "{:?}", fault.check(os, mode));
     }
 }

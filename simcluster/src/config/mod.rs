@@ -2,5 +2,6 @@
 //! profiles each OS and release gets, and the faults a node can carry.
 
 pub mod faults;
+pub mod platform;
 pub mod profile;
 pub mod topology;

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::faults::Fault;
-use crate::config::topology::{NetworkMode, NodeSpec, Os, Timing, Topology, parse_version};
+use crate::config::platform::{NetworkMode, Os};
+use crate::config::topology::{NodeSpec, Timing, Topology, parse_version};
 use crate::vocab::quantity::Quantity;
 
 /// The container runtime a node runs.

@@ -48,8 +48,8 @@ use std::net::Ipv4Addr;
 use serde_json::{Value, json};
 
 use crate::config::faults::Fault;
+use crate::config::platform::{NetworkMode, WINDOWS_SUBNET_ENV};
 use crate::config::profile::NodeProfile;
-use crate::config::topology::{NetworkMode, WINDOWS_SUBNET_ENV};
 use crate::node::logs::LogBook;
 use crate::node::nodelogs::{self, LogEntry};
 use crate::store::{Store, resources};
@@ -178,9 +178,9 @@ pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
         let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
             nodelogs::VXLAN_MISMATCHED_VNI
         } else {
-            crate::node::addons::VXLAN_VNI
+            crate::config::platform::VXLAN_VNI
         };
-        (vni, crate::node::addons::VXLAN_PORT)
+        (vni, crate::config::platform::VXLAN_PORT)
     });
     Some(HnsNetwork {
         name,

@@ -23,7 +23,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::topology::{ImagePlatform, ImageSpec, Os};
+use crate::config::platform::Os;
+use crate::config::topology::{ImagePlatform, ImageSpec};
 
 /// What the catalogue knows about one image reference.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,8 +20,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::config::faults::Fault;
+use crate::config::platform::WINDOWS_SUBNET_ENV;
 use crate::config::profile::NodeProfile;
-use crate::config::topology::WINDOWS_SUBNET_ENV;
 
 /// The log book key of flanneld's log (the node's `flanneld/flanneld.log`).
 pub const FLANNELD: &str = "flanneld";
@@ -195,14 +195,14 @@ pub fn flanneld_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<St
         let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
             VXLAN_MISMATCHED_VNI
         } else {
-            crate::node::addons::VXLAN_VNI
+            crate::config::platform::VXLAN_VNI
         };
         lines.push(line(
             "vxlan_windows.go:126",
             &format!(
                 "VXLAN config: Name={} MacPrefix=0E-2A VNI={vni} Port={} GBP=false DirectRouting=false",
                 flannel.network,
-                crate::node::addons::VXLAN_PORT
+                crate::config::platform::VXLAN_PORT
             ),
         ));
     }
@@ -237,7 +237,7 @@ pub fn kubelet_start(profile: &NodeProfile) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::topology::NetworkMode;
+    use crate::config::platform::NetworkMode;
     use rstest::rstest;
     use std::net::Ipv4Addr;
 

@@ -3,8 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::config::platform::Os;
 use crate::config::profile::NodeProfile;
-use crate::config::topology::{NodeSpec, Os, Role};
+use crate::config::topology::{NodeSpec, Role};
 use crate::store::timestamp;
 
 /// The Node object a kubelet with this spec and profile would register.

@@ -1,5 +1,6 @@
 //! The seam between the API server and simulated containers: what a container answers when a
-//! command is exec'd in it. Simulated nodes implement [`ContainerRuntime`] per image and OS; the
+//! command is exec'd in it (simulated nodes implement [`ContainerRuntime`] per image and OS), and
+//! what a started container's main process does over time ([`Process`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -85,4 +86,21 @@ pub type ExecFuture = Pin<Box<dyn Future<Output = ExecOutput> + Send>>;
 /// Runs commands in simulated containers.
 pub trait ContainerRuntime: Send + Sync + std::fmt::Debug {
     fn exec(&self, request: ExecRequest) -> ExecFuture;
+}
+
+/// What a started container's main process does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Process {
+    /// Keeps running until stopped.
+    LongRunning { log: Vec<String> },
+    /// Exits after `after_ms` (simulated, unscaled) with this code and log lines.
+    Exits { code: i32, after_ms: u64, log: Vec<String> },
+    /// Linux: the kernel OOM-kills it (reason OOMKilled, exit 137).
+    OomKilled { after_ms: u64 },
+    /// Windows: no OOM killer (MEM-NO-OOM-KILL): the allocation fails inside the process, which
+    /// exits with an error (reason Error, code 1) and logs the failure.
+    AllocationFails { after_ms: u64, log: Vec<String> },
+    /// Keeps running, holding `bytes` of memory it allocated (a memory tool within its limit):
+    /// what the node's memory signal counts (MEM-EVICTION).
+    Holding { bytes: u128, log: Vec<String> },
 }

@@ -191,7 +191,7 @@ impl SimNet {
             spec: obj.value().get("spec").unwrap_or(&serde_json::Value::Null),
             namespace: obj.namespace(),
             node: on.node,
-            windows: on.os == crate::config::topology::Os::Windows,
+            windows: on.os == crate::config::platform::Os::Windows,
             host_process: on.host_process,
         };
         Some((dns::container_dns(&asker), asker.windows))

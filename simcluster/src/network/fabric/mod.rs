@@ -54,7 +54,8 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use crate::config::faults::Fault;
-use crate::config::topology::{NetworkMode, Topology, parse_version};
+use crate::config::platform::NetworkMode;
+use crate::config::topology::{Topology, parse_version};
 
 /// An IPv4 range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Addons, ClusterDns, Cni, Object, VXLAN_PORT, VXLAN_VNI, flannel_at_least};
-use crate::config::topology::NetworkMode;
+use super::{Addons, ClusterDns, Cni, Object, flannel_at_least};
+use crate::config::platform::{NetworkMode, VXLAN_PORT, VXLAN_VNI};
 use crate::store::resources::{self, ResourceType};
 
 fn object(resource: &'static ResourceType, namespace: &str, value: Value) -> Object {

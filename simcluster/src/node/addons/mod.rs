@@ -43,8 +43,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::config::platform::{NetworkMode, Os};
 use crate::config::profile::NodeProfile;
-use crate::config::topology::{NetworkMode, Os, Role, Topology, parse_version};
+use crate::config::topology::{Role, Topology, parse_version};
 use crate::store::Store;
 use crate::store::api_error::ApiError;
 use crate::store::resources::{self, ResourceType};
@@ -112,10 +113,6 @@ pub struct Addons {
     /// The Windows kube-proxy versions and the nodes running each, in node order.
     pub windows_kube_proxy: Vec<(String, Vec<String>)>,
 }
-
-/// flannel's VXLAN parameters every node must share on Windows (NET-FLANNEL-VXLAN-PARAMS).
-pub const VXLAN_VNI: u32 = 4096;
-pub const VXLAN_PORT: u16 = 4789;
 
 impl Addons {
     /// What a real cluster of this topology runs.

@@ -20,11 +20,11 @@
 use chrono::{DateTime, Utc};
 
 use crate::config::faults::Fault;
+use crate::config::platform::WINDOWS_SUBNET_ENV;
 use crate::config::profile::NodeProfile;
-use crate::config::topology::WINDOWS_SUBNET_ENV;
 use crate::node::host::machine_hostname;
-use crate::node::kubelet::outcome::Process;
 use crate::node::nodelogs;
+use crate::node::runtime::Process;
 
 /// The add-on an image is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use super::*;
 use crate::config::faults::Fault;
 use crate::config::profile::profiles;
 use crate::config::topology::Topology;
-use crate::node::kubelet::outcome::Process;
+use crate::node::runtime::Process;
 
 fn addons_of(topology: &Topology) -> (Addons, Vec<NodeProfile>) {
     let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())

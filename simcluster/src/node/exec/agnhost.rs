@@ -1,7 +1,13 @@
 //! agnhost's subcommands, and the network commands answered through the seam's wire (or offline).
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use super::nettools::{self, Offline};
+use super::session::Session;
+use super::support::out;
+use super::volumes::WINDOWS_HOSTS_PATH;
+use super::{Call, Reply};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // agnhost

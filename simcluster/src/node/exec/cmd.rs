@@ -1,16 +1,26 @@
 //! cmd.exe: quoting, %VAR% expansion, chaining, redirections, echo forms and the builtins.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::disk::DiskEntry;
+use super::outline::{Command, Outline, Statement, Stdout};
+use super::plumbing::{Chain, Opened, RedirTo, deliver, route, skipped};
+use super::session::{Session, WriteError};
+use super::support::{code_of, env_get, env_set, out};
+use super::{Call, Reply, echo, volumes};
+use crate::node::runtime::ExecOutput;
+use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // cmd.exe
 // ---------------------------------------------------------------------------------------------
 
-/// `cmd [/S] [/Q] [/D] /C line…`: runs the line; without `/C` prints the banner.
-pub(super) fn cmd(s: &Arc<Session>, call: Call) -> Reply {
-    let args = call.args();
-    let mut line: Option<String> = None;
+/// The line `cmd [/S] [/Q] [/D] /C line…` (or `/K`) runs, as cmd reads it from its arguments
+/// (after the program name); None without `/C` or `/K`.
+pub(crate) fn cmd_entry(args: &[String]) -> Option<String> {
     for (i, a) in args.iter().enumerate() {
         let lower = a.to_ascii_lowercase();
         if lower.starts_with("/c") || lower.starts_with("/k") {
@@ -20,14 +30,18 @@ pub(super) fn cmd(s: &Arc<Session>, call: Call) -> Reply {
                 .filter(|f| !f.is_empty())
                 .chain(rest.iter().map(String::as_str))
                 .collect();
-            line = Some(parts.join(" "));
-            break;
+            return Some(parts.join(" "));
         }
         if !lower.starts_with('/') {
             break;
         }
     }
-    let Some(line) = line else {
+    None
+}
+
+/// `cmd [/S] [/Q] [/D] /C line…`: runs the line; without `/C` prints the banner.
+pub(super) fn cmd(s: &Arc<Session>, call: Call) -> Reply {
+    let Some(line) = cmd_entry(call.args()) else {
         return ExecOutput::ok(format!(
             "Microsoft Windows [Version {}]\r\n(c) Microsoft Corporation. All rights reserved.\r\n\r\nC:\\>",
             s.kernel()
@@ -38,7 +52,7 @@ pub(super) fn cmd(s: &Arc<Session>, call: Call) -> Reply {
 }
 
 /// cmd strips the first and the last quote of a line that starts with one.
-pub(super) fn strip_cmd_quotes(line: &str) -> String {
+pub(crate) fn strip_cmd_quotes(line: &str) -> String {
     let trimmed = line.trim_start();
     match (trimmed.strip_prefix('"'), trimmed.rfind('"')) {
         (Some(_), Some(last)) if last > 0 => {
@@ -580,4 +594,62 @@ pub(super) async fn run_cmd_command(
             1,
         ),
     })
+}
+
+/// The outline of a cmd line for a container's main process: its outer quotes stripped and
+/// `%VAR%` expanded with `vars` (the container's environment) as [`run_cmd`] does, then split
+/// and tokenized as above.
+pub(crate) fn outline(line: &str, vars: &[(String, String)]) -> Outline {
+    outline_line(&expand_percent(&strip_cmd_quotes(line), vars))
+}
+
+fn outline_line(line: &str) -> Outline {
+    split_cmd(line)
+        .into_iter()
+        .map(|(chain, segments)| {
+            if let [segment] = segments.as_slice()
+                && let Some((inner, _)) = cmd_group(segment)
+            {
+                let body = outline_line(inner);
+                return (chain, Statement::Group { body, subshell: false });
+            }
+            if segments.iter().any(|s| cmd_group(s).is_some()) {
+                return (chain, Statement::Compound);
+            }
+            let commands = segments
+                .iter()
+                .map(|segment| {
+                    let (text, redirs) = cmd_redirections(segment);
+                    let mut stdout = Stdout::Inherit;
+                    for (fd, to) in &redirs.outputs {
+                        match (fd, to) {
+                            (1, RedirTo::Null) => stdout = Stdout::Discard,
+                            (1, RedirTo::File(i)) => {
+                                if let Some((target, append)) = redirs.files.get(*i) {
+                                    stdout = Stdout::File {
+                                        target: target.clone(),
+                                        append: *append,
+                                    };
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    Command {
+                        words: cmd_tokens(&text),
+                        complete: true,
+                        raw: text,
+                        stdout,
+                    }
+                })
+                .collect();
+            (
+                chain,
+                Statement::Pipeline {
+                    commands,
+                    negate: false,
+                },
+            )
+        })
+        .collect()
 }

@@ -1,8 +1,22 @@
 //! What a command sees ([`CommandContext`]): the pod, container, image, node profile, effective OS,
 //! HostProcess or not, its environment, user, host name, addresses and DNS configuration.
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::support::{
+    EnvBuilder, WinUser, config_map_data, expand_refs, field_ref, hex_id, image_kind, resource_field, secret_data,
+};
+use super::volumes::VolumeStore;
+use crate::config::platform::Os;
+use crate::config::profile::NodeProfile;
+use crate::network::dns::{self, DnsConfig};
+use crate::node::logs::LogBook;
+use crate::store::{Obj, Store, resources};
+use crate::vocab::json;
+use crate::vocab::pod::find_container;
+use crate::vocab::quantity::Quantity;
 
 /// What a command sees: the pod, container, image, node profile, effective OS, whether the
 /// container is HostProcess, and read access to the store.

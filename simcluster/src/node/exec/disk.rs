@@ -1,7 +1,9 @@
 //! The files a command can read: a container's disk as entries with modes and contents.
 
-#[allow(unused_imports)]
-use super::*;
+use std::collections::BTreeMap;
+
+use super::mounts::VolumeData;
+use super::volumes::{linux_path, win_path};
 
 // ---------------------------------------------------------------------------------------------
 // Disks: the files a command can read

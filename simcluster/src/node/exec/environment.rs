@@ -1,7 +1,12 @@
 //! Environment and small utilities: printenv, env, echo, printf, true, false, test.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::session::Session;
+use super::support::{env_get, env_set, out};
+use super::{Call, Reply};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // Environment and small utilities: printenv, env, echo, true, false, test
@@ -63,11 +68,11 @@ pub(super) fn env(s: &Arc<Session>, call: Call) -> Reply {
 }
 
 pub(super) fn echo(_s: &Arc<Session>, call: Call) -> Reply {
-    ExecOutput::ok(echo::sh_echo(call.args())).into()
+    ExecOutput::ok(super::echo::sh_echo(call.args())).into()
 }
 
 pub(super) fn printf(_s: &Arc<Session>, call: Call) -> Reply {
-    ExecOutput::ok(echo::printf(call.args())).into()
+    ExecOutput::ok(super::echo::printf(call.args())).into()
 }
 
 pub(super) fn succeed(_s: &Arc<Session>, _call: Call) -> Reply {

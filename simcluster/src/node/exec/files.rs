@@ -1,7 +1,13 @@
 //! File commands: cat, ls, stat, grep, findstr.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::disk::DiskEntry;
+use super::session::Session;
+use super::support::out;
+use super::{Call, Reply};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // Files: cat, ls, stat, grep, findstr

@@ -2,14 +2,19 @@
 //! commands an operator runs on a suspect node (`powershell -NoProfile -Command …` as
 //! NT AUTHORITY\SYSTEM) — on a clean node and on nodes with each relevant fault.
 
-use super::*;
-use crate::config::faults::Fault;
-use crate::config::topology::{NetworkMode, Topology};
-use crate::store::Part;
-use crate::store::allocation::{self, Allocator};
+use std::net::Ipv4Addr;
+
 use regex::Regex;
 use rstest::rstest;
-use std::net::Ipv4Addr;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::config::faults::Fault;
+use crate::config::platform::NetworkMode;
+use crate::config::topology::Topology;
+use crate::node::runtime::ExitStatus;
+use crate::store::Part;
+use crate::store::allocation::{self, Allocator};
 
 const NS: &str = "probe";
 const HPC_IMAGE: &str = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0";
@@ -289,7 +294,7 @@ async fn the_machine_name_is_the_one_kube_proxy_uses() {
         Some(&["kube-proxy".to_string()]),
         None,
     );
-    let Some(crate::node::kubelet::outcome::Process::LongRunning { log }) = kube_proxy else {
+    let Some(crate::node::runtime::Process::LongRunning { log }) = kube_proxy else {
         panic!("kube-proxy runs: {kube_proxy:?}");
     };
     let wanted = format!("nodes \\\"{name}\\\" not found");

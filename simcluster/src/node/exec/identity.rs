@@ -1,7 +1,13 @@
 //! Identity commands: hostname, whoami, id, uname, ip, ipconfig, netsh.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::context::CommandContext;
+use super::session::Session;
+use super::support::{WinUser, out};
+use super::{Call, Reply};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // Identity: hostname, whoami, id, uname, ipconfig

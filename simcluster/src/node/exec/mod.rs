@@ -33,7 +33,7 @@
 //! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
 mod agnhost;
-mod cmd;
+pub(crate) mod cmd;
 mod context;
 mod disk;
 pub mod echo;
@@ -43,66 +43,39 @@ mod identity;
 mod mounts;
 pub mod nettools;
 pub mod network;
+pub(crate) mod outline;
 mod plumbing;
-mod ps_entry;
+pub(crate) mod powershell;
+pub(crate) mod ps_entry;
 mod session;
-mod sh;
+pub(crate) mod sh;
 mod support;
 pub mod volumes;
-#[allow(unused_imports)]
-use self::agnhost::*;
-#[allow(unused_imports)]
-use self::cmd::*;
+
 pub use self::context::CommandContext;
-#[allow(unused_imports)]
-use self::context::*;
-#[allow(unused_imports)]
-use self::disk::*;
-#[allow(unused_imports)]
-use self::environment::*;
-#[allow(unused_imports)]
-use self::files::*;
-#[allow(unused_imports)]
-use self::identity::*;
-#[allow(unused_imports)]
-use self::mounts::*;
-#[allow(unused_imports)]
-use self::plumbing::*;
-#[allow(unused_imports)]
-use self::ps_entry::*;
-#[allow(unused_imports)]
-use self::session::*;
-#[allow(unused_imports)]
-use self::sh::*;
-#[allow(unused_imports)]
-use self::support::*;
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use base64::Engine as _;
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 
-use self::nettools::{Offline, Wire};
-
-mod powershell;
-use self::volumes::{
-    MountPoint, MountSource, Place, VolumeStore, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer, linux_path,
-    win_path,
-};
+use self::agnhost::{agnhost, network};
+use self::cmd::cmd;
+use self::environment::{echo, env, fail_quietly, printenv, printf, succeed, test};
+use self::files::{cat, findstr, grep, ls, stat};
+use self::identity::{hostname, id, ip, ipconfig, netsh, uname, whoami_linux, whoami_windows};
+use self::mounts::{VolumeKind, pod_volumes, volume_data};
+use self::nettools::Wire;
+use self::ps_entry::{powershell, pwsh};
+use self::session::Session;
+use self::sh::sh;
+use self::support::{runtime_error, through_tty};
+use self::volumes::VolumeStore;
 use crate::config::profile::NodeProfile;
-use crate::config::topology::Os;
-use crate::network::dns::{self, DnsConfig};
 use crate::node::logs::LogBook;
-use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest, ExitStatus};
-use crate::store::resources;
-use crate::store::{Obj, Store};
+use crate::node::runtime::{ContainerRuntime, ExecFuture, ExecOutput, ExecRequest};
+use crate::store::{Obj, Store, resources};
 use crate::vocab::json;
-use crate::vocab::pod::find_container;
-use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -188,7 +161,7 @@ impl ContainerRuntime for SimRuntime {
 ///
 /// The commands themselves are parsed and rendered by [`nettools::run`]; the seam only supplies
 /// the [`Wire`] that answers one container's lookups, connections, HTTP requests, UDP exchanges
-/// and pings. Without a network the wire is [`Offline`]: every connection and DNS query times
+/// and pings. Without a network the wire is [`Offline`](nettools::Offline): every connection and DNS query times
 /// out, so `agnhost connect` prints `TIMEOUT` (an IP) or `DNS: lookup …: i/o timeout` (a name)
 /// and exits 1; `curl` exits 28; busybox `wget`/`nc`/`ping` print `bad address 'NAME'` or a
 /// timeout and exit 1; `nslookup` and `dig` report that no server could be reached;

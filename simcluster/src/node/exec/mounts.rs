@@ -1,8 +1,14 @@
 //! The data of a container's volumes (secret, configMap, projected, downwardAPI, the service
 //! account token) and where each volume is mounted.
 
-#[allow(unused_imports)]
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::support::{b64url, config_map_data, field_ref, hex_id, resource_field, secret_data};
+use crate::config::profile::NodeProfile;
+use crate::store::{Store, resources};
+use crate::vocab::json;
 
 // ---------------------------------------------------------------------------------------------
 // Volumes

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use super::{CommandContext, NetworkCommands};
 use crate::network::apps::SimNet;
 use crate::network::wire::{Offline, Wire};
-use crate::node::exec::{CommandContext, NetworkCommands};
 
 /// Network commands answered by the cluster's network.
 #[derive(Debug, Clone)]

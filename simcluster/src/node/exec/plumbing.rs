@@ -1,7 +1,7 @@
 //! Shell plumbing shared by sh, cmd and PowerShell: chaining, redirections and where output goes.
 
-#[allow(unused_imports)]
-use super::*;
+use super::session::{Session, WriteError};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // Shell plumbing shared by sh, cmd and PowerShell
@@ -9,13 +9,13 @@ use super::*;
 
 /// How a pipeline is chained to the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Chain {
+pub(crate) enum Chain {
     Always,
     And,
     Or,
 }
 
-pub(super) fn skipped(chain: Chain, status: i32) -> bool {
+pub(crate) fn skipped(chain: Chain, status: i32) -> bool {
     (chain == Chain::And && status != 0) || (chain == Chain::Or && status == 0)
 }
 

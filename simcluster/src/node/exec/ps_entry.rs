@@ -1,8 +1,14 @@
 //! The PowerShell entry points (`powershell`, `pwsh`): arguments, encoded commands, and the
 //! interpreter in [`super::powershell`].
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::disk::DiskEntry;
+use super::session::Session;
+use super::support::{b64_decode, out};
+use super::{Call, Reply};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // PowerShell (Windows PowerShell and PowerShell Core)
@@ -49,12 +55,25 @@ pub(super) fn decode_encoded_command(text: &str) -> String {
     String::from_utf16_lossy(&units)
 }
 
-/// `powershell [-NoProfile] [-NonInteractive] [-ExecutionPolicy P] -Command …` (or
-/// `-EncodedCommand`, `-File`, or the command as plain arguments).
-pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
+/// What `powershell`/`pwsh` is asked to run, read from its arguments (after the program name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PsEntry {
+    /// `-Command …`, `-EncodedCommand …` (decoded), or the command as plain arguments; `-`
+    /// reads the script from stdin.
+    Script(String),
+    /// `-File path`.
+    File(String),
+    /// No script: an interactive shell (or a script on stdin).
+    Interactive,
+}
+
+/// Reads PowerShell's arguments: `[-NoProfile] [-NonInteractive] [-ExecutionPolicy P]
+/// -Command …` (or `-EncodedCommand`, `-File`, or the command as plain arguments).
+pub(crate) fn ps_args(args: &[String]) -> PsEntry {
     const VALUED: &[&str] = &[
         "-executionpolicy",
         "-ep",
+        "-ex",
         "-inputformat",
         "-outputformat",
         "-windowstyle",
@@ -63,49 +82,55 @@ pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
         "-settingsfile",
         "-version",
     ];
-    let args = call.args();
-    let mut script: Option<String> = None;
     let mut i = 0;
     while let Some(a) = args.get(i) {
         let lower = a.to_ascii_lowercase();
         let rest = args.get(i + 1..).unwrap_or(&[]);
-        if lower == "-c" || lower.starts_with("-com") {
-            script = Some(rest.join(" "));
-            break;
+        if lower == "-c" || lower.starts_with("-com") || lower == "/c" || lower == "/command" {
+            return PsEntry::Script(rest.join(" "));
         }
         if lower == "-e" || lower == "-ec" || lower.starts_with("-enc") {
-            script = rest.first().map(|t| decode_encoded_command(t));
-            break;
+            return match rest.first() {
+                Some(t) => PsEntry::Script(decode_encoded_command(t)),
+                None => PsEntry::Interactive,
+            };
         }
         if lower == "-f" || lower == "-file" {
-            let path = rest.first().cloned().unwrap_or_default();
-            match s.disk().get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
-                Some((data, _)) => script = Some(String::from_utf8_lossy(data).into_owned()),
-                None => {
-                    return out(
-                        "",
-                        format!(
-                            "The argument '{path}' to the -File parameter does not exist. Provide the path to an \
-                            existing '.ps1' file as an argument to the -File parameter.\r\n"
-                        ),
-                        // Windows PowerShell exits with 0xFFFD0000.
-                        if core { 64 } else { -196_608 },
-                    )
-                    .into();
-                }
-            }
-            break;
+            return PsEntry::File(rest.first().cloned().unwrap_or_default());
         }
         if VALUED.contains(&lower.as_str()) {
             i += 2;
             continue;
         }
         if !lower.starts_with('-') {
-            script = Some(args.get(i..).unwrap_or(&[]).join(" "));
-            break;
+            return PsEntry::Script(args.get(i..).unwrap_or(&[]).join(" "));
         }
         i += 1;
     }
+    PsEntry::Interactive
+}
+
+/// `powershell …`/`pwsh …` as [`ps_args`] reads them.
+pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
+    let script = match ps_args(call.args()) {
+        PsEntry::Script(text) => Some(text),
+        PsEntry::File(path) => match s.disk().get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
+            Some((data, _)) => Some(String::from_utf8_lossy(data).into_owned()),
+            None => {
+                return out(
+                    "",
+                    format!(
+                        "The argument '{path}' to the -File parameter does not exist. Provide the path to an \
+                        existing '.ps1' file as an argument to the -File parameter.\r\n"
+                    ),
+                    // Windows PowerShell exits with 0xFFFD0000.
+                    if core { 64 } else { -196_608 },
+                )
+                .into();
+            }
+        },
+        PsEntry::Interactive => None,
+    };
     let script = match script.as_deref() {
         Some("-") => String::from_utf8_lossy(&call.stdin).into_owned(),
         Some(_) => script.unwrap_or_default(),
@@ -119,7 +144,7 @@ pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
             return ExecOutput::ok(format!("{banner}PS {}> ", s.cwd())).into();
         }
     };
-    Reply::Later(Box::pin(powershell::run(s.clone(), script, call.env, core)))
+    Reply::Later(Box::pin(super::powershell::run(s.clone(), script, call.env, core)))
 }
 
 pub(super) fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {

@@ -1,8 +1,25 @@
 //! One exec: the session of a command (its context, disk, environment and writes) and the
 //! disk it is built with (image files, volumes, hosts, resolv.conf, /proc/mounts).
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::context::CommandContext;
+use super::disk::Disk;
+use super::mounts::{DEFAULT_MODE, Mount, VolumeData, VolumeKind, container_mounts, volume_data};
+use super::support::{ImageKind, hex_id, image_kind, runtime_error};
+use super::volumes::{
+    self, MountPoint, MountSource, Place, WINDOWS_HOSTS, WINDOWS_HOSTS_PATH, WriteTarget, Writer, linux_path, win_path,
+};
+use super::{Call, Handler, LINUX, Needs, NetworkCommands, WINDOWS, node_volume_files};
+use crate::config::profile::NodeProfile;
+use crate::network::dns::{self, DnsConfig};
+use crate::node::runtime::ExecOutput;
+use crate::vocab::json;
+use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // Sessions: one exec
@@ -15,7 +32,7 @@ pub(super) struct Session {
     pub(super) network: Option<Arc<dyn NetworkCommands>>,
     pub(super) kind: ImageKind,
     pub(super) env: Vec<(String, String)>,
-    /// What the command sees; its writes update it (and the [`VolumeStore`]).
+    /// What the command sees; its writes update it (and the [`VolumeStore`](super::volumes::VolumeStore)).
     pub(super) disk: RwLock<Disk>,
     /// The container's mounts, which decide where writes go.
     pub(super) mounts: Vec<MountPoint>,

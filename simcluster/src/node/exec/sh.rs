@@ -1,7 +1,15 @@
 //! sh (busybox ash; busybox-w32 on Windows): lexer, parser and runner.
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::outline::{Command, Outline, Statement, Stdout};
+use super::plumbing::{Chain, Opened, RedirTo, deliver, route, skipped};
+use super::session::{Session, WriteError};
+use super::support::{code_of, env_get, env_set, out};
+use super::{Call, Reply, volumes};
+use crate::node::runtime::{ExecOutput, ExitStatus};
 
 // ---------------------------------------------------------------------------------------------
 // sh (busybox ash; busybox-w32 on Windows)
@@ -511,28 +519,46 @@ pub(super) fn is_assignment(word: &str) -> bool {
     })
 }
 
-pub(super) fn sh(s: &Arc<Session>, call: Call) -> Reply {
-    let args = call.args();
-    let mut script: Option<String> = None;
-    let mut idx = 0;
-    while let Some(a) = args.get(idx) {
+/// What `sh [flags] [-c script | file]` is asked to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShEntry<'a> {
+    /// `-c script` (the flag may be grouped: `-ec`).
+    Script(&'a str),
+    /// `-c` without a script.
+    MissingScript,
+    /// A script file.
+    File(&'a str),
+    /// No script: sh reads its commands from stdin.
+    Stdin,
+}
+
+/// Reads sh's arguments (after the program name).
+pub(crate) fn sh_entry(args: &[String]) -> ShEntry<'_> {
+    for (idx, a) in args.iter().enumerate() {
         if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") {
             if a.contains('c') {
-                match args.get(idx + 1) {
-                    Some(text) => script = Some(text.clone()),
-                    None => return out("", "sh: -c requires an argument\n", 2).into(),
-                }
-                break;
+                return match args.get(idx + 1) {
+                    Some(text) => ShEntry::Script(text),
+                    None => ShEntry::MissingScript,
+                };
             }
-            idx += 1;
             continue;
         }
-        match s.disk().get(&s.path(a)).and_then(|e| e.file.as_ref()) {
-            Some((data, _)) => script = Some(String::from_utf8_lossy(data).into_owned()),
-            None => return out("", format!("sh: can't open '{a}': No such file or directory\n"), 2).into(),
-        }
-        break;
+        return ShEntry::File(a);
     }
+    ShEntry::Stdin
+}
+
+pub(super) fn sh(s: &Arc<Session>, call: Call) -> Reply {
+    let script = match sh_entry(call.args()) {
+        ShEntry::Script(text) => Some(text.to_string()),
+        ShEntry::MissingScript => return out("", "sh: -c requires an argument\n", 2).into(),
+        ShEntry::File(a) => match s.disk().get(&s.path(a)).and_then(|e| e.file.as_ref()) {
+            Some((data, _)) => Some(String::from_utf8_lossy(data).into_owned()),
+            None => return out("", format!("sh: can't open '{a}': No such file or directory\n"), 2).into(),
+        },
+        ShEntry::Stdin => None,
+    };
     let (script, stdin) = match script {
         Some(text) => (text, call.stdin),
         None => (String::from_utf8_lossy(&call.stdin).into_owned(), Bytes::new()),
@@ -817,4 +843,67 @@ pub(super) async fn sh_simple(
         st.stderr.extend(format!("sh: {message}\n").into_bytes());
     }
     (ShFlow::Next, o)
+}
+
+/// The outline of a script for a container's main process: parsed as above, words expanded
+/// with `vars` (the container's environment) and a status of 0; the parser's error otherwise.
+pub(crate) fn outline(script: &str, vars: &[(String, String)], windows: bool) -> Result<Outline, String> {
+    let list = lex_sh(script).and_then(parse_sh)?;
+    Ok(outline_list(&list, vars, windows))
+}
+
+fn outline_list(list: &[ShPipeline], vars: &[(String, String)], windows: bool) -> Outline {
+    list.iter()
+        .map(|pipeline| (pipeline.chain, outline_pipeline(pipeline, vars, windows)))
+        .collect()
+}
+
+fn outline_pipeline(pipeline: &ShPipeline, vars: &[(String, String)], windows: bool) -> Statement {
+    let mut commands = Vec::new();
+    for cmd in &pipeline.cmds {
+        let simple = match (cmd, pipeline.cmds.len(), pipeline.negate) {
+            (ShCmd::Simple(simple), _, _) => simple,
+            (ShCmd::Group { body, subshell, .. }, 1, false) => {
+                return Statement::Group {
+                    body: outline_list(body, vars, windows),
+                    subshell: *subshell,
+                };
+            }
+            (ShCmd::If { arms, otherwise, .. }, 1, false) => {
+                return Statement::If {
+                    arms: arms
+                        .iter()
+                        .map(|(cond, body)| (outline_list(cond, vars, windows), outline_list(body, vars, windows)))
+                        .collect(),
+                    otherwise: otherwise.as_ref().map(|body| outline_list(body, vars, windows)),
+                };
+            }
+            _ => return Statement::Compound,
+        };
+        let mut words: Vec<String> = simple.words.iter().filter_map(|w| expand(w, vars, 0)).collect();
+        let assignments = words.iter().take_while(|w| is_assignment(w)).count();
+        if assignments == words.len() && assignments > 0 && pipeline.cmds.len() == 1 {
+            return Statement::Assign;
+        }
+        words.drain(..assignments);
+        let mut stdout = Stdout::Inherit;
+        for (fd, redir) in &simple.redirs {
+            if let (1, ShRedir::Out { target, append }) = (fd, redir) {
+                let target = expand(target, vars, 0).unwrap_or_default();
+                if !matches!(target.as_str(), "/dev/stdout" | "/dev/stderr") {
+                    stdout = Stdout::to(&target, *append, windows);
+                }
+            }
+        }
+        commands.push(Command {
+            words,
+            complete: true,
+            raw: String::new(),
+            stdout,
+        });
+    }
+    Statement::Pipeline {
+        commands,
+        negate: pipeline.negate,
+    }
 }

@@ -1,8 +1,18 @@
 //! Small helpers of the command families: ids, base64, environment building and references,
 //! secret and configMap data, exec outputs, Windows users and image kinds.
 
-#[allow(unused_imports)]
-use super::*;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::config::profile::NodeProfile;
+use crate::node::runtime::{ExecOutput, ExitStatus};
+use crate::store::{Store, resources};
+use crate::vocab::json;
+use crate::vocab::pod::find_container;
+use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // JSON and small helpers

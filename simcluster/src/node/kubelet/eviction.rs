@@ -154,7 +154,7 @@ mod tests {
         let (_, mut p) = default_node("win2022-1", Ipv4Addr::new(127, 1, 1, 13));
         p.kubelet = (1, 30);
         assert!(!p.evicts_on_memory_pressure());
-        p.os = crate::config::topology::Os::Linux;
+        p.os = crate::config::platform::Os::Linux;
         assert!(p.evicts_on_memory_pressure());
     }
 

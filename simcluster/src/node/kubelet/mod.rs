@@ -15,13 +15,14 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use self::eviction::{ContainerUse, PodUse};
-use self::outcome::{ContainerOutcome, ContainerPlan, PodFate, Process};
+use self::outcome::{ContainerOutcome, ContainerPlan, PodFate};
 use crate::config::profile::{NodeProfile, Step};
 use crate::control::events::{self, Kind, Source};
 use crate::control::scheduler::PodNeeds;
 use crate::node::exec::volumes::{self, VolumeStore, WriteTarget, Writer};
 use crate::node::images::Catalogue;
 use crate::node::logs::LogBook;
+use crate::node::runtime::Process;
 use crate::store::api_error::ApiError;
 use crate::store::resources;
 use crate::store::{EventType, Obj, Part, Store, timestamp};

@@ -1,7 +1,7 @@
 //! agnhost connect (TCP and UDP) as the e2e images run it, with its Go-style errors.
 
-#[allow(unused_imports)]
-use super::*;
+use super::{AGNHOST_CONNECT_USAGE, Addr, Dest, Failure, Net, Proto, go_duration, out, split_host_port};
+use crate::node::runtime::ExecOutput;
 
 /// `agnhost connect HOST:PORT [--timeout=D] [--protocol=tcp|udp]`: silent on success; otherwise
 /// one line on stderr prefixed TIMEOUT, REFUSED, DNS, OTHER or UNKNOWN, and exit 1.

@@ -1,8 +1,12 @@
 //! The PowerShell network cmdlets: Resolve-DnsName, Test-NetConnection, Invoke-RestMethod and
 //! .NET UDP clients in scripts.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+
+use super::{Dest, Failure, Lookup, Net, Proto, Wire, flag_value, out, parse_url, positionals, reason, ttl};
+use crate::node::exec::context::CommandContext;
+use crate::node::exec::ps_entry::ps_error;
+use crate::node::runtime::ExecOutput;
 
 pub(super) fn statement(cmdlet: &str, args: &[String]) -> String {
     std::iter::once(cmdlet)

@@ -1,7 +1,10 @@
 //! Name lookups: nslookup (busybox and Windows) and dig.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+
+use super::{Lookup, Net, out, positionals, ttl};
+use crate::node::runtime::ExecOutput;
+use crate::vocab::hash::fnv1a;
 
 /// `nslookup NAME [SERVER]`: the server, then the answer; NXDOMAIN and timeouts exit 1.
 pub(super) fn nslookup(net: &Net, args: &[String]) -> ExecOutput {

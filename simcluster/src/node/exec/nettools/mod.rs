@@ -15,13 +15,6 @@
 //! has no `Date` header, `nc` without `-z` only exchanges UDP datagrams, `agnhost connect
 //! --protocol=sctp` is not simulated, and IPv6 literals are unreachable.
 
-use std::fmt::Write as _;
-use std::net::{Ipv4Addr, Ipv6Addr};
-
-use crate::node::exec::{CommandContext, ps_error};
-use crate::node::runtime::{ExecOutput, ExitStatus};
-use crate::vocab::hash::fnv1a;
-
 pub use crate::network::fabric::{Failure, Proto};
 pub use crate::network::wire::{HttpReply, Lookup, Offline, Wire};
 mod agnhost;
@@ -30,19 +23,19 @@ mod lookup;
 mod nc;
 mod ping;
 mod transfer;
-#[allow(unused_imports)]
-use self::agnhost::*;
 pub use self::cmdlets::dotnet_udp;
-#[allow(unused_imports)]
-use self::cmdlets::*;
-#[allow(unused_imports)]
-use self::lookup::*;
-#[allow(unused_imports)]
-use self::nc::*;
-#[allow(unused_imports)]
-use self::ping::*;
-#[allow(unused_imports)]
-use self::transfer::*;
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use self::agnhost::agnhost;
+use self::cmdlets::{invoke_rest_method, resolve_dns_name, test_net_connection};
+use self::lookup::{dig, nslookup};
+use self::nc::nc;
+use self::ping::ping;
+use self::transfer::{curl, wget};
+use crate::node::exec::context::CommandContext;
+use crate::node::runtime::{ExecOutput, ExitStatus};
+use crate::vocab::hash::fnv1a;
 
 // ---------------------------------------------------------------------------------------------
 // Entry

@@ -1,7 +1,7 @@
 //! busybox nc: -z port checks and UDP datagrams.
 
-#[allow(unused_imports)]
-use super::*;
+use super::{Dest, Failure, Net, Proto, out};
+use crate::node::runtime::ExecOutput;
 
 /// busybox `nc [-v[v]] [-z] [-u] [-w SEC] HOST PORT`: with `-v`, `HOST (IP:PORT) open` on stderr;
 /// failures exit 1 (a refusal is printed only with `-vv`); `-u` without `-z` sends stdin as one

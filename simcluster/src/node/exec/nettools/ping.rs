@@ -1,7 +1,10 @@
 //! ping (busybox and Windows ping.exe).
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+
+use super::{Dest, Failure, Net, flag_value, out, positionals};
+use crate::node::runtime::ExecOutput;
+use crate::vocab::hash::fnv1a;
 
 /// A stable round-trip time in microseconds for one echo (40–99 µs).
 pub(super) fn rtt_us(ip: &str, seq: u32) -> u32 {

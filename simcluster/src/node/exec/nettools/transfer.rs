@@ -1,7 +1,9 @@
 //! HTTP transfers: curl (its options, -w write-out and exit codes) and busybox wget.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt::Write as _;
+
+use super::{Addr, Dest, Failure, Net, out, parse_url, reason, short_flags};
+use crate::node::runtime::ExecOutput;
 
 /// curl's short options that take a value.
 pub(super) const CURL_SHORT_VALUED: &str = "owmXHduAexTbcKErYyzCDFUQt";

@@ -1,8 +1,23 @@
 //! The cmdlet table: the file system, text, objects, processes, output, the network cmdlets
 //! and the host's networking cmdlets ([`super::hostcmdlets`]).
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::eval::{Errors, Flow, Ps, binary, format_objects, glob, regex};
+use super::hostcmdlets::{
+    get_hns_network, get_hns_policy_list, get_net_adapter, get_net_tcp_connection, measure_object,
+};
+use super::syntax::{Element, Expr, Op, What};
+use super::system::{default_acl, processes, wql_matches};
+use super::{Fut, Kind, Obj, V, collect, obj, s};
+use crate::node::exec::Call;
+use crate::node::exec::agnhost::network;
+use crate::node::exec::disk::DiskEntry;
+use crate::node::exec::ps_entry::ps_error;
+use crate::node::exec::session::Session;
+use crate::node::exec::support::{code_of, env_get};
 
 // ---------------------------------------------------------------------------------------------
 // Cmdlets

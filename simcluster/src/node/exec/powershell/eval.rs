@@ -1,7 +1,21 @@
 //! PowerShell evaluation: statements, pipelines, operators, member access and output formatting.
 
-#[allow(unused_imports)]
-use super::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::cmdlets::{CMDLETS, Given, Invocation, texts};
+use super::syntax::{Arg, Block, Element, Expr, Op, Parser, Part, Pipeline, Stmt, What};
+use super::{Fut, Kind, Obj, V, collect, obj, s};
+use crate::node::exec::Call;
+use crate::node::exec::agnhost::ps_dotnet_udp;
+use crate::node::exec::disk::DiskEntry;
+use crate::node::exec::ps_entry::{ps_not_recognized, ps_section};
+use crate::node::exec::session::Session;
+use crate::node::exec::support::{code_of, env_get, out};
+use crate::node::runtime::ExecOutput;
 
 // ---------------------------------------------------------------------------------------------
 // Evaluation
@@ -44,7 +58,12 @@ pub(super) struct Ps {
 }
 
 /// Runs a PowerShell script in the session.
-pub(crate) async fn run(s: Arc<Session>, script: String, env: Vec<(String, String)>, core: bool) -> ExecOutput {
+pub(in crate::node::exec) async fn run(
+    s: Arc<Session>,
+    script: String,
+    env: Vec<(String, String)>,
+    core: bool,
+) -> ExecOutput {
     if let Some(o) = ps_dotnet_udp(&s, &script) {
         return o;
     }

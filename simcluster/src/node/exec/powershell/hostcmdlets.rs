@@ -9,8 +9,11 @@
 //! the overlay's VXLAN parameters as `VNI` and `VxlanPort`. `Get-NetAdapter` and
 //! `Get-NetTCPConnection` print tables; `Measure-Object` prints its GenericMeasureInfo list.
 
-#[allow(unused_imports)]
-use super::*;
+use super::cmdlets::{Invocation, texts};
+use super::eval::{Errors, glob};
+use super::{Kind, V, obj, s};
+use crate::node::exec::ps_entry::{ps_error, ps_not_recognized};
+use crate::node::exec::session::Session;
 use crate::node::host;
 
 fn int(n: impl Into<i64>) -> V {

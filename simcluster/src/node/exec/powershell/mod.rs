@@ -29,34 +29,20 @@
 //! documentation asks operators to restrict the kubelet's directory (SEC-SECRET-AT-REST);
 //! `manage-bde` is absent (the BitLocker feature is not installed on the simulated nodes).
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+mod cmdlets;
+mod eval;
+mod hostcmdlets;
+mod outline;
+mod syntax;
+mod system;
+pub(in crate::node::exec) use self::eval::run;
+pub(crate) use self::outline::outline;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
-use super::{
-    Call, DiskEntry, ExecOutput, Session, code_of, env_get, network, out, ps_dotnet_udp, ps_error, ps_not_recognized,
-    ps_section,
-};
-mod cmdlets;
-mod eval;
-mod hostcmdlets;
-mod syntax;
-mod system;
-#[allow(unused_imports)]
-use self::cmdlets::*;
-pub(crate) use self::eval::run;
-#[allow(unused_imports)]
-use self::eval::*;
-#[allow(unused_imports)]
-use self::hostcmdlets::*;
-#[allow(unused_imports)]
-use self::syntax::*;
-#[allow(unused_imports)]
-use self::system::*;
+use self::syntax::Block;
 
 type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -1,7 +1,8 @@
 //! PowerShell syntax: the tokenizer and the parser of statements, pipelines and expressions.
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::Arc;
+
+use super::{V, s};
 
 // ---------------------------------------------------------------------------------------------
 // Syntax
@@ -45,6 +46,8 @@ pub(super) struct Element {
     pub(super) drop_errors: bool,
     pub(super) drop_output: bool,
     pub(super) merge_errors: bool,
+    /// `> file`, `>> file`: the file standard output goes to (and whether it appends).
+    pub(super) to_file: Option<(String, bool)>,
     /// The element's source text (for error records).
     pub(super) text: String,
 }
@@ -405,6 +408,7 @@ impl Parser {
             drop_errors: false,
             drop_output: false,
             merge_errors: false,
+            to_file: None,
             text: String::new(),
         };
         loop {
@@ -452,7 +456,8 @@ impl Parser {
             _ => return Ok(false),
         };
         self.i += skip;
-        if self.peek() == Some('>') {
+        let append = self.peek() == Some('>');
+        if append {
             self.i += 1;
         }
         if self.peek() == Some('&') {
@@ -467,14 +472,19 @@ impl Parser {
         while self.peek().is_some_and(|c| !arg_end(c)) {
             self.i += 1;
         }
-        let _target = self.text(start);
+        let target = self.text(start);
         match stream {
             Some('2') => e.drop_errors = true,
             Some('*') => {
                 e.drop_errors = true;
                 e.drop_output = true;
             }
-            _ => e.drop_output = true,
+            _ => {
+                e.drop_output = true;
+                if !target.eq_ignore_ascii_case("$null") {
+                    e.to_file = Some((target.trim_matches(['"', '\'']).to_string(), append));
+                }
+            }
         }
         Ok(true)
     }

@@ -1,8 +1,9 @@
 //! Windows system objects the cmdlets return: the ACL `Get-Acl` shows, the processes
 //! `Get-CimInstance Win32_Process` lists (with a WQL `-Filter`).
 
-#[allow(unused_imports)]
-use super::*;
+use super::eval::glob;
+use super::{Kind, V, obj, s};
+use crate::node::exec::session::Session;
 
 /// The default ACL of what is created under `C:\` (inherited by the kubelet's directory).
 pub(super) fn default_acl(path: &str) -> V {

@@ -30,30 +30,32 @@
 //! - [`ContainerOutcome::StartFails`] messages carry the literal [`CONTAINER_ID_PLACEHOLDER`]
 //!   (`<containerId>`) where the runtime prints the container id: the caller knows the id of
 //!   each attempt and substitutes it. Sandbox messages use [`container_id`] of the pod uid.
-//! - The process model interprets `sh -c`, `cmd /c` and `powershell -Command` scripts built from
-//!   `echo`/`Write-Host`, `exit`, `sleep`/`Start-Sleep`/`ping -n`, `true`/`false` and a set of
-//!   local file utilities. Loops, servers and anything it cannot interpret (including network
+//! - The process model runs `sh -c`, `cmd /c` and `powershell -Command` scripts as the exec'd
+//!   shells of [`crate::node::exec`] parse them (`;`, `&&`, `||`, pipes, redirections, sh
+//!   `if`/groups, cmd groups), built from `echo`/`Write-Host`, `exit`,
+//!   `sleep`/`Start-Sleep`/`ping -n`, `true`/`false` and a set of local file utilities.
+//!   Loops, servers and anything it cannot interpret (including network
 //!   clients such as `curl`, whose result depends on the network) keep running. Windows
 //!   `timeout /t N` fails at once without console input, as it does in a container. What a
 //!   statement's redirection sends to a file is recorded in [`ContainerPlan::writes`] (the
 //!   kubelet puts it where the container's mounts say); a redirection into a `readOnly` mount
 //!   fails the statement with the shell's error (STO-READONLY-VOLUME).
 
+mod process;
+
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use self::process::{ProcCtx, process_of};
 use crate::config::faults::Fault;
+use crate::config::platform::{Os, WINDOWS_SUBNET_ENV};
 use crate::config::profile::{NodeProfile, RuntimeKind};
-use crate::config::topology::{ImagePlatform, Os, WINDOWS_SUBNET_ENV};
-use crate::node::exec::echo;
+use crate::config::topology::ImagePlatform;
 use crate::node::images::{Catalogue, ImageInfo, Reference};
+use crate::node::runtime::Process;
 use crate::vocab::json;
 use crate::vocab::quantity::Quantity;
-mod process;
-#[allow(unused_imports)]
-use self::process::*;
 
 /// The RuntimeClass handler of Hyper-V isolated Windows containers (containerd ≥ 1.7).
 pub const HYPERV_HANDLER: &str = "runhcs-wcow-hypervisor";
@@ -203,23 +205,6 @@ pub enum ContainerOutcome {
 }
 
 impl ContainerOutcome {}
-
-/// What a started container's main process does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Process {
-    /// Keeps running until stopped.
-    LongRunning { log: Vec<String> },
-    /// Exits after `after_ms` (simulated, unscaled) with this code and log lines.
-    Exits { code: i32, after_ms: u64, log: Vec<String> },
-    /// Linux: the kernel OOM-kills it (reason OOMKilled, exit 137).
-    OomKilled { after_ms: u64 },
-    /// Windows: no OOM killer (MEM-NO-OOM-KILL): the allocation fails inside the process, which
-    /// exits with an error (reason Error, code 1) and logs the failure.
-    AllocationFails { after_ms: u64, log: Vec<String> },
-    /// Keeps running, holding `bytes` of memory it allocated (a memory tool within its limit):
-    /// what the node's memory signal counts (MEM-EVICTION).
-    Holding { bytes: u128, log: Vec<String> },
-}
 
 /// A reproducible 64-hex-digit container id for runtime messages.
 pub fn container_id(pod_uid: &str, container: &str) -> String {

@@ -1,9 +1,18 @@
-//! The process model: what a container's main process does with its command line — the shells
-//! (sh, cmd, PowerShell) as far as a main process needs them, sleeps, exits, memory tools,
-//! agnhost and web servers — as log lines, an exit after some time, or running on.
+//! The process model: what a container's main process does with its command line over time —
+//! log lines, an exit after some time, or running on: sleeps, exits, memory tools, agnhost and
+//! web servers. Shell text (`sh -c`, `cmd /c`, `powershell -Command`) is parsed by the exec'd
+//! shells of [`crate::node::exec`] (their outlines, [`crate::node::exec::outline`]); this module
+//! runs the outlined statements over simulated time.
 
-#[allow(unused_imports)]
-use super::*;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::{FileWrite, ImageInfo, WINDOWS_ROOT_USER};
+use crate::config::platform::Os;
+use crate::node::exec::outline::{Command, Outline, Statement, Stdout, skipped};
+use crate::node::exec::{cmd, echo, powershell, ps_entry, sh};
+use crate::node::runtime::Process;
+use crate::vocab::quantity::Quantity;
 
 // ---------------------------------------------------------------------------------------------
 // The process model.
@@ -77,6 +86,20 @@ impl ProcCtx {
             data: data.into_bytes(),
             append,
         });
+    }
+
+    /// The environment a shell expands variables from: the container's, with the variables
+    /// the OS sets (`HOSTNAME`; Windows `COMPUTERNAME`, `USERNAME`; Linux `HOME`).
+    pub(super) fn vars(&self) -> Vec<(String, String)> {
+        let mut vars: Vec<(String, String)> = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for name in ["HOSTNAME", "COMPUTERNAME", "USERNAME", "HOME"] {
+            if !self.env.contains_key(name)
+                && let Some(value) = self.var(name)
+            {
+                vars.push((name.to_string(), value));
+            }
+        }
+        vars
     }
 
     pub(super) fn var(&self, name: &str) -> Option<String> {
@@ -237,203 +260,64 @@ pub(super) fn run_argv(ctx: &ProcCtx, argv: &[String], depth: usize) -> Eval {
         }
     };
     match program(first).as_str() {
-        "sh" | "bash" | "ash" | "dash" | "zsh" | "ksh" => {
-            let mut i = 0;
-            while let Some(a) = rest.get(i) {
-                if a == "--" || !a.starts_with('-') {
-                    break;
-                }
-                if a.len() > 1
-                    && a.get(1..)
-                        .is_some_and(|f| f.chars().all(|c| c.is_ascii_alphabetic()) && f.contains('c'))
-                {
-                    return match rest.get(i + 1) {
-                        Some(script) => run_script(ctx, Shell::Sh, script, depth + 1),
-                        None => Eval::Ran {
-                            code: 2,
-                            ms: 0,
-                            log: vec![format!("{}: -c requires an argument", program(first))],
-                            exit: true,
-                        },
-                    };
-                }
-                i += 1;
-            }
-            if rest.get(i).is_some() {
-                // A script file we cannot read.
-                Eval::Unknown
-            } else {
-                interactive()
-            }
-        }
+        "sh" | "bash" | "ash" | "dash" | "zsh" | "ksh" => match sh::sh_entry(rest) {
+            sh::ShEntry::Script(script) => run_script(ctx, Shell::Sh, script, depth + 1),
+            sh::ShEntry::MissingScript => Eval::Ran {
+                code: 2,
+                ms: 0,
+                log: vec![format!("{}: -c requires an argument", program(first))],
+                exit: true,
+            },
+            // A script file we cannot read.
+            sh::ShEntry::File(_) => Eval::Unknown,
+            sh::ShEntry::Stdin => interactive(),
+        },
         "busybox" if !rest.is_empty() => run_argv(ctx, rest, depth + 1),
-        "cmd" => {
-            let switch = rest.iter().position(|a| {
-                let l = a.to_ascii_lowercase();
-                l.starts_with('/') && (l.ends_with("/c") || l.ends_with("/k"))
-            });
-            match switch {
-                Some(i) => {
-                    let line = rest.get(i + 1..).unwrap_or_default().join(" ");
-                    let line = line.trim();
-                    // `/s` (and the common case without it) strip one pair of outer quotes.
-                    let line = line
-                        .strip_prefix('"')
-                        .and_then(|l| l.strip_suffix('"'))
-                        .filter(|l| !l.contains('"'))
-                        .unwrap_or(line);
-                    run_script(ctx, Shell::Cmd, line, depth + 1)
-                }
-                None => interactive(),
-            }
-        }
-        "powershell" | "pwsh" => {
-            let mut i = 0;
-            while let Some(a) = rest.get(i) {
-                let l = a.to_ascii_lowercase();
-                match l.as_str() {
-                    "-command" | "-c" | "/command" | "/c" => {
-                        let script = rest.get(i + 1..).unwrap_or_default().join(" ");
-                        return run_script(ctx, Shell::Ps, &script, depth + 1);
-                    }
-                    "-file" | "-f" | "-encodedcommand" | "-ec" | "-e" => return Eval::Unknown,
-                    "-executionpolicy" | "-ep" | "-ex" | "-windowstyle" | "-outputformat" | "-inputformat"
-                    | "-workingdirectory" | "-configurationname" | "-settingsfile" | "-version" => i += 2,
-                    _ if l.starts_with('-') => i += 1,
-                    _ => {
-                        let script = rest.get(i..).unwrap_or_default().join(" ");
-                        return run_script(ctx, Shell::Ps, &script, depth + 1);
-                    }
-                }
-            }
-            interactive()
-        }
+        "cmd" => match cmd::cmd_entry(rest) {
+            Some(line) => run_script(ctx, Shell::Cmd, &line, depth + 1),
+            None => interactive(),
+        },
+        "powershell" | "pwsh" => match ps_entry::ps_args(rest) {
+            ps_entry::PsEntry::Script(script) if script == "-" => interactive(),
+            ps_entry::PsEntry::Script(script) => run_script(ctx, Shell::Ps, &script, depth + 1),
+            // A script file we cannot read.
+            ps_entry::PsEntry::File(_) => Eval::Unknown,
+            ps_entry::PsEntry::Interactive => interactive(),
+        },
         _ => run_tokens(ctx, Shell::Sh, argv, &argv.join(" "), false, depth),
     }
 }
 
-/// How a statement joins the previous one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Join {
-    Seq,
-    And,
-    Or,
-}
-
-/// Splits a script into statements at unquoted separators (`;`, newlines, `&&`, `||`, `&`),
-/// keeping bracketed groups whole.
-pub(super) fn statements(shell: Shell, script: &str) -> Vec<(Join, String)> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut join = Join::Seq;
-    let mut quote: Option<char> = None;
-    let mut depth = 0i32;
-    let mut chars = script.chars().peekable();
-    let escape = match shell {
-        Shell::Sh => '\\',
-        Shell::Cmd => '^',
-        Shell::Ps => '`',
-    };
-    while let Some(ch) = chars.next() {
-        if let Some(q) = quote {
-            cur.push(ch);
-            if ch == q {
-                quote = None;
-            } else if ch == escape
-                && q == '"'
-                && shell != Shell::Cmd
-                && let Some(n) = chars.next()
-            {
-                cur.push(n);
-            }
-            continue;
-        }
-        match ch {
-            c if c == escape => {
-                cur.push(c);
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            '"' => {
-                quote = Some('"');
-                cur.push(ch);
-            }
-            '\'' if shell != Shell::Cmd => {
-                quote = Some('\'');
-                cur.push(ch);
-            }
-            '(' | '{' => {
-                depth = depth.saturating_add(1);
-                cur.push(ch);
-            }
-            ')' | '}' => {
-                depth = depth.saturating_sub(1);
-                cur.push(ch);
-            }
-            _ if depth > 0 => cur.push(ch),
-            ';' if shell != Shell::Cmd => {
-                out.push((join, std::mem::take(&mut cur)));
-                join = Join::Seq;
-            }
-            '\n' | '\r' => {
-                out.push((join, std::mem::take(&mut cur)));
-                join = Join::Seq;
-            }
-            '&' if chars.peek() == Some(&'&') => {
-                chars.next();
-                out.push((join, std::mem::take(&mut cur)));
-                join = Join::And;
-            }
-            '|' if chars.peek() == Some(&'|') => {
-                chars.next();
-                out.push((join, std::mem::take(&mut cur)));
-                join = Join::Or;
-            }
-            '&' if shell != Shell::Ps && !cur.ends_with('>') && chars.peek() != Some(&'>') => {
-                out.push((join, std::mem::take(&mut cur)));
-                join = Join::Seq;
-            }
-            _ => cur.push(ch),
-        }
-    }
-    out.push((join, cur));
-    out.into_iter().filter(|(_, s)| !s.trim().is_empty()).collect()
-}
-
+/// Runs a script through the parser of its shell ([`crate::node::exec`]'s sh, cmd and
+/// PowerShell): each statement in turn, as the shell joins them, over simulated time. A script
+/// the shell cannot parse is modelled as running.
 pub(super) fn run_script(ctx: &ProcCtx, shell: Shell, script: &str, depth: usize) -> Eval {
     if depth > MAX_DEPTH {
         return Eval::Unknown;
     }
+    let vars = ctx.vars();
+    let parsed = match shell {
+        Shell::Sh => sh::outline(script, &vars, ctx.windows()),
+        Shell::Cmd => Ok(cmd::outline(script, &vars)),
+        Shell::Ps => powershell::outline(script, &vars),
+    };
+    match parsed {
+        Ok(statements) => run_outline(ctx, shell, &statements, depth),
+        Err(_) => Eval::Unknown,
+    }
+}
+
+/// Runs parsed statements in turn, as the shell joins them: a statement's time adds up, an
+/// `exit` ends them, and one that runs on (or cannot be followed) runs on with the log so far.
+pub(super) fn run_outline(ctx: &ProcCtx, shell: Shell, statements: &Outline, depth: usize) -> Eval {
     let mut log = Vec::new();
     let mut ms: u64 = 0;
     let mut last = 0;
-    for (join, stmt) in statements(shell, script) {
-        match join {
-            Join::And if last != 0 => continue,
-            Join::Or if last == 0 => continue,
-            _ => {}
+    for (chain, statement) in statements {
+        if skipped(*chain, last) {
+            continue;
         }
-        // cmd keeps the blanks before `&` (`echo a & echo b` prints "a ").
-        let stmt = if shell == Shell::Cmd {
-            stmt.trim_start()
-        } else {
-            stmt.trim()
-        };
-        let keyword = stmt
-            .split(|c: char| c.is_whitespace() || c == '(' || c == '{')
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        let result = match keyword.as_str() {
-            "while" | "until" | "do" | "goto" => Eval::Forever { log: Vec::new() },
-            "for" if stmt.replace(' ', "").starts_with("for(;;)") => Eval::Forever { log: Vec::new() },
-            "for" | "foreach" | "if" | "case" | "function" | "select" | "trap" => Eval::Unknown,
-            _ if stmt.starts_with(':') && shell == Shell::Cmd => ran(last, 0, Vec::new()),
-            _ if stmt.starts_with('(') || stmt.starts_with('{') => Eval::Unknown,
-            _ => run_statement(ctx, shell, stmt, last, depth),
-        };
-        match result {
+        match run_statement(ctx, shell, statement, last, depth) {
             Eval::Ran {
                 code,
                 ms: m,
@@ -463,6 +347,63 @@ pub(super) fn run_script(ctx: &ProcCtx, shell: Shell, script: &str, depth: usize
     ran(last, ms, log)
 }
 
+/// `eval` after `ms` of earlier work that logged `log`.
+fn following(eval: Eval, ms: u64, mut log: Vec<String>) -> Eval {
+    match eval {
+        Eval::Ran {
+            code,
+            ms: m,
+            log: l,
+            exit,
+        } => {
+            log.extend(l);
+            Eval::Ran {
+                code,
+                ms: ms.saturating_add(m),
+                log,
+                exit,
+            }
+        }
+        Eval::Forever { log: l } => {
+            log.extend(l);
+            Eval::Forever { log }
+        }
+        Eval::Unknown => Eval::Forever { log },
+        Eval::Memory(p) => Eval::Memory(after(p, ms, log)),
+    }
+}
+
+/// sh's `if`: the first arm whose condition succeeds runs, else the `else` part (status 0
+/// without one).
+fn run_if(ctx: &ProcCtx, shell: Shell, arms: &[(Outline, Outline)], otherwise: Option<&Outline>, depth: usize) -> Eval {
+    let mut ms: u64 = 0;
+    let mut log = Vec::new();
+    for (cond, body) in arms {
+        match run_outline(ctx, shell, cond, depth + 1) {
+            Eval::Ran {
+                code,
+                ms: m,
+                log: l,
+                exit,
+            } => {
+                ms = ms.saturating_add(m);
+                log.extend(l);
+                if exit {
+                    return Eval::Ran { code, ms, log, exit };
+                }
+                if code == 0 {
+                    return following(run_outline(ctx, shell, body, depth + 1), ms, log);
+                }
+            }
+            other => return following(other, ms, log),
+        }
+    }
+    match otherwise {
+        Some(body) => following(run_outline(ctx, shell, body, depth + 1), ms, log),
+        None => ran(0, ms, log),
+    }
+}
+
 /// A memory outcome that happens after `ms` of earlier work and its log.
 pub(super) fn after(p: Process, ms: u64, mut log: Vec<String>) -> Process {
     match p {
@@ -484,52 +425,75 @@ pub(super) fn after(p: Process, ms: u64, mut log: Vec<String>) -> Process {
     }
 }
 
-/// Splits a statement at unquoted single `|`.
-pub(super) fn pipeline(shell: Shell, stmt: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
-    let mut quote: Option<char> = None;
-    for ch in stmt.chars() {
-        match (quote, ch) {
-            (Some(q), c) if c == q => quote = None,
-            (None, '"') => quote = Some('"'),
-            (None, '\'') if shell != Shell::Cmd => quote = Some('\''),
-            (None, '|') => {
-                parts.push(String::new());
-                continue;
+/// Runs one statement: a pipeline runs each of its commands; only the last one's status is
+/// known, and what the commands print feeds the next one (none of it reaches the log).
+pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, statement: &Statement, last: i32, depth: usize) -> Eval {
+    let (commands, negate) = match statement {
+        Statement::Assign => return ran(0, 0, Vec::new()),
+        Statement::Compound => return Eval::Unknown,
+        Statement::Group { .. } | Statement::If { .. } if depth >= MAX_DEPTH => return Eval::Unknown,
+        Statement::Group { body, subshell } => {
+            return match run_outline(ctx, shell, body, depth + 1) {
+                // `exit` in a subshell ends only the subshell.
+                Eval::Ran { code, ms, log, exit } => Eval::Ran {
+                    code,
+                    ms,
+                    log,
+                    exit: exit && !subshell,
+                },
+                other => other,
+            };
+        }
+        Statement::If { arms, otherwise } => return run_if(ctx, shell, arms, otherwise.as_ref(), depth),
+        Statement::Pipeline { commands, negate } => (commands, *negate),
+    };
+    let eval = match commands.as_slice() {
+        [one] => run_command(ctx, shell, one, last, depth),
+        stages => {
+            let mut ms: u64 = 0;
+            let mut code = 0;
+            for stage in stages {
+                match run_command(ctx, shell, stage, last, depth + 1) {
+                    Eval::Ran { code: c, ms: m, .. } => {
+                        ms = ms.saturating_add(m);
+                        code = c;
+                    }
+                    other => return other,
+                }
             }
-            _ => {}
+            ran(code, ms, Vec::new())
         }
-        if let Some(last) = parts.last_mut() {
-            last.push(ch);
-        }
+    };
+    match eval {
+        Eval::Ran { code, ms, log, exit } if negate => Eval::Ran {
+            code: i32::from(code == 0),
+            ms,
+            log,
+            exit,
+        },
+        other => other,
     }
-    parts
 }
 
-pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, stmt: &str, last: i32, depth: usize) -> Eval {
-    let parts = pipeline(shell, stmt);
-    if parts.len() > 1 {
-        // Each stage's output feeds the next: only the exit status of the last one is known.
-        let mut ms: u64 = 0;
-        let mut code = 0;
-        for part in &parts {
-            match run_statement(ctx, shell, part.trim(), last, depth + 1) {
-                Eval::Ran { code: c, ms: m, .. } => {
-                    ms = ms.saturating_add(m);
-                    code = c;
-                }
-                other => return other,
-            }
-        }
-        return ran(code, ms, Vec::new());
+/// Runs one command of a pipeline with its output redirection.
+pub(super) fn run_command(ctx: &ProcCtx, shell: Shell, command: &Command, last: i32, depth: usize) -> Eval {
+    let keyword = command
+        .words
+        .first()
+        .map(|w| w.to_ascii_lowercase())
+        .unwrap_or_default();
+    match keyword.as_str() {
+        // Loops the process model does not follow: they run on.
+        "while" | "until" | "do" | "goto" => return Eval::Forever { log: Vec::new() },
+        "for" | "foreach" | "if" | "case" | "function" | "select" | "trap" => return Eval::Unknown,
+        // A cmd label keeps the status.
+        _ if shell == Shell::Cmd && command.raw.trim_start().starts_with(':') => return ran(last, 0, Vec::new()),
+        _ if !command.complete => return Eval::Unknown,
+        _ => {}
     }
-    let (tokens, redirect) = tokenize(ctx, shell, stmt);
-    let raw = match shell {
-        Shell::Cmd => expand_cmd(ctx, stmt),
-        _ => stmt.to_string(),
-    };
-    let file = match &redirect {
-        Some(Redirect::File { target, append }) => Some((target.clone(), *append)),
+    let tokens = &command.words;
+    let file = match &command.stdout {
+        Stdout::File { target, append } => Some((target.clone(), *append)),
         _ => None,
     };
     // The shell opens the file before it runs the command: a read-only mount stops it.
@@ -538,7 +502,8 @@ pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, stmt: &str, last: i32, 
     {
         return ran(1, 0, vec![message]);
     }
-    let eval = run_tokens(ctx, shell, &tokens, &raw, redirect == Some(Redirect::Discard), depth);
+    let discard = command.stdout == Stdout::Discard;
+    let eval = run_tokens(ctx, shell, tokens, &command.raw, discard, depth);
     let eval = match (file, eval) {
         (Some((target, append)), Eval::Ran { code, ms, log, exit }) => {
             ctx.record_write(&target, &log, append);
@@ -564,196 +529,6 @@ pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, stmt: &str, last: i32, 
         }
         other => other,
     }
-}
-
-/// `%VAR%` expansion of cmd (unknown variables stay as written).
-pub(super) fn expand_cmd(ctx: &ProcCtx, s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find('%') {
-        out.push_str(rest.get(..start).unwrap_or_default());
-        let after_pct = rest.get(start + 1..).unwrap_or_default();
-        match after_pct.find('%') {
-            Some(end) => {
-                let name = after_pct.get(..end).unwrap_or_default();
-                match ctx.var(name).filter(|_| !name.is_empty()) {
-                    Some(v) => out.push_str(&v),
-                    None => {
-                        out.push('%');
-                        out.push_str(name);
-                        out.push('%');
-                    }
-                }
-                rest = after_pct.get(end + 1..).unwrap_or_default();
-            }
-            None => {
-                out.push('%');
-                rest = after_pct;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Where a statement's standard output goes instead of the container's log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Redirect {
-    /// `/dev/null`, `NUL`, `$null`.
-    Discard,
-    /// A file (`>`, or `>>` to append).
-    File { target: String, append: bool },
-}
-
-/// Splits a simple command into words (quotes removed, variables expanded) and says where its
-/// standard output is redirected, if it is.
-pub(super) fn tokenize(ctx: &ProcCtx, shell: Shell, stmt: &str) -> (Vec<String>, Option<Redirect>) {
-    let text = match shell {
-        Shell::Cmd => expand_cmd(ctx, stmt),
-        _ => stmt.to_string(),
-    };
-    let mut tokens = Vec::new();
-    let mut cur = String::new();
-    let mut has = false;
-    let mut quote: Option<char> = None;
-    let mut redirected: Option<Redirect> = None;
-    let mut chars = text.chars().peekable();
-    let escape = match shell {
-        Shell::Sh => Some('\\'),
-        Shell::Ps => Some('`'),
-        Shell::Cmd => Some('^'),
-    };
-    while let Some(ch) = chars.next() {
-        match quote {
-            Some(q) if ch == q => {
-                quote = None;
-                continue;
-            }
-            Some('\'') => {
-                cur.push(ch);
-                continue;
-            }
-            _ => {}
-        }
-        if Some(ch) == escape && (quote.is_none() || shell != Shell::Cmd) {
-            if let Some(n) = chars.next() {
-                cur.push(match (shell, n) {
-                    (Shell::Ps, 'n') => '\n',
-                    (Shell::Ps, 't') => '\t',
-                    _ => n,
-                });
-                has = true;
-            }
-            continue;
-        }
-        if ch == '$' && shell != Shell::Cmd && quote != Some('\'') {
-            let mut name = String::new();
-            if shell == Shell::Ps {
-                // `$env:NAME`; other PowerShell variables stay as written.
-                let mut look = chars.clone();
-                let prefix: String = look.by_ref().take(4).collect();
-                if prefix.eq_ignore_ascii_case("env:") {
-                    for _ in 0..4 {
-                        chars.next();
-                    }
-                    read_identifier(&mut chars, &mut name);
-                    cur.push_str(&ctx.var(&name).unwrap_or_default());
-                } else {
-                    cur.push('$');
-                }
-                has = true;
-                continue;
-            }
-            if chars.peek() == Some(&'{') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c == '}' {
-                        break;
-                    }
-                    name.push(c);
-                }
-            } else {
-                read_identifier(&mut chars, &mut name);
-            }
-            if name.is_empty() {
-                cur.push('$');
-            } else {
-                cur.push_str(&ctx.var(&name).unwrap_or_default());
-            }
-            has = true;
-            continue;
-        }
-        if quote.is_none() {
-            match ch {
-                '"' => {
-                    quote = Some('"');
-                    has = true;
-                    continue;
-                }
-                '\'' if shell != Shell::Cmd => {
-                    quote = Some('\'');
-                    has = true;
-                    continue;
-                }
-                c if c.is_whitespace() => {
-                    if has {
-                        tokens.push(std::mem::take(&mut cur));
-                        has = false;
-                    }
-                    continue;
-                }
-                '>' | '<' => {
-                    // A redirection: `[fd]>[>|&]target`.
-                    let fd = if has && cur.chars().all(|c| c.is_ascii_digit() || c == '*' || c == '&') {
-                        has = false;
-                        std::mem::take(&mut cur)
-                    } else {
-                        if has {
-                            tokens.push(std::mem::take(&mut cur));
-                            has = false;
-                        }
-                        String::new()
-                    };
-                    let mut append = false;
-                    while let Some(&c) = chars.peek().filter(|c| matches!(c, '>' | '&')) {
-                        append |= c == '>';
-                        chars.next();
-                    }
-                    while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                        chars.next();
-                    }
-                    let mut target = String::new();
-                    while let Some(&c) = chars.peek() {
-                        if c.is_whitespace() {
-                            break;
-                        }
-                        target.push(c);
-                        chars.next();
-                    }
-                    let target = target.trim_matches('"').to_string();
-                    let lower = target.to_ascii_lowercase();
-                    let stdout = ch == '>' && (fd.is_empty() || fd == "1" || fd == "&" || fd == "*");
-                    if stdout && !matches!(lower.as_str(), "1" | "2" | "/dev/stdout" | "/dev/stderr") {
-                        redirected = Some(
-                            if lower == "$null" || crate::node::exec::volumes::is_null_device(&lower, ctx.windows()) {
-                                Redirect::Discard
-                            } else {
-                                Redirect::File { target, append }
-                            },
-                        );
-                    }
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        cur.push(ch);
-        has = true;
-    }
-    if has {
-        tokens.push(cur);
-    }
-    (tokens, redirected)
 }
 
 /// Seconds in `5`, `1.5`, `5s`, `2m`, `1h`, `1d`.
@@ -1302,17 +1077,5 @@ pub(super) fn start_sleep(args: &[String]) -> Eval {
     match ms {
         Some(ms) => slept(ms),
         None => ran(1, 0, vec!["Start-Sleep : Cannot bind parameter".into()]),
-    }
-}
-
-/// Moves a variable name (letters, digits, `_`) from `chars` into `name`.
-pub(super) fn read_identifier(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, name: &mut String) {
-    while let Some(&c) = chars.peek() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            name.push(c);
-            chars.next();
-        } else {
-            break;
-        }
     }
 }

@@ -1390,7 +1390,7 @@ fn faulty(mut node: NodeProfile, faults: &[Fault]) -> NodeProfile {
 }
 
 fn overlay(mut node: NodeProfile) -> NodeProfile {
-    node.network_mode = crate::config::topology::NetworkMode::Overlay;
+    node.network_mode = crate::config::platform::NetworkMode::Overlay;
     node
 }
 
