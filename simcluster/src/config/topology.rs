@@ -59,7 +59,7 @@ pub const PROFILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The default topology of DESIGN.md: a Linux control plane, a Linux worker, Windows Server
+/// The default topology (docs/design.md): a Linux control plane, a Linux worker, Windows Server
 /// 2019 and 2022 workers, Kubernetes v1.32.
 pub const DEFAULT_TOPOLOGY: &str = include_str!("../../topologies/default.yaml");
 
