@@ -998,4 +998,28 @@ checks:
             assert!(dir.join(name).is_file(), "{name} is not in suites/");
         }
     }
+
+    /// A remedy paragraph several checks give is written once (`suites/remedies.yaml`, named with
+    /// `see:`): no sentence of 60 characters or more stands in the own words of two checks.
+    #[test]
+    fn no_remedy_sentence_is_pasted_into_two_checks() {
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for (file, text) in EMBEDDED {
+            let suite = parse(text, file).expect("suite parses");
+            for check in &suite.checks {
+                for remedy in check.remedy.values() {
+                    let words = remedy.text().split_whitespace().collect::<Vec<_>>().join(" ");
+                    for sentence in words.split(". ").filter(|s| s.len() >= 60) {
+                        let at = format!("{}/{}", suite.name, check.name);
+                        if let Some(first) = seen.insert(sentence.to_string(), at.clone())
+                            && first != at
+                        {
+                            panic!("{first} and {at} both say {sentence:?}: put it in suites/remedies.yaml");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen.len() > 50, "too few remedy sentences read: {}", seen.len());
+    }
 }

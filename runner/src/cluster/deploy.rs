@@ -136,7 +136,7 @@ const STUCK: &[&str] = &[
 /// in ContainerCreating with FailedCreatePodSandBox are the documented symptom of a pause image
 /// of the wrong build (VER-PAUSE-IMAGE), a missing flannel subnet.env (NET-FLANNEL-SUBNET-ENV) or
 /// a missing HNS network (NET-HNS-NETWORK-PRESENT); they do not resolve by waiting.
-const SANDBOX_FAILURES: i32 = 3;
+pub const SANDBOX_FAILURES: i32 = 3;
 
 /// The pod's sandbox failure once the kubelet has retried it [`SANDBOX_FAILURES`] times: its
 /// latest FailedCreatePodSandBox warning, with the count.

@@ -15,15 +15,24 @@ use tokio::task::JoinHandle;
 #[derive(Debug, Default)]
 struct Seen {
     pods: HashMap<String, Pod>,
-    /// Pod name → warning events by event name: (reason, message).
-    warnings: HashMap<String, HashMap<String, (String, String)>>,
+    /// Pod name → warning events by event name.
+    warnings: HashMap<String, HashMap<String, Warning>>,
 }
 
-/// A pod as the watches last saw it, with its warning events (reason, message).
+/// A Warning event about a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub reason: String,
+    pub message: String,
+    /// How often it happened (the event's count: an attempt and its retries).
+    pub count: i32,
+}
+
+/// A pod as the watches last saw it, with its warning events.
 #[derive(Debug, Clone)]
 pub struct PodView {
     pub pod: Option<Pod>,
-    pub warnings: Vec<(String, String)>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Pods and warning events of one namespace; the watches stop when this is dropped.
@@ -85,11 +94,14 @@ impl PodWatch {
                                 && let (Some(pod), Some(name)) =
                                     (e.involved_object.name.clone(), e.metadata.name.clone())
                             {
-                                lock(&seen)
-                                    .warnings
-                                    .entry(pod)
-                                    .or_default()
-                                    .insert(name, (e.reason.unwrap_or_default(), e.message.unwrap_or_default()));
+                                lock(&seen).warnings.entry(pod).or_default().insert(
+                                    name,
+                                    Warning {
+                                        reason: e.reason.unwrap_or_default(),
+                                        message: e.message.unwrap_or_default(),
+                                        count: e.count.unwrap_or(1).max(1),
+                                    },
+                                );
                             }
                         }
                         Ok(_) => {}
@@ -109,7 +121,7 @@ impl PodWatch {
     /// The pod `name` as last seen, with its warnings (in event-name order).
     pub fn view(&self, name: &str) -> PodView {
         let seen = lock(&self.seen);
-        let mut warnings: Vec<(&String, &(String, String))> =
+        let mut warnings: Vec<(&String, &Warning)> =
             seen.warnings.get(name).map(|w| w.iter().collect()).unwrap_or_default();
         warnings.sort_by(|a, b| a.0.cmp(b.0));
         PodView {

@@ -200,19 +200,7 @@ fn runner_modules_follow_the_pipeline() {
             &["run", "triage", "probes", "cluster", "catalogue", "errors"][..],
         ),
     ]);
-    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    let found: BTreeSet<&str> = graph.keys().map(String::as_str).collect();
-    let documented: BTreeSet<&str> = allowed.keys().copied().collect();
-    assert_eq!(found, documented, "top-level modules");
-    for (module, deps) in &graph {
-        let may = allowed[module.as_str()];
-        for dep in deps {
-            assert!(
-                may.contains(&dep.as_str()),
-                "{module} uses {dep}, outside its layers {may:?}"
-            );
-        }
-    }
+    assert_layers("src", &allowed);
 }
 
 /// simcluster's layers, each with what it may use.
@@ -231,16 +219,22 @@ fn simcluster_modules_follow_their_layers() {
             &["api", "node", "network", "control", "store", "config", "vocab"][..],
         ),
     ]);
-    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/src"));
+    assert_layers("../simcluster/src", &allowed);
+}
+
+/// The top-level modules of the crate at `src` are exactly `allowed`'s, and each uses only the
+/// modules listed for it.
+fn assert_layers(src: &str, allowed: &BTreeMap<&str, &[&str]>) {
+    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join(src));
     let found: BTreeSet<&str> = graph.keys().map(String::as_str).collect();
     let documented: BTreeSet<&str> = allowed.keys().copied().collect();
-    assert_eq!(found, documented, "top-level modules");
+    assert_eq!(found, documented, "{src}: top-level modules");
     for (module, deps) in &graph {
         let may = allowed[module.as_str()];
         for dep in deps {
             assert!(
                 may.contains(&dep.as_str()),
-                "{module} uses {dep}, outside its layers {may:?}"
+                "{src}: {module} uses {dep}, outside its layers {may:?}"
             );
         }
     }
