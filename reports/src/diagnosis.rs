@@ -20,7 +20,7 @@ pub struct Cause {
     pub id: String,
     /// One line: what is wrong.
     pub title: String,
-    /// The rule of windows-rules.md the cause breaks, where there is one.
+    /// The rule (an id of `suites/rules.yaml`) the cause breaks, where there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_id: Option<String>,
     /// How well the cause explains what was observed, 0–100: the share of the cells it predicts
@@ -44,7 +44,7 @@ pub struct Cause {
     /// Commands that confirm the cause on the node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirm: Vec<String>,
-    /// Source ids (windows-rules.md §0.2).
+    /// Source ids (`docs/sources.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
 }

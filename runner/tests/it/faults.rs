@@ -173,8 +173,8 @@ const SANDBOX_FAILS: Cells = &[
 ];
 
 const CASES: &[Case] = &[
-    // POD-LIFECYCLE-BASICS; §4 "no kubelet/kube-proxy processes / node NotReady": nothing runs on
-    // the node, so none of its cells can be probed; its facts are still read.
+    // POD-LIFECYCLE-BASICS; troubleshooting item "no kubelet/kube-proxy processes / node NotReady":
+    // nothing runs on the node, so none of its cells can be probed; its facts are still read.
     Case {
         fault: "kubelet-stopped",
         cause: "kubelet-stopped",
@@ -188,8 +188,8 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // NET-MAC-SPOOFING; §4 "Windows pods have no network at all (l2bridge on VMs)": the node's
-    // pods reach only pods on the same node; host traffic works.
+    // NET-MAC-SPOOFING; troubleshooting item "Windows pods have no network at all (l2bridge on
+    // VMs)": the node's pods reach only pods on the same node; host traffic works.
     Case {
         fault: "mac-spoofing-disabled",
         cause: "mac-spoofing-disabled",
@@ -270,8 +270,8 @@ const CASES: &[Case] = &[
         // node is lost, one stuck to its own node's is not.
         varies: &[("client-ip-session-affinity", "windows-17763→windows-17763,tcp")],
     },
-    // NET-OUTBOUND-NAT-EXCEPTIONLIST covering the outside; §4 "pod→external TCP fails, in-cluster
-    // works".
+    // NET-OUTBOUND-NAT-EXCEPTIONLIST covering the outside; troubleshooting item "pod→external TCP
+    // fails, in-cluster works".
     Case {
         fault: "exceptionlist-covers-outside",
         cause: "exceptionlist-covers-outside",
@@ -292,9 +292,9 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // NET-KUBEPROXY-HOSTNAME; §4 "container vNICs / HNS endpoints vanish after a while": the
-    // node's pods lose all connectivity, service flows through them break; the host's own
-    // traffic works.
+    // NET-KUBEPROXY-HOSTNAME; troubleshooting item "container vNICs / HNS endpoints vanish after a
+    // while": the node's pods lose all connectivity, service flows through them break; the host's
+    // own traffic works.
     Case {
         fault: "kube-proxy-no-hostname-override",
         cause: "kube-proxy-no-hostname-override",
@@ -375,8 +375,9 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // VER-PAUSE-IMAGE; §4 "pods stuck ContainerCreating / restart loop": no pod of the node gets
-    // a sandbox, so its flows are not probed and the version checks that create pods fail.
+    // VER-PAUSE-IMAGE; troubleshooting item "pods stuck ContainerCreating / restart loop": no pod
+    // of the node gets a sandbox, so its flows are not probed and the version checks that create
+    // pods fail.
     Case {
         fault: "pause-image-wrong-build",
         cause: "pause-image-wrong-build",
@@ -399,7 +400,7 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // NET-FLANNEL-SUBNET-ENV; §4 "pods missing C:\run\flannel\subnet.env".
+    // NET-FLANNEL-SUBNET-ENV; troubleshooting item "pods missing C:\run\flannel\subnet.env".
     Case {
         fault: "flannel-subnet-env-missing",
         cause: "flannel-subnet-env-missing",
@@ -413,8 +414,8 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // NET-FLANNEL-SUBNET-ENV; §4 "flanneld Waiting for the Network to be created": relaunch with
-    // NODE_NAME set.
+    // NET-FLANNEL-SUBNET-ENV; troubleshooting item "flanneld Waiting for the Network to be
+    // created": relaunch with NODE_NAME set.
     Case {
         fault: "flanneld-waiting",
         cause: "flanneld-waiting",
@@ -428,8 +429,8 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // NET-HNS-NETWORK-PRESENT; §4 "kubelet: no network adapter found": pods get no sandbox,
-    // HostProcess pods still start.
+    // NET-HNS-NETWORK-PRESENT; troubleshooting item "kubelet: no network adapter found": pods get
+    // no sandbox, HostProcess pods still start.
     Case {
         fault: "hns-network-missing",
         cause: "hns-network-missing",
@@ -476,9 +477,9 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // Ephemeral ports exhausted: every new connection from the host fails; the pods' connections
-    // to the outside (SNAT) time out, §4 "pod→external TCP fails, in-cluster works"; in-cluster
-    // pod traffic works.
+    // Ephemeral ports exhausted: every new connection from the host fails; the pods' connections to
+    // the outside (SNAT) time out, troubleshooting item "pod→external TCP fails, in-cluster works";
+    // in-cluster pod traffic works.
     Case {
         fault: "port-exhaustion",
         cause: "port-exhaustion",
@@ -508,16 +509,17 @@ const CASES: &[Case] = &[
             ),
         ],
         remedy: "ExceptionList",
-        // windows-rules.md has no rule or troubleshooting item for ephemeral port exhaustion on
-        // the host (only microsoft/SDN's networkhealth checks it).
+        // No rule of suites/rules.yaml and no Kubernetes-on-Windows troubleshooting page (W14, WDBG,
+        // MSK8S) covers ephemeral port exhaustion on the host (only microsoft/SDN's networkhealth
+        // checks it).
         undocumented: &[(
             "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip",
             W_OUT,
         )],
         varies: &[],
     },
-    // NET-FLANNEL-REJOIN; §4 "connectivity issues after node re-join (flannel)": kube-proxy has
-    // no source VIP, so service flows through the node time out; pod IP flows work.
+    // NET-FLANNEL-REJOIN; troubleshooting item "connectivity issues after node re-join (flannel)":
+    // kube-proxy has no source VIP, so service flows through the node time out; pod IP flows work.
     Case {
         fault: "flannel-rejoin-stale-sourcevip",
         cause: "flannel-rejoin-stale-sourcevip",
@@ -551,8 +553,8 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
-    // NET-FLANNEL-VXLAN-PARAMS; §4 "Linux↔Windows VXLAN broken": the node's pods reach only pods
-    // on the same node; host traffic works.
+    // NET-FLANNEL-VXLAN-PARAMS; troubleshooting item "Linux↔Windows VXLAN broken": the node's pods
+    // reach only pods on the same node; host traffic works.
     Case {
         fault: "vxlan-params-mismatch",
         cause: "vxlan-params-mismatch",

@@ -2,8 +2,10 @@
 //! 1709, 1.14 on Windows Server 2019 with flannel host-gw and VXLAN — and the current one, run
 //! end to end as a user runs them (`mixcheck run --profile P --quiet`): the gate passes (exit 0,
 //! no `fail` or `error` cell), and the verdicts the documentation gives for that version are
-//! there, cell by cell. Each expectation names its source (windows-rules.md §0.2 ids; §7 for
-//! the historic HIST-* rules; §3.0 for what HostProcess-less clusters cannot probe).
+//! there, cell by cell. Each expectation names its rule id (`suites/rules.yaml`, including the
+//! historic HIST-* rules) and its source ids (`docs/sources.md`); without HostProcess
+//! (SEC-HOSTPROCESS) a cluster has no in-cluster way to probe from a Windows host, so node-side
+//! cells there are indeterminate (`docs/design.md`, "Rules the code keeps").
 
 use std::path::Path;
 use std::process::Command;
@@ -39,11 +41,11 @@ const fn doc_by(check: &'static str, cell: &'static str, verdict: &'static str, 
     }
 }
 
-/// The probe tool of Windows pods on builds agnhost has no variant for (windows-rules.md §5.1,
-/// AGN BASEIMAGE: 1809 and ltsc2022 only): Windows PowerShell on Windows Server Core.
+/// The probe tool of Windows pods on builds agnhost has no variant for (AGN BASEIMAGE in
+/// `docs/sources.md`: 1809 and ltsc2022 only): Windows PowerShell on Windows Server Core.
 const POWERSHELL: &str = "powershell.exe";
 
-/// Kubernetes 1.5 alpha, Windows Server 2016 (S4, S0; §7).
+/// Kubernetes 1.5 alpha, Windows Server 2016 (S4, S0; the HIST-1.5-* rules).
 const K8S_1_5: &[Documented] = &[
     // HIST-1.5-UDP (S4, S0): "UDP is not supported inside a container" — from a Windows pod …
     doc_by(
@@ -89,7 +91,8 @@ const K8S_1_5: &[Documented] = &[
     doc("service-fqdn", "windows-14393→cluster-dns", "known-limitation"),
     doc("pod-name-fqdn", "windows-14393→cluster-dns", "known-limitation"),
     doc("pod-to-outside-name", "windows-14393→external", "known-limitation"),
-    // §3.0: no HostProcess (Kubernetes < 1.23) ⇒ Windows node-side rules are indeterminate.
+    // No HostProcess (Kubernetes < 1.23, SEC-HOSTPROCESS) ⇒ Windows node-side rules are
+    // indeterminate.
     doc("windows-host-to-cluster-ip", "windows-14393→linux", "indeterminate"),
     doc(
         "windows-host-to-cluster-ip",
@@ -98,16 +101,16 @@ const K8S_1_5: &[Documented] = &[
     ),
     // SEC-HOSTPROCESS (WHPC): beta from 1.23.
     doc("hostprocess-runs-on-host", "windows-14393", "not-applicable"),
-    // §1.2: Windows Server 2016 is 1.5's Windows (S4); VER-BUILD-MATCH (MSCOMPAT): the
+    // VER-OS-SUPPORTED: Windows Server 2016 is 1.5's Windows (S4); VER-BUILD-MATCH (MSCOMPAT): the
     // node's own build (Nano Server sac2016) runs.
     doc("windows-os-supported", "windows-14393", "pass"),
     doc("matching-build-image-runs", "windows-14393", "pass"),
 ];
 
-/// Kubernetes 1.9 beta, Windows Server 1709 (S2; §7).
+/// Kubernetes 1.9 beta, Windows Server 1709 (S2; the HIST-1.9-* rules).
 const K8S_1_9: &[Documented] = &[
     // HIST-1.9-SVC-VIP-NODE (S2) documents the limitation, but without HostProcess there is no
-    // in-cluster way to probe from the Windows host (§3.0): indeterminate.
+    // in-cluster way to probe from the Windows host (SEC-HOSTPROCESS): indeterminate.
     doc("windows-host-to-cluster-ip", "windows-16299→linux", "indeterminate"),
     doc(
         "windows-host-to-cluster-ip",
@@ -148,7 +151,7 @@ const K8S_1_9: &[Documented] = &[
         "windows-16299→windows-16299",
         "known-limitation",
     ),
-    // §1.2 (S2): 1.9 targets Windows Server 1709.
+    // VER-OS-SUPPORTED (S2): 1.9 targets Windows Server 1709.
     doc("windows-os-supported", "windows-16299", "pass"),
     // SEC-HOSTPROCESS (WHPC): beta from 1.23.
     doc("hostprocess-runs-on-host", "windows-16299", "not-applicable"),
@@ -160,9 +163,11 @@ const K8S_1_14: &[Documented] = &[
     doc("icmp-to-outside", "windows-17763→external", "known-limitation"),
     // NET-LOCAL-POLICY-NON-DSR (W14): "Local Traffic Policy and DSR mode" are not supported.
     doc("local-traffic-policy", "linux→windows-17763", "known-limitation"),
-    // NET-HOSTPORT (review note): the 1.14-era win-bridge/win-overlay CNIs had no portMappings.
+    // NET-HOSTPORT (GH containernetworking/plugins#475): the 1.14-era win-bridge/win-overlay CNIs
+    // had no portMappings.
     doc("hostport", "linux→windows-17763,other-node,tcp", "known-limitation"),
-    // NP-LOCAL-NODE (W14) is documented, but the node-side probe needs HostProcess (§3.0).
+    // NP-LOCAL-NODE (W14) is documented, but the node-side probe needs HostProcess
+    // (SEC-HOSTPROCESS).
     doc(
         "nodeport-from-own-node",
         "windows-17763→windows-17763,same-node",
@@ -210,9 +215,10 @@ const K8S_1_14: &[Documented] = &[
         "windows-17763",
         "known-limitation",
     ),
-    // SEC-SECRET-AT-REST (W14) is documented, but looking on the node takes HostProcess (§3.0).
+    // SEC-SECRET-AT-REST (W14) is documented, but looking on the node takes HostProcess
+    // (SEC-HOSTPROCESS).
     doc("secret-at-rest", "windows-17763", "indeterminate"),
-    // §1.2 (W14): 1.14 supports Windows Server 2019 / 1809 only.
+    // VER-OS-SUPPORTED (W14): 1.14 supports Windows Server 2019 / 1809 only.
     doc("windows-os-supported", "windows-17763", "pass"),
 ];
 
