@@ -382,7 +382,7 @@ fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
-/// The Windows builds of the documented eras (§1.1): 2016, 1709, 2019, 2022, 2025.
+/// The Windows builds of the documented eras (VER-OS-SUPPORTED): 2016, 1709, 2019, 2022, 2025.
 pub const WINDOWS_BUILDS: [u32; 5] = [14393, 16299, 17763, 20348, 26100];
 
 /// The LTSC tag of a Windows build (`{{windows-tag}}`).

@@ -95,7 +95,7 @@ fn runtime_of(s: &str) -> (RuntimeKind, (u32, u32)) {
 const LTSC_FROM_2022: &[u32] = &[20348, 26100];
 
 /// Whether the Windows CNI of a cluster of that Kubernetes version maps hostPorts when the
-/// topology does not say (NET-HOSTPORT, review note 2026-11): the 1.9 guide's host-gw
+/// topology does not say (NET-HOSTPORT; GH containernetworking/plugins#475): the 1.9 guide's host-gw
 /// PortMapping works; the 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116);
 /// win-bridge gained it in containernetworking/plugins#475 (2020, the 1.18 era).
 fn port_mappings_by_era(version: (u32, u32)) -> bool {

@@ -577,7 +577,7 @@ mod tests {
     }
 
     /// The default `osImage` per build is the product name the kubelet reports: LTSC releases
-    /// with their year, semi-annual ones (1709, 1803, 1903, 2004, 23H2) without (§1.1).
+    /// with their year, semi-annual ones (1709, 1803, 1903, 2004, 23H2) without (HCS in docs/sources.md).
     #[rstest]
     #[case::ws2016("10.0.14393.1884", "Windows Server 2016 Datacenter")]
     #[case::sac_1709("10.0.16299.19", "Windows Server Datacenter")]

@@ -415,7 +415,7 @@ impl Catalogue {
         );
     }
 
-    /// Pause (sandbox) images over time (§1.4).
+    /// Pause (sandbox) images over time (VER-PAUSE-IMAGE).
     fn add_pause_images(&mut self) {
         const PAUSE: &str = "registry.k8s.io/pause";
         self.exact(PAUSE, &["3.1", "3.2"], list(linux(), None, true));

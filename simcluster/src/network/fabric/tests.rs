@@ -669,7 +669,7 @@ fn local_policy_with_dsr_keeps_the_client_address(#[case] at: usize, #[case] rul
 }
 
 /// `externalTrafficPolicy: Local` on a Windows node (NET-LOCAL-POLICY-NON-DSR, NET-DSR; W14,
-/// W20, WNET and the review note of 2026-11): a limitation in 1.14 whatever the flags and on
+/// W20 and WNET): a limitation in 1.14 whatever the flags and on
 /// builds without DSR; on current clusters kube-proxy turns Local into DSR on WS2019+ with or
 /// without `--enable-dsr`, and the backend sees the client's address.
 #[rstest]
@@ -752,7 +752,7 @@ fn windows_node_ports_forward_without_local_pods(
     );
 }
 
-/// NET-HOSTPORT by era (S2; review note 2026-11: containernetworking/plugins#475, k8s#90116):
+/// NET-HOSTPORT by era (S2; GH containernetworking/plugins#475, GH kubernetes#90116):
 /// the 1.9 host-gw PortMapping works, 1.14-era win-bridge/win-overlay had no portMappings,
 /// current CNIs map hostPorts.
 #[rstest]
@@ -827,7 +827,7 @@ fn to_many(f: &Fabric, from: usize, pick: u64) -> Decision {
     })
 }
 
-/// NET-SVC-BACKEND-LIMIT (W20, W22, WNETo: 64; WNET: 1024; review note 2026-11): a property of
+/// NET-SVC-BACKEND-LIMIT (W20, W22, WNETo: 64; WNET: 1024): a property of
 /// the Windows node (the OS fix of microsoft/Windows-Containers#93), not of the Kubernetes
 /// version — a current cluster without the fix still takes 64.
 #[rstest]
