@@ -6,11 +6,29 @@ use super::syntax::{Arg, Element, Expr, Parser, Part, Stmt, What};
 use crate::node::exec::outline::{Chain, Command, Outline, Statement, Stdout};
 use crate::node::exec::support::env_get;
 
-/// The outline of `script`, or the parser's message.
+/// The outline of `script`, or the parser's message. A script the parser reads only in part
+/// (a `while` loop after a greeting) still runs the statements of the lines before the first one
+/// it cannot read, which stand for a compound the outline does not show (it runs on).
 pub(crate) fn outline(script: &str, vars: &[(String, String)]) -> Result<Outline, String> {
     let text = script.replace("\r\n", "\n");
-    let stmts = Parser::new(&text).statements(None).map_err(|e| e.message)?;
-    Ok(stmts.iter().map(|s| (Chain::Always, statement(s, vars))).collect())
+    let error = match Parser::new(&text).statements(None) {
+        Ok(stmts) => return Ok(stmts.iter().map(|s| (Chain::Always, statement(s, vars))).collect()),
+        Err(e) => e.message,
+    };
+    let mut out: Outline = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match Parser::new(line).statements(None) {
+            Ok(stmts) => out.extend(stmts.iter().map(|s| (Chain::Always, statement(s, vars)))),
+            Err(_) => {
+                if out.is_empty() {
+                    return Err(error);
+                }
+                out.push((Chain::Always, Statement::Compound));
+                return Ok(out);
+            }
+        }
+    }
+    Err(error)
 }
 
 fn statement(stmt: &Stmt, vars: &[(String, String)]) -> Statement {

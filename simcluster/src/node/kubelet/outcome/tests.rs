@@ -1080,6 +1080,8 @@ fn agnhost_without_arguments_prints_usage() {
 #[case::ps_env(json!({"image": SC2022, "command": ["powershell", "-Command", "Write-Host \"user=$env:USERNAME\""]}), exits(0, 0, &["user=ContainerAdministrator"]))]
 #[case::ps_loop(json!({"image": SC2022, "command": ["powershell", "-Command", "while ($true) { Start-Sleep 1; Write-Host tick }"]}), forever(&[]))]
 #[case::ps_sleep_loop_after_output(json!({"image": SC2022, "command": ["pwsh", "-c", "Write-Host ready; while ($true) { Start-Sleep -Seconds 10 }"]}), forever(&["ready"]))]
+// The seed guide's web server: a greeting, then lines the parser cannot read (a `while` loop).
+#[case::ps_lines_before_a_loop(json!({"image": SC2022, "command": ["powershell.exe", "-command", "Write-Host 'Listening at http://*:80/'\n$listener = New-Object System.Net.HttpListener\nwhile ($listener.IsListening) {\n  $context = $listener.GetContext()\n}\n"]}), forever(&["Listening at http://*:80/"]))]
 #[case::whoami_windows(json!({"image": SC2022, "command": ["whoami"]}), exits(0, 0, &["user manager\\containeradministrator"]))]
 #[case::default_servercore(json!({"image": SC2022}), exits(0, 0, &[]))]
 #[case::default_nanoserver(json!({"image": NANO2022}), exits(0, 0, &[]))]
