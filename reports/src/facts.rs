@@ -104,6 +104,10 @@ pub struct NodeFacts {
     /// `systemReserved.memory` of the kubelet's configz (0 when the kubelet reserves nothing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_reserved_memory_bytes: Option<Fact<u64>>,
+    /// Why the run left the node out — cordoned, a virtual kubelet, a Fargate-style node: it
+    /// got no fixture and no cell judges it (its facts are still recorded here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Fact<String>>,
     /// `spec.podCIDR`: the node's pod subnet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_cidr: Option<Fact<String>>,

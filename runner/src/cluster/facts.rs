@@ -36,6 +36,9 @@ pub struct ClusterNode {
     pub conditions: BTreeMap<String, String>,
     /// The kubelet's configz document (None when the node proxy did not answer).
     pub configz: Option<Value>,
+    /// Why the run leaves the node out (no fixtures, no probes): cordoned, a virtual kubelet, a
+    /// Fargate-style node.
+    pub skipped: Option<String>,
 }
 
 impl ClusterNode {
@@ -56,7 +59,12 @@ impl ClusterNode {
 
     /// Whether fixtures may be scheduled here: Ready, not the control plane.
     pub fn schedulable(&self) -> bool {
-        self.ready && !self.control_plane
+        self.ready && !self.control_plane && self.skipped.is_none()
+    }
+
+    /// A worker the run probes: not a control plane, not skipped.
+    pub fn probed(&self) -> bool {
+        !self.control_plane && self.skipped.is_none()
     }
 }
 
@@ -155,7 +163,9 @@ fn node_of(n: &Node) -> ClusterNode {
             .and_then(|m| m.get("memory"))
             .and_then(|q| quantity_bytes(&q.0))
     };
+    let skipped = skip_reason(n, &labels);
     ClusterNode {
+        skipped,
         control_plane: labels.contains_key("node-role.kubernetes.io/control-plane")
             || labels.contains_key("node-role.kubernetes.io/master"),
         name,
@@ -171,6 +181,27 @@ fn node_of(n: &Node) -> ClusterNode {
         memory: (mem(&status.capacity), mem(&status.allocatable)),
         conditions,
         configz: None,
+    }
+}
+
+/// Why a node gets no fixtures: cordoned (`spec.unschedulable`: the scheduler places nothing
+/// there), a virtual kubelet (`type=virtual-kubelet`, or its `virtual-kubelet.io/provider`
+/// taint: no node behind it), or a Fargate-style node (one pod a node, no DaemonSets).
+fn skip_reason(n: &Node, labels: &BTreeMap<String, String>) -> Option<String> {
+    let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+    if n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+        Some("cordoned (spec.unschedulable): nothing new is scheduled there".into())
+    } else if labels.get("type").is_some_and(|t| t == "virtual-kubelet")
+        || taints.iter().any(|t| t.key == "virtual-kubelet.io/provider")
+    {
+        Some("a virtual kubelet (type=virtual-kubelet): no node runs its pods".into())
+    } else if labels
+        .get("eks.amazonaws.com/compute-type")
+        .is_some_and(|t| t == "fargate")
+    {
+        Some("a Fargate node (eks.amazonaws.com/compute-type=fargate): one pod a node, no DaemonSets".into())
+    } else {
+        None
     }
 }
 
@@ -259,6 +290,10 @@ pub async fn collect(
                     .map(|b| Fact::new(b, format!("{src} status.allocatable"))),
                 system_reserved_memory_bytes: reserved
                     .map(|b| Fact::new(b, format!("/api/v1/nodes/{}/proxy/configz systemReserved", node.name))),
+                skipped: node
+                    .skipped
+                    .clone()
+                    .map(|why| Fact::new(why, format!("{src} spec.unschedulable, labels and taints"))),
                 pod_cidr: n
                     .spec
                     .as_ref()

@@ -382,6 +382,9 @@ fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
+/// Taints a fixture never tolerates: a cordoned node's and a virtual kubelet's.
+const NEVER_TOLERATED: &[&str] = &["node.kubernetes.io/unschedulable", "virtual-kubelet.io/provider"];
+
 /// The Windows builds of the documented eras (VER-OS-SUPPORTED): 2016, 1709, 2019, 2022, 2025.
 pub const WINDOWS_BUILDS: [u32; 5] = [14393, 16299, 17763, 20348, 26100];
 
@@ -469,7 +472,9 @@ pub fn stamp(
         .cloned()
         .unwrap_or_default();
     for t in &node.taints {
-        if t.effect == "PreferNoSchedule" {
+        // A cordoned or virtual node's taints say the node must not get new pods: never
+        // tolerated (such nodes are skipped; a fixture aimed at one stays Pending and says so).
+        if t.effect == "PreferNoSchedule" || NEVER_TOLERATED.contains(&t.key.as_str()) {
             continue;
         }
         let mut tol = json!({"key": t.key, "effect": t.effect});
@@ -545,6 +550,7 @@ mod tests {
             memory: (None, None),
             conditions: BTreeMap::new(),
             configz: None,
+            skipped: None,
         }
     }
 
@@ -663,6 +669,34 @@ mod tests {
             p["spec"]["containers"][0]["image"],
             "mirror.local/k8s/e2e-test-images/agnhost:2.53"
         );
+    }
+
+    /// A cordoned node's and a virtual kubelet's taints are never tolerated (the node's other
+    /// taints are).
+    #[rstest]
+    #[case::cordoned("node.kubernetes.io/unschedulable", None)]
+    #[case::virtual_kubelet("virtual-kubelet.io/provider", Some("azure"))]
+    fn fixtures_never_tolerate_a_cordoned_or_virtual_node(#[case] key: &str, #[case] value: Option<&str>) {
+        let f = Fixtures::load(None).expect("fixtures");
+        let pod = &f.get("netexec-server").expect("fx").pods["windows"];
+        let taint = |key: &str, value: Option<&str>| Taint {
+            key: key.into(),
+            value: value.map(str::to_string),
+            effect: "NoSchedule".into(),
+        };
+        let n = node(
+            Os::Windows,
+            Some(20348),
+            vec![taint("os", Some("windows")), taint(key, value)],
+        );
+        let p = stamp(pod, "srv-n1", &n, &BTreeMap::new(), None);
+        let keys: Vec<&str> = p["spec"]["tolerations"]
+            .as_array()
+            .expect("tolerations")
+            .iter()
+            .filter_map(|t| t["key"].as_str())
+            .collect();
+        assert!(keys.contains(&"os") && !keys.contains(&key), "{keys:?}");
     }
 
     /// Nodes of builds agnhost has no variant for get the network fixtures' Server Core pods

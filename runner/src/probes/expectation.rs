@@ -273,6 +273,7 @@ mod tests {
             memory: (None, None),
             conditions: BTreeMap::new(),
             configz: None,
+            skipped: None,
         }
     }
 

@@ -305,6 +305,7 @@ mod tests {
             memory: (None, None),
             conditions: BTreeMap::new(),
             configz: None,
+            skipped: None,
         }
     }
 

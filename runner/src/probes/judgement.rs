@@ -335,6 +335,7 @@ mod tests {
             memory: (None, None),
             conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
             configz: None,
+            skipped: None,
         }
     }
 

@@ -78,12 +78,7 @@ fn sample_pairs(from: &[usize], to: &[usize], same_node: bool) -> Vec<Pair> {
 pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> {
     // Workers that are not Ready stay in their pools: their cells say the node is down (see
     // `not_ready`) instead of vanishing from the report.
-    let nodes: Vec<(usize, &ClusterNode)> = facts
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !n.control_plane)
-        .collect();
+    let nodes: Vec<(usize, &ClusterNode)> = facts.nodes.iter().enumerate().filter(|(_, n)| n.probed()).collect();
     let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
     for (i, n) in &nodes {
         pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(*i);
@@ -223,7 +218,7 @@ fn node_cells<'a>(
     };
     let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in facts.nodes.iter().enumerate() {
-        if (all_nodes || !n.control_plane) && oses.contains(&n.os) {
+        if n.skipped.is_none() && (all_nodes || !n.control_plane) && oses.contains(&n.os) {
             pools.entry(n.pool()).or_default().push(i);
         }
     }

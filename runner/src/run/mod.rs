@@ -113,6 +113,19 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         pools_line(&facts),
         facts.network_mode.as_ref().map_or("unknown", |m| m.value.as_str())
     ));
+    let skipped: Vec<String> = facts
+        .nodes
+        .iter()
+        .filter_map(|n| n.skipped.as_ref().map(|why| format!("{} ({why})", n.name)))
+        .collect();
+    if !skipped.is_empty() {
+        say(&format!(
+            "Leaving out {} node{}: {}",
+            skipped.len(),
+            if skipped.len() == 1 { "" } else { "s" },
+            skipped.join("; ")
+        ));
+    }
     let ns = format!("mixcheck-{run_id}");
     let deadline = clock + plan.deadline;
     let settle = Settle {

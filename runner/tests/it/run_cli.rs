@@ -430,3 +430,50 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
         took.as_secs_f64()
     );
 }
+
+/// A cordoned node and a virtual kubelet get no fixture and no probe: a run on the default
+/// cluster plus such nodes passes the gate with the verdicts of the default cluster, no cell is
+/// observed on them, no pod of the run lands there, and results.json says why each was skipped.
+#[test]
+fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
+    let plain_dir = tempfile::tempdir().expect("tempdir");
+    let plain = run_in(plain_dir.path(), &["run", "--quiet"]);
+    assert_eq!(
+        plain.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/cordoned-and-virtual.yaml");
+    let out = run_in(dir.path(), &["run", "--quiet", "--topology", topology]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = results(dir.path());
+    for (node, says) in [("win2022-cordoned", "cordoned"), ("virtual-node", "virtual kubelet")] {
+        let why = report["facts"]["nodes"][node]["skipped"]["value"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(why.contains(says), "{node}: {:#}", report["facts"]["nodes"][node]);
+        for c in cells(&report) {
+            let on = c["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(c["observed"]["on"].as_array().into_iter().flatten());
+            for n in on {
+                assert_ne!(n["name"].as_str(), Some(node), "{} was probed on {node}", c["id"]);
+            }
+        }
+    }
+    // Their facts are recorded (above) but judged in no cell: the cells are those of the default
+    // cluster, cell by cell.
+    let (a, b) = (verdicts(&results(plain_dir.path())), verdicts(&report));
+    let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
+    assert!(differ.is_empty(), "cells whose verdict differs: {differ:#?}");
+}

@@ -134,6 +134,14 @@ pub struct NodeSpec {
     /// Faults injected on this node (see `mixcheck sim faults`).
     #[serde(default)]
     pub faults: Vec<String>,
+    /// Cordoned (`kubectl cordon`): `spec.unschedulable` and the
+    /// `node.kubernetes.io/unschedulable:NoSchedule` taint; no new pod is scheduled there.
+    #[serde(default)]
+    pub unschedulable: bool,
+    /// A virtual kubelet (virtual-kubelet, ACI virtual nodes): label `type=virtual-kubelet` and
+    /// the `virtual-kubelet.io/provider:NoSchedule` taint, as virtual-kubelet registers itself.
+    #[serde(default, rename = "virtual")]
+    pub virtual_kubelet: bool,
     /// The most backends one Service may have behind a Windows HNS load balancer: 64, or 1024
     /// where the node has the Windows fix that raised it (microsoft/Windows-Containers#93;
     /// NET-SVC-BACKEND-LIMIT). Windows only; default 64.

@@ -37,7 +37,7 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
     };
     let capacity = json!(profile.capacity);
     let allocatable = json!(profile.allocatable);
-    let taints: Vec<Value> = spec
+    let mut taints: Vec<Value> = spec
         .taints
         .iter()
         .map(|t| {
@@ -99,6 +99,14 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
             },
         },
     });
+    if spec.unschedulable {
+        node["spec"]["unschedulable"] = json!(true);
+        taints.push(json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}));
+    }
+    if spec.virtual_kubelet {
+        node["metadata"]["labels"]["type"] = json!("virtual-kubelet");
+        taints.push(json!({"key": "virtual-kubelet.io/provider", "value": "mixcheck", "effect": "NoSchedule"}));
+    }
     if !taints.is_empty() {
         node["spec"]["taints"] = json!(taints);
     }
