@@ -435,12 +435,7 @@ pub async fn deploy(
 fn pod_state(p: &Pod) -> (bool, Option<String>) {
     let status = p.status.clone().unwrap_or_default();
     let phase = status.phase.clone().unwrap_or_default();
-    let ready = status
-        .conditions
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
+    let ready = crate::cluster::podwatch::is_ready(&status);
     if phase == "Running" && ready {
         return (true, None);
     }

@@ -28,6 +28,16 @@ pub struct Warning {
     pub count: i32,
 }
 
+/// Whether a pod's Ready condition is True.
+pub fn is_ready(status: &k8s_openapi::api::core::v1::PodStatus) -> bool {
+    status
+        .conditions
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
 /// A pod as the watches last saw it, with its warning events.
 #[derive(Debug, Clone)]
 pub struct PodView {

@@ -352,12 +352,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
             message,
         }));
     }
-    let ready = status
-        .conditions
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
+    let ready = crate::cluster::podwatch::is_ready(&status);
     // A run-to-completion pod still running after a few seconds counts as running (the bundled
     // cluster cannot yet finish every script such pods run; real ones are judged the same way).
     if phase == "Succeeded" || (phase == "Running" && ready && (!runs_to_end || elapsed > Duration::from_secs(2))) {

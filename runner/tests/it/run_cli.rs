@@ -27,6 +27,19 @@ fn results(dir: &Path) -> Value {
     serde_json::from_str(&text).expect("results.json parses")
 }
 
+/// A run that must pass its gate: its results.json.
+fn passing_run(dir: &Path, args: &[&str]) -> Value {
+    let out = run_in(dir, args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    results(dir)
+}
+
 fn cells(report: &Value) -> Vec<&Value> {
     report["cells"].as_array().expect("cells").iter().collect()
 }
@@ -386,35 +399,18 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
 #[test]
 fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
     let instant_dir = tempfile::tempdir().expect("tempdir");
-    let instant = run_in(instant_dir.path(), &["run", "--quiet"]);
-    assert_eq!(
-        instant.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&instant.stderr)
-    );
+    let instant = passing_run(instant_dir.path(), &["run", "--quiet"]);
     let lagging_dir = tempfile::tempdir().expect("tempdir");
     let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/realistic.yaml");
     let started = Instant::now();
-    let lagging = run_in(lagging_dir.path(), &["run", "--quiet", "--topology", topology]);
+    let report = passing_run(lagging_dir.path(), &["run", "--quiet", "--topology", topology]);
     let took = started.elapsed();
-    assert_eq!(
-        lagging.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&lagging.stdout),
-        String::from_utf8_lossy(&lagging.stderr)
-    );
-    let (a, b) = (
-        verdicts(&results(instant_dir.path())),
-        verdicts(&results(lagging_dir.path())),
-    );
+    let (a, b) = (verdicts(&instant), verdicts(&report));
     let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
     assert!(
         differ.is_empty() && a.len() == b.len(),
         "cells whose verdict differs: {differ:#?}"
     );
-    let report = results(lagging_dir.path());
     let converged = cells(&report)
         .into_iter()
         .filter(|c| {
@@ -437,24 +433,10 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
 #[test]
 fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
     let plain_dir = tempfile::tempdir().expect("tempdir");
-    let plain = run_in(plain_dir.path(), &["run", "--quiet"]);
-    assert_eq!(
-        plain.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&plain.stderr)
-    );
+    let plain = passing_run(plain_dir.path(), &["run", "--quiet"]);
     let dir = tempfile::tempdir().expect("tempdir");
     let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/cordoned-and-virtual.yaml");
-    let out = run_in(dir.path(), &["run", "--quiet", "--topology", topology]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = results(dir.path());
+    let report = passing_run(dir.path(), &["run", "--quiet", "--topology", topology]);
     for (node, says) in [("win2022-cordoned", "cordoned"), ("virtual-node", "virtual kubelet")] {
         let why = report["facts"]["nodes"][node]["skipped"]["value"]
             .as_str()
@@ -473,7 +455,7 @@ fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
     }
     // Their facts are recorded (above) but judged in no cell: the cells are those of the default
     // cluster, cell by cell.
-    let (a, b) = (verdicts(&results(plain_dir.path())), verdicts(&report));
+    let (a, b) = (verdicts(&plain), verdicts(&report));
     let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
     assert!(differ.is_empty(), "cells whose verdict differs: {differ:#?}");
 }

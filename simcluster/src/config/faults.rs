@@ -1,5 +1,5 @@
 //! The faults a simulated node can carry (topology `faults:` or `--fault NODE:FAULT`): one per
-//! documented troubleshooting item (its cause in suites/causes.yaml), each with the rule it breaks and
+//! documented troubleshooting item, each with the id of the documented rule it breaks and
 //! the documented symptom. Faults act only through the kubelet model and the network fabric.
 
 use std::fmt;
@@ -31,7 +31,7 @@ pub struct FaultSpec {
     pub fault: Fault,
     /// The name used in topologies and on the command line.
     pub name: &'static str,
-    /// The rule of suites/rules.yaml the fault breaks.
+    /// The id of the documented rule the fault breaks.
     pub rule: &'static str,
     /// The only OS whose nodes can carry it (None: any). Windows-only faults live in HNS, the
     /// Windows kube-proxy, flannel on Windows, or the VM NICs of l2bridge Windows nodes.
@@ -202,7 +202,7 @@ impl Fault {
         FAULTS.iter().find(|row| row.name == name).map(|row| row.fault)
     }
 
-    /// The rule of suites/rules.yaml the fault breaks.
+    /// The id of the documented rule the fault breaks.
     pub fn rule(self) -> &'static str {
         self.spec().rule
     }

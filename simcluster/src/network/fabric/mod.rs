@@ -1,7 +1,7 @@
 //! The network fabric: one pure decision per flow — source (pod, node, outside client) ×
 //! destination (pod IP, ClusterIP, NodePort, hostPort, node, outside address) × protocol — that
 //! says whether it gets through, to which backend and with which source address, or how it fails
-//! and which documented rule (an id of suites/rules.yaml) decided.
+//! and which documented rule (by its id) decided.
 
 use std::fmt;
 
