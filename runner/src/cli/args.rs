@@ -127,9 +127,11 @@ pub struct RunArgs {
     /// The cluster's network mode when it cannot be detected (l2bridge, overlay, l2tunnel, transparent).
     #[arg(long, value_name = "MODE")]
     pub network_mode: Option<String>,
-    /// Whether pods may reach the internet (`--egress=false` on air-gapped clusters).
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-    pub egress: bool,
+    /// Whether pods may reach the internet (`--egress=false` on air-gapped clusters). Default:
+    /// detected — a pod of each OS tries an outside address until it works or its settle
+    /// window ends.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub egress: Option<bool>,
     /// The whole run's deadline (e.g. 10m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub timeout: String,

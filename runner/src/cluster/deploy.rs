@@ -19,7 +19,8 @@ use crate::cluster::progress::{Phase, Progress};
 pub const MANAGER: &str = "mixcheck";
 /// The subdomain (headless service) of the server pods: `srv-N.mixcheck-pods.NS.svc.cluster.local`.
 pub const SUBDOMAIN: &str = "mixcheck-pods";
-/// The hostPort the server pods map (NET-HOSTPORT).
+/// The hostPort a server of its own maps (NET-HOSTPORT): not on the core server, so that a
+/// cluster refusing hostPorts (a policy engine, a port in use) only loses the hostPort cells.
 pub const HOST_PORT: u16 = 48080;
 /// The `externalTrafficPolicy: Local` NodePort service over every server.
 pub const LOCAL_SERVICE: &str = "local";
@@ -29,8 +30,47 @@ pub const LOCAL_SERVICE: &str = "local";
 pub struct Placed {
     pub name: String,
     pub ip: String,
-    /// Why it is not usable (never ready, landed elsewhere), with its status and events.
+    /// Why it is not usable (never ready, landed elsewhere, refused), with its status and events.
     pub problem: Option<String>,
+    /// The problem is the cluster's deliberate policy (an admission webhook or Pod Security
+    /// refused the pod): the checks that need it cannot run here, which says nothing about the
+    /// rule (`indeterminate`, not `error`).
+    pub policy: bool,
+}
+
+/// The cluster refused to create one object of the run — an admission webhook, Pod Security, a
+/// quota or validation — while the run can otherwise work with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    /// A deliberate policy (an admission webhook's denial, Pod Security), not a limit or a bug.
+    pub policy: bool,
+}
+
+impl Refusal {
+    /// The refusal in `e`; None when `e` says the run cannot work with the cluster at all (no
+    /// answer, not authenticated, not authorised by RBAC, the namespace gone).
+    pub fn of(e: &kube::Error) -> Option<Self> {
+        let kube::Error::Api(s) = e else { return None };
+        let rbac = s.code == 403 && s.message.contains("User \"") && s.message.contains("cannot ");
+        if !(400..500).contains(&s.code) || matches!(s.code, 401 | 404) || rbac {
+            return None;
+        }
+        let policy = s.message.contains("admission webhook") || s.message.contains("violates PodSecurity");
+        Some(Self {
+            message: s.message.clone(),
+            policy,
+        })
+    }
+
+    /// The problem of a fixture the cluster refused.
+    pub fn problem(&self) -> String {
+        let by = if self.policy { "the cluster's admission policy" } else { "the cluster" };
+        format!(
+            "{by} refused it: {} (leave the checks that need it out with --check '!RULE-ID')",
+            self.message
+        )
+    }
 }
 
 /// A service of the run.
@@ -56,6 +96,10 @@ pub struct Deployment {
     pub clients: BTreeMap<String, Placed>,
     /// The node-side probe; None where it cannot exist (Windows without HostProcess).
     pub hosts: BTreeMap<String, Placed>,
+    /// The server publishing [`HOST_PORT`] (only when a selected check needs it).
+    pub host_ports: BTreeMap<String, Placed>,
+    /// Services the cluster refused, by name.
+    pub refused_services: BTreeMap<String, Refusal>,
     /// ClusterIP+NodePort service over each node's server.
     pub services: BTreeMap<String, ServiceInfo>,
     /// `externalTrafficPolicy: Local` service over each node's server.
@@ -154,6 +198,78 @@ fn sandbox_failure<'a>(events: impl IntoIterator<Item = &'a Event>, pod: &str) -
         .map(|(count, message)| format!("FailedCreatePodSandBox ({count} times): {message}"))
 }
 
+/// Applies a fixture pod; a refusal is kept in `refused` (the cells that need the pod say why),
+/// any other error ends the deployment.
+async fn apply_pod(
+    pods: &Api<Pod>,
+    name: &str,
+    pod: &serde_json::Value,
+    refused: &mut BTreeMap<String, Refusal>,
+) -> Result<(), DeployError> {
+    match pods
+        .patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(pod))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => match Refusal::of(&e) {
+            Some(r) => {
+                refused.insert(name.to_string(), r);
+                Ok(())
+            }
+            None => Err(api_err(format!("pod {name}"))(e)),
+        },
+    }
+}
+
+/// Applies a service of the run, like [`apply_pod`].
+async fn apply_service(
+    services: &Api<Service>,
+    name: &str,
+    svc: &serde_json::Value,
+    refused: &mut BTreeMap<String, Refusal>,
+) -> Result<(), DeployError> {
+    match services
+        .patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(svc))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => match Refusal::of(&e) {
+            Some(r) => {
+                refused.insert(name.to_string(), r);
+                Ok(())
+            }
+            None => Err(api_err(format!("service {name}"))(e)),
+        },
+    }
+}
+
+/// The hostPort server: the core server's `netexec` container alone, publishing [`HOST_PORT`]
+/// for its HTTP port, labelled apart so that no service of the run selects it.
+fn host_port_pod(server: &serde_json::Value) -> serde_json::Value {
+    let mut p = server.clone();
+    p["metadata"]["labels"]["app.kubernetes.io/component"] = json!("host-port");
+    if let Some(containers) = p.pointer_mut("/spec/containers").and_then(serde_json::Value::as_array_mut) {
+        containers.truncate(1);
+        for port in containers
+            .iter_mut()
+            .filter_map(|c| c.get_mut("ports").and_then(serde_json::Value::as_array_mut))
+            .flatten()
+        {
+            if port.get("protocol").and_then(serde_json::Value::as_str).unwrap_or("TCP") == "TCP" {
+                port["hostPort"] = json!(HOST_PORT);
+            }
+        }
+    }
+    p
+}
+
+/// What the selected checks need of the shared fixtures beyond the core ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    /// A server publishing [`HOST_PORT`] on each node.
+    pub host_port: bool,
+}
+
 /// Deploys the network fixtures on every schedulable node and awaits them (within `deadline`).
 #[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
 pub async fn deploy(
@@ -163,15 +279,16 @@ pub async fn deploy(
     facts: &ClusterFacts,
     fixtures: &Fixtures,
     registry: Option<&str>,
+    needs: Needs,
     deadline: Instant,
     progress: &Progress,
 ) -> Result<Deployment, DeployError> {
     let applied = progress.bar(Phase::Deploy);
+    let mut refused: BTreeMap<String, Refusal> = BTreeMap::new();
     let labels = run_labels(run_id);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
-    let apply = PatchParams::apply(MANAGER).force();
     let fixture = |name: &str| {
         fixtures
             .get(name)
@@ -194,6 +311,7 @@ pub async fn deploy(
     let mut wanted: Vec<(String, String, Os)> = Vec::new();
     let mut hosts_wanted: Vec<(String, String, Os)> = Vec::new();
     let mut clients_wanted: Vec<(String, String, Os)> = Vec::new();
+    let mut host_ports_wanted: Vec<(String, String, Os)> = Vec::new();
     for (i, node) in &nodes {
         if let Some(pod) = server.pod_for(node) {
             let name = format!("srv-{i}");
@@ -202,12 +320,17 @@ pub async fn deploy(
             let mut p = fixture::stamp(pod, &name, node, &l, registry);
             p["spec"]["hostname"] = json!(name);
             p["spec"]["subdomain"] = json!(SUBDOMAIN);
-            pods.patch(&name, &apply, &Patch::Apply(&p))
-                .await
-                .map_err(api_err(format!("pod {name}")))?;
+            apply_pod(&pods, &name, &p, &mut refused).await?;
             applied.inc(1);
             dep.hostnames.insert(node.name.clone(), name.clone());
             wanted.push((name, node.name.clone(), node.os));
+            if needs.host_port {
+                let name = format!("hp-{i}");
+                let p = host_port_pod(&fixture::stamp(pod, &name, node, &labels, registry));
+                apply_pod(&pods, &name, &p, &mut refused).await?;
+                applied.inc(1);
+                host_ports_wanted.push((name, node.name.clone(), node.os));
+            }
             let svc_name = format!("svc-{i}");
             let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
                 "type": "NodePort",
@@ -217,10 +340,7 @@ pub async fn deploy(
                     {"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}
                 ]
             }});
-            services
-                .patch(&svc_name, &apply, &Patch::Apply(&s))
-                .await
-                .map_err(api_err(format!("service {svc_name}")))?;
+            apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
             applied.inc(1);
             // SVC-TYPES: headless and ExternalName services over the same server; a
             // LoadBalancer over the first server of each pool (one per pool, not per node: a
@@ -246,10 +366,7 @@ pub async fn deploy(
             }
             for (svc_name, spec) in extra {
                 let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
-                services
-                    .patch(&svc_name, &apply, &Patch::Apply(&s))
-                    .await
-                    .map_err(api_err(format!("service {svc_name}")))?;
+                apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
                 applied.inc(1);
             }
             dep.headless.insert(node.name.clone(), format!("hl-{i}"));
@@ -258,9 +375,7 @@ pub async fn deploy(
         if let Some(pod) = client_fx.pod_for(node) {
             let name = format!("cli-{i}");
             let p = fixture::stamp(pod, &name, node, &labels, registry);
-            pods.patch(&name, &apply, &Patch::Apply(&p))
-                .await
-                .map_err(api_err(format!("pod {name}")))?;
+            apply_pod(&pods, &name, &p, &mut refused).await?;
             applied.inc(1);
             clients_wanted.push((name, node.name.clone(), node.os));
         }
@@ -271,9 +386,7 @@ pub async fn deploy(
         if host_ok && let Some(pod) = host.pod_for(node) {
             let name = format!("host-{i}");
             let p = fixture::stamp(pod, &name, node, &labels, registry);
-            pods.patch(&name, &apply, &Patch::Apply(&p))
-                .await
-                .map_err(api_err(format!("pod {name}")))?;
+            apply_pod(&pods, &name, &p, &mut refused).await?;
             applied.inc(1);
             hosts_wanted.push((name, node.name.clone(), node.os));
         }
@@ -282,10 +395,7 @@ pub async fn deploy(
     let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SUBDOMAIN, "labels": labels},
         "spec": {"clusterIP": "None", "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
             "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}});
-    services
-        .patch(SUBDOMAIN, &apply, &Patch::Apply(&headless))
-        .await
-        .map_err(api_err("service mixcheck-pods"))?;
+    apply_service(&services, SUBDOMAIN, &headless, &mut dep.refused_services).await?;
     applied.inc(1);
     // NET-LOCAL-POLICY-NON-DSR: one `externalTrafficPolicy: Local` NodePort over every server;
     // a node's NodePort then answers from that node's own server only.
@@ -293,10 +403,7 @@ pub async fn deploy(
         "spec": {"type": "NodePort", "externalTrafficPolicy": "Local",
             "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
             "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-    services
-        .patch(LOCAL_SERVICE, &apply, &Patch::Apply(&local))
-        .await
-        .map_err(api_err(format!("service {LOCAL_SERVICE}")))?;
+    apply_service(&services, LOCAL_SERVICE, &local, &mut dep.refused_services).await?;
     applied.inc(1);
     // Two affinity backends per pool, spread over its nodes.
     let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
@@ -317,9 +424,7 @@ pub async fn deploy(
             let mut l = labels.clone();
             l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
             let p = fixture::stamp(pod, &name, node, &l, registry);
-            pods.patch(&name, &apply, &Patch::Apply(&p))
-                .await
-                .map_err(api_err(format!("pod {name}")))?;
+            apply_pod(&pods, &name, &p, &mut refused).await?;
             applied.inc(1);
             affinity_wanted.push((name, node.name.clone(), node.os));
         }
@@ -327,10 +432,7 @@ pub async fn deploy(
         let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels},
             "spec": {"selector": {"mixcheck.io/affinity-pool": pi.to_string(), RUN_LABEL: run_id}, "sessionAffinity": "ClientIP",
                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-        services
-            .patch(&svc_name, &apply, &Patch::Apply(&s))
-            .await
-            .map_err(api_err(format!("service {svc_name}")))?;
+        apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
         applied.inc(1);
         dep.affinity.insert(
             pool.clone(),
@@ -340,7 +442,7 @@ pub async fn deploy(
             },
         );
     }
-    let total = wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len();
+    let total = wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len() + host_ports_wanted.len();
     applied.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
     progress.say(&format!(
         "Deployed {total} fixture pods in namespace {ns}; waiting for them (Windows images pull slowly)…"
@@ -350,9 +452,30 @@ pub async fn deploy(
         .chain(&clients_wanted)
         .chain(&hosts_wanted)
         .chain(&affinity_wanted)
+        .chain(&host_ports_wanted)
+        .filter(|(name, _, _)| !refused.contains_key(name))
         .cloned()
         .collect();
-    let placed = await_pods(&pods, &events, &all, deadline, progress).await;
+    if !refused.is_empty() {
+        progress.say(&format!(
+            "The cluster refused {} of the run's objects ({}); only the checks that need them are affected: {}",
+            refused.len(),
+            refused.keys().cloned().collect::<Vec<_>>().join(", "),
+            refused.values().next().map(|r| r.message.as_str()).unwrap_or_default()
+        ));
+    }
+    let mut placed = await_pods(&pods, &events, &all, deadline, progress).await;
+    for (name, r) in &refused {
+        placed.insert(
+            name.clone(),
+            Placed {
+                name: name.clone(),
+                ip: String::new(),
+                problem: Some(r.problem()),
+                policy: r.policy,
+            },
+        );
+    }
     for (name, node, _) in &wanted {
         if let Some(p) = placed.get(name) {
             dep.servers.insert(node.clone(), p.clone());
@@ -366,6 +489,11 @@ pub async fn deploy(
     for (name, node, _) in &hosts_wanted {
         if let Some(p) = placed.get(name) {
             dep.hosts.insert(node.clone(), p.clone());
+        }
+    }
+    for (name, node, _) in &host_ports_wanted {
+        if let Some(p) = placed.get(name) {
+            dep.host_ports.insert(node.clone(), p.clone());
         }
     }
     // Service addresses.
@@ -556,6 +684,7 @@ fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
         name: name.to_string(),
         ip: ip.to_string(),
         problem,
+        policy: false,
     }
 }
 
@@ -569,7 +698,64 @@ pub fn describe_keep(ns: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
     use serde_json::json;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(
+            serde_json::from_value(json!({"status": "Failure", "message": message, "reason": "", "code": code}))
+                .expect("a status"),
+        )
+    }
+
+    /// A policy engine's or Pod Security's denial is the cluster's policy; a quota or a
+    /// validation error is a refusal of this object; RBAC, authentication and server errors say
+    /// the run cannot work with the cluster (real-clusters reference §2: Gatekeeper, Azure
+    /// Policy and Kyverno deny pods through validating webhooks).
+    #[rstest]
+    #[case::gatekeeper(403, "admission webhook \"validation.gatekeeper.sh\" denied the request: [psp-host-network-ports] The specified hostNetwork and hostPort are not allowed", Some(true))]
+    #[case::kyverno(400, "admission webhook \"validate.kyverno.svc-fail\" denied the request: resource Pod/m/hp-2 was blocked due to the following policies", Some(true))]
+    #[case::pod_security(403, "pods \"hp-2\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"netexec\" uses hostPort 48080)", Some(true))]
+    #[case::quota(403, "pods \"srv-1\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10", Some(false))]
+    #[case::invalid(422, "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value", Some(false))]
+    #[case::rbac(403, "pods \"srv-1\" is forbidden: User \"ci\" cannot patch resource \"pods\" in API group \"\" in the namespace \"m\"", None)]
+    #[case::unauthenticated(401, "Unauthorized", None)]
+    #[case::namespace_gone(404, "namespaces \"m\" not found", None)]
+    #[case::server(500, "etcdserver: request timed out", None)]
+    fn refusals_are_told_from_a_cluster_the_run_cannot_use(
+        #[case] code: u16,
+        #[case] message: &str,
+        #[case] policy: Option<bool>,
+    ) {
+        let got = Refusal::of(&api_error(code, message));
+        assert_eq!(got.as_ref().map(|r| r.policy), policy, "{got:?}");
+        if let Some(r) = got {
+            assert!(r.problem().contains(message) && r.problem().contains("--check '!"), "{}", r.problem());
+        }
+    }
+
+    /// The hostPort server is the core server's netexec container alone with the hostPort on
+    /// its TCP port; no service of the run selects it.
+    #[test]
+    fn the_host_port_server_is_apart_from_the_core_server() {
+        let fixtures = Fixtures::load(None).expect("embedded fixtures");
+        let server = fixtures.get("netexec-server").expect("server fixture");
+        let docs = server.pods.values().chain(server.windows_builds.iter().map(|(_, p)| p));
+        for doc in docs {
+            assert!(
+                !doc.to_string().contains("hostPort"),
+                "the core server publishes no hostPort"
+            );
+            let hp = host_port_pod(doc);
+            let containers = hp["spec"]["containers"].as_array().expect("containers");
+            assert_eq!(containers.len(), 1);
+            let ports = containers[0]["ports"].as_array().expect("ports");
+            let tcp: Vec<_> = ports.iter().filter(|p| p["protocol"] == "TCP").collect();
+            assert!(tcp.iter().all(|p| p["hostPort"] == json!(HOST_PORT)), "{ports:?}");
+            assert!(ports.iter().filter(|p| p["protocol"] == "UDP").all(|p| p.get("hostPort").is_none()));
+            assert_eq!(hp["metadata"]["labels"]["app.kubernetes.io/component"], "host-port");
+        }
+    }
 
     fn event(pod: &str, kind: &str, reason: &str, count: i32) -> Event {
         serde_json::from_value(json!({

@@ -21,6 +21,8 @@ pub struct ClusterNode {
     pub build: Option<u32>,
     /// The InternalIP (else the first address).
     pub address: String,
+    /// The ExternalIP, where the node has one: what a client outside the cluster uses first.
+    pub external_address: Option<String>,
     pub kubelet: Option<(u32, u32)>,
     /// `containerd` / `docker` and its `major.minor`.
     pub runtime: Option<(String, (u32, u32))>,
@@ -42,6 +44,34 @@ pub struct ClusterNode {
 }
 
 impl ClusterNode {
+    /// A Ready worker of `os` at `address`, for tests.
+    #[cfg(test)]
+    pub fn sample(name: &str, os: Os, address: &str) -> Self {
+        Self {
+            name: name.into(),
+            os,
+            build: (os == Os::Windows).then_some(20348),
+            address: address.into(),
+            external_address: None,
+            kubelet: Some((1, 32)),
+            runtime: Some(("containerd".into(), (1, 7))),
+            taints: Vec::new(),
+            control_plane: false,
+            ready: true,
+            labels: BTreeMap::new(),
+            kernel: String::new(),
+            memory: (None, None),
+            conditions: BTreeMap::new(),
+            configz: None,
+            skipped: None,
+        }
+    }
+
+    /// The address a client outside the cluster aims at: the ExternalIP, else the InternalIP.
+    pub fn outside_address(&self) -> &str {
+        self.external_address.as_deref().unwrap_or(&self.address)
+    }
+
     /// HostProcess pods: Windows, kubelet ≥ 1.23, containerd ≥ 1.6 (SEC-HOSTPROCESS, WHPC).
     pub fn host_process(&self) -> Option<bool> {
         if self.os != Os::Windows {
@@ -78,7 +108,8 @@ pub struct ClusterFacts {
     /// kube-proxy's WinDSR feature gate, where its flags or configuration name it.
     pub win_dsr_gate: Option<Fact<bool>>,
     pub flannel_version: Option<Fact<String>>,
-    pub egress: Fact<bool>,
+    /// Whether pods reach the internet, as the user said (`--egress`); None: the run detects it.
+    pub egress: Option<Fact<bool>>,
     /// The API server's feature gates, from its `kubernetes_feature_enabled` metric.
     pub feature_gates: Option<BTreeMap<String, bool>>,
     /// The facts as the report records them.
@@ -134,6 +165,10 @@ fn node_of(n: &Node) -> ClusterNode {
         .or_else(|| addresses.first())
         .map(|a| a.address.clone())
         .unwrap_or_default();
+    let external_address = addresses
+        .iter()
+        .find(|a| a.type_ == "ExternalIP")
+        .map(|a| a.address.clone());
     let runtime = info.container_runtime_version.split_once("://").and_then(|(kind, v)| {
         let mm = major_minor(v)?;
         Some((kind.to_string(), mm))
@@ -172,6 +207,7 @@ fn node_of(n: &Node) -> ClusterNode {
         os,
         build,
         address,
+        external_address,
         kubelet: major_minor(&info.kubelet_version),
         runtime,
         taints,
@@ -223,11 +259,12 @@ pub fn quantity_bytes(q: &str) -> Option<u64> {
 }
 
 /// Reads the facts. `network_mode`/`egress` are the user's statements, used where detection
-/// finds nothing (mode) or always (egress).
+/// finds nothing (mode) or instead of detection (egress, which is probed from pods once the
+/// fixtures run).
 pub async fn collect(
     client: &kube::Client,
     network_mode: Option<&str>,
-    egress: bool,
+    egress: Option<bool>,
 ) -> Result<ClusterFacts, kube::Error> {
     let version = client.apiserver_version().await?;
     let git = version.git_version.clone();
@@ -308,7 +345,7 @@ pub async fn collect(
     let network_mode = addons
         .network_mode
         .or_else(|| network_mode.map(|m| Fact::new(m.to_string(), "--network-mode")));
-    let egress = Fact::new(egress, if egress { "default (--egress)" } else { "--egress=false" });
+    let egress = egress.map(|e| Fact::new(e, format!("--egress={e}")));
     let windows: Vec<&ClusterNode> = nodes.iter().filter(|n| n.os == Os::Windows).collect();
     let host_process = (!windows.is_empty())
         .then(|| windows.iter().map(|n| n.host_process()).collect::<Option<Vec<bool>>>())
@@ -324,7 +361,7 @@ pub async fn collect(
     report.cluster_cidr = addons.cluster_cidr.clone();
     report.kube_proxy_version = addons.kube_proxy_version.clone();
     report.host_process = host_process;
-    report.egress = Some(egress.clone());
+    report.egress = egress.clone();
     Ok(ClusterFacts {
         version: server,
         nodes,

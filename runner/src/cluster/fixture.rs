@@ -540,6 +540,7 @@ mod tests {
             os,
             build,
             address: "10.0.0.1".into(),
+            external_address: None,
             kubelet: Some((1, 32)),
             runtime: Some(("containerd".into(), (1, 7))),
             taints,

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OnceCell};
 
 use crate::catalogue::suite::CreateOutcome;
-use crate::cluster::deploy::SANDBOX_FAILURES;
+use crate::cluster::deploy::{Refusal, SANDBOX_FAILURES};
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::{self, Fixtures};
 use crate::cluster::podwatch::{PodView, PodWatch};
@@ -44,14 +44,26 @@ fn not_ready(name: &str, seen: &Observed) -> NotReady {
 pub enum NotReady {
     /// The kubelet or the runtime failed it (a `fails` outcome): its status and events.
     Failed(String),
+    /// The cluster's admission policy refused it: the check cannot run here.
+    Refused(String),
     /// Anything else: an API error, unschedulable, not settled in time.
     Other(String),
+}
+
+impl NotReady {
+    /// The error of creating pod `name`: a policy refusal, or anything else.
+    fn of_create(name: &str, e: &kube::Error) -> Self {
+        match Refusal::of(e) {
+            Some(r) if r.policy => Self::Refused(format!("pod {name}: {}", r.problem())),
+            _ => Self::Other(format!("pod {name}: {e}")),
+        }
+    }
 }
 
 impl std::fmt::Display for NotReady {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Failed(why) | Self::Other(why) => f.write_str(why),
+            Self::Failed(why) | Self::Refused(why) | Self::Other(why) => f.write_str(why),
         }
     }
 }
@@ -187,7 +199,7 @@ impl<'a> Workloads<'a> {
             let params = kube::api::PatchParams::apply("mixcheck").force();
             pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
                 .await
-                .map_err(|e| NotReady::Other(format!("pod {name}: {e}")))?;
+                .map_err(|e| NotReady::of_create(&name, &e))?;
             let seen = self
                 .settle(&name, node.os)
                 .await
@@ -208,16 +220,21 @@ impl<'a> Workloads<'a> {
         node: &ClusterNode,
         index: usize,
         cell: usize,
-    ) -> Result<(String, Observed), String> {
-        self.others(fixture).await?;
-        let (name, pod) = self.pod_for(fixture, node, index, &format!("-c{cell}"))?;
+    ) -> Result<(String, Observed), NotReady> {
+        self.others(fixture).await.map_err(NotReady::Other)?;
+        let (name, pod) = self
+            .pod_for(fixture, node, index, &format!("-c{cell}"))
+            .map_err(NotReady::Other)?;
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
         let typed: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
-            Err(e) => return Err(format!("fixture {fixture:?} is not a Pod: {e}")),
+            Err(e) => return Err(NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}"))),
         };
         match pods.create(&PostParams::default(), &typed).await {
             Ok(_) => {}
+            // An admission webhook or Pod Security refusing the pod is the cluster's policy, not
+            // the API's documented answer to the pod's fields.
+            Err(e) if Refusal::of(&e).is_some_and(|r| r.policy) => return Err(NotReady::of_create(&name, &e)),
             Err(kube::Error::Api(s)) if s.code == 422 || s.code == 403 || s.code == 400 => {
                 return Ok((
                     name,
@@ -227,12 +244,12 @@ impl<'a> Workloads<'a> {
                     },
                 ));
             }
-            Err(e) => return Err(format!("creating pod {name}: {e}")),
+            Err(e) => return Err(NotReady::Other(format!("creating pod {name}: {e}"))),
         }
         let seen = self
             .settle(&name, node.os)
             .await
-            .map_err(|why| format!("pod {name}: {why}"))?;
+            .map_err(|why| NotReady::Other(format!("pod {name}: {why}")))?;
         Ok((name, seen))
     }
 
@@ -353,15 +370,19 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         }));
     }
     let ready = crate::cluster::podwatch::is_ready(&status);
-    // A run-to-completion pod still running after a few seconds counts as running (the bundled
-    // cluster cannot yet finish every script such pods run; real ones are judged the same way).
-    if phase == "Succeeded" || (phase == "Running" && ready && (!runs_to_end || elapsed > Duration::from_secs(2))) {
+    // A run-to-completion pod is judged when it ends (upstream waits for the end too:
+    // E2E/host_process WaitForFinish, then PodSucceeded); a server when it is Running and Ready.
+    if phase == "Succeeded" || (phase == "Running" && ready && !runs_to_end) {
         return Some(Ok(Observed {
             outcome: CreateOutcome::Runs,
             message,
         }));
     }
-    if warnings.iter().any(|w| w.reason == "FailedScheduling") && elapsed > Duration::from_millis(500) {
+    // A node out of pod slots frees one when a judged pod is deleted: wait for it.
+    let unschedulable = warnings
+        .iter()
+        .any(|w| w.reason == "FailedScheduling" && !w.message.contains("Too many pods"));
+    if unschedulable && elapsed > Duration::from_millis(500) {
         return Some(Ok(Observed {
             outcome: CreateOutcome::Unschedulable,
             message,
@@ -500,12 +521,20 @@ mod tests {
         assert_eq!(seen.outcome, CreateOutcome::Fails, "{}", seen.message);
     }
 
-    /// A run-to-completion pod is judged by how it ends, or as running once it has run for a
-    /// few seconds.
-    #[test]
-    fn run_to_completion_pods_are_judged_by_their_end() {
-        let still = view("Running", running(), "Never", true, &[]);
+    /// A run-to-completion pod is judged by how it ends (E2E/host_process waits for the end):
+    /// Running and Ready for a while decides nothing.
+    #[rstest]
+    fn run_to_completion_pods_are_judged_by_their_end(#[values("Never", "OnFailure")] restart: &str) {
+        let still = view("Running", running(), restart, true, &[]);
         assert!(judge_pod(&still, Duration::from_secs(1), LIMIT).is_none());
+        assert!(judge_pod(&still, Duration::from_secs(60), LIMIT).is_none());
+        let why = judge_pod(&still, LIMIT + SOON, LIMIT)
+            .expect("decided")
+            .expect_err("undecided");
+        assert!(why.contains("has not completed"), "{why}");
+        let server = view("Running", running(), "Always", true, &[]);
+        let seen = judge_pod(&server, SOON, LIMIT).expect("decided").expect("observed");
+        assert_eq!(seen.outcome, CreateOutcome::Runs);
         let done = view(
             "Succeeded",
             serde_json::json!({"terminated": {"exitCode": 0, "reason": "Completed"}}),
@@ -524,6 +553,20 @@ mod tests {
         );
         let seen = judge_pod(&failed, SOON, LIMIT).expect("decided").expect("observed");
         assert_eq!(seen.outcome, CreateOutcome::Fails);
+    }
+
+    /// A node out of pod slots is awaited (a judged pod's deletion frees one); any other reason
+    /// the scheduler gives decides the pod is unschedulable.
+    #[rstest]
+    #[case::no_pod_slot("0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match Pod's node affinity/selector.", false)]
+    #[case::no_matching_node("0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.", true)]
+    fn a_full_node_is_awaited_but_a_mismatch_is_unschedulable(#[case] message: &str, #[case] decided: bool) {
+        let v = view("Pending", serde_json::json!({}), "Always", false, &[("FailedScheduling", message, 1)]);
+        let got = judge_pod(&v, SOON, LIMIT);
+        assert_eq!(got.is_some(), decided, "{got:?}");
+        if let Some(seen) = got {
+            assert_eq!(seen.expect("observed").outcome, CreateOutcome::Unschedulable);
+        }
     }
 
     /// A pod still pulling (or retrying a pull the registry refused for now) when its time is up

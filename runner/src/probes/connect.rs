@@ -2,6 +2,8 @@
 //! IP, a Service by IP or name, a NodePort, a hostPort, a LoadBalancer, the node, localhost or
 //! the outside world — and what a successful connection must also show (`verify`).
 
+use mixcheck_reports::Os;
+
 use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
@@ -118,7 +120,7 @@ fn request(
             get(host, port, path)
         }
         Destination::HostPort => {
-            server_ip(dep, dst)?;
+            flow::host_port_ip(dep, dst)?;
             get(dst.address.clone(), deploy::HOST_PORT, path)
         }
         Destination::NodeIp => {
@@ -147,6 +149,68 @@ fn request(
         }
         Destination::Localhost => get("127.0.0.1".to_string(), 8080, "/hostname"),
     })
+}
+
+/// Whether pods reach the internet: a raw TCP connect to the outside address from the client
+/// pod of one node per OS, each retried through the outside-flow settle window (upstream retries
+/// its internet checks too: E2E/hybrid_network `externalMaxTries`). True when any pod got out —
+/// a pool that cannot is then the outbound checks' failure, not a cluster without egress; false
+/// only when none did (a private cluster behind a firewall: real-clusters reference §2).
+pub async fn detect_egress(ctx: &Ctx<'_>) -> mixcheck_reports::Fact<bool> {
+    let tried: Vec<_> = [Os::Linux, Os::Windows]
+        .into_iter()
+        .filter_map(|os| {
+            ctx.facts
+                .nodes
+                .iter()
+                .filter(|n| n.probed() && n.os == os)
+                .find_map(|n| flow::start(ctx, n, Origin::Pod, false).ok().map(|s| (n, s)))
+        })
+        .collect();
+    if tried.is_empty() {
+        return mixcheck_reports::Fact::new(
+            true,
+            "assumed: no client pod could try an outside address (say --egress=false if pods cannot reach the internet)",
+        );
+    }
+    let req = raw_tcp(http(OUTSIDE_IP.to_string(), OUTSIDE_IP_PORT, Protocol::Tcp, "/"));
+    let attempts = tried.iter().map(|(node, start)| {
+        let argv = transport::command(start.runner, &req);
+        let req = &req;
+        async move {
+            let settled = settle::until_works(ctx.settle_until(FlowKind::Outside), || async {
+                ctx.exec(&start.pod, start.container.as_deref(), &argv)
+                    .await
+                    .map(|(out, _)| (transport::classify(req, &out), ()))
+            })
+            .await;
+            let reached = settled
+                .as_ref()
+                .is_ok_and(|s| matches!(s.observation, Observation::Reached(_)));
+            (*node, reached, start.pod.clone())
+        }
+    });
+    let results = futures::future::join_all(attempts).await;
+    let target = format!("{OUTSIDE_IP}:{OUTSIDE_IP_PORT}");
+    match results.iter().find(|(_, reached, _)| *reached) {
+        Some((node, _, pod)) => mixcheck_reports::Fact::new(
+            true,
+            format!("detected: pod {pod} on {} ({}) reached {target}", node.name, node.os),
+        ),
+        None => {
+            let from: Vec<String> = results
+                .iter()
+                .map(|(n, _, pod)| format!("{pod} on {} ({})", n.name, n.os))
+                .collect();
+            mixcheck_reports::Fact::new(
+                false,
+                format!(
+                    "detected: no pod reached {target} within its settle window (tried from {}); --egress=true overrides",
+                    from.join(", ")
+                ),
+            )
+        }
+    }
 }
 
 /// Connects from the pair's source to its destination and checks what `verify` asks for.

@@ -2,6 +2,7 @@
 //! it (runs, rejected by the API, fails, unschedulable), with the documented message.
 
 use crate::catalogue::suite::{CreateOutcome, FailureClass};
+use crate::cluster::workload::NotReady;
 use crate::probes::judgement::{Case, Ctx, Probed};
 use crate::probes::transport::Observation;
 
@@ -19,7 +20,8 @@ pub async fn observe(
     };
     let (name, seen) = match ctx.workloads.create(fixture, node, node_idx, case.index).await {
         Ok(x) => x,
-        Err(why) => return Probed::Error(why),
+        Err(NotReady::Refused(why)) => return Probed::Unknown(why),
+        Err(why) => return Probed::Error(why.to_string()),
     };
     use CreateOutcome as O;
     use FailureClass as C;

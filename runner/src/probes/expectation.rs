@@ -263,6 +263,7 @@ mod tests {
             os,
             build,
             address: "10.0.0.1".into(),
+            external_address: None,
             kubelet: Some(kubelet),
             runtime: Some((runtime.0.into(), runtime.1)),
             taints: Vec::new(),

@@ -295,6 +295,7 @@ mod tests {
             os: Os::Windows,
             build: build_of(kernel),
             address: "10.0.0.5".into(),
+            external_address: None,
             kubelet: Some((1, 32)),
             runtime: Some(("containerd".into(), (1, 7))),
             taints: Vec::new(),
@@ -317,7 +318,7 @@ mod tests {
             dsr: dsr.map(|d| Fact::new(d, "configmap kube-system/kube-proxy-windows winkernel.enableDSR")),
             win_dsr_gate: gate.map(|g| Fact::new(g, "configmap kube-system/kube-proxy-windows featureGates.WinDSR")),
             flannel_version: None,
-            egress: Fact::new(true, "default"),
+            egress: None,
             feature_gates: None,
             report: Facts::default(),
         }

@@ -19,13 +19,20 @@ pub(super) struct Start {
     pub(super) runner: Runner,
 }
 
+/// Why the `what` on `node` cannot serve a probe: `indeterminate` when the cluster's policy
+/// refused it (nothing is said about the rule), an error otherwise.
+fn unusable(p: &deploy::Placed, what: &str, node: &str) -> Unprobed {
+    let why = format!(
+        "the {what} on {node} is not usable: {}",
+        p.problem.clone().unwrap_or_default()
+    );
+    if p.policy { Unprobed::Unknown(why) } else { Unprobed::Error(why) }
+}
+
 fn usable(p: Option<&deploy::Placed>, what: &str, node: &str) -> Result<String, Unprobed> {
     match p {
         Some(p) if p.problem.is_none() => Ok(p.name.clone()),
-        Some(p) => Err(Unprobed::Error(format!(
-            "the {what} on {node} is not usable: {}",
-            p.problem.clone().unwrap_or_default()
-        ))),
+        Some(p) => Err(unusable(p, what, node)),
         None => Err(Unprobed::Error(format!("no {what} was deployed on {node}"))),
     }
 }
@@ -68,14 +75,19 @@ pub(super) fn start(ctx: &Ctx<'_>, src: &ClusterNode, origin: Origin, localhost:
 
 /// The pod IP of the netexec server on `n`.
 pub(super) fn server_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unprobed> {
-    match dep.servers.get(&n.name) {
+    placed_ip(dep.servers.get(&n.name), "netexec server", n)
+}
+
+/// The pod IP of the server publishing the hostPort on `n`.
+pub(super) fn host_port_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unprobed> {
+    placed_ip(dep.host_ports.get(&n.name), "hostPort server", n)
+}
+
+fn placed_ip(p: Option<&deploy::Placed>, what: &str, n: &ClusterNode) -> Result<String, Unprobed> {
+    match p {
         Some(p) if p.problem.is_none() => Ok(p.ip.clone()),
-        Some(p) => Err(Unprobed::Error(format!(
-            "the netexec server on {} is not usable: {}",
-            n.name,
-            p.problem.clone().unwrap_or_default()
-        ))),
-        None => Err(Unprobed::Error(format!("no netexec server on {}", n.name))),
+        Some(p) => Err(unusable(p, what, &n.name)),
+        None => Err(Unprobed::Error(format!("no {what} on {}", n.name))),
     }
 }
 
@@ -89,8 +101,21 @@ pub(super) fn service<'d>(
 ) -> Result<&'d deploy::ServiceInfo, Unprobed> {
     server_ip(dep, n)?;
     let map = if local { &dep.local_services } else { &dep.services };
-    map.get(&n.name)
-        .ok_or_else(|| Unprobed::Error(format!("no service over the server on {}", n.name)))
+    map.get(&n.name).ok_or_else(|| {
+        let name = if local {
+            deploy::LOCAL_SERVICE.to_string()
+        } else {
+            dep.hostnames.get(&n.name).map(|h| h.replace("srv-", "svc-")).unwrap_or_default()
+        };
+        match dep.refused_services.get(&name) {
+            Some(r) if r.policy => Unprobed::Unknown(format!(
+                "the cluster's admission policy refused service {name}: {}",
+                r.message
+            )),
+            Some(r) => Unprobed::Error(format!("the cluster refused service {name}: {}", r.message)),
+            None => Unprobed::Error(format!("no service over the server on {}", n.name)),
+        }
+    })
 }
 
 /// An HTTP request (a raw request for UDP and ICMP: the command builder decides).

@@ -31,9 +31,25 @@ pub struct Ctx<'a> {
     pub causes: &'a crate::catalogue::causes::Catalogue,
     /// How long flows may take to start working.
     pub settle: crate::probes::settle::Settle,
+    /// Whether pods reach the internet, once detected (the checks that depend on it ask first).
+    pub egress: &'a tokio::sync::OnceCell<mixcheck_reports::Fact<bool>>,
+    /// Whether this machine reaches each node's address (the outside-client view).
+    pub reach: &'a crate::probes::outside::Reach,
 }
 
 impl<'a> Ctx<'a> {
+    /// Whether pods reach the internet: as the user said, or detected once (from a pod of each
+    /// OS) and kept for the rest of the run.
+    pub async fn egress(&self) -> mixcheck_reports::Fact<bool> {
+        if let Some(stated) = &self.facts.egress {
+            return stated.clone();
+        }
+        self.egress
+            .get_or_init(|| crate::probes::connect::detect_egress(self))
+            .await
+            .clone()
+    }
+
     /// The same run, with the shared fixtures deployed.
     pub fn with_fixtures<'b>(&self, dep: &'b Deployment) -> Ctx<'b>
     where
@@ -49,6 +65,8 @@ impl<'a> Ctx<'a> {
             ns: self.ns,
             causes: self.causes,
             settle: self.settle,
+            egress: self.egress,
+            reach: self.reach,
         }
     }
 
@@ -231,7 +249,7 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
             .flannel_version
             .as_ref()
             .and_then(|f| facts::major_minor(&f.value)),
-        egress: facts.egress.value,
+        egress: facts.egress.as_ref().is_none_or(|f| f.value),
         feature_gates: facts.feature_gates.as_ref(),
     }
 }
@@ -241,7 +259,14 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
 pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
     let check = case.check;
     let flow = matches!(check.probe.shape(), Shape::Flow);
-    let cell_facts = cell_facts(ctx.facts, case);
+    let mut cell_facts = cell_facts(ctx.facts, case);
+    let egress = match check.expect.iter().any(|e| e.when.egress.is_some()) {
+        true => Some(ctx.egress().await),
+        false => None,
+    };
+    if let Some(f) = &egress {
+        cell_facts.egress = f.value;
+    }
     let e = match expectation::expectation(check, &cell_facts) {
         Ok(e) => e,
         Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
@@ -252,7 +277,12 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         e.sources.clone()
     };
     let Some(kind) = expectation::expected(e.result) else {
-        let mut j = judgement(Verdict::NotApplicable, e.says.clone());
+        // A cell left out for the cluster's egress says how that was found.
+        let says = match (&egress, e.when.egress) {
+            (Some(f), Some(_)) => format!("{} ({})", e.says, f.source),
+            _ => e.says.clone(),
+        };
+        let mut j = judgement(Verdict::NotApplicable, says);
         j.sources = sources;
         return j;
     };
@@ -325,6 +355,7 @@ mod tests {
             os: Os::Windows,
             build: Some(20348),
             address: "10.0.0.5".into(),
+            external_address: None,
             kubelet: Some((1, 32)),
             runtime: Some(("containerd".into(), (1, 7))),
             taints: Vec::new(),
@@ -348,7 +379,7 @@ mod tests {
             dsr: None,
             win_dsr_gate: None,
             flannel_version: None,
-            egress: mixcheck_reports::Fact::new(true, "default"),
+            egress: None,
             feature_gates: None,
             report: Default::default(),
         };

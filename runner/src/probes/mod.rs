@@ -101,6 +101,20 @@ impl Probe {
         }
     }
 
+    /// The shared fixtures beyond the core ones that the probe uses.
+    pub fn fixture_needs(&self) -> crate::cluster::deploy::Needs {
+        let host_port = match self {
+            Probe::Connect { to, .. } | Probe::Outside { to } => *to == Destination::HostPort,
+            Probe::Resolve { .. }
+            | Probe::Exec { .. }
+            | Probe::Create { .. }
+            | Probe::Fact { .. }
+            | Probe::Audit { .. }
+            | Probe::Logs { .. } => false,
+        };
+        crate::cluster::deploy::Needs { host_port }
+    }
+
     /// The probe waits for a pod of its own (created or exec'd per node): its cells start
     /// first, since waiting holds no probe slot.
     pub fn waits_for_pods(&self) -> bool {

@@ -136,6 +136,8 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     };
     let cells = plan_cells(plan, &facts);
     let judged = Judged::default();
+    let egress = tokio::sync::OnceCell::new();
+    let reach = crate::probes::outside::Reach::default();
     let work = async {
         deploy::create_namespace(&client, &ns, &run_id)
             .await
@@ -159,6 +161,8 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             ns: &ns,
             causes: &plan.causes,
             settle,
+            egress: &egress,
+            reach: &reach,
         };
         // Cells that create their own pods need none of the shared fixtures: they start at once,
         // while the fixtures are awaited (Windows pods start slowly on a real cluster).
@@ -177,6 +181,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 &facts,
                 fixtures,
                 plan.image_registry.as_deref(),
+                deploy::Needs {
+                    host_port: cells
+                        .iter()
+                        .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
+                },
                 deadline,
                 &progress,
             )
@@ -306,6 +315,9 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         ),
     };
     report.cells = cells;
+    if let Some(detected) = egress.get() {
+        report.facts.egress = Some(detected.clone());
+    }
     if let (Some(code), Some(reason)) = (code, aborted) {
         return abort(report, code, reason);
     }

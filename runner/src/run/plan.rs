@@ -26,7 +26,8 @@ pub struct RunPlan {
     pub report_dir: PathBuf,
     pub image_registry: Option<String>,
     pub network_mode: Option<String>,
-    pub egress: bool,
+    /// Whether pods reach the internet, as the user said (None: detected).
+    pub egress: Option<bool>,
     /// The cause catalogue the failing cells are diagnosed with.
     pub causes: crate::catalogue::causes::Catalogue,
     /// Run the causes' confirmation commands on the implicated nodes.
