@@ -270,6 +270,30 @@ pub struct Needs {
     pub host_port: bool,
 }
 
+/// How many shared fixture pods [`deploy`] puts on each node (server, client, node-side probe,
+/// hostPort server, and the second affinity backend of a one-node pool).
+pub fn pods_per_node(facts: &ClusterFacts, fixtures: &Fixtures, needs: Needs) -> BTreeMap<String, u32> {
+    let has = |name: &str, n: &ClusterNode| fixtures.get(name).is_some_and(|f| f.pod_for(n).is_some());
+    let nodes: Vec<&ClusterNode> = facts.nodes.iter().filter(|n| n.schedulable()).collect();
+    let mut pools: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &nodes {
+        *pools.entry(n.pool()).or_default() += 1;
+    }
+    nodes
+        .iter()
+        .map(|n| {
+            let server = has("netexec-server", n);
+            let host = has("host-probe", n) && (n.os == Os::Linux || n.host_process() == Some(true));
+            let alone = pools.get(&n.pool()) == Some(&1) && has("affinity-backend", n);
+            let count = [server, has("netexec-client", n), host, server && needs.host_port, alone]
+                .into_iter()
+                .filter(|b| *b)
+                .count();
+            (n.name.clone(), u32::try_from(count).unwrap_or(u32::MAX))
+        })
+        .collect()
+}
+
 /// Deploys the network fixtures on every schedulable node and awaits them (within `deadline`).
 #[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
 pub async fn deploy(
@@ -312,11 +336,23 @@ pub async fn deploy(
     let mut hosts_wanted: Vec<(String, String, Os)> = Vec::new();
     let mut clients_wanted: Vec<(String, String, Os)> = Vec::new();
     let mut host_ports_wanted: Vec<(String, String, Os)> = Vec::new();
+    // The pools of schedulable nodes, by name (index: the pool's affinity service).
+    let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
+    for (_, n) in &nodes {
+        pools.entry(n.pool()).or_default().push(n);
+    }
     for (i, node) in &nodes {
         if let Some(pod) = server.pod_for(node) {
             let name = format!("srv-{i}");
             let mut l = labels.clone();
             l.insert("mixcheck.io/server".into(), i.to_string());
+            if let Some((pi, _)) = pools
+                .iter()
+                .enumerate()
+                .find(|(_, (_, members))| members.iter().take(2).any(|m| m.name == node.name))
+            {
+                l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
+            }
             let mut p = fixture::stamp(pod, &name, node, &l, registry);
             p["spec"]["hostname"] = json!(name);
             p["spec"]["subdomain"] = json!(SUBDOMAIN);
@@ -405,17 +441,20 @@ pub async fn deploy(
             "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
     apply_service(&services, LOCAL_SERVICE, &local, &mut dep.refused_services).await?;
     applied.inc(1);
-    // Two affinity backends per pool, spread over its nodes.
-    let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
-    for (_, n) in &nodes {
-        pools.entry(n.pool()).or_default().push(n);
-    }
+    // Two affinity backends per pool: the servers of its first two nodes, and where the pool
+    // has one node, one backend pod beside its server (each pod takes one of the node's pod
+    // slots: EKS Windows nodes have few).
     let mut affinity_wanted = Vec::new();
     for (pi, (pool, members)) in pools.iter().enumerate() {
         if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
             continue;
         }
-        for k in 0..2 {
+        let servers = members
+            .iter()
+            .take(2)
+            .filter(|n| dep.hostnames.contains_key(&n.name) && !refused.contains_key(&dep.hostnames[&n.name]))
+            .count();
+        for k in servers..2 {
             let node = members[k % members.len()];
             let Some(pod) = affinity.pod_for(node) else {
                 continue;
@@ -534,13 +573,7 @@ pub async fn deploy(
     }
     for (pool, lb) in &lb_pools {
         if let Some(s) = list.items.iter().find(|s| s.metadata.name.as_deref() == Some(lb)) {
-            let ingress = s
-                .status
-                .as_ref()
-                .and_then(|st| st.load_balancer.as_ref())
-                .and_then(|lb| lb.ingress.as_ref())
-                .and_then(|i| i.first())
-                .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()));
+            let ingress = ingress_of(s);
             dep.load_balancers.insert(
                 pool.clone(),
                 LoadBalancer {
@@ -557,6 +590,16 @@ pub async fn deploy(
     }
     dep.ready_at = Some(std::time::Instant::now());
     Ok(dep)
+}
+
+/// The first ingress address (IP, else hostname) a LoadBalancer service got.
+pub fn ingress_of(s: &Service) -> Option<String> {
+    s.status
+        .as_ref()
+        .and_then(|st| st.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .and_then(|i| i.first())
+        .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()))
 }
 
 /// Why a pod is not (yet) usable, or None when it is running and ready.

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::Value;
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::{Mutex, OnceCell, OwnedSemaphorePermit};
 
 use crate::catalogue::suite::CreateOutcome;
+use crate::cluster::budget::Budget;
 use crate::cluster::deploy::{Refusal, SANDBOX_FAILURES};
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::{self, Fixtures};
@@ -88,6 +89,12 @@ pub struct Workloads<'a> {
     pub registry: Option<String>,
     ready: Mutex<HashMap<String, Ready>>,
     watch: PodWatch,
+    /// The node's pod slots (allocatable pods less what is there).
+    budget: Budget,
+    /// Exec fixture pods in use: their name and the slot they hold, by key.
+    held: std::sync::Mutex<HashMap<String, (String, Option<OwnedSemaphorePermit>)>>,
+    /// Cells still to be judged that may use each exec fixture pod, by key.
+    uses: std::sync::Mutex<HashMap<String, usize>>,
 }
 
 impl<'a> Workloads<'a> {
@@ -97,6 +104,7 @@ impl<'a> Workloads<'a> {
         fixtures: &'a Fixtures,
         labels: std::collections::BTreeMap<String, String>,
         registry: Option<String>,
+        budget: Budget,
     ) -> Self {
         Self {
             watch: PodWatch::start(&client, ns),
@@ -106,6 +114,70 @@ impl<'a> Workloads<'a> {
             labels,
             registry,
             ready: Mutex::new(HashMap::new()),
+            budget,
+            held: std::sync::Mutex::default(),
+            uses: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The key of the exec fixture pod of `fixture` (`variant`) on `node`.
+    pub fn key(fixture: &str, variant: &str, node: &str) -> String {
+        format!("{fixture}{variant}@{node}")
+    }
+
+    /// Counts the cells that may use each of `keys` (called for every cell before any runs).
+    pub fn plan_uses(&self, keys: &[String]) {
+        if let Ok(mut uses) = self.uses.lock() {
+            for k in keys {
+                *uses.entry(k.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    /// A cell that may have used `keys` is judged: a pod no cell still needs is deleted and
+    /// its slot given back.
+    pub async fn cell_done(&self, keys: &[String]) {
+        let done: Vec<(String, Option<OwnedSemaphorePermit>)> = {
+            let (Ok(mut uses), Ok(mut held)) = (self.uses.lock(), self.held.lock()) else {
+                return;
+            };
+            keys.iter()
+                .filter(|k| {
+                    let left = uses.entry((*k).clone()).or_default();
+                    *left = left.saturating_sub(1);
+                    *left == 0
+                })
+                .filter_map(|k| held.remove(k))
+                .collect()
+        };
+        for (name, slot) in done {
+            self.delete(&name).await;
+            drop(slot);
+        }
+    }
+
+    /// A slot on `node` (waits for one), or None where the node's budget is unknown.
+    async fn slot(&self, node: &str) -> Option<OwnedSemaphorePermit> {
+        self.budget.slots(node)?.acquire_owned().await.ok()
+    }
+
+    /// Deletes a pod of the run at once and waits until the API no longer has it (its slot is
+    /// free for the scheduler then), within a minute.
+    async fn delete(&self, name: &str) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let now = kube::api::DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        if pods.delete(name, &now).await.is_err() {
+            return;
+        }
+        let until = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < until {
+            match tokio::time::timeout(Duration::from_secs(10), pods.get_opt(name)).await {
+                Ok(Ok(None)) | Ok(Err(_)) => return,
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
         }
     }
 
@@ -186,20 +258,25 @@ impl<'a> Workloads<'a> {
         index: usize,
         mutate: &(dyn Fn(&mut Value) + Sync),
     ) -> Result<String, NotReady> {
-        let key = format!("{fixture}{variant}@{}", node.name);
+        let key = Self::key(fixture, variant, &node.name);
         let cell = {
             let mut map = self.ready.lock().await;
-            map.entry(key).or_insert_with(|| Arc::new(OnceCell::new())).clone()
+            map.entry(key.clone()).or_insert_with(|| Arc::new(OnceCell::new())).clone()
         };
         cell.get_or_init(|| async {
             self.others(fixture).await.map_err(NotReady::Other)?;
             let (name, mut pod) = self.pod_for(fixture, node, index, variant).map_err(NotReady::Other)?;
             mutate(&mut pod);
+            let slot = self.slot(&node.name).await;
             let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
             let params = kube::api::PatchParams::apply("mixcheck").force();
             pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
                 .await
                 .map_err(|e| NotReady::of_create(&name, &e))?;
+            // Held until no cell needs the pod any more (see `cell_done`).
+            if let Ok(mut held) = self.held.lock() {
+                held.insert(key.clone(), (name.clone(), slot));
+            }
             let seen = self
                 .settle(&name, node.os)
                 .await
@@ -230,6 +307,7 @@ impl<'a> Workloads<'a> {
             Ok(p) => p,
             Err(e) => return Err(NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}"))),
         };
+        let slot = self.slot(&node.name).await;
         match pods.create(&PostParams::default(), &typed).await {
             Ok(_) => {}
             // An admission webhook or Pod Security refusing the pod is the cluster's policy, not
@@ -246,10 +324,11 @@ impl<'a> Workloads<'a> {
             }
             Err(e) => return Err(NotReady::Other(format!("creating pod {name}: {e}"))),
         }
-        let seen = self
-            .settle(&name, node.os)
-            .await
-            .map_err(|why| NotReady::Other(format!("pod {name}: {why}")))?;
+        let seen = self.settle(&name, node.os).await;
+        // Judged: the pod gives its slot back (a node may have few: EKS Windows nodes).
+        self.delete(&name).await;
+        drop(slot);
+        let seen = seen.map_err(|why| NotReady::Other(format!("pod {name}: {why}")))?;
         Ok((name, seen))
     }
 

@@ -24,9 +24,8 @@ fn flow_kind(to: Destination) -> FlowKind {
     match to {
         Destination::PodIp | Destination::Localhost | Destination::NodeIp => FlowKind::Pod,
         Destination::ClusterIp | Destination::ServiceFqdn | Destination::ServiceShort => FlowKind::Service,
-        Destination::NodePort | Destination::LoopbackNodePort | Destination::HostPort | Destination::LoadBalancer => {
-            FlowKind::NodePort
-        }
+        Destination::NodePort | Destination::LoopbackNodePort | Destination::HostPort => FlowKind::NodePort,
+        Destination::LoadBalancer => FlowKind::LoadBalancer,
         Destination::OutsideIp | Destination::OutsideName => FlowKind::Outside,
     }
 }
@@ -49,7 +48,7 @@ fn raw_tcp(mut r: Request) -> Request {
 }
 
 /// What to ask for to reach `to` on `dst`.
-fn request(
+async fn request(
     ctx: &Ctx<'_>,
     dst: &ClusterNode,
     to: Destination,
@@ -134,19 +133,7 @@ fn request(
             if r.protocol == Protocol::Tcp { raw_tcp(r) } else { r }
         }
         Destination::OutsideName => get(OUTSIDE_NAME.to_string(), 80, "/"),
-        Destination::LoadBalancer => {
-            let s = dep
-                .load_balancers
-                .get(&dst.pool())
-                .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service in pool {}", dst.pool())))?;
-            let ip = s.ingress.clone().ok_or_else(|| {
-                Unprobed::Unknown(format!(
-                    "service {} got no load-balancer address (does the cluster have a load-balancer controller?)",
-                    s.name
-                ))
-            })?;
-            get(ip, 80, path)
-        }
+        Destination::LoadBalancer => get(flow::lb_ingress(ctx, dst).await?, 80, path),
         Destination::Localhost => get("127.0.0.1".to_string(), 8080, "/hostname"),
     })
 }
@@ -231,7 +218,7 @@ pub async fn observe(
     };
     let dst = case.to(ctx.facts).unwrap_or(src);
     let protocol = case.protocol.unwrap_or(Protocol::Tcp);
-    let req = match request(ctx, dst, to, service_variant, verify, protocol) {
+    let req = match request(ctx, dst, to, service_variant, verify, protocol).await {
         Ok(r) => r,
         Err(p) => return p.into(),
     };

@@ -118,6 +118,37 @@ pub(super) fn service<'d>(
     })
 }
 
+/// The ingress address of the LoadBalancer over `n`'s pool: as deployed, else awaited — a cloud
+/// provisions it minutes after the Service exists — polling the Service until the
+/// LoadBalancer settle window ends.
+pub(super) async fn lb_ingress(ctx: &Ctx<'_>, n: &ClusterNode) -> Result<String, Unprobed> {
+    let lb = ctx
+        .dep
+        .load_balancers
+        .get(&n.pool())
+        .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service in pool {}", n.pool())))?;
+    if let Some(ip) = &lb.ingress {
+        return Ok(ip.clone());
+    }
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(ctx.client.clone(), ctx.ns);
+    let until = ctx.settle_until(crate::probes::settle::FlowKind::LoadBalancer);
+    loop {
+        let got = tokio::time::timeout(std::time::Duration::from_secs(10), services.get(&lb.name)).await;
+        if let Ok(Ok(svc)) = got
+            && let Some(ip) = deploy::ingress_of(&svc)
+        {
+            return Ok(ip);
+        }
+        if tokio::time::Instant::now() >= until {
+            return Err(Unprobed::Unknown(format!(
+                "unknown: service {} got no load-balancer address within its settle window (does the cluster have a load-balancer controller?)",
+                lb.name
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
 /// An HTTP request (a raw request for UDP and ICMP: the command builder decides).
 pub(super) fn http(host: String, port: u16, protocol: Protocol, path: &str) -> Request {
     Request {

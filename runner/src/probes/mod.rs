@@ -115,6 +115,25 @@ impl Probe {
         crate::cluster::deploy::Needs { host_port }
     }
 
+    /// The keys of the exec fixture pods a pair of this probe may use on `node`
+    /// ([`crate::cluster::workload::Workloads::key`]); created pods are deleted once judged.
+    pub fn pod_keys(&self, node: &str) -> Vec<String> {
+        use crate::cluster::workload::Workloads;
+        match self {
+            Probe::Exec { fixture, .. } => vec![Workloads::key(fixture, "", node)],
+            Probe::Resolve { dns, .. } => match resolve::variant_suffix(*dns) {
+                "" => Vec::new(),
+                variant => vec![Workloads::key("netexec-client", variant, node)],
+            },
+            Probe::Connect { .. }
+            | Probe::Create { .. }
+            | Probe::Fact { .. }
+            | Probe::Outside { .. }
+            | Probe::Audit { .. }
+            | Probe::Logs { .. } => Vec::new(),
+        }
+    }
+
     /// The probe waits for a pod of its own (created or exec'd per node): its cells start
     /// first, since waiting holds no probe slot.
     pub fn waits_for_pods(&self) -> bool {

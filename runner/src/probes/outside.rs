@@ -119,14 +119,9 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         return why.into();
     }
     let url = match to {
-        Destination::LoadBalancer => match ctx.dep.load_balancers.get(&node.pool()).and_then(|s| s.ingress.clone()) {
-            Some(ip) => format!("http://{ip}:80/hostname"),
-            None => {
-                return Probed::Unknown(format!(
-                    "unknown: the LoadBalancer service of pool {} got no ingress address (does the cluster have a load-balancer controller?)",
-                    node.pool()
-                ));
-            }
+        Destination::LoadBalancer => match crate::probes::flow::lb_ingress(ctx, node).await {
+            Ok(ip) => format!("http://{ip}:80/hostname"),
+            Err(why) => return why.into(),
         },
         Destination::HostPort => format!("http://{}:{}/hostname", node.outside_address(), deploy::HOST_PORT),
         _ => match svc.node_ports.0 {

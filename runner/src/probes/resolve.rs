@@ -53,6 +53,15 @@ fn plain_client_runs(ctx: &Ctx<'_>, node: &ClusterNode) -> bool {
     ctx.dep.clients.get(&node.name).is_some_and(|p| p.problem.is_none())
 }
 
+/// The name suffix of the client pod with the DNS set-up `dns` (none: the shared client).
+pub fn variant_suffix(dns: DnsVariant) -> &'static str {
+    match dns {
+        DnsVariant::ClusterFirstWithHostNet => "-hostnet-dns",
+        DnsVariant::Custom => "-custom-dns",
+        DnsVariant::ClusterFirst => "",
+    }
+}
+
 /// A client pod on `src` with the DNS set-up `dns`, created on demand from the netexec-client
 /// fixture.
 async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Result<String, NotReady> {
@@ -71,26 +80,21 @@ async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Re
         }
         _ => String::new(),
     };
-    let (variant, mutate): (&str, PodEdit) = match dns {
-        DnsVariant::ClusterFirstWithHostNet => (
-            "-hostnet-dns",
-            Box::new(|p: &mut serde_json::Value| {
-                p["spec"]["hostNetwork"] = serde_json::json!(true);
-                p["spec"]["dnsPolicy"] = serde_json::json!("ClusterFirstWithHostNet");
-            }),
-        ),
-        DnsVariant::Custom => (
-            "-custom-dns",
-            Box::new(move |p: &mut serde_json::Value| {
-                p["spec"]["dnsPolicy"] = serde_json::json!("None");
-                p["spec"]["dnsConfig"] = serde_json::json!({
-                    "nameservers": [dns_ip],
-                    "searches": [format!("{ns}.svc.cluster.local"), "svc.cluster.local", "cluster.local"],
-                    "options": [{"name": "ndots", "value": "5"}]
-                });
-            }),
-        ),
-        DnsVariant::ClusterFirst => ("", Box::new(|_: &mut serde_json::Value| {})),
+    let variant = variant_suffix(dns);
+    let mutate: PodEdit = match dns {
+        DnsVariant::ClusterFirstWithHostNet => Box::new(|p: &mut serde_json::Value| {
+            p["spec"]["hostNetwork"] = serde_json::json!(true);
+            p["spec"]["dnsPolicy"] = serde_json::json!("ClusterFirstWithHostNet");
+        }),
+        DnsVariant::Custom => Box::new(move |p: &mut serde_json::Value| {
+            p["spec"]["dnsPolicy"] = serde_json::json!("None");
+            p["spec"]["dnsConfig"] = serde_json::json!({
+                "nameservers": [dns_ip],
+                "searches": [format!("{ns}.svc.cluster.local"), "svc.cluster.local", "cluster.local"],
+                "options": [{"name": "ndots", "value": "5"}]
+            });
+        }),
+        DnsVariant::ClusterFirst => Box::new(|_: &mut serde_json::Value| {}),
     };
     ctx.workloads
         .ready_variant("netexec-client", variant, src, index, mutate.as_ref())

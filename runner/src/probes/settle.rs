@@ -27,8 +27,10 @@ pub enum FlowKind {
     Pod,
     /// A Service's ClusterIP or name, a lookup through the cluster DNS.
     Service,
-    /// A NodePort, hostPort or LoadBalancer: programmed on every node, and by the cloud.
+    /// A NodePort or hostPort: programmed on every node.
     NodePort,
+    /// A LoadBalancer: its address provisioned and programmed by the cloud, then every node.
+    LoadBalancer,
     /// An address outside the cluster (egress).
     Outside,
 }
@@ -44,12 +46,14 @@ impl Settle {
     /// One attempt per flow: the verdict of the first observation.
     pub const NONE: Settle = Settle { base: Duration::ZERO };
 
-    /// The window of a kind of flow: pod, Service and outside flows the base; NodePorts and
-    /// LoadBalancers twice that (every node's proxy, and a cloud load balancer, must catch up).
+    /// The window of a kind of flow: pod, Service and outside flows the base; NodePorts twice
+    /// that (every node's proxy must catch up); LoadBalancers four times (2 min on a real
+    /// cluster: upstream's `LoadBalancerLagTimeoutDefault`, E2E/service const.go).
     pub fn window(self, kind: FlowKind) -> Duration {
         match kind {
             FlowKind::Pod | FlowKind::Service | FlowKind::Outside => self.base,
             FlowKind::NodePort => self.base.saturating_mul(2),
+            FlowKind::LoadBalancer => self.base.saturating_mul(4),
         }
     }
 }

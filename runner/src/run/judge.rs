@@ -40,11 +40,30 @@ pub(super) async fn judge_cells<'p>(
     futures::stream::iter(cells)
         .for_each_concurrent(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT), |(i, c)| async move {
             let cell = judge_cell(ctx, c, i).await;
+            ctx.workloads.cell_done(&pod_keys(c, ctx.facts)).await;
             bar.inc(1);
             bar.set_message(cell.id.as_str().to_string());
             judged.record(i, cell);
         })
         .await;
+}
+
+/// The exec fixture pods a cell may use, over its pairs' nodes.
+pub(super) fn pod_keys(c: &CellPlan<'_>, facts: &ClusterFacts) -> Vec<String> {
+    if c.fixed.is_some() {
+        return Vec::new();
+    }
+    let mut keys: Vec<String> = c
+        .pairs
+        .iter()
+        .flat_map(|p| [p.from, p.to])
+        .flatten()
+        .filter_map(|i| facts.nodes.get(i))
+        .flat_map(|n| c.check.probe.pod_keys(&n.name))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// The cells judged so far, by plan index.

@@ -135,6 +135,26 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         }),
     };
     let cells = plan_cells(plan, &facts);
+    let needs = deploy::Needs {
+        host_port: cells
+            .iter()
+            .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
+    };
+    // Each node's pod slots: workload pods wait for one, and give it back once judged.
+    let budget = match crate::cluster::budget::Budget::read(&client, &deploy::pods_per_node(&facts, fixtures, needs)).await {
+        Ok(b) => b,
+        Err(e) => {
+            say(&format!("Cannot read the nodes' pod capacity ({e}); pods are not budgeted"));
+            crate::cluster::budget::Budget::default()
+        }
+    };
+    let tight = budget.tight(plan.concurrency);
+    if !tight.is_empty() {
+        say(&format!(
+            "Few pod slots on {}: the run's pods there take turns",
+            tight.join(", ")
+        ));
+    }
     let judged = Judged::default();
     let egress = tokio::sync::OnceCell::new();
     let reach = crate::probes::outside::Reach::default();
@@ -149,7 +169,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             fixtures,
             deploy::run_labels(&run_id),
             plan.image_registry.clone(),
+            budget,
         );
+        for c in &cells {
+            workloads.plan_uses(&judge::pod_keys(c, &facts));
+        }
         let no_fixtures = Deployment::default();
         let early_ctx = Ctx {
             permits: &permits,
@@ -181,11 +205,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 &facts,
                 fixtures,
                 plan.image_registry.as_deref(),
-                deploy::Needs {
-                    host_port: cells
-                        .iter()
-                        .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
-                },
+                needs,
                 deadline,
                 &progress,
             )
