@@ -99,6 +99,10 @@ pub struct NetFacts {
     pub flannel_local_fix: bool,
     pub cluster_cidr: Cidr,
     pub service_cidr: Cidr,
+    /// Whether the cluster has an outbound route (`network.egress`): without one, flows to
+    /// outside addresses are dropped, as behind a firewall that denies (AKS outbound type
+    /// `userDefinedRouting`).
+    pub egress: bool,
 }
 
 impl NetFacts {
@@ -124,6 +128,7 @@ impl NetFacts {
                 base: u32::from(Ipv4Addr::new(10, 96, 0, 0)),
                 prefix: 12,
             }),
+            egress: n.egress,
         }
     }
 }
@@ -1106,6 +1111,15 @@ impl Fabric {
         let node = &self.nodes[n];
         if let Some(v) = self.pod_out(flow.src, true, flow.proto) {
             return v;
+        }
+        if !self.net.egress {
+            // A private cluster whose outbound route ends at a firewall that denies: nothing
+            // answers, not even a refusal (https://learn.microsoft.com/azure/aks/egress-outboundtype).
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-POD-EXT-IP",
+                "the cluster has no egress: its outbound route drops traffic to outside addresses",
+            );
         }
         let is_pod = matches!(flow.src, Src::Pod { .. });
         if is_pod && flow.proto != Proto::Icmp && node.has(Fault::ExceptionListCoversOutside) {

@@ -46,6 +46,9 @@ pub struct Kubelets {
     pulled: Mutex<HashMap<String, BTreeSet<String>>>,
     /// CPU and memory requested by the pods each node has admitted (kubelet admission).
     admitted: Mutex<HashMap<String, (Quantity, Quantity)>>,
+    /// How many admitted pods each node runs that have not terminated (kubelet admission's
+    /// `pods` count against allocatable, `maxPods`).
+    pod_slots: Mutex<HashMap<String, i128>>,
     /// Memory the running containers hold, per node (the eviction signal, MEM-EVICTION).
     memory: Mutex<HashMap<String, Vec<PodUse>>>,
     /// Pods chosen for eviction, by uid, with the eviction message.
@@ -83,6 +86,7 @@ impl Kubelets {
             ips: Mutex::new(HashMap::new()),
             pulled: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
+            pod_slots: Mutex::new(HashMap::new()),
             memory: Mutex::new(HashMap::new()),
             evictions: Mutex::new(HashMap::new()),
             pressure: Mutex::new(BTreeSet::new()),
@@ -497,6 +501,8 @@ struct PodRun {
     sandbox_ready: bool,
     /// Whether this pod holds an admission reservation.
     admitted: bool,
+    /// Whether this pod counts against the node's `pods` (admitted, not terminated yet).
+    slot: bool,
     /// Evicted by the kubelet (phase Failed, reason Evicted, container states kept).
     evicted: bool,
     /// The pod runs as HostProcess containers (their writes outside volumes reach the host).
@@ -518,6 +524,7 @@ impl PodRun {
             reason: None,
             sandbox_ready: false,
             admitted: false,
+            slot: false,
             evicted: false,
             host_process: false,
         }
@@ -567,6 +574,19 @@ impl PodRun {
                 .unwrap_or_default()
         };
         let mut admitted = self.k.admitted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = self.k.pod_slots.lock().unwrap_or_else(|p| p.into_inner());
+        // The pod count first, as upstream's fit check does: every admitted pod that has not
+        // terminated counts, DaemonSet and system pods included (maxPods).
+        let used_pods = slots.get(&self.profile.name).copied().unwrap_or_default();
+        let max_pods = alloc("pods").value();
+        if used_pods + 1 > max_pods {
+            return Some((
+                "OutOfpods".into(),
+                format!(
+                    "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: {used_pods}, capacity: {max_pods}"
+                ),
+            ));
+        }
         let (used_cpu, used_mem) = admitted.get(&self.profile.name).copied().unwrap_or_default();
         for (res, need, used) in [("cpu", needs.cpu, used_cpu), ("memory", needs.memory, used_mem)] {
             let cap = alloc(res);
@@ -609,7 +629,19 @@ impl PodRun {
             self.profile.name.clone(),
             (used_cpu + needs.cpu, used_mem + needs.memory),
         );
+        slots.insert(self.profile.name.clone(), used_pods + 1);
         None
+    }
+
+    /// Gives back the pod's place in the node's `pods` count (once it terminated or left).
+    fn release_slot(&mut self) {
+        if !std::mem::take(&mut self.slot) {
+            return;
+        }
+        let mut slots = self.k.pod_slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = slots.get_mut(&self.profile.name) {
+            *n = (*n - 1).max(0);
+        }
     }
 
     /// Gives back what [`Self::admit_resources`] reserved.
@@ -631,6 +663,7 @@ impl PodRun {
             return;
         }
         self.admitted = true;
+        self.slot = true;
         let handler = match json::str(self.v(), "/spec/runtimeClassName") {
             "" => None,
             name => self
@@ -1077,6 +1110,9 @@ impl PodRun {
     }
 
     fn write_status(&mut self) {
+        if matches!(self.phase, "Succeeded" | "Failed") {
+            self.release_slot();
+        }
         let pods = resources::core("pods");
         let at = now();
         let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
@@ -1240,6 +1276,7 @@ impl PodRun {
     }
 
     fn cleanup(&mut self) {
+        self.release_slot();
         if self.k.release_memory(&self.profile.name, self.pod.uid()) {
             self.k.check_memory(&self.profile);
         }
