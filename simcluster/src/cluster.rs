@@ -130,6 +130,7 @@ impl Cluster {
         let tls = axum_server::tls_rustls::RustlsConfig::from_config(certs.server_config()?);
         let token = random_token();
         let store = Arc::new(Store::new(config.store.clone()));
+        store.set_admission_policy(config.topology.admission.clone());
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
         let allocator = Arc::new(crate::store::allocation::Allocator::new(

@@ -744,7 +744,10 @@ mod tests {
             nodes:\n- {name: a, os: linux, maxPods: 8}\n";
         let t = Topology::parse(text, "t.yaml").expect("parses");
         assert!(!t.network.egress && !t.network.node_addresses_reachable);
-        assert_eq!(t.timing.first_pull(Os::Windows), Some(std::time::Duration::from_secs(10)));
+        assert_eq!(
+            t.timing.first_pull(Os::Windows),
+            Some(std::time::Duration::from_secs(10))
+        );
         assert_eq!(t.timing.first_pull(Os::Linux), Some(std::time::Duration::from_secs(1)));
         assert!(t.timing.transient_events);
         assert_eq!(
@@ -756,17 +759,40 @@ mod tests {
 
     /// Malformed realism fields name their file, line and column like every other field.
     #[rstest]
-    #[case::windows_pull("name: x\ntiming:\n  windowsPull: soon\nnodes:\n- {name: a, os: linux}\n", 3, "not a duration")]
-    #[case::transient_events("name: x\ntiming:\n  transientEvents: maybe\nnodes:\n- {name: a, os: linux}\n", 3, "boolean")]
-    #[case::egress("name: x\nnetwork:\n  egress: sometimes\nnodes:\n- {name: a, os: linux}\n", 3, "boolean")]
-    #[case::reachable("name: x\nnetwork:\n  nodeAddressesReachable: 2\nnodes:\n- {name: a, os: linux}\n", 3, "")]
-    #[case::deny("name: x\nadmission:\n  deny: [hostPID]\nnodes:\n- {name: a, os: linux}\n", 3, "hostPID")]
+    #[case::windows_pull(
+        "name: x\ntiming:\n  windowsPull: soon\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "not a duration"
+    )]
+    #[case::transient_events(
+        "name: x\ntiming:\n  transientEvents: maybe\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "boolean"
+    )]
+    #[case::egress(
+        "name: x\nnetwork:\n  egress: sometimes\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "boolean"
+    )]
+    #[case::reachable(
+        "name: x\nnetwork:\n  nodeAddressesReachable: 2\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        ""
+    )]
+    #[case::deny(
+        "name: x\nadmission:\n  deny: [hostPID]\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "hostPID"
+    )]
     #[case::admission_field("name: x\nadmission:\n  allow: []\nnodes:\n- {name: a, os: linux}\n", 3, "allow")]
     #[case::max_pods("name: x\nnodes:\n- name: a\n  os: linux\n  maxPods: many\n", 5, "u32")]
     fn realism_field_errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
         match Topology::parse(text, "topo.yaml") {
             Err(TopologyError::Parse {
-                line: l, column, message, ..
+                line: l,
+                column,
+                message,
+                ..
             }) => {
                 assert_eq!(l, line, "{message}");
                 assert!(column > 0);

@@ -1243,7 +1243,10 @@ fn without_egress_outside_addresses_time_out(
     #[case] with: Class,
 ) {
     let mut world = World::new(NetworkMode::L2bridge, Era::Current);
-    assert_eq!(class(&world.build().decide(&flow(&world.build(), from, to, proto))), with);
+    assert_eq!(
+        class(&world.build().decide(&flow(&world.build(), from, to, proto))),
+        with
+    );
     world.egress = false;
     let f = world.build();
     let v = f.decide(&flow(&f, from, to, proto));
