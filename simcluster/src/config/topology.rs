@@ -421,8 +421,9 @@ pub struct Topology {
     pub nodes: Vec<NodeSpec>,
 }
 
-/// How many nodes the three TEST-NET /24s (RFC 5737) address, 250 each.
-pub const UNREACHABLE_NODE_ADDRESSES: usize = 750;
+/// How many nodes TEST-NET-1 and TEST-NET-2 (RFC 5737) address, 250 each (TEST-NET-3 holds
+/// the simulated outside world).
+pub const UNREACHABLE_NODE_ADDRESSES: usize = 500;
 
 fn default_version() -> String {
     "v1.32.3".into()
@@ -804,9 +805,9 @@ mod tests {
 
     #[test]
     fn unreachable_node_addresses_are_limited_to_test_net() {
-        let text = "name: x\nnetwork: {nodeAddressesReachable: false}\nnodes:\n- {name: a, os: linux, count: 751}\n";
+        let text = "name: x\nnetwork: {nodeAddressesReachable: false}\nnodes:\n- {name: a, os: linux, count: 501}\n";
         let err = Topology::parse(text, "t.yaml").expect_err("too many");
-        assert!(err.to_string().contains("at most 750 nodes"), "{err}");
+        assert!(err.to_string().contains("at most 500 nodes"), "{err}");
     }
 
     #[rstest]

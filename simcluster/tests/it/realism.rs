@@ -364,3 +364,106 @@ async fn transient_events_leave_every_pod_running(#[case] on: bool) {
         );
     }
 }
+
+/// Runs `line` in `pod`: (exit code, stdout).
+async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
+    use tokio::io::AsyncReadExt;
+    let argv: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    let mut proc = pods
+        .exec(pod, argv, &kube::api::AttachParams::default())
+        .await
+        .expect("exec");
+    let mut stdout = proc.stdout().expect("stdout");
+    let status = proc.take_status().expect("status");
+    let mut out = String::new();
+    let (read, status) = tokio::join!(stdout.read_to_string(&mut out), status);
+    read.expect("read stdout");
+    let ok = status.and_then(|s| s.status).as_deref() == Some("Success");
+    (if ok { 0 } else { 1 }, out)
+}
+
+/// `network.nodeAddressesReachable: false` (real-clusters: node InternalIPs on AKS/EKS/GKE are
+/// private to the VPC): nodes get TEST-NET addresses (RFC 5737) this machine does not hold and
+/// no listener, so a client on this machine is never refused (a refusal proves a host
+/// answered) and never reaches the cluster — the connection times out or fails as unreachable
+/// (where the machine's own network intercepts every outbound connection, as some sandboxes
+/// do, whatever answers is not the cluster's NodePort); inside the cluster the same addresses
+/// work as before — a node reaches a pod and another node's NodePort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_node_addresses_neither_answer_nor_refuse() {
+    let mut topology = Topology::default_cluster();
+    topology.network.node_addresses_reachable = false;
+    let (cluster, client) = common::cluster_and_client(topology, "priv").await;
+    let ips: Vec<(String, std::net::Ipv4Addr)> = cluster.node_ips().to_vec();
+    for (name, ip) in &ips {
+        assert!(
+            [[192, 0, 2], [198, 51, 100]].contains(&[ip.octets()[0], ip.octets()[1], ip.octets()[2]]),
+            "{name}: {ip}"
+        );
+        assert!(
+            std::net::UdpSocket::bind((*ip, 0)).is_err(),
+            "{name}: {ip} is this machine's"
+        );
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "priv");
+    let srv = json!({"nodeName": "linux-1", "containers": [{"name": "agnhost",
+        "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]});
+    pods.create(&PostParams::default(), &pod("srv", srv))
+        .await
+        .expect("srv");
+    let host = json!({"nodeName": "win2022-1", "hostNetwork": true, "tolerations": [toleration()],
+        "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+        "containers": [{"name": "host", "image": "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0",
+            "command": ["powershell", "-Command", "Start-Sleep -Seconds 2147483"]}]});
+    pods.create(&PostParams::default(), &pod("host", host))
+        .await
+        .expect("host");
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), "priv");
+    let svc = serde_json::from_value(json!({"metadata": {"name": "srv"}, "spec": {"type": "NodePort",
+        "selector": {"app": "srv"}, "ports": [{"port": 80, "targetPort": 8080}]}}))
+    .expect("service");
+    let svc = services.create(&PostParams::default(), &svc).await.expect("service");
+    let node_port = svc
+        .spec
+        .and_then(|s| s.ports)
+        .and_then(|p| p.first().and_then(|p| p.node_port))
+        .and_then(|p| u16::try_from(p).ok())
+        .expect("a NodePort");
+    let srv_ip = running(&pods, "srv")
+        .await
+        .status
+        .and_then(|s| s.pod_ip)
+        .expect("pod IP");
+    running(&pods, "host").await;
+    // From this machine: neither a connection nor a refusal, at the NodePort or the kubelet's port.
+    for (name, ip) in &ips {
+        for port in [node_port, 10250] {
+            let addr = std::net::SocketAddr::from((*ip, port));
+            let got = tokio::task::spawn_blocking(move || {
+                use std::io::{Read, Write};
+                let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+                stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+                stream.write_all(b"GET /hostname HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n")?;
+                let mut reply = String::new();
+                let _ = stream.read_to_string(&mut reply);
+                Ok::<String, std::io::Error>(reply)
+            })
+            .await
+            .expect("connect task");
+            match got {
+                Ok(reply) => assert!(!reply.contains("srv"), "{name} {addr}: the cluster answered: {reply}"),
+                Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{name} {addr} refused"),
+            }
+        }
+    }
+    // Inside the cluster: the Windows node reaches the pod and the Linux node's NodePort.
+    let linux = ips
+        .iter()
+        .find(|(n, _)| n == "linux-1")
+        .map(|(_, ip)| *ip)
+        .expect("linux-1");
+    for target in [format!("{srv_ip}:8080"), format!("{linux}:{node_port}")] {
+        let (code, out) = exec(&pods, "host", &format!("curl.exe -s http://{target}/hostname")).await;
+        assert_eq!((code, out.trim()), (0, "srv"), "{target}");
+    }
+}

@@ -263,6 +263,9 @@ pub struct ServiceFacts {
     pub changed_at: Option<std::time::Instant>,
 }
 
+/// The name of the outside host that is a node subnet's resolver.
+pub const NODE_RESOLVER: &str = "node-resolver";
+
 /// A host of the simulated outside world.
 #[derive(Debug, Clone)]
 pub struct OutsideHost {
@@ -1112,7 +1115,10 @@ impl Fabric {
         if let Some(v) = self.pod_out(flow.src, true, flow.proto) {
             return v;
         }
-        if !self.net.egress {
+        // The node subnet's resolver (the VNet/VPC DNS: Azure's 168.63.129.16, the Route 53
+        // Resolver) answers nodes without egress too.
+        let resolver = host.is_some_and(|h| self.outside[h].name == NODE_RESOLVER);
+        if !self.net.egress && !resolver {
             // A private cluster whose outbound route ends at a firewall that denies: nothing
             // answers, not even a refusal (https://learn.microsoft.com/azure/aks/egress-outboundtype).
             return Decision::fail(

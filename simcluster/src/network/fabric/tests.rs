@@ -1255,3 +1255,25 @@ fn without_egress_outside_addresses_time_out(
         assert!(v.why.contains("no egress"), "{v:?}");
     }
 }
+
+/// Without egress the node subnet's resolver (the VNet/VPC DNS) still answers: names resolve,
+/// connections to the outside do not.
+#[rstest]
+#[case::node(From::Host(WIN1))]
+#[case::pod(From::Pod(LIN1))]
+fn without_egress_the_node_resolver_still_answers(#[case] from: From) {
+    let mut world = World::new(NetworkMode::L2bridge, Era::Current);
+    world.egress = false;
+    let mut f = world.build();
+    let resolver = Ipv4Addr::new(10, 240, 0, 1);
+    f.outside.push(OutsideHost {
+        ip: resolver,
+        name: NODE_RESOLVER.into(),
+        serves: vec![(53, Proto::Udp, App::Dns)],
+    });
+    f.index();
+    let mut to = flow(&f, from, To::Outside(53), Udp);
+    to.dst = resolver;
+    assert_eq!(class(&f.decide(&to)), Works);
+    assert_eq!(class(&f.decide(&flow(&f, from, To::Outside(80), Tcp))), Timeout);
+}

@@ -946,7 +946,8 @@ impl PodRun {
         let always = self.pull_policy(i) == "Always";
         let short = self.profile.delay(Step::Pull, self.pod.uid());
         let full = self.profile.timing.first_pull(self.profile.os).unwrap_or(short);
-        if !self.k.known_image(&node, image) && !self.failed_pull_attempt(i, image).await {
+        // A pull that asks the registry (an image not here yet, or policy Always) may fail once.
+        if (always || !self.k.known_image(&node, image)) && !self.failed_pull_attempt(i, image).await {
             return false;
         }
         let started = std::time::Instant::now();
