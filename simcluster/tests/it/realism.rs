@@ -275,9 +275,9 @@ async fn windows_images_pull_slowly_once_per_node() {
 #[case::off(false)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transient_events_leave_every_pod_running(#[case] on: bool) {
-    let node_of = |i: usize| if i % 2 == 0 { "linux-1" } else { "win2022-1" };
+    let node_of = |i: usize| if i.is_multiple_of(2) { "linux-1" } else { "win2022-1" };
     let image_of = |i: usize| {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             "busybox:1.36"
         } else {
             "mcr.microsoft.com/windows/nanoserver:ltsc2022"
@@ -309,7 +309,7 @@ async fn transient_events_leave_every_pod_running(#[case] on: bool) {
     let mut cases = Vec::new();
     for i in 0..8 {
         let (node, image) = (node_of(i), image_of(i));
-        let extra = if i % 2 == 0 {
+        let extra = if i.is_multiple_of(2) {
             json!({"command": ["sleep", "infinity"]})
         } else {
             json!({"command": ["ping", "-t", "localhost"]})
