@@ -130,6 +130,7 @@ impl Cluster {
         let tls = axum_server::tls_rustls::RustlsConfig::from_config(certs.server_config()?);
         let token = random_token();
         let store = Arc::new(Store::new(config.store.clone()));
+        store.set_admission_policy(config.topology.admission.clone());
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
         let allocator = Arc::new(crate::store::allocation::Allocator::new(
@@ -195,11 +196,16 @@ impl Cluster {
         ));
         let kubelets =
             tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
-        let listeners = tokio::spawn(crate::network::listeners::run(
-            store.clone(),
-            profiles.clone(),
-            simnet.clone(),
-        ));
+        // Unreachable node addresses have no listener: nothing on this machine answers for them.
+        let listeners = if config.topology.network.node_addresses_reachable {
+            tokio::spawn(crate::network::listeners::run(
+                store.clone(),
+                profiles.clone(),
+                simnet.clone(),
+            ))
+        } else {
+            tokio::spawn(async {})
+        };
         if config.addons && crate::node::addons::dns_can_run(&profiles) {
             // A real cluster is handed over with its DNS up.
             let scale = config.topology.timing.scale.clamp(1.0, 6.0);
@@ -297,19 +303,11 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         store.create(ns, "", json!({"metadata": {"name": name}}))?;
     }
-    let base = loopback_base();
-    let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
-        .map(|i| {
-            // 10.. upwards within this instance's /16 of 127.0.0.0/8.
-            let n = 10 + i;
-            Ipv4Addr::new(
-                base[0],
-                base[1],
-                base[2].wrapping_add((n / 250) as u8),
-                (n % 250) as u8 + 2,
-            )
-        })
-        .collect();
+    let ips = if topology.network.node_addresses_reachable {
+        loopback_addresses(topology.nodes.len())
+    } else {
+        unreachable_addresses(topology.nodes.len())
+    };
     let profiles = profile::profiles(topology, &ips);
     for (spec, p) in topology.nodes.iter().zip(&profiles) {
         store.create(resources::core("nodes"), "", objects::node_object(spec, p))?;
@@ -320,6 +318,46 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError
         )?;
     }
     Ok(profiles)
+}
+
+/// Node addresses on this machine's loopback: real listeners there answer its clients.
+fn loopback_addresses(count: usize) -> Vec<Ipv4Addr> {
+    let base = loopback_base();
+    (0..count)
+        .map(|i| {
+            // 10.. upwards within this instance's /16 of 127.0.0.0/8.
+            let n = 10 + i;
+            Ipv4Addr::new(
+                base[0],
+                base[1],
+                base[2].wrapping_add((n / 250) as u8),
+                (n % 250) as u8 + 2,
+            )
+        })
+        .collect()
+}
+
+/// The TEST-NET blocks (RFC 5737: "for use in documentation", never routed) that node
+/// addresses come from under `network.nodeAddressesReachable: false`, as private node
+/// InternalIPs are unreachable from a machine outside the VPC. TEST-NET-3 (203.0.113.0/24)
+/// holds the simulated outside world, so it is left alone.
+const UNREACHABLE_BLOCKS: [[u8; 3]; 2] = [[192, 0, 2], [198, 51, 100]];
+
+/// Node addresses this machine does not answer for: .2 to .254 of each TEST-NET block (.1 is
+/// the node subnet's resolver), leaving out any the machine itself holds (some sandboxes use
+/// TEST-NET addresses for their own interfaces).
+fn unreachable_addresses(count: usize) -> Vec<Ipv4Addr> {
+    let candidates = UNREACHABLE_BLOCKS
+        .iter()
+        .flat_map(|[a, b, c]| (2..=254).map(move |d| Ipv4Addr::new(*a, *b, *c, d)));
+    let (foreign, local): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) = candidates.partition(|ip| !is_local(*ip));
+    // The topology allows at most as many nodes as there are candidates (500 of 506).
+    foreign.into_iter().chain(local).take(count).collect()
+}
+
+/// Whether this machine holds `ip` (a socket can be bound to it).
+fn is_local(ip: Ipv4Addr) -> bool {
+    std::net::UdpSocket::bind((ip, 0)).is_ok()
 }
 
 /// How long the namespace controller leaves a terminating namespace alone before it sweeps

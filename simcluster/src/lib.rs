@@ -16,7 +16,7 @@ pub use cluster::{Cluster, ClusterConfig, ClusterError};
 pub use config::faults::{self, Fault};
 pub use config::platform::{NetworkMode, Os};
 pub use config::profile::{NodeProfile, profiles};
-pub use config::topology::{PROFILES, Topology, TopologyError};
+pub use config::topology::{Admission, PROFILES, Privilege, Topology, TopologyError};
 pub use vocab::quantity::Quantity;
 
 /// The parts below the façade that this crate's benchmarks (`examples/`) and integration tests
@@ -27,6 +27,7 @@ pub mod internals {
     pub use crate::network::{apps, dns, fabric, snapshot, wire};
     pub use crate::node::exec::CommandContext;
     pub use crate::node::kubelet::outcome::container_id;
+    pub use crate::node::kubelet::transient;
     pub use crate::store::api_error::ApiError;
     pub use crate::store::{Part, Store, StoreConfig, resources};
 }

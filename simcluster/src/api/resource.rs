@@ -275,7 +275,7 @@ pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
     let warnings = check_fields(t.rt, &mut obj, None, mode, decoding_context(t.rt))?;
     validate(state, t.rt, &obj)?;
     if t.rt.kind == "Pod" {
-        admission::admit_pod(&state.store, &mut obj)?;
+        admission::admit_pod(&state.store, t.ns(), &mut obj)?;
     }
     let created = create_object(state, t.rt, t.ns(), obj)?;
     Ok(with_warnings(object_response(StatusCode::CREATED, &created), &warnings))
@@ -495,7 +495,7 @@ fn server_side_apply(
                 }
                 validate(state, rt, &obj)?;
                 if rt.kind == "Pod" {
-                    admission::admit_pod(&state.store, &mut obj)?;
+                    admission::admit_pod(&state.store, t.ns(), &mut obj)?;
                 }
                 match create_object(state, rt, t.ns(), obj) {
                     Ok(created) => {

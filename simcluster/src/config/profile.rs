@@ -357,8 +357,13 @@ fn capacity(spec: &NodeSpec) -> BTreeMap<String, String> {
         cap.insert("hugepages-1Gi".into(), "0".into());
         cap.insert("hugepages-2Mi".into(), "0".into());
     }
+    // Extended resources pass through as given (EKS Windows nodes advertise
+    // `vpc.amazonaws.com/PrivateIPv4Address`).
     for (k, v) in &spec.capacity {
         cap.insert(k.clone(), v.clone());
+    }
+    if let Some(max) = spec.max_pods {
+        cap.insert("pods".into(), max.to_string());
     }
     // Report memory and storage as the kubelet does, in Ki.
     for key in ["memory", "ephemeral-storage"] {
@@ -502,6 +507,26 @@ mod tests {
     #[case::current((1, 32), true)]
     fn host_port_mappings_by_era(#[case] version: (u32, u32), #[case] maps: bool) {
         assert_eq!(port_mappings_by_era(version), maps);
+    }
+
+    /// `maxPods` sets capacity and allocatable `pods` (and configz's maxPods); extended
+    /// resources in `capacity` reach both as given (EKS: `vpc.amazonaws.com/PrivateIPv4Address`).
+    #[rstest]
+    #[case::default("", "110")]
+    #[case::max_pods(", maxPods: 8", "8")]
+    #[case::max_pods_over_capacity(", maxPods: 9, capacity: {pods: \"30\"}", "9")]
+    fn max_pods_and_extended_resources(#[case] extra: &str, #[case] pods: &str) {
+        let text = format!(
+            "name: t\nnodes:\n  - {{name: w, os: windows, kernelVersion: 10.0.20348.2762{extra}}}\n  - {{name: e, os: windows, kernelVersion: 10.0.17763.1, capacity: {{vpc.amazonaws.com/PrivateIPv4Address: \"9\"}}}}\n"
+        );
+        let topo = Topology::parse(&text, "t.yaml").expect("parses");
+        let p = NodeProfile::new(&topo.nodes[0], &topo, 0, Ipv4Addr::new(127, 1, 1, 10));
+        assert_eq!(p.capacity["pods"], pods);
+        assert_eq!(p.allocatable["pods"], pods);
+        assert_eq!(p.configz()["kubeletconfig"]["maxPods"].to_string(), pods);
+        let e = NodeProfile::new(&topo.nodes[1], &topo, 1, Ipv4Addr::new(127, 1, 1, 11));
+        assert_eq!(e.capacity["vpc.amazonaws.com/PrivateIPv4Address"], "9");
+        assert_eq!(e.allocatable["vpc.amazonaws.com/PrivateIPv4Address"], "9");
     }
 
     #[test]

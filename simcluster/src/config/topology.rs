@@ -15,6 +15,16 @@
 //!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local)
 //!   flannelVersion: v0.26.1        # overlay: a Windows node reaches its own pods from v0.12
 //!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
+//!   egress: true                   # false: flows to outside addresses are dropped (names still resolve)
+//!   nodeAddressesReachable: true   # false: node InternalIPs are TEST-NET addresses this machine cannot reach
+//! timing:
+//!   scale: 1.0                     # multiplies every simulated delay
+//!   seed: 0                        # seeds the jitter and the transient events' choices
+//!   programmingDelay: {linux: 1s, windows: 10s}   # a Service works on a node once its proxy programmed it
+//!   windowsPull: 20s               # first pull of an image on a Windows node (Linux: a tenth); 0: fast
+//!   transientEvents: false         # true: the Warning events real clusters emit on the way to Running
+//! admission:
+//!   deny: [hostPort, hostNetwork, hostProcess]   # a policy webhook refuses these outside kube-system
 //! nodes:
 //!   - name: win2022-1
 //!     os: windows                  # linux | windows
@@ -25,7 +35,8 @@
 //!     containerRuntime: containerd://1.7.20
 //!     kubeletVersion: v1.32.3      # defaults to kubernetesVersion
 //!     kubeProxyVersion: ""
-//!     capacity: {cpu: "4", memory: 16Gi, pods: "110", ephemeral-storage: 128Gi}
+//!     capacity: {cpu: "4", memory: 16Gi, pods: "110", ephemeral-storage: 128Gi}  # extended resources too
+//!     maxPods: 110                 # the kubelet's maxPods: capacity and allocatable `pods`
 //!     labels: {topology.kubernetes.io/zone: sim-1a}
 //!     taints: [{key: os, value: windows, effect: NoSchedule}]
 //!     kubelet: {systemReserved: {memory: 2Gi}}   # default: nothing reserved
@@ -146,6 +157,10 @@ pub struct NodeSpec {
     /// where the node has the Windows fix that raised it (microsoft/Windows-Containers#93;
     /// NET-SVC-BACKEND-LIMIT). Windows only; default 64.
     pub service_backend_limit: Option<u32>,
+    /// The kubelet's `maxPods`: the node's capacity and allocatable `pods` (overrides
+    /// `capacity.pods`). EKS Windows nodes allow the IPv4 addresses of their one ENI minus one
+    /// (<https://docs.aws.amazon.com/eks/latest/userguide/windows-support.html>). Default 110.
+    pub max_pods: Option<u32>,
 }
 
 /// Kubelet configuration knobs that change what the node reports and enforces.
@@ -183,6 +198,22 @@ pub struct Network {
     /// plugins had no portMappings, current ones do.
     #[serde(default)]
     pub port_mappings: Option<bool>,
+    /// Whether pods and nodes reach addresses outside the cluster. `false` models a private
+    /// cluster whose only outbound route goes through a firewall that denies (AKS outbound type
+    /// `userDefinedRouting`, <https://learn.microsoft.com/azure/aks/egress-outboundtype>): flows
+    /// to outside hosts are dropped and the client times out. Names still resolve: the
+    /// platform's resolver stays reachable from the nodes (Azure's 168.63.129.16,
+    /// <https://learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16>;
+    /// the Route 53 Resolver at the VPC base + 2 on EKS,
+    /// <https://docs.aws.amazon.com/vpc/latest/userguide/AmazonDNS-concepts.html>). Default true.
+    #[serde(default = "yes")]
+    pub egress: bool,
+    /// Whether the machine running the simulator reaches the nodes' addresses. `false` models
+    /// AKS/EKS/GKE, whose node InternalIPs are private to the VNet/VPC: nodes get addresses
+    /// from the TEST-NET ranges (RFC 5737), which this machine does not route to, and no real
+    /// NodePort or hostPort listener is opened. Default true (loopback addresses that answer).
+    #[serde(default = "yes")]
+    pub node_addresses_reachable: bool,
 }
 
 impl Default for Network {
@@ -194,6 +225,8 @@ impl Default for Network {
             dsr: false,
             flannel_version: None,
             port_mappings: None,
+            egress: true,
+            node_addresses_reachable: true,
         }
     }
 }
@@ -224,6 +257,19 @@ pub struct Timing {
     /// `KubeProxyEndpointLagTimeout` 30 s). Scaled by `scale`; none by default.
     #[serde(default)]
     pub programming_delay: ProgrammingDelay,
+    /// How long pulling a Windows image that is not on the node yet takes (Linux images: a
+    /// tenth of it); once pulled, the image is in the node's cache and the next pod starts
+    /// without pulling. Real Windows images pull for minutes: servercore layers are gigabytes
+    /// (<https://learn.microsoft.com/virtualization/windowscontainers/manage-containers/container-base-images>).
+    /// Scaled by `scale`; 0 (the default) keeps the built-in fast pulls.
+    #[serde(default, deserialize_with = "duration")]
+    pub windows_pull: std::time::Duration,
+    /// Whether kubelets emit the transient Warning events real clusters show on the way to
+    /// Running (`FailedMount` of `kube-root-ca.crt` just after the namespace was created,
+    /// kubernetes/kubernetes#105204; one failed pull attempt then a successful pull; one
+    /// `FailedCreatePodSandBox` that the retry gets past). No pod's outcome changes. Default false.
+    #[serde(default)]
+    pub transient_events: bool,
 }
 
 impl Default for Timing {
@@ -232,6 +278,8 @@ impl Default for Timing {
             scale: 1.0,
             seed: 0,
             programming_delay: ProgrammingDelay::default(),
+            windows_pull: std::time::Duration::ZERO,
+            transient_events: false,
         }
     }
 }
@@ -245,6 +293,40 @@ impl Timing {
         };
         d.mul_f64(self.scale)
     }
+
+    /// How long pulling an image not on a node of this OS takes (`windowsPull`, a tenth on
+    /// Linux), scaled; None when `windowsPull` is unset (the built-in fast pull applies).
+    pub fn first_pull(&self, os: Os) -> Option<std::time::Duration> {
+        if self.windows_pull.is_zero() {
+            return None;
+        }
+        let d = match os {
+            Os::Linux => self.windows_pull / 10,
+            Os::Windows => self.windows_pull,
+        };
+        Some(d.mul_f64(self.scale))
+    }
+}
+
+/// A privilege an admission policy can deny (`admission.deny`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Privilege {
+    /// A container port with a `hostPort`.
+    HostPort,
+    /// `spec.hostNetwork: true`.
+    HostNetwork,
+    /// `securityContext.windowsOptions.hostProcess: true` on the pod or a container.
+    HostProcess,
+}
+
+/// The cluster's admission policy: a validating webhook (Gatekeeper, Azure Policy, Kyverno)
+/// that refuses pods using the listed privileges outside the system namespace.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Admission {
+    #[serde(default)]
+    pub deny: Vec<Privilege>,
 }
 
 /// `timing.programmingDelay`: `{linux: 200ms, windows: 3s}`.
@@ -331,11 +413,17 @@ pub struct Topology {
     pub network: Network,
     #[serde(default)]
     pub timing: Timing,
+    #[serde(default)]
+    pub admission: Admission,
     /// Images added to the built-in catalogue.
     #[serde(default)]
     pub images: Vec<ImageSpec>,
     pub nodes: Vec<NodeSpec>,
 }
+
+/// How many nodes TEST-NET-1 and TEST-NET-2 (RFC 5737) address, 250 each (TEST-NET-3 holds
+/// the simulated outside world).
+pub const UNREACHABLE_NODE_ADDRESSES: usize = 500;
 
 fn default_version() -> String {
     "v1.32.3".into()
@@ -434,6 +522,12 @@ impl Topology {
         }
         if self.nodes.is_empty() {
             return Err(invalid("a topology needs at least one node".into()));
+        }
+        if !self.network.node_addresses_reachable && self.nodes.len() > UNREACHABLE_NODE_ADDRESSES {
+            return Err(invalid(format!(
+                "network.nodeAddressesReachable false gives at most {UNREACHABLE_NODE_ADDRESSES} nodes TEST-NET addresses, not {}",
+                self.nodes.len()
+            )));
         }
         parse_version(&self.kubernetes_version).ok_or_else(|| {
             invalid(format!(
@@ -633,6 +727,87 @@ mod tests {
             }
             other => panic!("expected a parse error, got {other:?}"),
         }
+    }
+
+    /// The realism fields: each parses, and each defaults to the instant, permissive cluster.
+    #[test]
+    fn realism_fields_parse_and_default_to_off() {
+        let t = Topology::parse("name: x\nnodes:\n- {name: a, os: linux}\n", "t.yaml").expect("parses");
+        assert!(t.network.egress && t.network.node_addresses_reachable);
+        assert_eq!(t.timing.windows_pull, std::time::Duration::ZERO);
+        assert_eq!(t.timing.first_pull(Os::Windows), None);
+        assert!(!t.timing.transient_events);
+        assert!(t.admission.deny.is_empty());
+        assert_eq!(t.nodes[0].max_pods, None);
+        let text = "name: x\nnetwork: {egress: false, nodeAddressesReachable: false}\n\
+            timing: {scale: 0.5, windowsPull: 20s, transientEvents: true}\n\
+            admission: {deny: [hostPort, hostNetwork, hostProcess]}\n\
+            nodes:\n- {name: a, os: linux, maxPods: 8}\n";
+        let t = Topology::parse(text, "t.yaml").expect("parses");
+        assert!(!t.network.egress && !t.network.node_addresses_reachable);
+        assert_eq!(
+            t.timing.first_pull(Os::Windows),
+            Some(std::time::Duration::from_secs(10))
+        );
+        assert_eq!(t.timing.first_pull(Os::Linux), Some(std::time::Duration::from_secs(1)));
+        assert!(t.timing.transient_events);
+        assert_eq!(
+            t.admission.deny,
+            [Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess]
+        );
+        assert_eq!(t.nodes[0].max_pods, Some(8));
+    }
+
+    /// Malformed realism fields name their file, line and column like every other field.
+    #[rstest]
+    #[case::windows_pull(
+        "name: x\ntiming:\n  windowsPull: soon\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "not a duration"
+    )]
+    #[case::transient_events(
+        "name: x\ntiming:\n  transientEvents: maybe\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "boolean"
+    )]
+    #[case::egress(
+        "name: x\nnetwork:\n  egress: sometimes\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "boolean"
+    )]
+    #[case::reachable(
+        "name: x\nnetwork:\n  nodeAddressesReachable: 2\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        ""
+    )]
+    #[case::deny(
+        "name: x\nadmission:\n  deny: [hostPID]\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "hostPID"
+    )]
+    #[case::admission_field("name: x\nadmission:\n  allow: []\nnodes:\n- {name: a, os: linux}\n", 3, "allow")]
+    #[case::max_pods("name: x\nnodes:\n- name: a\n  os: linux\n  maxPods: many\n", 5, "u32")]
+    fn realism_field_errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
+        match Topology::parse(text, "topo.yaml") {
+            Err(TopologyError::Parse {
+                line: l,
+                column,
+                message,
+                ..
+            }) => {
+                assert_eq!(l, line, "{message}");
+                assert!(column > 0);
+                assert!(message.contains(needle), "{message}");
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unreachable_node_addresses_are_limited_to_test_net() {
+        let text = "name: x\nnetwork: {nodeAddressesReachable: false}\nnodes:\n- {name: a, os: linux, count: 501}\n";
+        let err = Topology::parse(text, "t.yaml").expect_err("too many");
+        assert!(err.to_string().contains("at most 500 nodes"), "{err}");
     }
 
     #[rstest]

@@ -160,7 +160,7 @@ fn add_outside(f: &mut Fabric) {
         if !node_ips.contains(&resolver) && !f.outside.iter().any(|h| h.ip == resolver) {
             f.outside.push(OutsideHost {
                 ip: resolver,
-                name: "node-resolver".into(),
+                name: crate::network::fabric::NODE_RESOLVER.into(),
                 serves: vec![(53, Proto::Udp, App::Dns), (53, Proto::Tcp, App::Dns)],
             });
         }

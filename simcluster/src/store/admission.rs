@@ -8,8 +8,16 @@ use crate::store::Store;
 use crate::store::api_error::ApiError;
 use crate::store::resources;
 
-/// Mutates a pod about to be created: merges its RuntimeClass's scheduling constraints.
-pub fn admit_pod(store: &Store, pod: &mut Value) -> Result<(), ApiError> {
+/// Admits a pod about to be created in `namespace`: merges its RuntimeClass's scheduling
+/// constraints (mutating), then asks the cluster's policy webhook (validating, after mutation as
+/// upstream orders them).
+pub fn admit_pod(store: &Store, namespace: &str, pod: &mut Value) -> Result<(), ApiError> {
+    runtime_class(store, pod)?;
+    crate::store::policy::review(store.admission_policy(), namespace, pod)
+}
+
+/// Merges the pod's RuntimeClass scheduling constraints and overhead.
+fn runtime_class(store: &Store, pod: &mut Value) -> Result<(), ApiError> {
     let Some(class) = pod
         .pointer("/spec/runtimeClassName")
         .and_then(Value::as_str)
@@ -97,7 +105,7 @@ mod tests {
         let store = store_with_class();
         let mut pod =
             json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "windows-2019", "containers": []}});
-        admit_pod(&store, &mut pod).expect("admitted");
+        admit_pod(&store, "default", &mut pod).expect("admitted");
         assert_eq!(
             pod["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"],
             "10.0.17763"
@@ -110,7 +118,7 @@ mod tests {
         let store = store_with_class();
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "windows-2019",
             "nodeSelector": {"kubernetes.io/os": "linux"}}});
-        let err = admit_pod(&store, &mut pod).expect_err("conflict");
+        let err = admit_pod(&store, "default", &mut pod).expect_err("conflict");
         assert_eq!(err.code(), 403);
         assert!(
             err.to_string()
@@ -119,7 +127,7 @@ mod tests {
         );
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": "nope"}});
         assert!(
-            admit_pod(&store, &mut pod)
+            admit_pod(&store, "default", &mut pod)
                 .expect_err("missing")
                 .to_string()
                 .contains("RuntimeClass \"nope\" not found")

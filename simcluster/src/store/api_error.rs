@@ -123,6 +123,14 @@ pub enum ApiError {
     Expired { requested: u64, oldest: u64 },
     #[error("Internal error occurred: {0}")]
     Internal(String),
+    /// A validating admission webhook refused the request: the apiserver relays its status code
+    /// and message (`webhook/errors/statuserror.go`, `ToStatusErr`).
+    #[error("admission webhook {webhook:?} denied the request: {message}")]
+    WebhookDenied {
+        webhook: String,
+        message: String,
+        code: u16,
+    },
 }
 
 /// `pods`, or `deployments.apps` for a named group, as upstream messages print them.
@@ -177,6 +185,7 @@ impl ApiError {
             Self::TooLarge { .. } => 413,
             Self::Expired { .. } => 410,
             Self::Internal(_) => 500,
+            Self::WebhookDenied { code, .. } => *code,
         }
     }
 
@@ -196,6 +205,8 @@ impl ApiError {
             Self::TooLarge { .. } => "RequestEntityTooLarge",
             Self::Expired { .. } => "Expired",
             Self::Internal(_) => "InternalError",
+            Self::WebhookDenied { code: 403, .. } => "Forbidden",
+            Self::WebhookDenied { .. } => "BadRequest",
         }
     }
 

@@ -10,6 +10,7 @@ pub mod api_error;
 pub mod defaults;
 pub mod patch;
 pub mod pod_validation;
+pub mod policy;
 pub mod rbac;
 pub mod resources;
 pub mod selector;
@@ -263,6 +264,8 @@ pub struct Store {
     config: StoreConfig,
     /// The service-account tokens issued so far (they are not API objects).
     tokens: tokens::TokenBook,
+    /// The policy webhook's denied privileges (`admission.deny`), set once at start.
+    admission: std::sync::OnceLock<crate::config::topology::Admission>,
 }
 
 impl Default for Store {
@@ -310,7 +313,19 @@ impl Store {
             latest,
             config,
             tokens: tokens::TokenBook::default(),
+            admission: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets the cluster's admission policy (once; later calls are ignored).
+    pub fn set_admission_policy(&self, policy: crate::config::topology::Admission) {
+        let _ = self.admission.set(policy);
+    }
+
+    /// The cluster's admission policy (nothing denied unless set).
+    pub fn admission_policy(&self) -> &crate::config::topology::Admission {
+        static NONE: crate::config::topology::Admission = crate::config::topology::Admission { deny: Vec::new() };
+        self.admission.get().unwrap_or(&NONE)
     }
 
     /// The service-account tokens this cluster issued.

@@ -5,6 +5,7 @@
 //! - `api_calls` — the scale subresource, access and rules reviews, Jobs
 //! - `services` — ClusterIP/NodePort allocation, Endpoints and EndpointSlices
 //! - `nodes` — scheduling, controllers, kubelet and Windows admission rules
+//! - `realism` — real-cluster behaviours a topology switches on (policy, maxPods, pulls, transient events, node reachability)
 //! - `volumes` — emptyDir, readOnly mounts, hostPath
 //! - `kube_system` — the add-ons a real cluster of each profile shows
 //! - `faults` — kubelet-side node faults and the node log proxy
@@ -23,6 +24,7 @@ mod kubectl;
 mod network_faults;
 mod nodes;
 mod rbac;
+mod realism;
 mod robustness;
 mod services;
 mod volumes;

@@ -594,19 +594,36 @@ impl Controllers {
             spec["tolerations"] = json!(tolerations);
         }
         let mut pod = json!({"metadata": metadata, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({}))});
-        admission::admit_pod(&self.store, &mut pod)?;
-        let created = self.store.create(resources::core("pods"), owner.namespace(), pod)?;
+        let source = Source::controller(match kind {
+            "DaemonSet" => "daemonset-controller",
+            "Job" => "job-controller",
+            _ => "replicaset-controller",
+        });
+        let created = admission::admit_pod(&self.store, owner.namespace(), &mut pod)
+            .and_then(|()| self.store.create(resources::core("pods"), owner.namespace(), pod));
+        let created = match created {
+            Ok(c) => c,
+            Err(e) => {
+                // As upstream's pod control reports a refused create on the controller
+                // (`pkg/controller/controller_utils.go`: FailedCreate, "Error creating: %v").
+                events::emit(
+                    &self.store,
+                    o,
+                    Kind::Warning,
+                    "FailedCreate",
+                    &format!("Error creating: {e}"),
+                    &source,
+                );
+                return Err(e);
+            }
+        };
         events::emit(
             &self.store,
             o,
             Kind::Normal,
             "SuccessfulCreate",
             &format!("Created pod: {}", created.name()),
-            &Source::controller(match kind {
-                "DaemonSet" => "daemonset-controller",
-                "Job" => "job-controller",
-                _ => "replicaset-controller",
-            }),
+            &source,
         );
         Ok(created)
     }

@@ -99,6 +99,10 @@ pub struct NetFacts {
     pub flannel_local_fix: bool,
     pub cluster_cidr: Cidr,
     pub service_cidr: Cidr,
+    /// Whether the cluster has an outbound route (`network.egress`): without one, flows to
+    /// outside addresses are dropped, as behind a firewall that denies (AKS outbound type
+    /// `userDefinedRouting`).
+    pub egress: bool,
 }
 
 impl NetFacts {
@@ -124,6 +128,7 @@ impl NetFacts {
                 base: u32::from(Ipv4Addr::new(10, 96, 0, 0)),
                 prefix: 12,
             }),
+            egress: n.egress,
         }
     }
 }
@@ -257,6 +262,9 @@ pub struct ServiceFacts {
     /// programming delay has passed since (None: programmed everywhere).
     pub changed_at: Option<std::time::Instant>,
 }
+
+/// The name of the outside host that is a node subnet's resolver.
+pub const NODE_RESOLVER: &str = "node-resolver";
 
 /// A host of the simulated outside world.
 #[derive(Debug, Clone)]
@@ -1106,6 +1114,18 @@ impl Fabric {
         let node = &self.nodes[n];
         if let Some(v) = self.pod_out(flow.src, true, flow.proto) {
             return v;
+        }
+        // The node subnet's resolver (the VNet/VPC DNS: Azure's 168.63.129.16, the Route 53
+        // Resolver) answers nodes without egress too.
+        let resolver = host.is_some_and(|h| self.outside[h].name == NODE_RESOLVER);
+        if !self.net.egress && !resolver {
+            // A private cluster whose outbound route ends at a firewall that denies: nothing
+            // answers, not even a refusal (https://learn.microsoft.com/azure/aks/egress-outboundtype).
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-POD-EXT-IP",
+                "the cluster has no egress: its outbound route drops traffic to outside addresses",
+            );
         }
         let is_pod = matches!(flow.src, Src::Pod { .. });
         if is_pod && flow.proto != Proto::Icmp && node.has(Fault::ExceptionListCoversOutside) {

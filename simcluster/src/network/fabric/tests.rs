@@ -102,6 +102,8 @@ struct World {
     windows_pods: bool,
     /// The Windows nodes' per-service backend limit (NET-SVC-BACKEND-LIMIT).
     backend_limit: usize,
+    /// Whether the cluster has an outbound route (`network.egress`).
+    egress: bool,
 }
 
 impl World {
@@ -114,6 +116,7 @@ impl World {
             faults: Vec::new(),
             windows_pods: true,
             backend_limit: 64,
+            egress: true,
         }
     }
 
@@ -128,6 +131,7 @@ impl World {
             flannel_local_fix: self.flannel_fix,
             cluster_cidr: Cidr::parse("10.244.0.0/16").expect("cidr"),
             service_cidr: Cidr::parse("10.96.0.0/12").expect("cidr"),
+            egress: self.egress,
         });
         for n in 0..4 {
             let windows = n >= WIN1;
@@ -1215,4 +1219,61 @@ fn a_changed_service_works_on_a_node_once_its_proxy_programmed_it(
     if expect == Timeout {
         assert!(v.why.contains("not programmed"), "{v:?}");
     }
+}
+
+/// `network.egress: false` (a private cluster behind a firewall that denies, AKS outbound type
+/// `userDefinedRouting`: https://learn.microsoft.com/azure/aks/egress-outboundtype): flows to
+/// outside addresses from pods and from nodes time out — never a refusal, which would prove a
+/// host answered — while flows inside the cluster are untouched.
+#[rstest]
+#[case::pod_to_outside(From::Pod(WIN1), To::Outside(80), Tcp, Timeout, Works)]
+#[case::linux_pod_to_outside(From::Pod(LIN1), To::Outside(443), Tcp, Timeout, Works)]
+#[case::closed_outside_port(From::Pod(LIN2), To::Outside(22), Tcp, Timeout, Refused)]
+#[case::linux_pod_ping_outside(From::Pod(LIN1), To::Outside(0), Icmp, Timeout, Works)]
+#[case::node_to_outside(From::Host(LIN1), To::Outside(80), Tcp, Timeout, Works)]
+#[case::windows_node_ping_outside(From::Host(WIN1), To::Outside(0), Icmp, Timeout, Works)]
+#[case::pod_to_pod(From::Pod(WIN1), To::Pod(LIN2), Tcp, Works, Works)]
+#[case::pod_to_cluster_ip(From::Pod(LIN1), To::Cluster(WIN1), Tcp, Works, Works)]
+#[case::outside_to_node_port(From::Outside, To::NodePort { at: WIN2, svc: LIN1 }, Tcp, Works, Works)]
+fn without_egress_outside_addresses_time_out(
+    #[case] from: From,
+    #[case] to: To,
+    #[case] proto: Proto,
+    #[case] without: Class,
+    #[case] with: Class,
+) {
+    let mut world = World::new(NetworkMode::L2bridge, Era::Current);
+    assert_eq!(
+        class(&world.build().decide(&flow(&world.build(), from, to, proto))),
+        with
+    );
+    world.egress = false;
+    let f = world.build();
+    let v = f.decide(&flow(&f, from, to, proto));
+    assert_eq!(class(&v), without, "{v:?}");
+    if without == Timeout {
+        assert!(v.why.contains("no egress"), "{v:?}");
+    }
+}
+
+/// Without egress the node subnet's resolver (the VNet/VPC DNS) still answers: names resolve,
+/// connections to the outside do not.
+#[rstest]
+#[case::node(From::Host(WIN1))]
+#[case::pod(From::Pod(LIN1))]
+fn without_egress_the_node_resolver_still_answers(#[case] from: From) {
+    let mut world = World::new(NetworkMode::L2bridge, Era::Current);
+    world.egress = false;
+    let mut f = world.build();
+    let resolver = Ipv4Addr::new(10, 240, 0, 1);
+    f.outside.push(OutsideHost {
+        ip: resolver,
+        name: NODE_RESOLVER.into(),
+        serves: vec![(53, Proto::Udp, App::Dns)],
+    });
+    f.index();
+    let mut to = flow(&f, from, To::Outside(53), Udp);
+    to.dst = resolver;
+    assert_eq!(class(&f.decide(&to)), Works);
+    assert_eq!(class(&f.decide(&flow(&f, from, To::Outside(80), Tcp))), Timeout);
 }

@@ -40,7 +40,7 @@ pub mod echo;
 mod environment;
 mod files;
 mod identity;
-mod mounts;
+pub(crate) mod mounts;
 pub mod nettools;
 pub mod network;
 pub(crate) mod outline;

@@ -210,7 +210,7 @@ pub(super) fn volume_data(store: &Store, pod: &Value, volume: &Value, node: Opti
 
 /// The service account volume the API server's admission adds (`kube-api-access-…`), unless
 /// automounting is off for the pod or its service account, or the pod already has one.
-pub(super) fn sa_volume(store: &Store, pod: &Value) -> Option<Value> {
+pub(crate) fn sa_volume(store: &Store, pod: &Value) -> Option<Value> {
     let spec = pod.get("spec")?;
     let automount = match json::bool(spec, "/automountServiceAccountToken") {
         Some(v) => v,

@@ -6,6 +6,7 @@
 
 pub mod eviction;
 pub mod outcome;
+pub mod transient;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -42,10 +43,14 @@ pub struct Kubelets {
     running: Mutex<HashMap<String, Arc<Notify>>>,
     /// Pod IPs in use per node.
     ips: Mutex<HashMap<String, BTreeSet<u32>>>,
-    /// Images already pulled per node.
-    pulled: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// The kubelet's image cache per node: each image pulled (or being pulled) there, with when
+    /// its pull completes.
+    pulled: Mutex<HashMap<String, HashMap<String, std::time::Instant>>>,
     /// CPU and memory requested by the pods each node has admitted (kubelet admission).
     admitted: Mutex<HashMap<String, (Quantity, Quantity)>>,
+    /// How many admitted pods each node runs that have not terminated (kubelet admission's
+    /// `pods` count against allocatable, `maxPods`).
+    pod_slots: Mutex<HashMap<String, i128>>,
     /// Memory the running containers hold, per node (the eviction signal, MEM-EVICTION).
     memory: Mutex<HashMap<String, Vec<PodUse>>>,
     /// Pods chosen for eviction, by uid, with the eviction message.
@@ -83,6 +88,7 @@ impl Kubelets {
             ips: Mutex::new(HashMap::new()),
             pulled: Mutex::new(HashMap::new()),
             admitted: Mutex::new(HashMap::new()),
+            pod_slots: Mutex::new(HashMap::new()),
             memory: Mutex::new(HashMap::new()),
             evictions: Mutex::new(HashMap::new()),
             pressure: Mutex::new(BTreeSet::new()),
@@ -426,9 +432,24 @@ impl Kubelets {
         }
     }
 
-    fn already_pulled(&self, node: &str, image: &str) -> bool {
+    /// When `image` is (or will be) on `node`; None if no pull of it started there. Without one,
+    /// records that a pull taking `takes` starts now.
+    fn claim_pull(&self, node: &str, image: &str, takes: Duration) -> Option<std::time::Instant> {
         let mut pulled = self.pulled.lock().unwrap_or_else(|p| p.into_inner());
-        !pulled.entry(node.to_string()).or_default().insert(image.to_string())
+        let images = pulled.entry(node.to_string()).or_default();
+        match images.get(image) {
+            Some(at) => Some(*at),
+            None => {
+                images.insert(image.to_string(), std::time::Instant::now() + takes);
+                None
+            }
+        }
+    }
+
+    /// Whether a pull of `image` started on `node` (the image is there, or on its way).
+    fn known_image(&self, node: &str, image: &str) -> bool {
+        let pulled = self.pulled.lock().unwrap_or_else(|p| p.into_inner());
+        pulled.get(node).is_some_and(|images| images.contains_key(image))
     }
 
     async fn run_pod(self: Arc<Self>, profile: NodeProfile, pod: Obj, stop: Arc<Notify>) {
@@ -497,6 +518,8 @@ struct PodRun {
     sandbox_ready: bool,
     /// Whether this pod holds an admission reservation.
     admitted: bool,
+    /// Whether this pod counts against the node's `pods` (admitted, not terminated yet).
+    slot: bool,
     /// Evicted by the kubelet (phase Failed, reason Evicted, container states kept).
     evicted: bool,
     /// The pod runs as HostProcess containers (their writes outside volumes reach the host).
@@ -518,6 +541,7 @@ impl PodRun {
             reason: None,
             sandbox_ready: false,
             admitted: false,
+            slot: false,
             evicted: false,
             host_process: false,
         }
@@ -567,6 +591,19 @@ impl PodRun {
                 .unwrap_or_default()
         };
         let mut admitted = self.k.admitted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = self.k.pod_slots.lock().unwrap_or_else(|p| p.into_inner());
+        // The pod count first, as upstream's fit check does: every admitted pod that has not
+        // terminated counts, DaemonSet and system pods included (maxPods).
+        let used_pods = slots.get(&self.profile.name).copied().unwrap_or_default();
+        let max_pods = alloc("pods").value();
+        if used_pods + 1 > max_pods {
+            return Some((
+                "OutOfpods".into(),
+                format!(
+                    "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: {used_pods}, capacity: {max_pods}"
+                ),
+            ));
+        }
         let (used_cpu, used_mem) = admitted.get(&self.profile.name).copied().unwrap_or_default();
         for (res, need, used) in [("cpu", needs.cpu, used_cpu), ("memory", needs.memory, used_mem)] {
             let cap = alloc(res);
@@ -609,7 +646,19 @@ impl PodRun {
             self.profile.name.clone(),
             (used_cpu + needs.cpu, used_mem + needs.memory),
         );
+        slots.insert(self.profile.name.clone(), used_pods + 1);
         None
+    }
+
+    /// Gives back the pod's place in the node's `pods` count (once it terminated or left).
+    fn release_slot(&mut self) {
+        if !std::mem::take(&mut self.slot) {
+            return;
+        }
+        let mut slots = self.k.pod_slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = slots.get_mut(&self.profile.name) {
+            *n = (*n - 1).max(0);
+        }
     }
 
     /// Gives back what [`Self::admit_resources`] reserved.
@@ -631,6 +680,7 @@ impl PodRun {
             return;
         }
         self.admitted = true;
+        self.slot = true;
         let handler = match json::str(self.v(), "/spec/runtimeClassName") {
             "" => None,
             name => self
@@ -675,6 +725,9 @@ impl PodRun {
                     .chain(plan.containers.iter().map(|c| make(c, false)))
                     .collect();
                 self.write_status();
+                if !self.transient_setup(plan.host_network || plan.host_process).await {
+                    return;
+                }
                 if !self.wait(self.profile.delay(Step::Sandbox, self.pod.uid())).await {
                     return;
                 }
@@ -764,7 +817,7 @@ impl PodRun {
             self.pull_forever(i, &image, &message).await;
             return None;
         }
-        if !self.pull(&image).await {
+        if !self.pull(i, &image).await {
             return None;
         }
         match self.containers[i].plan.outcome.clone() {
@@ -869,17 +922,49 @@ impl PodRun {
         }
     }
 
-    async fn pull(&mut self, image: &str) -> bool {
-        if self.k.already_pulled(&self.profile.name, image) {
-            self.event(
-                Kind::Normal,
-                "Pulled",
-                &format!("Container image \"{image}\" already present on machine"),
-            );
-            return true;
+    /// The image pull policy of container i (`IfNotPresent` when unset).
+    fn pull_policy(&self, i: usize) -> String {
+        let name = &self.containers[i].plan.name;
+        ["/spec/initContainers", "/spec/containers"]
+            .iter()
+            .flat_map(|p| json::array(self.v(), p))
+            .find(|c| json::str(c, "/name") == name)
+            .map(|c| json::str(c, "/imagePullPolicy").to_string())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "IfNotPresent".into())
+    }
+
+    /// Makes container i's image present on the node. The node's image cache decides: an image
+    /// pulled there before is used as is, unless the policy is `Always` — then the kubelet asks
+    /// the registry for the digest and finds the layers cached, a short pull
+    /// (https://kubernetes.io/docs/concepts/containers/images/#image-pull-policy); an image
+    /// another pod is pulling is there when that pull ends; any other is pulled, taking
+    /// `timing.windowsPull` when set (Windows images pull for minutes on real nodes). False
+    /// when the pod is deleted meanwhile.
+    async fn pull(&mut self, i: usize, image: &str) -> bool {
+        let node = self.profile.name.clone();
+        let always = self.pull_policy(i) == "Always";
+        let short = self.profile.delay(Step::Pull, self.pod.uid());
+        let full = self.profile.timing.first_pull(self.profile.os).unwrap_or(short);
+        // A pull that asks the registry (an image not here yet, or policy Always) may fail once.
+        if (always || !self.k.known_image(&node, image)) && !self.failed_pull_attempt(i, image).await {
+            return false;
         }
+        let started = std::time::Instant::now();
+        let d = match self.k.claim_pull(&node, image, full) {
+            None => full,
+            Some(ready) if ready > started => ready - started,
+            Some(_) if always => short,
+            Some(_) => {
+                self.event(
+                    Kind::Normal,
+                    "Pulled",
+                    &format!("Container image \"{image}\" already present on machine"),
+                );
+                return true;
+            }
+        };
         self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
-        let d = self.profile.delay(Step::Pull, self.pod.uid());
         if !self.wait(d).await {
             return false;
         }
@@ -889,6 +974,88 @@ impl PodRun {
             "Pulled",
             &format!("Successfully pulled image \"{image}\" in {secs:.3}s ({secs:.3}s including waiting). Image size: 45321876 bytes."),
         );
+        true
+    }
+
+    /// With `timing.transientEvents`, the first attempt of a chosen share of pulls fails (the
+    /// registry times out), and the kubelet backs off before the attempt that succeeds, as real
+    /// kubelets report it (ErrImagePull, then ImagePullBackOff). True unless the pod is deleted.
+    async fn failed_pull_attempt(&mut self, i: usize, image: &str) -> bool {
+        let t = &self.profile.timing;
+        if !t.transient_events
+            || !transient::pull_attempt_fails(t.seed, &self.profile.name, self.pod.namespace(), self.pod.name(), image)
+        {
+            return true;
+        }
+        self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
+        if !self.wait(self.profile.delay(Step::Pull, self.pod.uid())).await {
+            return false;
+        }
+        let failed = transient::pull_timeout_message(image);
+        let reason = failed
+            .strip_prefix(&format!("Failed to pull image {image:?}: "))
+            .unwrap_or(&failed)
+            .to_string();
+        self.event(Kind::Warning, "Failed", &failed);
+        self.event(Kind::Warning, "Failed", "Error: ErrImagePull");
+        self.containers[i].state = json!({"waiting": {"reason": "ErrImagePull", "message": reason}});
+        self.write_status();
+        if !self.wait(self.profile.backoff(0) / 2).await {
+            return false;
+        }
+        self.event(Kind::Normal, "BackOff", &format!("Back-off pulling image \"{image}\""));
+        self.event(Kind::Warning, "Failed", "Error: ImagePullBackOff");
+        self.containers[i].state = json!({"waiting": {"reason": "ImagePullBackOff", "message": format!("Back-off pulling image \"{image}\": ErrImagePull: {reason}")}});
+        self.write_status();
+        if !self.wait(self.profile.backoff(0) / 2).await {
+            return false;
+        }
+        let waiting = if self.containers[i].init {
+            "PodInitializing"
+        } else {
+            "ContainerCreating"
+        };
+        self.containers[i].state = json!({"waiting": {"reason": waiting}});
+        self.write_status();
+        true
+    }
+
+    /// With `timing.transientEvents`: a `FailedMount` of the service-account volume when the
+    /// namespace is only moments old, and on a chosen share of Windows pods on the pod network
+    /// one `FailedCreatePodSandBox` that the retry gets past. True unless the pod is deleted.
+    async fn transient_setup(&mut self, host_network: bool) -> bool {
+        if !self.profile.timing.transient_events {
+            return true;
+        }
+        let ns = self.pod.namespace().to_string();
+        let window = transient::NEW_NAMESPACE_WINDOW.mul_f64(self.profile.timing.scale);
+        let age = self
+            .k
+            .store
+            .get(resources::core("namespaces"), "", &ns)
+            .ok()
+            .and_then(|n| {
+                chrono::DateTime::parse_from_rfc3339(json::str(n.value(), "/metadata/creationTimestamp")).ok()
+            })
+            .and_then(|at| (chrono::Utc::now() - at.with_timezone(&chrono::Utc)).to_std().ok());
+        if age.is_some_and(|a| a < window)
+            && let Some(volume) = crate::node::exec::mounts::sa_volume(&self.k.store, self.v())
+        {
+            let message = transient::failed_mount_message(json::str(&volume, "/name"), &ns);
+            self.event(Kind::Warning, "FailedMount", &message);
+        }
+        let t = &self.profile.timing;
+        if self.profile.is_windows()
+            && !host_network
+            && transient::sandbox_retried(t.seed, &self.profile.name, &ns, self.pod.name())
+        {
+            let id = outcome::container_id(self.pod.uid(), "POD");
+            let message = transient::sandbox_message(&self.profile, id.trim_start_matches("containerd://"));
+            self.event(Kind::Warning, "FailedCreatePodSandBox", &message);
+            if !self.wait(self.profile.backoff(0) / 2).await {
+                return false;
+            }
+        }
         true
     }
 
@@ -1077,6 +1244,9 @@ impl PodRun {
     }
 
     fn write_status(&mut self) {
+        if matches!(self.phase, "Succeeded" | "Failed") {
+            self.release_slot();
+        }
         let pods = resources::core("pods");
         let at = now();
         let regular: Vec<&Container> = self.containers.iter().filter(|c| !c.init).collect();
@@ -1240,6 +1410,7 @@ impl PodRun {
     }
 
     fn cleanup(&mut self) {
+        self.release_slot();
         if self.k.release_memory(&self.profile.name, self.pod.uid()) {
             self.k.check_memory(&self.profile);
         }
