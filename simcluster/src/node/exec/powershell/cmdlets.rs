@@ -10,7 +10,9 @@ use super::hostcmdlets::{
     get_hns_network, get_hns_policy_list, get_net_adapter, get_net_tcp_connection, measure_object,
 };
 use super::syntax::{Element, Expr, Op, What};
-use super::system::{DotNetMiss, container_limit, default_acl, get_process, method_exception, new_object, processes, wql_matches};
+use super::system::{
+    DotNetMiss, container_limit, default_acl, get_process, method_exception, new_object, processes, wql_matches,
+};
 use super::{Fut, Kind, Obj, V, collect, obj, s};
 use crate::node::exec::Call;
 use crate::node::exec::agnhost::network;
@@ -636,7 +638,9 @@ impl Ps {
                         errors.add(ps_error(
                             &e.text,
                             "New-Object",
-                            &format!("Cannot find type [{ty}]: verify that the assembly containing this type is loaded."),
+                            &format!(
+                                "Cannot find type [{ty}]: verify that the assembly containing this type is loaded."
+                            ),
                             "InvalidType: (:) [New-Object], PSArgumentException",
                             "TypeNotFound,Microsoft.PowerShell.Commands.NewObjectCommand",
                         ));

@@ -425,9 +425,14 @@ impl Ps {
                     match super::system::static_member(ty, member, values.as_deref(), self.s.windows(), limit) {
                         Ok(v) => v,
                         Err(super::system::DotNetMiss::Threw(message)) => {
-                            let method = if member.eq_ignore_ascii_case("new") { ".ctor" } else { member };
+                            let method = if member.eq_ignore_ascii_case("new") {
+                                ".ctor"
+                            } else {
+                                member
+                            };
                             let argc = values.as_ref().map_or(0, Vec::len);
-                            let text = format!("Exception calling \"{method}\" with \"{argc}\" argument(s): \"{message}\"");
+                            let text =
+                                format!("Exception calling \"{method}\" with \"{argc}\" argument(s): \"{message}\"");
                             return Err(Flow::Fail(text));
                         }
                         Err(super::system::DotNetMiss::Unmodelled) => {

@@ -59,7 +59,11 @@ fn text_lines(texts: Vec<String>) -> Vec<String> {
 }
 
 fn pipeline_text(p: &Pipeline) -> String {
-    p.elements.iter().map(|e| e.text.as_str()).collect::<Vec<_>>().join(" | ")
+    p.elements
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 fn statement(stmt: &Stmt, w: &mut Walker<'_>, depth: usize) -> Statement {
@@ -81,7 +85,11 @@ fn statement(stmt: &Stmt, w: &mut Walker<'_>, depth: usize) -> Statement {
             Err(Miss::Error(f)) => {
                 let mut log = text_lines(std::mem::take(&mut w.errors));
                 log.extend(f.lines(&pipeline_text(p)));
-                Statement::Evaluated { log, ok: false, holds: 0 }
+                Statement::Evaluated {
+                    log,
+                    ok: false,
+                    holds: 0,
+                }
             }
             Err(Miss::Unknown) => pipeline(p, w),
         },
@@ -94,9 +102,11 @@ fn statement(stmt: &Stmt, w: &mut Walker<'_>, depth: usize) -> Statement {
                 Ok(values) => {
                     let v = collect(values);
                     let holds = match &v {
-                        V::Obj(o) if o.kind == Kind::Bytes => {
-                            o.get("Length").and_then(V::int).and_then(|n| u128::try_from(n).ok()).unwrap_or(0)
-                        }
+                        V::Obj(o) if o.kind == Kind::Bytes => o
+                            .get("Length")
+                            .and_then(V::int)
+                            .and_then(|n| u128::try_from(n).ok())
+                            .unwrap_or(0),
                         _ => 0,
                     };
                     w.set(name, Some(v));
@@ -112,7 +122,11 @@ fn statement(stmt: &Stmt, w: &mut Walker<'_>, depth: usize) -> Statement {
                     w.keep_unset(name);
                     let mut log = text_lines(std::mem::take(&mut w.errors));
                     log.extend(f.lines(&format!("${name} = {}", pipeline_text(value))));
-                    Statement::Evaluated { log, ok: false, holds: 0 }
+                    Statement::Evaluated {
+                        log,
+                        ok: false,
+                        holds: 0,
+                    }
                 }
                 Err(Miss::Unknown) => {
                     w.set(name, None);
@@ -135,7 +149,11 @@ fn statement(stmt: &Stmt, w: &mut Walker<'_>, depth: usize) -> Statement {
                     Err(Miss::Error(f)) => {
                         log.extend(text_lines(std::mem::take(&mut w.errors)));
                         log.extend(f.lines(&pipeline_text(cond)));
-                        return Statement::Evaluated { log, ok: false, holds: 0 };
+                        return Statement::Evaluated {
+                            log,
+                            ok: false,
+                            holds: 0,
+                        };
                     }
                 }
             }
@@ -160,7 +178,11 @@ fn statement(stmt: &Stmt, w: &mut Walker<'_>, depth: usize) -> Statement {
             Err(Miss::Error(f)) => {
                 let mut log = text_lines(std::mem::take(&mut w.errors));
                 log.extend(f.lines(&pipeline_text(over)));
-                Statement::Evaluated { log, ok: false, holds: 0 }
+                Statement::Evaluated {
+                    log,
+                    ok: false,
+                    holds: 0,
+                }
             }
         },
         Stmt::Exit(value) => {

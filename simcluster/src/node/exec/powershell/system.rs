@@ -219,7 +219,9 @@ pub(super) fn get_process(call: &Invocation, table: &[V], text: &str) -> (Vec<V>
             errors.push(ps_error(
                 text,
                 "Get-Process",
-                &format!("Cannot find a process with the name \"{name}\". Verify the process name and call the cmdlet again."),
+                &format!(
+                    "Cannot find a process with the name \"{name}\". Verify the process name and call the cmdlet again."
+                ),
                 &format!("ObjectNotFound: ({name}:String) [Get-Process], ProcessCommandException"),
                 "NoProcessFoundForGivenName,Microsoft.PowerShell.Commands.GetProcessCommand",
             ));
@@ -269,7 +271,11 @@ pub(super) fn byte_array(n: &V, windows: bool, limit: Option<u128>) -> Result<V,
     }
     Ok(obj(
         Kind::Bytes,
-        vec![("Length", V::Int(len)), ("LongLength", V::Int(len)), ("Count", V::Int(len))],
+        vec![
+            ("Length", V::Int(len)),
+            ("LongLength", V::Int(len)),
+            ("Count", V::Int(len)),
+        ],
     ))
 }
 
@@ -311,7 +317,11 @@ pub(super) fn method_exception_parts(head: &str, method: &str, argc: usize, mess
             .strip_prefix("Exception of type 'System.")
             .and_then(|m| m.split_once('\''))
             .map_or("MethodInvocationException", |(ty, _)| ty);
-        (text, "NotSpecified: (:) [], MethodInvocationException".into(), id.into())
+        (
+            text,
+            "NotSpecified: (:) [], MethodInvocationException".into(),
+            id.into(),
+        )
     } else {
         (
             text,

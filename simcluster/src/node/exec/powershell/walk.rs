@@ -212,7 +212,11 @@ impl<'a> Walker<'a> {
                     // A Linux container's PowerShell sees itself.
                     vec![super::obj(
                         Kind::Cim,
-                        vec![("Name", s("pwsh")), ("ProcessId", V::Int(1)), ("ExecutablePath", V::Null)],
+                        vec![
+                            ("Name", s("pwsh")),
+                            ("ProcessId", V::Int(1)),
+                            ("ExecutablePath", V::Null),
+                        ],
                     )]
                 };
                 let (found, errors) = get_process(&call, &table, &e.text);
@@ -313,7 +317,11 @@ impl<'a> Walker<'a> {
                 match static_member(ty, member, values.as_deref(), self.host.windows, self.host.limit) {
                     Ok(v) => v,
                     Err(DotNetMiss::Threw(message)) => {
-                        let method = if member.eq_ignore_ascii_case("new") { ".ctor" } else { member };
+                        let method = if member.eq_ignore_ascii_case("new") {
+                            ".ctor"
+                        } else {
+                            member
+                        };
                         let argc = values.as_ref().map_or(0, Vec::len);
                         return Err(Failure::exception("", method, argc, &message));
                     }
