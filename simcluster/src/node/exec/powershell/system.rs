@@ -247,7 +247,7 @@ pub(super) const OUT_OF_MEMORY: &str = "Exception of type 'System.OutOfMemoryExc
 /// more than its Windows job object allows is not killed; the commit fails and .NET throws
 /// `OutOfMemoryException` (1 GiB is within a byte array's range, so not "Array dimensions
 /// exceeded supported range."). The agnhost/busybox e2e images ship PowerShell 6.2 (.NET Core
-/// 2.1) and Server Core's Windows PowerShell runs on .NET Framework, neither of which has a GC heap
+/// 2.1; AGNW) and Server Core's Windows PowerShell runs on .NET Framework, neither of which has a GC heap
 /// hard limit: the job's limit is what fails the commit. On Linux the .NET runtime of PowerShell 7
 /// caps its GC heap at 75% of the cgroup's limit (learn.microsoft.com
 /// dotnet/core/runtime-config/garbage-collector, GCHeapHardLimit), so the managed allocation

@@ -109,7 +109,7 @@ impl<'a> Walker<'a> {
     fn var(&self, name: &str) -> Result<V, Miss> {
         let lower = name.to_ascii_lowercase();
         if let Some(env) = lower.strip_prefix("env:") {
-            return Ok(env_get(self.host.vars, name.get(4..).unwrap_or(env), true).map_or(V::Null, |v| s(v)));
+            return Ok(env_get(self.host.vars, name.get(4..).unwrap_or(env), true).map_or(V::Null, s));
         }
         match lower.as_str() {
             "true" => return Ok(V::Bool(true)),

@@ -458,7 +458,8 @@ pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, statement: &Statement, 
         Statement::Assign => return ran(0, 0, Vec::new()),
         Statement::Compound => return Eval::Unknown,
         // PowerShell: a statement that failed sets `$?` to false, which `-Command` turns into
-        // exit code 1 when it is the last (GH PowerShell/PowerShell#13501, about_Pwsh -Command).
+        // exit code 1 when it is the last (learn.microsoft.com powershell/…/about_pwsh, -Command;
+        // GH PowerShell/PowerShell#13501).
         Statement::Evaluated { log, ok, .. } => return ran(i32::from(!*ok), 0, log.clone()),
         Statement::Group { .. } | Statement::If { .. } if depth >= MAX_DEPTH => return Eval::Unknown,
         Statement::Group { body, subshell } => {
