@@ -50,6 +50,7 @@ pub(crate) mod ps_entry;
 mod session;
 pub(crate) mod sh;
 mod support;
+pub(crate) use self::support::field_ref;
 pub mod volumes;
 
 pub use self::context::CommandContext;

@@ -23,9 +23,13 @@ pub(crate) enum Statement {
         arms: Vec<(Outline, Outline)>,
         otherwise: Option<Outline>,
     },
-    /// A compound statement the outline does not show (PowerShell `if`/`foreach`, sh
-    /// compounds inside a pipeline).
+    /// A compound statement the outline does not show (a PowerShell `if` whose condition it
+    /// cannot evaluate, sh compounds inside a pipeline).
     Compound,
+    /// A PowerShell statement evaluated as the outline was made
+    /// ([`super::powershell::outline`]): the lines it printed (its output and its errors),
+    /// whether it succeeded (`$?`), and the bytes it allocated and holds from then on.
+    Evaluated { log: Vec<String>, ok: bool, holds: u128 },
 }
 
 /// One command of a pipeline.

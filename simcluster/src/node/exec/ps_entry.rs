@@ -17,8 +17,13 @@ use crate::node::runtime::ExecOutput;
 /// A PowerShell error record as the console prints it.
 pub(crate) fn ps_error(statement: &str, head: &str, message: &str, category: &str, fqid: &str) -> String {
     let underline = "~".repeat(statement.chars().count().max(1));
+    let first = if head.is_empty() {
+        message.to_string()
+    } else {
+        format!("{head} : {message}")
+    };
     format!(
-        "{head} : {message}\r\nAt line:1 char:1\r\n+ {statement}\r\n+ {underline}\r\n    + CategoryInfo          : \
+        "{first}\r\nAt line:1 char:1\r\n+ {statement}\r\n+ {underline}\r\n    + CategoryInfo          : \
         {category}\r\n    + FullyQualifiedErrorId : {fqid}\r\n \r\n"
     )
 }

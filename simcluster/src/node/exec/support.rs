@@ -145,7 +145,7 @@ pub(super) fn expand_refs(text: &str, known: &[(String, String)]) -> String {
 }
 
 /// A downward-API field of the pod.
-pub(super) fn field_ref(pod: &Value, path: &str) -> Option<String> {
+pub(crate) fn field_ref(pod: &Value, path: &str) -> Option<String> {
     let map_lines = |pointer: &str| {
         pod.pointer(pointer)
             .and_then(Value::as_object)

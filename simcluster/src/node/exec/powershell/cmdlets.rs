@@ -10,7 +10,9 @@ use super::hostcmdlets::{
     get_hns_network, get_hns_policy_list, get_net_adapter, get_net_tcp_connection, measure_object,
 };
 use super::syntax::{Element, Expr, Op, What};
-use super::system::{default_acl, processes, wql_matches};
+use super::system::{
+    DotNetMiss, container_limit, default_acl, get_process, method_exception, new_object, processes, wql_matches,
+};
 use super::{Fut, Kind, Obj, V, collect, obj, s};
 use crate::node::exec::Call;
 use crate::node::exec::agnhost::network;
@@ -50,6 +52,8 @@ pub(super) enum Run {
     GetHnsPolicyList,
     GetNetAdapter,
     GetNetTcpConnection,
+    GetProcess,
+    NewObject,
 }
 
 /// A cmdlet: its names, whether only Windows PowerShell has it, its parameters in positional
@@ -150,6 +154,20 @@ pub(super) static CMDLETS: &[Cmdlet] = &[
         params: &["classname", "filter", "namespace", "class", "query"],
         switches: &[],
         run: Run::GetCim,
+    },
+    Cmdlet {
+        names: &["get-process", "gps"],
+        desktop_only: false,
+        params: &["name", "processname", "id"],
+        switches: &["includeusername", "module", "fileversioninfo"],
+        run: Run::GetProcess,
+    },
+    Cmdlet {
+        names: &["new-object"],
+        desktop_only: false,
+        params: &["typename", "argumentlist", "comobject", "property"],
+        switches: &["strict"],
+        run: Run::NewObject,
     },
     Cmdlet {
         names: &["write-output", "echo", "write"],
@@ -602,6 +620,33 @@ impl Ps {
                     self.stdout.extend(text.into_bytes());
                     Vec::new()
                 }
+                Run::GetProcess => {
+                    let (found, errs) = get_process(call, &processes(&session), &e.text);
+                    for err in errs {
+                        errors.add(err);
+                    }
+                    found
+                }
+                Run::NewObject => match new_object(call, session.windows(), container_limit(&session)) {
+                    Ok(v) => vec![v],
+                    Err(DotNetMiss::Threw(message)) => {
+                        errors.add(method_exception(&e.text, "New-Object", ".ctor", 1, &message));
+                        Vec::new()
+                    }
+                    Err(DotNetMiss::Unmodelled) => {
+                        let ty = call.value(&["typename"], 0).map(|v| v.text()).unwrap_or_default();
+                        errors.add(ps_error(
+                            &e.text,
+                            "New-Object",
+                            &format!(
+                                "Cannot find type [{ty}]: verify that the assembly containing this type is loaded."
+                            ),
+                            "InvalidType: (:) [New-Object], PSArgumentException",
+                            "TypeNotFound,Microsoft.PowerShell.Commands.NewObjectCommand",
+                        ));
+                        Vec::new()
+                    }
+                },
                 Run::OutNull | Run::StartSleep => Vec::new(),
                 Run::MeasureObject => {
                     let mut input = input;

@@ -410,6 +410,36 @@ impl Ps {
                     let (target, index) = (self.eval(x).await?, self.eval(i).await?);
                     index_of(&target, &index)
                 }
+                Expr::Static(ty, member, args) => {
+                    let values = match args {
+                        Some(list) => {
+                            let mut values = Vec::new();
+                            for a in list {
+                                values.push(self.eval(a).await?);
+                            }
+                            Some(values)
+                        }
+                        None => None,
+                    };
+                    let limit = super::system::container_limit(&self.s);
+                    match super::system::static_member(ty, member, values.as_deref(), self.s.windows(), limit) {
+                        Ok(v) => v,
+                        Err(super::system::DotNetMiss::Threw(message)) => {
+                            let method = if member.eq_ignore_ascii_case("new") {
+                                ".ctor"
+                            } else {
+                                member
+                            };
+                            let argc = values.as_ref().map_or(0, Vec::len);
+                            let text =
+                                format!("Exception calling \"{method}\" with \"{argc}\" argument(s): \"{message}\"");
+                            return Err(Flow::Fail(text));
+                        }
+                        Err(super::system::DotNetMiss::Unmodelled) => {
+                            return Err(Flow::Fail(format!("Unable to find type [{ty}].")));
+                        }
+                    }
+                }
                 Expr::Hash(pairs) => {
                     let mut props = Vec::new();
                     for (k, v) in pairs {

@@ -35,8 +35,10 @@ mod hostcmdlets;
 mod outline;
 mod syntax;
 mod system;
+mod walk;
 pub(in crate::node::exec) use self::eval::run;
 pub(crate) use self::outline::outline;
+pub(crate) use self::walk::PsHost;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -90,6 +92,8 @@ enum Kind {
     /// A CIM instance of this class that shows as a table row (`Get-NetAdapter`,
     /// `Get-NetTCPConnection`).
     Row(&'static str),
+    /// A `System.Byte[]` (`[byte[]]::new(n)`): its length, not its bytes.
+    Bytes,
 }
 
 #[derive(Debug)]
@@ -150,6 +154,7 @@ impl V {
                     format!("@{{{}}}", fields.join("; "))
                 }
                 Kind::Row(class) => (*class).to_string(),
+                Kind::Bytes => "System.Byte[]".into(),
             },
         }
     }

@@ -119,6 +119,8 @@ pub(super) enum Expr {
     Call(Box<Expr>, String, Vec<Expr>),
     Index(Box<Expr>, Box<Expr>),
     Hash(Vec<(String, Expr)>),
+    /// `[type]::Member` and `[type]::Method(args)` (the type lower-cased as written).
+    Static(String, String, Option<Vec<Expr>>),
 }
 
 /// A parse error: what was unexpected, and where.
@@ -681,9 +683,23 @@ impl Parser {
                 let ty = self.text(start);
                 self.eat(']')?;
                 if self.peek() == Some(':') && self.at(1) == Some(':') {
-                    // Static members are not modelled.
-                    self.i = save;
-                    return self.err(format!("Unable to find type [{ty}]."));
+                    self.i += 2;
+                    let from = self.i;
+                    while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                        self.i += 1;
+                    }
+                    let member = self.text(from);
+                    if member.is_empty() {
+                        self.i = save;
+                        return self.err(format!("Unable to find type [{ty}]."));
+                    }
+                    let args = if self.peek() == Some('(') {
+                        Some(self.call_args()?)
+                    } else {
+                        None
+                    };
+                    let e = Expr::Static(ty.to_ascii_lowercase(), member, args);
+                    return self.postfix_tail(e);
                 }
                 self.ws();
                 Ok(Expr::Cast(ty.to_ascii_lowercase(), Box::new(self.unary()?)))
@@ -693,7 +709,33 @@ impl Parser {
     }
 
     pub(super) fn postfix(&mut self) -> Result<Expr, ParseError> {
-        let mut e = self.primary()?;
+        let e = self.primary()?;
+        self.postfix_tail(e)
+    }
+
+    /// A method call's `(args…)`, from its opening parenthesis.
+    pub(super) fn call_args(&mut self) -> Result<Vec<Expr>, ParseError> {
+        self.eat('(')?;
+        let mut args = Vec::new();
+        self.ws_nl();
+        while self.peek() != Some(')') {
+            args.push(self.unary_chain()?);
+            self.ws_nl();
+            match self.peek() {
+                Some(',') => {
+                    self.i += 1;
+                    self.ws_nl();
+                }
+                Some(')') => {}
+                _ => return self.err("Missing closing ')' in expression."),
+            }
+        }
+        self.i += 1;
+        Ok(args)
+    }
+
+    /// Member access, method calls and indexing after `e`.
+    pub(super) fn postfix_tail(&mut self, mut e: Expr) -> Result<Expr, ParseError> {
         loop {
             match (self.peek(), self.at(1)) {
                 (Some('.'), Some(c)) if c.is_alphabetic() || c == '_' => {
@@ -704,22 +746,7 @@ impl Parser {
                     }
                     let name = self.text(start);
                     if self.peek() == Some('(') {
-                        self.i += 1;
-                        let mut args = Vec::new();
-                        self.ws_nl();
-                        while self.peek() != Some(')') {
-                            args.push(self.unary_chain()?);
-                            self.ws_nl();
-                            match self.peek() {
-                                Some(',') => {
-                                    self.i += 1;
-                                    self.ws_nl();
-                                }
-                                Some(')') => {}
-                                _ => return self.err("Missing closing ')' in expression."),
-                            }
-                        }
-                        self.i += 1;
+                        let args = self.call_args()?;
                         e = Expr::Call(Box::new(e), name, args);
                     } else {
                         e = Expr::Member(Box::new(e), name);

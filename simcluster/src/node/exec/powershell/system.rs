@@ -1,8 +1,14 @@
 //! Windows system objects the cmdlets return: the ACL `Get-Acl` shows, the processes
-//! `Get-CimInstance Win32_Process` lists (with a WQL `-Filter`).
+//! `Get-CimInstance Win32_Process` lists (with a WQL `-Filter`) and `Get-Process` finds, and the
+//! .NET static members a script calls (`[byte[]]::new(n)`, an allocation under the container's
+//! memory limit). Both the exec'd PowerShell ([`super::eval`]) and a container's main process
+//! ([`super::walk`]) answer from here.
 
+use super::cmdlets::{Invocation, texts};
 use super::eval::glob;
 use super::{Kind, V, obj, s};
+use crate::config::profile::NodeProfile;
+use crate::node::exec::ps_entry::ps_error;
 use crate::node::exec::session::Session;
 
 /// The default ACL of what is created under `C:\` (inherited by the kubelet's directory).
@@ -45,6 +51,13 @@ pub(super) fn default_acl(path: &str) -> V {
 /// The processes `Win32_Process` lists: the node's services for a HostProcess container, the
 /// container's own otherwise.
 pub(super) fn processes(s_: &Session) -> Vec<V> {
+    process_table(s_.ctx.node.as_ref().filter(|_| s_.ctx.host_process))
+}
+
+/// The processes of [`processes`]: the host's services when `host` is the node of a
+/// HostProcess container (SEC-HOSTPROCESS: it runs on the host and sees its processes), a
+/// process-isolated container's own processes otherwise.
+pub(super) fn process_table(host: Option<&NodeProfile>) -> Vec<V> {
     use crate::node::host;
     let pid = i64::from;
     let proc_ = |pid: i64, ppid: i64, name: &str, exe: &str, cmdline: &str| {
@@ -89,7 +102,7 @@ pub(super) fn processes(s_: &Session) -> Vec<V> {
         "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
         "powershell.exe",
     );
-    let Some(node) = s_.ctx.node.as_ref().filter(|_| s_.ctx.host_process) else {
+    let Some(node) = host else {
         list.push(proc_(
             1020,
             pid(host::SERVICES_PID),
@@ -161,4 +174,168 @@ pub(super) fn wql_matches(filter: &str, item: &V) -> bool {
             _ => glob(&value.replace('%', "*").replace('_', "?"), &got, false),
         }
     })
+}
+
+/// `Get-Process [[-Name] name…]`: the processes of `table` (`Win32_Process` objects) as
+/// `System.Diagnostics.Process` objects (`ProcessName` without `.exe`, `Id`), all of them without
+/// a name; a name without wildcards that matches nothing writes PowerShell's non-terminating
+/// `NoProcessFoundForGivenName` error (which `-ErrorAction SilentlyContinue` drops), so the
+/// cmdlet outputs nothing and `$?` is false. `text` is the pipeline element, for the error record.
+pub(super) fn get_process(call: &Invocation, table: &[V], text: &str) -> (Vec<V>, Vec<String>) {
+    let procs: Vec<V> = table
+        .iter()
+        .filter(|p| p.member("ProcessId").int().is_some_and(|id| id != 0))
+        .map(|p| {
+            let name = p.member("Name").text();
+            let short = name
+                .strip_suffix(".exe")
+                .or_else(|| name.strip_suffix(".EXE"))
+                .unwrap_or(&name)
+                .to_string();
+            obj(
+                Kind::Row("System.Diagnostics.Process"),
+                vec![
+                    ("Id", p.member("ProcessId")),
+                    ("ProcessName", s(short.clone())),
+                    ("Name", s(short)),
+                    ("Path", p.member("ExecutablePath")),
+                ],
+            )
+        })
+        .collect();
+    let names = texts(call.value(&["name", "processname"], 0));
+    if names.is_empty() {
+        return (procs, Vec::new());
+    }
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for name in &names {
+        let hits: Vec<V> = procs
+            .iter()
+            .filter(|p| glob(name, &p.member("ProcessName").text(), false))
+            .cloned()
+            .collect();
+        if hits.is_empty() && !name.contains(['*', '?', '[']) {
+            errors.push(ps_error(
+                text,
+                "Get-Process",
+                &format!(
+                    "Cannot find a process with the name \"{name}\". Verify the process name and call the cmdlet again."
+                ),
+                &format!("ObjectNotFound: ({name}:String) [Get-Process], ProcessCommandException"),
+                "NoProcessFoundForGivenName,Microsoft.PowerShell.Commands.GetProcessCommand",
+            ));
+        }
+        found.extend(hits);
+    }
+    (found, errors)
+}
+
+/// What calling a .NET static member did not give.
+#[derive(Debug)]
+pub(super) enum DotNetMiss {
+    /// A type or member the simulation does not model.
+    Unmodelled,
+    /// The call threw: the exception's message.
+    Threw(String),
+}
+
+/// The message of `System.OutOfMemoryException`.
+pub(super) const OUT_OF_MEMORY: &str = "Exception of type 'System.OutOfMemoryException' was thrown.";
+
+/// `new byte[n]` under the container's memory limit. MEM-NO-OOM-KILL: a process that commits
+/// more than its Windows job object allows is not killed; the commit fails and .NET throws
+/// `OutOfMemoryException` (1 GiB is within a byte array's range, so not "Array dimensions
+/// exceeded supported range."). The agnhost/busybox e2e images ship PowerShell 6.2 (.NET Core
+/// 2.1; AGNW) and Server Core's Windows PowerShell runs on .NET Framework, neither of which has a GC heap
+/// hard limit: the job's limit is what fails the commit. On Linux the .NET runtime of PowerShell 7
+/// caps its GC heap at 75% of the cgroup's limit (learn.microsoft.com
+/// dotnet/core/runtime-config/garbage-collector, GCHeapHardLimit), so the managed allocation
+/// throws before the kernel's OOM killer is involved. The process's own baseline is not counted.
+pub(super) fn byte_array(n: &V, windows: bool, limit: Option<u128>) -> Result<V, DotNetMiss> {
+    let n = match n {
+        // A bare word (`New-Object byte[] 1GB`) converts as a number literal does.
+        V::Str(t) => super::syntax::number(&t.trim().to_ascii_lowercase()).unwrap_or(V::Null),
+        other => other.clone(),
+    };
+    let Some(len) = n.int().filter(|l| *l >= 0) else {
+        return Err(DotNetMiss::Unmodelled);
+    };
+    if len > 0x7FFF_FFC7 {
+        return Err(DotNetMiss::Threw("Array dimensions exceeded supported range.".into()));
+    }
+    let bytes = u128::try_from(len).unwrap_or(0);
+    let room = limit.map(|l| if windows { l } else { l / 4 * 3 });
+    if room.is_some_and(|r| bytes > r) {
+        return Err(DotNetMiss::Threw(OUT_OF_MEMORY.into()));
+    }
+    Ok(obj(
+        Kind::Bytes,
+        vec![
+            ("Length", V::Int(len)),
+            ("LongLength", V::Int(len)),
+            ("Count", V::Int(len)),
+        ],
+    ))
+}
+
+/// `[type]::Member` / `[type]::Method(args)`: `[byte[]]::new(n)` ([`byte_array`]); other types
+/// and members are not modelled.
+pub(super) fn static_member(
+    ty: &str,
+    member: &str,
+    args: Option<&[V]>,
+    windows: bool,
+    limit: Option<u128>,
+) -> Result<V, DotNetMiss> {
+    match (ty.trim(), member.to_ascii_lowercase().as_str(), args) {
+        ("byte[]" | "system.byte[]", "new", Some([n])) => byte_array(n, windows, limit),
+        _ => Err(DotNetMiss::Unmodelled),
+    }
+}
+
+/// `New-Object [-TypeName] byte[] [-ArgumentList] n` ([`byte_array`]); other types are not modelled.
+pub(super) fn new_object(call: &Invocation, windows: bool, limit: Option<u128>) -> Result<V, DotNetMiss> {
+    let ty = call.value(&["typename"], 0).map(|v| v.text()).unwrap_or_default();
+    let args = call.value(&["argumentlist"], 1).map(V::items).unwrap_or_default();
+    static_member(&ty.to_ascii_lowercase(), "new", Some(&args), windows, limit)
+}
+
+/// The error record of a .NET exception thrown by a method call (`Exception calling "m" with "n"
+/// argument(s): "…"`, a statement-terminating error): `head` is the cmdlet that called it
+/// (`New-Object`), if any; `statement` the statement's text.
+pub(super) fn method_exception(statement: &str, head: &str, method: &str, argc: usize, message: &str) -> String {
+    let (text, category, fqid) = method_exception_parts(head, method, argc, message);
+    ps_error(statement, head, &text, &category, &fqid)
+}
+
+/// The message, category and error id of [`method_exception`].
+pub(super) fn method_exception_parts(head: &str, method: &str, argc: usize, message: &str) -> (String, String, String) {
+    let text = format!("Exception calling \"{method}\" with \"{argc}\" argument(s): \"{message}\"");
+    if head.is_empty() {
+        let id = message
+            .strip_prefix("Exception of type 'System.")
+            .and_then(|m| m.split_once('\''))
+            .map_or("MethodInvocationException", |(ty, _)| ty);
+        (
+            text,
+            "NotSpecified: (:) [], MethodInvocationException".into(),
+            id.into(),
+        )
+    } else {
+        (
+            text,
+            format!("InvalidOperation: (:) [{head}], MethodInvocationException"),
+            "ConstructorInvokedThrowException,Microsoft.PowerShell.Commands.NewObjectCommand".into(),
+        )
+    }
+}
+
+/// The exec'd container's memory limit (`resources.limits.memory`), in bytes.
+pub(super) fn container_limit(s_: &Session) -> Option<u128> {
+    s_.ctx
+        .container_spec()
+        .and_then(|c| c.pointer("/resources/limits/memory"))
+        .and_then(crate::vocab::quantity::Quantity::from_json)
+        .and_then(|q| u128::try_from(q.value()).ok())
 }

@@ -239,6 +239,8 @@ fn string_list(v: Option<&Value>) -> Option<Vec<String>> {
 
 /// The pod as the kubelet sees it.
 struct PodView<'a> {
+    /// The pod as given.
+    pod: &'a Value,
     name: String,
     namespace: String,
     uid: String,
@@ -264,6 +266,7 @@ impl<'a> PodView<'a> {
             .chain(list("containers").into_iter().map(|c| (c, false)))
             .collect();
         Self {
+            pod,
             name: json::opt_str(pod, "/metadata/name").unwrap_or_default().to_string(),
             namespace: json::opt_str(pod, "/metadata/namespace")
                 .unwrap_or("default")
@@ -988,20 +991,28 @@ fn container_plan(
             .or_else(|| view.pod_sc().and_then(|sc| sc.get("runAsUser")))
             .and_then(Value::as_i64),
         hostname: if mode.host_network {
-            profile.name.clone()
+            crate::node::host::host_name(profile)
         } else {
             json::opt_str(view.spec, "/hostname").unwrap_or(&view.name).to_string()
         },
+        host_node: mode.host_process.then(|| profile.clone()),
         env: c
             .get("env")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(|e| {
-                Some((
-                    json::opt_str(e, "/name")?.to_string(),
-                    json::opt_str(e, "/value").unwrap_or("").to_string(),
-                ))
+                let value = match e.get("valueFrom").and_then(|f| f.get("fieldRef")) {
+                    // The downward API (fieldRef) as the kubelet resolves it; the pod runs on
+                    // this node.
+                    Some(field) => match json::opt_str(field, "/fieldPath") {
+                        Some("spec.nodeName") => profile.name.clone(),
+                        Some(path) => crate::node::exec::field_ref(view.pod, path).unwrap_or_default(),
+                        None => String::new(),
+                    },
+                    None => json::opt_str(e, "/value").unwrap_or("").to_string(),
+                };
+                Some((json::opt_str(e, "/name")?.to_string(), value))
             })
             .collect(),
         limit: json::get(c, "/resources/limits/memory")

@@ -33,6 +33,9 @@ pub(super) struct ProcCtx {
     /// The effective Linux `runAsUser`.
     pub(super) linux_uid: Option<i64>,
     pub(super) hostname: String,
+    /// The node, when the container is a HostProcess container (SEC-HOSTPROCESS): its processes
+    /// are the host's.
+    pub(super) host_node: Option<crate::config::profile::NodeProfile>,
     pub(super) env: BTreeMap<String, String>,
     /// The container's memory limit in bytes.
     pub(super) limit: Option<u128>,
@@ -108,7 +111,9 @@ impl ProcCtx {
         }
         match (self.os, name.to_ascii_uppercase().as_str()) {
             (_, "HOSTNAME") => Some(self.hostname.clone()),
-            (Os::Windows, "COMPUTERNAME") => Some(self.hostname.to_ascii_uppercase()),
+            // The host name in upper case, cut to 15 characters (the NetBIOS name), as the
+            // exec'd shells see it.
+            (Os::Windows, "COMPUTERNAME") => Some(self.hostname.to_uppercase().chars().take(15).collect()),
             (Os::Windows, "USERNAME") => self
                 .user
                 .as_deref()
@@ -299,7 +304,15 @@ pub(super) fn run_script(ctx: &ProcCtx, shell: Shell, script: &str, depth: usize
     let parsed = match shell {
         Shell::Sh => sh::outline(script, &vars, ctx.windows()),
         Shell::Cmd => Ok(cmd::outline(script, &vars)),
-        Shell::Ps => powershell::outline(script, &vars),
+        Shell::Ps => powershell::outline(
+            script,
+            powershell::PsHost {
+                vars: &vars,
+                windows: ctx.windows(),
+                host: ctx.host_node.as_ref(),
+                limit: ctx.limit,
+            },
+        ),
     };
     match parsed {
         Ok(statements) => run_outline(ctx, shell, &statements, depth),
@@ -313,9 +326,22 @@ pub(super) fn run_outline(ctx: &ProcCtx, shell: Shell, statements: &Outline, dep
     let mut log = Vec::new();
     let mut ms: u64 = 0;
     let mut last = 0;
+    // What the script allocated and holds (PowerShell `$b = [byte[]]::new(n)`): a script that
+    // then runs on holds it (MEM-EVICTION counts it).
+    let mut held: u128 = 0;
+    let holding = |held: u128, log: Vec<String>| {
+        if held > 0 {
+            Eval::Memory(Process::Holding { bytes: held, log })
+        } else {
+            Eval::Forever { log }
+        }
+    };
     for (chain, statement) in statements {
         if skipped(*chain, last) {
             continue;
+        }
+        if let Statement::Evaluated { holds, .. } = statement {
+            held = held.saturating_add(*holds);
         }
         match run_statement(ctx, shell, statement, last, depth) {
             Eval::Ran {
@@ -338,9 +364,9 @@ pub(super) fn run_outline(ctx: &ProcCtx, shell: Shell, statements: &Outline, dep
             }
             Eval::Forever { log: l } => {
                 log.extend(l);
-                return Eval::Forever { log };
+                return holding(held, log);
             }
-            Eval::Unknown => return Eval::Forever { log },
+            Eval::Unknown => return holding(held, log),
             Eval::Memory(p) => return Eval::Memory(after(p, ms, log)),
         }
     }
@@ -431,6 +457,10 @@ pub(super) fn run_statement(ctx: &ProcCtx, shell: Shell, statement: &Statement, 
     let (commands, negate) = match statement {
         Statement::Assign => return ran(0, 0, Vec::new()),
         Statement::Compound => return Eval::Unknown,
+        // PowerShell: a statement that failed sets `$?` to false, which `-Command` turns into
+        // exit code 1 when it is the last (learn.microsoft.com powershell/…/about_pwsh, -Command;
+        // GH PowerShell/PowerShell#13501).
+        Statement::Evaluated { log, ok, .. } => return ran(i32::from(!*ok), 0, log.clone()),
         Statement::Group { .. } | Statement::If { .. } if depth >= MAX_DEPTH => return Eval::Unknown,
         Statement::Group { body, subshell } => {
             return match run_outline(ctx, shell, body, depth + 1) {

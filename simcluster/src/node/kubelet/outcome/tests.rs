@@ -1093,6 +1093,189 @@ fn windows_process_model(#[case] container: Value, #[case] expected: Process) {
     assert_eq!(process(&win(20348), container), expected);
 }
 
+// A PowerShell main process is walked: `if` takes the branch its condition chooses, an
+// expression statement prints its value, `exit N` ends it, and a `-Command` script's exit code
+// is `$?` of its last statement (GH PowerShell/PowerShell#13501; about_Pwsh -Command).
+
+const HPC_IMAGE: &str = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0";
+
+/// The HostProcess probe of upstream's e2e (E2E/host_process: the pod runs to completion and
+/// is judged by PodSucceeded): on the host, kubelet is a visible process and COMPUTERNAME is the
+/// node's name.
+const ON_THE_HOST: &str = "if ((Get-Process -Name kubelet -ErrorAction SilentlyContinue) -or ($env:COMPUTERNAME -ieq $env:NODE_NAME)) { 'running on the host of ' + $env:NODE_NAME; exit 0 } else { 'not on the host: ' + $env:COMPUTERNAME; exit 1 }";
+
+fn node_name_env() -> Value {
+    json!([{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}])
+}
+
+/// The process of the only container of `pod`.
+fn pod_process(node: &NodeProfile, pod: &Value) -> Process {
+    let p = proceed(verdict(node, pod, None));
+    match &p.containers[0].outcome {
+        ContainerOutcome::Runs { process } => process.clone(),
+        other => panic!("expected the container to run: {other:?}"),
+    }
+}
+
+/// SEC-HOSTPROCESS: a HostProcess container runs on the host — it sees the node's kubelet and
+/// has the host's computer name — so the probe takes its `if` branch and exits 0; the same script
+/// in a process-isolated container sees neither and exits 1.
+#[rstest]
+#[case::host_process(true, exits(0, 0, &["running on the host of node-1"]))]
+#[case::ordinary_container(false, exits(1, 0, &["not on the host: APP"]))]
+fn hostprocess_probe_runs_to_completion(#[case] host_process: bool, #[case] expected: Process) {
+    let command = json!(["powershell.exe", "-NoProfile", "-Command", ON_THE_HOST]);
+    let pod = if host_process {
+        with_spec(json!({
+            "hostNetwork": true,
+            "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+            "containers": [{"name": "app", "image": HPC_IMAGE, "env": node_name_env(), "command": command}],
+        }))
+    } else {
+        with_spec(json!({"containers": [{"name": "app", "image": SC2022, "env": node_name_env(), "command": command}]}))
+    };
+    assert_eq!(pod_process(&win(20348), &pod), expected);
+}
+
+#[rstest]
+#[case::if_eq_true("if ($env:A -eq 'x') { 'same' } else { 'different' }", exits(0, 0, &["same"]))]
+#[case::if_eq_false("if ($env:A -eq $env:B) { 'same' } else { 'different'; exit 4 }", exits(4, 0, &["different"]))]
+#[case::if_ne("if ($env:A -ne $env:B) { exit 7 }", exits(7, 0, &[]))]
+#[case::if_not_and("if (-not ($env:A -eq 'y') -and $env:B) { 'b is ' + $env:B }", exits(0, 0, &["b is z"]))]
+#[case::elseif("if ($env:A -eq 'q') { 'q' } elseif ($env:B -ceq 'Z') { 'upper' } elseif ($env:B -eq 'Z') { 'any case' } else { 'none' }", exits(0, 0, &["any case"]))]
+#[case::if_without_else_not_taken("if ($env:NOPE) { exit 3 }; 'after'", exits(0, 0, &["after"]))]
+#[case::variables("$n = 2 + 3; if ($n -gt 4) { \"n=$n\" }", exits(0, 0, &["n=5"]))]
+#[case::foreach("foreach ($i in 1, 2) { 'item ' + $i }", exits(0, 0, &["item 1", "item 2"]))]
+#[case::branch_sleeps("if ($env:A) { Start-Sleep -Seconds 2; Write-Host done }", exits(0, 2000, &["done"]))]
+#[case::get_process_not_found_is_false("if (Get-Process -Name kubelet -ErrorAction SilentlyContinue) { 'host' } else { 'container' }", exits(0, 0, &["container"]))]
+#[case::while_loop_runs_on("'start'; while ($true) { Start-Sleep 1 }", forever(&["start"]))]
+#[case::while_loop_after_a_line("'start'\nwhile ($true) { Start-Sleep 1 }", forever(&["start"]))]
+#[case::condition_unknown("if (Test-Connection example.com) { exit 0 }", forever(&[]))]
+#[case::automatic_variable_unknown("if ($PSVersionTable) { exit 0 }", forever(&[]))]
+fn powershell_if_and_expressions(#[case] script: &str, #[case] expected: Process) {
+    let c = json!({"image": SC2022, "env": [{"name": "A", "value": "x"}, {"name": "B", "value": "z"}],
+        "command": ["powershell", "-NoProfile", "-Command", script]});
+    assert_eq!(process(&win(20348), c), expected);
+}
+
+/// A statement of the script is not followed by the walk when Get-Process writes its error
+/// (no -ErrorAction): the error record reaches the log and the branch still runs.
+#[test]
+fn get_process_error_reaches_the_log() {
+    let c = json!({"image": SC2022, "command": ["powershell", "-Command", "if (Get-Process kubelet) { 'host' } else { 'container' }"]});
+    match process(&win(20348), c) {
+        Process::Exits { code: 0, log, .. } => {
+            assert!(
+                log[0].starts_with("Get-Process : Cannot find a process with the name \"kubelet\""),
+                "{log:?}"
+            );
+            assert!(log.iter().any(|l| l.contains("NoProcessFoundForGivenName")), "{log:?}");
+            assert_eq!(log.last().map(String::as_str), Some("container"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+const ALLOCATE_1G: &str = "$b = [byte[]]::new(1GB); 'allocated ' + $b.Length";
+
+/// MEM-NO-OOM-KILL: a Windows container over its memory limit is not OOM-killed; the allocation
+/// fails and .NET throws OutOfMemoryException, a statement-terminating error after which the
+/// script goes on (`$b` stays unset). Its exit code is that of its last statement: 0 when a
+/// statement that succeeds follows, 1 when the failed allocation is the last.
+#[rstest]
+#[case::over_the_limit_then_a_statement("512Mi", ALLOCATE_1G, 0, "allocated ")]
+#[case::over_the_limit_last("512Mi", "$b = [byte[]]::new(1GB)", 1, "")]
+#[case::new_object_over_the_limit("512Mi", "New-Object byte[] 1GB | Out-Null", 1, "")]
+#[case::within_the_limit("2Gi", ALLOCATE_1G, 0, "allocated 1073741824")]
+#[case::new_object_within(
+    "2Gi",
+    "$b = New-Object byte[] 1GB; 'allocated ' + $b.Length",
+    0,
+    "allocated 1073741824"
+)]
+fn powershell_allocation_on_windows(
+    #[case] limit: &str,
+    #[case] script: &str,
+    #[case] code: i32,
+    #[case] last_line: &str,
+) {
+    let c = json!({"image": AGNHOST53, "command": ["pwsh", "-NoProfile", "-Command", script],
+        "resources": {"limits": {"memory": limit}}});
+    match process(&win(20348), c) {
+        Process::Exits {
+            code: got,
+            after_ms: 0,
+            log,
+        } => {
+            assert_eq!(got, code, "{log:?}");
+            let over = limit == "512Mi";
+            let text = log.join("\n");
+            assert_eq!(
+                text.contains("\"Exception of type 'System.OutOfMemoryException' was thrown.\""),
+                over,
+                "{log:?}"
+            );
+            if over {
+                assert!(
+                    text.contains("Exception calling \".ctor\" with \"1\" argument(s)"),
+                    "{log:?}"
+                );
+            }
+            if !last_line.is_empty() {
+                assert_eq!(log.last().map(String::as_str), Some(last_line), "{log:?}");
+            }
+        }
+        other => panic!("expected the script to exit, got {other:?}"),
+    }
+}
+
+#[test]
+fn powershell_allocation_error_record() {
+    let c = json!({"image": AGNHOST53, "command": ["pwsh", "-NoProfile", "-Command", ALLOCATE_1G],
+        "resources": {"limits": {"memory": "512Mi"}}});
+    assert_eq!(
+        process(&win(20348), c),
+        exits(
+            0,
+            0,
+            &[
+                "Exception calling \".ctor\" with \"1\" argument(s): \"Exception of type 'System.OutOfMemoryException' was thrown.\"",
+                "At line:1 char:1",
+                "+ $b = [byte[]]::new(1GB)",
+                "+ ~~~~~~~~~~~~~~~~~~~~~~~",
+                "    + CategoryInfo          : NotSpecified: (:) [], MethodInvocationException",
+                "    + FullyQualifiedErrorId : OutOfMemoryException",
+                "allocated ",
+            ]
+        )
+    );
+}
+
+/// An allocation within the limit is held while the script runs on (MEM-EVICTION counts it);
+/// PowerShell 7 on Linux caps its GC heap at 75% of the cgroup's limit, so the allocation throws
+/// before the kernel's OOM killer is involved, while a native tool over the limit is OOM-killed.
+#[test]
+fn powershell_allocation_is_held_and_linux_throws() {
+    let c = json!({"image": SC2022, "command": ["powershell", "-Command", "$b = [byte[]]::new(100MB)\nwhile ($true) { Start-Sleep 1 }"],
+        "resources": {"limits": {"memory": "1Gi"}}});
+    assert_eq!(
+        process(&win(20348), c),
+        Process::Holding {
+            bytes: 100 * 1024 * 1024,
+            log: Vec::new()
+        }
+    );
+    let c = json!({"image": "mcr.microsoft.com/powershell:7.4-ubuntu-22.04", "command": ["pwsh", "-c", "$b = [byte[]]::new(900MB)"],
+        "resources": {"limits": {"memory": "1Gi"}}});
+    match process(&linux(), c) {
+        Process::Exits { code: 1, log, .. } => assert!(log[0].contains("OutOfMemoryException"), "{log:?}"),
+        other => panic!("{other:?}"),
+    }
+    let c = json!({"image": "busybox", "command": ["stress", "--vm", "1", "--vm-bytes", "900M"],
+        "resources": {"limits": {"memory": "512Mi"}}});
+    assert!(matches!(process(&linux(), c), Process::OomKilled { .. }));
+}
+
 /// Memory: the Linux kernel OOM-kills, Windows allocations fail (MEM-NO-OOM-KILL).
 #[rstest]
 #[case::stress_over_limit(
