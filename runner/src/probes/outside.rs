@@ -19,10 +19,13 @@ use crate::probes::transport::{self, Observation};
 /// shows the address is reachable whatever the Service under test does.
 const KUBELET_PORT: u16 = 10250;
 
+/// Whether a node's address answered (else why not), once known.
+type Answered = Arc<OnceCell<Result<(), String>>>;
+
 /// Whether this machine reaches each node's outside address, checked once per node.
 #[derive(Debug)]
 pub struct Reach {
-    nodes: Mutex<HashMap<String, Arc<OnceCell<Result<(), String>>>>>,
+    nodes: Mutex<HashMap<String, Answered>>,
     /// How long a port may take to answer.
     wait: Duration,
 }
