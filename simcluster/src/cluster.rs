@@ -196,16 +196,13 @@ impl Cluster {
         ));
         let kubelets =
             tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
-        // Unreachable node addresses have no listener: nothing on this machine answers for them.
-        let listeners = if config.topology.network.node_addresses_reachable {
-            tokio::spawn(crate::network::listeners::run(
-                store.clone(),
-                profiles.clone(),
-                simnet.clone(),
-            ))
-        } else {
-            tokio::spawn(async {})
-        };
+        // Node addresses the machine cannot reach still get listeners, which answer no one.
+        let listeners = tokio::spawn(crate::network::listeners::run(
+            store.clone(),
+            profiles.clone(),
+            simnet.clone(),
+            config.topology.network.node_addresses_reachable,
+        ));
         if config.addons && crate::node::addons::dns_can_run(&profiles) {
             // A real cluster is handed over with its DNS up.
             let scale = config.topology.timing.scale.clamp(1.0, 6.0);
@@ -303,11 +300,7 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         store.create(ns, "", json!({"metadata": {"name": name}}))?;
     }
-    let ips = if topology.network.node_addresses_reachable {
-        loopback_addresses(topology.nodes.len())
-    } else {
-        unreachable_addresses(topology.nodes.len())
-    };
+    let ips = loopback_addresses(topology.nodes.len());
     let profiles = profile::profiles(topology, &ips);
     for (spec, p) in topology.nodes.iter().zip(&profiles) {
         store.create(resources::core("nodes"), "", objects::node_object(spec, p))?;
@@ -335,29 +328,6 @@ fn loopback_addresses(count: usize) -> Vec<Ipv4Addr> {
             )
         })
         .collect()
-}
-
-/// The TEST-NET blocks (RFC 5737: "for use in documentation", never routed) that node
-/// addresses come from under `network.nodeAddressesReachable: false`, as private node
-/// InternalIPs are unreachable from a machine outside the VPC. TEST-NET-3 (203.0.113.0/24)
-/// holds the simulated outside world, so it is left alone.
-const UNREACHABLE_BLOCKS: [[u8; 3]; 2] = [[192, 0, 2], [198, 51, 100]];
-
-/// Node addresses this machine does not answer for: .2 to .254 of each TEST-NET block (.1 is
-/// the node subnet's resolver), leaving out any the machine itself holds (some sandboxes use
-/// TEST-NET addresses for their own interfaces).
-fn unreachable_addresses(count: usize) -> Vec<Ipv4Addr> {
-    let candidates = UNREACHABLE_BLOCKS
-        .iter()
-        .flat_map(|[a, b, c]| (2..=254).map(move |d| Ipv4Addr::new(*a, *b, *c, d)));
-    let (foreign, local): (Vec<Ipv4Addr>, Vec<Ipv4Addr>) = candidates.partition(|ip| !is_local(*ip));
-    // The topology allows at most as many nodes as there are candidates (500 of 506).
-    foreign.into_iter().chain(local).take(count).collect()
-}
-
-/// Whether this machine holds `ip` (a socket can be bound to it).
-fn is_local(ip: Ipv4Addr) -> bool {
-    std::net::UdpSocket::bind((ip, 0)).is_ok()
 }
 
 /// How long the namespace controller leaves a terminating namespace alone before it sweeps

@@ -117,9 +117,13 @@ mod tests {
     #[case::pods_only(json!({"pods": "110"}), Some(110))]
     #[case::eks_windows(json!({"pods": "110", "vpc.amazonaws.com/PrivateIPv4Address": "9"}), Some(9))]
     #[case::unknown(json!({"cpu": "4"}), None)]
-    fn a_nodes_capacity_is_its_tightest_pod_resource(#[case] allocatable: serde_json::Value, #[case] want: Option<u32>) {
-        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n"}, "status": {"allocatable": allocatable}}))
-            .expect("a node");
+    fn a_nodes_capacity_is_its_tightest_pod_resource(
+        #[case] allocatable: serde_json::Value,
+        #[case] want: Option<u32>,
+    ) {
+        let node: Node =
+            serde_json::from_value(json!({"metadata": {"name": "n"}, "status": {"allocatable": allocatable}}))
+                .expect("a node");
         assert_eq!(capacity(&node), want);
     }
 

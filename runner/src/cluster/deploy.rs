@@ -65,7 +65,11 @@ impl Refusal {
 
     /// The problem of a fixture the cluster refused.
     pub fn problem(&self) -> String {
-        let by = if self.policy { "the cluster's admission policy" } else { "the cluster" };
+        let by = if self.policy {
+            "the cluster's admission policy"
+        } else {
+            "the cluster"
+        };
         format!(
             "{by} refused it: {} (leave the checks that need it out with --check '!RULE-ID')",
             self.message
@@ -248,14 +252,22 @@ async fn apply_service(
 fn host_port_pod(server: &serde_json::Value) -> serde_json::Value {
     let mut p = server.clone();
     p["metadata"]["labels"]["app.kubernetes.io/component"] = json!("host-port");
-    if let Some(containers) = p.pointer_mut("/spec/containers").and_then(serde_json::Value::as_array_mut) {
+    if let Some(containers) = p
+        .pointer_mut("/spec/containers")
+        .and_then(serde_json::Value::as_array_mut)
+    {
         containers.truncate(1);
         for port in containers
             .iter_mut()
             .filter_map(|c| c.get_mut("ports").and_then(serde_json::Value::as_array_mut))
             .flatten()
         {
-            if port.get("protocol").and_then(serde_json::Value::as_str).unwrap_or("TCP") == "TCP" {
+            if port
+                .get("protocol")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("TCP")
+                == "TCP"
+            {
                 port["hostPort"] = json!(HOST_PORT);
             }
         }
@@ -481,7 +493,8 @@ pub async fn deploy(
             },
         );
     }
-    let total = wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len() + host_ports_wanted.len();
+    let total =
+        wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len() + host_ports_wanted.len();
     applied.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
     progress.say(&format!(
         "Deployed {total} fixture pods in namespace {ns}; waiting for them (Windows images pull slowly)…"
@@ -756,12 +769,36 @@ mod tests {
     /// the run cannot work with the cluster (real-clusters reference §2: Gatekeeper, Azure
     /// Policy and Kyverno deny pods through validating webhooks).
     #[rstest]
-    #[case::gatekeeper(403, "admission webhook \"validation.gatekeeper.sh\" denied the request: [psp-host-network-ports] The specified hostNetwork and hostPort are not allowed", Some(true))]
-    #[case::kyverno(400, "admission webhook \"validate.kyverno.svc-fail\" denied the request: resource Pod/m/hp-2 was blocked due to the following policies", Some(true))]
-    #[case::pod_security(403, "pods \"hp-2\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"netexec\" uses hostPort 48080)", Some(true))]
-    #[case::quota(403, "pods \"srv-1\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10", Some(false))]
-    #[case::invalid(422, "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value", Some(false))]
-    #[case::rbac(403, "pods \"srv-1\" is forbidden: User \"ci\" cannot patch resource \"pods\" in API group \"\" in the namespace \"m\"", None)]
+    #[case::gatekeeper(
+        403,
+        "admission webhook \"validation.gatekeeper.sh\" denied the request: [psp-host-network-ports] The specified hostNetwork and hostPort are not allowed",
+        Some(true)
+    )]
+    #[case::kyverno(
+        400,
+        "admission webhook \"validate.kyverno.svc-fail\" denied the request: resource Pod/m/hp-2 was blocked due to the following policies",
+        Some(true)
+    )]
+    #[case::pod_security(
+        403,
+        "pods \"hp-2\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"netexec\" uses hostPort 48080)",
+        Some(true)
+    )]
+    #[case::quota(
+        403,
+        "pods \"srv-1\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10",
+        Some(false)
+    )]
+    #[case::invalid(
+        422,
+        "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value",
+        Some(false)
+    )]
+    #[case::rbac(
+        403,
+        "pods \"srv-1\" is forbidden: User \"ci\" cannot patch resource \"pods\" in API group \"\" in the namespace \"m\"",
+        None
+    )]
     #[case::unauthenticated(401, "Unauthorized", None)]
     #[case::namespace_gone(404, "namespaces \"m\" not found", None)]
     #[case::server(500, "etcdserver: request timed out", None)]
@@ -773,7 +810,11 @@ mod tests {
         let got = Refusal::of(&api_error(code, message));
         assert_eq!(got.as_ref().map(|r| r.policy), policy, "{got:?}");
         if let Some(r) = got {
-            assert!(r.problem().contains(message) && r.problem().contains("--check '!"), "{}", r.problem());
+            assert!(
+                r.problem().contains(message) && r.problem().contains("--check '!"),
+                "{}",
+                r.problem()
+            );
         }
     }
 
@@ -795,7 +836,12 @@ mod tests {
             let ports = containers[0]["ports"].as_array().expect("ports");
             let tcp: Vec<_> = ports.iter().filter(|p| p["protocol"] == "TCP").collect();
             assert!(tcp.iter().all(|p| p["hostPort"] == json!(HOST_PORT)), "{ports:?}");
-            assert!(ports.iter().filter(|p| p["protocol"] == "UDP").all(|p| p.get("hostPort").is_none()));
+            assert!(
+                ports
+                    .iter()
+                    .filter(|p| p["protocol"] == "UDP")
+                    .all(|p| p.get("hostPort").is_none())
+            );
             assert_eq!(hp["metadata"]["labels"]["app.kubernetes.io/component"], "host-port");
         }
     }

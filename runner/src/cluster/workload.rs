@@ -261,7 +261,9 @@ impl<'a> Workloads<'a> {
         let key = Self::key(fixture, variant, &node.name);
         let cell = {
             let mut map = self.ready.lock().await;
-            map.entry(key.clone()).or_insert_with(|| Arc::new(OnceCell::new())).clone()
+            map.entry(key.clone())
+                .or_insert_with(|| Arc::new(OnceCell::new()))
+                .clone()
         };
         cell.get_or_init(|| async {
             self.others(fixture).await.map_err(NotReady::Other)?;
@@ -637,10 +639,22 @@ mod tests {
     /// A node out of pod slots is awaited (a judged pod's deletion frees one); any other reason
     /// the scheduler gives decides the pod is unschedulable.
     #[rstest]
-    #[case::no_pod_slot("0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match Pod's node affinity/selector.", false)]
-    #[case::no_matching_node("0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.", true)]
+    #[case::no_pod_slot(
+        "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match Pod's node affinity/selector.",
+        false
+    )]
+    #[case::no_matching_node(
+        "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+        true
+    )]
     fn a_full_node_is_awaited_but_a_mismatch_is_unschedulable(#[case] message: &str, #[case] decided: bool) {
-        let v = view("Pending", serde_json::json!({}), "Always", false, &[("FailedScheduling", message, 1)]);
+        let v = view(
+            "Pending",
+            serde_json::json!({}),
+            "Always",
+            false,
+            &[("FailedScheduling", message, 1)],
+        );
         let got = judge_pod(&v, SOON, LIMIT);
         assert_eq!(got.is_some(), decided, "{got:?}");
         if let Some(seen) = got {

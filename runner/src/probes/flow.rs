@@ -26,7 +26,11 @@ fn unusable(p: &deploy::Placed, what: &str, node: &str) -> Unprobed {
         "the {what} on {node} is not usable: {}",
         p.problem.clone().unwrap_or_default()
     );
-    if p.policy { Unprobed::Unknown(why) } else { Unprobed::Error(why) }
+    if p.policy {
+        Unprobed::Unknown(why)
+    } else {
+        Unprobed::Error(why)
+    }
 }
 
 fn usable(p: Option<&deploy::Placed>, what: &str, node: &str) -> Result<String, Unprobed> {
@@ -105,7 +109,10 @@ pub(super) fn service<'d>(
         let name = if local {
             deploy::LOCAL_SERVICE.to_string()
         } else {
-            dep.hostnames.get(&n.name).map(|h| h.replace("srv-", "svc-")).unwrap_or_default()
+            dep.hostnames
+                .get(&n.name)
+                .map(|h| h.replace("srv-", "svc-"))
+                .unwrap_or_default()
         };
         match dep.refused_services.get(&name) {
             Some(r) if r.policy => Unprobed::Unknown(format!(

@@ -223,7 +223,10 @@ mod tests {
             .expect("port 10250 free on 127.0.0.2");
         let why = reach.check(&private, Some(held)).await.expect_err("unreachable");
         assert!(
-            why.contains("win-1") && why.contains("127.0.0.2") && why.contains("10250") && why.contains(&held.to_string()),
+            why.contains("win-1")
+                && why.contains("127.0.0.2")
+                && why.contains("10250")
+                && why.contains(&held.to_string()),
             "{why}"
         );
         drop(silent);

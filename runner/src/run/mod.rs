@@ -141,13 +141,16 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
     };
     // Each node's pod slots: workload pods wait for one, and give it back once judged.
-    let budget = match crate::cluster::budget::Budget::read(&client, &deploy::pods_per_node(&facts, fixtures, needs)).await {
-        Ok(b) => b,
-        Err(e) => {
-            say(&format!("Cannot read the nodes' pod capacity ({e}); pods are not budgeted"));
-            crate::cluster::budget::Budget::default()
-        }
-    };
+    let budget =
+        match crate::cluster::budget::Budget::read(&client, &deploy::pods_per_node(&facts, fixtures, needs)).await {
+            Ok(b) => b,
+            Err(e) => {
+                say(&format!(
+                    "Cannot read the nodes' pod capacity ({e}); pods are not budgeted"
+                ));
+                crate::cluster::budget::Budget::default()
+            }
+        };
     let tight = budget.tight(plan.concurrency);
     if !tight.is_empty() {
         say(&format!(

@@ -459,3 +459,86 @@ fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
     let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
     assert!(differ.is_empty(), "cells whose verdict differs: {differ:#?}");
 }
+
+/// The default topology with `edit` applied, as a file in `dir`.
+fn default_topology_with(dir: &Path, edit: fn(&str) -> String) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../simcluster/topologies/default.yaml"
+    ))
+    .expect("the default topology");
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit changed nothing");
+    let path = dir.join("topology.yaml");
+    std::fs::write(&path, edited).expect("write the topology");
+    path
+}
+
+fn no_egress(t: &str) -> String {
+    t.replacen("  mode: l2bridge\n", "  mode: l2bridge\n  egress: false\n", 1)
+}
+
+fn private_node_addresses(t: &str) -> String {
+    t.replacen(
+        "  mode: l2bridge\n",
+        "  mode: l2bridge\n  nodeAddressesReachable: false\n",
+        1,
+    )
+}
+
+fn hostport_denied(t: &str) -> String {
+    format!("{t}admission:\n  deny: [hostPort]\n")
+}
+
+/// Each Windows node is a one-node pool; eight pods fit on each (two are the node's own agents).
+fn eight_pods_per_windows_node(t: &str) -> String {
+    t.replace("    os: windows\n", "    os: windows\n    maxPods: 8\n")
+}
+
+/// A locked-down or limited cluster (real-clusters reference §2) changes only the cells that
+/// meet the lock, each naming it, and the run passes its gate: no egress → the outbound checks
+/// are not-applicable, saying egress was detected absent; private node addresses → the
+/// outside-client cells are indeterminate, saying this machine does not reach the node; a policy
+/// webhook denying hostPorts → only the hostPort cells, indeterminate and naming the denial;
+/// eight pods per Windows node → nothing changes (the run's pods take turns). Every other cell
+/// keeps the default cluster's verdict.
+#[rstest::rstest]
+#[case::no_egress(no_egress, &["NET-POD-EXT-IP", "NET-POD-EXT-DNS", "NET-ICMP-EXTERNAL"], "not-applicable", "detected: no pod reached")]
+#[case::private_node_addresses(private_node_addresses, &["NP-REMOTE"], "indeterminate", "this machine does not reach node")]
+#[case::hostport_denied(hostport_denied, &["NET-HOSTPORT"], "indeterminate", "admission webhook")]
+#[case::eight_pods_per_windows_node(eight_pods_per_windows_node, &[], "", "")]
+fn a_locked_down_cluster_changes_only_the_cells_it_locks(
+    #[case] edit: fn(&str) -> String,
+    #[case] rules: &[&str],
+    #[case] verdict: &str,
+    #[case] says: &str,
+) {
+    let plain_dir = tempfile::tempdir().expect("tempdir");
+    let plain = passing_run(plain_dir.path(), &["run", "--quiet"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topology = default_topology_with(dir.path(), edit);
+    let topology = topology.to_str().expect("a UTF-8 path");
+    let report = passing_run(dir.path(), &["run", "--quiet", "--topology", topology]);
+    let before = verdicts(&plain);
+    let mut locked = 0;
+    for c in cells(&report) {
+        let id = c["id"].as_str().unwrap_or_default();
+        let rule = c["rule_id"].as_str().unwrap_or_default();
+        let was = before.get(id).map(String::as_str);
+        // A cell the default cluster leaves out (no second node, another era) stays out.
+        if rules.contains(&rule) && was != Some("not-applicable") {
+            locked += 1;
+            assert_eq!(c["verdict"], verdict, "{id}: {c:#}");
+            let text = format!("{} {}", c["reason"], c["observed"]["summary"]);
+            assert!(text.contains(says), "{id} does not say {says:?}: {text}");
+        } else {
+            assert_eq!(
+                Some(c["verdict"].as_str().unwrap_or_default()),
+                was,
+                "{id} changed: {c:#}"
+            );
+        }
+    }
+    assert_eq!(cells(&report).len(), before.len());
+    assert!(rules.is_empty() || locked > 0, "no cell of {rules:?} was judged");
+}

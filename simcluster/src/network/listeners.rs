@@ -46,10 +46,24 @@ struct Backend {
 /// How long a connection whose flow the fabric drops stays silent.
 const DROPPED_FLOW_HOLD: Duration = Duration::from_secs(120);
 
+/// The kubelet's port on every node: bound only where node addresses are firewalled, so that a
+/// client gets no answer there either (where they are reachable, nothing listening refuses).
+const KUBELET_PORT: u16 = 10250;
+
 /// The TCP NodePorts of the cluster's services (on every node) and the TCP hostPorts of its
-/// running pods (on their node).
-fn desired(store: &Store, nodes: &[NodeProfile]) -> HashSet<Binding> {
+/// running pods (on their node); with `firewalled` addresses, the kubelet's port too.
+fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Binding> {
     let mut out = HashSet::new();
+    if firewalled {
+        for node in nodes {
+            out.insert(Binding {
+                node: node.name.clone(),
+                ip: node.ip,
+                port: KUBELET_PORT,
+                owner: "the kubelet".into(),
+            });
+        }
+    }
     for svc in store.list(resources::core("services"), None).0 {
         let v = svc.value();
         if !matches!(json::str(v, "/spec/type"), "NodePort" | "LoadBalancer") {
@@ -128,13 +142,15 @@ impl Drop for Listening {
     }
 }
 
-/// Keeps the listeners in step with the services until the store closes.
-pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNet>) {
+/// Keeps the listeners in step with the services until the store closes. With `reachable`
+/// false (`network.nodeAddressesReachable`), every connection is held silent: a firewall between
+/// this machine and private node addresses drops it, whatever the fabric would do.
+pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNet>, reachable: bool) {
     let mut feed = store.subscribe();
     let mut listening = Listening::default();
     let running = &mut listening.0;
     loop {
-        let want = desired(&store, &nodes);
+        let want = desired(&store, &nodes, !reachable);
         running.retain(|b, task| {
             let keep = want.contains(b) && !task.is_finished();
             if !keep {
@@ -158,6 +174,7 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
                         net: net.clone(),
                         ip: b.ip,
                         port: b.port,
+                        firewalled: !reachable,
                     };
                     let task = tokio::spawn(async move {
                         let _ = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>()).await;
@@ -193,6 +210,8 @@ struct FabricListener {
     net: Arc<SimNet>,
     ip: Ipv4Addr,
     port: u16,
+    /// Nothing reaches the node's address from this machine: every flow is dropped.
+    firewalled: bool,
 }
 
 fn client_ip(addr: &SocketAddr) -> Ipv4Addr {
@@ -218,8 +237,14 @@ impl axum::serve::Listener for FabricListener {
                 }
             };
             let (net, ip, port, client) = (self.net.clone(), self.ip, self.port, client_ip(&addr));
-            let verdict =
-                tokio::task::spawn_blocking(move || net.outside_client(client).send(ip, port, Proto::Tcp)).await;
+            let firewalled = self.firewalled;
+            let verdict = tokio::task::spawn_blocking(move || {
+                if firewalled {
+                    return Err(Failure::Timeout);
+                }
+                net.outside_client(client).send(ip, port, Proto::Tcp)
+            })
+            .await;
             match verdict {
                 Ok(Ok(_)) => return (stream, addr),
                 Ok(Err(Failure::Timeout | Failure::NoReply)) | Err(_) => {

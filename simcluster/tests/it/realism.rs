@@ -383,28 +383,16 @@ async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
 }
 
 /// `network.nodeAddressesReachable: false` (real-clusters: node InternalIPs on AKS/EKS/GKE are
-/// private to the VPC): nodes get TEST-NET addresses (RFC 5737) this machine does not hold and
-/// no listener, so a client on this machine is never refused (a refusal proves a host
-/// answered) and never reaches the cluster — the connection times out or fails as unreachable
-/// (where the machine's own network intercepts every outbound connection, as some sandboxes
-/// do, whatever answers is not the cluster's NodePort); inside the cluster the same addresses
-/// work as before — a node reaches a pod and another node's NodePort.
+/// private to the VPC, and a firewall drops what a machine outside sends them): a client on
+/// this machine is never refused at a node's address (a refusal proves a host answered) and
+/// never gets an answer, at a NodePort or the kubelet's port; inside the cluster the same
+/// addresses work as before — a node reaches a pod and another node's NodePort.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_node_addresses_neither_answer_nor_refuse() {
     let mut topology = Topology::default_cluster();
     topology.network.node_addresses_reachable = false;
     let (cluster, client) = common::cluster_and_client(topology, "priv").await;
     let ips: Vec<(String, std::net::Ipv4Addr)> = cluster.node_ips().to_vec();
-    for (name, ip) in &ips {
-        assert!(
-            [[192, 0, 2], [198, 51, 100]].contains(&[ip.octets()[0], ip.octets()[1], ip.octets()[2]]),
-            "{name}: {ip}"
-        );
-        assert!(
-            std::net::UdpSocket::bind((*ip, 0)).is_err(),
-            "{name}: {ip} is this machine's"
-        );
-    }
     let pods: Api<Pod> = Api::namespaced(client.clone(), "priv");
     let srv = json!({"nodeName": "linux-1", "containers": [{"name": "agnhost",
         "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]});
@@ -451,7 +439,7 @@ async fn unreachable_node_addresses_neither_answer_nor_refuse() {
             .await
             .expect("connect task");
             match got {
-                Ok(reply) => assert!(!reply.contains("srv"), "{name} {addr}: the cluster answered: {reply}"),
+                Ok(reply) => assert!(reply.is_empty(), "{name} {addr}: something answered: {reply}"),
                 Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{name} {addr} refused"),
             }
         }
