@@ -168,17 +168,6 @@ fn ready_timeout(os: Os) -> Duration {
     }
 }
 
-/// Waiting reasons that will not resolve on their own.
-const STUCK: &[&str] = &[
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "CrashLoopBackOff",
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "InvalidImageName",
-    "RunContainerError",
-];
-
 /// How often the kubelet must have failed to create a pod's sandbox (the warning's count: the
 /// first attempt and its back-off retries) before the pod counts as never starting. Pods stuck
 /// in ContainerCreating with FailedCreatePodSandBox are the documented symptom of a pause image
@@ -634,7 +623,7 @@ fn pod_state(p: &Pod) -> (bool, Option<String>) {
     for c in status.container_statuses.unwrap_or_default() {
         if let Some(w) = c.state.and_then(|s| s.waiting)
             && let Some(reason) = w.reason
-            && STUCK.contains(&reason.as_str())
+            && crate::cluster::podwatch::terminal_waiting(&reason, w.message.as_deref().unwrap_or_default())
         {
             return (
                 true,

@@ -28,6 +28,39 @@ pub struct Warning {
     pub count: i32,
 }
 
+/// Waiting reasons that end a container's attempts for good: its configuration, its command or
+/// its image name is wrong, or it keeps crashing.
+const TERMINAL_WAITING: &[&str] = &[
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+    "StartError",
+    "ContainerCannotRun",
+    "CrashLoopBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
+/// What a pull error says when the image or its platform does not exist (a retry cannot help);
+/// any other pull error (a registry timeout, throttling) is retried by the kubelet.
+const IMAGE_MISSING: &[&str] = &[
+    "not found",
+    "no match for platform",
+    "no matching manifest",
+    "manifest unknown",
+    "does not exist",
+    "image operating system",
+];
+
+/// Whether a container waiting for `reason` (with `message`) will never start by itself: a
+/// terminal reason, or a pull error saying the image or its platform does not exist. Other
+/// pull errors (a registry timeout, throttling) are retried by the kubelet and decide nothing.
+pub fn terminal_waiting(reason: &str, message: &str) -> bool {
+    let missing_image = matches!(reason, "ErrImagePull" | "ImagePullBackOff")
+        && IMAGE_MISSING.iter().any(|s| message.to_lowercase().contains(s));
+    TERMINAL_WAITING.contains(&reason) || missing_image
+}
+
 /// Whether a pod's Ready condition is True.
 pub fn is_ready(status: &k8s_openapi::api::core::v1::PodStatus) -> bool {
     status
@@ -150,4 +183,34 @@ impl PodWatch {
 /// update is one insert or remove).
 fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
     seen.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// A pull the registry failed for now (a timeout, throttling) is retried by the kubelet — a
+    /// transient signal real clusters show on the way to Running; a pull of an image or
+    /// platform that does not exist, a bad configuration or a crash loop is not.
+    #[rstest]
+    #[case::pull_timeout(
+        "ErrImagePull",
+        "failed to pull and unpack image \"x\": dial tcp 10.0.0.1:443: i/o timeout",
+        false
+    )]
+    #[case::pull_backoff("ImagePullBackOff", "Back-off pulling image \"x\"", false)]
+    #[case::throttled("ErrImagePull", "429 Too Many Requests", false)]
+    #[case::creating("ContainerCreating", "", false)]
+    #[case::no_such_image("ErrImagePull", "failed to resolve reference \"x\": not found", true)]
+    #[case::wrong_platform(
+        "ErrImagePull",
+        "no matching manifest for windows/amd64 10.0.17763 in the manifest list entries",
+        true
+    )]
+    #[case::config("CreateContainerConfigError", "secret \"s\" not found", true)]
+    #[case::crash_loop("CrashLoopBackOff", "back-off 10s restarting failed container", true)]
+    fn only_terminal_waiting_reasons_end_a_pod(#[case] reason: &str, #[case] message: &str, #[case] terminal: bool) {
+        assert_eq!(terminal_waiting(reason, message), terminal);
+    }
 }

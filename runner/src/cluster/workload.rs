@@ -356,30 +356,6 @@ impl<'a> Workloads<'a> {
     }
 }
 
-/// Waiting reasons that end a container's attempts for good: its configuration, its command or
-/// its image name is wrong, or it keeps crashing.
-const TERMINAL_WAITING: &[&str] = &[
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "RunContainerError",
-    "StartError",
-    "ContainerCannotRun",
-    "CrashLoopBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-];
-
-/// What a pull error says when the image or its platform does not exist (a retry cannot help);
-/// any other pull error (a registry timeout, throttling) is retried by the kubelet.
-const IMAGE_MISSING: &[&str] = &[
-    "not found",
-    "no match for platform",
-    "no matching manifest",
-    "manifest unknown",
-    "does not exist",
-    "image operating system",
-];
-
 /// What a pod shows after `elapsed`: a terminal signal — phase Failed, a container that exited
 /// with an error, a terminal waiting reason, a pull error saying the image or its platform does
 /// not exist, a sandbox or volume the kubelet failed to set up [`SANDBOX_FAILURES`] times — or
@@ -419,9 +395,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
             let r = w.reason.unwrap_or_default();
             let m = w.message.unwrap_or_default();
             let text = format!("{r}: {m}");
-            let missing_image = matches!(r.as_str(), "ErrImagePull" | "ImagePullBackOff")
-                && IMAGE_MISSING.iter().any(|s| m.to_lowercase().contains(s));
-            if TERMINAL_WAITING.contains(&r.as_str()) || missing_image {
+            if crate::cluster::podwatch::terminal_waiting(&r, &m) {
                 terminal.push(text);
             } else if r != "ContainerCreating" && r != "PodInitializing" {
                 waiting.push(text);

@@ -127,8 +127,11 @@ pub(super) fn service<'d>(
 
 /// The ingress address of the LoadBalancer over `n`'s pool: as deployed, else awaited — a cloud
 /// provisions it minutes after the Service exists — polling the Service until the
-/// LoadBalancer settle window ends.
+/// LoadBalancer settle window ends. Where no controller has said anything about the Service
+/// (a cloud controller's `EnsuringLoadBalancer`, MetalLB's `IPAllocated`, any event) by the end
+/// of the Service window, the cluster has no load-balancer controller: no use waiting longer.
 pub(super) async fn lb_ingress(ctx: &Ctx<'_>, n: &ClusterNode) -> Result<String, Unprobed> {
+    use k8s_openapi::api::core::v1::{Event, Service};
     let lb = ctx
         .dep
         .load_balancers
@@ -137,22 +140,36 @@ pub(super) async fn lb_ingress(ctx: &Ctx<'_>, n: &ClusterNode) -> Result<String,
     if let Some(ip) = &lb.ingress {
         return Ok(ip.clone());
     }
-    let services: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(ctx.client.clone(), ctx.ns);
+    let services: kube::Api<Service> = kube::Api::namespaced(ctx.client.clone(), ctx.ns);
+    let events: kube::Api<Event> = kube::Api::namespaced(ctx.client.clone(), ctx.ns);
+    let about = kube::api::ListParams::default().fields(&format!("involvedObject.name={}", lb.name));
+    let quiet_until = ctx.settle_until(crate::probes::settle::FlowKind::Service);
     let until = ctx.settle_until(crate::probes::settle::FlowKind::LoadBalancer);
+    let wait = std::time::Duration::from_secs(10);
     loop {
-        let got = tokio::time::timeout(std::time::Duration::from_secs(10), services.get(&lb.name)).await;
-        if let Ok(Ok(svc)) = got
+        if let Ok(Ok(svc)) = tokio::time::timeout(wait, services.get(&lb.name)).await
             && let Some(ip) = deploy::ingress_of(&svc)
         {
             return Ok(ip);
         }
-        if tokio::time::Instant::now() >= until {
+        let now = tokio::time::Instant::now();
+        let acted = || async {
+            tokio::time::timeout(wait, events.list(&about))
+                .await
+                .is_ok_and(|r| r.is_ok_and(|l| !l.items.is_empty()))
+        };
+        if now >= until || (now >= quiet_until && !acted().await) {
             return Err(Unprobed::Unknown(format!(
-                "unknown: service {} got no load-balancer address within its settle window (does the cluster have a load-balancer controller?)",
-                lb.name
+                "unknown: service {} got no load-balancer address{} (does the cluster have a load-balancer controller?)",
+                lb.name,
+                if now >= until {
+                    " within its settle window"
+                } else {
+                    ", and no controller said anything about it"
+                }
             )));
         }
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }
 

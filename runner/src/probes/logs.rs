@@ -102,18 +102,28 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
         Ok(n) => n,
         Err(p) => return p.into(),
     };
-    let log = match log_of(&ctx.client, &node.name, agent).await {
-        Err(why) => return Probed::Error(why),
-        Ok(None) => {
-            return Probed::Unknown(format!(
-                "unknown: {} has no {agent:?} pod and its kubelet serves no /logs/{}",
-                node.name,
-                agent.node_log()
-            ));
+    // An agent that just (re)started has not logged everything yet: a log that is not clean is
+    // read again until the pod-flow settle window has passed.
+    let until = ctx.settle_until(crate::probes::settle::FlowKind::Pod);
+    let (log, finding) = loop {
+        let log = match log_of(&ctx.client, &node.name, agent).await {
+            Err(why) => return Probed::Error(why),
+            Ok(None) => {
+                return Probed::Unknown(format!(
+                    "unknown: {} has no {agent:?} pod and its kubelet serves no /logs/{}",
+                    node.name,
+                    agent.node_log()
+                ));
+            }
+            Ok(Some(log)) => log,
+        };
+        let finding = judge_log(&log.text, rule);
+        if matches!(finding, Ok(LogFinding::Clean) | Err(_)) || tokio::time::Instant::now() >= until {
+            break (log, finding);
         }
-        Ok(Some(log)) => log,
+        tokio::time::sleep(Duration::from_millis(500)).await;
     };
-    match judge_log(&log.text, rule) {
+    match finding {
         Err(bad) => Probed::Error(format!("the check's log expression: {bad}")),
         Ok(LogFinding::Clean) => Probed::seen(
             Observation::Reached(format!("log of {}", log.pod)),

@@ -55,16 +55,19 @@ impl Reach {
         cell.get_or_init(|| async {
             let addr = node.outside_address();
             let ports: Vec<u16> = std::iter::once(KUBELET_PORT).chain(port).collect();
-            let tries = ports.iter().map(|p| answers(addr, *p, self.wait));
-            let seen = futures::future::join_all(tries).await;
-            if seen.iter().any(Result::is_ok) {
-                return Ok(());
-            }
-            let why: Vec<String> = ports
+            // The first port to answer decides; only when none does are all their failures told.
+            let mut tries: futures::stream::FuturesUnordered<_> = ports
                 .iter()
-                .zip(&seen)
-                .map(|(p, r)| format!("port {p}: {}", r.as_ref().err().map_or("", String::as_str)))
+                .map(|p| async move { answers(addr, *p, self.wait).await.map_err(|why| format!("port {p}: {why}")) })
                 .collect();
+            let mut why = Vec::new();
+            while let Some(tried) = futures::StreamExt::next(&mut tries).await {
+                match tried {
+                    Ok(()) => return Ok(()),
+                    Err(e) => why.push(e),
+                }
+            }
+            why.sort();
             Err(format!(
                 "unknown: this machine does not reach node {}'s address {addr} ({}) — node addresses are private on most managed clusters; run mixcheck where it can reach them (e.g. --in-cluster) to check this from outside",
                 node.name,
@@ -137,9 +140,23 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
     {
         return Probed::Unknown(why);
     }
-    let settled = settle::until_works(ctx.settle_until(FlowKind::NodePort), || async {
+    let kind = match to {
+        Destination::LoadBalancer => FlowKind::LoadBalancer,
+        _ => FlowKind::NodePort,
+    };
+    let until = ctx.settle_until(kind);
+    let settled = settle::until_works(until, || async {
         let _permit = ctx.permits.acquire().await;
-        Ok::<_, std::convert::Infallible>(get(&url).await)
+        // An attempt inside the window waits no longer than the window: a connection the node
+        // drops while its proxy is still programming would hold the attempt past it.
+        let full = Duration::from_secs((transport::CONNECT_SECS * 2).into());
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        let wait = if left.is_zero() {
+            full
+        } else {
+            left.clamp(Duration::from_millis(500), full)
+        };
+        Ok::<_, std::convert::Infallible>(get(&url, wait).await)
     })
     .await;
     let settled = match settled {
@@ -153,12 +170,12 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
     )
 }
 
-/// The runner's own HTTP GET, with a timeout.
-async fn get(url: &str) -> (Observation, String) {
+/// The runner's own HTTP GET, within `wait`.
+async fn get(url: &str, wait: Duration) -> (Observation, String) {
     use FailureClass as C;
     let client = match reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(transport::CONNECT_SECS.into()))
-        .timeout(Duration::from_secs((transport::CONNECT_SECS * 2).into()))
+        .connect_timeout(wait.min(Duration::from_secs(transport::CONNECT_SECS.into())))
+        .timeout(wait)
         .no_proxy()
         .build()
     {

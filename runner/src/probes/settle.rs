@@ -40,16 +40,31 @@ pub enum FlowKind {
 pub struct Settle {
     /// The window of pod and Service flows; the others are multiples of it.
     pub base: Duration,
+    /// Whether NodePorts and LoadBalancers get multiples of `base` (a real cluster: every
+    /// node's proxy and the cloud must catch up), or `base` too (the bundled cluster, whose
+    /// proxies program every kind of Service within one known delay).
+    pub multiples: bool,
 }
 
 impl Settle {
     /// One attempt per flow: the verdict of the first observation.
-    pub const NONE: Settle = Settle { base: Duration::ZERO };
+    pub const NONE: Settle = Settle {
+        base: Duration::ZERO,
+        multiples: false,
+    };
+
+    /// The windows of a real cluster with pod and Service flows given `base`.
+    pub fn real(base: Duration) -> Self {
+        Self { base, multiples: true }
+    }
 
     /// The window of a kind of flow: pod, Service and outside flows the base; NodePorts twice
     /// that (every node's proxy must catch up); LoadBalancers four times (2 min on a real
     /// cluster: upstream's `LoadBalancerLagTimeoutDefault`, E2E/service const.go).
     pub fn window(self, kind: FlowKind) -> Duration {
+        if !self.multiples {
+            return self.base;
+        }
         match kind {
             FlowKind::Pod | FlowKind::Service | FlowKind::Outside => self.base,
             FlowKind::NodePort => self.base.saturating_mul(2),
@@ -106,8 +121,9 @@ fn name(o: &Observation) -> String {
     }
 }
 
-/// Attempts a flow until it works or `until` has passed (at least once); an attempt that could
-/// not run at all (`Err`) ends settling with that error.
+/// Attempts a flow until it works or an attempt begun at or after `until` failed too (an attempt
+/// begun inside the window and still waiting when it ended proves nothing about the settled
+/// flow); an attempt that could not run at all (`Err`) ends settling with that error.
 pub async fn until_works<T, E, F, Fut>(until: Instant, mut attempt: F) -> Result<Settled<T>, E>
 where
     F: FnMut() -> Fut,
@@ -118,20 +134,21 @@ where
     let mut pause = FIRST_PAUSE;
     loop {
         let at = start.elapsed();
+        let began = Instant::now();
         let (observation, value) = attempt().await?;
         attempts.push(Attempt {
             at,
             result: name(&observation),
         });
         let now = Instant::now();
-        if matches!(observation, Observation::Reached(_)) || now >= until {
+        if matches!(observation, Observation::Reached(_)) || began >= until {
             return Ok(Settled {
                 observation,
                 value,
                 attempts,
             });
         }
-        tokio::time::sleep(pause.min(until - now)).await;
+        tokio::time::sleep(pause.min(until.saturating_duration_since(now))).await;
         pause = (pause * 2).min(MAX_PAUSE);
     }
 }
@@ -207,14 +224,26 @@ mod tests {
         assert!(matches!(s.observation, Observation::Failed(_)));
     }
 
-    #[test]
-    fn nodeports_get_twice_the_window_of_pod_flows() {
-        let s = Settle {
-            base: Duration::from_secs(30),
+    #[rstest::rstest]
+    #[case::pod(FlowKind::Pod, 30, 3)]
+    #[case::service(FlowKind::Service, 30, 3)]
+    #[case::outside(FlowKind::Outside, 30, 3)]
+    #[case::nodeport(FlowKind::NodePort, 60, 3)]
+    #[case::load_balancer(FlowKind::LoadBalancer, 120, 3)]
+    fn real_clusters_give_nodeports_and_load_balancers_longer(
+        #[case] kind: FlowKind,
+        #[case] real_secs: u64,
+        #[case] bundled_secs: u64,
+    ) {
+        assert_eq!(
+            Settle::real(Duration::from_secs(30)).window(kind),
+            Duration::from_secs(real_secs)
+        );
+        let bundled = Settle {
+            base: Duration::from_secs(3),
+            multiples: false,
         };
-        assert_eq!(s.window(FlowKind::Pod), Duration::from_secs(30));
-        assert_eq!(s.window(FlowKind::Service), Duration::from_secs(30));
-        assert_eq!(s.window(FlowKind::NodePort), Duration::from_secs(60));
-        assert_eq!(Settle::NONE.window(FlowKind::NodePort), Duration::ZERO);
+        assert_eq!(bundled.window(kind), Duration::from_secs(bundled_secs));
+        assert_eq!(Settle::NONE.window(kind), Duration::ZERO);
     }
 }

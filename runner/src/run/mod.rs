@@ -128,11 +128,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     }
     let ns = format!("mixcheck-{run_id}");
     let deadline = clock + plan.deadline;
-    let settle = Settle {
-        base: plan.settle.unwrap_or_else(|| match &plan.target {
-            crate::cluster::target::TargetSpec::Bundled { topology, .. } => bundled_settle(topology),
-            _ => crate::probes::settle::REAL_CLUSTER_BASE,
-        }),
+    let settle = match (&plan.target, plan.settle) {
+        (_, Some(base)) => Settle::real(base),
+        (crate::cluster::target::TargetSpec::Bundled { topology, .. }, None) => bundled_settle(topology),
+        (_, None) => Settle::real(crate::probes::settle::REAL_CLUSTER_BASE),
     };
     let cells = plan_cells(plan, &facts);
     let needs = deploy::Needs {
@@ -384,10 +383,17 @@ enum Ended {
     Deadline,
 }
 
-/// The settle window on the bundled cluster: twice the longest delay its proxies take to
-/// program a new Service (none: one attempt decides, as on an instant cluster).
-fn bundled_settle(topology: &simcluster::Topology) -> Duration {
-    topology.programming_delay().saturating_mul(2)
+/// The settle window on the bundled cluster: its topology's longest programming delay and a
+/// margin, for every kind of flow (its proxies program all of them within that delay); none on
+/// an instant topology (one attempt decides).
+fn bundled_settle(topology: &simcluster::Topology) -> Settle {
+    let delay = topology.programming_delay();
+    let base = if delay.is_zero() {
+        Duration::ZERO
+    } else {
+        delay + delay / 4 + Duration::from_millis(250)
+    };
+    Settle { base, multiples: false }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
