@@ -10,5 +10,6 @@ pub mod fixture;
 pub mod job;
 pub mod podwatch;
 pub mod progress;
+pub mod reach;
 pub mod target;
 pub mod workload;

@@ -69,6 +69,34 @@ impl std::fmt::Display for NotReady {
     }
 }
 
+/// How often a pod the kubelet refused for want of a pod slot (`OutOfpods`) is created again:
+/// a kubelet still counts a pod it is tearing down after the API has let it go.
+const ADMISSION_RETRIES: u32 = 20;
+
+/// The pause before the `attempt`th creation: 250 ms doubling to 5 s.
+fn retry_pause(attempt: u32) -> Duration {
+    Duration::from_millis(250)
+        .saturating_mul(1 << attempt.min(5))
+        .min(Duration::from_secs(5))
+}
+
+/// The name of the `attempt`th creation of pod `first` (a refused pod keeps its name while it
+/// is deleted).
+fn retry_name(first: &str, attempt: u32) -> String {
+    if attempt == 0 {
+        return first.to_string();
+    }
+    let suffix = format!("-r{attempt}");
+    let keep = 63usize.saturating_sub(suffix.len());
+    format!("{}{suffix}", first.chars().take(keep).collect::<String>())
+}
+
+/// One creation of a workload pod.
+enum Attempt {
+    Seen(Observed),
+    OutOfPods,
+}
+
 /// How long a created pod may take to show what it does.
 const SETTLE: Duration = Duration::from_secs(120);
 
@@ -165,8 +193,10 @@ impl<'a> Workloads<'a> {
     /// free for the scheduler then), within a minute.
     async fn delete(&self, name: &str) {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        // A short grace: the API lets the pod go once its kubelet has stopped it, so the slot
+        // is free for the kubelet too (a forced deletion would free it for the API only).
         let now = kube::api::DeleteParams {
-            grace_period_seconds: Some(0),
+            grace_period_seconds: Some(1),
             ..Default::default()
         };
         if pods.delete(name, &now).await.is_err() {
@@ -267,22 +297,32 @@ impl<'a> Workloads<'a> {
         };
         cell.get_or_init(|| async {
             self.others(fixture).await.map_err(NotReady::Other)?;
-            let (name, mut pod) = self.pod_for(fixture, node, index, variant).map_err(NotReady::Other)?;
+            let (first, mut pod) = self.pod_for(fixture, node, index, variant).map_err(NotReady::Other)?;
             mutate(&mut pod);
             let slot = self.slot(&node.name).await;
             let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
             let params = kube::api::PatchParams::apply("mixcheck").force();
-            pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
-                .await
-                .map_err(|e| NotReady::of_create(&name, &e))?;
+            let mut attempt = 0;
+            let (name, seen) = loop {
+                let name = retry_name(&first, attempt);
+                pod["metadata"]["name"] = Value::from(name.clone());
+                pods.patch(&name, &params, &kube::api::Patch::Apply(&pod))
+                    .await
+                    .map_err(|e| NotReady::of_create(&name, &e))?;
+                let seen = self.settle(&name, node.os).await;
+                if self.out_of_pods(&name) && attempt < ADMISSION_RETRIES {
+                    self.delete(&name).await;
+                    attempt += 1;
+                    tokio::time::sleep(retry_pause(attempt)).await;
+                    continue;
+                }
+                break (name, seen);
+            };
             // Held until no cell needs the pod any more (see `cell_done`).
             if let Ok(mut held) = self.held.lock() {
                 held.insert(key.clone(), (name.clone(), slot));
             }
-            let seen = self
-                .settle(&name, node.os)
-                .await
-                .map_err(|why| NotReady::Other(format!("the fixture pod {name} did not start: {why}")))?;
+            let seen = seen.map_err(|why| NotReady::Other(format!("the fixture pod {name} did not start: {why}")))?;
             match seen.outcome {
                 CreateOutcome::Runs => Ok(name),
                 _ => Err(not_ready(&name, &seen)),
@@ -301,37 +341,81 @@ impl<'a> Workloads<'a> {
         cell: usize,
     ) -> Result<(String, Observed), NotReady> {
         self.others(fixture).await.map_err(NotReady::Other)?;
-        let (name, pod) = self
+        let (first, pod) = self
             .pod_for(fixture, node, index, &format!("-c{cell}"))
             .map_err(NotReady::Other)?;
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
-        let typed: Pod = match serde_json::from_value(pod) {
+        let mut typed: Pod = match serde_json::from_value(pod) {
             Ok(p) => p,
             Err(e) => return Err(NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}"))),
         };
         let slot = self.slot(&node.name).await;
-        match pods.create(&PostParams::default(), &typed).await {
+        let mut attempt = 0;
+        loop {
+            let name = retry_name(&first, attempt);
+            typed.metadata.name = Some(name.clone());
+            match self.create_once(&pods, &typed, &name, node).await? {
+                // The kubelet had no pod slot yet (a deleted pod it still counted): again.
+                Attempt::OutOfPods if attempt < ADMISSION_RETRIES => {
+                    attempt += 1;
+                    tokio::time::sleep(retry_pause(attempt)).await;
+                }
+                Attempt::OutOfPods => {
+                    drop(slot);
+                    return Err(NotReady::Other(format!(
+                        "pod {name}: the kubelet of {} kept refusing it for want of a pod slot (OutOfpods)",
+                        node.name
+                    )));
+                }
+                Attempt::Seen(seen) => {
+                    drop(slot);
+                    return Ok((name, seen));
+                }
+            }
+        }
+    }
+
+    /// Whether the kubelet refused pod `name` for want of a pod slot (`OutOfpods`).
+    fn out_of_pods(&self, name: &str) -> bool {
+        self.watch
+            .view(name)
+            .pod
+            .and_then(|p| p.status)
+            .and_then(|s| s.reason)
+            .is_some_and(|r| r == "OutOfpods")
+    }
+
+    /// Creates `pod` once, judges it and deletes it.
+    async fn create_once(
+        &self,
+        pods: &Api<Pod>,
+        typed: &Pod,
+        name: &str,
+        node: &ClusterNode,
+    ) -> Result<Attempt, NotReady> {
+        let name = name.to_string();
+        match pods.create(&PostParams::default(), typed).await {
             Ok(_) => {}
             // An admission webhook or Pod Security refusing the pod is the cluster's policy, not
             // the API's documented answer to the pod's fields.
             Err(e) if Refusal::of(&e).is_some_and(|r| r.policy) => return Err(NotReady::of_create(&name, &e)),
             Err(kube::Error::Api(s)) if s.code == 422 || s.code == 403 || s.code == 400 => {
-                return Ok((
-                    name,
-                    Observed {
-                        outcome: CreateOutcome::RejectedByApi,
-                        message: s.message.clone(),
-                    },
-                ));
+                return Ok(Attempt::Seen(Observed {
+                    outcome: CreateOutcome::RejectedByApi,
+                    message: s.message.clone(),
+                }));
             }
             Err(e) => return Err(NotReady::Other(format!("creating pod {name}: {e}"))),
         }
         let seen = self.settle(&name, node.os).await;
+        let out_of_pods = self.out_of_pods(&name);
         // Judged: the pod gives its slot back (a node may have few: EKS Windows nodes).
         self.delete(&name).await;
-        drop(slot);
+        if out_of_pods {
+            return Ok(Attempt::OutOfPods);
+        }
         let seen = seen.map_err(|why| NotReady::Other(format!("pod {name}: {why}")))?;
-        Ok((name, seen))
+        Ok(Attempt::Seen(seen))
     }
 
     /// Watches a pod until it runs, fails, or stays unschedulable; `Err` when it did none of

@@ -31,25 +31,14 @@ pub struct Ctx<'a> {
     pub causes: &'a crate::catalogue::causes::Catalogue,
     /// How long flows may take to start working.
     pub settle: crate::probes::settle::Settle,
-    /// Whether pods reach the internet, once detected (the checks that depend on it ask first).
-    pub egress: &'a tokio::sync::OnceCell<mixcheck_reports::Fact<bool>>,
+    /// Whether pods reach the internet, once detected from the fixtures (None until then); the
+    /// checks that depend on it wait for it.
+    pub egress: &'a tokio::sync::watch::Sender<Option<mixcheck_reports::Fact<bool>>>,
     /// Whether this machine reaches each node's address (the outside-client view).
-    pub reach: &'a crate::probes::outside::Reach,
+    pub reach: &'a crate::cluster::reach::Reach,
 }
 
 impl<'a> Ctx<'a> {
-    /// Whether pods reach the internet: as the user said, or detected once (from a pod of each
-    /// OS) and kept for the rest of the run.
-    pub async fn egress(&self) -> mixcheck_reports::Fact<bool> {
-        if let Some(stated) = &self.facts.egress {
-            return stated.clone();
-        }
-        self.egress
-            .get_or_init(|| crate::probes::connect::detect_egress(self))
-            .await
-            .clone()
-    }
-
     /// The same run, with the shared fixtures deployed.
     pub fn with_fixtures<'b>(&self, dep: &'b Deployment) -> Ctx<'b>
     where
@@ -254,6 +243,23 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
     }
 }
 
+/// Whether pods reach the internet: as the user said (`--egress`), or as detected once the
+/// fixtures run; assumed where no fixture could try.
+async fn egress(ctx: &Ctx<'_>) -> mixcheck_reports::Fact<bool> {
+    if let Some(stated) = &ctx.facts.egress {
+        return stated.clone();
+    }
+    let assumed = || mixcheck_reports::Fact::new(true, "assumed: no pod of the run could try an outside address");
+    if ctx.dep.ready_at.is_none() {
+        return assumed();
+    }
+    let mut detected = ctx.egress.subscribe();
+    match detected.wait_for(Option::is_some).await {
+        Ok(fact) => fact.clone().unwrap_or_else(assumed),
+        Err(_) => assumed(),
+    }
+}
+
 /// Judges one pair: the check's expectation for the pair's facts, then (where it applies and
 /// the pair's nodes are up) the probe kind's observation against it.
 pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
@@ -261,7 +267,7 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
     let flow = matches!(check.probe.shape(), Shape::Flow);
     let mut cell_facts = cell_facts(ctx.facts, case);
     let egress = match check.expect.iter().any(|e| e.when.egress.is_some()) {
-        true => Some(ctx.egress().await),
+        true => Some(egress(ctx).await),
         false => None,
     };
     if let Some(f) = &egress {

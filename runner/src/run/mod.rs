@@ -158,8 +158,8 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         ));
     }
     let judged = Judged::default();
-    let egress = tokio::sync::OnceCell::new();
-    let reach = crate::probes::outside::Reach::default();
+    let egress = tokio::sync::watch::Sender::new(None);
+    let reach = crate::cluster::reach::Reach::default();
     let work = async {
         deploy::create_namespace(&client, &ns, &run_id)
             .await
@@ -223,7 +223,13 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 plan.selected.len()
             ));
             let ctx = early_ctx.with_fixtures(&dep);
-            judge_cells(&ctx, later, plan.concurrency, &bar, &judged).await;
+            // Egress is detected from the fixtures while the cells that do not depend on it run.
+            let detect = async {
+                if facts.egress.is_none() {
+                    egress.send_replace(Some(crate::probes::connect::detect_egress(&ctx).await));
+                }
+            };
+            futures::future::join(detect, judge_cells(&ctx, later, plan.concurrency, &bar, &judged)).await;
             Ok::<_, String>(())
         };
         let ((), later) = futures::future::join(early, later).await;
@@ -337,8 +343,8 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         ),
     };
     report.cells = cells;
-    if let Some(detected) = egress.get() {
-        report.facts.egress = Some(detected.clone());
+    if let Some(detected) = egress.borrow().clone() {
+        report.facts.egress = Some(detected);
     }
     if let (Some(code), Some(reason)) = (code, aborted) {
         return abort(report, code, reason);
