@@ -177,7 +177,8 @@ fn results_json_follows_its_schema() {
 }
 
 /// Run-specific text a snapshot must not pin: run ids (and the namespace named after them),
-/// timestamps, durations, ephemeral client ports and pod addresses within a node's range.
+/// timestamps, durations, attempt times, ephemeral client ports and pod addresses within a
+/// node's range.
 fn normalise(text: &str) -> String {
     let rules = [
         (r"mixcheck-[0-9a-f]{8}", "mixcheck-RUNID"),
@@ -192,6 +193,8 @@ fn normalise(text: &str) -> String {
         ),
         (r#"time="[0-9.]+""#, r#"time="T""#),
         (r"wall time [0-9.]+ (ms|s)", "wall time T"),
+        // A settling flow's attempts are paced by the clock.
+        (r" \(\d+ attempts over [^)]*\)", " (ATTEMPTS)"),
         (r":\d{4,5}->", ":PORT->"),
         // A pod's address within its node's range depends on the order the node's pods start.
         (r"\b10\.244\.(\d+)\.\d+\b", "10.244.$1.HOST"),

@@ -340,7 +340,9 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
     ))
     .expect("default topology");
     let topology = dir.path().join("slow.yaml");
-    std::fs::write(&topology, format!("{default}\ntiming: {{scale: 200}}\n")).expect("write topology");
+    let slow = default.replacen("timing:\n", "timing:\n  scale: 200\n", 1);
+    assert_ne!(slow, default, "the default topology has a timing section");
+    std::fs::write(&topology, slow).expect("write topology");
     let out = run_in(
         dir.path(),
         &[
