@@ -882,6 +882,133 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     );
 }
 
+/// A topology's text with its `timing` section replaced by `timing` (a section, or nothing).
+fn with_timing(topology: &str, timing: &str) -> String {
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in topology.lines() {
+        if line.starts_with("timing:") {
+            skipping = true;
+            continue;
+        }
+        if skipping && (line.starts_with(' ') || line.is_empty()) {
+            continue;
+        }
+        skipping = false;
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(timing);
+    out
+}
+
+/// The realistic topology's timing section (testdata/realistic.yaml).
+fn realistic_timing() -> String {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/realistic.yaml"))
+        .expect("testdata/realistic.yaml");
+    let start = text.find("\ntiming:").expect("a timing section") + 1;
+    let section: Vec<&str> = text[start..]
+        .lines()
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with(' '))
+        .map(|(_, l)| l)
+        .collect();
+    format!("{}\n", section.join("\n"))
+}
+
+/// One faulted run on `topology` (YAML text), with `suites`: its exit code, cells and diagnosis.
+fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("topology.yaml");
+    std::fs::write(&file, topology).expect("write topology");
+    let out = mixcheck()
+        .current_dir(dir.path())
+        .env_remove("KUBECONFIG")
+        .args(["run", "--quiet", "--topology"])
+        .arg(&file)
+        .args(suites)
+        .args(["--fault", &format!("{node}:{fault}")])
+        .output()
+        .expect("run mixcheck");
+    let (cells, diagnosis) = cells(dir.path()).unwrap_or_else(|why| {
+        panic!("{fault}: {why}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr))
+    });
+    Run {
+        code: out.status.code(),
+        cells,
+        diagnosis,
+    }
+}
+
+/// Settling never hides a real failure: every fault, injected on a cluster that converges as a
+/// real one does (testdata/realistic.yaml's proxy lag, slow Windows pulls and transient events),
+/// fails exactly the cells it fails on an instant cluster of the same shape, cell by cell, and
+/// the diagnosis names the same causes on the same nodes. The runs go side by side (they mostly
+/// wait).
+#[test]
+fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
+    let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
+    let shape = |t: Topology| {
+        let file = if t == Topology::Overlay { "k8s-1.14-ws2019-vxlan.yaml" } else { "default.yaml" };
+        std::fs::read_to_string(profiles.join(file)).expect("profile")
+    };
+    let realistic = realistic_timing();
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let runs: Vec<_> = CASES
+            .iter()
+            .map(|case| {
+                let (shape, realistic) = (shape(case.topology), realistic.clone());
+                scope.spawn(move || {
+                    let suites: Vec<&str> = case
+                        .topology
+                        .args()
+                        .into_iter()
+                        .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-"))
+                        .collect();
+                    let instant = run_on(&with_timing(&shape, ""), &suites, case.node, case.fault);
+                    let converging = run_on(&with_timing(&shape, &realistic), &suites, case.node, case.fault);
+                    compare(case, &instant, &converging)
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|r| r.join().unwrap_or_else(|_| vec!["a run panicked".into()]))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Where a run on a converging cluster differs from the run on an instant one.
+fn compare(case: &Case, instant: &Run, converging: &Run) -> Vec<String> {
+    let fault = case.fault;
+    let varies = Matcher::new(case.varies);
+    let mut out = Vec::new();
+    if instant.code != converging.code {
+        out.push(format!("{fault}: exit {:?} instantly, {:?} converging", instant.code, converging.code));
+    }
+    for (key, cell) in &instant.cells {
+        match converging.cells.get(key) {
+            None => out.push(format!("{fault}: {key} missing when converging")),
+            Some(c) if c.verdict != cell.verdict && !cell.is(&varies) => out.push(format!(
+                "{fault}: {key}: {} instantly ({}), {} converging ({})",
+                cell.verdict, cell.observed, c.verdict, c.observed
+            )),
+            Some(_) => {}
+        }
+    }
+    let named = |run: &Run| -> Vec<(String, Vec<String>)> {
+        causes(&run.diagnosis).into_iter().map(|(id, nodes, ..)| (id, nodes)).collect()
+    };
+    if named(instant) != named(converging) {
+        out.push(format!(
+            "{fault}: diagnosis {:?} instantly, {:?} converging",
+            named(instant),
+            named(converging)
+        ));
+    }
+    out
+}
+
 /// Two faults on two nodes at once: each is diagnosed, each on its own node.
 #[test]
 fn two_faults_on_two_nodes_are_both_diagnosed() {
