@@ -882,26 +882,6 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     );
 }
 
-/// A topology's text with its `timing` section replaced by `timing` (a section, or nothing).
-fn with_timing(topology: &str, timing: &str) -> String {
-    let mut out = String::new();
-    let mut skipping = false;
-    for line in topology.lines() {
-        if line.starts_with("timing:") {
-            skipping = true;
-            continue;
-        }
-        if skipping && (line.starts_with(' ') || line.is_empty()) {
-            continue;
-        }
-        skipping = false;
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.push_str(timing);
-    out
-}
-
 /// The realistic topology's timing section (testdata/realistic.yaml).
 fn realistic_timing() -> String {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/realistic.yaml"))
@@ -930,9 +910,8 @@ fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
         .args(["--fault", &format!("{node}:{fault}")])
         .output()
         .expect("run mixcheck");
-    let (cells, diagnosis) = cells(dir.path()).unwrap_or_else(|why| {
-        panic!("{fault}: {why}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr))
-    });
+    let (cells, diagnosis) = cells(dir.path())
+        .unwrap_or_else(|why| panic!("{fault}: {why}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr)));
     Run {
         code: out.status.code(),
         cells,
@@ -949,7 +928,11 @@ fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
 fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
     let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
     let shape = |t: Topology| {
-        let file = if t == Topology::Overlay { "k8s-1.14-ws2019-vxlan.yaml" } else { "default.yaml" };
+        let file = if t == Topology::Overlay {
+            "k8s-1.14-ws2019-vxlan.yaml"
+        } else {
+            "default.yaml"
+        };
         std::fs::read_to_string(profiles.join(file)).expect("profile")
     };
     let realistic = realistic_timing();
@@ -965,8 +948,18 @@ fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
                         .into_iter()
                         .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-"))
                         .collect();
-                    let instant = run_on(&with_timing(&shape, ""), &suites, case.node, case.fault);
-                    let converging = run_on(&with_timing(&shape, &realistic), &suites, case.node, case.fault);
+                    let instant = run_on(
+                        &crate::topology_text::with_timing(&shape, ""),
+                        &suites,
+                        case.node,
+                        case.fault,
+                    );
+                    let converging = run_on(
+                        &crate::topology_text::with_timing(&shape, &realistic),
+                        &suites,
+                        case.node,
+                        case.fault,
+                    );
                     compare(case, &instant, &converging)
                 })
             })
@@ -984,7 +977,10 @@ fn compare(case: &Case, instant: &Run, converging: &Run) -> Vec<String> {
     let varies = Matcher::new(case.varies);
     let mut out = Vec::new();
     if instant.code != converging.code {
-        out.push(format!("{fault}: exit {:?} instantly, {:?} converging", instant.code, converging.code));
+        out.push(format!(
+            "{fault}: exit {:?} instantly, {:?} converging",
+            instant.code, converging.code
+        ));
     }
     for (key, cell) in &instant.cells {
         match converging.cells.get(key) {
@@ -997,7 +993,10 @@ fn compare(case: &Case, instant: &Run, converging: &Run) -> Vec<String> {
         }
     }
     let named = |run: &Run| -> Vec<(String, Vec<String>)> {
-        causes(&run.diagnosis).into_iter().map(|(id, nodes, ..)| (id, nodes)).collect()
+        causes(&run.diagnosis)
+            .into_iter()
+            .map(|(id, nodes, ..)| (id, nodes))
+            .collect()
     };
     if named(instant) != named(converging) {
         out.push(format!(

@@ -15,6 +15,7 @@
 //! - `fixture_schemas` — fixtures against the Kubernetes schemas (ignored without
 //!   kubernetes-validate)
 //! - `layout` — no module cycles; simcluster's layers
+//! - `topology_text` — topology files edited for a test
 
 mod baseline_cli;
 mod cli;
@@ -29,3 +30,4 @@ mod reports_cli;
 mod run_cli;
 mod seed_network;
 mod sim_cli;
+mod topology_text;
