@@ -413,7 +413,7 @@ fn allocatable(
 /// The profile of a node of the built-in default topology (for tests).
 #[cfg(test)]
 pub(crate) fn default_node(name: &str, ip: Ipv4Addr) -> (NodeSpec, NodeProfile) {
-    let topo = Topology::default_cluster();
+    let topo = Topology::default_cluster().instant();
     let (i, spec) = topo
         .nodes
         .iter()

@@ -438,6 +438,15 @@ impl Topology {
             .unwrap_or_default()
     }
 
+    /// The same cluster without the time real clusters take: proxies program at once, images
+    /// pull at once, no transient Warning events (for tests of other behaviours).
+    pub fn instant(mut self) -> Self {
+        self.timing.programming_delay = ProgrammingDelay::default();
+        self.timing.windows_pull = std::time::Duration::ZERO;
+        self.timing.transient_events = false;
+        self
+    }
+
     /// The built-in default topology.
     pub fn default_cluster() -> Self {
         match Self::parse(DEFAULT_TOPOLOGY, "<built-in default topology>") {
@@ -722,6 +731,22 @@ mod tests {
     }
 
     /// The realism fields: each parses, and each defaults to the instant, permissive cluster.
+    /// The default cluster converges as real ones do (with short delays); `instant` takes the
+    /// delays and transient events away and keeps everything else.
+    #[test]
+    fn the_default_cluster_converges_and_its_instant_copy_does_not() {
+        let t = Topology::default_cluster();
+        assert!(t.timing.transient_events);
+        assert_eq!(t.timing.programming(Os::Windows), std::time::Duration::from_secs(1));
+        assert_eq!(t.timing.programming(Os::Linux), std::time::Duration::from_millis(200));
+        let i = t.clone().instant();
+        assert!(!i.timing.transient_events);
+        assert_eq!(i.programming_delay(), std::time::Duration::ZERO);
+        assert!(i.timing.windows_pull.is_zero());
+        assert_eq!(i.nodes.len(), t.nodes.len());
+        assert_eq!(i.network, t.network);
+    }
+
     #[test]
     fn realism_fields_parse_and_default_to_off() {
         let t = Topology::parse("name: x\nnodes:\n- {name: a, os: linux}\n", "t.yaml").expect("parses");

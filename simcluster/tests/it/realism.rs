@@ -46,7 +46,7 @@ async fn running(pods: &Api<Pod>, name: &str) -> Pod {
 }
 
 fn denying() -> Topology {
-    let mut t = Topology::default_cluster();
+    let mut t = Topology::default_cluster().instant();
     t.admission.deny = vec![Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess];
     t
 }
@@ -211,7 +211,7 @@ async fn max_pods_caps_the_pods_a_node_runs() {
 /// registry again but finds the layers cached (kubernetes.io/docs/concepts/containers/images).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_images_pull_slowly_once_per_node() {
-    let mut topology = Topology::default_cluster();
+    let mut topology = Topology::default_cluster().instant();
     topology.timing.windows_pull = Duration::from_secs(3);
     let (_cluster, client) = common::cluster_and_client(topology, "pull").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "pull");
@@ -301,7 +301,7 @@ async fn transient_events_leave_every_pod_running(#[case] on: bool) {
             pulls && sandboxes
         })
         .expect("a seed");
-    let mut topology = Topology::default_cluster();
+    let mut topology = Topology::default_cluster().instant();
     topology.timing.transient_events = on;
     topology.timing.seed = seed;
     let (_cluster, client) = common::cluster_and_client(topology, "fresh").await;
@@ -389,7 +389,7 @@ async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
 /// addresses work as before — a node reaches a pod and another node's NodePort.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_node_addresses_neither_answer_nor_refuse() {
-    let mut topology = Topology::default_cluster();
+    let mut topology = Topology::default_cluster().instant();
     topology.network.node_addresses_reachable = false;
     let (cluster, client) = common::cluster_and_client(topology, "priv").await;
     let ips: Vec<(String, std::net::Ipv4Addr)> = cluster.node_ips().to_vec();

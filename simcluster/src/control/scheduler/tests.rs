@@ -5,7 +5,7 @@ use crate::config::topology::Topology;
 use rstest::rstest;
 
 fn nodes() -> Vec<NodeInfo> {
-    let topo = Topology::default_cluster();
+    let topo = Topology::default_cluster().instant();
     let ips: Vec<_> = (0..topo.nodes.len())
         .map(|i| std::net::Ipv4Addr::new(127, 9, 9, 10 + i as u8))
         .collect();

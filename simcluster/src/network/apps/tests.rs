@@ -43,7 +43,7 @@ fn lab(faults: &[(&str, Fault)]) -> Lab {
             .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
             .expect("ns");
     }
-    let topo = Topology::default_cluster();
+    let topo = Topology::default_cluster().instant();
     let ips: Vec<Ipv4Addr> = (0..topo.nodes.len())
         .map(|i| Ipv4Addr::new(127, 9, 9, 10 + i as u8))
         .collect();

@@ -45,7 +45,7 @@ impl HostFixture {
                 .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
                 .expect("namespace");
         }
-        let topology = Topology::default_cluster();
+        let topology = Topology::default_cluster().instant();
         let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
             .map(|i| Ipv4Addr::new(10, 1, 0, 10 + u8::try_from(i).expect("few nodes")))
             .collect();

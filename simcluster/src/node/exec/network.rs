@@ -81,7 +81,7 @@ mod tests {
                 json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.244.3.10", "targetRef": {"name": "web"}}], "ports": [{"port": 8080}]}]}),
             )
             .expect("endpoints");
-        let topo = Topology::default_cluster();
+        let topo = Topology::default_cluster().instant();
         let ips: Vec<Ipv4Addr> = (0..topo.nodes.len())
             .map(|i| Ipv4Addr::new(127, 8, 8, 10 + i as u8))
             .collect();

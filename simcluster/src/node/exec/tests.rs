@@ -74,7 +74,7 @@ impl Fixture {
                 json!({"metadata": {"name": "settings"}, "data": {"mode": "fast"}}),
             )
             .expect("configmap");
-        let topology = Topology::default_cluster();
+        let topology = Topology::default_cluster().instant();
         let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
             .map(|i| Ipv4Addr::new(10, 1, 0, 10 + u8::try_from(i).expect("few nodes")))
             .collect();

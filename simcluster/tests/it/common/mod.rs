@@ -14,7 +14,7 @@ pub fn install_crypto() {
 
 /// Starts the default bundled cluster.
 pub async fn start() -> Cluster {
-    start_with(ClusterConfig::new(Topology::default_cluster())).await
+    start_with(ClusterConfig::new(Topology::default_cluster().instant())).await
 }
 
 /// Starts a bundled cluster with the given configuration.

@@ -124,7 +124,7 @@ fn context(pod: Pod) -> CommandContext {
             Ok(())
         })
         .expect("status");
-    let topology = Topology::default_cluster();
+    let topology = Topology::default_cluster().instant();
     let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
         .map(|i| Ipv4Addr::new(127, 8, 8, 10 + u8::try_from(i).expect("few nodes")))
         .collect();
