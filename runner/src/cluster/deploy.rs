@@ -191,49 +191,51 @@ fn sandbox_failure<'a>(events: impl IntoIterator<Item = &'a Event>, pod: &str) -
         .map(|(count, message)| format!("FailedCreatePodSandBox ({count} times): {message}"))
 }
 
-/// Applies a fixture pod; a refusal is kept in `refused` (the cells that need the pod say why),
-/// any other error ends the deployment.
+/// Applies an object of the run (`what` names its kind in errors); a refusal is kept in
+/// `refused` (the cells that need the object say why), any other error ends the deployment.
+async fn apply<K>(
+    api: &Api<K>,
+    what: &str,
+    name: &str,
+    object: &serde_json::Value,
+    refused: &mut BTreeMap<String, Refusal>,
+) -> Result<(), DeployError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api
+        .patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(object))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => match Refusal::of(&e) {
+            Some(r) => {
+                refused.insert(name.to_string(), r);
+                Ok(())
+            }
+            None => Err(api_err(format!("{what} {name}"))(e)),
+        },
+    }
+}
+
+/// Applies a fixture pod (see [`apply`]).
 async fn apply_pod(
     pods: &Api<Pod>,
     name: &str,
     pod: &serde_json::Value,
     refused: &mut BTreeMap<String, Refusal>,
 ) -> Result<(), DeployError> {
-    match pods
-        .patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(pod))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) => match Refusal::of(&e) {
-            Some(r) => {
-                refused.insert(name.to_string(), r);
-                Ok(())
-            }
-            None => Err(api_err(format!("pod {name}"))(e)),
-        },
-    }
+    apply(pods, "pod", name, pod, refused).await
 }
 
-/// Applies a service of the run, like [`apply_pod`].
+/// Applies a service of the run (see [`apply`]).
 async fn apply_service(
     services: &Api<Service>,
     name: &str,
     svc: &serde_json::Value,
     refused: &mut BTreeMap<String, Refusal>,
 ) -> Result<(), DeployError> {
-    match services
-        .patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(svc))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) => match Refusal::of(&e) {
-            Some(r) => {
-                refused.insert(name.to_string(), r);
-                Ok(())
-            }
-            None => Err(api_err(format!("service {name}"))(e)),
-        },
-    }
+    apply(services, "service", name, svc, refused).await
 }
 
 /// The hostPort server: the core server's `netexec` container alone, publishing [`HOST_PORT`]

@@ -255,26 +255,13 @@ pub fn decide(e: &Expectation, outcome: &Outcome) -> Verdict {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use std::collections::BTreeMap;
 
     fn node(os: Os, build: Option<u32>, kubelet: (u32, u32), runtime: (&str, (u32, u32))) -> ClusterNode {
         ClusterNode {
-            name: "n".into(),
-            os,
             build,
-            address: "10.0.0.1".into(),
-            external_address: None,
             kubelet: Some(kubelet),
             runtime: Some((runtime.0.into(), runtime.1)),
-            taints: Vec::new(),
-            control_plane: false,
-            ready: true,
-            labels: BTreeMap::new(),
-            kernel: String::new(),
-            memory: (None, None),
-            conditions: BTreeMap::new(),
-            configz: None,
-            skipped: None,
+            ..ClusterNode::sample("n", os, "10.0.0.1")
         }
     }
 

@@ -280,7 +280,6 @@ pub fn judge(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use mixcheck_reports::{Fact, Facts};
 
@@ -291,22 +290,9 @@ mod tests {
 
     fn windows_node(kernel: &str) -> ClusterNode {
         ClusterNode {
-            name: "win-1".into(),
-            os: Os::Windows,
             build: build_of(kernel),
-            address: "10.0.0.5".into(),
-            external_address: None,
-            kubelet: Some((1, 32)),
-            runtime: Some(("containerd".into(), (1, 7))),
-            taints: Vec::new(),
-            control_plane: false,
-            ready: true,
-            labels: BTreeMap::new(),
             kernel: kernel.into(),
-            memory: (None, None),
-            conditions: BTreeMap::new(),
-            configz: None,
-            skipped: None,
+            ..ClusterNode::sample("win-1", Os::Windows, "10.0.0.5")
         }
     }
 

@@ -348,7 +348,6 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use mixcheck_reports::Os;
 
@@ -357,22 +356,10 @@ mod tests {
 
     fn node(name: &str, ready: bool) -> ClusterNode {
         ClusterNode {
-            name: name.into(),
-            os: Os::Windows,
-            build: Some(20348),
-            address: "10.0.0.5".into(),
-            external_address: None,
-            kubelet: Some((1, 32)),
-            runtime: Some(("containerd".into(), (1, 7))),
-            taints: Vec::new(),
-            control_plane: false,
             ready,
-            labels: BTreeMap::new(),
             kernel: "10.0.20348.2762".into(),
-            memory: (None, None),
             conditions: [("Ready".to_string(), if ready { "True" } else { "Unknown" }.to_string())].into(),
-            configz: None,
-            skipped: None,
+            ..ClusterNode::sample(name, Os::Windows, "10.0.0.5")
         }
     }
 
