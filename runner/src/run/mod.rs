@@ -390,14 +390,15 @@ enum Ended {
 }
 
 /// The settle window on the bundled cluster: its topology's longest programming delay and a
-/// margin, for every kind of flow (its proxies program all of them within that delay); none on
-/// an instant topology (one attempt decides).
+/// margin of 200 ms, for every kind of flow (its proxies program all of them within that delay
+/// of the last change, which comes before the fixtures are ready); none on an instant topology
+/// (one attempt decides).
 fn bundled_settle(topology: &simcluster::Topology) -> Settle {
     let delay = topology.programming_delay();
     let base = if delay.is_zero() {
         Duration::ZERO
     } else {
-        delay + delay / 4 + Duration::from_millis(250)
+        delay + Duration::from_millis(200)
     };
     Settle { base, multiples: false }
 }

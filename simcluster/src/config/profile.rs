@@ -322,6 +322,21 @@ impl NodeProfile {
         Duration::from_secs_f64(secs * 0.1 * self.timing.scale)
     }
 
+    /// The pause before the kubelet tries a pod's sandbox or volumes again after `attempt`
+    /// failures, a tenth of upstream's at scale 1: a failed volume mount backs off from 500 ms,
+    /// doubling up to 2 min 2 s (`goroutinemap/exponentialbackoff`:
+    /// `initialDurationBeforeRetry`, `maxDurationBeforeRetry`); a failed pod sync (a sandbox the
+    /// runtime cannot create) is retried every 10 s (`pkg/kubelet/kubelet.go` `backOffPeriod`,
+    /// "the period to back off when pod syncing results in an error").
+    pub fn setup_retry(&self, mount: bool, attempt: u32) -> Duration {
+        let secs = if mount {
+            (0.5 * 2f64.powi(attempt.min(10) as i32)).min(122.0)
+        } else {
+            10.0
+        };
+        Duration::from_secs_f64(secs * 0.1 * self.timing.scale)
+    }
+
     /// The back-off as upstream prints it (`back-off 40s restarting failed container=…`).
     pub fn backoff_label(restarts: u32) -> String {
         let secs = (10u64 << restarts.min(5)).min(300);
@@ -467,6 +482,20 @@ mod tests {
 
     fn default_profile(name: &str) -> NodeProfile {
         default_node(name, Ipv4Addr::new(127, 1, 1, 10)).1
+    }
+
+    /// Volume mounts back off from 500 ms doubling to 2 min 2 s; a failed pod sync is retried
+    /// every 10 s (upstream's `initialDurationBeforeRetry`, `maxDurationBeforeRetry` and
+    /// `backOffPeriod`), a tenth of that at scale 1.
+    #[rstest]
+    #[case::first_mount(true, 0, 50)]
+    #[case::third_mount(true, 2, 200)]
+    #[case::mount_at_most(true, 12, 12_200)]
+    #[case::first_sandbox(false, 0, 1000)]
+    #[case::later_sandbox(false, 5, 1000)]
+    fn setup_retries_follow_upstreams_schedules(#[case] mount: bool, #[case] attempt: u32, #[case] ms: u64) {
+        let p = default_profile("win2022-1");
+        assert_eq!(p.setup_retry(mount, attempt), Duration::from_millis(ms));
     }
 
     #[test]

@@ -745,9 +745,10 @@ impl PodRun {
         self.event(Kind::Warning, reason, short);
     }
 
-    /// The sandbox cannot be created: the containers wait in `ContainerCreating` (init
-    /// containers and, behind them, the others in `PodInitializing`) while the kubelet retries
-    /// with back-off, logging the runtime's error and recording the event each time.
+    /// The sandbox cannot be created (or a volume mounted): the containers wait in
+    /// `ContainerCreating` (init containers and, behind them, the others in `PodInitializing`)
+    /// while the kubelet retries ([`crate::config::profile::NodeProfile::setup_retry`]), logging
+    /// the runtime's error and recording the event each time.
     async fn sandbox_fails(&mut self, reason: &str, message: &str) {
         self.containers = waiting_containers(self.v());
         self.write_status();
@@ -763,7 +764,8 @@ impl PodRun {
                 self.k.logs.append("", &self.profile.name, "kubelet", &line);
             }
             self.event(Kind::Warning, reason, message);
-            if !self.wait(self.profile.backoff(attempt)).await {
+            let retry = self.profile.setup_retry(reason == "FailedMount", attempt);
+            if !self.wait(retry).await {
                 return;
             }
             attempt += 1;

@@ -21,11 +21,13 @@ use crate::node::images::Reference;
 /// within seconds).
 pub const NEW_NAMESPACE_WINDOW: Duration = Duration::from_secs(5);
 
-/// The share of image pulls whose first attempt fails.
-pub const PULL_FAILURE_SHARE: f64 = 0.25;
+/// The share of image pulls whose first attempt fails: occasional, as registry timeouts are
+/// (a run of a few dozen pods still meets several).
+pub const PULL_FAILURE_SHARE: f64 = 0.1;
 
-/// The share of Windows pods whose first sandbox attempt fails.
-pub const SANDBOX_RETRY_SHARE: f64 = 0.25;
+/// The share of Windows pods whose first sandbox attempt fails (occasional, like the pull
+/// failures).
+pub const SANDBOX_RETRY_SHARE: f64 = 0.1;
 
 const PULL_SALT: u64 = 0x7075_6c6c;
 const SANDBOX_SALT: u64 = 0x7362_6f78;
@@ -101,7 +103,7 @@ mod tests {
                 .map(|i| sandbox_retried(2, "n", "ns", &format!("p{i}")))
                 .collect::<Vec<_>>()
         );
-        assert!((60..140).contains(&picked(7)), "{}", picked(7));
+        assert!((20..60).contains(&picked(7)), "{}", picked(7));
     }
 
     #[rstest]
