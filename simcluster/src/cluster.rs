@@ -211,6 +211,8 @@ impl Cluster {
                 tracing::warn!("the cluster DNS has no ready endpoint after {timeout:?}");
             }
         }
+        // Handed over in a steady state: what runs now is programmed on every node.
+        simnet.settle_all();
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),

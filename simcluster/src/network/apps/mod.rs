@@ -16,6 +16,19 @@ use crate::network::wire::{HttpReply, Lookup, Wire};
 use crate::store::resources;
 use crate::store::{Obj, Store};
 
+/// One port's backend addresses.
+type Backends = std::collections::BTreeSet<Ipv4Addr>;
+
+/// A Service's programming: its state, when it last changed, its backends per port now and
+/// those of the state before (which nodes still forward to while they program the change).
+#[derive(Debug)]
+struct Programmed {
+    state: String,
+    at: std::time::Instant,
+    backends: Vec<Backends>,
+    before: Vec<Backends>,
+}
+
 /// The cluster's network: the store, the nodes and the topology's network settings.
 #[derive(Debug)]
 pub struct SimNet {
@@ -32,7 +45,7 @@ pub struct SimNet {
     cache: Mutex<Option<(u64, Snapshot)>>,
     /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
     /// proxies last saw it, and when that changed: the start of every node's programming delay.
-    programmed: Mutex<HashMap<String, (String, std::time::Instant)>>,
+    programmed: Mutex<HashMap<String, Programmed>>,
 }
 
 /// The fabric and the DNS records (built on first lookup) for one revision of the pods,
@@ -57,6 +70,25 @@ impl SimNet {
             cache: Mutex::new(None),
             programmed: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Marks everything the cluster runs now as programmed on every node long ago: a cluster is
+    /// handed over in a steady state (a real one under validation has run for a while, its
+    /// system Services programmed everywhere); only what changes afterwards lags.
+    pub fn settle_all(&self) {
+        drop(self.fabric());
+        let long_ago = std::time::Instant::now()
+            .checked_sub(std::time::Duration::from_secs(3600))
+            .unwrap_or_else(std::time::Instant::now);
+        {
+            let mut programmed = self.programmed.lock().unwrap_or_else(|p| p.into_inner());
+            for entry in programmed.values_mut() {
+                entry.at = long_ago;
+                entry.before = entry.backends.clone();
+            }
+        }
+        // The next fabric is stamped from the settled entries.
+        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// The fabric for the cluster's current state (rebuilt only when pods, services or
@@ -90,14 +122,22 @@ impl SimNet {
     }
 
     /// Stamps each Service with when its state last changed (new, other ports, other
-    /// endpoints), so that a node forwards it only after its proxy's programming delay.
+    /// endpoints), so that a node forwards the change only after its proxy's programming delay,
+    /// and records the backends programmed before it (they keep answering meanwhile).
     fn stamp_changes(&self, fabric: &mut Fabric) {
         let mut programmed = self.programmed.lock().unwrap_or_else(|p| p.into_inner());
         let now = std::time::Instant::now();
+        let slowest = fabric.nodes.iter().map(|n| n.programming).max().unwrap_or_default();
         let mut seen = std::collections::HashSet::new();
+        fabric.settled.clear();
         for i in 0..fabric.services.len() {
             let s = &fabric.services[i];
             let key = format!("{}/{}", s.namespace, s.name);
+            let backends: Vec<Backends> = s
+                .ports
+                .iter()
+                .map(|p| p.targets.iter().map(|(pod, _)| fabric.pods[*pod].ip).collect())
+                .collect();
             let state = format!(
                 "{:?} {:?}",
                 s.cluster_ip,
@@ -114,11 +154,23 @@ impl SimNet {
                     })
                     .collect::<Vec<_>>()
             );
-            let entry = programmed.entry(key.clone()).or_insert_with(|| (state.clone(), now));
-            if entry.0 != state {
-                *entry = (state, now);
+            let entry = programmed.entry(key.clone()).or_insert_with(|| Programmed {
+                state: state.clone(),
+                at: now,
+                backends: backends.clone(),
+                before: Vec::new(),
+            });
+            if entry.state != state {
+                // What every node had programmed: the last state, once all of them caught up.
+                if entry.at.elapsed() >= slowest {
+                    entry.before = std::mem::take(&mut entry.backends);
+                }
+                entry.state = state;
+                entry.at = now;
+                entry.backends = backends;
             }
-            fabric.services[i].changed_at = Some(entry.1);
+            fabric.services[i].changed_at = Some(entry.at);
+            fabric.settled.insert(i, entry.before.clone());
             seen.insert(key);
         }
         programmed.retain(|k, _| seen.contains(k));

@@ -37,13 +37,16 @@ fn running(store: &Store, ns: &str, name: &str, ip: &str) {
 }
 
 fn lab(faults: &[(&str, Fault)]) -> Lab {
+    lab_on(Topology::default_cluster().instant(), faults)
+}
+
+fn lab_on(topo: Topology, faults: &[(&str, Fault)]) -> Lab {
     let store = Arc::new(Store::default());
     for ns in ["default", "team", "kube-system"] {
         store
             .create(resources::core("namespaces"), "", json!({"metadata": {"name": ns}}))
             .expect("ns");
     }
-    let topo = Topology::default_cluster().instant();
     let ips: Vec<Ipv4Addr> = (0..topo.nodes.len())
         .map(|i| Ipv4Addr::new(127, 9, 9, 10 + i as u8))
         .collect();
@@ -377,6 +380,44 @@ fn a_client_s_successive_connections_to_a_service_take_turns_whatever_else_flows
         *seen.entry(answer).or_insert(0) += 1;
     }
     assert_eq!(seen, [("srv-lin".to_string(), 2), ("web".to_string(), 2)].into());
+}
+
+/// A cluster is handed over in a steady state: what it runs then answers at once on a node
+/// whose proxy lags (a real one has long programmed it); a Service changed afterwards waits
+/// for the node's programming delay, while its old backends keep answering.
+#[test]
+fn a_cluster_handed_over_has_programmed_what_it_runs() {
+    let mut topo = Topology::default_cluster();
+    topo.timing.programming_delay.windows = std::time::Duration::from_secs(60);
+    topo.timing.programming_delay.linux = std::time::Duration::from_secs(60);
+    let lab = lab_on(topo, &[]);
+    let vip = Ipv4Addr::new(10, 96, 0, 50);
+    let cli = client(&lab, "cli-win");
+    assert_eq!(
+        get(&cli, vip, 80, "/hostname"),
+        Err(Failure::Timeout),
+        "new: not programmed yet"
+    );
+    lab.net.settle_all();
+    let cli = client(&lab, "cli-win");
+    assert_eq!(
+        get(&cli, vip, 80, "/hostname"),
+        Ok("web".into()),
+        "handed over: programmed"
+    );
+    // A second backend: the change lags, the first backend keeps answering every request.
+    lab.store
+        .modify(resources::core("endpoints"), "team", "web", Part::Main, |e| {
+            e["subsets"][0]["addresses"] = json!([
+                {"ip": "10.244.3.10", "nodeName": "win2022-1", "targetRef": {"kind": "Pod", "name": "web", "namespace": "team"}},
+                {"ip": "10.244.1.10", "nodeName": "linux-1", "targetRef": {"kind": "Pod", "name": "srv-lin", "namespace": "team"}}]);
+            Ok(())
+        })
+        .expect("endpoints");
+    for _ in 0..6 {
+        let cli = client(&lab, "cli-win");
+        assert_eq!(get(&cli, vip, 80, "/hostname"), Ok("web".into()));
+    }
 }
 
 #[test]

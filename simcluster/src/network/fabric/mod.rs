@@ -386,6 +386,10 @@ pub struct Fabric {
     host_ports: HashMap<(usize, u16, Proto), usize>,
     /// (nodePort, proto) → (service, port index).
     node_ports: HashMap<(u16, Proto), (usize, usize)>,
+    /// Service index → per port, the backend addresses every node's proxy had programmed before
+    /// the Service's latest change: they keep answering while the change is programmed (a
+    /// proxy replaces its rules for a Service at its next sync; until then the old ones work).
+    pub settled: HashMap<usize, Vec<std::collections::BTreeSet<Ipv4Addr>>>,
 }
 
 /// The kubelet's read-only port, always open on every node.
@@ -395,6 +399,7 @@ impl Fabric {
     /// An empty fabric (add nodes, pods, services, outside hosts, then [`Fabric::index`]).
     pub fn new(net: NetFacts) -> Fabric {
         Fabric {
+            settled: HashMap::new(),
             net,
             nodes: Vec::new(),
             pods: Vec::new(),
@@ -764,7 +769,11 @@ impl Fabric {
     ) -> Result<(usize, u16, bool), Decision> {
         let s = &self.services[svc];
         let node = &self.nodes[lb];
-        if s.changed_at.is_some_and(|at| at.elapsed() < node.programming) {
+        // While this node's proxy programs the latest change, only the backends it had before
+        // answer; a new Service (or port) answers nowhere yet.
+        let programming = s.changed_at.is_some_and(|at| at.elapsed() < node.programming);
+        let before = self.settled.get(&svc).and_then(|ports| ports.get(sp));
+        if programming && before.is_none_or(|b| b.is_empty()) {
             return Err(Decision::fail(
                 Failure::Timeout,
                 "NET-POD-SVC-CLUSTERIP",
@@ -776,6 +785,7 @@ impl Fabric {
             .iter()
             .copied()
             .filter(|(p, _)| !local_only || self.pods[*p].node == lb)
+            .filter(|(p, _)| !programming || before.is_some_and(|b| b.contains(&self.pods[*p].ip)))
             .collect();
         if targets.is_empty() {
             return Err(if local_only {

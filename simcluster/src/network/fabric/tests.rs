@@ -1221,6 +1221,30 @@ fn a_changed_service_works_on_a_node_once_its_proxy_programmed_it(
     }
 }
 
+/// A Service whose endpoints changed keeps answering through the backends every node had
+/// programmed before, while a node's proxy programs the change (a proxy replaces a Service's
+/// rules at its next sync; until then the old ones stand): only what is new waits.
+#[rstest]
+#[case::old_backend_still_answers(true, Works)]
+#[case::only_new_backends(false, Timeout)]
+fn while_a_change_is_programmed_the_old_backends_answer(#[case] old_kept: bool, #[case] expect: Class) {
+    let mut f = crowded(Era::Current, 64, 1, false);
+    for n in &mut f.nodes {
+        n.programming = std::time::Duration::from_secs(60);
+    }
+    let svc = f.services.len() - 1;
+    let backend = f.services[svc].ports[0].targets[0].0;
+    let before: std::collections::BTreeSet<Ipv4Addr> = if old_kept {
+        [f.pods[backend].ip].into()
+    } else {
+        [Ipv4Addr::new(10, 244, 9, 99)].into()
+    };
+    f.settled.insert(svc, vec![before]);
+    f.services[svc].changed_at = Some(std::time::Instant::now());
+    let v = to_many(&f, WIN1, 0);
+    assert_eq!(class(&v), expect, "{v:?}");
+}
+
 /// `network.egress: false` (a private cluster behind a firewall that denies, AKS outbound type
 /// `userDefinedRouting`: https://learn.microsoft.com/azure/aks/egress-outboundtype): flows to
 /// outside addresses from pods and from nodes time out — never a refusal, which would prove a
