@@ -102,8 +102,8 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
         Ok(n) => n,
         Err(p) => return p.into(),
     };
-    // An agent that just (re)started has not logged everything yet: a log that is not clean is
-    // read again until the pod-flow settle window has passed.
+    // An agent that just (re)started has not logged everything yet: a log that is empty or not
+    // clean is read again until the pod-flow settle window has passed.
     let until = ctx.settle_until(crate::probes::settle::FlowKind::Pod);
     let (log, finding) = loop {
         let log = match log_of(&ctx.client, &node.name, agent).await {
@@ -118,7 +118,16 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
             Ok(Some(log)) => log,
         };
         let finding = judge_log(&log.text, rule);
-        if matches!(finding, Ok(LogFinding::Clean) | Err(_)) || tokio::time::Instant::now() >= until {
+        let out_of_time = tokio::time::Instant::now() >= until;
+        // An agent that has logged nothing yet (still starting) shows nothing either way.
+        if log.text.trim().is_empty() {
+            if out_of_time {
+                return Probed::Unknown(format!(
+                    "unknown: the log of {} on {} is empty (is the agent running?)",
+                    log.pod, node.name
+                ));
+            }
+        } else if matches!(finding, Ok(LogFinding::Clean) | Err(_)) || out_of_time {
             break (log, finding);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -270,18 +270,11 @@ async fn a_pod_whose_os_field_does_not_match_its_node_is_rejected() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "os");
     let spec = json!({"os": {"name": "windows"}, "nodeName": "linux-1",
         "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}]});
-    pods.create(&PostParams::default(), &pod("wrong-os", spec))
-        .await
-        .expect("create");
-    let p = common::eventually("rejection", || async {
-        pods.get("wrong-os").await.ok().filter(|p| common::phase(p) == "Failed")
-    })
-    .await;
-    let status = p.status.expect("status");
-    assert_eq!(status.reason.as_deref(), Some("PodOSNotSupported"));
+    let (reason, message) = common::rejected(&pods, &pod("wrong-os", spec)).await;
+    assert_eq!(reason, "PodOSNotSupported");
     assert_eq!(
-        status.message.as_deref(),
-        Some("Pod was rejected: Failed to admit pod as the OS field doesn't match node OS")
+        message,
+        "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"
     );
 }
 

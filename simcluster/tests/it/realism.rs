@@ -185,18 +185,11 @@ async fn max_pods_caps_the_pods_a_node_runs() {
     );
     // Bound past the scheduler: the kubelet's admission refuses it.
     let bound = json!({"nodeName": "w", "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "infinity"]}]});
-    pods.create(&PostParams::default(), &pod("bound", bound))
-        .await
-        .expect("create");
-    let refused = common::eventually("pod bound Failed", || async {
-        pods.get("bound").await.ok().filter(|p| common::phase(p) == "Failed")
-    })
-    .await;
-    let status = refused.status.expect("status");
-    assert_eq!(status.reason.as_deref(), Some("OutOfpods"));
+    let (reason, message) = common::rejected(&pods, &pod("bound", bound)).await;
+    assert_eq!(reason, "OutOfpods");
     assert_eq!(
-        status.message.as_deref(),
-        Some("Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 8, capacity: 8")
+        message,
+        "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 8, capacity: 8"
     );
     // One goes: the waiting pod takes its place, and the node still runs 8.
     let victim = if waiting == "p0" { "p1" } else { "p0" };

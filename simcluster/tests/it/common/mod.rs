@@ -72,6 +72,24 @@ where
 }
 
 /// A pod's phase ("" when it has no status yet).
+/// Creates `pod` and waits until the kubelet has failed it: its reason and message (a pod the
+/// kubelet's admission rejects).
+pub async fn rejected(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    pod: &k8s_openapi::api::core::v1::Pod,
+) -> (String, String) {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    pods.create(&kube::api::PostParams::default(), pod)
+        .await
+        .expect("create");
+    let p = eventually(&format!("pod {name} Failed"), || async {
+        pods.get(&name).await.ok().filter(|p| phase(p) == "Failed")
+    })
+    .await;
+    let status = p.status.unwrap_or_default();
+    (status.reason.unwrap_or_default(), status.message.unwrap_or_default())
+}
+
 pub fn phase(p: &k8s_openapi::api::core::v1::Pod) -> String {
     p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()
 }
