@@ -213,6 +213,7 @@ impl Cluster {
         }
         // Handed over in a steady state: what runs now is programmed on every node.
         simnet.settle_all();
+        let stamping = tokio::spawn(crate::network::apps::keep_stamped(store.clone(), simnet.clone()));
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),
@@ -227,7 +228,16 @@ impl Cluster {
             logs,
             node_ips,
             handle,
-            tasks: vec![serve, namespaces, reaper, scheduler, controllers, kubelets, listeners],
+            tasks: vec![
+                serve,
+                namespaces,
+                reaper,
+                scheduler,
+                controllers,
+                kubelets,
+                listeners,
+                stamping,
+            ],
         })
     }
 

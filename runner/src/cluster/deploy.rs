@@ -592,8 +592,49 @@ pub async fn deploy(
             *s = found.clone();
         }
     }
+    // Flows through a Service settle from when it lists its backend, not from when the pod is
+    // Ready: the endpoints controller lags behind (upstream's KubeProxyEndpointLagTimeout).
+    let listed: Vec<(String, String)> = nodes
+        .iter()
+        .filter_map(|(i, n)| {
+            let server = dep.servers.get(&n.name).filter(|p| p.problem.is_none())?;
+            Some((format!("svc-{i}"), server.ip.clone()))
+        })
+        .collect();
+    await_endpoints(client, ns, &listed, deadline).await;
     dep.ready_at = Some(std::time::Instant::now());
     Ok(dep)
+}
+
+/// How long the endpoints controller may take to list a Ready server in its service.
+const ENDPOINTS_LAG: Duration = Duration::from_secs(30);
+
+/// Waits until each service of `listed` (name, backend IP) lists its backend in its Endpoints,
+/// within [`ENDPOINTS_LAG`] and the run's deadline; a cluster that serves no Endpoints (or an
+/// error reading them) is not waited for.
+async fn await_endpoints(client: &kube::Client, ns: &str, listed: &[(String, String)], deadline: Instant) {
+    use k8s_openapi::api::core::v1::Endpoints;
+    let api: Api<Endpoints> = Api::namespaced(client.clone(), ns);
+    let until = (Instant::now() + ENDPOINTS_LAG).min(deadline);
+    while Instant::now() < until {
+        let Ok(Ok(all)) = tokio::time::timeout(Duration::from_secs(10), api.list(&ListParams::default())).await else {
+            return;
+        };
+        let has = |name: &str, ip: &str| {
+            all.items.iter().any(|e| {
+                e.metadata.name.as_deref() == Some(name)
+                    && e.subsets
+                        .iter()
+                        .flatten()
+                        .flat_map(|s| s.addresses.iter().flatten())
+                        .any(|a| a.ip == ip)
+            })
+        };
+        if listed.iter().all(|(name, ip)| has(name, ip)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The first ingress address (IP, else hostname) a LoadBalancer service got.

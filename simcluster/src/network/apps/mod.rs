@@ -59,6 +59,25 @@ struct Snapshot {
 /// How deep `/dial` may nest (a netexec asking a netexec to dial …).
 const MAX_DIAL_DEPTH: u8 = 3;
 
+/// Keeps the Services' change stamps current: the fabric is rebuilt soon after pods, services
+/// or endpoints change (within 50 ms), so that a change is stamped when it happened — a node's
+/// proxy starts programming it then — not when the next flow happens to look.
+pub async fn keep_stamped(store: Arc<Store>, net: Arc<SimNet>) {
+    let mut feed = store.subscribe();
+    loop {
+        match feed.recv().await {
+            Ok(e) if e.resource.group.is_empty() && matches!(e.resource.plural, "pods" | "services" | "endpoints") => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                // One rebuild for the whole batch.
+                while feed.try_recv().is_ok() {}
+                let net = net.clone();
+                let _ = tokio::task::spawn_blocking(move || drop(net.fabric())).await;
+            }
+            Ok(_) | Err(crate::store::RecvError::Lagged(_)) => {}
+        }
+    }
+}
+
 impl SimNet {
     pub fn new(store: Arc<Store>, profiles: Arc<Vec<NodeProfile>>, net: NetFacts) -> SimNet {
         SimNet {
