@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use kube::Client;
 use kube::api::{Api, AttachParams, PostParams};
 use rstest::rstest;
-use serde_json::{Value, json};
+use serde_json::json;
 use simcluster::NetworkMode;
 use simcluster::faults::Fault;
 use simcluster::{Cluster, Topology};
@@ -422,9 +422,7 @@ async fn cluster_with(fault: Option<&str>, node: &str, mode: NetworkMode) -> (Cl
     common::cluster_and_client(topology, NS).await
 }
 
-fn pod(name: &str, spec: Value) -> Pod {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec})).expect("pod")
-}
+use common::pod;
 
 /// An agnhost pod running `args` on `node` (Windows pods select Windows and tolerate its taint).
 fn agnhost(name: &str, node: &str, args: &[&str]) -> Pod {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{Event, Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret, ServiceAccount};
 use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use rstest::rstest;
@@ -31,9 +31,7 @@ async fn setup(ns: &str) -> (simcluster::Cluster, Client) {
     (cluster, client)
 }
 
-fn pod(name: &str, spec: Value) -> Pod {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec})).expect("pod")
-}
+use common::pod;
 
 fn node_of(p: &Pod) -> String {
     p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default()
@@ -46,17 +44,7 @@ async fn running(pods: &Api<Pod>, name: &str) -> Pod {
     .await
 }
 
-async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<(String, String)> {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let list = events
-        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-        .await
-        .expect("events");
-    list.items
-        .into_iter()
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
-}
+use common::events_for;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn linux_pods_never_land_on_tainted_windows_nodes() {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::{Client, ResourceExt};
 use rstest::rstest;
 use serde_json::{Value, json};
 use simcluster::{Privilege, Topology};
@@ -22,21 +22,9 @@ fn toleration() -> Value {
     serde_json::from_str(WIN_TOLERATION).expect("toleration")
 }
 
-fn pod(name: &str, spec: Value) -> Pod {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec})).expect("pod")
-}
+use common::pod;
 
-async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<(String, String)> {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let list = events
-        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-        .await
-        .expect("events");
-    list.items
-        .into_iter()
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
-}
+use common::events_for;
 
 async fn running(pods: &Api<Pod>, name: &str) -> Pod {
     common::eventually(&format!("pod {name} Running"), || async {

@@ -101,3 +101,22 @@ pub async fn cluster_and_client(topology: Topology, ns: &str) -> (Cluster, kube:
     let client = kube_client(&cluster).await;
     (cluster, client)
 }
+
+/// A pod named `name` (label `app: name`) with `spec`.
+pub fn pod(name: &str, spec: serde_json::Value) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(serde_json::json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec}))
+        .expect("pod")
+}
+
+/// The (reason, message) of the events about `name` in `ns`.
+pub async fn events_for(client: &kube::Client, ns: &str, name: &str) -> Vec<(String, String)> {
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> = kube::Api::namespaced(client.clone(), ns);
+    let list = events
+        .list(&kube::api::ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await
+        .expect("events");
+    list.items
+        .into_iter()
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
