@@ -83,6 +83,7 @@ pub mod diagnosis;
 pub mod diff;
 pub mod evidence;
 pub mod facts;
+mod groups;
 pub mod html;
 pub mod junit;
 pub mod markdown;

@@ -82,12 +82,20 @@ fn json_snapshot() {
 fn terminal_snapshot() {
     check(
         "every-verdict.term.txt",
-        &terminal::render(&every_verdict_report(), false),
+        &terminal::render(&every_verdict_report(), false, terminal::Detail::Full),
+    );
+}
+
+#[test]
+fn terminal_summary_snapshot() {
+    check(
+        "every-verdict.term-summary.txt",
+        &terminal::render(&every_verdict_report(), false, terminal::Detail::Summary),
     );
 }
 
 fn terminal_plain(report: &RunReport) -> String {
-    terminal::render(report, false)
+    terminal::render(report, false, terminal::Detail::Full)
 }
 
 fn junit_xml(report: &RunReport) -> String {
@@ -100,7 +108,7 @@ fn junit_xml(report: &RunReport) -> String {
 #[case::terminal(
     terminal_plain,
     "LIKELY CAUSES (2)",
-    "FAILURES (4)",
+    "EVERY FAILING CELL (4)",
     "    cause:      1. The sandbox (pause) image"
 )]
 #[case::markdown(

@@ -68,6 +68,26 @@ pub(crate) fn documented(counts: &Counts) -> (usize, usize) {
     (judged - counts.get(Verdict::Fail) - counts.get(Verdict::Error), judged)
 }
 
+/// `73 of 92 judged cells as documented (15 not applicable, 2 indeterminate)`: the pool line of
+/// the human reports, saying what the judged count leaves out so that it adds up to the table.
+pub(crate) fn pool_line(counts: &Counts) -> String {
+    let (documented, judged) = documented(counts);
+    let mut line = format!("{documented} of {judged} judged cells as documented");
+    let left_out: Vec<String> = [Verdict::NotApplicable, Verdict::Indeterminate]
+        .into_iter()
+        .filter(|v| counts.get(*v) > 0)
+        .map(|v| format!("{} {}", counts.get(v), v.as_str().replace('-', " ")))
+        .collect();
+    if !left_out.is_empty() {
+        line.push_str(&format!(
+            " ({} not judged: {})",
+            counts.total() - judged,
+            left_out.join(", ")
+        ));
+    }
+    line
+}
+
 /// The worst verdict present (summary order), not-applicable for none.
 pub(crate) fn worst(counts: &Counts) -> Verdict {
     Verdict::ALL

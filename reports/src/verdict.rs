@@ -97,8 +97,8 @@ impl Verdict {
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Pass => "works as documented",
-            Verdict::KnownLimitation => "documented limitation",
-            Verdict::BetterThanDocumented => "better than documented",
+            Verdict::KnownLimitation => "documented limitation, observed as documented",
+            Verdict::BetterThanDocumented => "documented as unsupported; observed working",
             Verdict::Warn => "works, recommendation not followed",
             Verdict::Fail => "broken",
             Verdict::NotApplicable => "not applicable",
@@ -437,7 +437,14 @@ mod tests {
         labels.dedup();
         assert_eq!(labels.len(), 8);
         assert_eq!(V::Pass.label(), "works as documented");
-        assert_eq!(V::KnownLimitation.label(), "documented limitation");
+        assert_eq!(
+            V::KnownLimitation.label(),
+            "documented limitation, observed as documented"
+        );
+        assert_eq!(
+            V::BetterThanDocumented.label(),
+            "documented as unsupported; observed working"
+        );
         assert_eq!(V::Fail.label(), "broken");
     }
 

@@ -235,6 +235,14 @@ pub enum Agent {
 }
 
 impl Agent {
+    /// The agent's name (`kube-proxy`, `flanneld`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::KubeProxy => "kube-proxy",
+            Agent::Flanneld => "flanneld",
+        }
+    }
+
     /// Its log file under the kubelet's `/logs/` where it runs as a node service (the layout
     /// sig-windows-tools' scripts give `--log-dir`).
     pub fn node_log(self) -> &'static str {
@@ -307,6 +315,18 @@ pub enum CreateOutcome {
     Fails,
     /// The scheduler leaves it Pending with FailedScheduling.
     Unschedulable,
+}
+
+impl CreateOutcome {
+    /// What happened, in words (`runs`, `rejected by the API server`, …).
+    pub fn describe(self) -> &'static str {
+        match self {
+            CreateOutcome::Runs => "runs",
+            CreateOutcome::RejectedByApi => "rejected by the API server",
+            CreateOutcome::Fails => "fails",
+            CreateOutcome::Unschedulable => "unschedulable",
+        }
+    }
 }
 
 /// The facts a `fact` probe judges.

@@ -77,6 +77,10 @@ pub struct ImagesArgs {
     /// Print the images as rewritten for this registry mirror.
     #[arg(long, value_name = "REGISTRY")]
     pub image_registry: Option<String>,
+    /// One row per image and fixture (default: each image once per OS, with the Windows builds
+    /// that pull it and how many fixtures use it — the list to mirror).
+    #[arg(long)]
+    pub by_fixture: bool,
 }
 
 #[derive(Debug, Args)]
@@ -156,6 +160,11 @@ pub struct RunArgs {
     /// What goes to standard output.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// The table output also lists every failing cell (observation, remedy, evidence, reproduce
+    /// command) and every documented limitation; by default failures are grouped by cause and
+    /// rule, and the report files hold the rest.
+    #[arg(long)]
+    pub details: bool,
     /// Rewrite fixture images to this registry (air-gapped mirrors), e.g. `mirror.example.com/k8s`.
     #[arg(long, value_name = "REGISTRY")]
     pub image_registry: Option<String>,
@@ -227,6 +236,9 @@ pub struct ReportArgs {
     /// What goes to standard output.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// The table output also lists every failing cell and every documented limitation.
+    #[arg(long)]
+    pub details: bool,
     /// Also write every format into this folder.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
@@ -291,6 +303,9 @@ pub struct ResultsArgs {
     /// What goes to standard output.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// The table output also lists every failing cell and every documented limitation.
+    #[arg(long)]
+    pub details: bool,
     /// Also write every format into this folder.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,

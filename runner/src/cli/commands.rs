@@ -4,7 +4,8 @@
 use crate::cli::args::{
     CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, ImagesArgs, LintArgs, ListArgs, ReportArgs, ResultsArgs, RunArgs,
 };
-use crate::cli::output::{render, show_saved, write_reports};
+use crate::cli::output::{Detail, render, show_saved, write_reports};
+use crate::cli::stdout::{out, outln};
 use crate::errors::{Code, Error};
 
 /// `mixcheck run`: plan, run, report; the exit code says whether the gate passed.
@@ -14,7 +15,10 @@ pub async fn run(args: &RunArgs) -> Result<Code, Error> {
     let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
     let finished = crate::run::execute(&plan, &fixtures).await;
     let report = finished.report;
-    write_reports(&report, &plan.report_dir);
+    // A run that could not start (no kubeconfig, an unreachable cluster) still leaves its files
+    // for CI, but says only why it stopped: an empty report on the terminal is noise.
+    let stopped_early = report.aborted.is_some() && report.cells.is_empty();
+    write_reports(&report, &plan.report_dir, !stopped_early);
     if let Some(path) = &plan.bundle {
         // A run that stopped early still bundles its report (and says what it could not read).
         let collected = finished.bundle.unwrap_or_default();
@@ -26,14 +30,16 @@ pub async fn run(args: &RunArgs) -> Result<Code, Error> {
             Err(e) => eprintln!("mixcheck: {e}"),
         }
     }
-    print!("{}", render(&report, args.output)?);
+    if !(stopped_early && args.output == crate::cli::args::Output::Table) {
+        out!("{}", render(&report, args.output, detail(args.details))?);
+    }
     if let Some(diff) = &report.baseline {
         eprint!("{}", diff.render_text());
     }
     if args.in_cluster {
         // The Job's log carries the results for `mixcheck results --from-job`.
-        print!("{}", crate::cluster::job::results_block(&report));
-        println!(
+        out!("{}", crate::cluster::job::results_block(&report));
+        outln!(
             "Results: {}",
             plan.report_dir
                 .join(mixcheck_reports::results_json::FILE_NAME)
@@ -43,14 +49,21 @@ pub async fn run(args: &RunArgs) -> Result<Code, Error> {
     if let Some(a) = &report.aborted {
         eprintln!("mixcheck: {}", a.reason);
     }
-    eprintln!("Wall time: {:.1}s", started.elapsed().as_secs_f64());
+    if !stopped_early {
+        eprintln!("Wall time: {:.1}s", started.elapsed().as_secs_f64());
+    }
     Ok(finished.code)
+}
+
+/// What the table output shows: `--details` lists every failing cell.
+fn detail(details: bool) -> Detail {
+    if details { Detail::Full } else { Detail::Summary }
 }
 
 /// `mixcheck report`: a saved run rendered again; the exit code is the run's gate.
 pub fn report(args: &ReportArgs) -> Result<Code, Error> {
     let report = mixcheck_reports::results_json::read(&args.from)?;
-    show_saved(&report, args.report_dir.as_deref(), args.output)
+    show_saved(&report, args.report_dir.as_deref(), args.output, detail(args.details))
 }
 
 /// `mixcheck diagnose`: a saved run's failing cells diagnosed again, offline, with the
@@ -71,7 +84,7 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<Code, Error> {
         evidence,
         node_diagnostics,
     ));
-    show_saved(&report, args.report_dir.as_deref(), args.output)
+    show_saved(&report, args.report_dir.as_deref(), args.output, Detail::Diagnosis)
 }
 
 /// `mixcheck diff`: two saved runs compared cell by cell; exit 1 when the newer regressed.
@@ -80,9 +93,9 @@ pub fn diff(args: &DiffArgs) -> Result<Code, Error> {
     let new = mixcheck_reports::results_json::read(&args.new)?;
     let diff = new.against(&old, args.strict);
     match args.output {
-        DiffOutput::Table => print!("{}", diff.render_text()),
-        DiffOutput::Markdown => print!("{}", diff.render_markdown()),
-        DiffOutput::Json => println!(
+        DiffOutput::Table => out!("{}", diff.render_text()),
+        DiffOutput::Markdown => out!("{}", diff.render_markdown()),
+        DiffOutput::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&diff).map_err(|e| Error::Failed(e.to_string()))?
         ),
@@ -108,7 +121,7 @@ async fn real_cluster(
 pub async fn results(args: &ResultsArgs) -> Result<Code, Error> {
     let target = real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
     let report = crate::cluster::job::results(&target.client, &args.namespace, &args.from_job).await?;
-    show_saved(&report, args.report_dir.as_deref(), args.output)
+    show_saved(&report, args.report_dir.as_deref(), args.output, detail(args.details))
 }
 
 /// `mixcheck list`: the checks with their rule ids and sources, or the rules no check covers.
@@ -117,13 +130,15 @@ pub fn list(args: &ListArgs) -> Result<Code, Error> {
     let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
     if args.uncovered {
         let covered: std::collections::BTreeSet<&str> = suites.checks().map(|(_, c)| c.rule.as_str()).collect();
-        println!(
+        outln!(
             "{:<32} {:<5} {:<40} DOCUMENTED (SOURCES)",
-            "RULE", "CAT", "APPLIES WHEN"
+            "RULE",
+            "CAT",
+            "APPLIES WHEN"
         );
         let uncovered: Vec<_> = catalogue.iter().filter(|r| !covered.contains(r.id.as_str())).collect();
         for r in &uncovered {
-            println!(
+            outln!(
                 "{:<32} {:<5} {:<40} {} ({})",
                 r.id,
                 r.category,
@@ -136,15 +151,15 @@ pub fn list(args: &ListArgs) -> Result<Code, Error> {
         return Ok(Code::Passed);
     }
     for s in &suites.suites {
-        println!("{} ({}): {}", s.name, s.category, s.description.trim());
+        outln!("{} ({}): {}", s.name, s.category, s.description.trim());
         for c in &s.checks {
-            println!("  {:<40} {:<28} {}", c.name, c.rule, c.sources.join(", "));
-            println!("  {:<40} {}", "", c.title);
+            outln!("  {:<40} {:<28} {}", c.name, c.rule, c.sources.join(", "));
+            outln!("  {:<40} {}", "", c.title);
             if let Some(why) = &c.pending {
-                println!("  {:<40} pending (runs with --include-pending): {why}", "");
+                outln!("  {:<40} pending (runs with --include-pending): {why}", "");
             }
             if !c.description.trim().is_empty() {
-                println!("  {:<40} {}", "", c.description.trim());
+                outln!("  {:<40} {}", "", c.description.trim());
             }
         }
     }
@@ -153,12 +168,25 @@ pub fn list(args: &ListArgs) -> Result<Code, Error> {
 
 /// `mixcheck lint`: suites and fixtures validated; exit 2 on the first problem.
 pub fn lint(args: &LintArgs) -> Result<Code, Error> {
+    for (dir, what) in [
+        (args.sources.suites.as_deref(), "suite files"),
+        (args.fixtures.as_deref(), "fixture files"),
+    ] {
+        if let Some(dir) = dir.filter(|d| d.is_dir())
+            && yaml_files(dir) == 0
+        {
+            return Err(Error::Usage(format!(
+                "{}: no {what} (*.yaml) in this folder; nothing to lint",
+                dir.display()
+            )));
+        }
+    }
     let catalogue = crate::catalogue::rules::Catalogue::embedded()?;
     let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
     let fixtures = crate::cluster::fixture::Fixtures::load(args.fixtures.as_deref())?;
     let causes = crate::catalogue::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
     let checks = suites.checks().count();
-    println!(
+    outln!(
         "ok: {} suites, {checks} checks, {} fixtures, {} causes",
         suites.suites.len(),
         fixtures.by_name.len(),
@@ -167,17 +195,54 @@ pub fn lint(args: &LintArgs) -> Result<Code, Error> {
     Ok(Code::Passed)
 }
 
-/// `mixcheck images`: the fixture images per OS (Windows tags per build, seed eras included).
+/// How many `*.yaml` files a folder holds (0 when it cannot be read).
+fn yaml_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+            .count()
+    })
+}
+
+/// `mixcheck images`: the fixture images — each once per OS with the Windows builds that pull
+/// it (the list to mirror), or one row per fixture with `--by-fixture`.
 pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
     let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
-    println!("{:<8} {:<72} FIXTURE", "OS", "IMAGE");
-    for (image, os, name) in fixtures.images() {
-        let shown = match &args.image_registry {
-            Some(reg) => crate::cluster::fixture::rewrite_image(&image, reg),
-            None => image,
-        };
-        println!("{os:<8} {shown:<72} {name}");
+    let shown = |image: &str| match &args.image_registry {
+        Some(reg) => crate::cluster::fixture::rewrite_image(image, reg),
+        None => image.to_string(),
+    };
+    let images = fixtures.images();
+    if args.by_fixture {
+        outln!("{:<8} {:<6} {:<72} FIXTURE", "OS", "BUILD", "IMAGE");
+        for i in &images {
+            let build = i.build.map_or("-".to_string(), |b| b.to_string());
+            outln!("{:<8} {build:<6} {:<72} {}", i.os, shown(&i.image), i.fixture);
+        }
+        return Ok(Code::Passed);
     }
+    type Uses = (std::collections::BTreeSet<u32>, std::collections::BTreeSet<String>);
+    let mut rows: std::collections::BTreeMap<(&str, String), Uses> = std::collections::BTreeMap::new();
+    for i in &images {
+        let (builds, users) = rows.entry((i.os, shown(&i.image))).or_default();
+        builds.extend(i.build);
+        users.insert(i.fixture.clone());
+    }
+    outln!("{:<8} {:<30} {:<72} FIXTURES", "OS", "WINDOWS BUILDS", "IMAGE");
+    for ((os, image), (builds, users)) in &rows {
+        let builds = if builds.is_empty() {
+            "-".to_string()
+        } else {
+            builds.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        };
+        outln!("{os:<8} {builds:<30} {image:<72} {}", users.len());
+    }
+    eprintln!(
+        "{} images ({} with --by-fixture); mirror them with --image-registry",
+        rows.len(),
+        images.len()
+    );
     Ok(Code::Passed)
 }
 
@@ -192,16 +257,16 @@ pub async fn cleanup(args: &CleanupArgs) -> Result<Code, Error> {
                 source,
             })?
         {
-            println!("{name} {phase}");
+            outln!("{name} {phase}");
         }
         return Ok(Code::Passed);
     }
-    let n = crate::run::cleanup_all(&target.client)
+    let n = crate::run::cleanup_all(&target.client, &|line| outln!("{line}"))
         .await
         .map_err(|source| Error::Api {
             what: "deleting the run namespaces".into(),
             source,
         })?;
-    eprintln!("deleted {n} namespaces");
+    eprintln!("deleted {n} namespace{}", if n == 1 { "" } else { "s" });
     Ok(Code::Passed)
 }

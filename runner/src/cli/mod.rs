@@ -6,6 +6,7 @@ mod commands;
 mod output;
 pub mod plan;
 pub mod sim;
+pub mod stdout;
 
 use crate::errors::{Code, Error};
 

@@ -1,6 +1,7 @@
 //! `mixcheck sim …`: runs the bundled cluster standalone.
 
 use crate::cli::args::{ServeArgs, SimCommand};
+use crate::cli::stdout::outln;
 use crate::errors::{Code, Error};
 
 pub async fn run(cmd: SimCommand) -> Result<Code, Error> {
@@ -11,10 +12,10 @@ pub async fn run(cmd: SimCommand) -> Result<Code, Error> {
             Ok(Code::Passed)
         }
         SimCommand::Faults => {
-            println!("{:<32} {:<8} {:<31} SYMPTOM", "FAULT", "NODES", "RULE");
+            outln!("{:<32} {:<8} {:<31} SYMPTOM", "FAULT", "NODES", "RULE");
             for fault in simcluster::faults::ALL {
                 let nodes = if fault.windows_only() { "windows" } else { "any" };
-                println!(
+                outln!(
                     "{:<32} {nodes:<8} {:<31} {}",
                     fault.name(),
                     fault.rule(),
@@ -27,10 +28,10 @@ pub async fn run(cmd: SimCommand) -> Result<Code, Error> {
 }
 
 fn profiles() -> Result<(), Error> {
-    println!("{:<26} {:<9} {:<6} DESCRIPTION", "PROFILE", "VERSION", "NODES");
+    outln!("{:<26} {:<9} {:<6} DESCRIPTION", "PROFILE", "VERSION", "NODES");
     for (name, _) in simcluster::PROFILES {
         let t = simcluster::Topology::profile(name)?;
-        println!(
+        outln!(
             "{name:<26} {:<9} {:<6} {}",
             t.kubernetes_version,
             t.nodes.len(),
@@ -81,7 +82,7 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
         .write_kubeconfig(&args.kubeconfig)
         .map_err(|e| Error::Failed(format!("the cluster is not usable without its kubeconfig: {e}")))?;
     let kubeconfig = std::path::absolute(&args.kubeconfig).unwrap_or_else(|_| args.kubeconfig.clone());
-    println!(
+    outln!(
         "mixcheck bundled cluster {:?} ({}) is serving at {}",
         topology.name,
         topology.kubernetes_version,
@@ -93,21 +94,21 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
         let image = node.map(|n| n.os_image()).unwrap_or_default();
         let faults = node.map(|n| n.faults.join(", ")).unwrap_or_default();
         if faults.is_empty() {
-            println!("  node {name:<16} {os:<8} {ip:<15} {image}");
+            outln!("  node {name:<16} {os:<8} {ip:<15} {image}");
         } else {
-            println!("  node {name:<16} {os:<8} {ip:<15} {image}  [faults: {faults}]");
+            outln!("  node {name:<16} {os:<8} {ip:<15} {image}  [faults: {faults}]");
         }
     }
-    println!("  network: {}", topology.network.mode.as_str());
-    println!(
+    outln!("  network: {}", topology.network.mode.as_str());
+    outln!(
         "kubeconfig written to {} (mode 0600); point kubectl at it with:",
         kubeconfig.display()
     );
-    println!("  export KUBECONFIG={}", kubeconfig.display());
-    println!("  kubectl get nodes -o wide");
-    println!("Press Ctrl-C to stop.");
+    outln!("  export KUBECONFIG={}", kubeconfig.display());
+    outln!("  kubectl get nodes -o wide");
+    outln!("Press Ctrl-C to stop.");
     interrupt.wait().await;
-    println!("stopping the bundled cluster");
+    outln!("stopping the bundled cluster");
     cluster.shutdown().await;
     let _ = std::fs::remove_file(&args.kubeconfig);
     Ok(Code::Passed)

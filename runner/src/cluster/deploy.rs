@@ -742,8 +742,8 @@ async fn await_pods(
                     }
                     other => other,
                 };
-                let problem = problem
-                    .or_else(|| (landed != *node).then(|| format!("landed on node {landed:?}, not on {node:?}")));
+                let problem =
+                    problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
                 done.insert(name.clone(), placed(name, &ip, problem));
             } else {
                 pending += 1;

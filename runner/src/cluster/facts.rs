@@ -112,8 +112,71 @@ pub struct ClusterFacts {
     pub egress: Option<Fact<bool>>,
     /// The API server's feature gates, from its `kubernetes_feature_enabled` metric.
     pub feature_gates: Option<BTreeMap<String, bool>>,
+    /// The cluster's RuntimeClasses (node.k8s.io/v1), or why they could not be listed.
+    pub runtime_classes: Result<Vec<RuntimeClassFact>, String>,
     /// The facts as the report records them.
     pub report: Facts,
+}
+
+/// A RuntimeClass's scheduling block: the node labels it selects and the taints it tolerates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeClassFact {
+    pub name: String,
+    pub node_selector: BTreeMap<String, String>,
+    /// (key, operator, value, effect); an empty key with `Exists` tolerates everything.
+    pub tolerations: Vec<(String, String, String, String)>,
+}
+
+impl RuntimeClassFact {
+    /// Whether pods of this class can land on `node`: it has every selected label, and every
+    /// NoSchedule/NoExecute taint of it is tolerated (the scheduler's rule; PreferNoSchedule
+    /// taints do not keep pods away).
+    pub fn admits(&self, node: &ClusterNode) -> bool {
+        let selected = self.node_selector.iter().all(|(k, v)| node.labels.get(k) == Some(v));
+        let tolerated = node.taints.iter().filter(|t| t.effect != "PreferNoSchedule").all(|t| {
+            self.tolerations.iter().any(|(key, op, value, effect)| {
+                let key_ok = key.is_empty() || *key == t.key;
+                let value_ok = op == "Exists" || Some(value.as_str()) == t.value.as_deref().or(Some(""));
+                let effect_ok = effect.is_empty() || *effect == t.effect;
+                key_ok && value_ok && effect_ok
+            })
+        });
+        selected && tolerated
+    }
+}
+
+/// The cluster's RuntimeClasses, listed with a bound on the wait.
+async fn runtime_classes(client: &kube::Client) -> Result<Vec<RuntimeClassFact>, String> {
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    let api: Api<RuntimeClass> = Api::all(client.clone());
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(20), api.list(&ListParams::default()))
+        .await
+        .map_err(|_| "the RuntimeClasses (listing them timed out)".to_string())?
+        .map_err(|e| format!("the RuntimeClasses (list runtimeclasses.node.k8s.io: {e})"))?;
+    Ok(listed
+        .items
+        .into_iter()
+        .map(|rc| {
+            let scheduling = rc.scheduling.unwrap_or_default();
+            RuntimeClassFact {
+                name: rc.metadata.name.unwrap_or_default(),
+                node_selector: scheduling.node_selector.unwrap_or_default(),
+                tolerations: scheduling
+                    .tolerations
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|t| {
+                        (
+                            t.key.unwrap_or_default(),
+                            t.operator.unwrap_or_else(|| "Equal".into()),
+                            t.value.unwrap_or_default(),
+                            t.effect.unwrap_or_default(),
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect())
 }
 
 /// `v1.32.3` / `1.32` / `v0.26.1` → (major, minor).
@@ -371,6 +434,7 @@ pub async fn collect(
         flannel_version: addons.flannel_version,
         egress,
         feature_gates: feature_gates(client).await,
+        runtime_classes: runtime_classes(client).await,
         report,
     })
 }

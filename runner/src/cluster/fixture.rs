@@ -334,7 +334,7 @@ impl Fixtures {
 
     /// Every image the fixtures use, with the OS it runs on (for `mixcheck images`); Windows
     /// tags expanded for the builds of [`WINDOWS_BUILDS`] each pod is deployed on.
-    pub fn images(&self) -> Vec<(String, OsKey, String)> {
+    pub fn images(&self) -> Vec<FixtureImage> {
         let mut out = Vec::new();
         for f in self.by_name.values() {
             let variants = f
@@ -342,7 +342,7 @@ impl Fixtures {
                 .iter()
                 .map(|(range, pod)| ("windows", pod, Some(range)));
             let plain = f.pods.iter().map(|(os, pod)| (*os, pod, None));
-            for (os, pod, range) in plain.chain(variants) {
+            for (pod_os, pod, range) in plain.chain(variants) {
                 // The builds this pod serves: its range, or those no range of the file claims.
                 let builds: Vec<u32> = WINDOWS_BUILDS
                     .iter()
@@ -356,15 +356,26 @@ impl Fixtures {
                     let Some(image) = c.get("image").and_then(Value::as_str) else {
                         continue;
                     };
-                    if image.contains("{{") && os == "windows" {
+                    let os = image_os(image, pod_os);
+                    if pod_os == "windows" {
                         for b in &builds {
                             let stamped = image
                                 .replace("{{windows-tag}}", windows_tag_for(image, *b))
                                 .replace("{{other-windows-tag}}", other_windows_tag(*b));
-                            out.push((stamped, os, f.name.clone()));
+                            out.push(FixtureImage {
+                                image: stamped,
+                                os,
+                                build: Some(*b),
+                                fixture: f.name.clone(),
+                            });
                         }
                     } else {
-                        out.push((image.to_string(), os, f.name.clone()));
+                        out.push(FixtureImage {
+                            image: image.to_string(),
+                            os,
+                            build: None,
+                            fixture: f.name.clone(),
+                        });
                     }
                 }
             }
@@ -372,6 +383,34 @@ impl Fixtures {
         out.sort();
         out.dedup();
         out
+    }
+}
+
+/// One image a fixture pulls: for which OS, on which Windows build (None: every Linux node), and
+/// in which fixture.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FixtureImage {
+    pub image: String,
+    pub os: OsKey,
+    pub build: Option<u32>,
+    pub fixture: String,
+}
+
+/// The OS an image is built for: a Windows-only repository (`mcr.microsoft.com/windows/…`, the
+/// HostProcess base image) or a Windows tag says Windows whatever pod holds it (a Linux pod with
+/// a Nano Server container is how a mixed-OS pod is tested); a multi-OS image is the pod's OS.
+fn image_os(image: &str, pod_os: OsKey) -> OsKey {
+    let repository = image.split(['@']).next().unwrap_or(image);
+    let (path, tag) = match repository.rsplit_once(':') {
+        Some((path, tag)) if !tag.contains('/') => (path, tag),
+        _ => (repository, ""),
+    };
+    let windows_repository = path.contains("/windows/") || path.contains("windows-host-process");
+    let windows_tag = tag.contains("windows") || tag.starts_with("ltsc") || tag == "1809" || tag.starts_with("sac");
+    if windows_repository || windows_tag {
+        "windows"
+    } else {
+        pod_os
     }
 }
 
@@ -587,10 +626,10 @@ mod tests {
         assert!(
             f.images()
                 .iter()
-                .any(|(i, os, _)| i.contains("agnhost") && *os == "windows")
+                .any(|i| i.image.contains("agnhost") && i.os == "windows")
         );
         // Tags per build: the seed-era Server Core pods only for their builds.
-        let images: Vec<String> = f.images().into_iter().map(|(i, _, _)| i).collect();
+        let images: Vec<String> = f.images().into_iter().map(|i| i.image).collect();
         for image in [
             "mcr.microsoft.com/windows/servercore:ltsc2016",
             "mcr.microsoft.com/windows/servercore:1709",

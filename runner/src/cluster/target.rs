@@ -185,7 +185,7 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
                 Some(p) => {
                     let kc = Kubeconfig::read_from(p).map_err(|e| TargetError::Kubeconfig {
                         path: shown.clone(),
-                        message: e.to_string(),
+                        message: kubeconfig_problem(&e),
                     })?;
                     kube::Config::from_custom_kubeconfig(kc, &options).await
                 }
@@ -193,7 +193,7 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             }
             .map_err(|e| TargetError::Kubeconfig {
                 path: shown.clone(),
-                message: e.to_string(),
+                message: kubeconfig_problem(&e),
             })?;
             let server = config.cluster_url.to_string();
             let context_name = context.clone().unwrap_or_else(|| "current-context".into());
@@ -204,6 +204,20 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             };
             Target::open(config, server, &context_name, report, None).await
         }
+    }
+}
+
+/// What is wrong with a kubeconfig, in words that do not repeat its path (the error names it
+/// first) or quote it twice, as kube's own message does.
+fn kubeconfig_problem(e: &kube::config::KubeconfigError) -> String {
+    use kube::config::KubeconfigError as K;
+    match e {
+        K::ReadConfig(io, _) if io.kind() == std::io::ErrorKind::NotFound => {
+            "no such file (pass --kubeconfig PATH, set KUBECONFIG, or leave both out to check the bundled cluster)"
+                .to_string()
+        }
+        K::ReadConfig(io, _) => format!("cannot read it: {io}"),
+        other => other.to_string(),
     }
 }
 

@@ -40,8 +40,8 @@ pub async fn observe(
         })
     };
     let summary = format!(
-        "pod {name}: {:?}{}",
-        seen.outcome,
+        "pod {name}: {}{}",
+        seen.outcome.describe(),
         if seen.message.is_empty() {
             String::new()
         } else {

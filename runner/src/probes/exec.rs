@@ -72,7 +72,16 @@ pub async fn observe(
     let first = text.lines().next().unwrap_or_default().to_string();
     Probed::Seen {
         observation,
-        summary: format!("{pod}: exit {:?}, {first:?}", out.exit_code),
+        summary: format!(
+            "{pod}: {}, {}",
+            out.exit_code
+                .map_or("exit code unknown".to_string(), |c| format!("exit {c}")),
+            if first.is_empty() {
+                "no output".to_string()
+            } else {
+                format!("first line: {first}")
+            }
+        ),
         output: Some(out),
         flaky: false,
     }

@@ -70,10 +70,7 @@ pub fn judge(
             let expected = kernel.join(".");
             (
                 label == expected,
-                format!(
-                    "label node.kubernetes.io/windows-build={label:?}, kernel {}",
-                    node.kernel
-                ),
+                format!("label node.kubernetes.io/windows-build={label}, kernel {}", node.kernel),
             )
         }
         F::OsSupported => {
@@ -87,8 +84,10 @@ pub fn judge(
             (
                 list.contains(&build),
                 format!(
-                    "build {build}; documented for {}.{}: {list:?}",
-                    facts.version.0, facts.version.1
+                    "build {build}; documented for {}.{}: {}",
+                    facts.version.0,
+                    facts.version.1,
+                    list.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
                 ),
             )
         }
@@ -229,7 +228,14 @@ pub fn judge(
         }
         F::HostProcess => {
             let hp = node.host_process().ok_or("the node's kubelet and runtime versions")?;
-            (hp, format!("kubelet {:?}, runtime {:?}", node.kubelet, node.runtime))
+            {
+                let kubelet = node.kubelet.map_or("unknown".to_string(), |(a, b)| format!("{a}.{b}"));
+                let runtime = node
+                    .runtime
+                    .as_ref()
+                    .map_or("unknown".to_string(), |(name, (a, b))| format!("{name} {a}.{b}"));
+                (hp, format!("kubelet {kubelet}, runtime {runtime}"))
+            }
         }
         F::OverlayKb => {
             let build = node.build.ok_or("the node's Windows build")?;
@@ -238,7 +244,7 @@ pub fn judge(
                 .split('.')
                 .nth(3)
                 .and_then(|r| r.parse::<u32>().ok())
-                .ok_or_else(|| format!("the revision in {}'s kernel version {:?}", node.name, node.kernel))?;
+                .ok_or_else(|| format!("the revision in {}'s kernel version {}", node.name, node.kernel))?;
             (
                 build != 17763 || revision >= OVERLAY_KB_REVISION,
                 format!(
@@ -272,8 +278,36 @@ pub fn judge(
                 ),
             )
         }
-        F::RuntimeClasses | F::PauseImage => {
-            return Err(format!("{check:?} is not observable by this version of mixcheck"));
+        F::RuntimeClasses => {
+            let classes = facts.runtime_classes.as_ref().map_err(Clone::clone)?;
+            let windows: Vec<_> = classes
+                .iter()
+                .filter(|rc| rc.node_selector.get("kubernetes.io/os").map(String::as_str) == Some("windows"))
+                .collect();
+            let stranded: Vec<&str> = windows
+                .iter()
+                .filter(|rc| !facts.nodes.iter().any(|n| rc.admits(n)))
+                .map(|rc| rc.name.as_str())
+                .collect();
+            let seen = if windows.is_empty() {
+                format!(
+                    "no RuntimeClass selects Windows nodes ({} RuntimeClass{} in all)",
+                    classes.len(),
+                    if classes.len() == 1 { "" } else { "es" }
+                )
+            } else if stranded.is_empty() {
+                let names: Vec<&str> = windows.iter().map(|rc| rc.name.as_str()).collect();
+                format!("every Windows RuntimeClass admits a node: {}", names.join(", "))
+            } else {
+                format!(
+                    "no node matches the scheduling block (selector and tolerations) of: {}",
+                    stranded.join(", ")
+                )
+            };
+            (stranded.is_empty(), seen)
+        }
+        F::PauseImage => {
+            return Err("the sandbox (pause) image: no suite reads it yet".to_string());
         }
     })
 }
@@ -283,7 +317,7 @@ mod tests {
 
     use mixcheck_reports::{Fact, Facts};
 
-    use crate::cluster::facts::{build_of, dsr_in_config};
+    use crate::cluster::facts::{RuntimeClassFact, build_of, dsr_in_config};
     use rstest::rstest;
 
     use super::*;
@@ -306,6 +340,7 @@ mod tests {
             flannel_version: None,
             egress: None,
             feature_gates: None,
+            runtime_classes: Ok(Vec::new()),
             report: Facts::default(),
         }
     }
@@ -371,5 +406,50 @@ mod tests {
     #[case("1.5Gi", None)]
     fn quantities(#[case] q: &str, #[case] bytes: Option<u64>) {
         assert_eq!(quantity_bytes(q), bytes);
+    }
+
+    /// SCHED-RUNTIMECLASS: a Windows RuntimeClass must admit some node (its selector and the
+    /// taints it tolerates); classes for Linux nodes are not judged; an unlistable set is unknown.
+    #[rstest]
+    #[case::none(vec![], Ok(true))]
+    #[case::linux_only(vec![rc("runc", &[("kubernetes.io/os", "linux")], &[])], Ok(true))]
+    #[case::matches_2022(vec![rc("win2022", &[("kubernetes.io/os", "windows"), ("node.kubernetes.io/windows-build", "10.0.20348")], &[("os", "Equal", "windows", "NoSchedule")])], Ok(true))]
+    #[case::no_toleration(vec![rc("win2022", &[("kubernetes.io/os", "windows")], &[])], Ok(false))]
+    #[case::tolerates_everything(vec![rc("win", &[("kubernetes.io/os", "windows")], &[("", "Exists", "", "")])], Ok(true))]
+    #[case::build_nobody_runs(vec![rc("win2025", &[("kubernetes.io/os", "windows"), ("node.kubernetes.io/windows-build", "10.0.26100")], &[("os", "Exists", "", "")])], Ok(false))]
+    fn runtime_classes(#[case] classes: Vec<RuntimeClassFact>, #[case] want: Result<bool, ()>) {
+        let mut facts = cluster((1, 32), None, None);
+        let mut node = windows_node("10.0.20348.2762");
+        node.labels = [
+            ("kubernetes.io/os".to_string(), "windows".to_string()),
+            ("node.kubernetes.io/windows-build".to_string(), "10.0.20348".to_string()),
+        ]
+        .into();
+        node.taints = vec![mixcheck_reports::Taint {
+            key: "os".into(),
+            value: Some("windows".into()),
+            effect: "NoSchedule".into(),
+        }];
+        facts.nodes = vec![node.clone()];
+        facts.runtime_classes = Ok(classes);
+        let got = judge(FactCheck::RuntimeClasses, &node, &facts, None);
+        assert_eq!(got.as_ref().map(|(ok, _)| *ok).map_err(|_| ()), want, "{got:?}");
+        facts.runtime_classes = Err("the RuntimeClasses (list runtimeclasses.node.k8s.io: forbidden)".into());
+        let unknown = judge(FactCheck::RuntimeClasses, &node, &facts, None);
+        assert_eq!(
+            unknown,
+            Err("the RuntimeClasses (list runtimeclasses.node.k8s.io: forbidden)".into())
+        );
+    }
+
+    fn rc(name: &str, selector: &[(&str, &str)], tolerations: &[(&str, &str, &str, &str)]) -> RuntimeClassFact {
+        RuntimeClassFact {
+            name: name.into(),
+            node_selector: selector.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            tolerations: tolerations
+                .iter()
+                .map(|(k, o, v, e)| (k.to_string(), o.to_string(), v.to_string(), e.to_string()))
+                .collect(),
+        }
     }
 }

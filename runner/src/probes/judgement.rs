@@ -374,6 +374,7 @@ mod tests {
             flannel_version: None,
             egress: None,
             feature_gates: None,
+            runtime_classes: Ok(Vec::new()),
             report: Default::default(),
         };
         let connect = Probe::Connect {

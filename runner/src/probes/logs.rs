@@ -110,8 +110,9 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
             Err(why) => return Probed::Error(why),
             Ok(None) => {
                 return Probed::Unknown(format!(
-                    "unknown: {} has no {agent:?} pod and its kubelet serves no /logs/{}",
+                    "unknown: {} has no {} pod and its kubelet serves no /logs/{}",
                     node.name,
+                    agent.name(),
                     agent.node_log()
                 ));
             }
@@ -175,13 +176,13 @@ pub fn judge_log(log: &str, rule: &LogRule<'_>) -> Result<LogFinding, regex::Err
     if let Some(required) = rule.requires {
         let re = Regex::new(required)?;
         if !log.lines().any(|l| re.is_match(l)) {
-            return Ok(LogFinding::Offence(format!("(no line matches {required:?})")));
+            return Ok(LogFinding::Offence(format!("(no line matches /{required}/)")));
         }
     }
     if let (Some(sel), Some(text)) = (&line, rule.line)
         && !log.lines().any(|l| sel.is_match(l))
     {
-        return Ok(LogFinding::Silent(format!("no line matches {text:?}")));
+        return Ok(LogFinding::Silent(format!("no line matches “{text}”")));
     }
     Ok(LogFinding::Clean)
 }
@@ -259,7 +260,7 @@ mod tests {
         };
         assert_eq!(
             judge_log("", &rule).expect("valid"),
-            LogFinding::Offence("(no line matches \"Wrote subnet file\")".to_string())
+            LogFinding::Offence("(no line matches /Wrote subnet file/)".to_string())
         );
     }
 
@@ -272,7 +273,7 @@ mod tests {
         };
         assert_eq!(
             judge_log("I1124 main.go:231] Created subnet manager", &rule).expect("valid"),
-            LogFinding::Silent("no line matches \"VXLAN config\"".to_string())
+            LogFinding::Silent("no line matches “VXLAN config”".to_string())
         );
     }
 

@@ -472,7 +472,7 @@ pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, k
 }
 
 /// `mixcheck cleanup`: deletes every namespace a run left (label app.kubernetes.io/managed-by=mixcheck).
-pub async fn cleanup_all(client: &kube::Client) -> Result<usize, kube::Error> {
+pub async fn cleanup_all(client: &kube::Client, say: &dyn Fn(&str)) -> Result<usize, kube::Error> {
     let api: Api<Namespace> = Api::all(client.clone());
     let list = api
         .list(&ListParams::default().labels(&format!(
@@ -485,7 +485,7 @@ pub async fn cleanup_all(client: &kube::Client) -> Result<usize, kube::Error> {
     for ns in list.items {
         if let Some(name) = ns.metadata.name {
             api.delete(&name, &DeleteParams::background()).await?;
-            println!("deleted namespace {name}");
+            say(&format!("deleted namespace {name}"));
             n += 1;
         }
     }
