@@ -55,9 +55,12 @@ pub fn render(report: &RunReport) -> String {
     matrix(report, &mut out);
     let failing: Vec<&Cell> = report.gate_failures(strict).collect();
     if !failing.is_empty() {
-        out.push_str(&format!("### Failures ({})\n\n", failing.len()));
-        for cell in failing {
-            failure(cell, diagnosis, &mut out);
+        out.push_str(&format!(
+            "### Failures ({}, by rule; every cell with its evidence is in report.html and results.json)\n\n",
+            failing.len()
+        ));
+        for group in crate::groups::by_rule(failing) {
+            failure(&group, diagnosis, &mut out);
         }
     }
     let limited = tally::noted(report);
@@ -92,7 +95,7 @@ fn pools(report: &RunReport, out: &mut String) {
         return;
     }
     out.push_str("| OS pool | as documented | fail | error | judged |\n|---|---:|---:|---:|---:|\n");
-    for (pool, counts) in &by_pool {
+    for (pool, counts) in by_pool.iter().filter(|(pool, _)| tally::is_node_pool(pool)) {
         let (documented, judged) = tally::documented(counts);
         out.push_str(&format!(
             "| {} | {documented}/{judged} | {} | {} | {judged} |\n",
@@ -101,7 +104,9 @@ fn pools(report: &RunReport, out: &mut String) {
             counts.get(Verdict::Error)
         ));
     }
-    out.push('\n');
+    out.push_str(
+        "\n_judged leaves out not-applicable and indeterminate cells; a flow between two pools counts in both._\n\n",
+    );
 }
 
 /// The cross-pool flow matrix: source pool × destination pool, the worst verdict of the flows
@@ -206,39 +211,57 @@ fn causes(d: &Diagnosis, out: &mut String) {
     }
 }
 
-fn failure(cell: &Cell, diagnosis: Option<&Diagnosis>, out: &mut String) {
+/// The failing cells of one rule: its title and documentation once, each cell on one line
+/// (where, what was observed, its likely cause), the rule's remedies once, the sources, and the
+/// first cell's reproduce command and evidence folded.
+fn failure(group: &crate::groups::RuleGroup<'_>, diagnosis: Option<&Diagnosis>, out: &mut String) {
+    let first = group.cells[0];
     out.push_str(&format!(
-        "#### ❌ {} `{}`\n\n{}\n\n- **observed:** {}\n- **documented:** {}\n",
-        cell.verdict.as_str(),
-        cell.id,
-        escape(&cell.title),
-        escape(&one_line(&cell.observed.summary)),
-        escape(&one_line(&cell.expected.text))
+        "#### ❌ `{}` — {} ({})\n\n- **documented:** {}\n",
+        group.rule_id,
+        escape(&first.title),
+        if group.cells.len() == 1 {
+            "1 cell".to_string()
+        } else {
+            format!("{} cells", group.cells.len())
+        },
+        escape(&one_line(&first.expected.text))
     ));
-    if let Some(reason) = &cell.reason {
-        out.push_str(&format!("- **reason:** {}\n", escape(&one_line(reason))));
-    }
-    if let Some(remedy) = &cell.remedy {
+    for remedy in group.remedies() {
         out.push_str(&format!("- **remedy:** {}\n", escape(&one_line(remedy))));
     }
-    if let Some((rank, cause)) = diagnosis.and_then(|d| d.cause_of(&cell.id)) {
+    if !first.sources.is_empty() {
+        out.push_str(&format!("- **sources:** {}\n", first.sources.join(", ")));
+    }
+    out.push('\n');
+    for cell in &group.cells {
         out.push_str(&format!(
-            "- **likely cause:** {rank}. {} {}\n",
-            escape(&one_line(&cause.title)),
-            code(&cause.id)
+            "- {} `{}`: {}",
+            cell.verdict.as_str(),
+            cell.id,
+            escape(&one_line(&cell.observed.summary))
+        ));
+        if let Some(reason) = &cell.reason
+            && !cell.observed.summary.contains(reason.as_str())
+        {
+            out.push_str(&format!(" — {}", escape(&one_line(reason))));
+        }
+        if !cell.nodes.is_empty() {
+            let nodes: Vec<&str> = cell.nodes.iter().map(|n| n.name.as_str()).collect();
+            out.push_str(&format!(" (on {})", nodes.join(", ")));
+        }
+        if let Some((rank, cause)) = diagnosis.and_then(|d| d.cause_of(&cell.id)) {
+            out.push_str(&format!(" — likely cause {rank}: {}", code(&cause.id)));
+        }
+        out.push('\n');
+    }
+    if let Some(r) = &first.reproduce {
+        out.push_str(&format!(
+            "\n<details><summary>reproduce <code>{}</code></summary>\n\n```sh\n{r}\n```\n\n</details>\n",
+            escape(first.id.as_str())
         ));
     }
-    if !cell.sources.is_empty() {
-        out.push_str(&format!("- **sources:** {}\n", cell.sources.join(", ")));
-    }
-    if !cell.nodes.is_empty() {
-        let nodes: Vec<String> = cell.nodes.iter().map(|n| format!("{} ({})", n.name, n.os)).collect();
-        out.push_str(&format!("- **nodes:** {}\n", nodes.join(", ")));
-    }
-    if let Some(r) = &cell.reproduce {
-        out.push_str(&format!("- **reproduce:**\n\n  ```sh\n  {r}\n  ```\n"));
-    }
-    if let Some(e) = &cell.observed.evidence {
+    if let Some(e) = &first.observed.evidence {
         let mut text = String::new();
         if !e.command.is_empty() {
             text.push_str(&format!("$ {}\n", e.command.join(" ")));
@@ -260,7 +283,8 @@ fn failure(cell: &Cell, diagnosis: Option<&Diagnosis>, out: &mut String) {
         }
         if !text.is_empty() {
             out.push_str(&format!(
-                "\n<details><summary>evidence</summary>\n\n```text\n{}```\n\n</details>\n",
+                "\n<details><summary>evidence of <code>{}</code></summary>\n\n```text\n{}```\n\n</details>\n",
+                escape(first.id.as_str()),
                 text.replace("```", "`\u{200b}``")
             ));
         }
@@ -347,7 +371,7 @@ mod tests {
         let limits = md.find("### Documented limitations");
         assert!(limits.is_none_or(|l| l > failures), "failures first");
         assert!(md.contains("MacAddressSpoofing On"));
-        assert!(md.contains("```sh\n  kubectl exec -n ns cli-3"));
+        assert!(md.contains("```sh\nkubectl exec -n ns cli-3"), "{md}");
     }
 
     #[test]

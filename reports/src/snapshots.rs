@@ -114,8 +114,8 @@ fn junit_xml(report: &RunReport) -> String {
 #[case::markdown(
     markdown::render,
     "### Likely causes",
-    "### Failures (4)",
-    "- **likely cause:** 1. The sandbox (pause) image"
+    "### Failures (4, by rule",
+    "likely cause 1: `pause-image-wrong-build`"
 )]
 #[case::html(
     html::render,

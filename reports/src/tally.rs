@@ -27,6 +27,16 @@ pub(crate) fn by_pool(report: &RunReport) -> BTreeMap<String, Counts> {
     out
 }
 
+/// Whether a pool name is a node pool (`linux`, `windows`, `windows-20348`) rather than a
+/// destination outside the pools (`cluster-dns`, `external`, `same-pod`, `api-server`).
+pub(crate) fn is_node_pool(pool: &str) -> bool {
+    pool == "linux"
+        || pool == "windows"
+        || pool
+            .strip_prefix("windows-")
+            .is_some_and(|b| !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()))
+}
+
 /// The flows between pools: (source, destination) → verdicts, with the sources and the
 /// destinations in order.
 pub(crate) struct FlowGrid {

@@ -146,7 +146,7 @@ pub fn render(report: &RunReport, colour: bool, detail: Detail) -> String {
     // Per OS pool: node pools only; DNS, outside addresses and the same pod are destinations.
     let by_pool: Vec<(String, Counts)> = tally::by_pool(report)
         .into_iter()
-        .filter(|(pool, _)| pool_name(pool).is_some())
+        .filter(|(pool, _)| tally::is_node_pool(pool))
         .collect();
     if !by_pool.is_empty() {
         for (pool, counts) in &by_pool {
