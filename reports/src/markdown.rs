@@ -212,8 +212,8 @@ fn causes(d: &Diagnosis, out: &mut String) {
 }
 
 /// The failing cells of one rule: its title and documentation once, each cell on one line
-/// (where, what was observed, its likely cause), the rule's remedies once, the sources, and the
-/// first cell's reproduce command and evidence folded.
+/// (where, what was observed, its likely cause), the rule's remedies once, the sources, and a
+/// reproduce command and evidence (of the first cell that has them) folded.
 fn failure(group: &crate::groups::RuleGroup<'_>, diagnosis: Option<&Diagnosis>, out: &mut String) {
     let first = group.cells[0];
     out.push_str(&format!(
@@ -255,13 +255,17 @@ fn failure(group: &crate::groups::RuleGroup<'_>, diagnosis: Option<&Diagnosis>, 
         }
         out.push('\n');
     }
-    if let Some(r) = &first.reproduce {
+    if let Some((cell, r)) = group.cells.iter().find_map(|c| c.reproduce.as_ref().map(|r| (c, r))) {
         out.push_str(&format!(
             "\n<details><summary>reproduce <code>{}</code></summary>\n\n```sh\n{r}\n```\n\n</details>\n",
-            escape(first.id.as_str())
+            escape(cell.id.as_str())
         ));
     }
-    if let Some(e) = &first.observed.evidence {
+    if let Some((first, e)) = group
+        .cells
+        .iter()
+        .find_map(|c| c.observed.evidence.as_ref().map(|e| (c, e)))
+    {
         let mut text = String::new();
         if !e.command.is_empty() {
             text.push_str(&format!("$ {}\n", e.command.join(" ")));
