@@ -337,8 +337,18 @@ fn inline(text: &str) -> String {
 /// Characters Markdown would read as markup or table syntax, escaped.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if matches!(ch, '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' | '\\') {
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        // A backslash is literal in CommonMark unless ASCII punctuation or a line end follows
+        // it: `C:\var\lib` stays as it reads, and only `\*` or a trailing `\` needs escaping.
+        let escaped = match ch {
+            '|' | '*' | '_' | '`' | '<' | '>' | '[' | ']' => true,
+            '\\' => chars
+                .peek()
+                .is_none_or(|next| next.is_ascii_punctuation() || *next == '\n'),
+            _ => false,
+        };
+        if escaped {
             out.push('\\');
         }
         out.push(ch);
@@ -360,6 +370,16 @@ mod tests {
             ..Default::default()
         };
         c
+    }
+
+    /// Windows paths read as they are; only what Markdown would take as markup is escaped.
+    #[rstest::rstest]
+    #[case(r"C:\var\lib\kubelet", r"C:\var\lib\kubelet")]
+    #[case(r"a\*b*", r"a\\\*b\*")]
+    #[case(r"ends with \", r"ends with \\")]
+    #[case("a|b [c]", r"a\|b \[c\]")]
+    fn escapes_markup_not_paths(#[case] text: &str, #[case] want: &str) {
+        assert_eq!(escape(text), want);
     }
 
     #[test]

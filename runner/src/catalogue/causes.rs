@@ -85,6 +85,14 @@ pub struct CellMatch {
     /// The destination pool's kind.
     #[serde(default)]
     pub to: Vec<PoolKind>,
+    /// A regular expression the cell's own text (observation, reason, evidence) must match:
+    /// for causes that break only the cells whose pods met a given refusal, whatever check they
+    /// belong to.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// `message`, compiled when the catalogue is parsed.
+    #[serde(skip)]
+    pub message_re: Option<Regex>,
 }
 
 impl CellMatch {
@@ -314,7 +322,7 @@ impl Catalogue {
         let checks: BTreeSet<&str> = suites.checks().map(|(_, c)| c.name.as_str()).collect();
         let mut ids = BTreeSet::new();
         let mut causes = Vec::new();
-        for cause in file.causes {
+        for mut cause in file.causes {
             let id = cause.id.clone();
             if !ids.insert(id.clone()) {
                 return Err(invalid(format!("cause {id} is listed twice")));
@@ -333,6 +341,11 @@ impl Catalogue {
                 && !rules.contains(rule)
             {
                 return Err(invalid(format!("cause {id}: unknown rule id {rule}")));
+            }
+            for m in cause.fails.iter_mut().chain(cause.keeps.iter_mut()) {
+                if let Some(pattern) = &m.message {
+                    m.message_re = Some(compile(origin, &id, pattern)?);
+                }
             }
             for m in cause.fails.iter().chain(&cause.keeps) {
                 if m.rules.is_empty() && m.checks.is_empty() {

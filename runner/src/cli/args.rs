@@ -148,7 +148,9 @@ pub struct RunArgs {
     /// Cells probed at once.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub concurrency: usize,
-    /// Keep the run namespace afterwards, for triage with the printed kubectl commands.
+    /// Keep the run namespace afterwards, for triage with the printed kubectl commands; on the
+    /// bundled cluster, keep the cluster serving too (with a kubeconfig beside the reports) until
+    /// Ctrl-C.
     #[arg(long)]
     pub keep: bool,
     /// Documented limitations and unfollowed recommendations fail the gate too.

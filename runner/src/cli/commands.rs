@@ -52,7 +52,34 @@ pub async fn run(args: &RunArgs) -> Result<Code, Error> {
     if !stopped_early {
         eprintln!("Wall time: {:.1}s", started.elapsed().as_secs_f64());
     }
+    if let Some(cluster) = finished.kept {
+        keep_serving(cluster, &plan.report_dir, &report.run_id).await;
+    }
     Ok(finished.code)
+}
+
+/// `--keep` on the bundled cluster: it keeps serving, with a kubeconfig beside the reports, so
+/// that the printed reproduce commands run as printed, until Ctrl-C (or SIGTERM).
+async fn keep_serving(cluster: simcluster::Cluster, report_dir: &std::path::Path, run_id: &str) {
+    let interrupt = crate::cli::sim::Interrupt::install();
+    let path = report_dir.join("kubeconfig");
+    if let Err(e) = cluster.write_kubeconfig(&path) {
+        eprintln!(
+            "mixcheck: cannot write the bundled cluster's kubeconfig to {}: {e}",
+            path.display()
+        );
+    } else {
+        let shown = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+        eprintln!(
+            "The bundled cluster keeps serving at {} with namespace mixcheck-{run_id}, so the reproduce commands run as printed:\n  export KUBECONFIG={}\n  kubectl get pods,svc -n mixcheck-{run_id} -o wide\nPress Ctrl-C to stop it.",
+            cluster.url(),
+            shown.display()
+        );
+    }
+    interrupt.wait().await;
+    eprintln!("Stopping the bundled cluster");
+    cluster.shutdown().await;
+    let _ = std::fs::remove_file(&path);
 }
 
 /// What the table output shows: `--details` lists every failing cell.

@@ -115,14 +115,14 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
 }
 
 /// Ctrl-C and, on Unix, SIGTERM, listened for from the moment of installation.
-struct Interrupt {
+pub(crate) struct Interrupt {
     #[cfg(unix)]
     term: Option<tokio::signal::unix::Signal>,
     ctrl_c: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>,
 }
 
 impl Interrupt {
-    fn install() -> Self {
+    pub(crate) fn install() -> Self {
         // ctrl_c() registers its handler on first poll; poll it once now by boxing a started future.
         let mut ctrl_c: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> =
             Box::pin(tokio::signal::ctrl_c());
@@ -135,7 +135,7 @@ impl Interrupt {
         }
     }
 
-    async fn wait(mut self) {
+    pub(crate) async fn wait(mut self) {
         #[cfg(unix)]
         if let Some(term) = self.term.as_mut() {
             tokio::select! {

@@ -191,6 +191,113 @@ fn sandbox_failure<'a>(events: impl IntoIterator<Item = &'a Event>, pod: &str) -
         .map(|(count, message)| format!("FailedCreatePodSandBox ({count} times): {message}"))
 }
 
+/// How many awaited pods the progress line names.
+const WAITING_SHOWN: usize = 5;
+
+/// How long a fixture pod may stay unschedulable for a lasting reason before it is settled as
+/// never starting: long enough for the scheduler's retry after a conflicting pod is deleted.
+const UNSCHEDULABLE_GRACE: Duration = Duration::from_secs(10);
+
+/// Scheduler messages that clear up without anyone acting: a node's pod slots free up as
+/// terminating pods go (the pod budget waits for them), and a node's transient taints (not
+/// ready, unreachable, network unavailable) go when it settles.
+const TRANSIENT_UNSCHEDULABLE: &[&str] = &[
+    "Too many pods",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/network-unavailable",
+];
+
+/// Why the scheduler cannot place the pod, when it says so: the PodScheduled condition's
+/// message (reason Unschedulable), else its latest FailedScheduling warning. None while it is
+/// scheduled or nothing was said yet.
+fn scheduling_failure<'a>(p: &Pod, events: impl IntoIterator<Item = &'a Event>) -> Option<String> {
+    if p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+    {
+        return None;
+    }
+    let name = p.metadata.name.as_deref().unwrap_or_default();
+    let condition = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| {
+            cs.iter().find(|c| {
+                c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+            })
+        })
+        .and_then(|c| c.message.clone());
+    condition.or_else(|| {
+        events
+            .into_iter()
+            .filter(|e| {
+                e.involved_object.name.as_deref() == Some(name)
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.reason.as_deref() == Some("FailedScheduling")
+            })
+            .max_by_key(|e| e.count.unwrap_or(1))
+            .and_then(|e| e.message.clone())
+    })
+}
+
+/// Whether a scheduler message names only what clears up by itself ([`TRANSIENT_UNSCHEDULABLE`]).
+fn transient_unschedulable(message: &str) -> bool {
+    // `0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match …`: the node the pod
+    // is meant for is one of the listed reasons; decide by the reasons that are not about
+    // other nodes' selectors.
+    let first = message.split(" preemption:").next().unwrap_or(message);
+    let listed = first.split_once(':').map_or(first, |(_, r)| r).replace(". ", ", ");
+    let reasons: Vec<&str> = listed
+        .split(", ")
+        .map(|r| r.trim().trim_end_matches('.'))
+        .filter(|r| !r.is_empty())
+        .filter(|r| !r.contains("didn't match Pod's node affinity/selector"))
+        .collect();
+    !reasons.is_empty()
+        && reasons
+            .iter()
+            .all(|r| TRANSIENT_UNSCHEDULABLE.iter().any(|t| r.contains(t)))
+}
+
+/// One line about a pod still awaited: where it should run and what holds it up.
+fn waiting_on(p: Option<&Pod>, node: &str, events: &[Event]) -> String {
+    let Some(p) = p else {
+        return format!("on {node}: not created yet");
+    };
+    if let Some(why) = scheduling_failure(p, events) {
+        return format!("for {node}: unschedulable: {why}");
+    }
+    let status = p.status.clone().unwrap_or_default();
+    let waiting = status.container_statuses.unwrap_or_default().into_iter().find_map(|c| {
+        let w = c.state.and_then(|s| s.waiting)?;
+        Some(format!(
+            "{} {}",
+            w.reason.unwrap_or_default(),
+            w.message.unwrap_or_default()
+        ))
+    });
+    let name = p.metadata.name.as_deref().unwrap_or_default();
+    let warning = events
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.type_.as_deref() == Some("Warning"))
+        .last()
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e.reason.clone().unwrap_or_default(),
+                e.message.clone().unwrap_or_default()
+            )
+        });
+    let phase = status.phase.unwrap_or_else(|| "Pending".into());
+    let why = warning
+        .or(waiting.map(|w| w.trim().to_string()).filter(|w| !w.is_empty()))
+        .unwrap_or_else(|| format!("{phase}, not ready"));
+    format!("on {node}: {}", crate::cluster::progress::shorten(&why, 160))
+}
+
 /// Applies an object of the run (`what` names its kind in errors); a refusal is kept in
 /// `refused` (the cells that need the object say why), any other error ends the deployment.
 async fn apply<K>(
@@ -508,6 +615,41 @@ pub async fn deploy(
         ));
     }
     let mut placed = await_pods(&pods, &events, &all, deadline, progress).await;
+    let broken: Vec<String> = all
+        .iter()
+        .filter_map(|(name, node, _)| {
+            let why = placed.get(name)?.problem.as_deref()?;
+            Some(format!(
+                "    {name} for {node}: {}",
+                crate::cluster::progress::shorten(why, 200)
+            ))
+        })
+        .collect();
+    if !broken.is_empty() {
+        let mut lines = vec![format!(
+            "{} fixture pod{} will not start; the checks that need {} are error:",
+            broken.len(),
+            if broken.len() == 1 { "" } else { "s" },
+            if broken.len() == 1 { "it" } else { "them" }
+        )];
+        lines.extend(broken.iter().take(WAITING_SHOWN).cloned());
+        if broken.len() > WAITING_SHOWN {
+            lines.push(format!(
+                "    … and {} more (report.md lists them)",
+                broken.len() - WAITING_SHOWN
+            ));
+        }
+        if broken
+            .iter()
+            .any(|l| l.contains("didn't have free ports") || l.contains("Too many pods"))
+        {
+            lines.push(
+                "  a host port or the node's pod slots are taken — by a kept or killed mixcheck run? `mixcheck cleanup` deletes its namespaces"
+                    .to_string(),
+            );
+        }
+        progress.say(&lines.join("\n"));
+    }
     for (name, r) in &refused {
         placed.insert(
             name.clone(),
@@ -692,9 +834,10 @@ async fn await_pods(
     settled.set_length(u64::try_from(wanted.len()).unwrap_or(u64::MAX));
     let started = Instant::now();
     let mut done: BTreeMap<String, Placed> = BTreeMap::new();
-    let mut last_report = Instant::now();
+    let mut last_report = started;
     let mut ns_events: Vec<Event> = Vec::new();
     let mut last_events: Option<Instant> = None;
+    let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
     loop {
         let list = pods
             .list(&ListParams::default())
@@ -733,6 +876,15 @@ async fn await_pods(
                 settled = true;
                 problem = Some(why);
             }
+            if !settled && let Some(why) = scheduling_failure(p, &ns_events) {
+                // A lasting reason (a host port taken, a selector no node matches) is settled
+                // after a short grace; pod slots and a node's transient taints are waited out.
+                let since = *unschedulable_since.entry(name.clone()).or_insert_with(Instant::now);
+                if !transient_unschedulable(&why) && since.elapsed() >= UNSCHEDULABLE_GRACE {
+                    settled = true;
+                    problem = Some(format!("unschedulable: {why}"));
+                }
+            }
             let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
             let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
             if settled || timed_out {
@@ -755,11 +907,26 @@ async fn await_pods(
             break;
         }
         settled.set_message(format!("({pending} pending, {}s)", started.elapsed().as_secs()));
-        if last_report.elapsed() > Duration::from_secs(10) {
-            progress.say(&format!(
-                "  still waiting for {pending} fixture pods ({}s)",
+        // The first word after 5 s (a pod that will not schedule says why by then), then every 10 s.
+        let first = started.elapsed() >= Duration::from_secs(5) && last_report <= started;
+        if first || last_report.elapsed() > Duration::from_secs(10) {
+            let awaited: Vec<&(String, String, Os)> =
+                wanted.iter().filter(|(name, _, _)| !done.contains_key(name)).collect();
+            let mut lines = vec![format!(
+                "  still waiting for {pending} fixture pod{} ({}s):",
+                if pending == 1 { "" } else { "s" },
                 started.elapsed().as_secs()
-            ));
+            )];
+            for (name, node, _) in awaited.iter().take(WAITING_SHOWN) {
+                lines.push(format!(
+                    "    {name} {}",
+                    waiting_on(by_name.get(name).copied(), node, &ns_events)
+                ));
+            }
+            if awaited.len() > WAITING_SHOWN {
+                lines.push(format!("    … and {} more", awaited.len() - WAITING_SHOWN));
+            }
+            progress.say(&lines.join("\n"));
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -787,6 +954,61 @@ pub fn describe_keep(ns: &str) -> String {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    /// The scheduler's messages: lasting reasons settle a fixture, pod slots and a node's
+    /// transient taints are waited out; other nodes' selector mismatches say nothing.
+    #[rstest]
+    #[case::port_taken(
+        "0/4 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+        false
+    )]
+    #[case::too_many_pods(
+        "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match Pod's node affinity/selector.",
+        true
+    )]
+    #[case::not_ready(
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 node(s) didn't match Pod's node affinity/selector.",
+        true
+    )]
+    #[case::no_cpu(
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.",
+        false
+    )]
+    #[case::only_selectors(
+        "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+        false
+    )]
+    fn unschedulable_reasons(#[case] message: &str, #[case] transient: bool) {
+        assert_eq!(transient_unschedulable(message), transient);
+    }
+
+    #[test]
+    fn a_pending_pod_says_why_the_scheduler_left_it() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "hp-1"},
+            "spec": {"containers": []},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/4 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."}]}
+        }))
+        .expect("pod");
+        assert_eq!(
+            waiting_on(Some(&pod), "linux-1", &[]),
+            "for linux-1: unschedulable: 0/4 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+        );
+        let scheduled: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "hp-1"},
+            "spec": {"containers": [], "nodeName": "linux-1"},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]}
+        }))
+        .expect("pod");
+        assert_eq!(scheduling_failure(&scheduled, &[]), None);
+        assert_eq!(
+            waiting_on(Some(&scheduled), "linux-1", &[]),
+            "on linux-1: ContainerCreating"
+        );
+        assert_eq!(waiting_on(None, "win2022-1", &[]), "on win2022-1: not created yet");
+    }
     use serde_json::json;
 
     fn api_error(code: u16, message: &str) -> kube::Error {

@@ -8,6 +8,7 @@ pub mod deploy;
 pub mod facts;
 pub mod fixture;
 pub mod job;
+pub mod leftovers;
 pub mod podwatch;
 pub mod progress;
 pub mod reach;

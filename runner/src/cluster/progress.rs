@@ -106,6 +106,17 @@ impl Drop for Progress {
     }
 }
 
+/// `text` on one line, cut to at most `max` characters with `…` when longer.
+pub fn shorten(text: &str, max: usize) -> String {
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,9 @@ pub struct Finished {
     pub report: RunReport,
     /// What `--bundle` collected before cleanup.
     pub bundle: Option<crate::triage::bundle::Collected>,
+    /// The bundled cluster, still serving, when `--keep` kept the run namespace on it (it
+    /// stops when dropped).
+    pub kept: Option<simcluster::Cluster>,
 }
 
 /// Runs the plan. Errors before any check become an aborted report with their exit code.
@@ -69,6 +72,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             code,
             report,
             bundle: None,
+            kept: None,
         }
     };
     let target = match tokio::time::timeout(plan.deadline, crate::cluster::target::connect(&plan.target, &say)).await {
@@ -161,6 +165,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     let egress = tokio::sync::watch::Sender::new(None);
     let reach = crate::cluster::reach::Reach::default();
     let work = async {
+        for line in
+            crate::cluster::leftovers::in_the_way(&client, &ns, needs.host_port.then_some(deploy::HOST_PORT)).await
+        {
+            say(&format!("Warning: {line}"));
+        }
         deploy::create_namespace(&client, &ns, &run_id)
             .await
             .map_err(|e| e.to_string())?;
@@ -302,12 +311,16 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         _ = interrupted() => Ended::Interrupted,
         _ = tokio::time::sleep_until(deadline.into()) => Ended::Deadline,
     };
+    let bundled = target.bundled.is_some();
+    let mut kept = None;
     if plan.keep {
         say(&deploy::describe_keep(&ns));
+        // Interrupted, the user wants out: the cluster stops as it is dropped.
+        kept = target.bundled.filter(|_| !matches!(outcome, Ended::Interrupted));
     } else {
         cleanup(&client, &ns, &say).await;
+        target.stop().await;
     }
-    target.stop().await;
     let (code, (cells, evidence, bundle), aborted) = match outcome {
         Ended::Done(Ok(done)) => (None, done, None),
         Ended::Done(Err(e)) => (
@@ -343,11 +356,27 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         ),
     };
     report.cells = cells;
+    if !plan.keep {
+        // The commands need what the run deleted; say so where they are printed.
+        let note = if bundled {
+            "  # the bundled cluster stopped with the run: rerun with --keep to keep it serving"
+        } else {
+            "  # the run deleted its namespace: rerun with --keep to keep it"
+        };
+        for cell in &mut report.cells {
+            if let Some(r) = &mut cell.reproduce {
+                r.push_str(note);
+            }
+        }
+    }
     if let Some(detected) = egress.borrow().clone() {
         report.facts.egress = Some(detected);
     }
     if let (Some(code), Some(reason)) = (code, aborted) {
-        return abort(report, code, reason);
+        return Finished {
+            kept,
+            ..abort(report, code, reason)
+        };
     }
     if let Some(baseline) = &plan.baseline {
         report.baseline = Some(report.against(baseline, plan.strict));
@@ -372,7 +401,12 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     } else {
         Code::Failed
     };
-    Finished { code, report, bundle }
+    Finished {
+        code,
+        report,
+        bundle,
+        kept,
+    }
 }
 
 /// What the work of a run hands back: the cells, the evidence about implicated nodes and, with

@@ -87,6 +87,11 @@ fn matches(m: &CellMatch, cell: &Cell, refs: &[NodeRef], node: &str) -> bool {
             return false;
         }
     }
+    if let Some(re) = &m.message_re
+        && !re.is_match(&cell_text(cell))
+    {
+        return false;
+    }
     true
 }
 

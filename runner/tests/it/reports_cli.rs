@@ -696,3 +696,99 @@ fn report_html_renders_in_chromium_with_working_filters() {
         "not a screenshot"
     );
 }
+
+/// A run with one fault, every suite, at the default verbosity: the terminal leads with the
+/// cause, says its remedy once, and fits a screen or two (≤ 80 lines); the totals and the gate
+/// end it. Faults on other nodes and pools give the same shape.
+#[rstest::rstest]
+#[case::kube_proxy_on_2022("win2022-1:kube-proxy-stopped")]
+#[case::mac_spoofing_on_2022("win2022-1:mac-spoofing-disabled")]
+#[case::flanneld_on_2019("win2019-1:flannel-subnet-env-missing")]
+fn a_one_fault_run_leads_with_its_cause_on_one_screen(#[case] fault: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--fault", fault])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.len() <= 80, "{} lines:\n{stdout}", lines.len());
+    let first_section = lines
+        .iter()
+        .skip(1)
+        .find(|l| !l.trim().is_empty())
+        .copied()
+        .unwrap_or_default();
+    assert!(first_section.starts_with("LIKELY CAUSES ("), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).expect("results.json"),
+    )
+    .expect("json");
+    let remedy = report["diagnosis"]["causes"][0]["remedy"]
+        .as_str()
+        .expect("a cause with a remedy");
+    assert_eq!(stdout.matches(remedy).count(), 1, "the cause's remedy once:\n{stdout}");
+    // A rule's remedy is said once, however many of its cells fail.
+    for remedy in stdout.lines().filter_map(|l| l.trim().strip_prefix("remedy:")) {
+        assert_eq!(stdout.matches(remedy.trim()).count(), 1, "{remedy}:\n{stdout}");
+    }
+    assert!(lines.iter().rev().take(3).any(|l| *l == "gate: FAILED"), "{stdout}");
+    assert!(stdout.contains("\ntotals: "), "{stdout}");
+}
+
+/// No report format shows Rust's Debug forms (`Some(…)`, escaped backslashes in Windows paths):
+/// a run whose evidence is full of Windows paths and exit codes, in every format.
+#[test]
+fn no_format_shows_debug_forms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--details", "--fault", "win2019-1:flanneld-waiting"])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let reports = dir.path().join("mixcheck-report");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("results.json")).expect("results.json"))
+            .expect("json");
+    // results.json escapes backslashes as JSON must: judge its strings, decoded.
+    let mut strings = Vec::new();
+    fn collect(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    collect(&json, &mut strings);
+    let formats = [
+        ("terminal", stdout.clone()),
+        ("results.json", strings.join("\n")),
+        (
+            "junit.xml",
+            std::fs::read_to_string(reports.join("junit.xml")).expect("junit"),
+        ),
+        (
+            "report.md",
+            std::fs::read_to_string(reports.join("report.md")).expect("md"),
+        ),
+        (
+            "report.html",
+            std::fs::read_to_string(reports.join("report.html")).expect("html"),
+        ),
+    ];
+    let doubled = regex::Regex::new(r"[A-Za-z]:\\\\|\\\\[A-Za-z]").expect("pattern");
+    assert!(
+        formats[1].1.contains(r"C:\run\flannel\subnet.env"),
+        "the run has Windows paths to show"
+    );
+    for (name, text) in &formats {
+        for line in text.lines() {
+            assert!(!line.contains("Some("), "{name}: {line}");
+            assert!(!line.contains("None)"), "{name}: {line}");
+            assert!(!doubled.is_match(line), "{name}: a doubled backslash: {line}");
+        }
+    }
+}

@@ -582,3 +582,168 @@ fn a_locked_down_cluster_changes_only_the_cells_it_locks(
     assert_eq!(cells(&report).len(), before.len());
     assert!(verdict.is_empty() || locked > 0, "no locked cell was judged");
 }
+
+/// The kept-namespace trap: an earlier run kept with `--keep` holds host port 48080 on every
+/// node, so this run's hostPort fixtures cannot schedule. The run says so before it deploys,
+/// names the pending pods and the scheduler's reason within seconds (not after the 180 s
+/// fixture timeout), makes only the cells that need those pods `error`, suggests `mixcheck
+/// cleanup`, and the diagnosis names the scheduling cause, not a network one. After the cleanup
+/// the same run passes.
+#[rstest::rstest]
+#[case::nodeport_suite(&["--suite", "nodeport"])]
+#[case::hostport_check_only(&["--check", "NET-HOSTPORT"])]
+fn a_kept_namespace_is_named_not_misdiagnosed(#[case] selection: &[&str]) {
+    let serve = Serve::start();
+    let kc = serve.kubeconfig();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |report_dir: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--kubeconfig", &kc, "--settle", "1s", "--report-dir", report_dir];
+        args.extend(selection);
+        args.extend(extra);
+        run_in(dir.path(), &args)
+    };
+    let kept = run("kept", &["--keep", "--quiet"]);
+    assert_eq!(kept.status.code(), Some(0), "{}", String::from_utf8_lossy(&kept.stderr));
+
+    let started = Instant::now();
+    let trapped = run("trapped", &[]);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&trapped.stderr);
+    assert_eq!(trapped.status.code(), Some(1), "{stderr}");
+    assert!(took < Duration::from_secs(90), "took {took:?}:\n{stderr}");
+    assert!(
+        stderr.contains("Another mixcheck run's namespace is on the cluster"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`mixcheck cleanup`"), "{stderr}");
+    // The waiting line names a pod, its node and the scheduler's words.
+    let waiting = regex::Regex::new(r"(?m)^    hp-\d+ for \S+: unschedulable: .*didn't have free ports").expect("re");
+    assert!(waiting.is_match(&stderr), "{stderr}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("trapped/results.json")).expect("results.json"))
+            .expect("json");
+    let failing: Vec<&Value> = cells(&report)
+        .into_iter()
+        .filter(|c| matches!(c["verdict"].as_str(), Some("fail" | "error")))
+        .collect();
+    assert!(!failing.is_empty(), "the host-port cells fail");
+    for c in &failing {
+        assert_eq!(c["verdict"], "error", "{c:#}");
+        assert_eq!(c["rule_id"], "NET-HOSTPORT", "only the host-port cells: {c:#}");
+        assert!(
+            c["observed"]["summary"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("didn't have free ports"),
+            "{c:#}"
+        );
+    }
+    let causes: Vec<&str> = report["diagnosis"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(causes, ["fixture-unschedulable"], "{:#}", report["diagnosis"]);
+
+    let cleanup = mixcheck()
+        .args(["cleanup", "--kubeconfig", &kc])
+        .output()
+        .expect("cleanup");
+    assert_eq!(
+        cleanup.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cleanup.stderr)
+    );
+    assert!(String::from_utf8_lossy(&cleanup.stderr).contains("deleted 1 namespace\n"));
+    let clean = run("clean", &["--quiet"]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+}
+
+/// `--keep` on the bundled cluster keeps it serving after the report, with a kubeconfig beside
+/// the reports, so that a printed reproduce command runs as printed (with the installed kubectl)
+/// and shows the cell's observation; Ctrl-C (SIGTERM here) stops it.
+#[test]
+#[ignore = "needs kubectl"]
+fn a_kept_bundled_cluster_runs_the_printed_reproduce_commands() {
+    assert!(
+        Command::new("kubectl").arg("version").arg("--client").output().is_ok(),
+        "kubectl is not installed or not on PATH: this test needs it (it is #[ignore]d by default; CI installs it)"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = mixcheck()
+        .current_dir(dir.path())
+        .env_remove("KUBECONFIG")
+        .args(["run", "--keep", "--details", "--fault", "win2022-1:kube-proxy-stopped"])
+        .args(["--suite", "dns"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    // The report on standard output is drained, so a long one cannot block the run on a pipe.
+    std::thread::spawn(move || std::io::copy(&mut BufReader::new(stdout), &mut std::io::sink()));
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut export = None;
+    while Instant::now() < deadline {
+        match lines.next() {
+            Some(Ok(l)) if l.trim_start().starts_with("export KUBECONFIG=") => {
+                export = Some(l.trim_start().trim_start_matches("export KUBECONFIG=").to_string());
+            }
+            Some(Ok(l)) if l.starts_with("Press Ctrl-C") => break,
+            Some(Ok(_)) => {}
+            _ => break,
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let kubeconfig = export.expect("the run prints an export KUBECONFIG line");
+    assert!(Path::new(&kubeconfig).is_file(), "{kubeconfig}");
+    let report = results(dir.path());
+    let cell = cells(&report)
+        .into_iter()
+        .find(|c| c["verdict"] == "fail" && c["reproduce"].as_str().is_some_and(|r| r.starts_with("kubectl exec")))
+        .expect("a failing cell with a reproduce command");
+    let command = cell["reproduce"].as_str().expect("reproduce");
+    assert!(
+        !command.contains('#'),
+        "a kept run's command has no note that it cannot run: {command}"
+    );
+    let out = Command::new("bash")
+        .args(["-c", command])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECACHEDIR", dir.path().join("kubecache"))
+        .output()
+        .expect("run the reproduce command");
+    let seen = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // kube-proxy is stopped on the node: the name does not resolve there, as the cell saw.
+    assert_ne!(out.status.code(), Some(0), "{command}: {seen}");
+    assert!(
+        seen.contains("Resolving timed out") || seen.contains("Could not resolve"),
+        "{command}: {seen}\ncell: {:#}",
+        cell["observed"]
+    );
+    assert!(
+        cell["observed"]["summary"].as_str().unwrap_or_default().contains("dns"),
+        "{cell:#}"
+    );
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let status = child.wait().expect("wait");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "the run's gate is its exit code after the cluster stops"
+    );
+    assert!(!Path::new(&kubeconfig).exists(), "the kubeconfig goes with the cluster");
+}
