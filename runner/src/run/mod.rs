@@ -517,6 +517,10 @@ pub async fn cleanup_all(client: &kube::Client, say: &dyn Fn(&str)) -> Result<us
         .await?;
     let mut n = 0;
     for ns in list.items {
+        if ns.metadata.deletion_timestamp.is_some() {
+            // Already going (a run that ended deletes its namespace in the background).
+            continue;
+        }
         if let Some(name) = ns.metadata.name {
             api.delete(&name, &DeleteParams::background()).await?;
             say(&format!("deleted namespace {name}"));

@@ -211,7 +211,9 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     for re in &cause.requires {
         lines.push(find(re, &texts, evidence)?);
     }
-    let mut specificity = cause.requires.len();
+    // What the cells themselves say counts like a required message: a cause whose cell set is
+    // narrowed by a message the cells show is more specific than one that fits by rule alone.
+    let mut specificity = cause.requires.len() + c.fails.iter().filter(|m| m.message_re.is_some()).count();
     for re in &cause.supports {
         if let Some(line) = find(re, &texts, evidence) {
             specificity += 1;

@@ -788,7 +788,13 @@ fn no_format_shows_debug_forms() {
         for line in text.lines() {
             assert!(!line.contains("Some("), "{name}: {line}");
             assert!(!line.contains("None)"), "{name}: {line}");
-            assert!(!doubled.is_match(line), "{name}: a doubled backslash: {line}");
+            // A structured log line quotes its values (`err="… C:\\run\\…"`) as the agent wrote
+            // it: that is the evidence verbatim, not a Debug form of ours.
+            let own_text = !line.contains("err=");
+            assert!(
+                !own_text || !doubled.is_match(line),
+                "{name}: a doubled backslash: {line}"
+            );
         }
     }
 }
