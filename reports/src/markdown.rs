@@ -63,6 +63,22 @@ pub fn render(report: &RunReport) -> String {
             failure(&group, diagnosis, &mut out);
         }
     }
+    let undecided: Vec<&Cell> = report
+        .cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Indeterminate)
+        .collect();
+    if !undecided.is_empty() {
+        out.push_str(&format!(
+            "### Undecided ({}: a fact the check needs is unknown)\n\n",
+            undecided.len()
+        ));
+        for (reason, cells) in crate::groups::by_reason(undecided) {
+            let ids: Vec<String> = cells.iter().map(|c| code(c.id.as_str())).collect();
+            out.push_str(&format!("- {}: {}\n", escape(&reason), ids.join(", ")));
+        }
+        out.push('\n');
+    }
     let limited = tally::noted(report);
     if !limited.is_empty() {
         out.push_str(&format!(
@@ -71,9 +87,10 @@ pub fn render(report: &RunReport) -> String {
         ));
         for c in limited {
             out.push_str(&format!(
-                "- **{}** `{}` — {} (documented: {})\n",
+                "- **{}** `{}` — {}: {} (documented: {})\n",
                 c.verdict.as_str(),
                 c.id,
+                c.verdict.label(),
                 escape(&one_line(&c.observed.summary)),
                 escape(&one_line(&c.expected.text))
             ));
