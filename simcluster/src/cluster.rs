@@ -214,6 +214,22 @@ impl Cluster {
         // Handed over in a steady state: what runs now is programmed on every node.
         simnet.settle_all();
         let stamping = tokio::spawn(crate::network::apps::keep_stamped(store.clone(), simnet.clone()));
+        let mut tasks = vec![
+            serve,
+            namespaces,
+            reaper,
+            scheduler,
+            controllers,
+            kubelets,
+            listeners,
+            stamping,
+        ];
+        if config.topology.network.load_balancers
+            && let Some(first) = profiles.first()
+        {
+            let pool = crate::control::loadbalancer::Pool::beside(first.ip, 250);
+            tasks.push(tokio::spawn(crate::control::loadbalancer::run(store.clone(), pool)));
+        }
         let host = match addr.ip() {
             IpAddr::V6(ip) => format!("[{ip}]"),
             IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".into(),
@@ -228,16 +244,7 @@ impl Cluster {
             logs,
             node_ips,
             handle,
-            tasks: vec![
-                serve,
-                namespaces,
-                reaper,
-                scheduler,
-                controllers,
-                kubelets,
-                listeners,
-                stamping,
-            ],
+            tasks,
         })
     }
 

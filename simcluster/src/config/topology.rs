@@ -17,6 +17,7 @@
 //!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
 //!   egress: true                   # false: flows to outside addresses are dropped (names still resolve)
 //!   nodeAddressesReachable: true   # false: nothing answers this machine at a node's address
+//!   loadBalancers: false           # true: LoadBalancer Services get an ingress address (a cloud controller)
 //! timing:
 //!   scale: 1.0                     # multiplies every simulated delay
 //!   seed: 0                        # seeds the jitter and the transient events' choices
@@ -216,6 +217,13 @@ pub struct Network {
     /// hostPort and the kubelet's port 10250 of every node is held silent. Default true.
     #[serde(default = "yes")]
     pub node_addresses_reachable: bool,
+    /// Whether a load-balancer controller gives `type: LoadBalancer` Services an ingress address,
+    /// as a cloud controller manager (AKS, EKS, GKE) or MetalLB on premises does
+    /// (<https://kubernetes.io/docs/concepts/services-networking/service/#loadbalancer>). The
+    /// addresses are on this machine's loopback, beside the nodes'. Default false: a kubeadm
+    /// cluster has none, and such Services stay `<pending>`.
+    #[serde(default)]
+    pub load_balancers: bool,
 }
 
 impl Default for Network {
@@ -229,6 +237,7 @@ impl Default for Network {
             port_mappings: None,
             egress: true,
             node_addresses_reachable: true,
+            load_balancers: false,
         }
     }
 }

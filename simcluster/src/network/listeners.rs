@@ -1,6 +1,7 @@
-//! Real TCP listeners for NodePorts and hostPorts: every node's loopback address listens on each
-//! TCP NodePort of the cluster's services and on the hostPorts of its running pods, so a client
-//! on the machine truly connects. Each connection is an outside client's flow through the
+//! Real TCP listeners for NodePorts, hostPorts and load balancers: every node's loopback address
+//! listens on each TCP NodePort of the cluster's services and on the hostPorts of its running
+//! pods, and each LoadBalancer ingress address on its service's ports, so a client on the
+//! machine truly connects. Each connection is an outside client's flow through the
 //! fabric: a dropped flow is accepted and left silent (the client times out), a refused one is
 //! reset, and each request of a delivered one goes to the backend the node's kube-proxy would
 //! pick and is answered as it would answer (`agnhost netexec`'s `/hostname`, `/clientip`, …).
@@ -35,6 +36,9 @@ struct Binding {
     port: u16,
     /// The service or pod the port belongs to (`namespace/name`), for messages.
     owner: String,
+    /// A load balancer's address: reachable from this machine even where node addresses are
+    /// not (the point of a LoadBalancer on a private cluster).
+    public: bool,
 }
 
 #[derive(Debug)]
@@ -61,6 +65,7 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
                 ip: node.ip,
                 port: KUBELET_PORT,
                 owner: "the kubelet".into(),
+                public: false,
             });
         }
     }
@@ -91,6 +96,45 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
                     ip: node.ip,
                     port,
                     owner: format!("service {}/{}", svc.namespace(), svc.name()),
+                    public: false,
+                });
+            }
+        }
+    }
+    // A load balancer listens on its ingress address at the service's ports.
+    for svc in store.list(resources::core("services"), None).0 {
+        let v = svc.value();
+        if json::str(v, "/spec/type") != "LoadBalancer" {
+            continue;
+        }
+        let ingress: Vec<Ipv4Addr> = crate::vocab::json::get(v, "/status/loadBalancer/ingress")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|i| json::str(i, "/ip").parse().ok())
+            .collect();
+        for p in crate::vocab::json::get(v, "/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(port) = p
+                .get("port")
+                .and_then(Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok())
+            else {
+                continue;
+            };
+            if !matches!(json::str(p, "/protocol"), "" | "TCP") {
+                continue;
+            }
+            for ip in &ingress {
+                out.insert(Binding {
+                    node: "load-balancer".into(),
+                    ip: *ip,
+                    port,
+                    owner: format!("load balancer of service {}/{}", svc.namespace(), svc.name()),
+                    public: true,
                 });
             }
         }
@@ -122,6 +166,7 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
                         ip: node.ip,
                         port,
                         owner: format!("pod {}/{}", pod.namespace(), pod.name()),
+                        public: false,
                     });
                 }
             }
@@ -174,7 +219,7 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
                         net: net.clone(),
                         ip: b.ip,
                         port: b.port,
-                        firewalled: !reachable,
+                        firewalled: !reachable && !b.public,
                     };
                     let task = tokio::spawn(async move {
                         let _ = axum::serve(listener, app.into_make_service_with_connect_info::<Peer>()).await;

@@ -389,6 +389,16 @@ fn add_services(
             namespace: ns,
             name: svc.name().to_string(),
             cluster_ip: json::str(v, "/spec/clusterIP").parse().ok(),
+            ingress: if json::str(v, "/spec/type") == "LoadBalancer" {
+                crate::vocab::json::get(v, "/status/loadBalancer/ingress")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|i| json::str(i, "/ip").parse().ok())
+                    .collect()
+            } else {
+                Vec::new()
+            },
             ports,
             local_only: json::str(v, "/spec/externalTrafficPolicy") == "Local",
             client_ip_affinity: json::str(v, "/spec/sessionAffinity") == "ClientIP",

@@ -285,3 +285,81 @@ async fn node_ports_without_endpoints_reset_on_linux_and_stay_silent_on_windows(
     assert_eq!(ask(linux).await, Answer::Reset);
     assert_eq!(ask(windows).await, Answer::Silence);
 }
+
+/// `type: LoadBalancer`: with a load-balancer controller (`network.loadBalancers`, on in the
+/// default topology) the Service gets an ingress address and the cloud's events, and a client on
+/// this machine reaches a backend there — also where node addresses are private, which is what
+/// a load balancer is for; without one (a kubeadm cluster) it stays pending with no event.
+#[rstest::rstest]
+#[case::with_a_controller(true, true)]
+#[case::private_nodes(true, false)]
+#[case::without_one(false, true)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balancers_get_an_address_where_a_controller_runs(
+    #[case] controller: bool,
+    #[case] nodes_reachable: bool,
+) {
+    let mut topology = simcluster::Topology::default_cluster().instant();
+    topology.network.load_balancers = controller;
+    topology.network.node_addresses_reachable = nodes_reachable;
+    let cluster = common::start_with(simcluster::ClusterConfig::new(topology)).await;
+    common::namespace(&cluster, "lb");
+    let client = common::kube_client(&cluster).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "lb");
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "echo"}, "spec": {"replicas": 1,
+        "selector": {"matchLabels": {"app": "echo"}},
+        "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [{"name": "echo",
+            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]}}}}))
+    .expect("deployment");
+    deployments.create(&PostParams::default(), &d).await.expect("create");
+    let services: Api<Service> = Api::namespaced(client.clone(), "lb");
+    services
+        .create(
+            &PostParams::default(),
+            &service(
+                "echo",
+                json!({"type": "LoadBalancer", "selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": 8080}]}),
+            ),
+        )
+        .await
+        .expect("service");
+    let ingress = || async {
+        services
+            .get("echo")
+            .await
+            .ok()
+            .and_then(|s| s.status)
+            .and_then(|s| s.load_balancer)
+            .and_then(|lb| lb.ingress)
+            .and_then(|i| i.first().and_then(|i| i.ip.clone()))
+    };
+    if !controller {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(ingress().await, None, "no controller, no address");
+        return;
+    }
+    let ip = common::eventually("an ingress address", ingress).await;
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "lb");
+    let reasons: Vec<String> = events
+        .list(&ListParams::default().fields("involvedObject.name=echo"))
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(reasons.iter().any(|r| r == "EnsuredLoadBalancer"), "{reasons:?}");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()
+        .expect("http client");
+    let url = format!("http://{ip}:80/hostname");
+    let body = common::eventually(&url, || async {
+        match http.get(&url).send().await {
+            Ok(r) if r.status().is_success() => r.text().await.ok(),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(body.starts_with("echo-"), "{body}");
+}

@@ -251,6 +251,8 @@ pub struct ServiceFacts {
     pub namespace: String,
     pub name: String,
     pub cluster_ip: Option<Ipv4Addr>,
+    /// The ingress addresses a load-balancer controller gave a `type: LoadBalancer` Service.
+    pub ingress: Vec<Ipv4Addr>,
     pub ports: Vec<ServicePort>,
     /// `externalTrafficPolicy: Local`.
     pub local_only: bool,
@@ -363,6 +365,8 @@ enum Holder {
     Pod(usize),
     Node(usize),
     Service(usize),
+    /// A LoadBalancer Service's ingress address.
+    LoadBalancer(usize),
     Outside(usize),
 }
 
@@ -439,6 +443,9 @@ impl Fabric {
         for (i, s) in self.services.iter().enumerate() {
             if let Some(ip) = s.cluster_ip {
                 self.addrs.insert(ip, Holder::Service(i));
+            }
+            for ip in &s.ingress {
+                self.addrs.insert(*ip, Holder::LoadBalancer(i));
             }
             for (j, p) in s.ports.iter().enumerate() {
                 if let Some(np) = p.node_port {
@@ -545,6 +552,7 @@ impl Fabric {
         match self.addrs.get(&flow.dst).copied() {
             Some(Holder::Pod(p)) => self.to_pod(flow.src, p, flow.port, flow.proto),
             Some(Holder::Service(s)) => self.to_cluster_ip(flow, s),
+            Some(Holder::LoadBalancer(s)) => self.to_load_balancer(flow, s),
             Some(Holder::Node(n)) => self.to_node_address(flow, n),
             Some(Holder::Outside(h)) => self.to_outside(flow, Some(h)),
             None if self.net.cluster_cidr.contains(flow.dst) => Decision::fail(
@@ -821,9 +829,74 @@ impl Fabric {
         } else {
             pick
         };
+        // A client's affinity outlives a change of the backends: kube-proxy keeps the client on
+        // the backend it had while that backend stays (the affinity entries time out after
+        // sessionAffinityConfig's 3 h, not at a resync;
+        // https://kubernetes.io/docs/reference/networking/virtual-ips/#session-affinity). The
+        // fabric keeps no per-client state, so it picks among the backends that were there
+        // before the latest change, as long as one still is.
+        let kept: Vec<(usize, u16)> = match before {
+            Some(b) if affinity => targets
+                .iter()
+                .copied()
+                .filter(|(p, _)| b.contains(&self.pods[*p].ip))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let targets = if kept.is_empty() { targets } else { kept };
         let len = targets.len() as u64;
         let (pod, port) = targets[usize::try_from(slot % len).unwrap_or(0)];
         Ok((pod, port, s.client_ip_affinity && !affinity))
+    }
+
+    /// A LoadBalancer's ingress address. Inside the cluster kube-proxy programs it like the
+    /// ClusterIP, so the flow never leaves (`ipMode: VIP`, the default; KEP-1860,
+    /// <https://kubernetes.io/docs/concepts/services-networking/service/#load-balancers-with-mixed-protocol-types>
+    /// and kube-proxy's handling of `status.loadBalancer.ingress`). From outside, the cloud's
+    /// load balancer sends it to a node's NodePort: with `externalTrafficPolicy: Local` only to
+    /// nodes with a local endpoint (its health check fails on the others); otherwise to one of
+    /// the nodes running a backend, picked round-robin — a subset of the nodes a cloud may use
+    /// (<https://kubernetes.io/docs/concepts/services-networking/service/#loadbalancer>).
+    fn to_load_balancer(&self, flow: &Flow, svc: usize) -> Decision {
+        if !matches!(flow.src, Src::Outside(_)) {
+            return self.to_cluster_ip(flow, svc);
+        }
+        let s = &self.services[svc];
+        let Some(sp) = s
+            .ports
+            .iter()
+            .position(|p| p.port == flow.port && p.proto == flow.proto)
+        else {
+            return Decision::fail(Failure::Timeout, "SVC-TYPES", "the load balancer has no such port");
+        };
+        let Some(node_port) = s.ports[sp].node_port else {
+            return Decision::fail(
+                Failure::Timeout,
+                "SVC-TYPES",
+                "the load balancer has no NodePort to send to",
+            );
+        };
+        let mut nodes: Vec<usize> = s.ports[sp]
+            .targets
+            .iter()
+            .map(|(pod, _)| self.pods[*pod].node)
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        if nodes.is_empty() {
+            return Decision::fail(
+                Failure::Timeout,
+                "SVC-TYPES",
+                "the load balancer has no healthy node: the service has no ready endpoint",
+            );
+        }
+        let n = nodes[usize::try_from(flow.pick).unwrap_or(0) % nodes.len()];
+        let via = Flow {
+            dst: self.nodes[n].ip,
+            port: node_port,
+            ..*flow
+        };
+        self.to_node_port(&via, n, svc, sp)
     }
 
     fn to_cluster_ip(&self, flow: &Flow, svc: usize) -> Decision {

@@ -179,6 +179,7 @@ impl World {
                 namespace: "default".into(),
                 name: format!("svc-{n}"),
                 cluster_ip: Some(Ipv4Addr::new(10, 96, 1, 10 + n as u8)),
+                ingress: Vec::new(),
                 ports: vec![
                     ServicePort {
                         name: "http".into(),
@@ -204,6 +205,7 @@ impl World {
                 namespace: "default".into(),
                 name: format!("local-{n}"),
                 cluster_ip: Some(Ipv4Addr::new(10, 96, 2, 10 + n as u8)),
+                ingress: Vec::new(),
                 ports: vec![ServicePort {
                     name: "http".into(),
                     port: 80,
@@ -221,6 +223,7 @@ impl World {
             namespace: "default".into(),
             name: "empty".into(),
             cluster_ip: Some(Ipv4Addr::new(10, 96, 3, 1)),
+            ingress: Vec::new(),
             ports: vec![ServicePort {
                 name: "http".into(),
                 port: 80,
@@ -802,6 +805,7 @@ fn crowded(era: Era, limit: usize, backends: usize, affinity: bool) -> Fabric {
         namespace: "default".into(),
         name: "many".into(),
         cluster_ip: Some(Ipv4Addr::new(10, 96, 9, 9)),
+        ingress: Vec::new(),
         ports: vec![ServicePort {
             name: String::new(),
             port: 80,
@@ -873,6 +877,33 @@ fn session_affinity(#[case] from: usize, #[case] affinity: bool, #[case] distinc
         })
         .collect();
     assert_eq!(seen.len(), distinct);
+}
+
+/// A client keeps its backend when another backend joins (kube-proxy's affinity entries outlive
+/// the change), whether the change is still being programmed or long done.
+#[rstest]
+#[case::linux(LIN2)]
+#[case::ws2022(WIN2)]
+fn affinity_outlives_a_new_backend(#[case] from: usize) {
+    let mut f = crowded(Era::Current, 64, 1, true);
+    let many = f.services.len() - 1;
+    let first = f.services[many].ports[0].targets[0];
+    let old: std::collections::BTreeSet<Ipv4Addr> = [f.pods[first.0].ip].into();
+    f.pods
+        .push(pod("joined", LIN1, Ipv4Addr::new(10, 244, 99, 9), netexec(0)));
+    let joined = f.pods.len() - 1;
+    f.services[many].ports[0].targets.push((joined, 8080));
+    f.settled.insert(many, vec![old]);
+    f.index();
+    for pick in 0..10 {
+        match to_many(&f, from, pick).result {
+            Ok(Reached {
+                at: Endpoint::Pod { pod, .. },
+                ..
+            }) => assert_eq!(pod, first.0, "pick {pick}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 type Case = (From, To, Proto, Class, &'static str);
@@ -1065,6 +1096,7 @@ fn dns_unreachable_breaks_only_the_dns_service() {
         namespace: "kube-system".into(),
         name: "kube-dns".into(),
         cluster_ip: Some(Ipv4Addr::new(10, 96, 0, 10)),
+        ingress: Vec::new(),
         ports: vec![ServicePort {
             name: "dns".into(),
             port: 53,
