@@ -40,7 +40,7 @@ details pre{white-space:pre-wrap;background:#f6f8fa;padding:.5em;border:1px soli
 summary{cursor:pointer}
 #filters label{margin-right:.8em} .hidden{display:none}
 #legend td:first-child{white-space:nowrap}
-#matrix td{text-align:center} #matrix a{display:block;color:inherit;text-decoration:none;font-weight:600}
+#matrix td{text-align:center} #matrix em{font-weight:normal} #matrix a{display:block;color:inherit;text-decoration:none;font-weight:600}
 #matrix a:hover,#matrix a:focus{text-decoration:underline} #matrix a[aria-current]{outline:2px solid #1d2329}
 #cells{width:100%;table-layout:fixed} #cells col.verdict{width:11em} #cells col.cell{width:30%} #cells col.documented{width:22%}
 .evidence{width:100%;table-layout:fixed} .evidence col.source{width:22%}
@@ -56,17 +56,17 @@ const CAUSES_STYLE: &str = "
 ";
 
 const SCRIPT: &str = "
-var boxes=[].slice.call(document.querySelectorAll('#filters input[data-verdict]')), flow=null;
+var boxes=[].slice.call(document.querySelectorAll('#filters input[data-verdict]')), flow=null, cause=null;
 function applyFilters(){
   var verdicts=boxes.filter(function(b){return b.checked}).map(function(b){return b.dataset.verdict});
   var suite=document.getElementById('suite').value, pool=document.getElementById('pool').value, shown=0, rows=document.querySelectorAll('tr.cell');
   rows.forEach(function(r){
     var show=verdicts.indexOf(r.dataset.verdict)>=0&&(!suite||r.dataset.suite===suite)&&(!pool||(' '+r.dataset.pools+' ').indexOf(' '+pool+' ')>=0)
-      &&(!flow||(r.dataset.from===flow[0]&&r.dataset.to===flow[1]));
+      &&(!flow||(r.dataset.from===flow[0]&&r.dataset.to===flow[1]))&&(!cause||r.dataset.cause===cause);
     r.classList.toggle('hidden',!show);
     if(show){shown++}
   });
-  document.getElementById('shown').textContent=shown+' of '+rows.length+' cells shown'+(flow?', flows '+flow[0]+' → '+flow[1]:'');
+  document.getElementById('shown').textContent=shown+' of '+rows.length+' cells shown'+(flow?', flows '+flow[0]+' → '+flow[1]:'')+(cause?', explained by cause '+cause:'');
   document.querySelectorAll('#matrix a[data-from]').forEach(function(a){
     if(flow&&a.dataset.from===flow[0]&&a.dataset.to===flow[1]){a.setAttribute('aria-current','true')}else{a.removeAttribute('aria-current')}
   });
@@ -75,10 +75,12 @@ function applyFilters(){
   if(suite){state.push('suite='+encodeURIComponent(suite))}
   if(pool){state.push('pool='+encodeURIComponent(pool))}
   if(flow){state.push('from='+encodeURIComponent(flow[0]),'to='+encodeURIComponent(flow[1]))}
+  if(cause){state.push('explained-by='+cause)}
   try{history.replaceState(null,'',state.length?'#'+state.join('&'):location.pathname+location.search)}catch(e){}
 }
 function loadFilters(){
   var from='', to='';
+  cause=null;
   boxes.forEach(function(b){b.checked=true});
   document.getElementById('suite').value='';
   document.getElementById('pool').value='';
@@ -88,6 +90,7 @@ function loadFilters(){
     else if(k==='suite'||k==='pool'){document.getElementById(k).value=v}
     else if(k==='from'){from=v}
     else if(k==='to'){to=v}
+    else if(k==='explained-by'){cause=v}
   });
   flow=from&&to?[from,to]:null;
   applyFilters();
@@ -99,7 +102,7 @@ document.getElementById('show-all').addEventListener('click',function(){
 });
 window.addEventListener('hashchange',function(){
   loadFilters();
-  if(flow){document.getElementById('cells-heading').scrollIntoView()}
+  if(flow||cause){document.getElementById('cells-heading').scrollIntoView()}
 });
 loadFilters();
 ";
@@ -201,17 +204,43 @@ fn matrix(report: &RunReport, out: &mut String) {
     let Some(grid) = tally::flow_grid(report) else {
         return;
     };
+    let pools = node_pools(report);
+    let mut endpoints: Vec<&str> = grid
+        .sources
+        .iter()
+        .chain(&grid.destinations)
+        .map(String::as_str)
+        .filter(|p| !pools.iter().any(|n| n == p))
+        .collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
     out.push_str(
         "<h2>Flows between OS pools</h2>\n<p>Each square: the flows that behave as documented / the flows judged \
 (not-applicable and indeterminate ones left out), coloured by the worst verdict among them. Select a \
-square to list its cells below.</p>\n<table id=\"matrix\"><tr><th>source ↓ / destination →</th>",
+square to list its cells below.",
     );
+    if !endpoints.is_empty() {
+        let names: Vec<String> = endpoints.iter().map(|e| format!("<em>{}</em>", esc(e))).collect();
+        let _ = write!(
+            out,
+            " In italics, endpoints that are not OS pools: {}.",
+            names.join(", ")
+        );
+    }
+    out.push_str("</p>\n<table id=\"matrix\"><tr><th>source ↓ / destination →</th>");
+    let name = |p: &str| {
+        if pools.iter().any(|n| n == p) {
+            esc(p)
+        } else {
+            format!("<em>{}</em>", esc(p))
+        }
+    };
     for d in &grid.destinations {
-        let _ = write!(out, "<th>{}</th>", esc(d));
+        let _ = write!(out, "<th>{}</th>", name(d));
     }
     out.push_str("</tr>\n");
     for s in &grid.sources {
-        let _ = write!(out, "<tr><th>{}</th>", esc(s));
+        let _ = write!(out, "<tr><th>{}</th>", name(s));
         for d in &grid.destinations {
             match grid.cells.get(&(s.clone(), d.clone())) {
                 None => out.push_str("<td></td>"),
@@ -234,6 +263,24 @@ square to list its cells below.</p>\n<table id=\"matrix\"><tr><th>source ↓ / d
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
+}
+
+/// The pools of the cluster's nodes (`linux`, `windows-20348`); the other names a cell's source
+/// or destination takes are endpoints (the cluster DNS, outside, the same pod, …).
+fn node_pools(report: &RunReport) -> Vec<String> {
+    let mut pools: Vec<String> = report
+        .facts
+        .nodes
+        .values()
+        .filter_map(|f| {
+            f.os.as_ref()
+                .map(|os| Pool::of(os.value, f.windows_build.as_ref().map(|b| b.value)))
+        })
+        .map(|p| p.as_str().to_string())
+        .collect();
+    pools.sort_unstable();
+    pools.dedup();
+    pools
 }
 
 /// One row per node: OS, build, versions from the facts, and the verdicts of the cells it was in.
@@ -286,6 +333,16 @@ fn causes(d: &Diagnosis, out: &mut String) {
         out.push_str("<ol>\n");
     }
     for (i, c) in d.causes.iter().enumerate() {
+        // The count of cells a cause explains links the cell list filtered to them.
+        let explains = if c.explains.is_empty() {
+            failing_cells(0)
+        } else {
+            format!(
+                "<a href=\"#explained-by={}\" title=\"list them below\">{}</a>",
+                i + 1,
+                failing_cells(c.explains.len())
+            )
+        };
         let _ = write!(
             out,
             "<li id=\"cause-{}\"><strong>{}</strong> <code>[{}]</code> on <strong>{}</strong> — confidence <span class=\"confidence\">{}%</span>, explains {}",
@@ -294,7 +351,7 @@ fn causes(d: &Diagnosis, out: &mut String) {
             esc(&c.id),
             esc(&c.location()),
             c.confidence,
-            failing_cells(c.explains.len())
+            explains
         );
         if let Some(against) = c.contradiction() {
             let _ = write!(out, ", {against}");
@@ -462,17 +519,7 @@ fn cells(report: &RunReport, diagnosis: Option<&Diagnosis>, out: &mut String) {
         .collect();
     pools.sort_unstable();
     pools.dedup();
-    // The pools of the cluster's nodes; the other names are endpoints (cluster DNS, outside, …).
-    let node_pools: Vec<String> = report
-        .facts
-        .nodes
-        .values()
-        .filter_map(|f| {
-            f.os.as_ref()
-                .map(|os| (os.value, f.windows_build.as_ref().map(|b| b.value)))
-        })
-        .map(|(os, build)| Pool::of(os, build).as_str().to_string())
-        .collect();
+    let node_pools = node_pools(report);
     let (os_pools, endpoints): (Vec<&str>, Vec<&str>) = pools.iter().partition(|p| node_pools.iter().any(|n| n == *p));
     out.push_str("<h2 id=\"cells-heading\">Cells</h2>\n<div id=\"filters\">");
     for v in Verdict::ALL {
@@ -516,6 +563,10 @@ fn cells(report: &RunReport, diagnosis: Option<&Diagnosis>, out: &mut String) {
         if let Some(p) = &c.coordinates.destination {
             let _ = write!(flow, " data-to=\"{}\"", esc(p.as_str()));
         }
+        let cause = diagnosis.and_then(|d| d.cause_of(&c.id));
+        if let Some((rank, _)) = cause {
+            let _ = write!(flow, " data-cause=\"{rank}\"");
+        }
         let _ = write!(
             out,
             "<tr class=\"cell v-{v}\" data-verdict=\"{v}\" data-suite=\"{suite}\" data-pools=\"{pools}\"{flow}><td>{v}</td><td><code>{id}</code><br>{title}</td><td>{obs}",
@@ -526,7 +577,6 @@ fn cells(report: &RunReport, diagnosis: Option<&Diagnosis>, out: &mut String) {
             title = esc(&c.title),
             obs = long_text(&c.observed.summary),
         );
-        let cause = diagnosis.and_then(|d| d.cause_of(&c.id));
         if let Some((rank, x)) = cause {
             let _ = write!(
                 out,
@@ -756,8 +806,10 @@ mod tests {
         assert_eq!(froms.len(), tos.len());
         let rows = cell_rows(&html);
         for (from, to) in froms.into_iter().zip(tos) {
-            let target = format!(" data-from=\"{from}\" data-to=\"{to}\">");
-            let listed = rows.iter().filter(|r| r.contains(&target)).count();
+            let listed = rows
+                .iter()
+                .filter(|r| attrs(r, "data-from") == [from] && attrs(r, "data-to") == [to])
+                .count();
             let counts = grid
                 .cells
                 .get(&(from.to_string(), to.to_string()))
@@ -774,6 +826,26 @@ mod tests {
         }
         assert!(html.contains("<button type=\"button\" id=\"show-all\">show all cells</button>"));
         assert!(SCRIPT.contains("'hashchange'") && SCRIPT.contains("getElementById('show-all')"));
+    }
+
+    #[test]
+    fn each_cause_links_the_cells_it_explains() {
+        let report = crate::testdata::every_verdict_report();
+        let html = render(&report);
+        let rows = cell_rows(&html);
+        let d = report.diagnosis.as_ref().expect("diagnosed");
+        for (i, c) in d.causes.iter().enumerate() {
+            let n = (i + 1).to_string();
+            assert!(
+                html.contains(&format!(
+                    "explains <a href=\"#explained-by={n}\" title=\"list them below\">"
+                )),
+                "cause {n} links its cells"
+            );
+            let listed = rows.iter().filter(|r| attrs(r, "data-cause") == [n.as_str()]).count();
+            assert_eq!(listed, c.explains.len(), "cause {n}: its cells are in the list");
+        }
+        assert!(SCRIPT.contains("k==='explained-by'"));
     }
 
     #[test]
