@@ -580,7 +580,7 @@ fn cells(report: &RunReport, diagnosis: Option<&Diagnosis>, out: &mut String) {
         if let Some((rank, x)) = cause {
             let _ = write!(
                 out,
-                "<br>likely cause: <a href=\"#cause-{rank}\">{rank}. {}</a>",
+                "<div>likely cause: <a href=\"#cause-{rank}\">{rank}. {}</a></div>",
                 esc(&x.title)
             );
         }
