@@ -4,6 +4,7 @@
 #   docker run --rm -v "$PWD:/work" -w /work mixcheck run --kubeconfig kubeconfig.yaml
 # The image has no shell: arguments go to mixcheck as they are.
 
+# The binary is built with the dist profile (Cargo.toml): release, stripped, no debug information.
 # The builder is Debian 12 like the runtime image, so the binary finds the glibc it was linked
 # against. RUST_VERSION is the workspace's rust-version (Cargo.toml) or a newer stable.
 ARG RUST_VERSION=1.89
@@ -13,8 +14,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/src/target,sharing=locked \
-    cargo build --release --locked -p mixcheck \
-    && install -D -m 0755 target/release/mixcheck /out/mixcheck
+    cargo build --profile dist --locked -p mixcheck \
+    && install -D -m 0755 target/dist/mixcheck /out/mixcheck
 
 # glibc, libgcc and CA certificates, no shell, no package manager; user nonroot (65532).
 FROM gcr.io/distroless/cc-debian12:nonroot

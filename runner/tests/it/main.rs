@@ -16,10 +16,13 @@
 //!   kubernetes-validate)
 //! - `layout` — no module cycles; simcluster's layers
 //! - `topology_text` — topology files edited for a test
+//! - `docs_flags` — README.md and docs/: flags and defaults against `--help`, links inside the
+//!   repository
 
 mod baseline_cli;
 mod cli;
 mod diagnose_cli;
+mod docs_flags;
 mod faults;
 mod fixture_schemas;
 mod job_cli;

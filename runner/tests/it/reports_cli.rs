@@ -575,7 +575,7 @@ fn within(mut cmd: Command, limit: std::time::Duration) -> Output {
 /// The cell rows of a page as Chromium rendered it: (verdict, suite, pools, cell id, hidden).
 fn rendered_rows(dom: &str) -> Vec<(String, String, String, String, bool)> {
     let row = regex::Regex::new(
-        r#"<tr class="([^"]*)" data-verdict="([^"]*)" data-suite="([^"]*)" data-pools="([^"]*)"><td>[^<]*</td><td><code>([^<]*)</code>"#,
+        r#"<tr class="([^"]*)" data-verdict="([^"]*)" data-suite="([^"]*)" data-pools="([^"]*)"(?: data-[a-z]+="[^"]*")*><td>[^<]*</td><td><code>([^<]*)</code>"#,
     )
     .expect("regex");
     row.captures_iter(dom)
@@ -676,6 +676,63 @@ fn report_html_renders_in_chromium_with_working_filters() {
             assert_eq!(!hidden, shown(v, s, p), "{fragment}: row {id} ({v}, {s}, {p})");
         }
     }
+
+    // A square of the flow matrix lists the cells of its pair; a cause's count, the cells it
+    // explains.
+    let flow = cells
+        .iter()
+        .filter(|c| c["verdict"] == "fail")
+        .find_map(|c| {
+            Some((
+                c["coordinates"]["source"].as_str()?,
+                c["coordinates"]["destination"].as_str()?,
+            ))
+        })
+        .expect("a failing flow");
+    let of_pair = cells
+        .iter()
+        .filter(|c| c["coordinates"]["source"] == flow.0 && c["coordinates"]["destination"] == flow.1)
+        .count();
+    let explained = results["diagnosis"]["causes"][0]["explains"]
+        .as_array()
+        .map_or(0, Vec::len);
+    for (fragment, want) in [
+        (format!("#from={}&to={}", flow.0, flow.1), of_pair),
+        ("#explained-by=1".to_string(), explained),
+    ] {
+        let rows = rendered_rows(&dom(&fragment));
+        let visible = rows.iter().filter(|r| !r.4).count();
+        assert!(want > 0, "{fragment}: nothing to list");
+        assert_eq!(visible, want, "{fragment}: the rows shown");
+    }
+
+    // The page fits a 1,280 px window with every <details> open: nothing wider than the view.
+    let probe = dir.path().join("width.html");
+    let html = std::fs::read_to_string(reports.join("report.html")).expect("report.html");
+    let measure = "<script>document.querySelectorAll('details').forEach(function(d){d.open=true});\
+document.title='width '+document.documentElement.scrollWidth+' of '+document.documentElement.clientWidth</script></body>";
+    std::fs::write(&probe, html.replacen("</body>", measure, 1)).expect("write the probe page");
+    let out = within(
+        {
+            let mut cmd = chromium(&dir.path().join("profile"));
+            cmd.arg("--window-size=1280,2000")
+                .arg("--dump-dom")
+                .arg(format!("file://{}", probe.display()));
+            cmd
+        },
+        std::time::Duration::from_secs(60),
+    );
+    let dom = text(&out).0;
+    let title = dom
+        .split_once("<title>width ")
+        .and_then(|(_, rest)| rest.split_once("</title>"))
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_else(|| panic!("the probe did not run: {}", &dom[..dom.len().min(500)]));
+    let widths: Vec<u32> = title.split(" of ").filter_map(|w| w.parse().ok()).collect();
+    assert!(
+        widths.len() == 2 && widths[0] <= widths[1],
+        "the page is wider than a 1,280 px window: {title}"
+    );
 
     // A screenshot of the failures for a person, next to the reports.
     let shot = reports.join("report.png");

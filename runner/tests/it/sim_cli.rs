@@ -229,9 +229,10 @@ fn unknown_profile_exits_2() {
 }
 
 #[test]
-fn the_readme_topology_example_is_valid() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).expect("README");
-    let section = readme.split("### Topology files").nth(1).expect("topology section");
+fn the_documented_topology_example_is_valid() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/bundled-cluster.md"))
+        .expect("docs/bundled-cluster.md");
+    let section = doc.split("\n## Topology files").nth(1).expect("topology section");
     let block = section
         .split("```yaml")
         .nth(1)
@@ -240,6 +241,6 @@ fn the_readme_topology_example_is_valid() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("readme-topology.yaml");
     std::fs::write(&path, block).expect("write");
-    let topology = simcluster::Topology::load(&path).expect("the README example parses");
+    let topology = simcluster::Topology::load(&path).expect("the documented example parses");
     assert_eq!(topology.nodes.len(), 3, "count: 3 expands the node");
 }
