@@ -288,21 +288,12 @@ fn nodes(report: &RunReport, out: &mut String) {
     if report.facts.nodes.is_empty() {
         return;
     }
-    let mut per_node: BTreeMap<&str, Counts> = BTreeMap::new();
-    for c in &report.cells {
-        let mut seen: Vec<&str> = Vec::new();
-        for n in &c.nodes {
-            if !seen.contains(&n.name.as_str()) {
-                per_node.entry(n.name.as_str()).or_default().add(c.verdict);
-                seen.push(n.name.as_str());
-            }
-        }
-    }
-    out.push_str("<h2>Nodes</h2>\n<table><tr><th>node</th><th>OS</th><th>build</th><th>kubelet</th><th>runtime</th>");
+    let per_node = per_node(report);
+    out.push_str("<h2>Nodes</h2>\n<p class=\"note\">A cell counts on the nodes it was observed on: a flow between two nodes counts on both, so the last column splits each node's failing cells by the part the node played (source, destination, or the node a check is about). A pool's failing cells are the distinct cells over its nodes, as in the pool table.</p>\n<table><tr><th>node</th><th>OS</th><th>build</th><th>kubelet</th><th>runtime</th>");
     for v in Verdict::ALL {
         let _ = write!(out, "<th class=\"v-{0}\">{0}</th>", v.as_str());
     }
-    out.push_str("</tr>\n");
+    out.push_str("<th>failing as source / destination / node checked</th></tr>\n");
     for (name, f) in &report.facts.nodes {
         let text = |v: Option<String>| esc(&v.unwrap_or_default());
         let _ = write!(
@@ -314,13 +305,60 @@ fn nodes(report: &RunReport, out: &mut String) {
             text(f.kubelet_version.as_ref().map(|x| x.value.clone())),
             text(f.container_runtime_version.as_ref().map(|x| x.value.clone())),
         );
-        let counts = per_node.get(name.as_str()).copied().unwrap_or_default();
+        let on = per_node.get(name.as_str()).cloned().unwrap_or_default();
         for v in Verdict::ALL {
-            let _ = write!(out, "<td class=\"num\">{}</td>", counts.get(v));
+            let _ = write!(out, "<td class=\"num\">{}</td>", on.counts.get(v));
         }
-        out.push_str("</tr>\n");
+        let _ = write!(
+            out,
+            "<td class=\"num\">{} / {} / {}</td></tr>\n",
+            on.failing_as[0], on.failing_as[1], on.failing_as[2]
+        );
     }
     out.push_str("</table>\n");
+}
+
+/// What the cells observed on one node add up to.
+#[derive(Debug, Clone, Default)]
+struct OnNode {
+    /// Verdicts of the cells observed on the node, each cell once.
+    counts: Counts,
+    /// Its failing cells by the node's part: source, destination, the node checked.
+    failing_as: [usize; 3],
+}
+
+/// The nodes a cell was observed on (the pair whose result it took), else all its nodes.
+fn observed_nodes(c: &crate::cell::Cell) -> &[crate::cell::NodeRef] {
+    if c.observed.on.is_empty() {
+        &c.nodes
+    } else {
+        &c.observed.on
+    }
+}
+
+/// Per node, what the cells observed on it add up to.
+fn per_node(report: &RunReport) -> BTreeMap<&str, OnNode> {
+    use crate::cell::NodeRole;
+    let mut out: BTreeMap<&str, OnNode> = BTreeMap::new();
+    for c in &report.cells {
+        let mut seen: Vec<&str> = Vec::new();
+        for n in observed_nodes(c) {
+            let entry = out.entry(n.name.as_str()).or_default();
+            if !seen.contains(&n.name.as_str()) {
+                entry.counts.add(c.verdict);
+                seen.push(n.name.as_str());
+            }
+            if c.verdict.fails_gate(false) {
+                let part = match n.role {
+                    NodeRole::Source => 0,
+                    NodeRole::Destination => 1,
+                    NodeRole::Subject => 2,
+                };
+                entry.failing_as[part] += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The likely causes, most likely first, each with everything the diagnosis says about it;
@@ -639,6 +677,103 @@ mod tests {
     use super::*;
     use crate::cell::Coordinates;
     use crate::testdata::{cell, sample_report};
+
+    /// The node table and the pool table agree: a pool's failing cells are the distinct failing
+    /// cells over its nodes, and a flow between two nodes counts on both, split by the part
+    /// each played.
+    #[test]
+    fn nodes_and_pools_count_the_same_failing_cells() {
+        use crate::cell::{NodeRef, NodeRole, Pool};
+        use crate::facts::Os;
+        let node = |name: &str, os: Os, build: Option<u32>, role: NodeRole| NodeRef {
+            name: name.into(),
+            os,
+            build,
+            role,
+        };
+        let at = |rule: &str, src: &str, dst: Option<&str>, verdict: Verdict, on: Vec<NodeRef>| {
+            let mut c = cell("net", "x", rule, "v", verdict);
+            c.coordinates.source = Some(Pool::named(src));
+            c.coordinates.destination = dst.map(Pool::named);
+            c.id = crate::cell::CellId::new("net", rule, &c.coordinates).expect("id");
+            c.nodes = on.clone();
+            c.observed.on = on;
+            c
+        };
+        let (lin, win_a, win_b) = (
+            |r| node("linux-1", Os::Linux, None, r),
+            |r| node("win-a", Os::Windows, Some(20348), r),
+            |r| node("win-b", Os::Windows, Some(20348), r),
+        );
+        let mut report = sample_report();
+        report.cells = vec![
+            at(
+                "NET-A",
+                "linux",
+                Some("windows-20348"),
+                Verdict::Fail,
+                vec![lin(NodeRole::Source), win_a(NodeRole::Destination)],
+            ),
+            at(
+                "NET-B",
+                "windows-20348",
+                Some("windows-20348"),
+                Verdict::Fail,
+                vec![win_a(NodeRole::Source), win_b(NodeRole::Destination)],
+            ),
+            at(
+                "NET-C",
+                "windows-20348",
+                Some("cluster-dns"),
+                Verdict::Error,
+                vec![win_a(NodeRole::Source)],
+            ),
+            at(
+                "MEM-D",
+                "windows-20348",
+                None,
+                Verdict::Fail,
+                vec![win_b(NodeRole::Subject)],
+            ),
+            at(
+                "NET-E",
+                "linux",
+                Some("linux"),
+                Verdict::Pass,
+                vec![lin(NodeRole::Source), lin(NodeRole::Destination)],
+            ),
+        ];
+        let nodes = per_node(&report);
+        assert_eq!(nodes["linux-1"].failing_as, [1, 0, 0]);
+        assert_eq!(nodes["win-a"].failing_as, [2, 1, 0]);
+        assert_eq!(nodes["win-b"].failing_as, [0, 1, 1]);
+        assert_eq!(
+            nodes["linux-1"].counts.get(Verdict::Pass),
+            1,
+            "a same-node flow counts once"
+        );
+        let pools = crate::tally::by_pool(&report);
+        for (pool, members) in [("linux", vec!["linux-1"]), ("windows-20348", vec!["win-a", "win-b"])] {
+            let failing = |c: &&crate::cell::Cell| c.verdict.fails_gate(false);
+            let over_nodes = report
+                .cells
+                .iter()
+                .filter(failing)
+                .filter(|c| observed_nodes(c).iter().any(|n| members.contains(&n.name.as_str())))
+                .count();
+            let counts = pools[pool];
+            assert_eq!(
+                counts.get(Verdict::Fail) + counts.get(Verdict::Error),
+                over_nodes,
+                "{pool}"
+            );
+        }
+        let html = render(&report);
+        assert!(
+            html.contains("a flow between two nodes counts on both"),
+            "the table says so"
+        );
+    }
 
     #[test]
     fn self_contained_with_filters_matrix_and_nodes() {

@@ -792,6 +792,36 @@ fn a_one_fault_run_leads_with_its_cause_on_one_screen(#[case] fault: &str) {
     }
     assert!(lines.iter().rev().take(3).any(|l| *l == "gate: FAILED"), "{stdout}");
     assert!(stdout.contains("\ntotals: "), "{stdout}");
+    // The pool table and the node table agree: a pool's failing cells by their coordinates are
+    // the failing cells observed on that pool's nodes.
+    let pool_of = |n: &serde_json::Value| match n["os"].as_str() {
+        Some("windows") => format!("windows-{}", n["build"]),
+        _ => "linux".to_string(),
+    };
+    let failing: Vec<&serde_json::Value> = report["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .filter(|c| matches!(c["verdict"].as_str(), Some("fail" | "error")))
+        .collect();
+    for pool in ["linux", "windows-17763", "windows-20348"] {
+        let by_coordinates = failing
+            .iter()
+            .filter(|c| c["coordinates"]["source"] == pool || c["coordinates"]["destination"] == pool)
+            .count();
+        let on_nodes = failing
+            .iter()
+            .filter(|c| {
+                let on = if c["observed"]["on"].as_array().is_some_and(|a| !a.is_empty()) {
+                    &c["observed"]["on"]
+                } else {
+                    &c["nodes"]
+                };
+                on.as_array().into_iter().flatten().any(|n| pool_of(n) == pool)
+            })
+            .count();
+        assert_eq!(by_coordinates, on_nodes, "{pool}: the pool and node tables disagree");
+    }
 }
 
 /// No report format shows Rust's Debug forms (`Some(…)`, escaped backslashes in Windows paths):
