@@ -16,6 +16,7 @@
 //!   kubernetes-validate)
 //! - `layout` — no module cycles; simcluster's layers
 //! - `topology_text` — topology files edited for a test
+//! - `hygiene_cli` — closed pipes, one-line errors, empty lint folders, `images` once per OS
 //! - `docs_flags` — README.md and docs/: flags and defaults against `--help`, links inside the
 //!   repository
 
@@ -25,6 +26,7 @@ mod diagnose_cli;
 mod docs_flags;
 mod faults;
 mod fixture_schemas;
+mod hygiene_cli;
 mod job_cli;
 mod layout;
 mod profiles;
