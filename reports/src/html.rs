@@ -309,9 +309,9 @@ fn nodes(report: &RunReport, out: &mut String) {
         for v in Verdict::ALL {
             let _ = write!(out, "<td class=\"num\">{}</td>", on.counts.get(v));
         }
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<td class=\"num\">{} / {} / {}</td></tr>\n",
+            "<td class=\"num\">{} / {} / {}</td></tr>",
             on.failing_as[0], on.failing_as[1], on.failing_as[2]
         );
     }

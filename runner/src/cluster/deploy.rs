@@ -282,8 +282,7 @@ fn waiting_on(p: Option<&Pod>, node: &str, events: &[Event]) -> String {
     let name = p.metadata.name.as_deref().unwrap_or_default();
     let warning = events
         .iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.type_.as_deref() == Some("Warning"))
-        .last()
+        .rfind(|e| e.involved_object.name.as_deref() == Some(name) && e.type_.as_deref() == Some("Warning"))
         .map(|e| {
             format!(
                 "{}: {}",
