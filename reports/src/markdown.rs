@@ -63,11 +63,7 @@ pub fn render(report: &RunReport) -> String {
             failure(&group, diagnosis, &mut out);
         }
     }
-    let undecided: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| c.verdict == Verdict::Indeterminate)
-        .collect();
+    let undecided = tally::undecided(report);
     if !undecided.is_empty() {
         out.push_str(&format!(
             "### Undecided ({}: a fact the check needs is unknown)\n\n",

@@ -122,6 +122,15 @@ pub(crate) fn noted(report: &RunReport) -> Vec<&Cell> {
         .collect()
 }
 
+/// The cells no verdict was reached for: a fact they need is unknown.
+pub(crate) fn undecided(report: &RunReport) -> Vec<&Cell> {
+    report
+        .cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Indeterminate)
+        .collect()
+}
+
 /// The diagnosis the human reports show first; None when the run has none or it is empty (no
 /// failing cell), so that such a run's reports have nothing extra.
 pub(crate) fn diagnosis(report: &RunReport) -> Option<&Diagnosis> {

@@ -106,11 +106,7 @@ pub fn render(report: &RunReport, colour: bool, detail: Detail) -> String {
         return out;
     }
 
-    let undecided: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| c.verdict == Verdict::Indeterminate)
-        .collect();
+    let undecided = tally::undecided(report);
     if !undecided.is_empty() {
         out.push_str(&format!(
             "UNDECIDED ({} indeterminate: a fact the check needs is unknown)\n",

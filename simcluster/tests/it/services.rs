@@ -12,6 +12,17 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+/// A Deployment `echo` of one agnhost netexec pod (HTTP on 8080, label app=echo) in `ns`.
+async fn echo_deployment(client: &kube::Client, ns: &str) {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "echo"}, "spec": {"replicas": 1,
+        "selector": {"matchLabels": {"app": "echo"}},
+        "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [{"name": "echo",
+            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]}}}}))
+    .expect("deployment");
+    deployments.create(&PostParams::default(), &d).await.expect("create");
+}
+
 fn service(name: &str, spec: serde_json::Value) -> Service {
     serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("service")
 }
@@ -160,13 +171,7 @@ async fn outside_clients_reach_node_ports_on_every_node() {
     let cluster = common::start().await;
     common::namespace(&cluster, "np");
     let client = common::kube_client(&cluster).await;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "np");
-    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "echo"}, "spec": {"replicas": 1,
-        "selector": {"matchLabels": {"app": "echo"}},
-        "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [{"name": "echo",
-            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]}}}}))
-    .expect("deployment");
-    deployments.create(&PostParams::default(), &d).await.expect("create");
+    echo_deployment(&client, "np").await;
     let services: Api<Service> = Api::namespaced(client.clone(), "np");
     let svc = services
         .create(
@@ -305,13 +310,7 @@ async fn load_balancers_get_an_address_where_a_controller_runs(
     let cluster = common::start_with(simcluster::ClusterConfig::new(topology)).await;
     common::namespace(&cluster, "lb");
     let client = common::kube_client(&cluster).await;
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "lb");
-    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "echo"}, "spec": {"replicas": 1,
-        "selector": {"matchLabels": {"app": "echo"}},
-        "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [{"name": "echo",
-            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52", "args": ["netexec", "--http-port=8080"]}]}}}}))
-    .expect("deployment");
-    deployments.create(&PostParams::default(), &d).await.expect("create");
+    echo_deployment(&client, "lb").await;
     let services: Api<Service> = Api::namespaced(client.clone(), "lb");
     services
         .create(
