@@ -83,7 +83,7 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
         .map_err(|e| Error::Failed(format!("the cluster is not usable without its kubeconfig: {e}")))?;
     let kubeconfig = std::path::absolute(&args.kubeconfig).unwrap_or_else(|_| args.kubeconfig.clone());
     outln!(
-        "mixcheck bundled cluster {:?} ({}) is serving at {}",
+        "mixcheck bundled cluster {} ({}) is serving at {}",
         topology.name,
         topology.kubernetes_version,
         cluster.url()
