@@ -856,7 +856,8 @@ impl Fabric {
     /// load balancer sends it to a node's NodePort: with `externalTrafficPolicy: Local` only to
     /// nodes with a local endpoint (its health check fails on the others); otherwise to one of
     /// the nodes running a backend, picked round-robin — a subset of the nodes a cloud may use
-    /// (<https://kubernetes.io/docs/concepts/services-networking/service/#loadbalancer>).
+    /// (<https://kubernetes.io/docs/concepts/services-networking/service/#loadbalancer>) — or,
+    /// when none of those passes the health check, to any node that does.
     fn to_load_balancer(&self, flow: &Flow, svc: usize) -> Decision {
         if !matches!(flow.src, Src::Outside(_)) {
             return self.to_cluster_ip(flow, svc);
@@ -876,18 +877,27 @@ impl Fabric {
                 "the load balancer has no NodePort to send to",
             );
         };
+        // The cloud health-checks kube-proxy on each node (its healthz, or the service's
+        // healthCheckNodePort with the Local policy) and leaves out nodes where it does not
+        // answer (KEP-3836, https://github.com/kubernetes/enhancements/tree/master/keps/sig-network/3836-kube-proxy-improved-ingress-connectivity-reliability).
+        let healthy = |n: &usize| !self.nodes[*n].has(Fault::KubeProxyStopped);
         let mut nodes: Vec<usize> = s.ports[sp]
             .targets
             .iter()
             .map(|(pod, _)| self.pods[*pod].node)
+            .filter(healthy)
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
+        if nodes.is_empty() && !s.local_only && !s.ports[sp].targets.is_empty() {
+            // No backend's node passes: any node whose kube-proxy answers forwards the flow.
+            nodes = (0..self.nodes.len()).filter(healthy).collect();
+        }
         if nodes.is_empty() {
             return Decision::fail(
                 Failure::Timeout,
                 "SVC-TYPES",
-                "the load balancer has no healthy node: the service has no ready endpoint",
+                "the load balancer has no healthy node: no node with a ready endpoint passes its health check",
             );
         }
         let n = nodes[usize::try_from(flow.pick).unwrap_or(0) % nodes.len()];
