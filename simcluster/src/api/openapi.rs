@@ -112,6 +112,26 @@ fn schemas() -> &'static Map<String, Value> {
     })
 }
 
+/// The schema of a served kind (or `Scale`, `TokenRequest`), for the protobuf transcoder.
+pub(crate) fn kind_schema(group: &str, kind: &str) -> Option<&'static Value> {
+    registry_schema_name(group, kind).and_then(|n| schemas().get(&n))
+}
+
+/// `schema` with its `$ref`s (and a leading `allOf`) followed.
+pub(crate) fn resolved(schema: &'static Value) -> &'static Value {
+    let mut schema = schema;
+    for _ in 0..16 {
+        if let Some(target) = ref_name(schema).and_then(|n| schemas().get(n)) {
+            schema = target;
+        } else if let Some(first) = schema.get("allOf").and_then(Value::as_array).and_then(|a| a.first()) {
+            schema = first;
+        } else {
+            break;
+        }
+    }
+    schema
+}
+
 /// The schema name behind a `$ref` (`#/components/schemas/NAME`).
 fn ref_name(schema: &Value) -> Option<&str> {
     schema
