@@ -10,6 +10,7 @@
 //! - `kube_system` — the add-ons a real cluster of each profile shows
 //! - `faults` — kubelet-side node faults and the node log proxy
 //! - `network_faults` — network node faults seen from exec'd commands
+//! - `protobuf` — protobuf request bodies store what their JSON stores
 //! - `robustness` — bad input never panics
 //! - `rbac` — deploy/rbac.yaml, TokenRequest tokens, RBAC enforcement and its 403s, impersonation
 //! - `kubectl` — the real kubectl CLI (ignored without kubectl)
@@ -23,6 +24,7 @@ mod kube_system;
 mod kubectl;
 mod network_faults;
 mod nodes;
+mod protobuf;
 mod rbac;
 mod realism;
 mod robustness;
