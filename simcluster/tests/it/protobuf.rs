@@ -1,7 +1,7 @@
 //! Protobuf request bodies: each served kind sent as protobuf (encoded with its `k8s-pb`
 //! type, as kubectl's typed clients send it) and as JSON gives the same stored object.
 
-use k8s_pb::api::{apps, authorization, batch, coordination, core, discovery, node, rbac};
+use k8s_pb::api::{apps, authorization, batch, coordination, core, discovery, node, rbac, scheduling};
 use k8s_pb::apimachinery::pkg::apis::meta::v1::{LabelSelector, MicroTime, ObjectMeta, Time};
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
@@ -293,6 +293,65 @@ fn job(n: &str) -> (Vec<u8>, Value) {
     )
 }
 
+fn cronjob(n: &str) -> (Vec<u8>, Value) {
+    let m = batch::v1::CronJob {
+        metadata: meta(n),
+        spec: Some(batch::v1::CronJobSpec {
+            schedule: s("0 3 * * *"),
+            suspend: Some(true),
+            job_template: Some(batch::v1::JobTemplateSpec {
+                metadata: meta(""),
+                spec: Some(batch::v1::JobSpec {
+                    template: template("OnFailure"),
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    (
+        m.encode_to_vec(),
+        json!({"metadata": json_meta(n), "spec": {"schedule": "0 3 * * *", "suspend": true,
+            "jobTemplate": {"metadata": {"labels": {"app": "x"}}, "spec": {"template": json_template("OnFailure")}}}}),
+    )
+}
+
+fn quota(n: &str) -> (Vec<u8>, Value) {
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    let m = core::v1::ResourceQuota {
+        metadata: meta(n),
+        spec: Some(core::v1::ResourceQuotaSpec {
+            hard: [
+                ("pods".to_string(), Quantity { string: s("10") }),
+                ("requests.cpu".to_string(), Quantity { string: s("500m") }),
+            ]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    (
+        m.encode_to_vec(),
+        json!({"metadata": json_meta(n), "spec": {"hard": {"pods": "10", "requests.cpu": "500m"}}}),
+    )
+}
+
+fn priorityclass(n: &str) -> (Vec<u8>, Value) {
+    let m = scheduling::v1::PriorityClass {
+        metadata: meta(n),
+        value: Some(1000),
+        global_default: Some(false),
+        description: s("for tests"),
+        ..Default::default()
+    };
+    (
+        m.encode_to_vec(),
+        json!({"metadata": json_meta(n), "value": 1000, "globalDefault": false, "description": "for tests"}),
+    )
+}
+
 fn endpoints(n: &str) -> (Vec<u8>, Value) {
     let m = core::v1::Endpoints {
         metadata: meta(n),
@@ -520,6 +579,9 @@ fn comparable(v: Value, name: &str) -> Value {
 #[case::replicaset("apps/v1", "ReplicaSet", "/apis/apps/v1/namespaces/default/replicasets", replicaset as Sample)]
 #[case::daemonset("apps/v1", "DaemonSet", "/apis/apps/v1/namespaces/default/daemonsets", daemonset as Sample)]
 #[case::job("batch/v1", "Job", "/apis/batch/v1/namespaces/default/jobs", job as Sample)]
+#[case::cronjob("batch/v1", "CronJob", "/apis/batch/v1/namespaces/default/cronjobs", cronjob as Sample)]
+#[case::quota("v1", "ResourceQuota", "/api/v1/namespaces/default/resourcequotas", quota as Sample)]
+#[case::priorityclass("scheduling.k8s.io/v1", "PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", priorityclass as Sample)]
 #[case::runtimeclass("node.k8s.io/v1", "RuntimeClass", "/apis/node.k8s.io/v1/runtimeclasses", runtimeclass as Sample)]
 #[case::role("rbac.authorization.k8s.io/v1", "Role", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", role as Sample)]
 #[case::clusterrole("rbac.authorization.k8s.io/v1", "ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles", clusterrole as Sample)]

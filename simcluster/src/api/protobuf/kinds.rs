@@ -38,7 +38,9 @@ macro_rules! kinds {
     };
 }
 
-use k8s_pb::api::{apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac};
+use k8s_pb::api::{
+    apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac, scheduling,
+};
 
 kinds! {
     ("", "v1", "Namespace") => core::v1::Namespace,
@@ -56,6 +58,9 @@ kinds! {
     ("apps", "v1", "ReplicaSet") => apps::v1::ReplicaSet,
     ("apps", "v1", "DaemonSet") => apps::v1::DaemonSet,
     ("batch", "v1", "Job") => batch::v1::Job,
+    ("batch", "v1", "CronJob") => batch::v1::CronJob,
+    ("", "v1", "ResourceQuota") => core::v1::ResourceQuota,
+    ("scheduling.k8s.io", "v1", "PriorityClass") => scheduling::v1::PriorityClass,
     ("node.k8s.io", "v1", "RuntimeClass") => node::v1::RuntimeClass,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => authorization::v1::SelfSubjectAccessReview,
     ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => authorization::v1::SelfSubjectRulesReview,
