@@ -14,6 +14,7 @@ pub mod tls;
 mod authn;
 mod exec;
 mod logs;
+mod metrics;
 mod nodeproxy;
 mod requestinfo;
 mod resource;
@@ -65,6 +66,8 @@ pub struct Shared {
     pub admin: UserInfo,
     /// What identities may do: every request is put to it, and reviews ask it.
     pub authorizer: Arc<dyn Authorizer>,
+    /// The simulated kubelets (what they measure, for stats and metrics).
+    pub kubelets: Arc<crate::node::kubelet::Kubelets>,
 }
 
 pub type ApiState = Arc<Shared>;
@@ -362,6 +365,17 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
     let path = req.uri().path().to_string();
     let q = Query::parse(req.uri().query());
     let method = req.method().clone();
+    let metrics_prefix = format!("/apis/{}/{}/", metrics::GROUP, metrics::VERSION);
+    if let Some(rest) = path.strip_prefix(&metrics_prefix) {
+        if method != Method::GET {
+            return Err(ApiError::MethodNotAllowed {
+                verb: method.to_string(),
+                kind: "NodeMetrics".into(),
+            });
+        }
+        let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+        return metrics::serve(&state, &segs, &q);
+    }
     let route = parse_path(&path)?;
     if matches!(route, Route::Group(_) | Route::ResourceList(..)) && method != Method::GET {
         return Err(ApiError::MethodNotAllowed {

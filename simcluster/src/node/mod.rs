@@ -11,3 +11,4 @@ pub mod logs;
 pub mod nodelogs;
 pub mod objects;
 pub mod runtime;
+pub mod stats;

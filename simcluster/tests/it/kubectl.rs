@@ -16,6 +16,7 @@ use simcluster::Cluster;
 use tempfile::TempDir;
 
 mod imperative;
+mod metrics;
 
 const MISSING: &str =
     "kubectl is not installed or not on PATH: these tests need it (they are #[ignore]d by default; CI installs it)";
