@@ -117,6 +117,15 @@ fn base64_of(items: &[Node]) -> Result<String, TranscodeError> {
     Ok(base64::engine::general_purpose::STANDARD.encode(bytes(items)?))
 }
 
+/// `node` without its `Some`.
+fn unwrapped(node: &Node) -> Option<&Node> {
+    match node {
+        Node::Some(inner) => Some(inner),
+        Node::None => None,
+        other => Some(other),
+    }
+}
+
 /// The field `name` of a message, unwrapped from its Option.
 fn field<'a>(fields: &'a [(String, Node)], name: &str) -> Option<&'a Node> {
     let node = fields.iter().find(|(n, _)| n == name).map(|(_, v)| v)?;
@@ -218,8 +227,18 @@ fn message(
     let mut out = Map::new();
     for (field_name, node) in fields {
         let wanted = normalized(field_name);
-        let (json_name, field_schema) = props
-            .and_then(|p| p.iter().find(|(k, _)| normalized(k) == wanted))
+        let property = props.and_then(|p| p.iter().find(|(k, _)| normalized(k) == wanted));
+        // A Go struct embedded with `json:",inline"` (a Volume's `volumeSource`, the
+        // `localObjectReference` of key selectors) is a field of its own in protobuf and has
+        // no JSON property: its fields belong to this object.
+        if property.is_none()
+            && let Some(Node::Message(inner_name, inner_fields)) = unwrapped(node)
+            && let Some(Value::Object(inlined)) = message(inner_name, inner_fields, schema, depth + 1)?
+        {
+            out.extend(inlined);
+            continue;
+        }
+        let (json_name, field_schema) = property
             .map(|(k, s)| (k.clone(), s))
             .unwrap_or_else(|| (camel_case(field_name), empty_schema()));
         let Some(v) = value(node, field_schema, depth + 1)? else {
