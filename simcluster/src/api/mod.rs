@@ -11,6 +11,7 @@ pub mod rbac;
 pub mod table;
 pub mod tls;
 
+mod attach;
 mod authn;
 mod exec;
 mod logs;
@@ -431,6 +432,9 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         }
         (&Method::GET, _, Some("exec")) | (&Method::POST, _, Some("exec")) => {
             exec::exec(state, &target, &q, parts).await
+        }
+        (&Method::GET, true, Some("attach")) | (&Method::POST, true, Some("attach")) => {
+            attach::attach(state, &target, &q, parts).await
         }
         (&Method::GET, true, Some("log")) => logs::logs(state, &target, &q).await,
         (&Method::GET, true, Some("proxy")) if target.rt.plural == "nodes" => {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use simcluster::Cluster;
 use tempfile::TempDir;
 
+mod attach;
 mod imperative;
 mod metrics;
 
