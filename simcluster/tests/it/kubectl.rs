@@ -16,6 +16,7 @@ use simcluster::Cluster;
 use tempfile::TempDir;
 
 mod attach;
+mod debug_cp;
 mod imperative;
 mod metrics;
 
