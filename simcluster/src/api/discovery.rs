@@ -59,7 +59,7 @@ fn verbs_for_sub(sub: &str) -> &'static [&'static str] {
     match sub {
         "status" => &["get", "patch", "update"],
         "log" => &["get"],
-        "exec" | "attach" => &["create", "get"],
+        "exec" | "attach" | "portforward" => &["create", "get"],
         "binding" | "token" => &["create"],
         "finalize" => &["update"],
         "proxy" => &["create", "delete", "get", "patch", "update"],
@@ -105,7 +105,8 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "binding" => "Binding",
                 "token" => "TokenRequest",
                 "scale" => "Scale",
-                "log" | "exec" | "attach" | "proxy" => match *sub {
+                "log" | "exec" | "attach" | "portforward" | "proxy" => match *sub {
+                    "portforward" => "PodPortForwardOptions",
                     "exec" => "PodExecOptions",
                     "attach" => "PodAttachOptions",
                     "proxy" => "NodeProxyOptions",

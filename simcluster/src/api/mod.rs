@@ -17,10 +17,12 @@ mod exec;
 mod logs;
 mod metrics;
 mod nodeproxy;
+mod portforward;
 mod requestinfo;
 mod resource;
 mod reviews;
 mod scale;
+mod spdy;
 mod token;
 mod watch;
 
@@ -67,6 +69,8 @@ pub struct Shared {
     pub admin: UserInfo,
     /// What identities may do: every request is put to it, and reviews ask it.
     pub authorizer: Arc<dyn Authorizer>,
+    /// The cluster network (what a port-forward reaches).
+    pub network: Arc<crate::network::apps::SimNet>,
     /// The simulated kubelets (what they measure, for stats and metrics).
     pub kubelets: Arc<crate::node::kubelet::Kubelets>,
 }
@@ -435,6 +439,9 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         }
         (&Method::GET, true, Some("attach")) | (&Method::POST, true, Some("attach")) => {
             attach::attach(state, &target, &q, parts).await
+        }
+        (&Method::GET, true, Some("portforward")) | (&Method::POST, true, Some("portforward")) => {
+            portforward::portforward(state, &target, parts).await
         }
         (&Method::GET, true, Some("log")) => logs::logs(state, &target, &q).await,
         (&Method::GET, true, Some("proxy")) if target.rt.plural == "nodes" => {

@@ -141,7 +141,7 @@ static RESOURCES: &[ResourceType] = &[
         short: ["no"], cat: [], sub: ["status", "proxy"], spec: true,
         fields: ["spec.unschedulable"], printer: Node),
     resource!("", "v1", "pods", "pod", "Pod", true,
-        short: ["po"], cat: ["all"], sub: ["status", "log", "exec", "attach", "binding"], spec: false,
+        short: ["po"], cat: ["all"], sub: ["status", "log", "exec", "attach", "portforward", "binding"], spec: false,
         fields: ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
                  "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"],
         printer: Pod),

@@ -19,6 +19,7 @@ mod attach;
 mod debug_cp;
 mod imperative;
 mod metrics;
+mod portforward;
 
 const MISSING: &str =
     "kubectl is not installed or not on PATH: these tests need it (they are #[ignore]d by default; CI installs it)";

@@ -357,7 +357,7 @@ async fn clients_verify_the_serving_certificate() {
 
 #[rstest]
 #[case(Method::GET, "/api/v2/pods")]
-#[case(Method::GET, "/apis/batch/v1/cronjobs")]
+#[case(Method::GET, "/apis/batch/v1/podtemplates")]
 #[case(Method::POST, "/apis/storage.k8s.io/v1/storageclasses")]
 #[case(Method::GET, "/api/v1/widgets")]
 #[case(Method::POST, "/api/v1/namespaces/default/widgets")]
