@@ -3,6 +3,7 @@
 //!
 //! - `kube_client` — kube-rs: typed CRUD, selectors, patches, watches, errors, exec and logs
 //! - `api_calls` — the scale subresource, access and rules reviews, Jobs
+//! - `cronjobs` — CronJobs on the simulated clock: Forbid, suspend, history limits
 //! - `services` — ClusterIP/NodePort allocation, Endpoints and EndpointSlices
 //! - `nodes` — scheduling, controllers, kubelet and Windows admission rules
 //! - `realism` — real-cluster behaviours a topology switches on (policy, maxPods, pulls, transient events, node reachability)
@@ -18,6 +19,7 @@
 mod common;
 
 mod api_calls;
+mod cronjobs;
 mod faults;
 mod kube_client;
 mod kube_system;

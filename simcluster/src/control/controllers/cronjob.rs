@@ -88,10 +88,10 @@ impl Controllers {
             if let Some(when) = due {
                 let active: Vec<&Obj> = jobs.iter().filter(|j| finished(j.value()).is_none()).collect();
                 let policy = json::str(&v, "/spec/concurrencyPolicy");
-                if policy == "Forbid" && !active.is_empty() {
-                    // Upstream skips this time and tries again at the next one.
-                    status["lastScheduleTime"] = json!(stamp(when));
-                } else {
+                // Forbid: upstream starts nothing while a Job runs and leaves `lastScheduleTime`
+                // alone; the latest missed time runs once the Job has finished.
+                let forbidden = policy == "Forbid" && !active.is_empty();
+                if !forbidden {
                     if policy == "Replace" {
                         for j in &active {
                             let _ = self.store.delete(jobs_rt, ns, j.name(), &DeleteOptions::default());
