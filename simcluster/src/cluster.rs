@@ -177,7 +177,7 @@ impl Cluster {
             // RBAC over the stored roles and bindings; the admin stays cluster-admin.
             authorizer: Arc::new(crate::api::rbac::Rbac::new(store.clone(), admin)),
             kubelets: kubelets.clone(),
-            network: simnet.clone(),
+            forwarder: Arc::new(crate::node::forward::Forwarder::new(simnet.clone())),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);

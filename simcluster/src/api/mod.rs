@@ -69,8 +69,8 @@ pub struct Shared {
     pub admin: UserInfo,
     /// What identities may do: every request is put to it, and reviews ask it.
     pub authorizer: Arc<dyn Authorizer>,
-    /// The cluster network (what a port-forward reaches).
-    pub network: Arc<crate::network::apps::SimNet>,
+    /// What a port-forward reaches.
+    pub forwarder: Arc<crate::node::forward::Forwarder>,
     /// The simulated kubelets (what they measure, for stats and metrics).
     pub kubelets: Arc<crate::node::kubelet::Kubelets>,
 }

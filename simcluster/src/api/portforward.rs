@@ -12,19 +12,15 @@
 //! (<https://kubernetes.io/docs/tasks/debug/debug-cluster/windows/>).
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
 
 use axum::extract::FromRequestParts;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::request::Parts;
 use axum::response::Response;
-use serde_json::Value;
 
 use super::spdy::{self, FLAG_FIN, Frame, HeaderCodec};
 use super::{ApiState, Target};
 use crate::config::profile::NodeProfile;
-use crate::network::dns::DnsConfig;
-use crate::network::wire::Wire as _;
 use crate::store::Obj;
 use crate::store::api_error::ApiError;
 use crate::store::resources;
@@ -224,27 +220,17 @@ fn answer(state: &ApiState, pod: &Obj, port: u16, request: &[u8]) -> (Vec<u8>, O
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap_or("/")
         .to_string();
-    let ip: Option<Ipv4Addr> = pod
-        .value()
-        .pointer("/status/podIP")
-        .and_then(Value::as_str)
-        .and_then(|s| s.parse().ok());
-    let container = json::str(pod.value(), "/spec/containers/0/name").to_string();
-    let windows = json::str(pod.value(), "/spec/os/name") == "windows";
-    let reply = ip
-        .zip(state.network.client_for(pod, &container, DnsConfig::default(), windows))
-        .map(|(ip, client)| client.http_get(ip, port, &target));
-    match reply {
-        Some(Ok(r)) => {
+    match state.forwarder.http_get(pod, port, &target) {
+        Some((status, body)) => {
             let head = format!(
                 "HTTP/1.1 {} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                r.status,
-                reason(r.status),
-                r.body.len()
+                status,
+                reason(status),
+                body.len()
             );
-            ([head.into_bytes(), r.body.into_bytes()].concat(), None)
+            ([head.into_bytes(), body.into_bytes()].concat(), None)
         }
-        _ => (
+        None => (
             Vec::new(),
             Some(format!(
                 "failed to connect to localhost:{port} inside namespace of the pod, IPv4: dial tcp4 127.0.0.1:{port}: connect: connection refused"
