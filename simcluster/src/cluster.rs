@@ -161,6 +161,7 @@ impl Cluster {
         let admin = crate::api::authorization::UserInfo::kubeadm_admin(config.topology.version());
         // The bootstrap ClusterRoles and ClusterRoleBindings, as objects.
         crate::api::rbac::bootstrap(&store, config.topology.version())?;
+        let kubelets = Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes);
         let shared = Arc::new(Shared {
             store: store.clone(),
             logs: logs.clone(),
@@ -175,6 +176,8 @@ impl Cluster {
             admin: admin.clone(),
             // RBAC over the stored roles and bindings; the admin stays cluster-admin.
             authorizer: Arc::new(crate::api::rbac::Rbac::new(store.clone(), admin)),
+            kubelets: kubelets.clone(),
+            forwarder: Arc::new(crate::node::forward::Forwarder::new(simnet.clone())),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);
@@ -194,8 +197,7 @@ impl Cluster {
             config.topology.version(),
             config.topology.timing.scale,
         ));
-        let kubelets =
-            tokio::spawn(Kubelets::new(store.clone(), logs.clone(), catalogue, profiles.clone(), volumes).run());
+        let kubelets = tokio::spawn(kubelets.run());
         // Node addresses the machine cannot reach still get listeners, which answer no one.
         let listeners = tokio::spawn(crate::network::listeners::run(
             store.clone(),

@@ -25,16 +25,24 @@ fn group_doc(name: &str, versions: &[&str]) -> Value {
 
 /// `/apis`: the named groups.
 pub fn group_list() -> Value {
-    let groups: Vec<Value> = resources::groups()
+    let groups: Vec<Value> = served_groups()
         .iter()
         .map(|(name, versions)| group_doc(name, versions))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
+/// The stored resources' groups and the resource metrics API (served, as an aggregated API
+/// would be, by [`crate::api::metrics`]).
+fn served_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut groups = resources::groups();
+    groups.push((super::metrics::GROUP, vec![super::metrics::VERSION]));
+    groups
+}
+
 /// `/apis/<group>`: one group, or None when it is not served.
 pub fn group(name: &str) -> Option<Value> {
-    resources::groups()
+    served_groups()
         .into_iter()
         .find(|(g, _)| *g == name)
         .map(|(g, versions)| {
@@ -51,7 +59,7 @@ fn verbs_for_sub(sub: &str) -> &'static [&'static str] {
     match sub {
         "status" => &["get", "patch", "update"],
         "log" => &["get"],
-        "exec" => &["create", "get"],
+        "exec" | "attach" | "portforward" => &["create", "get"],
         "binding" | "token" => &["create"],
         "finalize" => &["update"],
         "proxy" => &["create", "delete", "get", "patch", "update"],
@@ -74,6 +82,9 @@ fn resource_entry(r: &ResourceType) -> Value {
 
 /// `/api/v1` or `/apis/<group>/<version>`: the resources of a group-version.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    if (group, version) == (super::metrics::GROUP, super::metrics::VERSION) {
+        return Some(super::metrics::resource_list());
+    }
     let resources = resources::in_group_version(group, version)?;
     let mut entries = Vec::new();
     for r in resources {
@@ -94,8 +105,10 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "binding" => "Binding",
                 "token" => "TokenRequest",
                 "scale" => "Scale",
-                "log" | "exec" | "proxy" => match *sub {
+                "log" | "exec" | "attach" | "portforward" | "proxy" => match *sub {
+                    "portforward" => "PodPortForwardOptions",
                     "exec" => "PodExecOptions",
+                    "attach" => "PodAttachOptions",
                     "proxy" => "NodeProxyOptions",
                     _ => "Pod",
                 },

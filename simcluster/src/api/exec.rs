@@ -19,12 +19,12 @@ use crate::store::Obj;
 use crate::store::api_error::ApiError;
 use crate::store::resources;
 
-const V5: &str = "v5.channel.k8s.io";
-const V4: &str = "v4.channel.k8s.io";
+pub(crate) const V5: &str = "v5.channel.k8s.io";
+pub(crate) const V4: &str = "v4.channel.k8s.io";
 const STDIN: u8 = 0;
-const STDOUT: u8 = 1;
+pub(crate) const STDOUT: u8 = 1;
 const STDERR: u8 = 2;
-const STATUS: u8 = 3;
+pub(crate) const STATUS: u8 = 3;
 const RESIZE: u8 = 4;
 const CLOSE: u8 = 255;
 /// Output is sent in frames of at most this many bytes.
@@ -151,7 +151,7 @@ struct Channels {
     v5: bool,
 }
 
-fn frame(channel: u8, data: &[u8]) -> Message {
+pub(crate) fn frame(channel: u8, data: &[u8]) -> Message {
     let mut buf = BytesMut::with_capacity(data.len() + 1);
     buf.put_u8(channel);
     buf.put_slice(data);

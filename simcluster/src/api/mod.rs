@@ -11,14 +11,18 @@ pub mod rbac;
 pub mod table;
 pub mod tls;
 
+mod attach;
 mod authn;
 mod exec;
 mod logs;
+mod metrics;
 mod nodeproxy;
+mod portforward;
 mod requestinfo;
 mod resource;
 mod reviews;
 mod scale;
+mod spdy;
 mod token;
 mod watch;
 
@@ -65,6 +69,10 @@ pub struct Shared {
     pub admin: UserInfo,
     /// What identities may do: every request is put to it, and reviews ask it.
     pub authorizer: Arc<dyn Authorizer>,
+    /// What a port-forward reaches.
+    pub forwarder: Arc<crate::node::forward::Forwarder>,
+    /// The simulated kubelets (what they measure, for stats and metrics).
+    pub kubelets: Arc<crate::node::kubelet::Kubelets>,
 }
 
 pub type ApiState = Arc<Shared>;
@@ -362,6 +370,17 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
     let path = req.uri().path().to_string();
     let q = Query::parse(req.uri().query());
     let method = req.method().clone();
+    let metrics_prefix = format!("/apis/{}/{}/", metrics::GROUP, metrics::VERSION);
+    if let Some(rest) = path.strip_prefix(&metrics_prefix) {
+        if method != Method::GET {
+            return Err(ApiError::MethodNotAllowed {
+                verb: method.to_string(),
+                kind: "NodeMetrics".into(),
+            });
+        }
+        let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+        return metrics::serve(&state, &segs, &q);
+    }
     let route = parse_path(&path)?;
     if matches!(route, Route::Group(_) | Route::ResourceList(..)) && method != Method::GET {
         return Err(ApiError::MethodNotAllowed {
@@ -417,6 +436,12 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
         }
         (&Method::GET, _, Some("exec")) | (&Method::POST, _, Some("exec")) => {
             exec::exec(state, &target, &q, parts).await
+        }
+        (&Method::GET, true, Some("attach")) | (&Method::POST, true, Some("attach")) => {
+            attach::attach(state, &target, &q, parts).await
+        }
+        (&Method::GET, true, Some("portforward")) | (&Method::POST, true, Some("portforward")) => {
+            portforward::portforward(state, &target, parts).await
         }
         (&Method::GET, true, Some("log")) => logs::logs(state, &target, &q).await,
         (&Method::GET, true, Some("proxy")) if target.rt.plural == "nodes" => {

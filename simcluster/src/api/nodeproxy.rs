@@ -1,4 +1,4 @@
-//! `nodes/NAME/proxy/…`: the simulated kubelet's own endpoints — `configz`, `healthz` and
+//! `nodes/NAME/proxy/…`: the simulated kubelet's own endpoints — `configz`, `healthz`, `stats/summary` and
 //! `logs/`, the node's log directory served the way Go's `http.FileServer` serves it
 //! (HTML listings, redirects between a directory and its slash form, `404 page not found`).
 
@@ -37,6 +37,7 @@ pub(crate) fn serve(state: &ApiState, node: &str, rest: &str) -> Result<Response
     match rest.trim_end_matches('/') {
         "configz" => Ok(json_value(StatusCode::OK, &profile.configz())),
         "healthz" => Ok(text(StatusCode::OK, "text/plain; charset=utf-8", "ok".into())),
+        "stats/summary" => Ok(json_value(StatusCode::OK, &super::metrics::summary(state, profile)?)),
         _ => Err(ApiError::UnknownPath),
     }
 }

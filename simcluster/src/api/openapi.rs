@@ -47,7 +47,7 @@ pub fn index(hash: &str) -> Value {
 /// everything it references with the generator; None for a kind without a type.
 fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
-        apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac,
+        apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac, scheduling,
     };
     fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<String> {
         generator.subschema_for::<T>();
@@ -69,6 +69,9 @@ fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
         ("apps", "ReplicaSet") => add::<apps::v1::ReplicaSet>(generator),
         ("apps", "DaemonSet") => add::<apps::v1::DaemonSet>(generator),
         ("batch", "Job") => add::<batch::v1::Job>(generator),
+        ("batch", "CronJob") => add::<batch::v1::CronJob>(generator),
+        ("", "ResourceQuota") => add::<core::v1::ResourceQuota>(generator),
+        ("scheduling.k8s.io", "PriorityClass") => add::<scheduling::v1::PriorityClass>(generator),
         ("node.k8s.io", "RuntimeClass") => add::<node::v1::RuntimeClass>(generator),
         ("authorization.k8s.io", "SelfSubjectAccessReview") => {
             add::<authorization::v1::SelfSubjectAccessReview>(generator)
@@ -110,6 +113,26 @@ fn schemas() -> &'static Map<String, Value> {
         }
         defs
     })
+}
+
+/// The schema of a served kind (or `Scale`, `TokenRequest`), for the protobuf transcoder.
+pub(crate) fn kind_schema(group: &str, kind: &str) -> Option<&'static Value> {
+    registry_schema_name(group, kind).and_then(|n| schemas().get(&n))
+}
+
+/// `schema` with its `$ref`s (and a leading `allOf`) followed.
+pub(crate) fn resolved(schema: &'static Value) -> &'static Value {
+    let mut schema = schema;
+    for _ in 0..16 {
+        if let Some(target) = ref_name(schema).and_then(|n| schemas().get(n)) {
+            schema = target;
+        } else if let Some(first) = schema.get("allOf").and_then(Value::as_array).and_then(|a| a.first()) {
+            schema = first;
+        } else {
+            break;
+        }
+    }
+    schema
 }
 
 /// The schema name behind a `$ref` (`#/components/schemas/NAME`).

@@ -92,7 +92,7 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric
             serves.extend(container_serves(c, i));
             for p in arr(c, "/ports") {
                 let (Some(hp), Some(cp), Some(proto)) = (
-                    port_at(p, "hostPort"),
+                    port_at(p, "hostPort").filter(|p| *p > 0),
                     port_at(p, "containerPort"),
                     proto_of(json::str(p, "/protocol")),
                 ) else {

@@ -4,6 +4,7 @@
 
 pub mod addons;
 pub mod exec;
+pub mod forward;
 pub(crate) mod host;
 pub mod images;
 pub mod kubelet;
@@ -11,3 +12,4 @@ pub mod logs;
 pub mod nodelogs;
 pub mod objects;
 pub mod runtime;
+pub mod stats;

@@ -30,8 +30,22 @@ pub fn on_create(rt: &ResourceType, v: &mut Value) {
             }
             obj.insert("status".into(), json!({"phase": "Active"}));
         }
-        "Deployment" | "ReplicaSet" | "DaemonSet" | "Job" => {
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "Job" | "CronJob" => {
             obj.insert("status".into(), json!({}));
+        }
+        // The quota controller fills `status.hard` from the spec and counts `used`
+        // (https://kubernetes.io/docs/concepts/policy/resource-quotas/); usage starts at zero.
+        "ResourceQuota" => {
+            let hard = obj
+                .get("spec")
+                .and_then(|s| s.get("hard"))
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            let used: Map<String, Value> = hard
+                .as_object()
+                .map(|h| h.keys().map(|k| (k.clone(), json!("0"))).collect())
+                .unwrap_or_default();
+            obj.insert("status".into(), json!({"hard": hard, "used": used}));
         }
         "Service" => {
             obj.insert("status".into(), json!({"loadBalancer": {}}));
@@ -112,6 +126,20 @@ pub fn on_write(rt: &ResourceType, v: &mut Value) {
                 }
             }
         }
+        // CronJob defaults (pkg/apis/batch/v1/defaults.go, SetDefaults_CronJob).
+        "CronJob" => {
+            if let Some(spec) = object_at(obj, &["spec"]) {
+                or_insert(spec, "concurrencyPolicy", json!("Allow"));
+                or_insert(spec, "suspend", json!(false));
+                or_insert(spec, "successfulJobsHistoryLimit", json!(3));
+                or_insert(spec, "failedJobsHistoryLimit", json!(1));
+            }
+            if let Some(spec) = object_at(obj, &["spec", "jobTemplate", "spec", "template", "spec"]) {
+                pod_spec(spec);
+            }
+        }
+        // PriorityClass defaults (pkg/apis/scheduling/v1/defaults.go).
+        "PriorityClass" => or_insert(obj, "preemptionPolicy", json!("PreemptLowerPriority")),
         "Secret" => secret_string_data(obj),
         "RoleBinding" | "ClusterRoleBinding" => crate::store::rbac::defaults(rt, obj),
         _ => {}

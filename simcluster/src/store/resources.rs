@@ -141,7 +141,7 @@ static RESOURCES: &[ResourceType] = &[
         short: ["no"], cat: [], sub: ["status", "proxy"], spec: true,
         fields: ["spec.unschedulable"], printer: Node),
     resource!("", "v1", "pods", "pod", "Pod", true,
-        short: ["po"], cat: ["all"], sub: ["status", "log", "exec", "binding"], spec: false,
+        short: ["po"], cat: ["all"], sub: ["status", "log", "exec", "attach", "portforward", "binding"], spec: false,
         fields: ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
                  "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"],
         printer: Pod),
@@ -176,6 +176,12 @@ static RESOURCES: &[ResourceType] = &[
         short: ["ds"], cat: ["all"], sub: ["status"], spec: true, fields: [], printer: DaemonSet),
     resource!("batch", "v1", "jobs", "job", "Job", true,
         short: [], cat: ["all"], sub: ["status"], spec: true, fields: ["status.successful"], printer: Job),
+    resource!("batch", "v1", "cronjobs", "cronjob", "CronJob", true,
+        short: ["cj"], cat: ["all"], sub: ["status"], spec: true, fields: [], printer: Generic),
+    resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", true,
+        short: ["quota"], cat: [], sub: ["status"], spec: false, fields: [], printer: Generic),
+    resource!("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false,
+        short: ["pc"], cat: [], sub: [], spec: false, fields: [], printer: Generic),
     resource!("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
         "SelfSubjectAccessReview", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic, verbs: CREATE_ONLY),
@@ -276,7 +282,7 @@ mod tests {
     fn groups_are_listed_once() {
         let groups = groups();
         assert!(groups.iter().any(|(g, v)| *g == "apps" && v == &["v1"]));
-        assert_eq!(groups.len(), 7);
+        assert_eq!(groups.len(), 8);
         assert!(groups.iter().any(|(g, v)| *g == "batch" && v == &["v1"]));
         assert!(
             groups

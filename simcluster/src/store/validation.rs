@@ -75,6 +75,10 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         },
         "Deployment" | "ReplicaSet" | "DaemonSet" => workload(obj, &mut causes),
         "Job" => job(obj, &mut causes),
+        "CronJob" => cron_job(obj, &mut causes),
+        "PriorityClass" if obj.get("value").and_then(Value::as_i64).is_none() => {
+            causes.push(Cause::required("value", ""));
+        }
         "Service" => service(obj, &mut causes),
         "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
             crate::store::rbac::validate(rt, obj, &mut causes);
@@ -175,10 +179,15 @@ fn pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// A port number field; an optional one set to 0 is unset, as upstream's validation reads it
+/// (`if port.HostPort != 0 && !IsValidPortNum(…)`, `validateContainerPorts` in
+/// <https://github.com/kubernetes/kubernetes/blob/v1.33.0/pkg/apis/core/validation/validation.go>);
+/// protobuf bodies carry the 0 of every unset non-pointer field.
 fn port_number(v: Option<&Value>, field: &str, required: bool, causes: &mut Vec<Cause>) {
     match v {
         None if required => causes.push(Cause::required(field, "")),
         None => {}
+        Some(p) if !required && p.as_i64() == Some(0) => {}
         Some(p) => match p.as_i64() {
             Some(n) if (1..=65535).contains(&n) => {}
             _ => causes.push(Cause::invalid(
@@ -222,6 +231,30 @@ fn workload(obj: &Value, causes: &mut Vec<Cause>) {
             &r.to_string(),
             "must be greater than or equal to 0",
         ));
+    }
+}
+
+/// A CronJob needs a schedule the controller can read and a Job template
+/// (pkg/apis/batch/validation/validation.go, ValidateCronJobSpec).
+fn cron_job(obj: &Value, causes: &mut Vec<Cause>) {
+    match obj.pointer("/spec/schedule").and_then(Value::as_str) {
+        None | Some("") => causes.push(Cause::required("spec.schedule", "")),
+        Some(s) => {
+            if let Err(e) = crate::vocab::schedule::Schedule::parse(s) {
+                causes.push(Cause::invalid("spec.schedule", s, &e.to_string()));
+            }
+        }
+    }
+    match obj.pointer("/spec/jobTemplate/spec") {
+        Some(spec) => {
+            let template = serde_json::json!({"metadata": {}, "spec": spec});
+            let before = causes.len();
+            job(&template, causes);
+            for c in causes.iter_mut().skip(before) {
+                c.field = format!("spec.jobTemplate.{}", c.field);
+            }
+        }
+        None => causes.push(Cause::required("spec.jobTemplate.spec.template.spec.containers", "")),
     }
 }
 

@@ -7,3 +7,4 @@ pub mod json;
 pub mod names;
 pub mod pod;
 pub mod quantity;
+pub mod schedule;

@@ -15,6 +15,12 @@ use std::time::{Duration, Instant};
 use simcluster::Cluster;
 use tempfile::TempDir;
 
+mod attach;
+mod debug_cp;
+mod imperative;
+mod metrics;
+mod portforward;
+
 const MISSING: &str =
     "kubectl is not installed or not on PATH: these tests need it (they are #[ignore]d by default; CI installs it)";
 /// The longest one kubectl call may take before it is killed.
@@ -1398,8 +1404,7 @@ async fn node_log_directories_through_the_proxy() {
 async fn a_job_runs_to_completion() {
     let cluster = common::start().await;
     let k = Kubectl::new(&cluster);
-    // `kubectl create job` sends protobuf, which the bundled cluster decodes only for a few
-    // kinds; apply sends JSON.
+    // apply sends JSON (`kubectl create job` sends protobuf: see imperative.rs).
     let manifest = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hello\n  namespace: default\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: hello\n        image: busybox:1.36\n        command: [sh, -c, 'echo hi; exit 0']\n";
     let created = k.run(&["apply", "-f", &k.file("job.yaml", manifest)]).ok();
     assert_eq!(created.trim(), "job.batch/hello created");

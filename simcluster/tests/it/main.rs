@@ -3,6 +3,7 @@
 //!
 //! - `kube_client` — kube-rs: typed CRUD, selectors, patches, watches, errors, exec and logs
 //! - `api_calls` — the scale subresource, access and rules reviews, Jobs
+//! - `cronjobs` — CronJobs on the simulated clock: Forbid, suspend, history limits
 //! - `services` — ClusterIP/NodePort allocation, Endpoints and EndpointSlices
 //! - `nodes` — scheduling, controllers, kubelet and Windows admission rules
 //! - `realism` — real-cluster behaviours a topology switches on (policy, maxPods, pulls, transient events, node reachability)
@@ -10,6 +11,7 @@
 //! - `kube_system` — the add-ons a real cluster of each profile shows
 //! - `faults` — kubelet-side node faults and the node log proxy
 //! - `network_faults` — network node faults seen from exec'd commands
+//! - `protobuf` — protobuf request bodies store what their JSON stores
 //! - `robustness` — bad input never panics
 //! - `rbac` — deploy/rbac.yaml, TokenRequest tokens, RBAC enforcement and its 403s, impersonation
 //! - `kubectl` — the real kubectl CLI (ignored without kubectl)
@@ -17,12 +19,14 @@
 mod common;
 
 mod api_calls;
+mod cronjobs;
 mod faults;
 mod kube_client;
 mod kube_system;
 mod kubectl;
 mod network_faults;
 mod nodes;
+mod protobuf;
 mod rbac;
 mod realism;
 mod robustness;

@@ -357,7 +357,7 @@ async fn clients_verify_the_serving_certificate() {
 
 #[rstest]
 #[case(Method::GET, "/api/v2/pods")]
-#[case(Method::GET, "/apis/batch/v1/cronjobs")]
+#[case(Method::GET, "/apis/batch/v1/podtemplates")]
 #[case(Method::POST, "/apis/storage.k8s.io/v1/storageclasses")]
 #[case(Method::GET, "/api/v1/widgets")]
 #[case(Method::POST, "/api/v1/namespaces/default/widgets")]
@@ -450,34 +450,76 @@ async fn writes_in_unknown_formats_are_415(#[case] content_type: &str) {
     );
 }
 
-/// Protobuf bodies are decoded for the kinds `kubectl create` sends that way; anything that is
-/// not a Kubernetes protobuf envelope is a bad request, and other kinds are unsupported.
+/// Protobuf bodies are decoded for every served kind: anything that is not a Kubernetes
+/// protobuf envelope is a bad request, a served kind is validated like its JSON, and a kind
+/// the server does not serve is unsupported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_bodies_are_decoded_or_refused() {
     let api = with_configmap().await;
     let protobuf = "application/vnd.kubernetes.protobuf";
-    api.send(Method::POST, CM_COLLECTION, protobuf, configmap("other").to_string())
+    let status = api
+        .send(Method::POST, CM_COLLECTION, protobuf, configmap("other").to_string())
         .await
         .status(400, "BadRequest");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("missing the k8s protobuf magic"),
+        "{status}"
+    );
     api.get(&format!("{CM_COLLECTION}/other")).await.status(404, "NotFound");
-    // k8s\0 + Unknown{typeMeta{apps/v1, Deployment}, raw{metadata{name: d}}}
-    let mut body = b"k8s\0".to_vec();
-    body.extend_from_slice(&[0x0a, 0x15, 0x0a, 0x07]);
-    body.extend_from_slice(b"apps/v1");
-    body.extend_from_slice(&[0x12, 0x0a]);
-    body.extend_from_slice(b"Deployment");
-    body.extend_from_slice(&[0x12, 0x05, 0x0a, 0x03, 0x0a, 0x01, b'd']);
+    // k8s\0 + Unknown{typeMeta{<apiVersion>, <kind>}, raw{metadata{name: d}}}
+    let envelope = |api_version: &str, kind: &str| {
+        let mut type_meta = vec![0x0a, api_version.len() as u8];
+        type_meta.extend_from_slice(api_version.as_bytes());
+        type_meta.extend_from_slice(&[0x12, kind.len() as u8]);
+        type_meta.extend_from_slice(kind.as_bytes());
+        let mut body = b"k8s\0".to_vec();
+        body.extend_from_slice(&[0x0a, type_meta.len() as u8]);
+        body.extend_from_slice(&type_meta);
+        body.extend_from_slice(&[0x12, 0x05, 0x0a, 0x03, 0x0a, 0x01, b'd']);
+        body
+    };
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let status = api
+        .send(Method::POST, deployments, protobuf, envelope("apps/v1", "Deployment"))
+        .await
+        .status(422, "Invalid");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("spec.selector: Required value"),
+        "{status}"
+    );
     let status = api
         .send(
             Method::POST,
-            "/apis/apps/v1/namespaces/default/deployments",
+            deployments,
             protobuf,
-            body,
+            envelope("example.com/v1", "Widget"),
         )
         .await
         .status(415, "UnsupportedMediaType");
     assert!(
-        status["message"].as_str().unwrap_or("").contains("apps/v1/Deployment"),
+        status["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("example.com/v1/Widget"),
+        "{status}"
+    );
+    let mut truncated = envelope("apps/v1", "Deployment");
+    truncated.truncate(truncated.len() - 2);
+    let status = api
+        .send(Method::POST, deployments, protobuf, truncated)
+        .await
+        .status(400, "BadRequest");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the protobuf body is malformed"),
         "{status}"
     );
 }

@@ -17,6 +17,7 @@ use crate::store::resources::{self, ResourceType};
 use crate::store::{DeleteOptions, EventType, Obj, Part, Store};
 use crate::vocab::json;
 
+mod cronjob;
 mod job;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -26,6 +27,7 @@ enum Key {
     ReplicaSet(String, String),
     DaemonSet(String, String),
     Job(String, String),
+    CronJob(String, String),
     Service(String, String),
 }
 
@@ -77,10 +79,28 @@ fn is_ready(pod: &Value) -> bool {
         })
 }
 
+/// `v` with every object's keys sorted and null and zero fields (`false`, `0`, `""`) left out,
+/// so that equal templates hash equally however they were encoded: a rollback writes back a
+/// template kubectl re-encoded as JSON (Go's `creationTimestamp: null`, zero non-pointer
+/// fields omitted), while a protobuf create carried every zero non-pointer field
+/// (`stdin: false`, `hostPort: 0`).
+fn canonical(v: &Value) -> Value {
+    let zero = |v: &Value| v.is_null() || *v == json!(false) || *v == json!(0) || *v == json!("");
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.iter().filter(|(_, v)| !zero(v)).map(|(k, _)| k).collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&m[k]))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
 /// A short, stable hash of a pod template (the `pod-template-hash` label).
 fn template_hash(template: &Value) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let h = crate::vocab::hash::fnv1a(template.to_string().as_bytes());
+    let h = crate::vocab::hash::fnv1a(canonical(template).to_string().as_bytes());
     (0..10)
         .map(|i| ALPHABET[((h >> (i * 6)) % ALPHABET.len() as u64) as usize] as char)
         .collect()
@@ -161,6 +181,9 @@ impl Controllers {
         for o in self.store.list(rt("batch", "jobs"), None).0 {
             queue.insert(Key::Job(o.namespace().to_string(), o.name().to_string()));
         }
+        for o in self.store.list(rt("batch", "cronjobs"), None).0 {
+            queue.insert(Key::CronJob(o.namespace().to_string(), o.name().to_string()));
+        }
     }
 
     fn on_event(&mut self, e: &crate::store::Event, queue: &mut BTreeSet<Key>) {
@@ -202,10 +225,20 @@ impl Controllers {
                 }
             }
             ("batch", "jobs") => {
+                if let Some((owner, _)) = owner_of(v, "CronJob") {
+                    queue.insert(Key::CronJob(ns.clone(), owner));
+                }
                 if e.kind == EventType::Deleted {
                     self.collect_garbage(&ns, e.object.uid(), &["pods"]);
                 } else {
                     queue.insert(Key::Job(ns, name));
+                }
+            }
+            ("batch", "cronjobs") => {
+                if e.kind == EventType::Deleted {
+                    self.collect_garbage(&ns, e.object.uid(), &["jobs"]);
+                } else {
+                    queue.insert(Key::CronJob(ns, name));
                 }
             }
             ("", "services") => {
@@ -291,6 +324,7 @@ impl Controllers {
                 Key::ReplicaSet(ns, name) => self.replica_set(ns, name),
                 Key::DaemonSet(ns, name) => self.daemon_set(ns, name),
                 Key::Job(ns, name) => self.job(ns, name),
+                Key::CronJob(ns, name) => self.cron_job(ns, name),
                 Key::Service(ns, name) => self.endpoints(ns, name),
             };
             match result {
@@ -307,6 +341,8 @@ impl Controllers {
         for plural in plurals {
             let kind = if *plural == "pods" {
                 resources::core("pods")
+            } else if *plural == "jobs" {
+                rt("batch", "jobs")
             } else {
                 rt("apps", plural)
             };
@@ -365,9 +401,19 @@ impl Controllers {
         let current = owned.iter().find(|r| r.name() == current_name).cloned();
         let current = match current {
             Some(r) => {
-                if r.value().pointer("/spec/replicas").and_then(Value::as_i64) != Some(replicas) {
+                let own_revision = json::str(r.value(), "/metadata/annotations/deployment.kubernetes.io~1revision")
+                    .parse::<u64>()
+                    .unwrap_or(0);
+                // A template that returns to an older ReplicaSet (a rollback) makes it the
+                // newest revision again (upstream `getNewReplicaSet`, SetNewReplicaSetAnnotations).
+                let bump = own_revision < revision;
+                if bump || r.value().pointer("/spec/replicas").and_then(Value::as_i64) != Some(replicas) {
                     self.store.modify(rs_rt, ns, &current_name, Part::Main, |v| {
                         v["spec"]["replicas"] = json!(replicas);
+                        if bump {
+                            v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
+                                json!((revision + 1).to_string());
+                        }
                         Ok(())
                     })?
                 } else {
@@ -406,6 +452,20 @@ impl Controllers {
                 created
             }
         };
+        // The Deployment carries its newest revision (upstream `SetDeploymentRevision`), which
+        // `kubectl rollout undo` patches along with the template.
+        let current_revision = json::str(
+            current.value(),
+            "/metadata/annotations/deployment.kubernetes.io~1revision",
+        )
+        .to_string();
+        if json::str(d, "/metadata/annotations/deployment.kubernetes.io~1revision") != current_revision {
+            self.store
+                .modify(rt("apps", "deployments"), ns, name, Part::Main, |v| {
+                    v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = json!(current_revision);
+                    Ok(())
+                })?;
+        }
         // Older ReplicaSets scale to zero once the new one exists (a simple rollout).
         for old in owned.iter().filter(|r| r.name() != current_name) {
             if old

@@ -33,6 +33,7 @@
 //! `sleep` returns at once, and only the PowerShell cmdlets in the cmdlet table exist.
 
 mod agnhost;
+mod archive;
 pub(crate) mod cmd;
 mod context;
 mod disk;
@@ -61,6 +62,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use self::agnhost::{agnhost, network};
+use self::archive::tar;
 use self::cmd::cmd;
 use self::environment::{echo, env, fail_quietly, printenv, printf, succeed, test};
 use self::files::{cat, findstr, grep, ls, stat};
@@ -297,6 +299,7 @@ static LINUX: &[Command] = &[
     command(&["bash"], Needs::Bash, sh),
     command(&["hostname"], Needs::Userland, hostname),
     command(&["cat"], Needs::Userland, cat),
+    command(&["tar"], Needs::Userland, tar),
     command(&["ls"], Needs::Userland, ls),
     command(&["stat"], Needs::Userland, stat),
     command(&["printenv"], Needs::Userland, printenv),

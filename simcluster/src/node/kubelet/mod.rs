@@ -96,6 +96,12 @@ impl Kubelets {
         })
     }
 
+    /// The memory the containers of `node`'s pods hold now (for its stats).
+    pub fn held(&self, node: &str) -> Vec<PodUse> {
+        let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        memory.get(node).cloned().unwrap_or_default()
+    }
+
     /// Records that container `container` of `pod` holds `bytes` of memory on the node.
     fn hold_memory(&self, profile: &NodeProfile, pod: &Obj, container: &str, bytes: u128) {
         let spec = pod.value();
