@@ -15,6 +15,7 @@ use rstest::rstest;
 const OTHER_TOOLS: &[&str] = &[
     "addons",
     "as",
+    "cascade",
     "concurrency",
     "current-replicas",
     "duration",

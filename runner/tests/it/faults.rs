@@ -367,7 +367,7 @@ const CASES: &[Case] = &[
             ("pod-to-cluster-ip", W_IN),
             ("nodeport-from-windows-pod", "windows-20348→(linux|windows-17763),.*"),
             // The cloud's health check leaves the node out; another node forwards to its pods.
-            ("load-balancer-service", "external→windows-20348,.*"),
+            ("load-balancer-service", "external→windows-20348"),
             // The Windows host's own ClusterIP backends: the documented limitation, failing the
             // documented way.
             (
