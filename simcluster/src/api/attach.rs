@@ -11,10 +11,10 @@ use axum::extract::FromRequestParts;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::request::Parts;
 use axum::response::Response;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast;
 
-use super::exec::{STATUS, STDOUT, V4, V5, container_status, frame, pick_container};
+use super::exec::{STATUS, STDOUT, V4, V5, container_status, frame, pick_container, require_running};
 use super::{ApiState, Query, Target};
 use crate::node::logs::{ContainerKey, LogLine};
 use crate::store::api_error::ApiError;
@@ -24,20 +24,7 @@ pub(crate) async fn attach(state: ApiState, t: &Target, q: &Query, mut parts: Pa
     let pods = resources::core("pods");
     let pod = state.store.get(pods, t.ns(), t.name.as_deref().unwrap_or(""))?;
     let container = pick_container(&pod, q.get("container"))?;
-    let phase = pod
-        .value()
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if matches!(phase, "Succeeded" | "Failed") {
-        return Err(ApiError::BadRequest(format!(
-            "cannot attach a container in a completed pod; current phase is {phase}"
-        )));
-    }
-    let running = container_status(&pod, &container).is_some_and(|s| s.pointer("/state/running").is_some());
-    if !running {
-        return Err(ApiError::BadRequest(format!("container not found ({container:?})")));
-    }
+    require_running(&pod, &container, "attach")?;
     let Ok(upgrade) = WebSocketUpgrade::from_request_parts(&mut parts, &state).await else {
         return Err(ApiError::BadRequest(format!(
             "the bundled cluster serves attach over WebSocket only ({V5} or {V4}); SPDY is not supported: use kubectl 1.30 or newer"

@@ -76,6 +76,26 @@ pub(crate) fn pick_container(pod: &Obj, requested: Option<&str>) -> Result<Strin
 }
 
 /// The state of a container in the pod's status (None when the kubelet has not reported it).
+/// The API server's refusals of exec and attach (`what`: `exec into`, `attach`): a completed
+/// pod, a container that is not running.
+pub(crate) fn require_running(pod: &Obj, container: &str, what: &str) -> Result<(), ApiError> {
+    let phase = pod
+        .value()
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if matches!(phase, "Succeeded" | "Failed") {
+        return Err(ApiError::BadRequest(format!(
+            "cannot {what} a container in a completed pod; current phase is {phase}"
+        )));
+    }
+    let running = container_status(pod, container).is_some_and(|s| s.pointer("/state/running").is_some());
+    if !running {
+        return Err(ApiError::BadRequest(format!("container not found ({container:?})")));
+    }
+    Ok(())
+}
+
 pub(crate) fn container_status<'a>(pod: &'a Obj, container: &str) -> Option<&'a Value> {
     [
         "containerStatuses",
@@ -98,20 +118,7 @@ pub(crate) async fn exec(state: ApiState, t: &Target, q: &Query, mut parts: Part
             "you must specify at least one command for the container".into(),
         ));
     }
-    let phase = pod
-        .value()
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if matches!(phase, "Succeeded" | "Failed") {
-        return Err(ApiError::BadRequest(format!(
-            "cannot exec into a container in a completed pod; current phase is {phase}"
-        )));
-    }
-    let running = container_status(&pod, &container).is_some_and(|s| s.pointer("/state/running").is_some());
-    if !running {
-        return Err(ApiError::BadRequest(format!("container not found ({container:?})")));
-    }
+    require_running(&pod, &container, "exec into")?;
     let Ok(upgrade) = WebSocketUpgrade::from_request_parts(&mut parts, &state).await else {
         return Err(ApiError::BadRequest(
             "the bundled cluster serves exec over WebSocket only (v5.channel.k8s.io or v4.channel.k8s.io); SPDY is not supported: use kubectl 1.30 or newer".into(),

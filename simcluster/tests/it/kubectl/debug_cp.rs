@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// The pod `kubectl debug node/…` says it created.
+fn debugging_pod(stdout: &str) -> String {
+    stdout
+        .strip_prefix("Creating debugging pod ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kubectl"]
 async fn kubectl_debug_node_runs_a_pod_on_the_host() {
@@ -19,12 +28,7 @@ async fn kubectl_debug_node_runs_a_pod_on_the_host() {
     ]);
     assert_eq!(run.code, Some(0), "{run:#?}");
     assert!(!run.stderr.contains("unknown field"), "{run:#?}");
-    let name = run
-        .stdout
-        .strip_prefix("Creating debugging pod ")
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_default()
-        .to_string();
+    let name = debugging_pod(&run.stdout);
     assert!(name.starts_with("node-debugger-linux-1-"), "{run:#?}");
     assert!(
         run.stdout.contains("with container debugger on node linux-1."),
@@ -64,12 +68,7 @@ async fn kubectl_debug_node_on_windows_gets_a_pod_address() {
         "exit 0",
     ]);
     assert_eq!(run.code, Some(0), "{run:#?}");
-    let name = run
-        .stdout
-        .strip_prefix("Creating debugging pod ")
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_default()
-        .to_string();
+    let name = debugging_pod(&run.stdout);
     assert!(name.starts_with("node-debugger-win2022-1-"), "{run:#?}");
     let pod = format!("pod/{name}");
     assert_eq!(
