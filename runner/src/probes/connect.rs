@@ -254,15 +254,28 @@ pub async fn observe(
                 }
             }
             Verify::OneBackend => {
+                let until = ctx.settle_until(flow_kind(to));
                 let mut answers = vec![result.clone()];
-                for _ in 1..ONE_BACKEND_REQUESTS {
-                    match run().await {
-                        Ok((o, f)) => {
-                            flaky |= f;
-                            answers.push(transport::classify(&req, &o));
+                loop {
+                    while answers.len() < ONE_BACKEND_REQUESTS {
+                        match run().await {
+                            Ok((o, f)) => {
+                                flaky |= f;
+                                answers.push(transport::classify(&req, &o));
+                            }
+                            Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
                         }
-                        Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
                     }
+                    // One backend answering while the Service may still be converging says
+                    // nothing yet: a backend that joined last may not be programmed on the
+                    // client's node. The batch is asked again once the settle window is over.
+                    let one = one_backend(&answers).is_none();
+                    let now = tokio::time::Instant::now();
+                    if !one || now >= until {
+                        break;
+                    }
+                    tokio::time::sleep_until(until).await;
+                    answers.clear();
                 }
                 if let Some((observation, why)) = one_backend(&answers) {
                     result = observation;
