@@ -79,6 +79,7 @@
 #![warn(missing_docs)]
 
 pub mod cell;
+pub mod coverage;
 pub mod diagnosis;
 pub mod diff;
 pub mod evidence;

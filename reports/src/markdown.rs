@@ -52,6 +52,7 @@ pub fn render(report: &RunReport) -> String {
     }
     out.push('\n');
     pools(report, &mut out);
+    coverage(report, &mut out);
     matrix(report, &mut out);
     let failing: Vec<&Cell> = report.gate_failures(strict).collect();
     if !failing.is_empty() {
@@ -367,6 +368,42 @@ fn escape(text: &str) -> String {
         out.push(ch);
     }
     out
+}
+
+/// Which nodes got every check and which the light ones, when the run sampled.
+fn coverage(report: &RunReport, out: &mut String) {
+    use crate::coverage::Level;
+    let Some(c) = &report.coverage else {
+        return;
+    };
+    let Some(line) = c.line() else {
+        return;
+    };
+    out.push_str(&format!("### Coverage\n\n{}\n\n", escape(&line)));
+    out.push_str("| level | pool | fact set | nodes |\n|---|---|---|---|\n");
+    let mut rows: std::collections::BTreeMap<(Level, &str, &str), Vec<&str>> = std::collections::BTreeMap::new();
+    for n in &c.nodes {
+        rows.entry((n.level, n.pool.as_str(), n.fact_set.as_str()))
+            .or_default()
+            .push(n.node.as_str());
+    }
+    for ((level, pool, set), nodes) in rows {
+        let shown: Vec<&str> = nodes.iter().take(8).copied().collect();
+        let more = if nodes.len() > shown.len() {
+            format!(" and {} more", nodes.len() - shown.len())
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} ({}){more} |\n",
+            level.as_str(),
+            escape(pool),
+            escape(set),
+            nodes.len(),
+            escape(&shown.join(", "))
+        ));
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]

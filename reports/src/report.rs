@@ -88,6 +88,10 @@ pub struct RunReport {
     /// gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<crate::diff::Diff>,
+    /// Which nodes got the full check matrix and which a light per-node coverage (absent in
+    /// files of older versions and in runs that stopped before planning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<crate::coverage::Coverage>,
 }
 
 impl RunReport {
@@ -113,6 +117,7 @@ impl RunReport {
             cells: Vec::new(),
             diagnosis: None,
             baseline: None,
+            coverage: None,
         }
     }
 

@@ -203,6 +203,9 @@ pub fn render(report: &RunReport, colour: bool, detail: Detail) -> String {
         report.rule_count(),
         wall_time(report.duration_ms)
     ));
+    if let Some(line) = report.coverage.as_ref().and_then(crate::coverage::Coverage::line) {
+        out.push_str(&format!("coverage: {line}\n"));
+    }
     out.push_str(&gate_line(report, &paint));
     if detail == Detail::Summary && (!failing.is_empty() || !limited.is_empty()) {
         out.push_str("(every cell with its evidence: report.md and report.html; --details lists them here)\n");

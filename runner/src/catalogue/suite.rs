@@ -82,6 +82,11 @@ pub struct Check {
     /// has not been triaged against the documentation.
     #[serde(default)]
     pub pending: Option<String>,
+    /// Under sampled coverage (the default on big clusters), the check also runs from (and,
+    /// for a flow to a pod, to) every node that is not a representative of its fact set: the
+    /// light per-node coverage, whose failure promotes the node to every check.
+    #[serde(default)]
+    pub every_node: bool,
 }
 
 /// Where a probe runs from or what it reaches.
@@ -705,6 +710,16 @@ impl Suites {
                 }
                 if !names.insert(check.name.as_str()) {
                     return Err(at("listed twice".into()));
+                }
+                if check.every_node
+                    && !matches!(
+                        check.probe.shape(),
+                        crate::probes::Shape::Flow | crate::probes::Shape::Nodes(crate::probes::NodeChoice::Workers)
+                    )
+                {
+                    return Err(at(
+                        "everyNode needs a connect or resolve probe, or one that looks at every worker (outside, logs): the others already run on chosen nodes".into(),
+                    ));
                 }
                 if !rules.contains(&check.rule) {
                     return Err(at(format!(

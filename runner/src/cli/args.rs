@@ -148,6 +148,15 @@ pub struct RunArgs {
     /// Cells probed at once.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub concurrency: usize,
+    /// `sampled`: every check on two nodes per distinct set of node facts in each pool, the
+    /// light per-node checks (`everyNode`) on the others, promoting a node whose light check
+    /// fails; `full`: every check on every node.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "sampled")]
+    pub coverage: CoverageArg,
+    /// Print what the run would do — checks, cells, pods per node, probes, API calls and an
+    /// estimated time measured on this cluster — and stop: reads the cluster, creates nothing.
+    #[arg(long)]
+    pub plan: bool,
     /// Keep the run namespace afterwards, for triage with the printed kubectl commands; on the
     /// bundled cluster, keep the cluster serving too (with a kubeconfig beside the reports) until
     /// Ctrl-C.
@@ -311,4 +320,22 @@ pub struct ResultsArgs {
     /// Also write every format into this folder.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
+}
+
+/// `--coverage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CoverageArg {
+    /// Representatives of each fact set get every check; the other nodes the light ones.
+    Sampled,
+    /// Every node gets every check.
+    Full,
+}
+
+impl From<CoverageArg> for mixcheck_reports::coverage::Mode {
+    fn from(c: CoverageArg) -> Self {
+        match c {
+            CoverageArg::Sampled => Self::Sampled,
+            CoverageArg::Full => Self::Full,
+        }
+    }
 }

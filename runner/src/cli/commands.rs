@@ -13,6 +13,18 @@ pub async fn run(args: &RunArgs) -> Result<Code, Error> {
     let started = std::time::Instant::now();
     let plan = crate::run::plan::RunPlan::from_args(args)?;
     let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
+    if plan.plan_only {
+        return match crate::run::preview::show(&plan, &fixtures).await {
+            Ok(text) => {
+                out!("{text}");
+                Ok(Code::Passed)
+            }
+            Err((code, why)) => {
+                eprintln!("mixcheck: {why}");
+                Ok(code)
+            }
+        };
+    }
     let finished = crate::run::execute(&plan, &fixtures).await;
     let report = finished.report;
     // A run that could not start (no kubeconfig, an unreachable cluster) still leaves its files

@@ -211,6 +211,8 @@ impl RunPlan {
             deadline,
             settle,
             concurrency: args.concurrency,
+            coverage: args.coverage.into(),
+            plan_only: args.plan,
             keep: args.keep,
             strict: args.strict,
             quiet: args.quiet,

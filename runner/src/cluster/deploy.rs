@@ -122,6 +122,26 @@ pub struct Deployment {
     pub ready_at: Option<std::time::Instant>,
 }
 
+impl Deployment {
+    /// Takes in the fixtures a later call deployed for nodes promoted to every check; flows
+    /// settle from when those were ready.
+    pub fn absorb(&mut self, more: Deployment) {
+        self.servers.extend(more.servers);
+        self.clients.extend(more.clients);
+        self.hosts.extend(more.hosts);
+        self.host_ports.extend(more.host_ports);
+        self.refused_services.extend(more.refused_services);
+        self.services.extend(more.services);
+        self.local_services.extend(more.local_services);
+        self.headless.extend(more.headless);
+        self.external_names.extend(more.external_names);
+        self.hostnames.extend(more.hostnames);
+        if more.ready_at.is_some() {
+            self.ready_at = more.ready_at;
+        }
+    }
+}
+
 /// Why deployment could not proceed at all.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
@@ -379,31 +399,60 @@ pub struct Needs {
     pub host_port: bool,
 }
 
+/// Which nodes [`deploy`] gives which fixtures.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    /// Nodes (indexes into the facts) that get every fixture: the node-side probe, the
+    /// hostPort server and the per-node Services besides the server and client every node gets.
+    pub full: &'a std::collections::BTreeSet<usize>,
+    /// What was deployed before, when this call adds the fixtures of nodes promoted to every
+    /// check: only their missing fixtures are created.
+    pub before: Option<&'a Deployment>,
+}
+
 /// How many shared fixture pods [`deploy`] puts on each node (server, client, node-side probe,
 /// hostPort server, and the second affinity backend of a one-node pool).
-pub fn pods_per_node(facts: &ClusterFacts, fixtures: &Fixtures, needs: Needs) -> BTreeMap<String, u32> {
+pub fn pods_per_node(
+    facts: &ClusterFacts,
+    fixtures: &Fixtures,
+    needs: Needs,
+    full: &std::collections::BTreeSet<usize>,
+) -> BTreeMap<String, u32> {
     let has = |name: &str, n: &ClusterNode| fixtures.get(name).is_some_and(|f| f.pod_for(n).is_some());
-    let nodes: Vec<&ClusterNode> = facts.nodes.iter().filter(|n| n.schedulable()).collect();
+    let nodes: Vec<(usize, &ClusterNode)> = facts
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.schedulable())
+        .collect();
     let mut pools: BTreeMap<String, usize> = BTreeMap::new();
-    for n in &nodes {
+    for (_, n) in &nodes {
         *pools.entry(n.pool()).or_default() += 1;
     }
     nodes
         .iter()
-        .map(|n| {
+        .map(|&(i, n)| {
+            let whole = full.contains(&i);
             let server = has("netexec-server", n);
-            let host = has("host-probe", n) && (n.os == Os::Linux || n.host_process() == Some(true));
+            let host = whole && has("host-probe", n) && (n.os == Os::Linux || n.host_process() == Some(true));
             let alone = pools.get(&n.pool()) == Some(&1) && has("affinity-backend", n);
-            let count = [server, has("netexec-client", n), host, server && needs.host_port, alone]
-                .into_iter()
-                .filter(|b| *b)
-                .count();
+            let count = [
+                server,
+                has("netexec-client", n),
+                host,
+                whole && server && needs.host_port,
+                alone,
+            ]
+            .into_iter()
+            .filter(|b| *b)
+            .count();
             (n.name.clone(), u32::try_from(count).unwrap_or(u32::MAX))
         })
         .collect()
 }
 
-/// Deploys the network fixtures on every schedulable node and awaits them (within `deadline`).
+/// Deploys the network fixtures on every schedulable node (the full set on the nodes `scope`
+/// names, a server and a client on the others) and awaits them (within `deadline`).
 #[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
 pub async fn deploy(
     client: &kube::Client,
@@ -413,6 +462,7 @@ pub async fn deploy(
     fixtures: &Fixtures,
     registry: Option<&str>,
     needs: Needs,
+    scope: Scope<'_>,
     deadline: Instant,
     progress: &Progress,
 ) -> Result<Deployment, DeployError> {
@@ -431,11 +481,12 @@ pub async fn deploy(
     let client_fx = fixture("netexec-client")?;
     let host = fixture("host-probe")?;
     let affinity = fixture("affinity-backend")?;
+    let base = scope.before.is_none();
     let nodes: Vec<(usize, &ClusterNode)> = facts
         .nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.schedulable())
+        .filter(|(i, n)| n.schedulable() && (base || scope.full.contains(i)))
         .collect();
     let mut dep = Deployment::default();
     // Pool → the name of its LoadBalancer service.
@@ -451,6 +502,7 @@ pub async fn deploy(
         pools.entry(n.pool()).or_default().push(n);
     }
     for (i, node) in &nodes {
+        let whole = scope.full.contains(i);
         if let Some(pod) = server.pod_for(node) {
             let name = format!("srv-{i}");
             let mut l = labels.clone();
@@ -462,62 +514,67 @@ pub async fn deploy(
             {
                 l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
             }
-            let mut p = fixture::stamp(pod, &name, node, &l, registry);
-            p["spec"]["hostname"] = json!(name);
-            p["spec"]["subdomain"] = json!(SUBDOMAIN);
-            apply_pod(&pods, &name, &p, &mut refused).await?;
-            applied.inc(1);
-            dep.hostnames.insert(node.name.clone(), name.clone());
-            wanted.push((name, node.name.clone(), node.os));
-            if needs.host_port {
-                let name = format!("hp-{i}");
-                let p = host_port_pod(&fixture::stamp(pod, &name, node, &labels, registry));
+            if base {
+                let mut p = fixture::stamp(pod, &name, node, &l, registry);
+                p["spec"]["hostname"] = json!(name);
+                p["spec"]["subdomain"] = json!(SUBDOMAIN);
                 apply_pod(&pods, &name, &p, &mut refused).await?;
                 applied.inc(1);
-                host_ports_wanted.push((name, node.name.clone(), node.os));
+                dep.hostnames.insert(node.name.clone(), name.clone());
+                wanted.push((name, node.name.clone(), node.os));
             }
-            let svc_name = format!("svc-{i}");
-            let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
-                "type": "NodePort",
-                "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
-                "ports": [
-                    {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
-                    {"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}
-                ]
-            }});
-            apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
-            applied.inc(1);
-            // SVC-TYPES: headless and ExternalName services over the same server; a
-            // LoadBalancer over the first server of each pool (one per pool, not per node: a
-            // cloud load balancer is slow to provision and is billed).
-            let selector = json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id});
-            let mut extra = vec![
-                (
-                    format!("hl-{i}"),
-                    json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
-                ),
-                (
-                    format!("xn-{i}"),
-                    json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")}),
-                ),
-            ];
-            if let std::collections::btree_map::Entry::Vacant(slot) = lb_pools.entry(node.pool()) {
-                let name = format!("lb-{}", node.pool());
-                slot.insert(name.clone());
-                extra.push((
+            // A node on light coverage gets its server and client only.
+            if whole {
+                if needs.host_port {
+                    let name = format!("hp-{i}");
+                    let p = host_port_pod(&fixture::stamp(pod, &name, node, &labels, registry));
+                    apply_pod(&pods, &name, &p, &mut refused).await?;
+                    applied.inc(1);
+                    host_ports_wanted.push((name, node.name.clone(), node.os));
+                }
+                let svc_name = format!("svc-{i}");
+                let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
+                    "type": "NodePort",
+                    "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
+                    "ports": [
+                        {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                        {"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}
+                    ]
+                }});
+                apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
+                applied.inc(1);
+                // SVC-TYPES: headless and ExternalName services over the same server; a
+                // LoadBalancer over the first server of each pool (one per pool, not per node: a
+                // cloud load balancer is slow to provision and is billed).
+                let selector = json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id});
+                let mut extra = vec![
+                    (
+                        format!("hl-{i}"),
+                        json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
+                    ),
+                    (
+                        format!("xn-{i}"),
+                        json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")}),
+                    ),
+                ];
+                if base && let std::collections::btree_map::Entry::Vacant(slot) = lb_pools.entry(node.pool()) {
+                    let name = format!("lb-{}", node.pool());
+                    slot.insert(name.clone());
+                    extra.push((
                     name,
                     json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
                 ));
+                }
+                for (svc_name, spec) in extra {
+                    let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
+                    apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
+                    applied.inc(1);
+                }
+                dep.headless.insert(node.name.clone(), format!("hl-{i}"));
+                dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
             }
-            for (svc_name, spec) in extra {
-                let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
-                apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
-                applied.inc(1);
-            }
-            dep.headless.insert(node.name.clone(), format!("hl-{i}"));
-            dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
         }
-        if let Some(pod) = client_fx.pod_for(node) {
+        if base && let Some(pod) = client_fx.pod_for(node) {
             let name = format!("cli-{i}");
             let p = fixture::stamp(pod, &name, node, &labels, registry);
             apply_pod(&pods, &name, &p, &mut refused).await?;
@@ -528,7 +585,10 @@ pub async fn deploy(
             Os::Linux => true,
             Os::Windows => node.host_process() == Some(true),
         };
-        if host_ok && let Some(pod) = host.pod_for(node) {
+        if whole
+            && host_ok
+            && let Some(pod) = host.pod_for(node)
+        {
             let name = format!("host-{i}");
             let p = fixture::stamp(pod, &name, node, &labels, registry);
             apply_pod(&pods, &name, &p, &mut refused).await?;
@@ -536,59 +596,61 @@ pub async fn deploy(
             hosts_wanted.push((name, node.name.clone(), node.os));
         }
     }
-    // The headless service that gives server pods their FQDN.
-    let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SUBDOMAIN, "labels": labels},
+    let mut affinity_wanted = Vec::new();
+    if base {
+        // The headless service that gives server pods their FQDN.
+        let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SUBDOMAIN, "labels": labels},
         "spec": {"clusterIP": "None", "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
             "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}});
-    apply_service(&services, SUBDOMAIN, &headless, &mut dep.refused_services).await?;
-    applied.inc(1);
-    // NET-LOCAL-POLICY-NON-DSR: one `externalTrafficPolicy: Local` NodePort over every server;
-    // a node's NodePort then answers from that node's own server only.
-    let local = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": LOCAL_SERVICE, "labels": labels},
+        apply_service(&services, SUBDOMAIN, &headless, &mut dep.refused_services).await?;
+        applied.inc(1);
+        // NET-LOCAL-POLICY-NON-DSR: one `externalTrafficPolicy: Local` NodePort over every server;
+        // a node's NodePort then answers from that node's own server only.
+        let local = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": LOCAL_SERVICE, "labels": labels},
         "spec": {"type": "NodePort", "externalTrafficPolicy": "Local",
             "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
             "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-    apply_service(&services, LOCAL_SERVICE, &local, &mut dep.refused_services).await?;
-    applied.inc(1);
-    // Two affinity backends per pool: the servers of its first two nodes, and where the pool
-    // has one node, one backend pod beside its server (each pod takes one of the node's pod
-    // slots: EKS Windows nodes have few).
-    let mut affinity_wanted = Vec::new();
-    for (pi, (pool, members)) in pools.iter().enumerate() {
-        if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
-            continue;
-        }
-        let servers = members
-            .iter()
-            .take(2)
-            .filter(|n| dep.hostnames.contains_key(&n.name) && !refused.contains_key(&dep.hostnames[&n.name]))
-            .count();
-        for k in servers..2 {
-            let node = members[k % members.len()];
-            let Some(pod) = affinity.pod_for(node) else {
+        apply_service(&services, LOCAL_SERVICE, &local, &mut dep.refused_services).await?;
+        applied.inc(1);
+        // Two affinity backends per pool: the servers of its first two nodes, and where the pool
+        // has one node, one backend pod beside its server (each pod takes one of the node's pod
+        // slots: EKS Windows nodes have few).
+        for (pi, (pool, members)) in pools.iter().enumerate() {
+            if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
                 continue;
-            };
-            let name = format!("aff-{pi}-{k}");
-            let mut l = labels.clone();
-            l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
-            let p = fixture::stamp(pod, &name, node, &l, registry);
-            apply_pod(&pods, &name, &p, &mut refused).await?;
-            applied.inc(1);
-            affinity_wanted.push((name, node.name.clone(), node.os));
-        }
-        let svc_name = format!("aff-{pi}");
-        let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels},
+            }
+            let servers = members
+                .iter()
+                .take(2)
+                .filter(|n| dep.hostnames.contains_key(&n.name) && !refused.contains_key(&dep.hostnames[&n.name]))
+                .count();
+            for k in servers..2 {
+                let node = members[k % members.len()];
+                let Some(pod) = affinity.pod_for(node) else {
+                    continue;
+                };
+                let name = format!("aff-{pi}-{k}");
+                let mut l = labels.clone();
+                l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
+                let p = fixture::stamp(pod, &name, node, &l, registry);
+                apply_pod(&pods, &name, &p, &mut refused).await?;
+                applied.inc(1);
+                affinity_wanted.push((name, node.name.clone(), node.os));
+            }
+            let svc_name = format!("aff-{pi}");
+            let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels},
             "spec": {"selector": {"mixcheck.io/affinity-pool": pi.to_string(), RUN_LABEL: run_id}, "sessionAffinity": "ClientIP",
                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-        apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
-        applied.inc(1);
-        dep.affinity.insert(
-            pool.clone(),
-            ServiceInfo {
-                name: svc_name,
-                ..ServiceInfo::default()
-            },
-        );
+            apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
+            applied.inc(1);
+            dep.affinity.insert(
+                pool.clone(),
+                ServiceInfo {
+                    name: svc_name,
+                    ..ServiceInfo::default()
+                },
+            );
+        }
     }
     let total =
         wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len() + host_ports_wanted.len();
@@ -735,10 +797,12 @@ pub async fn deploy(
     }
     // Flows through a Service settle from when it lists its backend, not from when the pod is
     // Ready: the endpoints controller lags behind (upstream's KubeProxyEndpointLagTimeout).
+    let servers = scope.before.map_or(&dep.servers, |b| &b.servers);
     let listed: Vec<(String, String)> = nodes
         .iter()
+        .filter(|(i, _)| scope.full.contains(i))
         .filter_map(|(i, n)| {
-            let server = dep.servers.get(&n.name).filter(|p| p.problem.is_none())?;
+            let server = servers.get(&n.name).filter(|p| p.problem.is_none())?;
             Some((format!("svc-{i}"), server.ip.clone()))
         })
         .collect();

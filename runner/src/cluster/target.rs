@@ -104,6 +104,8 @@ pub enum TargetError {
 /// A connected cluster.
 pub struct Target {
     pub client: kube::Client,
+    /// Requests the client has sent to the API server so far.
+    pub api_calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The API server's URL.
     pub server: String,
     /// What the report says about the target.
@@ -230,13 +232,25 @@ impl Target {
         report: mixcheck_reports::Target,
         bundled: Option<simcluster::Cluster>,
     ) -> Result<Target, TargetError> {
-        let client = kube::Client::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
-            server: server.clone(),
-            context: context.to_string(),
-            cause: e.to_string(),
-        })?;
+        let builder =
+            kube::client::ClientBuilder::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
+                server: server.clone(),
+                context: context.to_string(),
+                cause: e.to_string(),
+            })?;
+        let api_calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = api_calls.clone();
+        let client = builder
+            .with_layer(
+                &tower::ServiceBuilder::new().map_request(move |request: http::Request<kube::client::Body>| {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    request
+                }),
+            )
+            .build();
         let target = Target {
             client,
+            api_calls,
             server,
             report,
             bundled,

@@ -125,6 +125,19 @@ pub(super) fn service<'d>(
     })
 }
 
+/// The Service whose NodePort an outside client aims at on `n`: the one over its own server,
+/// else — a node on light coverage has no Service of its own — one over a server of its pool: a
+/// NodePort answers on every node.
+pub(super) fn node_port_service<'d>(ctx: &Ctx<'d>, n: &ClusterNode) -> Option<&'d deploy::ServiceInfo> {
+    ctx.dep.services.get(&n.name).or_else(|| {
+        ctx.facts
+            .nodes
+            .iter()
+            .filter(|m| m.pool() == n.pool())
+            .find_map(|m| ctx.dep.services.get(&m.name))
+    })
+}
+
 /// The ingress address of the LoadBalancer over `n`'s pool: as deployed, else awaited — a cloud
 /// provisions it minutes after the Service exists — polling the Service until the
 /// LoadBalancer settle window ends. Where no controller has said anything about the Service

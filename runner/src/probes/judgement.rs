@@ -81,7 +81,7 @@ impl<'a> Ctx<'a> {
 
 /// One probed pair of a cell: source and destination node indexes (a cell about nodes has one
 /// end: the node, or the destination of an outside probe).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pair {
     pub from: Option<usize>,
     pub to: Option<usize>,

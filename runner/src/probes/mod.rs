@@ -73,6 +73,18 @@ impl Probe {
         }
     }
 
+    /// The probe's destination is the netexec server pod itself (by its IP): every node has one,
+    /// so a flow may end on any node, not only on those with the full set of fixtures.
+    pub fn reaches_the_server_pod(&self) -> bool {
+        matches!(
+            self,
+            Probe::Connect {
+                to: crate::catalogue::suite::Destination::PodIp,
+                ..
+            }
+        )
+    }
+
     /// The probe reads the API only: it is judged on a node that is not Ready too.
     pub fn reads_the_api_only(&self) -> bool {
         match self {

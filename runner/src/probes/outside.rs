@@ -16,7 +16,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         Ok(n) => n,
         Err(p) => return p.into(),
     };
-    let Some(svc) = ctx.dep.services.get(&node.name) else {
+    let Some(svc) = crate::probes::flow::node_port_service(ctx, node) else {
         return Probed::Error(format!("no service over the server on {}", node.name));
     };
     let fixture = match to {

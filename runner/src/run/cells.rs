@@ -11,6 +11,7 @@ use crate::catalogue::suite::{Check, Pairs, Placement, Protocol, Suite};
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
 use crate::probes::judgement::Pair;
 use crate::probes::{NodeChoice, Shape};
+use crate::run::coverage::NodeSets;
 use crate::run::plan::RunPlan;
 
 /// How many nodes of a pool a workload check (a pod created or exec'd per node) runs on.
@@ -33,8 +34,29 @@ fn sample(members: &[usize], name: &str, k: usize) -> Vec<usize> {
     picked
 }
 
+/// What a plan probes: the pairs of cells that look at the cluster, and the pairs judged from
+/// the facts the run read once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Count {
+    pub(super) probes: usize,
+    pub(super) facts: usize,
+}
+
+/// The probes of `cells` (cells decided without probing count none).
+pub(super) fn count(cells: &[CellPlan<'_>]) -> Count {
+    let mut out = Count::default();
+    for c in cells.iter().filter(|c| c.fixed.is_none()) {
+        if matches!(c.check.probe, crate::catalogue::suite::Probe::Fact { .. }) {
+            out.facts += c.pairs.len();
+        } else {
+            out.probes += c.pairs.len();
+        }
+    }
+    out
+}
+
 /// A cell before probing.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct CellPlan<'a> {
     pub(super) suite: &'a Suite,
     pub(super) check: &'a Check,
@@ -45,6 +67,20 @@ pub(super) struct CellPlan<'a> {
     pub(super) pairs: Vec<Pair>,
     /// Set when the cell is decided without probing.
     pub(super) fixed: Option<(Verdict, String)>,
+    /// The node pools its pairs start from and go to (None: not a node, e.g. the outside or
+    /// the probe's own target), and whether each pair is one node to itself.
+    pub(super) ends: Ends,
+}
+
+/// The node pools of a cell's pair ends.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Ends {
+    pub(super) from: Option<String>,
+    pub(super) to: Option<String>,
+    /// Each pair is a node to itself (same-node placement, or the probe's own target).
+    pub(super) same_node: bool,
+    /// A node-shaped cell (one pair per node), with how its nodes are chosen.
+    pub(super) nodes: Option<NodeChoice>,
 }
 
 /// Node pairs covering every node of both pools at least once (about max(|S|, |D|) pairs).
@@ -74,11 +110,17 @@ fn sample_pairs(from: &[usize], to: &[usize], same_node: bool) -> Vec<Pair> {
     out
 }
 
-/// Expands the selected checks over the cluster's pools.
-pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<CellPlan<'a>> {
+/// Expands the selected checks over the cluster's pools: flows between the nodes `sets` gives
+/// the full matrix, plus the light pairs of the others.
+pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts, sets: &NodeSets) -> Vec<CellPlan<'a>> {
     // Workers that are not Ready stay in their pools: their cells say the node is down (see
     // `not_ready`) instead of vanishing from the report.
-    let nodes: Vec<(usize, &ClusterNode)> = facts.nodes.iter().enumerate().filter(|(_, n)| n.probed()).collect();
+    let nodes: Vec<(usize, &ClusterNode)> = facts
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| n.probed() && sets.full.contains(i))
+        .collect();
     let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
     for (i, n) in &nodes {
         pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(*i);
@@ -114,7 +156,9 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
             m.variant.iter().cloned().map(Some).collect()
         };
         if let Shape::Nodes(choice) = check.probe.shape() {
-            cells.extend(node_cells(suite, check, choice, facts, &from_os, &protocols, &variants));
+            cells.extend(node_cells(
+                suite, check, choice, facts, sets, &from_os, &protocols, &variants,
+            ));
             continue;
         }
         let to_pools: Option<Vec<(String, Os, Vec<usize>)>> = (!m.to.is_empty()).then(|| pools_of(&m.to));
@@ -146,6 +190,12 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
                     for protocol in &protocols {
                         for variant in &variants {
                             let same = *placement == Some(Placement::SameNode) || tp.is_none() && placement.is_none();
+                            let ends = Ends {
+                                from: Some(fp.clone()),
+                                to: Some(tp.clone().unwrap_or_else(|| fp.clone())),
+                                same_node: same,
+                                nodes: None,
+                            };
                             let pairs = sample_pairs(&fnodes, &tnodes, same);
                             // Without a `to` list: the probe's own target, or its own pool's
                             // service or pods.
@@ -184,6 +234,7 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
                                 variant: variant.clone(),
                                 pairs,
                                 fixed,
+                                ends,
                             });
                         }
                     }
@@ -192,16 +243,197 @@ pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts) -> Vec<Cel
         }
     }
     distinguish_checks_of_one_rule(&mut cells);
+    add_light_pairs(&mut cells, facts, sets);
     cells
+}
+
+/// The full-matrix nodes of each pool, schedulable ones first (they hold the fixtures).
+fn full_by_pool(facts: &ClusterFacts, sets: &NodeSets) -> BTreeMap<String, Vec<usize>> {
+    let mut out: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for &i in &sets.full {
+        if let Some(n) = facts.nodes.get(i) {
+            out.entry(n.pool()).or_default().push(i);
+        }
+    }
+    for members in out.values_mut() {
+        members.sort_by_key(|&i| (!facts.nodes[i].schedulable(), i));
+    }
+    out
+}
+
+/// A full-matrix node of `pool` other than `not`, spread by `spread` (so that the light nodes
+/// of a pool do not all aim at one representative).
+fn partner(full: &BTreeMap<String, Vec<usize>>, pool: &str, not: usize, spread: usize) -> Option<usize> {
+    let members: Vec<usize> = full.get(pool)?.iter().copied().filter(|&i| i != not).collect();
+    (!members.is_empty()).then(|| members[spread % members.len()])
+}
+
+/// The pairs node `n` adds to `cell`: from it (to a full-matrix partner where the flow goes to
+/// another node), and — with `inbound` — to it; node-shaped cells of its pool get the node
+/// itself. Pairs the cell has are left out.
+fn pairs_for(
+    cell: &CellPlan<'_>,
+    facts: &ClusterFacts,
+    full: &BTreeMap<String, Vec<usize>>,
+    n: usize,
+    inbound: bool,
+) -> Vec<Pair> {
+    let Some(node) = facts.nodes.get(n) else {
+        return Vec::new();
+    };
+    let pool = node.pool();
+    let mut out = Vec::new();
+    match cell.ends.nodes {
+        Some(NodeChoice::Every | NodeChoice::OnePerPool) => {}
+        Some(NodeChoice::Workers | NodeChoice::Sample) => {
+            let outside = cell.check.probe.looks_from_outside();
+            let mine = if outside { &cell.ends.to } else { &cell.ends.from };
+            if mine.as_deref() == Some(pool.as_str()) {
+                out.push(if outside {
+                    Pair {
+                        from: None,
+                        to: Some(n),
+                    }
+                } else {
+                    Pair {
+                        from: Some(n),
+                        to: None,
+                    }
+                });
+            }
+        }
+        None => {
+            if cell.ends.from.as_deref() == Some(pool.as_str()) {
+                if cell.placement == Some(Placement::SameNode) {
+                    out.push(Pair {
+                        from: Some(n),
+                        to: Some(n),
+                    });
+                } else if let Some(d) = cell.ends.to.as_deref().and_then(|to| partner(full, to, n, n)) {
+                    out.push(Pair {
+                        from: Some(n),
+                        to: Some(d),
+                    });
+                }
+            }
+            if inbound
+                && !cell.ends.same_node
+                && cell.ends.to.as_deref() == Some(pool.as_str())
+                && let Some(s) = cell.ends.from.as_deref().and_then(|from| partner(full, from, n, n))
+            {
+                out.push(Pair {
+                    from: Some(s),
+                    to: Some(n),
+                });
+            }
+        }
+    }
+    out.retain(|p| !cell.pairs.contains(p));
+    out
+}
+
+/// The light per-node coverage: each light node, in one cell of each `everyNode` check (its own
+/// pool to its own pool where the check has that cell), starts a flow to a full-matrix node —
+/// and receives one, where the flow goes to a pod. Node-shaped `everyNode` checks list the light
+/// nodes already.
+fn add_light_pairs(cells: &mut [CellPlan<'_>], facts: &ClusterFacts, sets: &NodeSets) {
+    if sets.light.is_empty() {
+        return;
+    }
+    let full = full_by_pool(facts, sets);
+    let mut by_check: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, c) in cells.iter().enumerate() {
+        if c.check.every_node && c.fixed.is_none() && c.ends.nodes.is_none() {
+            by_check
+                .entry((c.suite.name.clone(), c.check.name.clone()))
+                .or_default()
+                .push(i);
+        }
+    }
+    for indices in by_check.values() {
+        for &n in &sets.light {
+            let pool = facts.nodes[n].pool();
+            let own = |c: &CellPlan<'_>| c.ends.from.as_deref() == Some(&pool) && c.ends.to.as_deref() == Some(&pool);
+            // Outbound: its own pool's cell first, else the first cell it starts in.
+            let out_cell = indices
+                .iter()
+                .copied()
+                .find(|&i| own(&cells[i]) && cells[i].placement != Some(Placement::SameNode))
+                .or_else(|| {
+                    indices.iter().copied().find(|&i| {
+                        cells[i].ends.from.as_deref() == Some(&pool) && cells[i].placement != Some(Placement::SameNode)
+                    })
+                });
+            if let Some(i) = out_cell {
+                let add: Vec<Pair> = pairs_for(&cells[i], facts, &full, n, false)
+                    .into_iter()
+                    .filter(|p| p.from == Some(n))
+                    .collect();
+                cells[i].pairs.extend(add);
+            }
+            if !cells
+                .get(indices[0])
+                .is_some_and(|c| c.check.probe.reaches_the_server_pod())
+            {
+                continue;
+            }
+            let in_cell = indices
+                .iter()
+                .copied()
+                .find(|&i| own(&cells[i]) && !cells[i].ends.same_node)
+                .or_else(|| {
+                    indices
+                        .iter()
+                        .copied()
+                        .find(|&i| cells[i].ends.to.as_deref() == Some(&pool) && !cells[i].ends.same_node)
+                });
+            if let Some(i) = in_cell {
+                let add: Vec<Pair> = pairs_for(&cells[i], facts, &full, n, true)
+                    .into_iter()
+                    .filter(|p| p.to == Some(n))
+                    .collect();
+                cells[i].pairs.extend(add);
+            }
+        }
+    }
+}
+
+/// The pairs that give `promoted` nodes every check, by cell index (cells they already are in
+/// get only the pairs they lack). `sets` already counts them as full.
+pub(super) fn promotion_pairs(
+    cells: &[CellPlan<'_>],
+    facts: &ClusterFacts,
+    sets: &NodeSets,
+    promoted: &BTreeSet<usize>,
+) -> Vec<(usize, Vec<Pair>)> {
+    let full = full_by_pool(facts, sets);
+    cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.fixed.is_none())
+        .filter_map(|(i, c)| {
+            let mut pairs: Vec<Pair> = Vec::new();
+            for &n in promoted {
+                for p in pairs_for(c, facts, &full, n, true) {
+                    if !pairs.contains(&p) {
+                        pairs.push(p);
+                    }
+                }
+            }
+            (!pairs.is_empty()).then_some((i, pairs))
+        })
+        .collect()
 }
 
 /// Cells of checks about nodes: one per pool of `from` (or `to` for probes from outside); the
 /// nodes `choice` picks are judged and the worst result stands.
+#[allow(clippy::too_many_arguments)] // the check, its matrix axes and the nodes, each distinct
 fn node_cells<'a>(
     suite: &'a Suite,
     check: &'a Check,
     choice: NodeChoice,
     facts: &ClusterFacts,
+    sets: &NodeSets,
     from_os: &[Os],
     protocols: &[Option<Protocol>],
     variants: &[Option<String>],
@@ -217,9 +449,15 @@ fn node_cells<'a>(
         from_os.to_vec()
     };
     let mut pools: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    // Light nodes: only in the first cell of an `everyNode` check's pool (their light pair).
+    let mut light: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, n) in facts.nodes.iter().enumerate() {
         if n.skipped.is_none() && (all_nodes || !n.control_plane) && oses.contains(&n.os) {
-            pools.entry(n.pool()).or_default().push(i);
+            if all_nodes || sets.full.contains(&i) {
+                pools.entry(n.pool()).or_default().push(i);
+            } else if sets.light.contains(&i) && check.every_node {
+                light.entry(n.pool()).or_default().push(i);
+            }
         }
     }
     let mut groups: Vec<(String, Option<String>, Vec<usize>)> = Vec::new();
@@ -234,7 +472,11 @@ fn node_cells<'a>(
     let workload = choice == NodeChoice::Sample;
     for (pool, mut members) in pools {
         if workload {
-            members = sample(&members, &check.name, WORKLOAD_NODES_PER_POOL);
+            members = if sets.light.is_empty() {
+                sample(&members, &check.name, WORKLOAD_NODES_PER_POOL)
+            } else {
+                workload_nodes(&members, sets, &check.name)
+            };
         }
         if one_per_pool {
             let first = members.iter().copied().find(|&i| facts.nodes[i].schedulable());
@@ -247,6 +489,7 @@ fn node_cells<'a>(
     }
     let mut out = Vec::new();
     for (pool, node, members) in groups {
+        let mut light = light.remove(&pool).unwrap_or_default();
         for protocol in protocols {
             for variant in variants {
                 let variant = match (&node, variant) {
@@ -263,6 +506,7 @@ fn node_cells<'a>(
                 };
                 let pairs = members
                     .iter()
+                    .chain(std::mem::take(&mut light).iter())
                     .map(|&i| {
                         if outside {
                             Pair {
@@ -286,11 +530,40 @@ fn node_cells<'a>(
                     variant: variant.clone(),
                     pairs,
                     fixed: None,
+                    ends: Ends {
+                        from: (!outside).then(|| pool.clone()),
+                        to: outside.then(|| pool.clone()),
+                        same_node: false,
+                        nodes: Some(choice),
+                    },
                 });
             }
         }
     }
     out
+}
+
+/// The nodes of a pool a workload check runs on under sampled coverage: one per fact set (its
+/// outcome follows the facts), then more up to [`WORKLOAD_NODES_PER_POOL`], spread.
+fn workload_nodes(members: &[usize], sets: &NodeSets, name: &str) -> Vec<usize> {
+    let mut by_set: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for &i in members {
+        by_set
+            .entry(sets.fact_set_of(i).unwrap_or_default())
+            .or_default()
+            .push(i);
+    }
+    let mut picked: Vec<usize> = by_set.values().flat_map(|group| sample(group, name, 1)).collect();
+    for i in sample(members, name, WORKLOAD_NODES_PER_POOL) {
+        if picked.len() >= WORKLOAD_NODES_PER_POOL.max(by_set.len()) {
+            break;
+        }
+        if !picked.contains(&i) {
+            picked.push(i);
+        }
+    }
+    picked.sort_unstable();
+    picked
 }
 
 /// Cell ids are `suite/RULE[coordinates]`; where a suite has several checks of one rule (for

@@ -39,12 +39,48 @@ pub(super) async fn judge_cells<'p>(
     cells.sort_by_key(|(i, c)| (!c.check.probe.waits_for_pods(), *i));
     futures::stream::iter(cells)
         .for_each_concurrent(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT), |(i, c)| async move {
-            let cell = judge_cell(ctx, c, i).await;
+            let (pairs, took) = judge_pairs(ctx, c, &c.pairs, i).await;
+            let cell = assemble(c, &pairs, ctx.facts, ctx.ns, Some(ctx.causes), took);
             ctx.workloads.cell_done(&pod_keys(c, ctx.facts)).await;
             bar.inc(1);
             bar.set_message(cell.id.as_str().to_string());
-            judged.record(i, cell);
+            judged.record(i, cell, pairs);
         })
+        .await;
+}
+
+/// Judges `more` pairs of cells already judged (nodes promoted to every check) and the cells
+/// again over all their pairs.
+pub(super) async fn judge_more<'p>(
+    ctx: &Ctx<'_>,
+    plans: &[CellPlan<'p>],
+    more: Vec<(usize, Vec<Pair>)>,
+    concurrency: usize,
+    judged: &Judged,
+) {
+    let planned: Vec<(usize, CellPlan<'p>)> = more
+        .into_iter()
+        .filter_map(|(i, pairs)| {
+            let mut plan = plans.get(i)?.clone();
+            plan.pairs = pairs;
+            Some((i, plan))
+        })
+        .collect();
+    for (_, plan) in &planned {
+        ctx.workloads.plan_uses(&pod_keys(plan, ctx.facts));
+    }
+    futures::stream::iter(planned.iter())
+        .for_each_concurrent(
+            concurrency.saturating_mul(CELLS_PER_PROBE_SLOT),
+            |(i, plan)| async move {
+                let (fresh, took) = judge_pairs(ctx, plan, &plan.pairs, *i).await;
+                ctx.workloads.cell_done(&pod_keys(plan, ctx.facts)).await;
+                let mut all = judged.take_pairs(*i);
+                all.extend(fresh);
+                let cell = assemble(plan, &all, ctx.facts, ctx.ns, Some(ctx.causes), took);
+                judged.record(*i, cell, all);
+            },
+        )
         .await;
 }
 
@@ -66,39 +102,69 @@ pub(super) fn pod_keys(c: &CellPlan<'_>, facts: &ClusterFacts) -> Vec<String> {
     keys
 }
 
-/// The cells judged so far, by plan index.
-#[derive(Debug, Default)]
-pub(super) struct Judged(std::sync::Mutex<std::collections::BTreeMap<usize, Cell>>);
+/// A judged cell and the judgements of its pairs.
+type Entry = (Cell, Vec<(Pair, PairJudgement)>);
+
+/// The cells judged so far, by plan index, with their pairs' judgements.
+#[derive(Default)]
+pub(super) struct Judged(std::sync::Mutex<std::collections::BTreeMap<usize, Entry>>);
 
 impl Judged {
-    fn record(&self, index: usize, cell: Cell) {
-        if let Ok(mut map) = self.0.lock() {
-            map.insert(index, cell);
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<usize, Entry>> {
+        match self.0.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
         }
+    }
+
+    fn record(&self, index: usize, cell: Cell, pairs: Vec<(Pair, PairJudgement)>) {
+        self.lock().insert(index, (cell, pairs));
+    }
+
+    fn take_pairs(&self, index: usize) -> Vec<(Pair, PairJudgement)> {
+        self.lock()
+            .get_mut(&index)
+            .map(|(_, pairs)| std::mem::take(pairs))
+            .unwrap_or_default()
+    }
+
+    /// The nodes of `candidates` at either end of a pair judged `fail` or `error` in the cells
+    /// `of` selects.
+    pub(super) fn failing_nodes(
+        &self,
+        of: impl Fn(usize) -> bool,
+        candidates: &std::collections::BTreeSet<usize>,
+    ) -> std::collections::BTreeSet<usize> {
+        self.lock()
+            .iter()
+            .filter(|(i, _)| of(**i))
+            .flat_map(|(_, (_, pairs))| pairs.iter())
+            .filter(|(_, j)| matches!(j.verdict, Verdict::Fail | Verdict::Error))
+            .flat_map(|(p, _)| [p.from, p.to])
+            .flatten()
+            .filter(|n| candidates.contains(n))
+            .collect()
     }
 
     /// Every planned cell: the judged ones, and an `error` saying `why` for each of the others.
     pub(super) fn all_or(&self, plans: &[CellPlan<'_>], facts: &ClusterFacts, ns: &str, why: &str) -> Vec<Cell> {
-        let map = match self.0.lock() {
-            Ok(mut m) => std::mem::take(&mut *m),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        };
+        let map = std::mem::take(&mut *self.lock());
         plans
             .iter()
             .enumerate()
             .map(|(i, plan)| match map.get(&i) {
-                Some(cell) => cell.clone(),
+                Some((cell, _)) => cell.clone(),
                 None => {
                     let pairs = if plan.pairs.is_empty() {
                         vec![Pair { from: None, to: None }]
                     } else {
                         plan.pairs.clone()
                     };
-                    let judged = pairs
+                    let judged: Vec<(Pair, PairJudgement)> = pairs
                         .into_iter()
                         .map(|p| (p, judgement::judgement(Verdict::Error, why.to_string())))
                         .collect();
-                    assemble(plan, judged, facts, ns, None, std::time::Duration::ZERO)
+                    assemble(plan, &judged, facts, ns, None, std::time::Duration::ZERO)
                 }
             })
             .collect()
@@ -114,7 +180,13 @@ fn node_ref(n: &ClusterNode, role: NodeRole) -> NodeRef {
     }
 }
 
-async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
+/// Judges `pairs` of a cell (side by side: a pool of many nodes is many probes), in order.
+async fn judge_pairs(
+    ctx: &Ctx<'_>,
+    plan: &CellPlan<'_>,
+    pairs: &[Pair],
+    index: usize,
+) -> (Vec<(Pair, PairJudgement)>, std::time::Duration) {
     let clock = Instant::now();
     let mut judged: Vec<(Pair, PairJudgement)> = Vec::new();
     if let Some((verdict, why)) = &plan.fixed {
@@ -123,8 +195,7 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
             judgement::judgement(*verdict, why.clone()),
         ));
     } else {
-        // The pairs of one cell run side by side too (a pool of many nodes is many probes).
-        let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(plan.pairs.iter().enumerate())
+        let mut done: Vec<(usize, Pair, PairJudgement)> = futures::stream::iter(pairs.iter().enumerate())
             .map(|(k, pair)| async move {
                 let case = Case {
                     check: plan.check,
@@ -143,14 +214,14 @@ async fn judge_cell(ctx: &Ctx<'_>, plan: &CellPlan<'_>, index: usize) -> Cell {
         done.sort_by_key(|(k, ..)| *k);
         judged.extend(done.into_iter().map(|(_, p, j)| (p, j)));
     }
-    assemble(plan, judged, ctx.facts, ctx.ns, Some(ctx.causes), clock.elapsed())
+    (judged, clock.elapsed())
 }
 
 /// The cell of judged pairs: the worst pair stands for it; its remedy is the check's for the
 /// failure class, or the node's cause's where a pod never got a sandbox.
 fn assemble(
     plan: &CellPlan<'_>,
-    judged: Vec<(Pair, PairJudgement)>,
+    judged: &[(Pair, PairJudgement)],
     facts: &ClusterFacts,
     ns: &str,
     causes: Option<&crate::catalogue::causes::Catalogue>,
@@ -160,7 +231,7 @@ fn assemble(
     // The cell takes the worst of its pairs.
     let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
     let mut nodes = Vec::new();
-    for (pair, _) in &judged {
+    for (pair, _) in judged {
         for (idx, role) in [(pair.from, NodeRole::Source), (pair.to, NodeRole::Destination)] {
             if let Some(n) = idx.and_then(|i| facts.nodes.get(i)) {
                 let r = node_ref(n, role);
@@ -170,13 +241,17 @@ fn assemble(
             }
         }
     }
-    let (worst_pair, j) = judged
-        .into_iter()
+    let fallback;
+    let (worst_pair, j) = match judged
+        .iter()
         .find(|(p, _)| Some((p.from, p.to)) == worst.map(|w| (w.from, w.to)))
-        .unwrap_or((
-            Pair { from: None, to: None },
-            judgement::judgement(Verdict::Error, "no pair was judged".into()),
-        ));
+    {
+        Some((p, j)) => (*p, j),
+        None => {
+            fallback = judgement::judgement(Verdict::Error, "no pair was judged".into());
+            (Pair { from: None, to: None }, &fallback)
+        }
+    };
     let id = CellId::new(&plan.suite.name, &check.rule, &plan.coordinates).unwrap_or_else(|_| {
         CellId::new(&plan.suite.name, &check.rule, &Coordinates::default()).unwrap_or_else(|_| {
             // Suite and rule names are validated kebab-case and catalogue ids; this cannot fail.
@@ -215,14 +290,14 @@ fn assemble(
         title: check.title.clone(),
         category: plan.suite.category.clone(),
         verdict: j.verdict,
-        expected: j.expected.unwrap_or(CellExpectation {
+        expected: j.expected.clone().unwrap_or(CellExpectation {
             kind: Expected::Works,
             text: j.reason.clone().unwrap_or_default(),
         }),
         coordinates: plan.coordinates.clone(),
         nodes,
         observed: Observed {
-            summary: j.summary,
+            summary: j.summary.clone(),
             evidence,
             on: [
                 (worst_pair.from, NodeRole::Source),
@@ -236,10 +311,10 @@ fn assemble(
         sources: if j.sources.is_empty() {
             check.sources.clone()
         } else {
-            j.sources
+            j.sources.clone()
         },
         reproduce: j.output.as_ref().map(|o| transport::reproduce(ns, o)),
-        reason: j.reason,
+        reason: j.reason.clone(),
         flaky: j.flaky,
         duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
     }

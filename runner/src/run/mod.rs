@@ -3,9 +3,11 @@
 //! cluster has, deploy the fixtures, probe with bounded concurrency, judge each cell, write
 //! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
 
-mod cells;
+pub(crate) mod cells;
+pub mod coverage;
 mod judge;
 pub mod plan;
+pub mod preview;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -75,35 +77,18 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             kept: None,
         }
     };
-    let target = match tokio::time::timeout(plan.deadline, crate::cluster::target::connect(&plan.target, &say)).await {
-        Ok(Ok(t)) => t,
-        Ok(Err(e)) => {
-            let e = crate::errors::Error::from(e);
-            return abort(report, e.process_exit_code(), e.to_string());
-        }
-        Err(_) => {
-            return abort(
-                report,
-                Code::Unreachable,
-                "the cluster did not answer before the run's deadline".into(),
-            );
+    let (target, facts) = match open(plan, &run_id, &say).await {
+        Ok(opened) => opened,
+        Err((code, why, seen)) => {
+            if let Some(t) = seen {
+                report.target = t;
+            }
+            return abort(report, code, why);
         }
     };
     report.target = target.report.clone();
     let client = target.client.clone();
-    if let Err(missing) = preflight(&client, &format!("mixcheck-{run_id}")).await {
-        return abort(report, Code::Unreachable, missing);
-    }
-    let facts = match facts::collect(&client, plan.network_mode.as_deref(), plan.egress).await {
-        Ok(f) => f,
-        Err(e) => {
-            return abort(
-                report,
-                Code::Unreachable,
-                format!("cannot read the cluster's facts: {e}"),
-            );
-        }
-    };
+    let api_calls = target.api_calls.clone();
     report.facts = facts.report.clone();
     say(&format!(
         "Cluster: {} · {} nodes ({}) · network mode {}",
@@ -137,23 +122,33 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         (crate::cluster::target::TargetSpec::Bundled { topology, .. }, None) => bundled_settle(topology),
         (_, None) => Settle::real(crate::probes::settle::REAL_CLUSTER_BASE),
     };
-    let cells = plan_cells(plan, &facts);
+    let sets = coverage::NodeSets::choose(&facts, plan.coverage);
+    let cells = plan_cells(plan, &facts, &sets);
+    let light_checks = light_checks(&cells);
     let needs = deploy::Needs {
         host_port: cells
             .iter()
             .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
     };
+    if !sets.light.is_empty() {
+        say(&format!(
+            "Coverage: every check on {} representative nodes (two per set of node facts in each pool), the light per-node checks on the other {} (--coverage full checks every node)",
+            sets.full.len(),
+            sets.light.len()
+        ));
+    }
+    let sets = std::sync::Mutex::new(sets);
     // Each node's pod slots: workload pods wait for one, and give it back once judged.
-    let budget =
-        match crate::cluster::budget::Budget::read(&client, &deploy::pods_per_node(&facts, fixtures, needs)).await {
-            Ok(b) => b,
-            Err(e) => {
-                say(&format!(
-                    "Cannot read the nodes' pod capacity ({e}); pods are not budgeted"
-                ));
-                crate::cluster::budget::Budget::default()
-            }
-        };
+    let per_node = deploy::pods_per_node(&facts, fixtures, needs, &lock(&sets).full);
+    let budget = match crate::cluster::budget::Budget::read(&client, &per_node).await {
+        Ok(b) => b,
+        Err(e) => {
+            say(&format!(
+                "Cannot read the nodes' pod capacity ({e}); pods are not budgeted"
+            ));
+            crate::cluster::budget::Budget::default()
+        }
+    };
     let tight = budget.tight(plan.concurrency);
     if !tight.is_empty() {
         say(&format!(
@@ -209,7 +204,12 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
         let early = judge_cells(&early_ctx, early, plan.concurrency, &bar, &judged);
         let later = async {
-            let dep = deploy::deploy(
+            let full = lock(&sets).full.clone();
+            let scope = deploy::Scope {
+                full: &full,
+                before: None,
+            };
+            let mut dep = deploy::deploy(
                 &client,
                 &ns,
                 &run_id,
@@ -217,28 +217,74 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 fixtures,
                 plan.image_registry.as_deref(),
                 needs,
+                scope,
                 deadline,
                 &progress,
             )
             .await
             .map_err(|e| e.to_string())?;
-            let probes: usize = cells
-                .iter()
-                .map(|c| if c.fixed.is_some() { 0 } else { c.pairs.len() })
-                .sum();
+            let count = cells::count(&cells);
             say(&format!(
-                "Probing {} cells of {} checks ({probes} probes)…",
+                "Probing {} cells of {} checks ({} probes; {} fact readings)…",
                 cells.len(),
-                plan.selected.len()
+                plan.selected.len(),
+                count.probes,
+                count.facts
             ));
-            let ctx = early_ctx.with_fixtures(&dep);
-            // Egress is detected from the fixtures while the cells that do not depend on it run.
-            let detect = async {
-                if facts.egress.is_none() {
-                    egress.send_replace(Some(crate::probes::connect::detect_egress(&ctx).await));
-                }
-            };
-            futures::future::join(detect, judge_cells(&ctx, later, plan.concurrency, &bar, &judged)).await;
+            {
+                let ctx = early_ctx.with_fixtures(&dep);
+                // Egress is detected from the fixtures while the cells that do not depend on it run.
+                let detect = async {
+                    if facts.egress.is_none() {
+                        egress.send_replace(Some(crate::probes::connect::detect_egress(&ctx).await));
+                    }
+                };
+                futures::future::join(detect, judge_cells(&ctx, later, plan.concurrency, &bar, &judged)).await;
+            }
+            // A light node whose light check failed gets every check, so that it is localised
+            // and diagnosed like a representative.
+            let light = lock(&sets).light.clone();
+            let failing = judged.failing_nodes(|i| cells.get(i).is_some_and(|c| c.check.every_node), &light);
+            if !failing.is_empty() {
+                let names: Vec<&str> = failing
+                    .iter()
+                    .filter_map(|&i| facts.nodes.get(i))
+                    .map(|n| n.name.as_str())
+                    .collect();
+                say(&format!(
+                    "A light check failed on {} node{} ({}): checking {} with every check…",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", "),
+                    if names.len() == 1 { "it" } else { "them" }
+                ));
+                let more = {
+                    let mut s = lock(&sets);
+                    s.promote(&failing);
+                    cells::promotion_pairs(&cells, &facts, &s, &failing)
+                };
+                let scope = deploy::Scope {
+                    full: &failing,
+                    before: Some(&dep),
+                };
+                let added = deploy::deploy(
+                    &client,
+                    &ns,
+                    &run_id,
+                    &facts,
+                    fixtures,
+                    plan.image_registry.as_deref(),
+                    needs,
+                    scope,
+                    deadline,
+                    &progress,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                dep.absorb(added);
+                let ctx = early_ctx.with_fixtures(&dep);
+                judge::judge_more(&ctx, &cells, more, plan.concurrency, &judged).await;
+            }
             Ok::<_, String>(())
         };
         let ((), later) = futures::future::join(early, later).await;
@@ -321,6 +367,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         cleanup(&client, &ns, &say).await;
         target.stop().await;
     }
+    say(&format!(
+        "{} API calls",
+        api_calls.load(std::sync::atomic::Ordering::Relaxed)
+    ));
     let (code, (cells, evidence, bundle), aborted) = match outcome {
         Ended::Done(Ok(done)) => (None, done, None),
         Ended::Done(Err(e)) => (
@@ -356,6 +406,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         ),
     };
     report.cells = cells;
+    report.coverage = Some(lock(&sets).report(&facts, light_checks));
     if !plan.keep {
         // The commands need what the run deleted; say so where they are printed.
         let note = if bundled {
@@ -458,6 +509,63 @@ async fn interrupted() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// Connects to the plan's target (starting the bundled cluster), checks the run's permissions
+/// and reads the facts, within the run's deadline; what stops it comes with its exit code.
+pub(crate) async fn open(
+    plan: &RunPlan,
+    run_id: &str,
+    say: &dyn Fn(&str),
+) -> Result<(crate::cluster::target::Target, ClusterFacts), Refused> {
+    let target = match tokio::time::timeout(plan.deadline, crate::cluster::target::connect(&plan.target, say)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            let e = crate::errors::Error::from(e);
+            return Err((e.process_exit_code(), e.to_string(), None));
+        }
+        Err(_) => {
+            return Err((
+                Code::Unreachable,
+                "the cluster did not answer before the run's deadline".into(),
+                None,
+            ));
+        }
+    };
+    let seen = Some(target.report.clone());
+    if let Err(missing) = preflight(&target.client, &format!("mixcheck-{run_id}")).await {
+        target.stop().await;
+        return Err((Code::Unreachable, missing, seen));
+    }
+    match facts::collect(&target.client, plan.network_mode.as_deref(), plan.egress).await {
+        Ok(f) => Ok((target, f)),
+        Err(e) => {
+            target.stop().await;
+            Err((Code::Unreachable, format!("cannot read the cluster's facts: {e}"), seen))
+        }
+    }
+}
+
+/// Why a run could not start: its exit code, the reason, and the target when it answered.
+type Refused = (Code, String, Option<mixcheck_reports::Target>);
+
+/// The guarded value, also after a panic elsewhere poisoned the lock.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// The `everyNode` checks among the planned cells, once each.
+fn light_checks(cells: &[cells::CellPlan<'_>]) -> Vec<String> {
+    let mut names: Vec<String> = cells
+        .iter()
+        .filter(|c| c.check.every_node)
+        .map(|c| c.check.name.clone())
+        .collect();
+    names.dedup();
+    names
 }
 
 fn pools_line(facts: &ClusterFacts) -> String {

@@ -20,6 +20,10 @@ pub struct RunPlan {
     /// The settle window of pod and Service flows (`--settle`); None: the target's default.
     pub settle: Option<Duration>,
     pub concurrency: usize,
+    /// Whether every node gets every check (`--coverage full`) or representatives do.
+    pub coverage: mixcheck_reports::coverage::Mode,
+    /// Print what the run would do and stop (`--plan`): nothing is created.
+    pub plan_only: bool,
     pub keep: bool,
     pub strict: bool,
     pub quiet: bool,

@@ -5,6 +5,11 @@
 //! fabric: a dropped flow is accepted and left silent (the client times out), a refused one is
 //! reset, and each request of a delivered one goes to the backend the node's kube-proxy would
 //! pick and is answered as it would answer (`agnhost netexec`'s `/hostname`, `/clientip`, …).
+//! A real node answers every NodePort on every address without a socket each (kube-proxy
+//! programs the kernel); here each is a socket, so on a machine whose open-file limit cannot hold
+//! all of them (nodes × NodePorts) the listeners stay within a budget: load balancers, hostPorts
+//! and a service's NodePort on the nodes its endpoints run on first, then the others — and the
+//! bundled cluster warns once how many it left out.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -53,6 +58,62 @@ const DROPPED_FLOW_HOLD: Duration = Duration::from_secs(120);
 /// The kubelet's port on every node: bound only where node addresses are firewalled, so that a
 /// client gets no answer there either (where they are reachable, nothing listening refuses).
 const KUBELET_PORT: u16 = 10250;
+
+/// Listening sockets kept free for the API server, its clients and the connections.
+const RESERVED_FILES: u64 = 4096;
+
+/// How many listeners fit: the open-file limit less what the API server and its clients need.
+fn listener_budget() -> usize {
+    let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
+    usize::try_from(soft.saturating_sub(RESERVED_FILES).max(soft / 2)).unwrap_or(usize::MAX)
+}
+
+/// The nodes each service's endpoints run on (`namespace/name` → node names).
+fn endpoint_nodes(store: &Store) -> HashMap<String, HashSet<String>> {
+    let mut out: HashMap<String, HashSet<String>> = HashMap::new();
+    for ep in store.list(resources::core("endpoints"), None).0 {
+        let nodes = out.entry(format!("{}/{}", ep.namespace(), ep.name())).or_default();
+        for subset in crate::vocab::json::get(ep.value(), "/subsets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for a in crate::vocab::json::get(subset, "/addresses")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let node = json::str(a, "/nodeName");
+                if !node.is_empty() {
+                    nodes.insert(node.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The bindings that fit in `budget`: load balancers, hostPorts and the kubelet first, then
+/// each service's NodePort on the nodes its endpoints run on, then the rest (by port and node,
+/// so that the choice is stable). Returns what was left out too.
+fn within_budget(want: HashSet<Binding>, store: &Store, budget: usize) -> (HashSet<Binding>, usize) {
+    if want.len() <= budget {
+        return (want, 0);
+    }
+    let backends = endpoint_nodes(store);
+    let rank = |b: &Binding| -> u8 {
+        match b.owner.strip_prefix("service ") {
+            None => 0,
+            Some(svc) if backends.get(svc).is_some_and(|nodes| nodes.contains(&b.node)) => 1,
+            Some(_) => 2,
+        }
+    };
+    let mut ordered: Vec<Binding> = want.into_iter().collect();
+    ordered.sort_by_key(|b| (rank(b), b.port, b.ip));
+    let left_out = ordered.len().saturating_sub(budget);
+    ordered.truncate(budget);
+    (ordered.into_iter().collect(), left_out)
+}
 
 /// The TCP NodePorts of the cluster's services (on every node) and the TCP hostPorts of its
 /// running pods (on their node); with `firewalled` addresses, the kubelet's port too.
@@ -194,8 +255,17 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
     let mut feed = store.subscribe();
     let mut listening = Listening::default();
     let running = &mut listening.0;
+    let budget = listener_budget();
+    let mut warned = 0;
     loop {
-        let want = desired(&store, &nodes, !reachable);
+        let (want, left_out) = within_budget(desired(&store, &nodes, !reachable), &store, budget);
+        if left_out > warned {
+            tracing::warn!(
+                "the open-file limit holds {budget} of the {} NodePort, hostPort and load-balancer listeners: {left_out} NodePorts on nodes without the service's endpoints refuse connections from this machine (raise `ulimit -n` to serve them all)",
+                budget + left_out
+            );
+            warned = left_out;
+        }
         running.retain(|b, task| {
             let keep = want.contains(b) && !task.is_finished();
             if !keep {
