@@ -1,9 +1,10 @@
 //! Benchmark of `mixcheck run`: the release binary against the bundled cluster on the default
 //! topology and on generated topologies of growing size. Reports, per topology, the wall time,
 //! the peak resident memory of the mixcheck process (bundled cluster included: it runs
-//! in-process), the cells and the probes (exec'd commands and reads) the run made.
+//! in-process), the cells, the probes (exec'd commands and reads; judgements from the facts read
+//! once are not probes) and the API calls the run made.
 //!
-//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example bench [-- --nodes 4,25,50,100]`
+//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example bench [-- --nodes 25,100,250,1000] [--coverage full]`
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -76,12 +77,20 @@ struct Figures {
     peak_mib: f64,
     cells: usize,
     probes: usize,
+    api_calls: u64,
     exit: Option<i32>,
 }
 
-fn run(bin: &Path, topology: Option<&Path>, dir: &Path) -> Result<Figures, String> {
+/// The number before `suffix` on `line` (`1239 API calls`), if any.
+fn number_before(line: &str, suffix: &str) -> Option<u64> {
+    line.strip_suffix(suffix)?.trim().split(' ').next_back()?.parse().ok()
+}
+
+fn run(bin: &Path, topology: Option<&Path>, dir: &Path, coverage: &str) -> Result<Figures, String> {
     let mut cmd = Command::new(bin);
     cmd.arg("run")
+        .arg("--coverage")
+        .arg(coverage)
         .arg("--report-dir")
         .arg(dir.join("report"))
         .current_dir(dir);
@@ -97,13 +106,16 @@ fn run(bin: &Path, topology: Option<&Path>, dir: &Path) -> Result<Figures, Strin
     let pid = child.id();
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let reader = std::thread::spawn(move || {
-        let mut probes = 0;
+        let (mut probes, mut calls) = (0, 0);
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(rest) = line.split(" checks (").nth(1) {
                 probes = rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
             }
+            if let Some(n) = number_before(&line, " API calls") {
+                calls = n;
+            }
         }
-        probes
+        (probes, calls)
     });
     let mut peak = 0;
     let status = loop {
@@ -116,7 +128,7 @@ fn run(bin: &Path, topology: Option<&Path>, dir: &Path) -> Result<Figures, Strin
         }
     };
     let wall = started.elapsed();
-    let probes = reader.join().unwrap_or(0);
+    let (probes, api_calls) = reader.join().unwrap_or((0, 0));
     let results = std::fs::read_to_string(dir.join("report/results.json")).map_err(|e| e.to_string())?;
     let report: serde_json::Value = serde_json::from_str(&results).map_err(|e| e.to_string())?;
     let cells = report["cells"].as_array().map_or(0, Vec::len);
@@ -125,13 +137,28 @@ fn run(bin: &Path, topology: Option<&Path>, dir: &Path) -> Result<Figures, Strin
         peak_mib: peak as f64 / 1024.0,
         cells,
         probes,
+        api_calls,
         exit: status.code(),
     })
 }
 
+fn print_row(name: &str, f: &Figures) {
+    println!(
+        "{:<22} {:>8.2}s {:>6.0} MiB {:>7} {:>7} {:>9} {:>5}",
+        name,
+        f.wall.as_secs_f64(),
+        f.peak_mib,
+        f.cells,
+        f.probes,
+        f.api_calls,
+        f.exit.map_or("-".into(), |c| c.to_string())
+    );
+}
+
 fn main() -> Result<(), String> {
     let bin = mixcheck()?;
-    let mut sizes = vec![25, 50, 100];
+    let mut sizes = vec![25, 100, 250, 1000];
+    let mut coverage = "sampled".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -142,42 +169,26 @@ fn main() -> Result<(), String> {
                     .map(|n| n.trim().parse().map_err(|_| format!("--nodes: {n:?} is not a number")))
                     .collect::<Result<_, _>>()?;
             }
+            "--coverage" => coverage = args.next().ok_or("--coverage needs sampled or full")?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
     let tmp = std::env::temp_dir().join(format!("mixcheck-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    println!("coverage: {coverage}");
     println!(
-        "{:<22} {:>9} {:>10} {:>7} {:>7} {:>5}",
-        "TOPOLOGY", "WALL", "PEAK RSS", "CELLS", "PROBES", "EXIT"
+        "{:<22} {:>9} {:>10} {:>7} {:>7} {:>9} {:>5}",
+        "TOPOLOGY", "WALL", "PEAK RSS", "CELLS", "PROBES", "API CALLS", "EXIT"
     );
     let dir = tmp.join("default");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let f = run(&bin, None, &dir)?;
-    println!(
-        "{:<22} {:>8.2}s {:>6.0} MiB {:>7} {:>7} {:>5}",
-        "default (4 nodes)",
-        f.wall.as_secs_f64(),
-        f.peak_mib,
-        f.cells,
-        f.probes,
-        f.exit.map_or("-".into(), |c| c.to_string())
-    );
+    print_row("default (4 nodes)", &run(&bin, None, &dir, &coverage)?);
     for n in sizes {
         let dir = tmp.join(format!("n{n}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let path = dir.join("topology.yaml");
         std::fs::write(&path, topology(n)).map_err(|e| e.to_string())?;
-        let f = run(&bin, Some(&path), &dir)?;
-        println!(
-            "{:<22} {:>8.2}s {:>6.0} MiB {:>7} {:>7} {:>5}",
-            format!("{n} nodes"),
-            f.wall.as_secs_f64(),
-            f.peak_mib,
-            f.cells,
-            f.probes,
-            f.exit.map_or("-".into(), |c| c.to_string())
-        );
+        print_row(&format!("{n} nodes"), &run(&bin, Some(&path), &dir, &coverage)?);
     }
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(())

@@ -1,6 +1,7 @@
 //! The `mixcheck` binary's integration tests, one test binary (one link on a small machine). They
 //! run the built binary as a user or CI does:
 //!
+//! - `coverage_cli` — `--coverage`: light nodes, promotion, `--coverage full`; `run --plan`
 //! - `run_cli` — `mixcheck run` against the bundled cluster and through a kubeconfig; bad input
 //!   and its exit codes
 //! - `reports_cli` — the report files, `-o`, `mixcheck report --from`, snapshots
@@ -22,6 +23,7 @@
 
 mod baseline_cli;
 mod cli;
+mod coverage_cli;
 mod diagnose_cli;
 mod docs_flags;
 mod faults;

@@ -105,10 +105,16 @@ pub(crate) struct Serve {
 
 impl Serve {
     pub(crate) fn start() -> Serve {
+        Serve::start_with(&[])
+    }
+
+    /// `sim serve` with more arguments (`--topology FILE`, `--fault NODE:FAULT`).
+    pub(crate) fn start_with(args: &[&str]) -> Serve {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut child = mixcheck()
             .args(["sim", "serve", "--kubeconfig"])
             .arg(dir.path().join("kc"))
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

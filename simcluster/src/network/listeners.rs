@@ -408,3 +408,62 @@ async fn serve(State(b): State<Arc<Backend>>, ConnectInfo(Peer(client)): Connect
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreConfig;
+
+    fn binding(node: u8, port: u16, owner: &str) -> Binding {
+        Binding {
+            node: format!("node-{node}"),
+            ip: Ipv4Addr::new(127, 0, 9, node),
+            port,
+            owner: owner.into(),
+            public: false,
+        }
+    }
+
+    /// Where the listeners do not all fit, the ones a client is likeliest to need stay: a pod's
+    /// hostPort, then a service's NodePort where its endpoints run; what is left out is counted.
+    #[rstest::rstest]
+    #[case::all_fit(10, 0)]
+    #[case::one_spare_after_the_backend_nodes(3, 3)]
+    #[case::only_the_host_port(1, 5)]
+    fn listeners_beyond_the_budget_leave_out_nodes_without_endpoints_first(
+        #[case] budget: usize,
+        #[case] left_out: usize,
+    ) {
+        let store = Store::new(StoreConfig { history: 4 });
+        store
+            .create(
+                resources::core("namespaces"),
+                "",
+                serde_json::json!({"metadata": {"name": "ns"}}),
+            )
+            .expect("namespace");
+        store
+            .create(
+                resources::core("endpoints"),
+                "ns",
+                serde_json::json!({"metadata": {"name": "web", "namespace": "ns"},
+                    "subsets": [{"addresses": [{"ip": "10.244.1.5", "nodeName": "node-1"}]}]}),
+            )
+            .expect("endpoints");
+        let mut want: HashSet<Binding> = (1..=4).map(|n| binding(n, 30080, "service ns/web")).collect();
+        want.insert(binding(2, 48080, "pod ns/hp-2"));
+        want.insert(binding(3, 30090, "service ns/other"));
+        let (kept, out) = within_budget(want.clone(), &store, budget);
+        assert_eq!(out, left_out);
+        assert_eq!(kept.len(), want.len() - left_out);
+        if budget < want.len() {
+            assert!(kept.contains(&binding(2, 48080, "pod ns/hp-2")), "the hostPort stays");
+        }
+        if budget >= 2 {
+            assert!(
+                kept.contains(&binding(1, 30080, "service ns/web")),
+                "the NodePort where its endpoint runs stays"
+            );
+        }
+    }
+}
