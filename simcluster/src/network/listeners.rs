@@ -109,7 +109,7 @@ fn within_budget(want: HashSet<Binding>, store: &Store, budget: usize) -> (HashS
         }
     };
     let mut ordered: Vec<Binding> = want.into_iter().collect();
-    ordered.sort_by_key(|b| (rank(b), b.port, b.ip));
+    ordered.sort_by_cached_key(|b| (rank(b), b.port, b.ip));
     let left_out = ordered.len().saturating_sub(budget);
     ordered.truncate(budget);
     (ordered.into_iter().collect(), left_out)
@@ -257,7 +257,18 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
     let running = &mut listening.0;
     let budget = listener_budget();
     let mut warned = 0;
+    // The state the listeners were last aligned with, and whether every bind then succeeded.
+    let mut aligned: Option<u64> = None;
     loop {
+        let state = store.changed_at(&[
+            resources::core("pods"),
+            resources::core("services"),
+            resources::core("endpoints"),
+        ]);
+        if aligned == Some(state) && running.values().all(|t| !t.is_finished()) {
+            wait_for_change(&mut feed).await;
+            continue;
+        }
         let (want, left_out) = within_budget(desired(&store, &nodes, !reachable), &store, budget);
         if left_out > warned {
             tracing::warn!(
@@ -273,6 +284,7 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
             }
             keep
         });
+        let mut all_bound = true;
         for b in want {
             if running.contains_key(&b) {
                 continue;
@@ -296,22 +308,31 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
                     });
                     running.insert(b, task);
                 }
-                Err(e) => tracing::warn!("cannot listen on {}:{} for {}: {e}", b.ip, b.port, b.owner),
+                Err(e) => {
+                    all_bound = false;
+                    tracing::warn!("cannot listen on {}:{} for {}: {e}", b.ip, b.port, b.owner);
+                }
             }
         }
-        // Re-converge when services or pods change (batched), or periodically to retry failed binds.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let deadline = tokio::time::sleep(Duration::from_secs(2));
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                event = feed.recv() => match event {
-                    Ok(e) if e.resource.group.is_empty() && matches!(e.resource.plural, "services" | "pods") => break,
-                    Ok(_) => continue,
-                    Err(_) => break,
-                },
-                _ = &mut deadline => break,
-            }
+        // A failed bind is retried at the next turn even when nothing changed.
+        aligned = all_bound.then_some(state);
+        wait_for_change(&mut feed).await;
+    }
+}
+
+/// Waits until services or pods change (a batch of changes, 200 ms), or at most two seconds.
+async fn wait_for_change(feed: &mut crate::store::Subscription) {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let deadline = tokio::time::sleep(Duration::from_secs(2));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            event = feed.recv() => match event {
+                Ok(e) if e.resource.group.is_empty() && matches!(e.resource.plural, "services" | "pods" | "endpoints") => break,
+                Ok(_) => continue,
+                Err(_) => break,
+            },
+            _ = &mut deadline => break,
         }
     }
 }

@@ -44,8 +44,34 @@ pub fn node_resolver(node_ip: Ipv4Addr) -> Ipv4Addr {
     Ipv4Addr::new(a, b, c, 1)
 }
 
-/// The fabric for the cluster's current state.
-pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric {
+/// What a pod object says for the fabric, read once per version of the object: a rebuild reads
+/// only the pods that changed since the last one (a big cluster churns a few pods at a time, and
+/// reading every pod's JSON on each change made each flow cost as much as the cluster is big).
+#[derive(Debug, Default)]
+pub struct PodCache(HashMap<String, (u64, Option<PodFacts>)>);
+
+impl PodCache {
+    /// The pod's facts, from the cache when its version was read before.
+    fn facts(&mut self, pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<&str, usize>) -> Option<PodFacts> {
+        if let Some((rv, facts)) = self.0.get(pod.uid())
+            && *rv == pod.resource_version()
+        {
+            return facts.clone();
+        }
+        let facts = read_pod(pod, profiles, node_of);
+        self.0
+            .insert(pod.uid().to_string(), (pod.resource_version(), facts.clone()));
+        facts
+    }
+
+    /// Forgets the pods not in `live` (deleted since).
+    fn keep(&mut self, live: &std::collections::HashSet<&str>) {
+        self.0.retain(|uid, _| live.contains(uid.as_str()));
+    }
+}
+
+/// The fabric for the cluster's current state (pods read through `pods`).
+pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mut PodCache) -> Fabric {
     let mut f = Fabric::new(net.clone());
     for p in profiles {
         f.nodes.push(NodeFacts {
@@ -66,75 +92,87 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts) -> Fabric
     let node_of: HashMap<&str, usize> = profiles.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
     let mut by_name: HashMap<(String, String), usize> = HashMap::new();
-    for pod in store.list(resources::core("pods"), None).0 {
-        let v = pod.value();
-        if json::str(v, "/status/phase") != "Running" {
+    let listed = store.list(resources::core("pods"), None).0;
+    let mut live = std::collections::HashSet::new();
+    for pod in &listed {
+        live.insert(pod.uid());
+        let Some(facts) = pods.facts(pod, profiles, &node_of) else {
             continue;
-        }
-        let (Some(&node), Ok(ip)) = (
-            node_of.get(json::str(v, "/spec/nodeName")),
-            json::str(v, "/status/podIP").parse::<Ipv4Addr>(),
-        ) else {
-            continue;
-        };
-        let host_network = ip == profiles[node].ip;
-        let running: Vec<&str> = arr(v, "/status/containerStatuses")
-            .iter()
-            .filter(|c| crate::vocab::json::get(c, "/state/running").is_some())
-            .map(|c| json::str(c, "/name"))
-            .collect();
-        let mut serves = Vec::new();
-        let mut host_ports = Vec::new();
-        for (i, c) in arr(v, "/spec/containers").iter().enumerate() {
-            if !running.contains(&json::str(c, "/name")) {
-                continue;
-            }
-            serves.extend(container_serves(c, i));
-            for p in arr(c, "/ports") {
-                let (Some(hp), Some(cp), Some(proto)) = (
-                    port_at(p, "hostPort").filter(|p| *p > 0),
-                    port_at(p, "containerPort"),
-                    proto_of(json::str(p, "/protocol")),
-                ) else {
-                    continue;
-                };
-                if hp > 0 && !host_network {
-                    host_ports.push(HostPort {
-                        host_port: hp,
-                        container_port: cp,
-                        proto,
-                    });
-                }
-            }
-        }
-        let hostname = if host_network {
-            profiles[node].name.clone()
-        } else {
-            let h = match json::str(v, "/spec/hostname") {
-                "" => pod.name(),
-                h => h,
-            };
-            h.chars().take(63).collect()
         };
         let index = f.pods.len();
-        if !host_network {
-            by_ip.insert(ip, index);
+        if !facts.host_network {
+            by_ip.insert(facts.ip, index);
         }
-        by_name.insert((pod.namespace().to_string(), pod.name().to_string()), index);
-        f.pods.push(PodFacts {
-            namespace: pod.namespace().to_string(),
-            name: pod.name().to_string(),
-            hostname,
-            ip,
-            node,
-            host_network,
-            serves,
-            host_ports,
-        });
+        by_name.insert((facts.namespace.clone(), facts.name.clone()), index);
+        f.pods.push(facts);
     }
+    pods.keep(&live);
     add_services(&mut f, store, &by_ip, &by_name);
     f.index();
     f
+}
+
+/// A running pod's facts; None for a pod that is not running on a known node with an address.
+fn read_pod(pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<&str, usize>) -> Option<PodFacts> {
+    let v = pod.value();
+    if json::str(v, "/status/phase") != "Running" {
+        return None;
+    }
+    let (Some(&node), Ok(ip)) = (
+        node_of.get(json::str(v, "/spec/nodeName")),
+        json::str(v, "/status/podIP").parse::<Ipv4Addr>(),
+    ) else {
+        return None;
+    };
+    let host_network = ip == profiles[node].ip;
+    let running: Vec<&str> = arr(v, "/status/containerStatuses")
+        .iter()
+        .filter(|c| crate::vocab::json::get(c, "/state/running").is_some())
+        .map(|c| json::str(c, "/name"))
+        .collect();
+    let mut serves = Vec::new();
+    let mut host_ports = Vec::new();
+    for (i, c) in arr(v, "/spec/containers").iter().enumerate() {
+        if !running.contains(&json::str(c, "/name")) {
+            continue;
+        }
+        serves.extend(container_serves(c, i));
+        for p in arr(c, "/ports") {
+            let (Some(hp), Some(cp), Some(proto)) = (
+                port_at(p, "hostPort").filter(|p| *p > 0),
+                port_at(p, "containerPort"),
+                proto_of(json::str(p, "/protocol")),
+            ) else {
+                continue;
+            };
+            if hp > 0 && !host_network {
+                host_ports.push(HostPort {
+                    host_port: hp,
+                    container_port: cp,
+                    proto,
+                });
+            }
+        }
+    }
+    let hostname = if host_network {
+        profiles[node].name.clone()
+    } else {
+        let h = match json::str(v, "/spec/hostname") {
+            "" => pod.name(),
+            h => h,
+        };
+        h.chars().take(63).collect()
+    };
+    Some(PodFacts {
+        namespace: pod.namespace().to_string(),
+        name: pod.name().to_string(),
+        hostname,
+        ip,
+        node,
+        host_network,
+        serves,
+        host_ports,
+    })
 }
 
 fn add_outside(f: &mut Fabric) {

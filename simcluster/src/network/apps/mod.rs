@@ -43,6 +43,8 @@ pub struct SimNet {
     rounds: Mutex<HashMap<(Ipv4Addr, u16, Proto), u64>>,
     /// The last snapshot and the store revision it was taken at.
     cache: Mutex<Option<(u64, Snapshot)>>,
+    /// The pods' facts by object version, so that a rebuild reads only the changed pods.
+    pods: Mutex<snapshot::PodCache>,
     /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
     /// proxies last saw it, and when that changed: the start of every node's programming delay.
     programmed: Mutex<HashMap<String, Programmed>>,
@@ -87,6 +89,7 @@ impl SimNet {
             picks: AtomicU64::new(0),
             rounds: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
+            pods: Mutex::new(snapshot::PodCache::default()),
             programmed: Mutex::new(HashMap::new()),
         }
     }
@@ -130,7 +133,9 @@ impl SimNet {
         {
             return snap.clone();
         }
-        let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.net);
+        let mut pods = self.pods.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.net, &mut pods);
+        drop(pods);
         self.stamp_changes(&mut fabric);
         let snap = Snapshot {
             fabric: Arc::new(fabric),
