@@ -801,6 +801,18 @@ impl Suites {
         Ok(())
     }
 
+    /// The rule ids the checks judge: each check's rule, and the historic (HIST-*) rules the
+    /// branches that express them cite in their `sources`.
+    pub fn covered_rules<'a>(&'a self, rules: &crate::catalogue::rules::Catalogue) -> BTreeSet<&'a str> {
+        let mut covered = BTreeSet::new();
+        for (_, c) in self.checks() {
+            covered.insert(c.rule.as_str());
+            let cited = c.sources.iter().chain(c.expect.iter().flat_map(|e| e.sources.iter()));
+            covered.extend(cited.map(String::as_str).filter(|s| rules.contains(s)));
+        }
+        covered
+    }
+
     /// Every check, with its suite.
     pub fn checks(&self) -> impl Iterator<Item = (&Suite, &Check)> {
         self.suites.iter().flat_map(|s| s.checks.iter().map(move |c| (s, c)))
