@@ -381,7 +381,15 @@ mod tests {
         #[case] outcome: Outcome,
         #[case] verdict: Verdict,
         #[case] reason: &str,
-        #[values(E::Works, E::Limitation, E::UnsupportedApi, E::KnownOsIssue, E::Recommendation, E::Requirement)] expected: Expected,
+        #[values(
+            E::Works,
+            E::Limitation,
+            E::UnsupportedApi,
+            E::KnownOsIssue,
+            E::Recommendation,
+            E::Requirement
+        )]
+        expected: Expected,
     ) {
         assert_eq!(decide(expected, &outcome), verdict);
         assert_eq!(outcome.reason(), Some(reason));

@@ -157,14 +157,27 @@ pub fn list(args: &ListArgs) -> Result<Code, Error> {
     let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
     if args.uncovered {
         let covered = suites.covered_rules(&catalogue);
-        outln!("{:<32} {:<5} {:<40} WHY NO CHECK", "RULE", "CAT", "APPLIES WHEN");
+        outln!(
+            "{:<32} {:<5} {:<14} {:<40} DOCUMENTED (SOURCES) — WHY NO CHECK",
+            "RULE",
+            "CAT",
+            "LEVEL",
+            "APPLIES WHEN"
+        );
         let uncovered: Vec<_> = catalogue.iter().filter(|r| !covered.contains(r.id.as_str())).collect();
         for r in &uncovered {
+            let level = match r.level {
+                crate::catalogue::rules::Level::Requirement => "requirement",
+                crate::catalogue::rules::Level::Recommendation => "recommendation",
+            };
             outln!(
-                "{:<32} {:<5} {:<40} {}",
+                "{:<32} {:<5} {:<14} {:<40} {} ({}) — {}",
                 r.id,
                 r.category,
+                level,
                 r.applies_when,
+                r.documented,
+                r.sources.join(", "),
                 r.uncovered.as_deref().unwrap_or("(no reason stated)")
             );
         }

@@ -258,10 +258,9 @@ pub fn outcome(e: &Expectation, result: &probe::Observation) -> Outcome {
     match (e.result, result) {
         // Outside the documented support table: unsupported whatever the probe saw.
         (Documented::Unsupported, _) => Outcome::RecommendationNotFollowed,
-        (
-            Documented::Recommendation | Documented::Requirement,
-            probe::Observation::Failed(FailureClass::Mismatch),
-        ) => Outcome::RecommendationNotFollowed,
+        (Documented::Recommendation | Documented::Requirement, probe::Observation::Failed(FailureClass::Mismatch)) => {
+            Outcome::RecommendationNotFollowed
+        }
         // For a rule the API server or kubelet is documented to refuse, the probe "reaches" its
         // documented outcome when the refusal happens (a `create` probe's `outcome`).
         (Documented::UnsupportedApi, probe::Observation::Reached(_)) => Outcome::RejectedAsDocumented,

@@ -73,7 +73,9 @@ fn a_kubelet_four_minors_behind_and_ws2016_on_1_32_fail_exactly_those_cells() {
         "{failing:#?}"
     );
     assert_eq!(code, Some(1));
-    for c in cells_with(&report, "fail").into_iter().filter(|c| c["suite"] == "version-matching" && c["observed"]["summary"].as_str().is_some_and(|s| s.contains(" of "))) {
+    for c in cells_with(&report, "fail").into_iter().filter(|c| {
+        c["suite"] == "version-matching" && c["observed"]["summary"].as_str().is_some_and(|s| s.contains(" of "))
+    }) {
         assert!(c["remedy"].as_str().is_some_and(|r| !r.is_empty()), "{c:#}");
         assert_eq!(c["expected"]["kind"], "requirement", "{c:#}");
     }

@@ -339,8 +339,8 @@ pub(super) fn build_disk(ctx: &CommandContext, kind: ImageKind) -> (Disk, Vec<Mo
     // The kubelet mounts its managed hosts file (hostAliases included) into a Windows container
     // only on containerd: `shouldMountHostsFile` in pkg/kubelet/kubelet_pods.go ("if it is
     // Windows and ContainerD is used"); Docker on Windows cannot map a single file (W14).
-    let managed = !ctx.host_process
-        && node.is_some_and(|n| n.runtime == crate::config::profile::RuntimeKind::Containerd);
+    let managed =
+        !ctx.host_process && node.is_some_and(|n| n.runtime == crate::config::profile::RuntimeKind::Containerd);
     if managed {
         disk.add_file(WINDOWS_HOSTS_PATH, linux_hosts(ctx).into_bytes(), 0o644);
     } else {
