@@ -132,16 +132,20 @@ pub enum Expected {
     KnownOsIssue,
     /// A documented recommendation (e.g. ≥ 2 GiB system-reserved memory on a Windows node).
     Recommendation,
+    /// A documented support boundary (the version-skew policy, the supported Windows builds and
+    /// runtimes of a release): outside it the cluster is unsupported.
+    Requirement,
 }
 
 impl Expected {
     /// Every expectation, in declaration order.
-    pub const ALL: [Expected; 5] = [
+    pub const ALL: [Expected; 6] = [
         Expected::Works,
         Expected::Limitation,
         Expected::UnsupportedApi,
         Expected::KnownOsIssue,
         Expected::Recommendation,
+        Expected::Requirement,
     ];
 
     /// The serialised name (`unsupported-api`).
@@ -152,6 +156,7 @@ impl Expected {
             Expected::UnsupportedApi => "unsupported-api",
             Expected::KnownOsIssue => "known-os-issue",
             Expected::Recommendation => "recommendation",
+            Expected::Requirement => "requirement",
         }
     }
 }
@@ -176,7 +181,8 @@ pub enum Outcome {
     RejectedAsDocumented,
     /// The API server and kubelet accepted the spec.
     Accepted,
-    /// The configuration deviates from a documented recommendation.
+    /// The configuration deviates from a documented recommendation, or lies outside a documented
+    /// support boundary (under [`Expected::Requirement`]).
     RecommendationNotFollowed,
     /// The rule does not apply to these facts.
     NotApplicable {
@@ -234,6 +240,8 @@ impl Outcome {
 ///   signature only serves the remedy.
 /// - **`Works` + recommendation not followed is `Warn`**: docs/design.md defines warn as "works,
 ///   but a documented recommendation is not followed".
+/// - **A requirement not met is `Fail`**: a documented support boundary (skew policy, supported
+///   builds and runtimes) is not advice; a release gate stops on a cluster outside it.
 /// - **Pairs a well-formed check cannot produce are `Error`**: a recommendation outcome on a
 ///   limitation or API rule, or a pass/fail/API outcome on a recommendation. They mean the check
 ///   is inconsistent with its expectation — the harness could not judge — and `Error` fails the
@@ -263,6 +271,12 @@ pub fn decide(expected: Expected, outcome: &Outcome) -> Verdict {
         (E::Recommendation, O::Passed) => Verdict::Pass,
         (E::Recommendation, O::RecommendationNotFollowed) => Verdict::Warn,
         (E::Recommendation, O::FailedAsDocumented | O::FailedOtherwise | O::RejectedAsDocumented | O::Accepted) => {
+            Verdict::Error
+        }
+
+        (E::Requirement, O::Passed) => Verdict::Pass,
+        (E::Requirement, O::RecommendationNotFollowed) => Verdict::Fail,
+        (E::Requirement, O::FailedAsDocumented | O::FailedOtherwise | O::RejectedAsDocumented | O::Accepted) => {
             Verdict::Error
         }
     }
@@ -351,6 +365,9 @@ mod tests {
     #[case::recommendation_rejected(E::Recommendation, O::RejectedAsDocumented, V::Error)]
     #[case::recommendation_accepted(E::Recommendation, O::Accepted, V::Error)]
     #[case::recommendation_not_followed(E::Recommendation, O::RecommendationNotFollowed, V::Warn)]
+    #[case::requirement_met(E::Requirement, O::Passed, V::Pass)]
+    #[case::requirement_not_met(E::Requirement, O::RecommendationNotFollowed, V::Fail)]
+    #[case::requirement_failed(E::Requirement, O::FailedOtherwise, V::Error)]
     fn judged_outcomes(#[case] expected: Expected, #[case] outcome: Outcome, #[case] verdict: Verdict) {
         assert_eq!(decide(expected, &outcome), verdict);
         assert_eq!(outcome.reason(), None);
@@ -364,7 +381,15 @@ mod tests {
         #[case] outcome: Outcome,
         #[case] verdict: Verdict,
         #[case] reason: &str,
-        #[values(E::Works, E::Limitation, E::UnsupportedApi, E::KnownOsIssue, E::Recommendation)] expected: Expected,
+        #[values(
+            E::Works,
+            E::Limitation,
+            E::UnsupportedApi,
+            E::KnownOsIssue,
+            E::Recommendation,
+            E::Requirement
+        )]
+        expected: Expected,
     ) {
         assert_eq!(decide(expected, &outcome), verdict);
         assert_eq!(outcome.reason(), Some(reason));
@@ -409,6 +434,7 @@ mod tests {
     #[case(E::UnsupportedApi, "unsupported-api")]
     #[case(E::KnownOsIssue, "known-os-issue")]
     #[case(E::Recommendation, "recommendation")]
+    #[case(E::Requirement, "requirement")]
     fn expected_names(#[case] expected: Expected, #[case] name: &str) {
         assert_eq!(serde_json::to_value(expected).ok(), Some(serde_json::json!(name)));
         assert_eq!(expected.as_str(), name);

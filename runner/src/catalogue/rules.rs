@@ -17,7 +17,22 @@ pub struct Rule {
     pub category: String,
     pub applies_when: String,
     pub documented: String,
+    /// A requirement (outside it the cluster fails) or a recommendation (not followed: warn).
+    pub level: Level,
     pub sources: Vec<String>,
+    /// Why no check judges the rule (no API observation can, or the run cannot set it up).
+    #[serde(default)]
+    pub uncovered: Option<String>,
+}
+
+/// What a rule is to a cluster: docs/design.md, "Verdicts and the gate".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Documented behaviour or a support boundary: outside it the cluster fails the gate.
+    Requirement,
+    /// Documented advice: not following it warns.
+    Recommendation,
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,5 +107,19 @@ mod tests {
         let r = c.iter().find(|r| r.id == "NP-LOCAL-NODE").expect("rule");
         assert_eq!(r.documented, "LIMITATION");
         assert!(r.sources.iter().any(|s| s == "W14"));
+    }
+
+    /// The policy of issue #22: reserved memory and kubelet priority are advice; the skew policy,
+    /// the supported builds and runtimes are support boundaries.
+    #[rstest::rstest]
+    #[case("MEM-SYS-RESERVED", Level::Recommendation)]
+    #[case("CPU-KUBELET-PRIORITY", Level::Recommendation)]
+    #[case("VER-KUBELET-SKEW", Level::Requirement)]
+    #[case("VER-KUBEPROXY-SKEW", Level::Requirement)]
+    #[case("VER-OS-SUPPORTED", Level::Requirement)]
+    #[case("VER-RUNTIME", Level::Requirement)]
+    fn each_rule_is_a_requirement_or_a_recommendation(#[case] id: &str, #[case] level: Level) {
+        let c = Catalogue::embedded().expect("catalogue parses");
+        assert_eq!(c.iter().find(|r| r.id == id).map(|r| r.level), Some(level), "{id}");
     }
 }

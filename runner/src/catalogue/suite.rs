@@ -461,10 +461,16 @@ pub enum Documented {
     KnownOsIssue,
     /// A recommendation: following it passes, not following it warns.
     Recommendation,
+    /// A documented support boundary (the version-skew policy's bound in `limit`): within it
+    /// passes, outside it fails with the remedy.
+    Requirement,
     /// The documentation does not support these facts (an OS build, runtime or version outside
-    /// its support matrix): the cell warns ("unsupported configuration") once the probe has read
-    /// the facts, whatever else it observes — judged as a recommendation not followed.
+    /// its support matrix): once the probe has read the facts the cell fails ("unsupported
+    /// configuration"), whatever else it observes — judged as a requirement not met.
     Unsupported,
+    /// No document says what happens under these conditions: the cell is indeterminate, naming
+    /// the gap (`says`), and is not probed.
+    Undocumented,
     /// The rule does not apply to these conditions.
     NotApplicable,
 }
@@ -523,6 +529,10 @@ pub struct Condition {
     pub from_build: Option<VersionRange>,
     #[serde(default)]
     pub to_build: Option<VersionRange>,
+    /// The revision (the fourth part of the kernel version, `10.0.20348.261`) of the destination
+    /// node's Windows build: the cumulative update it runs.
+    #[serde(default)]
+    pub to_revision: Option<VersionRange>,
     #[serde(default)]
     pub from_os: Option<Os>,
     #[serde(default)]
@@ -547,6 +557,10 @@ pub struct Condition {
     /// The flannel version of the cluster (overlay: node → local pod from 0.12).
     #[serde(default)]
     pub flannel: Option<VersionRange>,
+    /// Whether the cluster runs flannel (its DaemonSet or its `kube-flannel-cfg` ConfigMap):
+    /// other CNIs use the same network modes without flanneld.
+    #[serde(default)]
+    pub flannel_present: Option<bool>,
     /// kube-proxy on Windows serves Local traffic policy with DSR.
     #[serde(default)]
     pub dsr: Option<bool>,
@@ -603,6 +617,12 @@ impl VersionRange {
             text: text.to_string(),
             bounds,
         })
+    }
+
+    /// The most parts any bound names (`<1.22.14`: 3): a version with fewer parts cannot be
+    /// judged against it.
+    pub fn precision(&self) -> usize {
+        self.bounds.iter().map(|(_, b)| b.len()).max().unwrap_or(0)
     }
 
     /// Whether `version` (e.g. `[1, 32]` or `[20348]`) lies in the range.
@@ -780,7 +800,10 @@ impl Suites {
                     }
                     if let Probe::Fact { fact } = &check.probe
                         && fact.needs_limit()
-                        && matches!(e.result, Documented::Works | Documented::Recommendation)
+                        && matches!(
+                            e.result,
+                            Documented::Works | Documented::Recommendation | Documented::Requirement
+                        )
                         && e.limit.is_none()
                     {
                         return Err(at(format!(
@@ -791,6 +814,18 @@ impl Suites {
             }
         }
         Ok(())
+    }
+
+    /// The rule ids the checks judge: each check's rule, and the historic (HIST-*) rules the
+    /// branches that express them cite in their `sources`.
+    pub fn covered_rules<'a>(&'a self, rules: &crate::catalogue::rules::Catalogue) -> BTreeSet<&'a str> {
+        let mut covered = BTreeSet::new();
+        for (_, c) in self.checks() {
+            covered.insert(c.rule.as_str());
+            let cited = c.sources.iter().chain(c.expect.iter().flat_map(|e| e.sources.iter()));
+            covered.extend(cited.map(String::as_str).filter(|s| rules.contains(s)));
+        }
+        covered
     }
 
     /// Every check, with its suite.

@@ -168,22 +168,29 @@ pub fn list(args: &ListArgs) -> Result<Code, Error> {
     let catalogue = crate::catalogue::rules::Catalogue::embedded()?;
     let suites = crate::catalogue::suite::Suites::load(args.sources.suites.as_deref(), &catalogue)?;
     if args.uncovered {
-        let covered: std::collections::BTreeSet<&str> = suites.checks().map(|(_, c)| c.rule.as_str()).collect();
+        let covered = suites.covered_rules(&catalogue);
         outln!(
-            "{:<32} {:<5} {:<40} DOCUMENTED (SOURCES)",
+            "{:<32} {:<5} {:<14} {:<40} DOCUMENTED (SOURCES) — WHY NO CHECK",
             "RULE",
             "CAT",
+            "LEVEL",
             "APPLIES WHEN"
         );
         let uncovered: Vec<_> = catalogue.iter().filter(|r| !covered.contains(r.id.as_str())).collect();
         for r in &uncovered {
+            let level = match r.level {
+                crate::catalogue::rules::Level::Requirement => "requirement",
+                crate::catalogue::rules::Level::Recommendation => "recommendation",
+            };
             outln!(
-                "{:<32} {:<5} {:<40} {} ({})",
+                "{:<32} {:<5} {:<14} {:<40} {} ({}) — {}",
                 r.id,
                 r.category,
+                level,
                 r.applies_when,
                 r.documented,
-                r.sources.join(", ")
+                r.sources.join(", "),
+                r.uncovered.as_deref().unwrap_or("(no reason stated)")
             );
         }
         eprintln!("{} of {} rules have no check", uncovered.len(), catalogue.len());

@@ -24,6 +24,8 @@ pub struct ClusterNode {
     /// The ExternalIP, where the node has one: what a client outside the cluster uses first.
     pub external_address: Option<String>,
     pub kubelet: Option<(u32, u32)>,
+    /// The kubelet's patch release (`v1.22.13` → 13), where its version names one.
+    pub kubelet_patch: Option<u32>,
     /// `containerd` / `docker` and its `major.minor`.
     pub runtime: Option<(String, (u32, u32))>,
     pub taints: Vec<Taint>,
@@ -54,6 +56,7 @@ impl ClusterNode {
             address: address.into(),
             external_address: None,
             kubelet: Some((1, 32)),
+            kubelet_patch: None,
             runtime: Some(("containerd".into(), (1, 7))),
             taints: Vec::new(),
             control_plane: false,
@@ -188,6 +191,12 @@ pub fn major_minor(text: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// The patch release of a version (`v1.22.13` → 13, `v1.14.0-rc.1` → 0).
+pub fn patch(text: &str) -> Option<u32> {
+    let t = text.trim().trim_start_matches('v');
+    t.split(['-', '+']).next()?.split('.').nth(2)?.parse().ok()
+}
+
 fn image_tag(image: &str) -> Option<&str> {
     let last = image.rsplit('/').next()?;
     let tag = last.split_once(':')?.1;
@@ -272,6 +281,7 @@ fn node_of(n: &Node) -> ClusterNode {
         address,
         external_address,
         kubelet: major_minor(&info.kubelet_version),
+        kubelet_patch: patch(&info.kubelet_version),
         runtime,
         taints,
         ready,
@@ -673,7 +683,9 @@ async fn addons(client: &kube::Client) -> Addons {
 pub fn supported_builds(k8s: (u32, u32)) -> Option<&'static [u32]> {
     Some(match k8s {
         (1, 5..=8) => &[14393],
-        (1, 9) => &[16299],
+        // WGSG19: "Windows Server 2016 RTM or later" (1709 preferred); 1803 and 1809 are the
+        // later builds released before 1.14.
+        (1, 9..=13) => &[14393, 16299, 17134, 17763],
         (1, 14..=17) => &[17763],
         (1, 18) => &[17763, 18362, 18363],
         (1, 19..=20) => &[17763, 18363, 19041],
@@ -697,6 +709,14 @@ mod tests {
     #[case("nope", None)]
     fn versions(#[case] text: &str, #[case] mm: Option<(u32, u32)>) {
         assert_eq!(major_minor(text), mm);
+    }
+
+    #[rstest]
+    #[case("v1.22.13", Some(13))]
+    #[case("v1.14.0-rc.1", Some(0))]
+    #[case("1.9", None)]
+    fn patches(#[case] text: &str, #[case] want: Option<u32>) {
+        assert_eq!(patch(text), want);
     }
 
     #[rstest]

@@ -581,6 +581,7 @@ mod tests {
             address: "10.0.0.1".into(),
             external_address: None,
             kubelet: Some((1, 32)),
+            kubelet_patch: None,
             runtime: Some(("containerd".into(), (1, 7))),
             taints,
             control_plane: false,

@@ -24,6 +24,8 @@ pub struct CellFacts<'a> {
     pub network_mode: Option<&'a str>,
     pub dsr: Option<bool>,
     pub flannel: Option<(u32, u32)>,
+    /// Whether the cluster runs flannel.
+    pub flannel_present: bool,
     pub egress: bool,
     /// The API server's feature gates (from its `kubernetes_feature_enabled` metric), if read.
     pub feature_gates: Option<&'a std::collections::BTreeMap<String, bool>>,
@@ -68,11 +70,7 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
     let node = f.node();
     let checks: Vec<Holds> = vec![
         range(&c.kubernetes, Some(mm(f.kubernetes)), "the API server version"),
-        range(
-            &c.kubelet,
-            node.and_then(|n| n.kubelet).map(mm),
-            "the node's kubelet version",
-        ),
+        kubelet(&c.kubelet, node),
         match (&c.from_build, f.from) {
             (None, _) => Holds::Yes,
             (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
@@ -89,6 +87,15 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
                 r,
                 n.and_then(|n| n.build).map(|b| vec![b]),
                 "the destination node's Windows build",
+            ),
+        },
+        match (&c.to_revision, f.to) {
+            (None, _) => Holds::Yes,
+            (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
+            (r, n) => range(
+                r,
+                n.and_then(revision).map(|r| vec![r]),
+                "the destination node's Windows revision (its kernel version's fourth part)",
             ),
         },
         os_is(c.from_os, f.from),
@@ -131,6 +138,10 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
             f.flannel.map(mm),
             "the flannel version (from the flannel DaemonSet's image)",
         ),
+        match c.flannel_present {
+            None => Holds::Yes,
+            Some(want) => bool_holds(f.flannel_present == want),
+        },
         match c.dsr {
             None => Holds::Yes,
             Some(want) => match f.dsr {
@@ -174,6 +185,30 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
         .unwrap_or(Holds::Yes)
 }
 
+/// The kubelet condition: a bound that names a patch release (`<1.22.14`) needs the node's patch.
+fn kubelet(r: &Option<VersionRange>, node: Option<&ClusterNode>) -> Holds {
+    let Some(range_) = r else {
+        return Holds::Yes;
+    };
+    let Some(n) = node else {
+        return Holds::Unknown("the node's kubelet version".into());
+    };
+    let version = match (n.kubelet, n.kubelet_patch) {
+        (Some((a, b)), Some(p)) => Some(vec![a, b, p]),
+        (Some(_), None) if range_.precision() > 2 => {
+            return Holds::Unknown("the node's kubelet patch release".into());
+        }
+        (Some((a, b)), None) => Some(vec![a, b]),
+        (None, _) => None,
+    };
+    range(r, version, "the node's kubelet version")
+}
+
+/// The revision of a Windows node's build (`10.0.20348.2762` → 2762).
+fn revision(n: &ClusterNode) -> Option<u32> {
+    n.kernel.split('.').nth(3).and_then(|r| r.parse().ok())
+}
+
 fn bool_holds(b: bool) -> Holds {
     if b { Holds::Yes } else { Holds::No }
 }
@@ -212,17 +247,18 @@ pub fn expected(d: Documented) -> Option<Expected> {
         Documented::Limitation => Some(Expected::Limitation),
         Documented::UnsupportedApi => Some(Expected::UnsupportedApi),
         Documented::KnownOsIssue => Some(Expected::KnownOsIssue),
-        Documented::Recommendation | Documented::Unsupported => Some(Expected::Recommendation),
-        Documented::NotApplicable => None,
+        Documented::Recommendation => Some(Expected::Recommendation),
+        Documented::Requirement | Documented::Unsupported => Some(Expected::Requirement),
+        Documented::NotApplicable | Documented::Undocumented => None,
     }
 }
 
 /// What a probe result means against the expectation.
 pub fn outcome(e: &Expectation, result: &probe::Observation) -> Outcome {
     match (e.result, result) {
-        // Outside the documented support table: a warning whatever the probe saw.
+        // Outside the documented support table: unsupported whatever the probe saw.
         (Documented::Unsupported, _) => Outcome::RecommendationNotFollowed,
-        (Documented::Recommendation, probe::Observation::Failed(FailureClass::Mismatch)) => {
+        (Documented::Recommendation | Documented::Requirement, probe::Observation::Failed(FailureClass::Mismatch)) => {
             Outcome::RecommendationNotFollowed
         }
         // For a rule the API server or kubelet is documented to refuse, the probe "reaches" its
@@ -276,6 +312,7 @@ mod tests {
             network_mode: mode,
             dsr: None,
             flannel: None,
+            flannel_present: false,
             egress: true,
             feature_gates: None,
         }

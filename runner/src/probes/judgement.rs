@@ -238,6 +238,11 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
             .flannel_version
             .as_ref()
             .and_then(|f| facts::major_minor(&f.value)),
+        flannel_present: facts.flannel_version.is_some()
+            || facts
+                .network_mode
+                .as_ref()
+                .is_some_and(|f| f.source.contains("kube-flannel-cfg")),
         egress: facts.egress.as_ref().is_none_or(|f| f.value),
         feature_gates: facts.feature_gates.as_ref(),
     }
@@ -282,6 +287,11 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
     } else {
         e.sources.clone()
     };
+    if e.result == crate::catalogue::suite::Documented::Undocumented {
+        let mut j = judgement(Verdict::Indeterminate, format!("undocumented: {}", e.says));
+        j.sources = sources;
+        return j;
+    }
     let Some(kind) = expectation::expected(e.result) else {
         // A cell left out for the cluster's egress says how that was found.
         let says = match (&egress, e.when.egress) {

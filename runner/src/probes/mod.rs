@@ -11,6 +11,8 @@ pub mod create;
 pub mod exec;
 pub mod expectation;
 pub mod fact;
+#[cfg(test)]
+mod fidelity;
 mod flow;
 pub mod judgement;
 pub mod logs;

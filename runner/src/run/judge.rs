@@ -217,6 +217,37 @@ async fn judge_pairs(
     (judged, clock.elapsed())
 }
 
+/// For a cell of a node-scoped rule (a `fact` probe: every node of the pool judged on its own)
+/// whose worst verdict breaks the rule (`fail`, `warn`, `error`): the nodes with that verdict and
+/// an observation naming them, "2 of 40 nodes: win-a: …; win-b: …" (each node's own value).
+/// The cell's id stays pool-based, so a baseline survives node replacement.
+type Breakers = (Vec<(Option<usize>, Option<usize>)>, String);
+
+fn breaking_nodes(
+    plan: &CellPlan<'_>,
+    judged: &[(Pair, PairJudgement)],
+    worst: Option<Verdict>,
+    facts: &ClusterFacts,
+) -> Option<Breakers> {
+    let worst = worst?;
+    let scoped = matches!(plan.check.probe, crate::catalogue::suite::Probe::Fact { .. }) && plan.fixed.is_none();
+    if !scoped || !matches!(worst, Verdict::Fail | Verdict::Warn | Verdict::Error) {
+        return None;
+    }
+    let judged_nodes = judged
+        .iter()
+        .filter(|(p, _)| p.from.or(p.to).and_then(|i| facts.nodes.get(i)).is_some())
+        .count();
+    let broken: Vec<&(Pair, PairJudgement)> = judged.iter().filter(|(_, j)| j.verdict == worst).collect();
+    let keep = broken.iter().map(|(p, _)| (p.from, p.to)).collect();
+    let seen: Vec<&str> = broken.iter().map(|(_, j)| j.summary.as_str()).collect();
+    let noun = if judged_nodes == 1 { "node" } else { "nodes" };
+    Some((
+        keep,
+        format!("{} of {judged_nodes} {noun}: {}", broken.len(), seen.join("; ")),
+    ))
+}
+
 /// The cell of judged pairs: the worst pair stands for it; its remedy is the check's for the
 /// failure class, or the node's cause's where a pod never got a sandbox.
 fn assemble(
@@ -230,8 +261,14 @@ fn assemble(
     let check = plan.check;
     // The cell takes the worst of its pairs.
     let worst = judged.iter().min_by_key(|(_, j)| j.verdict.rank()).map(|(p, _)| *p);
+    let worst_verdict = judged.iter().map(|(_, j)| j.verdict).min_by_key(|v| v.rank());
+    // A node-scoped rule (a fact about each node) names exactly the nodes that break it.
+    let breakers = breaking_nodes(plan, judged, worst_verdict, facts);
     let mut nodes = Vec::new();
-    for (pair, _) in judged {
+    for (pair, _) in judged
+        .iter()
+        .filter(|(p, _)| breakers.as_ref().is_none_or(|(keep, _)| keep.contains(&(p.from, p.to))))
+    {
         for (idx, role) in [(pair.from, NodeRole::Source), (pair.to, NodeRole::Destination)] {
             if let Some(n) = idx.and_then(|i| facts.nodes.get(i)) {
                 let r = node_ref(n, role);
@@ -251,6 +288,10 @@ fn assemble(
             fallback = judgement::judgement(Verdict::Error, "no pair was judged".into());
             (Pair { from: None, to: None }, &fallback)
         }
+    };
+    let summary = match breakers {
+        Some((_, summary)) => summary,
+        None => j.summary.clone(),
     };
     let id = CellId::new(&plan.suite.name, &check.rule, &plan.coordinates).unwrap_or_else(|_| {
         CellId::new(&plan.suite.name, &check.rule, &Coordinates::default()).unwrap_or_else(|_| {
@@ -297,7 +338,7 @@ fn assemble(
         coordinates: plan.coordinates.clone(),
         nodes,
         observed: Observed {
-            summary: j.summary.clone(),
+            summary,
             evidence,
             on: [
                 (worst_pair.from, NodeRole::Source),

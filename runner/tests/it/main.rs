@@ -12,6 +12,7 @@
 //! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
+//! - `support_cli` — support boundaries fail the gate; node-scoped cells name their nodes
 //! - `seed_network` — the seed guide's network validation with kubectl (ignored without it)
 //! - `fixture_schemas` — fixtures against the Kubernetes schemas (ignored without
 //!   kubernetes-validate)
@@ -37,4 +38,5 @@ mod reports_cli;
 mod run_cli;
 mod seed_network;
 mod sim_cli;
+mod support_cli;
 mod topology_text;

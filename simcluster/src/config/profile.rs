@@ -94,12 +94,14 @@ fn runtime_of(s: &str) -> (RuntimeKind, (u32, u32)) {
 /// build match.
 const LTSC_FROM_2022: &[u32] = &[20348, 26100];
 
-/// Whether the Windows CNI of a cluster of that Kubernetes version maps hostPorts when the
-/// topology does not say (NET-HOSTPORT; GH containernetworking/plugins#475): the 1.9 guide's host-gw
-/// PortMapping works; the 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116);
-/// win-bridge gained it in containernetworking/plugins#475 (2020, the 1.18 era).
-fn port_mappings_by_era(version: (u32, u32)) -> bool {
-    !((1, 10)..(1, 18)).contains(&version)
+/// Whether the Windows CNI of a cluster of that Kubernetes version and network mode maps
+/// hostPorts when the topology does not say (NET-HOSTPORT): the 1.9 guide's host-gw PortMapping
+/// works (S2); from 1.10 hostPort did not work correctly on Windows (k8s#51354, k8s#66022) and the
+/// 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116); win-bridge gained it in
+/// containernetworking/plugins#475 (2020, the 1.18 era), win-overlay never did (plugins#530,
+/// microsoft/SDN#428).
+fn port_mappings_by_era(version: (u32, u32), mode: NetworkMode) -> bool {
+    version < (1, 10) || (version >= (1, 18) && mode != NetworkMode::Overlay)
 }
 
 /// Whether a Windows kubelet of that version on that runtime runs HostProcess containers.
@@ -189,7 +191,7 @@ impl NodeProfile {
             port_mappings: topology
                 .network
                 .port_mappings
-                .unwrap_or_else(|| port_mappings_by_era(topology.version())),
+                .unwrap_or_else(|| port_mappings_by_era(topology.version(), topology.network.mode)),
             ip,
             pod_cidr: format!("10.{}.{}.0/24", 244 + index / 256, index % 256),
             cluster_cidr: topology.network.cluster_cidr.clone(),
@@ -529,13 +531,15 @@ mod tests {
 
     /// NET-HOSTPORT: without a topology setting, hostPort mapping follows the era's CNI.
     #[rstest]
-    #[case::k19_port_mapping((1, 9), true)]
-    #[case::k114_no_port_mappings((1, 14), false)]
-    #[case::k117((1, 17), false)]
-    #[case::k118_win_bridge_port_mappings((1, 18), true)]
-    #[case::current((1, 32), true)]
-    fn host_port_mappings_by_era(#[case] version: (u32, u32), #[case] maps: bool) {
-        assert_eq!(port_mappings_by_era(version), maps);
+    #[case::k19_port_mapping((1, 9), NetworkMode::L2bridge, true)]
+    #[case::k112_51354((1, 12), NetworkMode::L2bridge, false)]
+    #[case::k114_no_port_mappings((1, 14), NetworkMode::L2bridge, false)]
+    #[case::k117((1, 17), NetworkMode::L2bridge, false)]
+    #[case::k118_win_bridge_port_mappings((1, 18), NetworkMode::L2bridge, true)]
+    #[case::current((1, 32), NetworkMode::L2bridge, true)]
+    #[case::current_overlay_530((1, 32), NetworkMode::Overlay, false)]
+    fn host_port_mappings_by_era(#[case] version: (u32, u32), #[case] mode: NetworkMode, #[case] maps: bool) {
+        assert_eq!(port_mappings_by_era(version, mode), maps);
     }
 
     /// `maxPods` sets capacity and allocatable `pods` (and configz's maxPods); extended

@@ -497,9 +497,11 @@ impl Fabric {
     }
 
     /// Whether the node's kube-proxy load-balances with DSR: asked for in the topology, and
-    /// available on Windows Server 2019 and later with Kubernetes 1.14 or later (NET-DSR).
+    /// available on Windows Server 2019 and later from Kubernetes 1.15 — W14 lists "Local Traffic
+    /// Policy and DSR mode" as unsupported in 1.14 and its examples pass `--enable-dsr=false`
+    /// (NET-DSR).
     fn dsr(&self, node: &NodeFacts) -> bool {
-        self.net.dsr && (!node.windows || (Self::dsr_capable(node) && node.kube >= (1, 14)))
+        self.net.dsr && (!node.windows || (Self::dsr_capable(node) && node.kube >= (1, 15)))
     }
 
     /// The Windows build supports DSR (kube-proxy's `hcn.DSRSupported()`: Windows Server 2019+).
@@ -508,13 +510,11 @@ impl Fabric {
     }
 
     /// Whether this Windows node's kube-proxy serves `externalTrafficPolicy: Local`
-    /// (NET-LOCAL-POLICY-NON-DSR, NET-DSR). In 1.14 neither Local nor DSR was supported (W14),
-    /// whatever the flags. Later kube-proxy serves Local in DSR mode: with `--enable-dsr` from
-    /// 1.15, and — as current `pkg/proxy/winkernel` does in `newServiceInfo` — on its own for
-    /// every Local service wherever the OS supports DSR (APPROX: from the 1.20 docs on, the
-    /// first to describe Local as a DSR-mode feature).
+    /// (NET-LOCAL-POLICY-NON-DSR, NET-DSR) the documented way: only with DSR enabled in kube-proxy
+    /// (WNET: "Local Traffic Policy in non-DSR mode" is a limitation; client IP preservation needs
+    /// Local "and enable DSR in kube-proxy"), which needs 1.15 and Windows Server 2019.
     fn local_policy_served(&self, node: &NodeFacts) -> bool {
-        node.kube >= (1, 15) && Self::dsr_capable(node) && (self.net.dsr || node.kube >= (1, 20))
+        self.dsr(node)
     }
 
     /// The address a load balancer on `node` leaves as the source of balanced traffic, when it
@@ -941,7 +941,10 @@ impl Fabric {
                 "Windows nodes cannot reach Service IPs (platform limitation of Kubernetes 1.9)",
             );
         }
-        if windows_host && !node.vip_from_host {
+        // WDBG: "My Windows node cannot access my services using the service IP … a known
+        // limitation"; WUG: "Only Windows pods are able to access service IPs". Every current
+        // document keeps it, whatever the runtime (SVC-VIP-FROM-NODE).
+        if windows_host {
             return Decision::fail(
                 Failure::Timeout,
                 "SVC-VIP-FROM-NODE",
@@ -977,13 +980,6 @@ impl Fabric {
             Ok(b) => b,
             Err(v) => return v,
         };
-        if windows_host && self.pods[backend].node == lb {
-            return Decision::fail(
-                Failure::Timeout,
-                "SVC-VIP-FROM-NODE",
-                "a Windows host cannot reach the Service backends scheduled on it through the ClusterIP",
-            );
-        }
         let mut leg = self.to_pod(flow.src, backend, port, flow.proto);
         if leg.rule == Fault::ExceptionListMissingCluster.rule() {
             return leg;
@@ -997,12 +993,7 @@ impl Fabric {
                 "ClientIP session affinity is ignored before Windows Server 2022: round robin",
             );
         }
-        if windows_host {
-            leg.with_rule(
-                "SVC-VIP-FROM-NODE",
-                "a current Windows host (HostProcess, containerd 1.7+) reaches ClusterIPs whose backends run on other nodes",
-            )
-        } else if self.src_windows(flow.src) {
+        if self.src_windows(flow.src) {
             leg.with_rule("SVC-VIP-FROM-WINPOD", "a Windows pod reaches Service ClusterIPs")
         } else {
             leg.with_rule("NET-POD-SVC-CLUSTERIP", "pod to ClusterIP works")
@@ -1102,11 +1093,14 @@ impl Fabric {
                 "this Windows CNI has no portMappings: nothing maps the hostPort to the pod",
             );
         }
-        if node.windows && from == Some(n) && node.build.is_some_and(|b| b < 18362) {
+        // containernetworking/plugins#475: "Requires Windows >=1903 for containers to reach their
+        // own node through NodeIP + HostPort" — containers, not the host.
+        let from_pod = matches!(flow.src, Src::Pod { .. });
+        if node.windows && from_pod && from == Some(n) && node.build.is_some_and(|b| b < 18362) {
             return Decision::fail(
                 Failure::Timeout,
                 "NET-HOSTPORT",
-                "a Windows node reaches its own hostPorts only from Windows Server 1903 on",
+                "a container reaches its own node's hostPorts only from Windows 1903 on",
             );
         }
         if let Some(v) = self.pod_in(pod, from, flow.proto) {

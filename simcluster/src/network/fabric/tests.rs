@@ -396,7 +396,7 @@ fn check(f: &Fabric, from: From, to: To, proto: Proto, expect: Class, rule: &str
 #[case::linux_host_loopback_node_port(From::Host(LIN1), To::LoopbackNodePort(WIN1), Tcp, Works, "SVC-TYPES")]
 #[case::windows_pod_to_own_node_port(From::Pod(WIN1), To::NodePort { at: WIN1, svc: LIN1 }, Tcp, Works, "NP-FROM-WINPOD")]
 #[case::windows_pod_to_linux_node_port(From::Pod(WIN2), To::NodePort { at: LIN1, svc: WIN2 }, Tcp, Works, "NP-FROM-WINPOD")]
-#[case::local_policy_without_the_dsr_flag(From::Outside, To::LocalNodePort { at: WIN1, svc: WIN1 }, Tcp, Works, "NET-DSR")]
+#[case::local_policy_without_the_dsr_flag(From::Outside, To::LocalNodePort { at: WIN1, svc: WIN1 }, Tcp, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
 #[case::local_policy_linux(From::Outside, To::LocalNodePort { at: LIN1, svc: LIN1 }, Tcp, Works, "NP-REMOTE")]
 #[case::local_policy_no_local_endpoint(From::Outside, To::LocalNodePort { at: LIN2, svc: LIN1 }, Tcp, Timeout, "SVC-TYPES")]
 #[case::empty_node_port_linux(From::Outside, To::NodePort { at: LIN1, svc: 9 }, Tcp, Refused, "NET-POD-SVC-CLUSTERIP")]
@@ -539,13 +539,13 @@ fn flows_in_every_mode(
     Works,
     "NET-POD-EXT-IP"
 )]
-// SVC-VIP-FROM-NODE on a current node: a remote-backed ClusterIP answers the Windows host,
-// except on overlay, where the host reaches no remote pod at all (NET-NODE-POD-OVERLAY).
+// SVC-VIP-FROM-NODE on a current node (WDBG, WUG): a Windows host reaches no pod-backed
+// ClusterIP, whatever the runtime and the network mode.
 #[case::l2bridge_windows_host_to_remote_cluster_ip(
     NetworkMode::L2bridge,
     From::Host(WIN1),
     To::Cluster(LIN1),
-    Works,
+    Timeout,
     "SVC-VIP-FROM-NODE"
 )]
 #[case::overlay_windows_host_to_remote_cluster_ip(
@@ -553,7 +553,7 @@ fn flows_in_every_mode(
     From::Host(WIN1),
     To::Cluster(LIN1),
     Timeout,
-    "NET-NODE-POD-OVERLAY"
+    "SVC-VIP-FROM-NODE"
 )]
 fn flows_by_mode(
     #[case] mode: NetworkMode,
@@ -676,14 +676,13 @@ fn local_policy_with_dsr_keeps_the_client_address(#[case] at: usize, #[case] rul
 }
 
 /// `externalTrafficPolicy: Local` on a Windows node (NET-LOCAL-POLICY-NON-DSR, NET-DSR; W14,
-/// W20 and WNET): a limitation in 1.14 whatever the flags and on
-/// builds without DSR; on current clusters kube-proxy turns Local into DSR on WS2019+ with or
-/// without `--enable-dsr`, and the backend sees the client's address.
+/// W20 and WNET): a limitation in 1.14 whatever the flags, on builds without DSR and in non-DSR
+/// mode (WNET); with DSR enabled on a current cluster the backend sees the client's address.
 #[rstest]
 #[case::ws1709_has_no_dsr(Era::K19, true, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
 #[case::k114_without_dsr(Era::K114, false, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
 #[case::k114_even_with_dsr(Era::K114, true, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
-#[case::current_without_the_flag(Era::Current, false, Works, "NET-DSR")]
+#[case::current_without_the_flag(Era::Current, false, Timeout, "NET-LOCAL-POLICY-NON-DSR")]
 #[case::current_with_the_flag(Era::Current, true, Works, "NET-DSR")]
 fn local_policy_by_era_and_flags(#[case] era: Era, #[case] dsr: bool, #[case] expect: Class, #[case] rule: &str) {
     let mut w = World::new(NetworkMode::L2bridge, era);
@@ -773,9 +772,10 @@ fn host_port_by_era(#[case] era: Era, #[case] from: From, #[case] expect: Class)
     check(&f, from, To::HostPort, Tcp, expect, "NET-HOSTPORT");
 }
 
-/// NET-HOSTPORT: a Windows node reaches its own hostPort only from Windows Server 1903 (18362).
+/// NET-HOSTPORT (plugins#475): a container reaches its own node's hostPort only from Windows
+/// 1903 (18362); the host → own hostPort case is undocumented and left working.
 #[rstest]
-#[case::ws2019(17763, Timeout)]
+#[case::ws2019(17763, Works)]
 #[case::ws1903(18362, Works)]
 #[case::ws2022(20348, Works)]
 fn own_host_port_needs_windows_1903(#[case] build: u32, #[case] expect: Class) {

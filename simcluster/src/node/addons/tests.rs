@@ -52,8 +52,8 @@ fn image(v: &Value) -> &str {
     "current-ws2022-ws2025",
     Era::HostProcess,
     "kube-flannel",
-    "registry.k8s.io/kube-proxy:v1.33.4",
-    "registry.k8s.io/coredns/coredns:v1.12.0"
+    "registry.k8s.io/kube-proxy:v1.35.0",
+    "registry.k8s.io/coredns/coredns:v1.12.1"
 )]
 #[case::host_gw(
     "k8s-1.14-ws2019-host-gw",

@@ -167,9 +167,9 @@ mod tests {
     #[case::linux_nslookup_dotted("lin", &["nslookup", "web.team"], "Address: 10.96.0.50", 0)]
     #[case::agnhost_connect_pod("win", &["/agnhost", "connect", "10.244.3.10:8080", "--timeout=5s"], "", 0)]
     #[case::agnhost_connect_refused("lin", &["/agnhost", "connect", "10.244.3.10:9", "--timeout=5s"], "", 1)]
-    // SVC-VIP-FROM-NODE on a current node (HostProcess, containerd 1.7): the backend runs on
-    // another node — it answers; on the backend's own node the host cannot reach it (WUG).
-    #[case::hostprocess_service_ip_remote_backend("hp", &["curl.exe", "-s", "--connect-timeout", "5", "http://10.96.0.50/hostname"], "web", 0)]
+    // SVC-VIP-FROM-NODE (WDBG, WUG): a Windows host reaches no pod-backed ClusterIP, on a
+    // current node (HostProcess, containerd 1.7) too, wherever the backend runs.
+    #[case::hostprocess_service_ip_remote_backend("hp", &["curl.exe", "-s", "--connect-timeout", "5", "http://10.96.0.50/hostname"], "", 28)]
     #[case::hostprocess_service_ip_local_backend_times_out("hp-local", &["curl.exe", "-s", "--connect-timeout", "5", "http://10.96.0.50/hostname"], "", 28)]
     #[case::linux_ping_outside("lin", &["ping", "-c", "1", "203.0.113.10"], "1 packets received", 0)]
     #[case::windows_ping_outside("win", &["ping", "-n", "1", "203.0.113.10"], "Lost = 1", 1)]

@@ -336,7 +336,16 @@ pub(super) fn build_disk(ctx: &CommandContext, kind: ImageKind) -> (Disk, Vec<Mo
     ] {
         disk.add_dir(dir);
     }
-    disk.add_file(WINDOWS_HOSTS_PATH, WINDOWS_HOSTS.as_bytes().to_vec(), 0o644);
+    // The kubelet mounts its managed hosts file (hostAliases included) into a Windows container
+    // only on containerd: `shouldMountHostsFile` in pkg/kubelet/kubelet_pods.go ("if it is
+    // Windows and ContainerD is used"); Docker on Windows cannot map a single file (W14).
+    let managed =
+        !ctx.host_process && node.is_some_and(|n| n.runtime == crate::config::profile::RuntimeKind::Containerd);
+    if managed {
+        disk.add_file(WINDOWS_HOSTS_PATH, linux_hosts(ctx).into_bytes(), 0o644);
+    } else {
+        disk.add_file(WINDOWS_HOSTS_PATH, WINDOWS_HOSTS.as_bytes().to_vec(), 0o644);
+    }
     if ctx.host_process {
         if let Some(node) = node {
             disk.add_dir("C:\\var\\lib\\kubelet\\pods");
