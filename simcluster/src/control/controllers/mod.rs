@@ -118,6 +118,10 @@ struct Controllers {
     version: (u32, u32),
     /// The topology's `timing.scale` (the Job back-off).
     scale: f64,
+    /// Pods changed since the last batch (namespace, labels): the Services selecting them get
+    /// their endpoints recomputed, matched once per batch against one list of each namespace's
+    /// Services.
+    changed_pods: HashMap<String, (String, Value)>,
 }
 
 /// Runs the controllers of a cluster at `version` until the store closes; `scale` multiplies
@@ -131,6 +135,7 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
         job_backoff: HashMap::new(),
         version,
         scale,
+        changed_pods: HashMap::new(),
     };
     let mut queue: BTreeSet<Key> = BTreeSet::new();
     ctl.enqueue_all(&mut queue);
@@ -245,16 +250,15 @@ impl Controllers {
                 queue.insert(Key::Service(ns, name));
             }
             ("", "pods") => {
-                // A pod's readiness or address changes the endpoints of the services selecting it.
-                for svc in self.store.list(resources::core("services"), Some(&ns)).0 {
-                    let selector = svc.value().pointer("/spec/selector").and_then(Value::as_object);
-                    let labels = v.pointer("/metadata/labels").and_then(Value::as_object);
-                    if selector.is_some_and(|sel| {
-                        !sel.is_empty() && sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
-                    }) {
-                        queue.insert(Key::Service(ns.clone(), svc.name().to_string()));
-                    }
-                }
+                // A pod's readiness or address changes the endpoints of the services selecting it
+                // (matched in `drain`, once per batch).
+                self.changed_pods.insert(
+                    e.object.uid().to_string(),
+                    (
+                        ns.clone(),
+                        v.pointer("/metadata/labels").cloned().unwrap_or(Value::Null),
+                    ),
+                );
                 let pod = e
                     .previous
                     .as_ref()
@@ -317,6 +321,24 @@ impl Controllers {
     }
 
     fn drain(&mut self, queue: &mut BTreeSet<Key>) {
+        // Each namespace's pods, listed once per batch: every Service of a namespace selects
+        // among the same pods (a namespace of a thousand Services listed its pods a thousand times).
+        let mut pods: HashMap<String, Vec<Obj>> = HashMap::new();
+        let mut services: HashMap<String, Vec<Obj>> = HashMap::new();
+        for (ns, labels) in std::mem::take(&mut self.changed_pods).into_values() {
+            let listed = services
+                .entry(ns.clone())
+                .or_insert_with(|| self.store.list(resources::core("services"), Some(&ns)).0);
+            let labels = labels.as_object();
+            for svc in listed.iter() {
+                let selector = svc.value().pointer("/spec/selector").and_then(Value::as_object);
+                if selector.is_some_and(|sel| {
+                    !sel.is_empty() && sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want))
+                }) {
+                    queue.insert(Key::Service(ns.clone(), svc.name().to_string()));
+                }
+            }
+        }
         while let Some(key) = queue.pop_first() {
             let result = match &key {
                 Key::ServiceAccount(ns) => self.service_account(ns),
@@ -325,7 +347,12 @@ impl Controllers {
                 Key::DaemonSet(ns, name) => self.daemon_set(ns, name),
                 Key::Job(ns, name) => self.job(ns, name),
                 Key::CronJob(ns, name) => self.cron_job(ns, name),
-                Key::Service(ns, name) => self.endpoints(ns, name),
+                Key::Service(ns, name) => {
+                    let listed = pods
+                        .entry(ns.clone())
+                        .or_insert_with(|| self.store.list(resources::core("pods"), Some(ns)).0);
+                    self.endpoints(ns, name, listed)
+                }
             };
             match result {
                 Ok(())
@@ -778,7 +805,7 @@ impl Controllers {
 
 impl Controllers {
     /// Endpoints and the EndpointSlice of a Service with a selector, from the pods it selects.
-    fn endpoints(&mut self, ns: &str, name: &str) -> Result<(), ApiError> {
+    fn endpoints(&mut self, ns: &str, name: &str, pods: &[Obj]) -> Result<(), ApiError> {
         let svc = match self.store.get(resources::core("services"), ns, name) {
             Ok(s) => s,
             Err(ApiError::NotFound { .. }) => {
@@ -803,12 +830,11 @@ impl Controllers {
         else {
             return Ok(());
         };
-        let (pods, _) = self.store.list(resources::core("pods"), Some(ns));
         let mut ready = Vec::new();
         let mut not_ready = Vec::new();
         let mut slice_endpoints = Vec::new();
         let mut first_pod: Option<Obj> = None;
-        for pod in &pods {
+        for pod in pods {
             let p = pod.value();
             let labels = p.pointer("/metadata/labels").and_then(Value::as_object);
             if !selector
