@@ -164,4 +164,35 @@ mod tests {
             Some("full — every check on all 2 nodes (--coverage full)")
         );
     }
+
+    /// Every human format says how the run covered its nodes when it sampled: the terminal and
+    /// Markdown in a line (Markdown with a table by level and fact set), HTML in the node table.
+    #[rstest::rstest]
+    #[case::one_promoted(Level::Promoted, "promoted")]
+    #[case::all_light(Level::Light, "light")]
+    fn the_formats_say_which_nodes_got_which_checks(#[case] second: Level, #[case] shown: &str) {
+        let mut report = crate::testdata::sample_report();
+        report.coverage = Some(Coverage {
+            mode: Mode::Sampled,
+            light_checks: vec!["pod-ip-cross-node".into(), "service-fqdn".into()],
+            nodes: vec![node("win2022-1", Level::Full), node("linux-1", second)],
+        });
+        let terminal = crate::terminal::render(&report, false, crate::terminal::Detail::Summary);
+        assert!(
+            terminal.contains("coverage: sampled — every check on 1 representative node of 2"),
+            "{terminal}"
+        );
+        let md = crate::markdown::render(&report);
+        assert!(md.contains("### Coverage"), "{md}");
+        assert!(md.contains(&format!("| {shown} | windows-20348 |")), "{md}");
+        let html = crate::html::render(&report);
+        assert!(html.contains("<th>coverage</th>"), "no coverage column");
+        assert!(
+            html.contains(&format!("<td>{shown}</td>")),
+            "linux-1's level in the node table"
+        );
+        report.coverage = None;
+        assert!(!crate::terminal::render(&report, false, crate::terminal::Detail::Summary).contains("coverage:"));
+        assert!(!crate::html::render(&report).contains("<th>coverage</th>"));
+    }
 }

@@ -289,7 +289,19 @@ fn nodes(report: &RunReport, out: &mut String) {
         return;
     }
     let per_node = per_node(report);
-    out.push_str("<h2>Nodes</h2>\n<p class=\"note\">A cell counts on the nodes it was observed on: a flow between two nodes counts on both, so the last column splits each node's failing cells by the part the node played (source, destination, or the node a check is about). A pool's failing cells are the distinct cells over its nodes, as in the pool table.</p>\n<table><tr><th>node</th><th>OS</th><th>build</th><th>kubelet</th><th>runtime</th>");
+    // Which nodes got every check, where the run sampled (or checked every node by request).
+    let coverage = report.coverage.as_ref().filter(|c| c.line().is_some()).map(|c| {
+        let levels: BTreeMap<&str, &str> = c.nodes.iter().map(|n| (n.node.as_str(), n.level.as_str())).collect();
+        (c.line().unwrap_or_default(), levels)
+    });
+    out.push_str("<h2>Nodes</h2>\n<p class=\"note\">A cell counts on the nodes it was observed on: a flow between two nodes counts on both, so the last column splits each node's failing cells by the part the node played (source, destination, or the node a check is about). A pool's failing cells are the distinct cells over its nodes, as in the pool table.</p>\n");
+    if let Some((line, _)) = &coverage {
+        let _ = writeln!(out, "<p class=\"note\">Coverage: {}</p>", esc(line));
+    }
+    out.push_str("<table><tr><th>node</th><th>OS</th><th>build</th><th>kubelet</th><th>runtime</th>");
+    if coverage.is_some() {
+        out.push_str("<th>coverage</th>");
+    }
     for v in Verdict::ALL {
         let _ = write!(out, "<th class=\"v-{0}\">{0}</th>", v.as_str());
     }
@@ -305,6 +317,13 @@ fn nodes(report: &RunReport, out: &mut String) {
             text(f.kubelet_version.as_ref().map(|x| x.value.clone())),
             text(f.container_runtime_version.as_ref().map(|x| x.value.clone())),
         );
+        if let Some((_, levels)) = &coverage {
+            let _ = write!(
+                out,
+                "<td>{}</td>",
+                levels.get(name.as_str()).copied().unwrap_or("facts only")
+            );
+        }
         let on = per_node.get(name.as_str()).cloned().unwrap_or_default();
         for v in Verdict::ALL {
             let _ = write!(out, "<td class=\"num\">{}</td>", on.counts.get(v));
