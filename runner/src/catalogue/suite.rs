@@ -731,12 +731,13 @@ impl Suites {
                 if !names.insert(check.name.as_str()) {
                     return Err(at("listed twice".into()));
                 }
-                if check.every_node
-                    && !matches!(
-                        check.probe.shape(),
-                        crate::probes::Shape::Flow | crate::probes::Shape::Nodes(crate::probes::NodeChoice::Workers)
-                    )
-                {
+                // Flows, and the kinds that look at every worker; the others run on chosen nodes.
+                let per_node = match &check.probe {
+                    Probe::Connect { .. } | Probe::Resolve { .. } | Probe::Logs { .. } | Probe::Audit { .. } => true,
+                    Probe::Outside { to } => *to != Destination::LoadBalancer,
+                    Probe::Exec { .. } | Probe::Create { .. } | Probe::Fact { .. } => false,
+                };
+                if check.every_node && !per_node {
                     return Err(at(
                         "everyNode needs a connect or resolve probe, or one that looks at every worker (outside, logs): the others already run on chosen nodes".into(),
                     ));
@@ -997,10 +998,23 @@ checks:
     #[rstest]
     #[case::missing_limit(FACT.replace(", limit: 2Gi", ""), "needs the documented `limit`")]
     #[case::limit_off_a_fact(MINIMAL.replace("says: works}", "says: works, limit: \"3\"}"), "only a fact probe")]
+    #[case::every_node_on_a_fact(FACT.replace("    probe:", "    everyNode: true\n    probe:"), "everyNode needs")]
     fn limit_errors(#[case] text: String, #[case] needle: &str) {
         let s = parse(&text, "t.yaml").expect("parses");
         let err = Suites { suites: vec![s] }.validate(&rules()).expect_err("invalid");
         assert!(err.to_string().contains(needle), "{err}");
+    }
+
+    #[test]
+    fn every_node_on_a_flow_is_valid() {
+        let s = parse(
+            &MINIMAL.replace("    probe:", "    everyNode: true\n    probe:"),
+            "t.yaml",
+        )
+        .expect("parses");
+        let suites = Suites { suites: vec![s] };
+        suites.validate(&rules()).expect("valid");
+        assert!(suites.checks().next().is_some_and(|(_, c)| c.every_node));
     }
 
     #[test]

@@ -304,7 +304,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "pod-ip-same-node|pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|headless-service|external-name-service|nodeport-from-windows-pod",
+                "pod-ip-same-node|pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|headless-service|external-name-service|nodeport-from-windows-pod|hostport-from-pod-own-node",
                 W_ANY,
             ),
             ("containers-share-localhost|client-ip-session-affinity", W_OUT),
@@ -814,7 +814,9 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
                 "fails, but the symptom does not touch it: {key}: {}",
                 cell.observed
             ));
-        } else if !kept && cell.is(&fails) && judged && !cell.failing() {
+        } else if !kept && cell.is(&fails) && judged && !cell.failing() && cell.verdict != "known-limitation" {
+            // A cell documented to fail (a limitation) shows the symptom as the documented
+            // failure: `known-limitation` is the right verdict there.
             problems.push(format!(
                 "the symptom breaks it, yet it is {} (clean: {}): {key}: {}",
                 cell.verdict, before.verdict, cell.observed

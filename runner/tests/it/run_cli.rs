@@ -571,8 +571,9 @@ fn a_locked_down_cluster_changes_only_the_cells_it_locks(
     for c in cells(&report) {
         let id = c["id"].as_str().unwrap_or_default();
         let was = before.get(id).map(String::as_str);
-        // A cell the default cluster leaves out (no second node, another era) stays out.
-        if locks(c) && was != Some("not-applicable") {
+        // A cell the default cluster leaves out (no second node, another era) stays out; one
+        // the documentation leaves undecided (indeterminate before any probe) stays so.
+        if locks(c) && !matches!(was, Some("not-applicable" | "indeterminate")) {
             locked += 1;
             assert_eq!(c["verdict"], verdict, "{id}: {c:#}");
             let text = format!("{} {}", c["reason"], c["observed"]["summary"]);
