@@ -586,7 +586,7 @@ pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
         "capabilities": {"dns": true},
         "delegate": {
             "type": flannel.delegate,
-            "dns": {"Nameservers": [cluster_dns(store)], "Search": ["svc.cluster.local"]},
+            "dns": {"Nameservers": [cluster_dns(store)], "Search": [format!("svc.{}", profile.cluster_domain)]},
             "policies": policies,
         },
     });
