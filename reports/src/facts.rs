@@ -140,4 +140,11 @@ pub struct Facts {
     /// The cluster's pod network (flannel's `net-conf.json` Network), where the CNI shows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_cidr: Option<Fact<String>>,
+    /// Who built the cluster (`aks`, `eks`, `gke`, `kubeadm` or `unknown`), from the nodes'
+    /// `spec.providerID` and labels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Fact<String>>,
+    /// The cluster's DNS domain, from the kubelets' configz `clusterDomain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_domain: Option<Fact<String>>,
 }

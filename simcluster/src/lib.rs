@@ -14,9 +14,9 @@ pub(crate) mod vocab;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError};
 pub use config::faults::{self, Fault};
-pub use config::platform::{NetworkMode, Os};
+pub use config::platform::{NetworkMode, Os, Platform, PodNetwork};
 pub use config::profile::{NodeProfile, profiles};
-pub use config::topology::{Admission, PROFILES, Privilege, Topology, TopologyError};
+pub use config::topology::{Admission, DEFAULT_TOPOLOGY, PROFILES, Privilege, Topology, TopologyError};
 pub use vocab::quantity::Quantity;
 
 /// The parts below the façade that this crate's benchmarks (`examples/`) and integration tests

@@ -28,12 +28,19 @@ pub async fn run(cmd: SimCommand) -> Result<Code, Error> {
 }
 
 fn profiles() -> Result<(), Error> {
-    outln!("{:<26} {:<9} {:<6} DESCRIPTION", "PROFILE", "VERSION", "NODES");
+    outln!(
+        "{:<28} {:<9} {:<8} {:<6} DESCRIPTION",
+        "PROFILE",
+        "VERSION",
+        "PLATFORM",
+        "NODES"
+    );
     for (name, _) in simcluster::PROFILES {
         let t = simcluster::Topology::profile(name)?;
         outln!(
-            "{name:<26} {:<9} {:<6} {}",
+            "{name:<28} {:<9} {:<8} {:<6} {}",
             t.kubernetes_version,
+            t.platform.as_str(),
             t.nodes.len(),
             t.description
         );

@@ -554,7 +554,7 @@ pub async fn deploy(
                     ),
                     (
                         format!("xn-{i}"),
-                        json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.cluster.local")}),
+                        json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.{}", facts.cluster_domain())}),
                     ),
                 ];
                 if base && let std::collections::btree_map::Entry::Vacant(slot) = lb_pools.entry(node.pool()) {

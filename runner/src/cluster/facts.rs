@@ -121,6 +121,18 @@ pub struct ClusterFacts {
     pub report: Facts,
 }
 
+impl ClusterFacts {
+    /// The DNS domain every name the run builds ends in: the kubelets' `clusterDomain`
+    /// (configz), else `cluster.local`, the kubelet's and kubeadm's default (where no node
+    /// proxy answered, the report shows no `cluster_domain` fact).
+    pub fn cluster_domain(&self) -> &str {
+        self.report
+            .cluster_domain
+            .as_ref()
+            .map_or("cluster.local", |f| f.value.as_str())
+    }
+}
+
 /// A RuntimeClass's scheduling block: the node labels it selects and the taints it tolerates.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeClassFact {
@@ -435,6 +447,16 @@ pub async fn collect(
     report.kube_proxy_version = addons.kube_proxy_version.clone();
     report.host_process = host_process;
     report.egress = egress.clone();
+    report.platform = Some(platform_of(&node_list.items));
+    report.cluster_domain = nodes.iter().find_map(|n| {
+        let domain = n.configz.as_ref()?.pointer("/kubeletconfig/clusterDomain")?.as_str()?;
+        (!domain.is_empty()).then(|| {
+            Fact::new(
+                domain.trim_end_matches('.').to_string(),
+                format!("/api/v1/nodes/{}/proxy/configz clusterDomain", n.name),
+            )
+        })
+    });
     Ok(ClusterFacts {
         version: server,
         nodes,
@@ -447,6 +469,54 @@ pub async fn collect(
         runtime_classes: runtime_classes(client).await,
         report,
     })
+}
+
+/// The platform that built the cluster, from the first node whose `spec.providerID` or labels
+/// name one: `azure://` or `kubernetes.azure.com/*` labels (AKS), `aws://` or
+/// `eks.amazonaws.com/*` (EKS), `gce://` or `cloud.google.com/gke-*` (GKE); kubeadm's
+/// `kubeadm.alpha.kubernetes.io/cri-socket` annotation otherwise; else `unknown`. An `azure://`
+/// providerID alone is not AKS (aks-engine and CAPZ clusters have it too): the AKS labels decide.
+pub fn platform_of(nodes: &[Node]) -> Fact<String> {
+    for n in nodes {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let labels = n.metadata.labels.clone().unwrap_or_default();
+        let provider = n.spec.as_ref().and_then(|s| s.provider_id.clone()).unwrap_or_default();
+        let label = |prefix: &str| labels.keys().find(|k| k.starts_with(prefix)).cloned();
+        let found = if let Some(l) = label("kubernetes.azure.com/") {
+            Some(("aks", format!("node/{name} label {l}")))
+        } else if let Some(l) = label("eks.amazonaws.com/") {
+            Some(("eks", format!("node/{name} label {l}")))
+        } else if let Some(l) = label("cloud.google.com/gke-") {
+            Some(("gke", format!("node/{name} label {l}")))
+        } else if provider.starts_with("aws://") {
+            Some(("eks", format!("node/{name} spec.providerID aws://")))
+        } else if provider.starts_with("gce://") {
+            Some(("gke", format!("node/{name} spec.providerID gce://")))
+        } else {
+            None
+        };
+        if let Some((platform, source)) = found {
+            return Fact::new(platform.to_string(), source);
+        }
+    }
+    match nodes.iter().find(|n| {
+        n.metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key("kubeadm.alpha.kubernetes.io/cri-socket"))
+    }) {
+        Some(n) => Fact::new(
+            "kubeadm".to_string(),
+            format!(
+                "node/{} annotation kubeadm.alpha.kubernetes.io/cri-socket",
+                n.metadata.name.clone().unwrap_or_default()
+            ),
+        ),
+        None => Fact::new(
+            "unknown".to_string(),
+            "no node's providerID, labels or annotations name a platform",
+        ),
+    }
 }
 
 /// `kubernetes_feature_enabled{name="X",stage="…"} 1` lines of the API server's `/metrics`.
@@ -726,6 +796,44 @@ mod tests {
     #[case("kube-proxy", None)]
     fn image_tags(#[case] image: &str, #[case] tag: Option<&str>) {
         assert_eq!(image_tag(image), tag);
+    }
+
+    fn node(provider: &str, labels: &[&str], kubeadm: bool) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some("n".into());
+        n.metadata.labels = Some(labels.iter().map(|l| (l.to_string(), "x".to_string())).collect());
+        if kubeadm {
+            n.metadata.annotations = Some(BTreeMap::from([(
+                "kubeadm.alpha.kubernetes.io/cri-socket".to_string(),
+                "unix:///run/containerd/containerd.sock".to_string(),
+            )]));
+        }
+        n.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+            provider_id: (!provider.is_empty()).then(|| provider.to_string()),
+            ..Default::default()
+        });
+        n
+    }
+
+    /// The platform fact from providerID and labels, each naming its source; an `azure://`
+    /// providerID without AKS labels is not AKS (CAPZ, aks-engine).
+    #[rstest]
+    #[case::aks("azure:///subscriptions/x/vm/0", &["kubernetes.azure.com/agentpool"], false, "aks", "label kubernetes.azure.com/agentpool")]
+    #[case::eks_by_label("aws:///us-west-2a/i-0abc", &["eks.amazonaws.com/nodegroup"], false, "eks", "label eks.amazonaws.com/nodegroup")]
+    #[case::eks_by_provider("aws:///us-west-2a/i-0abc", &[], false, "eks", "spec.providerID aws://")]
+    #[case::gke("gce://p/z/i", &["cloud.google.com/gke-nodepool"], false, "gke", "label cloud.google.com/gke-nodepool")]
+    #[case::capz_is_kubeadm("azure:///subscriptions/x/vm/0", &[], true, "kubeadm", "cri-socket")]
+    #[case::unknown("", &[], false, "unknown", "no node")]
+    fn platform_from_provider_id_and_labels(
+        #[case] provider: &str,
+        #[case] labels: &[&str],
+        #[case] kubeadm: bool,
+        #[case] platform: &str,
+        #[case] source: &str,
+    ) {
+        let f = platform_of(&[node(provider, labels, kubeadm)]);
+        assert_eq!(f.value, platform);
+        assert!(f.source.contains(source), "{}", f.source);
     }
 
     #[test]

@@ -81,7 +81,12 @@ async fn request(
             }
         }
         Destination::ServiceFqdn => get(
-            format!("{}.{}.svc.cluster.local", service(dep, dst, false)?.name, ctx.ns),
+            format!(
+                "{}.{}.svc.{}",
+                service(dep, dst, false)?.name,
+                ctx.ns,
+                ctx.facts.cluster_domain()
+            ),
             80,
             path,
         ),

@@ -27,9 +27,19 @@ fn request(ctx: &Ctx<'_>, dst: &ClusterNode, name: NameForm) -> Result<Request, 
         NameForm::PodFqdn => {
             server_ip(dep, dst)?;
             let hostname = dep.hostnames.get(&dst.name).cloned().unwrap_or_default();
-            format!("{hostname}.{}.{}.svc.cluster.local", deploy::SUBDOMAIN, ctx.ns)
+            format!(
+                "{hostname}.{}.{}.svc.{}",
+                deploy::SUBDOMAIN,
+                ctx.ns,
+                ctx.facts.cluster_domain()
+            )
         }
-        NameForm::Fqdn => format!("{}.{}.svc.cluster.local", service(dep, dst, false)?.name, ctx.ns),
+        NameForm::Fqdn => format!(
+            "{}.{}.svc.{}",
+            service(dep, dst, false)?.name,
+            ctx.ns,
+            ctx.facts.cluster_domain()
+        ),
         NameForm::Short => service(dep, dst, false)?.name.clone(),
         NameForm::Dotted => format!("{}.{}", service(dep, dst, false)?.name, ctx.ns),
         NameForm::OtherNamespaceDotted => "kubernetes.default".to_string(),
@@ -67,6 +77,7 @@ pub fn variant_suffix(dns: DnsVariant) -> &'static str {
 async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Result<String, NotReady> {
     let index = ctx.facts.nodes.iter().position(|n| n.name == src.name).unwrap_or(0);
     let ns = ctx.ns.to_string();
+    let domain = ctx.facts.cluster_domain().to_string();
     let dns_ip = match dns {
         DnsVariant::Custom => {
             let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(ctx.client.clone(), "kube-system");
@@ -90,7 +101,7 @@ async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Re
             p["spec"]["dnsPolicy"] = serde_json::json!("None");
             p["spec"]["dnsConfig"] = serde_json::json!({
                 "nameservers": [dns_ip],
-                "searches": [format!("{ns}.svc.cluster.local"), "svc.cluster.local", "cluster.local"],
+                "searches": [format!("{ns}.svc.{domain}"), format!("svc.{domain}"), domain],
                 "options": [{"name": "ndots", "value": "5"}]
             });
         }),

@@ -252,6 +252,17 @@ const CURRENT: &[Documented] = &[
     doc("ltsc2022-image-across-builds", "windows-26100", "pass"),
 ];
 
+/// The platform profiles (real-clusters.md §3): HostProcess runs on each, and the host cannot
+/// reach a Service backed on its own node (SVC-VIP-FROM-NODE: WUG, WDBG).
+const PLATFORM: &[Documented] = &[
+    doc("hostprocess-runs-on-host", "windows-20348", "pass"),
+    doc(
+        "windows-host-to-cluster-ip",
+        "windows-20348→windows-20348,same-node",
+        "known-limitation",
+    ),
+];
+
 fn run_profile(dir: &Path, profile: &str) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mixcheck"))
         .current_dir(dir)
@@ -282,6 +293,11 @@ fn show(c: &Value) -> String {
 #[case::k8s_1_14_host_gw("k8s-1.14-ws2019-host-gw", K8S_1_14)]
 #[case::k8s_1_14_vxlan("k8s-1.14-ws2019-vxlan", K8S_1_14)]
 #[case::current_ws2022_ws2025("current-ws2022-ws2025", CURRENT)]
+#[case::aks("aks", PLATFORM)]
+#[case::eks("eks", PLATFORM)]
+#[case::gke("gke", PLATFORM)]
+#[case::kubeadm_flannel_hostprocess("kubeadm-flannel-hostprocess", PLATFORM)]
+#[case::kubeadm_calico("kubeadm-calico", PLATFORM)]
 fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str, #[case] documented: &[Documented]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = run_profile(dir.path(), profile);
@@ -338,4 +354,52 @@ fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str
         }
     }
     assert!(wrong.is_empty(), "{profile}:\n{}", wrong.join("\n"));
+}
+
+/// The platform fact names the platform and its source (providerID, labels, kubeadm's
+/// annotation) on every platform profile.
+#[rstest]
+#[case::aks("aks", "aks", "kubernetes.azure.com/")]
+#[case::eks("eks", "eks", "eks.amazonaws.com/")]
+#[case::gke("gke", "gke", "cloud.google.com/gke-")]
+#[case::kubeadm("kubeadm-calico", "kubeadm", "kubeadm.alpha.kubernetes.io/cri-socket")]
+fn platform_fact_names_its_source(#[case] profile: &str, #[case] platform: &str, #[case] source: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_profile(dir.path(), profile);
+    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
+        .unwrap_or_else(|e| panic!("{profile}: no results.json ({e}): {out:?}"));
+    let report: Value = serde_json::from_str(&text).expect("results.json parses");
+    let fact = &report["facts"]["platform"];
+    assert_eq!(fact["value"], platform, "{fact}");
+    assert!(fact["source"].as_str().is_some_and(|s| s.contains(source)), "{fact}");
+}
+
+/// `network.clusterDomain: corp.example` gives the same verdicts, cell by cell, as the same
+/// topology with `cluster.local`: every name the run builds ends in the kubelets' domain.
+#[test]
+fn a_cluster_domain_of_its_own_gives_the_same_verdicts() {
+    let default = simcluster::DEFAULT_TOPOLOGY;
+    let verdicts = |domain: &str| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let topology = default.replacen("network:\n", &format!("network:\n  clusterDomain: {domain}\n"), 1);
+        std::fs::write(dir.path().join("t.yaml"), topology).expect("write topology");
+        let out = Command::new(env!("CARGO_BIN_EXE_mixcheck"))
+            .current_dir(dir.path())
+            .env_remove("KUBECONFIG")
+            .args(["run", "--topology", "t.yaml", "--quiet"])
+            .output()
+            .expect("run mixcheck");
+        let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
+            .unwrap_or_else(|e| panic!("{domain}: no results.json ({e}): {out:?}"));
+        let report: Value = serde_json::from_str(&text).expect("results.json parses");
+        assert_eq!(report["facts"]["cluster_domain"]["value"], domain);
+        cells(&report)
+            .iter()
+            .map(|c| (c["id"].as_str().unwrap_or_default().to_string(), c["verdict"].clone()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let local = verdicts("cluster.local");
+    let corp = verdicts("corp.example");
+    assert!(!local.is_empty());
+    assert_eq!(local, corp);
 }

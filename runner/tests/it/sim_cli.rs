@@ -109,8 +109,21 @@ fn profiles_lists_every_builtin_cluster() {
         "k8s-1.14-ws2019-host-gw",
         "k8s-1.14-ws2019-vxlan",
         "current-ws2022-ws2025",
+        "aks",
+        "eks",
+        "gke",
+        "kubeadm-flannel-hostprocess",
+        "kubeadm-calico",
     ] {
         assert!(text.lines().any(|l| l.starts_with(name)), "{name} missing:\n{text}");
+    }
+    // The managed platforms say so in their own column.
+    for platform in ["aks", "eks", "gke"] {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().take(3).collect::<Vec<_>>() == [platform, "v1.32.3", platform]),
+            "{platform}:\n{text}"
+        );
     }
     assert!(text.contains("v1.14.10"), "{text}");
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::config::platform::{NetworkMode, Os};
+use crate::config::platform::{NetworkMode, Os, PodNetwork};
 
 /// One injectable node fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -235,6 +235,38 @@ impl Fault {
                 mode.as_str()
             )),
             _ => Ok(()),
+        }
+    }
+
+    /// Whether the fault can occur with this pod network plugin: flanneld's faults (its subnet
+    /// file, its wait for the HNS network, its VXLAN backend, the stale source VIP of its
+    /// re-join) need flannel; MAC spoofing is a Hyper-V VM NIC setting, which EC2 and GCE
+    /// instances (EKS, GKE) do not have; the ExceptionList faults live in a CNI configuration's
+    /// OutBoundNAT policy, which the VPC CNI's vpc-bridge does not write.
+    pub fn check_network(self, network: PodNetwork) -> Result<(), String> {
+        let allowed: &[PodNetwork] = match self {
+            Self::FlannelSubnetEnvMissing
+            | Self::FlanneldWaiting
+            | Self::HnsNetworkMissing
+            | Self::FlannelRejoinStaleSourceVip
+            | Self::VxlanParamsMismatch => &[PodNetwork::Flannel],
+            Self::MacSpoofingDisabled => &[PodNetwork::Flannel, PodNetwork::Calico, PodNetwork::AzureCni],
+            Self::ExceptionListMissingCluster | Self::ExceptionListCoversOutside => &[
+                PodNetwork::Flannel,
+                PodNetwork::Calico,
+                PodNetwork::AzureCni,
+                PodNetwork::GkeWinBridge,
+            ],
+            _ => return Ok(()),
+        };
+        if allowed.contains(&network) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{self} needs a pod network of {}, not {}",
+                allowed.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" or "),
+                network.as_str()
+            ))
         }
     }
 

@@ -84,3 +84,132 @@ impl NetworkMode {
 /// flannel's VXLAN parameters every node must share on Windows (NET-FLANNEL-VXLAN-PARAMS).
 pub const VXLAN_VNI: u32 = 4096;
 pub const VXLAN_PORT: u16 = 4789;
+
+/// Who built the cluster: a kubeadm cluster set up by hand (sig-windows-tools on Windows), or
+/// a managed platform. It decides where the Windows node agents run (managed platforms run
+/// kube-proxy and their CNI's agent as Windows services, not as pods), the pod network's
+/// plugin, `spec.providerID` and whether node names are the machines' computer names.
+/// Sources: `/work/shared/reference/real-clusters.md` §3–§4 (AKS: Azure/AKS#820 and the AKS
+/// Windows docs; EKS: "Windows support" in the EKS user guide; GKE: "Windows Server node pools").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    #[default]
+    Kubeadm,
+    Aks,
+    Eks,
+    Gke,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kubeadm => "kubeadm",
+            Self::Aks => "aks",
+            Self::Eks => "eks",
+            Self::Gke => "gke",
+        }
+    }
+
+    /// Whether the platform is a managed one (its Windows kube-proxy is a node service).
+    pub fn managed(self) -> bool {
+        self != Self::Kubeadm
+    }
+
+    /// The network modes the platform's own CNI gives Windows pods: Azure CNI's HNS network is
+    /// `L2Tunnel` (the Windows network drivers of WNET: "L2Tunnel (Azure only)"); EKS's
+    /// vpc-bridge plugin and GKE's win-bridge set-up (kubernetes `cluster/gce/windows`,
+    /// `k8s-node-setup.psm1`) use `L2Bridge`. None: any (kubeadm).
+    pub fn modes(self) -> Option<&'static [NetworkMode]> {
+        match self {
+            Self::Kubeadm => None,
+            Self::Aks => Some(&[NetworkMode::L2tunnel]),
+            Self::Eks | Self::Gke => Some(&[NetworkMode::L2bridge]),
+        }
+    }
+
+    /// `spec.providerID` as each cloud's node controller writes it (`azure://`, `aws://`,
+    /// `gce://`); kubeadm clusters on bare metal have none, the simulator's own scheme stands in.
+    pub fn provider_id(self, node: &str, index: usize) -> String {
+        let hex = crate::vocab::hash::Fnv::default().write(node.as_bytes()).finish();
+        match self {
+            Self::Kubeadm => format!("mixcheck-sim://{node}"),
+            Self::Aks => format!(
+                "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_sim_sim_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/{}/virtualMachines/{index}",
+                node.trim_end_matches(|c: char| c.is_ascii_digit())
+                    .trim_end_matches("-vmss")
+            ),
+            Self::Eks => format!("aws:///us-west-2a/i-{:017x}", hex & 0x0fff_ffff_ffff_ffff),
+            Self::Gke => format!("gce://sim-project/us-central1-a/{node}"),
+        }
+    }
+
+    /// Whether a node's name is its machine's computer name (what `hostname` prints): on
+    /// kubeadm and AKS it is; EKS names nodes by their private DNS name
+    /// (`ip-10-0-1-23.us-west-2.compute.internal`) and a Windows computer name has at most 15
+    /// characters (NetBIOS), so GKE's long instance names are cut.
+    pub fn node_name_is_computer_name(self) -> bool {
+        matches!(self, Self::Kubeadm | Self::Aks)
+    }
+}
+
+/// The plugin that runs the pod network, as the platform and `network.cni` choose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PodNetwork {
+    /// flannel (host-gw over win-bridge, vxlan over win-overlay).
+    Flannel,
+    /// Calico for Windows (VXLAN over the HNS dataplane; CAL, WT).
+    Calico,
+    /// Azure CNI (AKS, and aks-engine before it).
+    AzureCni,
+    /// The Amazon VPC CNI; on Windows its `vpc-bridge` plugin (EKS).
+    VpcCni,
+    /// GKE's Windows set-up: win-bridge on an `l2bridge` HNS network.
+    GkeWinBridge,
+    /// ovn-kubernetes, or the 1.5-era transparent network with routes set by hand.
+    Transparent,
+}
+
+impl PodNetwork {
+    /// The plugin of a platform's cluster in a network mode (`chosen`: `network.cni`).
+    pub fn of(platform: Platform, mode: NetworkMode, chosen: Option<PodNetwork>) -> Self {
+        match platform {
+            Platform::Aks => Self::AzureCni,
+            Platform::Eks => Self::VpcCni,
+            Platform::Gke => Self::GkeWinBridge,
+            Platform::Kubeadm => chosen.unwrap_or(match mode {
+                NetworkMode::L2bridge | NetworkMode::Overlay => Self::Flannel,
+                NetworkMode::L2tunnel => Self::AzureCni,
+                NetworkMode::Transparent => Self::Transparent,
+            }),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Flannel => "flannel",
+            Self::Calico => "calico",
+            Self::AzureCni => "azure-cni",
+            Self::VpcCni => "vpc-cni",
+            Self::GkeWinBridge => "gke-win-bridge",
+            Self::Transparent => "transparent",
+        }
+    }
+
+    /// The HNS network the plugin creates on a Windows node: (name, HNS type). Calico names
+    /// its VXLAN network `Calico` (Calico for Windows' `config.ps1`: `KUBE_NETWORK = "Calico.*"`);
+    /// the VPC CNI's vpc-bridge names it after the ENI (`vpcbr…`); GKE's set-up `l2bridge`.
+    pub fn hns_network(self, mode: NetworkMode) -> Option<(&'static str, &'static str)> {
+        Some(match (self, mode) {
+            (Self::Flannel, NetworkMode::Overlay) => ("vxlan0", "Overlay"),
+            (Self::Flannel, _) => ("cbr0", "L2Bridge"),
+            (Self::Calico, NetworkMode::Overlay) => ("Calico", "Overlay"),
+            (Self::Calico, _) => ("Calico", "L2Bridge"),
+            (Self::AzureCni, _) => ("azure", "L2Tunnel"),
+            (Self::VpcCni, _) => ("vpcbr0", "L2Bridge"),
+            (Self::GkeWinBridge, _) => ("l2bridge", "L2Bridge"),
+            (Self::Transparent, _) => return None,
+        })
+    }
+}

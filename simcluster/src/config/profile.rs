@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::faults::Fault;
-use crate::config::platform::{NetworkMode, Os};
+use crate::config::platform::{Flannel, NetworkMode, Os, Platform, PodNetwork};
 use crate::config::topology::{NodeSpec, Timing, Topology, parse_version};
 use crate::vocab::quantity::Quantity;
 
@@ -58,6 +58,12 @@ pub struct NodeProfile {
     pub faults: BTreeSet<Fault>,
     /// The cluster's pod network mode (which CNI set-up the node runs).
     pub network_mode: NetworkMode,
+    /// Who built the cluster (kubeadm or a managed platform).
+    pub platform: Platform,
+    /// The plugin running the pod network.
+    pub pod_network: PodNetwork,
+    /// The cluster's DNS domain (`network.clusterDomain`).
+    pub cluster_domain: String,
     /// The most backends per Service a Windows HNS load balancer takes (NET-SVC-BACKEND-LIMIT).
     pub service_backend_limit: usize,
     /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
@@ -187,6 +193,9 @@ impl NodeProfile {
             enforce_node_allocatable,
             faults: spec.faults.iter().filter_map(|f| Fault::parse(f)).collect(),
             network_mode: topology.network.mode,
+            platform: topology.platform,
+            pod_network: topology.pod_network(),
+            cluster_domain: topology.network.cluster_domain.clone(),
             service_backend_limit: spec.service_backend_limit.map_or(64, |l| l as usize),
             port_mappings: topology
                 .network
@@ -208,6 +217,21 @@ impl NodeProfile {
 
     pub fn has_fault(&self, fault: Fault) -> bool {
         self.faults.contains(&fault)
+    }
+
+    /// How flannel runs here, where the pod network is flannel (None for Calico, the managed
+    /// platforms' CNIs and transparent networks, even in the same HNS modes).
+    pub fn flannel(&self) -> Option<Flannel> {
+        (self.pod_network == PodNetwork::Flannel)
+            .then(|| self.network_mode.flannel())
+            .flatten()
+    }
+
+    /// Whether the Windows node agents (kube-proxy, the CNI's agent) run as node services
+    /// rather than as HostProcess pods: on managed platforms always (real-clusters.md §3), on
+    /// kubeadm where the node cannot run HostProcess containers.
+    pub fn agents_are_services(&self) -> bool {
+        self.is_windows() && (self.platform.managed() || !self.supports_host_process())
     }
 
     /// HostProcess containers: Kubernetes ≥ 1.23 and containerd ≥ 1.6 on Windows (SEC-HOSTPROCESS).
@@ -292,7 +316,7 @@ impl NodeProfile {
             "cgroupDriver": if windows { "" } else { "systemd" },
             "maxPods": self.capacity.get("pods").and_then(|p| p.parse::<u32>().ok()).unwrap_or(110),
             "clusterDNS": ["10.96.0.10"],
-            "clusterDomain": "cluster.local",
+            "clusterDomain": self.cluster_domain,
             "containerRuntimeEndpoint": if windows { "npipe://./pipe/containerd-containerd" } else { "unix:///run/containerd/containerd.sock" },
             "podInfraContainerImage": self.pause_image,
         }})

@@ -8,8 +8,11 @@
 //! name: default                    # shown by `mixcheck sim profiles`
 //! description: "…"
 //! kubernetesVersion: v1.32.3       # reported by /version and the kubelets
+//! platform: kubeadm                # kubeadm | aks | eks | gke (where the Windows agents run, providerID)
 //! network:
 //!   mode: l2bridge                 # l2bridge | overlay | l2tunnel | transparent
+//!   cni: flannel                   # kubeadm only: flannel | calico (default by mode)
+//!   clusterDomain: cluster.local   # the kubelets' clusterDomain (configz) and the DNS zone
 //!   clusterCidr: 10.244.0.0/16
 //!   serviceCidr: 10.96.0.0/12
 //!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local)
@@ -50,7 +53,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::config::platform::{NetworkMode, Os};
+use crate::config::platform::{NetworkMode, Os, Platform, PodNetwork};
 
 /// The built-in profiles: the default cluster and the clusters the seed documents describe.
 pub const PROFILES: &[(&str, &str)] = &[
@@ -69,6 +72,14 @@ pub const PROFILES: &[(&str, &str)] = &[
         "current-ws2022-ws2025",
         include_str!("../../topologies/current-ws2022-ws2025.yaml"),
     ),
+    ("aks", include_str!("../../topologies/aks.yaml")),
+    ("eks", include_str!("../../topologies/eks.yaml")),
+    ("gke", include_str!("../../topologies/gke.yaml")),
+    (
+        "kubeadm-flannel-hostprocess",
+        include_str!("../../topologies/kubeadm-flannel-hostprocess.yaml"),
+    ),
+    ("kubeadm-calico", include_str!("../../topologies/kubeadm-calico.yaml")),
 ];
 
 /// The default topology (docs/design.md): a Linux control plane, a Linux worker, Windows Server
@@ -182,6 +193,14 @@ pub struct KubeletConfig {
 pub struct Network {
     #[serde(default)]
     pub mode: NetworkMode,
+    /// The pod network's plugin on a kubeadm cluster (`flannel` or `calico`); absent: by mode.
+    /// Managed platforms bring their own ([`PodNetwork::of`]).
+    #[serde(default)]
+    pub cni: Option<PodNetwork>,
+    /// The cluster's DNS domain: the kubelets' `clusterDomain` (served at configz), the zone
+    /// the cluster DNS answers and the search path pods get. Default `cluster.local`.
+    #[serde(default = "default_cluster_domain")]
+    pub cluster_domain: String,
     #[serde(default = "default_cluster_cidr")]
     pub cluster_cidr: String,
     #[serde(default = "default_service_cidr")]
@@ -230,6 +249,8 @@ impl Default for Network {
     fn default() -> Self {
         Self {
             mode: NetworkMode::default(),
+            cni: None,
+            cluster_domain: default_cluster_domain(),
             cluster_cidr: default_cluster_cidr(),
             service_cidr: default_service_cidr(),
             dsr: false,
@@ -240,6 +261,10 @@ impl Default for Network {
             load_balancers: false,
         }
     }
+}
+
+fn default_cluster_domain() -> String {
+    "cluster.local".into()
 }
 
 fn default_cluster_cidr() -> String {
@@ -420,6 +445,9 @@ pub struct Topology {
     pub description: String,
     #[serde(default = "default_version")]
     pub kubernetes_version: String,
+    /// Who built the cluster (kubeadm, or a managed platform).
+    #[serde(default)]
+    pub platform: Platform,
     #[serde(default)]
     pub network: Network,
     #[serde(default)]
@@ -545,6 +573,36 @@ impl Topology {
                 self.kubernetes_version
             ))
         })?;
+        if let Some(modes) = self.platform.modes()
+            && !modes.contains(&self.network.mode)
+        {
+            return Err(invalid(format!(
+                "platform {} runs network.mode {}, not {}",
+                self.platform.as_str(),
+                modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" or "),
+                self.network.mode.as_str()
+            )));
+        }
+        match (self.platform, self.network.cni) {
+            (_, None) | (Platform::Kubeadm, Some(PodNetwork::Flannel)) => {}
+            (Platform::Kubeadm, Some(PodNetwork::Calico))
+                if matches!(self.network.mode, NetworkMode::Overlay | NetworkMode::L2bridge) => {}
+            (platform, Some(cni)) => {
+                return Err(invalid(format!(
+                    "network.cni {} is not a choice on platform {} in mode {} (kubeadm: flannel, or calico on overlay or l2bridge)",
+                    cni.as_str(),
+                    platform.as_str(),
+                    self.network.mode.as_str()
+                )));
+            }
+        }
+        if !crate::vocab::names::is_dns_subdomain(&self.network.cluster_domain) {
+            return Err(invalid(format!(
+                "network.clusterDomain {:?} is not a DNS domain",
+                self.network.cluster_domain
+            )));
+        }
+        let pod_network = self.pod_network();
         let mut seen = std::collections::BTreeSet::new();
         for node in &self.nodes {
             if !crate::vocab::names::is_dns_subdomain(&node.name) {
@@ -571,7 +629,10 @@ impl Topology {
                         crate::config::faults::names()
                     )));
                 };
-                if let Err(why) = fault.check(node.os, self.network.mode) {
+                if let Err(why) = fault
+                    .check(node.os, self.network.mode)
+                    .and_then(|()| fault.check_network(pod_network))
+                {
                     return Err(invalid(format!("node {:?}: {why}", node.name)));
                 }
             }
@@ -585,6 +646,11 @@ impl Topology {
             }
         }
         Ok(())
+    }
+
+    /// The plugin running the pod network.
+    pub fn pod_network(&self) -> PodNetwork {
+        PodNetwork::of(self.platform, self.network.mode, self.network.cni)
     }
 
     /// The `major.minor` of the cluster's version.
@@ -864,6 +930,26 @@ mod tests {
     #[case::vxlan_fault_on_l2bridge(
         "name: x\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.17763.1, faults: [vxlan-params-mismatch]}\n",
         "needs network.mode overlay, not l2bridge"
+    )]
+    #[case::aks_is_azure_cni(
+        "name: x\nplatform: aks\nnodes:\n- {name: a, os: linux}\n",
+        "platform aks runs network.mode l2tunnel"
+    )]
+    #[case::calico_on_a_managed_platform(
+        "name: x\nplatform: eks\nnetwork: {cni: calico}\nnodes:\n- {name: a, os: linux}\n",
+        "network.cni calico is not a choice on platform eks"
+    )]
+    #[case::flannel_fault_on_calico(
+        "name: x\nnetwork: {mode: overlay, cni: calico}\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.20348.1, faults: [flanneld-waiting]}\n",
+        "flanneld-waiting needs a pod network of flannel, not calico"
+    )]
+    #[case::mac_spoofing_on_eks(
+        "name: x\nplatform: eks\nnodes:\n- {name: w, os: windows, kernelVersion: 10.0.20348.1, faults: [mac-spoofing-disabled]}\n",
+        "not vpc-cni"
+    )]
+    #[case::bad_cluster_domain(
+        "name: x\nnetwork: {clusterDomain: \"Not A Domain\"}\nnodes:\n- {name: a, os: linux}\n",
+        "clusterDomain"
     )]
     #[case::windows_fault_on_linux(
         "name: x\nnodes:\n- {name: a, os: linux, faults: [pause-image-wrong-build]}\n",

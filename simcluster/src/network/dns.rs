@@ -149,6 +149,36 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
 /// The cluster domain.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
 
+/// The zone the cluster DNS serves, as its configuration says: the `kubernetes ZONE …` line of
+/// CoreDNS's Corefile (`kube-system/coredns`), else kube-dns's `--domain=` flag; else
+/// [`CLUSTER_DOMAIN`]. The add-ons write it from the topology's `network.clusterDomain`.
+pub fn served_domain(store: &Store) -> String {
+    let corefile = store
+        .get(resources::core("configmaps"), "kube-system", "coredns")
+        .ok()
+        .map(|cm| json::str(cm.value(), "/data/Corefile").to_string());
+    let from_corefile = corefile.as_deref().and_then(|text| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("kubernetes "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_string)
+    });
+    let from_kube_dns = || {
+        let dep = store
+            .get(resources::named("apps", "deployments"), "kube-system", "kube-dns")
+            .ok()?;
+        json::array(dep.value(), "/spec/template/spec/containers")
+            .iter()
+            .flat_map(|c| json::array(c, "/args").iter())
+            .filter_map(Value::as_str)
+            .find_map(|a| a.strip_prefix("--domain="))
+            .map(|d| d.trim_end_matches('.').to_string())
+    };
+    from_corefile
+        .or_else(from_kube_dns)
+        .unwrap_or_else(|| CLUSTER_DOMAIN.to_string())
+}
+
 /// The simulated outside world: names and addresses (web hosts in TEST-NET-3, never routed).
 pub const OUTSIDE_HOSTS: &[(&str, [u8; 4])] = &[
     ("example.com", [203, 0, 113, 10]),
@@ -190,8 +220,10 @@ impl Records {
         records
     }
 
-    /// The records for the cluster's current services and pods.
+    /// The records for the cluster's current services and pods, in the zone the cluster DNS
+    /// serves ([`served_domain`]).
     pub fn from_store(store: &Store) -> Self {
+        let domain = served_domain(store);
         let mut records = Self::outside();
         let (pods, _) = store.list(resources::core("pods"), None);
         let running: Vec<&Value> = pods
@@ -207,7 +239,7 @@ impl Records {
             let ip = json::str(p, "/status/podIP");
             if let Ok(addr) = ip.parse::<Ipv4Addr>() {
                 records.add(
-                    &format!("{}.{ns}.pod.{CLUSTER_DOMAIN}", ip.replace('.', "-")),
+                    &format!("{}.{ns}.pod.{domain}", ip.replace('.', "-")),
                     Answer::A(vec![addr]),
                 );
             }
@@ -229,7 +261,7 @@ impl Records {
         for svc in store.list(resources::core("services"), None).0 {
             let v = svc.value();
             let (name, ns) = (svc.name(), svc.namespace());
-            let fqdn = format!("{name}.{ns}.svc.{CLUSTER_DOMAIN}");
+            let fqdn = format!("{name}.{ns}.svc.{domain}");
             match (json::str(v, "/spec/type"), json::str(v, "/spec/clusterIP")) {
                 ("ExternalName", _) => {
                     records.add(&fqdn, Answer::Cname(json::str(v, "/spec/externalName").to_string()))

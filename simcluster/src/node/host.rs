@@ -77,16 +77,25 @@ pub(crate) const CNI_CONF: &str = r"C:\k\cni\config\cni.conf";
 /// The node's log directory (served by the node proxy under `/logs/`).
 pub(crate) const LOG_DIR: &str = r"C:\var\log";
 
-/// The Windows host name of a node whose kube-proxy runs without `--hostname-override`: the
-/// machine's generated `WIN-XXXXXXXXXXX` name, lower-cased as kube-proxy does.
+/// The machine's own computer name, lower-cased as kube-proxy does when it falls back to it:
+/// Windows' generated `WIN-XXXXXXXXXXX` on kubeadm and AKS nodes not renamed to their node
+/// name; EC2's `EC2AMAZ-XXXXXXX` on EKS (whose node names are private DNS names); on GKE the
+/// instance name cut to the 15 characters a NetBIOS computer name allows.
 pub(crate) fn machine_hostname(profile: &NodeProfile) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let (prefix, len) = match profile.platform {
+        crate::config::platform::Platform::Eks => ("ec2amaz-", 7),
+        crate::config::platform::Platform::Gke => {
+            return profile.name.chars().take(15).collect::<String>().to_ascii_lowercase();
+        }
+        _ => ("win-", 11),
+    };
     let mut h = Fnv::default()
         .write(profile.name.as_bytes())
         .write(b"computername")
         .finish();
-    let mut name = String::from("win-");
-    for _ in 0..11 {
+    let mut name = String::from(prefix);
+    for _ in 0..len {
         let i = usize::try_from(h % ALPHABET.len() as u64).unwrap_or(0);
         name.push(char::from(ALPHABET[i]));
         h /= ALPHABET.len() as u64;
@@ -97,10 +106,13 @@ pub(crate) fn machine_hostname(profile: &NodeProfile) -> String {
     name
 }
 
-/// What `hostname` prints on the node's host: the node's name (the set-up renames the machine
-/// to it), or with [`Fault::KubeProxyNoHostnameOverride`] the machine's own generated name.
+/// What `hostname` prints on the node's host: the node's name where the platform names nodes
+/// after their machines (kubeadm's set-up renames the machine to it; AKS), else the machine's
+/// own name; with [`Fault::KubeProxyNoHostnameOverride`] the machine kept its generated name.
 pub(crate) fn host_name(profile: &NodeProfile) -> String {
-    if profile.is_windows() && profile.has_fault(Fault::KubeProxyNoHostnameOverride) {
+    if profile.is_windows()
+        && (profile.has_fault(Fault::KubeProxyNoHostnameOverride) || !profile.platform.node_name_is_computer_name())
+    {
         machine_hostname(profile).to_uppercase()
     } else {
         profile.name.clone()
@@ -171,7 +183,7 @@ pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
         NetworkMode::L2tunnel => ("azure", "L2Tunnel"),
         NetworkMode::Transparent => return None,
     };
-    if profile.network_mode.flannel().is_some() && !flannel_network_created(profile) {
+    if profile.flannel().is_some() && !flannel_network_created(profile) {
         return None;
     }
     let vxlan = (profile.network_mode == NetworkMode::Overlay).then(|| {
@@ -205,7 +217,7 @@ pub(crate) fn kube_proxy_programs(profile: &NodeProfile) -> bool {
         && started
         && !profile.has_fault(Fault::KubeProxyStopped)
         && !profile.has_fault(Fault::FlannelRejoinStaleSourceVip)
-        && (profile.network_mode.flannel().is_none() || pod_network(profile).is_some())
+        && (profile.flannel().is_none() || pod_network(profile).is_some())
 }
 
 /// One port of a load balancer: (IP protocol number, backend port, service port).
@@ -481,7 +493,7 @@ pub(crate) fn tcp_connections(profile: &NodeProfile, store: &Store) -> Vec<TcpCo
 /// `C:\run\flannel\subnet.env` as flanneld writes it, on nodes of a flannel network where
 /// flanneld wrote it.
 pub(crate) fn subnet_env(profile: &NodeProfile) -> Option<String> {
-    let flannel = profile.network_mode.flannel()?;
+    let flannel = profile.flannel()?;
     if !profile.is_windows()
         || profile.has_fault(Fault::FlannelSubnetEnvMissing)
         || profile.has_fault(Fault::FlanneldWaiting)
@@ -553,7 +565,7 @@ pub(crate) fn exception_list(profile: &NodeProfile) -> Vec<String> {
 /// `C:\k\cni\config\cni.conf`: the flannel CNI plugin's configuration on nodes of a flannel
 /// network, delegating to win-bridge or win-overlay with the OutBoundNAT and ROUTE policies.
 pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
-    let flannel = profile.network_mode.flannel()?;
+    let flannel = profile.flannel()?;
     if !profile.is_windows() {
         return None;
     }
@@ -574,7 +586,7 @@ pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
         "capabilities": {"dns": true},
         "delegate": {
             "type": flannel.delegate,
-            "dns": {"Nameservers": [cluster_dns(store)], "Search": ["svc.cluster.local"]},
+            "dns": {"Nameservers": [cluster_dns(store)], "Search": [format!("svc.{}", profile.cluster_domain)]},
             "policies": policies,
         },
     });

@@ -581,6 +581,11 @@ impl Catalogue {
             "mcr.microsoft.com/containernetworking/networkmonitor".to_string(),
             "mcr.microsoft.com/aks/ip-masq-agent-v2".to_string(),
             "ghcr.io/ovn-org/ovn-kubernetes/ovn-kube-ubuntu".to_string(),
+            // The managed platforms' and Calico's Linux agents (`crate::node::addons`).
+            "mcr.microsoft.com/containernetworking/azure-cns".to_string(),
+            "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni".to_string(),
+            "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy".to_string(),
+            "calico/node".to_string(),
         ];
         for registry in ["registry.k8s.io", "gcr.io/google_containers"] {
             for name in [
@@ -612,6 +617,19 @@ impl Catalogue {
         };
         self.pattern("sigwindowstools/kube-proxy", Tags::Any, host_process());
         self.pattern("sigwindowstools/flannel", Tags::Any, host_process());
+        self.pattern("calico/node-windows", Tags::Any, host_process());
+        // One manifest list for the Linux agent and the Windows HostProcess one.
+        let mut cloud_node_manager = linux();
+        cloud_node_manager.push(ImagePlatform {
+            os: Os::Windows,
+            arch: "amd64".into(),
+            build: None,
+        });
+        self.pattern(
+            "mcr.microsoft.com/oss/kubernetes/azure-cloud-node-manager",
+            Tags::Any,
+            list(cloud_node_manager, Some(ADMIN), true),
+        );
     }
 }
 

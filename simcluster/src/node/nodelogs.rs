@@ -43,9 +43,10 @@ pub enum LogEntry {
     Syslog,
 }
 
-/// Whether kube-proxy (and flanneld) run on this node as node services rather than pods.
+/// Whether kube-proxy (and flanneld) run on this node as node services rather than pods: on
+/// nodes without HostProcess, and on every Windows node of a managed platform.
 pub fn runs_node_services(profile: &NodeProfile) -> bool {
-    profile.is_windows() && !profile.supports_host_process()
+    profile.agents_are_services()
 }
 
 /// The fixed files and directories of the node's log directory, by path relative to it
@@ -58,7 +59,7 @@ pub fn log_files(profile: &NodeProfile) -> Vec<(&'static str, LogEntry)> {
         if runs_node_services(profile) {
             files.push(("kube-proxy/", LogEntry::Dir));
             files.push(("kube-proxy/kube-proxy.log", LogEntry::Component(KUBE_PROXY)));
-            if profile.network_mode.flannel().is_some() {
+            if profile.flannel().is_some() {
                 files.push(("flanneld/", LogEntry::Dir));
                 files.push(("flanneld/flanneld.log", LogEntry::Component(FLANNELD)));
             }
@@ -115,7 +116,7 @@ pub fn kube_proxy_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<
     } else {
         "userspace"
     };
-    let network = profile.network_mode.flannel().map_or("", |f| f.network);
+    let network = profile.flannel().map_or("", |f| f.network);
     Some(vec![
         line("flags.go:33", &format!("FLAG: --hostname-override=\"{hostname}\"")),
         line("flags.go:33", "FLAG: --kubeconfig=\"c:\\k\\config\""),
@@ -154,7 +155,7 @@ pub fn flanneld_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<St
     if !profile.is_windows() {
         return None;
     }
-    let flannel = profile.network_mode.flannel()?;
+    let flannel = profile.flannel()?;
     if profile.has_fault(Fault::FlannelSubnetEnvMissing) {
         return Some(Vec::new());
     }
@@ -222,7 +223,7 @@ pub fn flanneld_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<St
 /// [`Fault::HnsNetworkMissing`], that there is no network adapter for pods because the HNS
 /// network is missing (NET-HNS-NETWORK-PRESENT). Structured like the kubelet's other lines.
 pub fn kubelet_start(profile: &NodeProfile) -> Vec<String> {
-    let Some(flannel) = profile.network_mode.flannel() else {
+    let Some(flannel) = profile.flannel() else {
         return Vec::new();
     };
     if !profile.is_windows() || !profile.has_fault(Fault::HnsNetworkMissing) {

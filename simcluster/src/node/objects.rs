@@ -67,7 +67,7 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
             },
         },
         "spec": {
-            "providerID": format!("mixcheck-sim://{}", spec.name),
+            "providerID": profile.platform.provider_id(&spec.name, profile.index),
             "podCIDR": profile.pod_cidr,
             "podCIDRs": [profile.pod_cidr],
         },

@@ -9,7 +9,7 @@ use super::{Addons, ClusterDns, Cni, Object, flannel_at_least};
 use crate::config::platform::{NetworkMode, VXLAN_PORT, VXLAN_VNI};
 use crate::store::resources::{self, ResourceType};
 
-fn object(resource: &'static ResourceType, namespace: &str, value: Value) -> Object {
+pub(super) fn object(resource: &'static ResourceType, namespace: &str, value: Value) -> Object {
     Object {
         resource,
         namespace: namespace.to_string(),
@@ -17,11 +17,11 @@ fn object(resource: &'static ResourceType, namespace: &str, value: Value) -> Obj
     }
 }
 
-fn apps(plural: &str) -> &'static ResourceType {
+pub(super) fn apps(plural: &str) -> &'static ResourceType {
     resources::named("apps", plural)
 }
 
-fn service_account(ns: &str, name: &str) -> Object {
+pub(super) fn service_account(ns: &str, name: &str) -> Object {
     object(
         resources::core("serviceaccounts"),
         ns,
@@ -29,7 +29,7 @@ fn service_account(ns: &str, name: &str) -> Object {
     )
 }
 
-fn namespace(name: &str, labels: Value) -> Object {
+pub(super) fn namespace(name: &str, labels: Value) -> Object {
     object(
         resources::core("namespaces"),
         "",
@@ -37,7 +37,7 @@ fn namespace(name: &str, labels: Value) -> Object {
     )
 }
 
-fn config_map(ns: &str, name: &str, labels: Value, data: Value) -> Object {
+pub(super) fn config_map(ns: &str, name: &str, labels: Value, data: Value) -> Object {
     object(
         resources::core("configmaps"),
         ns,
@@ -72,7 +72,13 @@ fn k8s_registry(a: &Addons) -> &'static str {
 
 /// The Linux kube-proxy image: the cluster's version.
 pub(super) fn kube_proxy_image(a: &Addons) -> String {
-    if a.cni == Cni::Azure {
+    if a.cni == Cni::Eks {
+        return format!(
+            "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:{}-minimal-eksbuild.1",
+            a.kubernetes_version
+        );
+    }
+    if matches!(a.cni, Cni::Azure | Cni::Aks) {
         return format!("mcr.microsoft.com/oss/kubernetes/kube-proxy:{}", a.kubernetes_version);
     }
     let name = if a.version >= (1, 12) {
@@ -83,9 +89,15 @@ pub(super) fn kube_proxy_image(a: &Addons) -> String {
     format!("{}/{name}:{}", k8s_registry(a), a.kubernetes_version)
 }
 
-/// The Windows kube-proxy image of sig-windows-tools for a kube-proxy version.
-pub(super) fn windows_kube_proxy_image(version: &str) -> String {
-    format!("sigwindowstools/kube-proxy:{version}-flannel-hostprocess")
+/// The Windows kube-proxy image of sig-windows-tools for a kube-proxy version (its flannel
+/// and Calico variants).
+pub(super) fn windows_kube_proxy_image(a: &Addons, version: &str) -> String {
+    let variant = if matches!(a.cni, Cni::Calico { .. }) {
+        "calico"
+    } else {
+        "flannel"
+    };
+    format!("sigwindowstools/kube-proxy:{version}-{variant}-hostprocess")
 }
 
 /// Tolerations of the cluster-critical Deployments (CoreDNS, kube-dns) per era: the control
@@ -120,7 +132,7 @@ pub(super) fn objects(a: &Addons) -> Vec<Object> {
         ClusterDns::CoreDns { image } => coredns(a, image, &mut out),
         ClusterDns::KubeDns => kube_dns(a, &mut out),
     }
-    if a.has_kube_proxy() {
+    if a.linux_kube_proxy_daemonset() {
         kube_proxy(a, &mut out);
     }
     match &a.cni {
@@ -136,6 +148,15 @@ pub(super) fn objects(a: &Addons) -> Vec<Object> {
             }
         }
         Cni::Azure => azure_cni(a, &mut out),
+        Cni::Aks => super::platforms::aks(a, &mut out),
+        Cni::Eks => super::platforms::eks(a, &mut out),
+        Cni::Gke => {}
+        Cni::Calico { version } => {
+            super::platforms::calico(a, version, &mut out);
+            if a.windows_daemonsets() {
+                windows_kube_proxy(a, &mut out);
+            }
+        }
         Cni::OvnKubernetes => ovn_kubernetes(a, &mut out),
         Cni::HostRoutes => {}
     }
@@ -149,7 +170,7 @@ const COREFILE: &str = ".:53 {
        lameduck 5s
     }
     ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
+    kubernetes CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
        pods insecure
        fallthrough in-addr.arpa ip6.arpa
        ttl 30
@@ -168,7 +189,12 @@ const COREFILE: &str = ".:53 {
 fn coredns(a: &Addons, image: &str, out: &mut Vec<Object>) {
     let ns = "kube-system";
     out.push(service_account(ns, "coredns"));
-    out.push(config_map(ns, "coredns", json!({}), json!({"Corefile": COREFILE})));
+    out.push(config_map(
+        ns,
+        "coredns",
+        json!({}),
+        json!({"Corefile": COREFILE.replace("CLUSTER_DOMAIN", &a.cluster_domain)}),
+    ));
     let labels = json!({"k8s-app": "kube-dns"});
     let deployment = json!({
         "metadata": {"name": "coredns", "labels": labels},
@@ -236,7 +262,7 @@ fn kube_dns(a: &Addons, out: &mut Vec<Object>) {
         let tag = if a.version >= (1, 10) { "1.14.8" } else { "1.14.7" };
         json!([
             {"name": "kubedns", "image": format!("{reg}/k8s-dns-kube-dns-amd64:{tag}"),
-             "args": ["--domain=cluster.local.", "--dns-port=10053", "--config-dir=/kube-dns-config", "--v=2"],
+             "args": [format!("--domain={}.", a.cluster_domain), "--dns-port=10053", "--config-dir=/kube-dns-config", "--v=2"],
              "resources": {"limits": {"memory": "170Mi"}, "requests": {"cpu": "100m", "memory": "70Mi"}},
              "ports": [{"containerPort": 10053, "name": "dns-local", "protocol": "UDP"},
                        {"containerPort": 10053, "name": "dns-tcp-local", "protocol": "TCP"},
@@ -244,14 +270,14 @@ fn kube_dns(a: &Addons, out: &mut Vec<Object>) {
             {"name": "dnsmasq", "image": format!("{reg}/k8s-dns-dnsmasq-nanny-amd64:{tag}"),
              "args": ["-v=2", "-logtostderr", "-configDir=/etc/k8s/dns/dnsmasq-nanny", "-restartDnsmasq=true", "--",
                       "-k", "--cache-size=1000", "--no-negcache", "--log-facility=-",
-                      "--server=/cluster.local/127.0.0.1#10053", "--server=/in-addr.arpa/127.0.0.1#10053",
+                      format!("--server=/{}/127.0.0.1#10053", a.cluster_domain), "--server=/in-addr.arpa/127.0.0.1#10053",
                       "--server=/ip6.arpa/127.0.0.1#10053"],
              "resources": {"requests": {"cpu": "150m", "memory": "20Mi"}},
              "ports": dns_ports},
             {"name": "sidecar", "image": format!("{reg}/k8s-dns-sidecar-amd64:{tag}"),
              "args": ["--v=2", "--logtostderr",
-                      "--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.cluster.local,5,SRV",
-                      "--probe=dnsmasq,127.0.0.1:53,kubernetes.default.svc.cluster.local,5,SRV"],
+                      format!("--probe=kubedns,127.0.0.1:10053,kubernetes.default.svc.{},5,SRV", a.cluster_domain),
+                      format!("--probe=dnsmasq,127.0.0.1:53,kubernetes.default.svc.{},5,SRV", a.cluster_domain)],
              "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}},
              "ports": [{"containerPort": 10054, "name": "metrics", "protocol": "TCP"}]}
         ])
@@ -633,11 +659,7 @@ fn windows_flannel(a: &Addons, version: &str, ns: &str, out: &mut Vec<Object>) {
 /// The Windows kube-proxy's KubeProxyConfiguration: kernelspace, the HNS network, the
 /// configured DSR and the feature gates it needs before they went GA (WinDSR, WinOverlay: 1.34).
 pub(super) fn windows_kube_proxy_config(a: &Addons) -> String {
-    let network = if a.mode == NetworkMode::Overlay {
-        "vxlan0"
-    } else {
-        "cbr0"
-    };
+    let network = windows_network(a);
     let mut gates = Vec::new();
     if a.version < (1, 34) {
         if a.dsr {
@@ -670,6 +692,15 @@ winkernel:
     )
 }
 
+/// The HNS network the Windows kube-proxy is told to use (`KUBE_NETWORK`).
+fn windows_network(a: &Addons) -> &'static str {
+    match (&a.cni, a.mode) {
+        (Cni::Calico { .. }, _) => "Calico",
+        (_, NetworkMode::Overlay) => "vxlan0",
+        _ => "cbr0",
+    }
+}
+
 /// sig-windows-tools' HostProcess kube-proxy, one DaemonSet per kube-proxy version in use.
 fn windows_kube_proxy(a: &Addons, out: &mut Vec<Object>) {
     let ns = "kube-system";
@@ -679,11 +710,7 @@ fn windows_kube_proxy(a: &Addons, out: &mut Vec<Object>) {
         json!({"app": "kube-proxy"}),
         json!({"config.conf": windows_kube_proxy_config(a)}),
     ));
-    let network = if a.mode == NetworkMode::Overlay {
-        "vxlan0"
-    } else {
-        "cbr0"
-    };
+    let network = windows_network(a);
     let several = a.windows_kube_proxy.len() > 1;
     for (i, (version, nodes)) in a.windows_kube_proxy.iter().enumerate() {
         let name = if i == 0 {
@@ -699,7 +726,7 @@ fn windows_kube_proxy(a: &Addons, out: &mut Vec<Object>) {
             "priorityClassName": "system-node-critical",
             "containers": [{
                 "name": "kube-proxy",
-                "image": windows_kube_proxy_image(version),
+                "image": windows_kube_proxy_image(a, version),
                 "imagePullPolicy": "IfNotPresent",
                 "command": ["%CONTAINER_SANDBOX_MOUNT_POINT%/kube-proxy/kube-proxy.exe"],
                 "args": [

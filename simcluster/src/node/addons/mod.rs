@@ -35,6 +35,7 @@
 //! `mode: ""` (iptables) in the Linux configuration; here it says `iptables`.
 
 mod manifests;
+mod platforms;
 mod processes;
 #[cfg(test)]
 mod tests;
@@ -43,7 +44,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::platform::{NetworkMode, Os};
+use crate::config::platform::{NetworkMode, Os, Platform, PodNetwork};
 use crate::config::profile::NodeProfile;
 use crate::config::topology::{Role, Topology, parse_version};
 use crate::store::Store;
@@ -70,8 +71,20 @@ pub enum Cni {
         version: String,
         namespace: &'static str,
     },
-    /// Azure CNI (AKS).
+    /// Azure CNI as aks-engine deployed it (its network monitor DaemonSet), on a kubeadm-built
+    /// cluster.
     Azure,
+    /// Azure CNI on AKS today: `azure-cns`, `azure-ip-masq-agent`, the cloud node managers; the
+    /// Windows kube-proxy and CNI are node services (Azure/AKS#820 retired the network monitor).
+    Aks,
+    /// The Amazon VPC CNI on EKS: the Linux-only `aws-node` DaemonSet and the `amazon-vpc-cni`
+    /// ConfigMap with `enable-windows-ipam: "true"` (EKS user guide, "Windows support").
+    Eks,
+    /// GKE: nothing of the pod network in the API (its Windows set-up runs on the node).
+    Gke,
+    /// Calico for Windows (operator install): `calico-node` and `calico-node-windows` in
+    /// `calico-system`, VXLAN; sig-windows-tools' HostProcess kube-proxy with DSR.
+    Calico { version: String },
     /// ovn-kubernetes (it implements Services itself: no kube-proxy).
     OvnKubernetes,
     /// Routes set up by hand on the hosts: nothing in the API.
@@ -99,6 +112,9 @@ pub struct Object {
 #[derive(Debug, Clone)]
 pub struct Addons {
     pub era: Era,
+    pub platform: Platform,
+    /// The cluster's DNS domain (`network.clusterDomain`).
+    pub cluster_domain: String,
     pub cni: Cni,
     pub dns: ClusterDns,
     pub mode: NetworkMode,
@@ -119,14 +135,23 @@ impl Addons {
     pub fn new(topology: &Topology, profiles: &[NodeProfile]) -> Self {
         let version = topology.version();
         let windows: Vec<&NodeProfile> = profiles.iter().filter(|p| p.is_windows()).collect();
-        let era = if !windows.is_empty() && windows.iter().all(|p| p.supports_host_process()) {
-            Era::HostProcess
-        } else {
-            Era::NodeServices
-        };
+        let era =
+            if !topology.platform.managed() && !windows.is_empty() && windows.iter().all(|p| p.supports_host_process())
+            {
+                Era::HostProcess
+            } else {
+                Era::NodeServices
+            };
         let mode = topology.network.mode;
-        let cni = match (mode, era) {
-            (NetworkMode::L2bridge | NetworkMode::Overlay, _) => {
+        let cni = match (topology.pod_network(), mode, era) {
+            (PodNetwork::Calico, _, _) => Cni::Calico {
+                version: "v3.29.1".into(),
+            },
+            (PodNetwork::AzureCni, _, _) if topology.platform == Platform::Aks => Cni::Aks,
+            (PodNetwork::AzureCni, _, _) => Cni::Azure,
+            (PodNetwork::VpcCni, _, _) => Cni::Eks,
+            (PodNetwork::GkeWinBridge, _, _) => Cni::Gke,
+            (PodNetwork::Flannel, _, _) => {
                 let flannel = topology
                     .network
                     .flannel_version
@@ -148,11 +173,11 @@ impl Addons {
                     namespace,
                 }
             }
-            (NetworkMode::L2tunnel, _) => Cni::Azure,
-            (NetworkMode::Transparent, Era::HostProcess) => Cni::OvnKubernetes,
-            (NetworkMode::Transparent, Era::NodeServices) => Cni::HostRoutes,
+            (PodNetwork::Transparent, _, Era::HostProcess) => Cni::OvnKubernetes,
+            (PodNetwork::Transparent, _, Era::NodeServices) => Cni::HostRoutes,
         };
-        let dns = if version >= (1, 11) {
+        // GKE serves cluster DNS with kube-dns ("Using kube-dns", GKE docs), not CoreDNS.
+        let dns = if version >= (1, 11) && topology.platform != Platform::Gke {
             ClusterDns::CoreDns {
                 image: coredns_image(version),
             }
@@ -187,6 +212,8 @@ impl Addons {
         }
         Self {
             era,
+            platform: topology.platform,
+            cluster_domain: topology.network.cluster_domain.clone(),
             cni,
             dns,
             mode,
@@ -200,14 +227,20 @@ impl Addons {
         }
     }
 
-    /// Whether kube-proxy runs as kubeadm's Linux DaemonSet (everything but ovn-kubernetes).
+    /// Whether kube-proxy runs on the nodes (everything but ovn-kubernetes).
     pub fn has_kube_proxy(&self) -> bool {
         self.cni != Cni::OvnKubernetes
     }
 
-    /// Whether the Windows kube-proxy and flanneld run as HostProcess DaemonSets.
+    /// Whether the Linux kube-proxy is a DaemonSet: kubeadm, AKS and EKS deploy one; GKE runs
+    /// it as a static pod on each node, whose mirror pods are not modelled.
+    pub fn linux_kube_proxy_daemonset(&self) -> bool {
+        self.has_kube_proxy() && self.platform != Platform::Gke
+    }
+
+    /// Whether the Windows kube-proxy and the CNI's agent run as HostProcess DaemonSets.
     pub fn windows_daemonsets(&self) -> bool {
-        self.era == Era::HostProcess && matches!(self.cni, Cni::Flannel { .. })
+        self.era == Era::HostProcess && matches!(self.cni, Cni::Flannel { .. } | Cni::Calico { .. })
     }
 
     /// Every object, in creation order (namespaces first).

@@ -249,7 +249,7 @@ fn windows_kube_proxy(profile: &NodeProfile, version: &str, at: DateTime<Utc>) -
 
 fn linux_flanneld(profile: &NodeProfile, at: DateTime<Utc>) -> Vec<String> {
     let line = |source: &str, message: &str| klog('I', at, 1, source, message);
-    let backend = profile.network_mode.flannel().map_or("host-gw", |f| f.backend);
+    let backend = profile.flannel().map_or("host-gw", |f| f.backend);
     vec![
         line("kube.go:139", "Waiting 10m0s for node controller to sync"),
         line("kube.go:469", "Starting kube subnet manager"),
@@ -270,13 +270,13 @@ fn linux_flanneld(profile: &NodeProfile, at: DateTime<Utc>) -> Vec<String> {
 /// flanneld in its HostProcess pod: the lines it logs on the node (shared with the node's
 /// `flanneld.log` model), with the node's flannel faults.
 fn windows_flanneld(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Process> {
-    profile.network_mode.flannel()?;
+    profile.flannel()?;
     let pid = host_pid(profile, "flanneld");
     let mut healthy = profile.clone();
     healthy.faults.remove(&Fault::FlannelSubnetEnvMissing);
     let mut log = nodelogs::flanneld_start(&healthy, at)?;
     if profile.has_fault(Fault::FlanneldWaiting) {
-        let network = profile.network_mode.flannel().map_or("cbr0", |f| f.network);
+        let network = profile.flannel().map_or("cbr0", |f| f.network);
         log.push(klog(
             'E',
             at,

@@ -305,3 +305,105 @@ fn flannel_follows_its_eras_manifest(#[case] name: &str, #[case] ns: &str, #[cas
     let windows = find(&objects, "daemonsets", ns, "kube-flannel-ds-windows-amd64");
     assert_eq!(windows.is_some(), a.era == Era::HostProcess, "{name}");
 }
+
+/// The platform profiles' kube-system as each platform shows it (real-clusters.md §3): managed
+/// platforms have no Windows kube-proxy DaemonSet, no flannel ConfigMap and their own agents;
+/// the kubeadm ones have sig-windows-tools' HostProcess DaemonSets.
+#[rstest]
+#[case::aks("aks", &["azure-cns", "azure-ip-masq-agent", "cloud-node-manager", "cloud-node-manager-windows", "kube-proxy"], &["azure-cni-networkmonitor", "kube-proxy-windows"])]
+#[case::eks("eks", &["aws-node", "kube-proxy"], &["kube-proxy-windows"])]
+#[case::gke("gke", &[], &["kube-proxy", "kube-proxy-windows"])]
+#[case::kubeadm_flannel("kubeadm-flannel-hostprocess", &["kube-proxy", "kube-proxy-windows"], &[])]
+#[case::kubeadm_calico("kubeadm-calico", &["kube-proxy", "kube-proxy-windows"], &[])]
+fn platform_profiles_list_their_own_kube_system(#[case] name: &str, #[case] present: &[&str], #[case] absent: &[&str]) {
+    let (a, _) = profile(name);
+    let objects = a.objects();
+    for ds in present {
+        assert!(
+            find(&objects, "daemonsets", "kube-system", ds).is_some(),
+            "{name}: {ds} missing"
+        );
+    }
+    for ds in absent {
+        assert!(
+            find(&objects, "daemonsets", "kube-system", ds).is_none(),
+            "{name}: {ds} present"
+        );
+    }
+    let flannel_cm = objects.iter().any(|o| {
+        o.resource.plural == "configmaps"
+            && o.value.pointer("/metadata/name").and_then(Value::as_str) == Some("kube-flannel-cfg")
+    });
+    assert_eq!(flannel_cm, name == "kubeadm-flannel-hostprocess", "{name}");
+    let managed = matches!(name, "aks" | "eks" | "gke");
+    assert_eq!(a.era == Era::NodeServices, managed, "{name}");
+    match name {
+        "gke" => assert!(matches!(a.dns, ClusterDns::KubeDns), "GKE serves DNS with kube-dns"),
+        _ => assert!(matches!(a.dns, ClusterDns::CoreDns { .. }), "{name}"),
+    }
+    if name == "eks" {
+        let cm = find(&objects, "configmaps", "kube-system", "amazon-vpc-cni").expect("amazon-vpc-cni");
+        assert_eq!(
+            cm.pointer("/data/enable-windows-ipam").and_then(Value::as_str),
+            Some("true")
+        );
+        let aws_node = find(&objects, "daemonsets", "kube-system", "aws-node").expect("aws-node");
+        assert_eq!(
+            aws_node
+                .pointer("/spec/template/spec/nodeSelector/kubernetes.io~1os")
+                .and_then(Value::as_str),
+            Some("linux"),
+            "aws-node is Linux-only"
+        );
+    }
+    if name == "kubeadm-calico" {
+        assert!(find(&objects, "daemonsets", "calico-system", "calico-node-windows").is_some());
+        let kp = find(&objects, "daemonsets", "kube-system", "kube-proxy-windows").expect("kube-proxy-windows");
+        assert!(image(kp).ends_with("-calico-hostprocess"), "{}", image(kp));
+        assert!(windows_kube_proxy_config_of(&a).contains("enableDSR: true"));
+    }
+}
+
+fn windows_kube_proxy_config_of(a: &Addons) -> String {
+    super::manifests::windows_kube_proxy_config(a)
+}
+
+/// Each platform's nodes: providerID scheme, whether `hostname` prints the node name, the
+/// EKS Windows nodes' ENI-limited maxPods, and the agents as node services where managed.
+#[rstest]
+#[case::aks("aks", "azure:///", true, None)]
+#[case::eks("eks", "aws:///", false, Some("9"))]
+#[case::gke("gke", "gce://", false, None)]
+#[case::kubeadm("kubeadm-calico", "mixcheck-sim://", true, None)]
+fn platform_nodes(
+    #[case] name: &str,
+    #[case] provider: &str,
+    #[case] hostname_is_name: bool,
+    #[case] pods: Option<&str>,
+) {
+    let topology = Topology::profile(name).expect("profile");
+    let (_, profiles) = addons_of(&topology);
+    for (spec, p) in topology.nodes.iter().zip(&profiles) {
+        let node = crate::node::objects::node_object(spec, p);
+        let id = node.pointer("/spec/providerID").and_then(Value::as_str).unwrap_or("");
+        assert!(id.starts_with(provider), "{name}/{}: {id}", p.name);
+        if p.is_windows() {
+            assert_eq!(
+                crate::node::host::host_name(p) == p.name,
+                hostname_is_name,
+                "{name}/{}",
+                p.name
+            );
+            assert_eq!(
+                p.agents_are_services(),
+                topology.platform.managed(),
+                "{name}/{}",
+                p.name
+            );
+            if let Some(pods) = pods {
+                assert_eq!(p.capacity["pods"], pods);
+                assert_eq!(p.capacity["vpc.amazonaws.com/PrivateIPv4Address"], pods);
+            }
+        }
+    }
+}

@@ -72,7 +72,7 @@ pub fn pull_timeout_message(image: &str) -> String {
 /// The one `FailedCreatePodSandBox` message: HNS refuses to create the pod's endpoint once
 /// (hcsshim's `hcnCreateEndpoint failed in Win32: … (0x1392)`, ERROR_OBJECT_ALREADY_EXISTS).
 pub fn sandbox_message(profile: &NodeProfile, sandbox_id: &str) -> String {
-    let (plugin, network) = match profile.network_mode.flannel() {
+    let (plugin, network) = match profile.flannel() {
         Some(f) => ("flannel", f.network),
         None => ("sdnbridge", "azure"),
     };

@@ -637,7 +637,7 @@ fn pod_network(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodFate> {
     if !profile.is_windows() {
         return None;
     }
-    let flannel = profile.network_mode.flannel()?;
+    let flannel = profile.flannel()?;
     let docker = profile.runtime == RuntimeKind::Docker;
     let (error, rule) =
         if profile.has_fault(Fault::FlannelSubnetEnvMissing) || profile.has_fault(Fault::FlanneldWaiting) {

@@ -1,0 +1,149 @@
+//! The kube-system objects of the managed platforms and of Calico for Windows, as their
+//! documentation and public `kubectl get pods -n kube-system` listings show them. Facts come
+//! from `/work/shared/reference/real-clusters.md` §3 (with its sources) and `windows-rules.md`
+//! (CAL, WT); images and versions are representative, not pinned to one release.
+//!
+//! - AKS (Azure/AKS#820; AKS "Windows Server node pools" FAQ): `azure-cns`,
+//!   `azure-ip-masq-agent`, `cloud-node-manager` and `cloud-node-manager-windows`; the Windows
+//!   kube-proxy and Azure CNI are node services, so no Windows kube-proxy DaemonSet exists.
+//! - EKS (EKS user guide, "Deploy Windows nodes on EKS clusters"): `aws-node` runs on Linux
+//!   only (its node affinity keeps it off Windows and Fargate); Windows IPAM is switched on in
+//!   the `amazon-vpc-cni` ConfigMap (`enable-windows-ipam: "true"`); kube-proxy on Windows is a
+//!   Windows service.
+//! - Calico for Windows (CAL; WT `capz/templates/calico/values.yaml`): the operator's
+//!   `calico-system` namespace with `calico-node` (Linux) and `calico-node-windows` (a
+//!   HostProcess DaemonSet), VXLAN.
+
+use serde_json::json;
+
+use super::manifests::{apps, config_map, namespace, object, service_account};
+use super::{Addons, Object};
+
+/// A node agent DaemonSet: one container, host network, the OS it runs on and whether it is a
+/// HostProcess pod (Windows).
+fn agent(name: &str, labels: serde_json::Value, os: &str, image: &str, host_process: bool) -> serde_json::Value {
+    let mut spec = json!({
+        "hostNetwork": true,
+        "priorityClassName": "system-node-critical",
+        "nodeSelector": {"kubernetes.io/os": os},
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [{"name": name, "image": image}]
+    });
+    if host_process {
+        spec["securityContext"] =
+            json!({"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\system"}});
+    }
+    json!({
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": spec}}
+    })
+}
+
+/// AKS with Azure CNI today.
+pub(super) fn aks(a: &Addons, out: &mut Vec<Object>) {
+    let ns = "kube-system";
+    out.push(config_map(
+        ns,
+        "azure-ip-masq-agent-config-reconciled",
+        json!({"component": "ip-masq-agent", "kubernetes.io/cluster-service": "true", "addonmanager.kubernetes.io/mode": "Reconcile"}),
+        json!({"ip-masq-agent-reconciled": format!("nonMasqueradeCIDRs:\n  - {}\nmasqLinkLocal: true\n", a.cluster_cidr)}),
+    ));
+    let v = &a.kubernetes_version;
+    for (name, os, image, host_process) in [
+        (
+            "azure-cns",
+            "linux",
+            "mcr.microsoft.com/containernetworking/azure-cns:v1.6.18".to_string(),
+            false,
+        ),
+        (
+            "azure-ip-masq-agent",
+            "linux",
+            "mcr.microsoft.com/aks/ip-masq-agent-v2:v0.1.15".to_string(),
+            false,
+        ),
+        (
+            "cloud-node-manager",
+            "linux",
+            format!("mcr.microsoft.com/oss/kubernetes/azure-cloud-node-manager:{v}"),
+            false,
+        ),
+        (
+            "cloud-node-manager-windows",
+            "windows",
+            format!("mcr.microsoft.com/oss/kubernetes/azure-cloud-node-manager:{v}"),
+            true,
+        ),
+    ] {
+        out.push(object(
+            apps("daemonsets"),
+            ns,
+            agent(name, json!({"k8s-app": name}), os, &image, host_process),
+        ));
+    }
+}
+
+/// EKS with the Amazon VPC CNI.
+pub(super) fn eks(_a: &Addons, out: &mut Vec<Object>) {
+    let ns = "kube-system";
+    out.push(config_map(
+        ns,
+        "amazon-vpc-cni",
+        json!({}),
+        json!({"enable-windows-ipam": "true"}),
+    ));
+    out.push(service_account(ns, "aws-node"));
+    let mut ds = agent(
+        "aws-node",
+        json!({"k8s-app": "aws-node"}),
+        "linux",
+        "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.2-eksbuild.1",
+        false,
+    );
+    // The add-on's affinity: not on Fargate, not on hybrid nodes, Linux only.
+    ds["spec"]["template"]["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["fargate", "hybrid", "auto"]}
+    ]}]}}});
+    out.push(object(apps("daemonsets"), ns, ds));
+}
+
+/// Calico for Windows as the Tigera operator installs it, VXLAN.
+pub(super) fn calico(a: &Addons, version: &str, out: &mut Vec<Object>) {
+    let ns = "calico-system";
+    out.push(namespace(
+        ns,
+        json!({"name": ns, "pod-security.kubernetes.io/enforce": "privileged"}),
+    ));
+    out.push(service_account(ns, "calico-node"));
+    out.push(config_map(
+        ns,
+        "cni-config",
+        json!({}),
+        json!({"config": format!(
+            "{{\"name\": \"k8s-pod-network\", \"cniVersion\": \"0.3.1\", \"plugins\": [{{\"type\": \"calico\", \"ipam\": {{\"type\": \"calico-ipam\"}}, \"ipPools\": [\"{}\"], \"vxlan\": true}}]}}\n",
+            a.cluster_cidr
+        )}),
+    ));
+    for (name, os, image, host_process) in [
+        (
+            "calico-node",
+            "linux",
+            format!("docker.io/calico/node:{version}"),
+            false,
+        ),
+        (
+            "calico-node-windows",
+            "windows",
+            format!("docker.io/calico/node-windows:{version}"),
+            true,
+        ),
+    ] {
+        out.push(object(
+            apps("daemonsets"),
+            ns,
+            agent(name, json!({"k8s-app": name}), os, &image, host_process),
+        ));
+    }
+}
