@@ -138,8 +138,11 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
         changed_pods: HashMap::new(),
     };
     let mut queue: BTreeSet<Key> = BTreeSet::new();
-    ctl.enqueue_all(&mut queue);
+    ctl.enqueue_all(&mut queue, true);
     let mut resync = tokio::time::interval(Duration::from_secs(2));
+    // Endpoints follow pod and Service events; their resync (every Service against every pod of
+    // its namespace) is a safety net, so it runs every fifteenth tick, not every tick.
+    let mut ticks: u32 = 0;
     loop {
         ctl.drain(&mut queue);
         tokio::select! {
@@ -147,10 +150,13 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
                 Ok(e) => ctl.on_event(&e, &mut queue),
                 Err(crate::store::RecvError::Lagged(_)) => {
                     ctl.pods_by_owner = None;
-                    ctl.enqueue_all(&mut queue);
+                    ctl.enqueue_all(&mut queue, true);
                 }
             },
-            _ = resync.tick() => ctl.enqueue_all(&mut queue),
+            _ = resync.tick() => {
+                ticks = ticks.wrapping_add(1);
+                ctl.enqueue_all(&mut queue, ticks % 15 == 0);
+            }
         }
         // Batch what arrived meanwhile.
         loop {
@@ -158,7 +164,7 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
                 Ok(e) => ctl.on_event(&e, &mut queue),
                 Err(crate::store::TryRecvError::Lagged(_)) => {
                     ctl.pods_by_owner = None;
-                    ctl.enqueue_all(&mut queue);
+                    ctl.enqueue_all(&mut queue, true);
                 }
                 Err(_) => break,
             }
@@ -167,7 +173,8 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
 }
 
 impl Controllers {
-    fn enqueue_all(&self, queue: &mut BTreeSet<Key>) {
+    /// Queues every object the controllers own; Services (their endpoints) with `services`.
+    fn enqueue_all(&self, queue: &mut BTreeSet<Key>, services: bool) {
         for ns in self.store.list(resources::core("namespaces"), None).0 {
             queue.insert(Key::ServiceAccount(ns.name().to_string()));
         }
@@ -180,8 +187,10 @@ impl Controllers {
                 queue.insert(make(o.namespace().to_string(), o.name().to_string()));
             }
         }
-        for o in self.store.list(resources::core("services"), None).0 {
-            queue.insert(Key::Service(o.namespace().to_string(), o.name().to_string()));
+        if services {
+            for o in self.store.list(resources::core("services"), None).0 {
+                queue.insert(Key::Service(o.namespace().to_string(), o.name().to_string()));
+            }
         }
         for o in self.store.list(rt("batch", "jobs"), None).0 {
             queue.insert(Key::Job(o.namespace().to_string(), o.name().to_string()));
