@@ -247,7 +247,10 @@ pub async fn observe(
                     .rsplit_once(':')
                     .map_or(body.trim(), |(ip, _)| ip)
                     .to_string();
-                let own = src.address.clone();
+                let own = match client_address(ctx, src, origin) {
+                    Ok(a) => a,
+                    Err(p) => return p.into(),
+                };
                 if seen != own {
                     detail = format!(" (backend saw {seen}, the client is {own})");
                     result = Observation::Failed(FailureClass::Mismatch);
@@ -289,6 +292,16 @@ pub async fn observe(
         observation: result,
         output: Some(out),
         flaky,
+    }
+}
+
+/// The address a backend must see when nothing NATs the client: the client pod's own IP for a
+/// flow from a pod (the Kubernetes network model: pods reach pods on any node without NAT), the
+/// node's address for a flow from the host network.
+fn client_address(ctx: &Ctx<'_>, src: &ClusterNode, origin: Origin) -> Result<String, Unprobed> {
+    match origin {
+        Origin::Host => Ok(src.address.clone()),
+        Origin::Pod => flow::client_ip(ctx.dep, src),
     }
 }
 
