@@ -37,6 +37,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "security-context.yaml",
         include_str!("../../../suites/security-context.yaml"),
     ),
+    ("node-api.yaml", include_str!("../../../suites/node-api.yaml")),
 ];
 
 /// One suite document.
@@ -214,6 +215,11 @@ pub enum Probe {
     Outside { to: Destination },
     /// Existing DaemonSets/Deployments that could put Linux pods on Windows nodes.
     Audit { audit: AuditKind },
+    /// Port-forward through the API server (`pods/portforward`) to the netexec server on the
+    /// node, one HTTP request through the tunnel.
+    PortForward,
+    /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
+    NodeStats,
     /// The log of a node agent on the node: its pod's (kube-system DaemonSets such as the
     /// HostProcess kube-proxy and flanneld) or, where it runs as a node service, its log file
     /// under the kubelet's `/logs/`. A line matching `fails` is the failure; some line must
