@@ -129,6 +129,9 @@ pub enum Destination {
     /// The service's load-balancer ingress address at the service port (`type: LoadBalancer`;
     /// indeterminate when the cluster assigns no ingress address).
     LoadBalancer,
+    /// The ClusterIP of the `default/kubernetes` Service at 443 (`/healthz` over HTTPS): its
+    /// endpoints are the API server's host addresses, not pods.
+    KubernetesService,
 }
 
 /// A protocol a cell uses.

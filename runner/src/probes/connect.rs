@@ -16,6 +16,9 @@ use crate::probes::transport::{self, Observation, Request};
 const OUTSIDE_IP: &str = "1.1.1.1";
 const OUTSIDE_IP_PORT: u16 = 53;
 
+/// The destination pool of a flow to the `kubernetes` Service.
+pub const API_SERVER: &str = "api-server";
+
 /// Requests `verify: one-backend` makes.
 const ONE_BACKEND_REQUESTS: usize = 10;
 
@@ -23,7 +26,10 @@ const ONE_BACKEND_REQUESTS: usize = 10;
 fn flow_kind(to: Destination) -> FlowKind {
     match to {
         Destination::PodIp | Destination::Localhost | Destination::NodeIp => FlowKind::Pod,
-        Destination::ClusterIp | Destination::ServiceFqdn | Destination::ServiceShort => FlowKind::Service,
+        Destination::ClusterIp
+        | Destination::ServiceFqdn
+        | Destination::ServiceShort
+        | Destination::KubernetesService => FlowKind::Service,
         Destination::NodePort | Destination::LoopbackNodePort | Destination::HostPort => FlowKind::NodePort,
         Destination::LoadBalancer => FlowKind::LoadBalancer,
         Destination::OutsideIp | Destination::OutsideName => FlowKind::Outside,
@@ -35,6 +41,7 @@ pub fn own_destination(to: Destination) -> Option<&'static str> {
     match to {
         Destination::OutsideIp | Destination::OutsideName => Some("external"),
         Destination::Localhost => Some("same-pod"),
+        Destination::KubernetesService => Some(API_SERVER),
         _ => None,
     }
 }
@@ -135,7 +142,26 @@ async fn request(
         Destination::OutsideName => get(OUTSIDE_NAME.to_string(), 80, "/"),
         Destination::LoadBalancer => get(flow::lb_ingress(ctx, dst).await?, 80, path),
         Destination::Localhost => get("127.0.0.1".to_string(), 8080, "/hostname"),
+        Destination::KubernetesService => {
+            let mut r = get(kubernetes_cluster_ip(ctx).await?, 443, "/healthz");
+            r.tls = true;
+            r
+        }
     })
+}
+
+/// The ClusterIP of `default/kubernetes`, the Service in front of the API server (what a pod's
+/// in-cluster configuration names in KUBERNETES_SERVICE_HOST).
+async fn kubernetes_cluster_ip(ctx: &Ctx<'_>) -> Result<String, Unprobed> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(ctx.client.clone(), "default");
+    let svc = api
+        .get("kubernetes")
+        .await
+        .map_err(|e| Unprobed::Error(format!("reading service default/kubernetes: {e}")))?;
+    svc.spec
+        .and_then(|s| s.cluster_ip)
+        .filter(|ip| !ip.is_empty() && ip != "None")
+        .ok_or_else(|| Unprobed::Unknown("service default/kubernetes has no ClusterIP".into()))
 }
 
 /// Whether pods reach the internet: a raw TCP connect to the outside address from the client

@@ -165,6 +165,8 @@ const SANDBOX_KEEPS: Cells = &[
     ("hostprocess-image-any-build", "windows-20348→"),
     // kube-proxy runs (HostProcess) and knows its node.
     ("kube-proxy-hostname-override", "windows-20348→"),
+    // HostProcess pods use the host network: the API server stays in reach.
+    ("hostprocess-to-kubernetes-service", "windows-20348→api-server,tcp"),
 ];
 
 /// flanneld (HostProcess) registered the network and wrote subnet.env: the sandbox failure has
@@ -225,6 +227,8 @@ const CASES: &[Case] = &[
                 "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config",
                 "windows-20348→cluster-dns",
             ),
+            // A Linux host's ClusterIP flow to a backend on the node crosses its NIC.
+            ("linux-host-to-cluster-ip", "linux→windows-20348,other-node,tcp"),
         ],
         keeps: &[
             (
@@ -353,7 +357,7 @@ const CASES: &[Case] = &[
             // A load balancer reaches the pods through a node's NodePort: their endpoints are
             // gone whichever node it picks.
             (
-                "node-to-pod|hostport|nodeport-from-other-nodes|nodeport-from-outside|load-balancer-service",
+                "node-to-pod|hostport|nodeport-from-other-nodes|nodeport-from-outside|load-balancer-service|linux-host-to-cluster-ip",
                 ".*→windows-20348.*",
             ),
             ("hostport-from-pod-own-node", W_SAME),
@@ -387,7 +391,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity",
+                "pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity|hostprocess-to-kubernetes-service",
                 W_OUT,
             ),
             W_LOOKUPS[0],
@@ -436,6 +440,7 @@ const CASES: &[Case] = &[
             SANDBOX_KEEPS[2],
             SANDBOX_KEEPS[3],
             SANDBOX_KEEPS[4],
+            SANDBOX_KEEPS[5],
             FLANNEL_FINE,
             // The refusal of an image of another build still shows the documented HCS error.
             ("mismatched-build-image-fails|hyperv-isolation", "windows-20348→"),
@@ -489,6 +494,7 @@ const CASES: &[Case] = &[
             SANDBOX_KEEPS[2],
             SANDBOX_KEEPS[3],
             SANDBOX_KEEPS[4],
+            SANDBOX_KEEPS[5],
             FLANNEL_FINE,
         ],
         remedy: "Get-HnsNetwork",
@@ -533,7 +539,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip",
+                "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip|hostprocess-to-kubernetes-service",
                 W_OUT,
             ),
             ("pod-to-outside-ip|pod-to-outside-name", "windows-20348→external,tcp"),
@@ -557,7 +563,7 @@ const CASES: &[Case] = &[
         // MSK8S) covers ephemeral port exhaustion on the host (only microsoft/SDN's networkhealth
         // checks it).
         undocumented: &[(
-            "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip",
+            "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip|hostprocess-to-kubernetes-service",
             W_OUT,
         )],
         varies: &[],
@@ -608,7 +614,7 @@ const CASES: &[Case] = &[
         node: "win2019-1",
         fails: &[
             (
-                "pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|headless-service|external-name-service",
+                "pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|headless-service|external-name-service|linux-host-to-cluster-ip",
                 ".*windows-17763.*,other-node,.*",
             ),
             (

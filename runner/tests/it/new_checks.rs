@@ -64,6 +64,10 @@ const WIN19: &str = "    kernelVersion: 10.0.17763.6414\n";
 const WIN19_NO_WINCAT: &str =
     "    kernelVersion: 10.0.17763.6414\n    pauseImage: mcr.microsoft.com/k8s/core/pause:1.0.0\n";
 
+/// win2022-1's kernel and runtime lines, and the same on containerd 1.6.
+const WIN22: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n";
+const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.6.28\n";
+
 #[rstest]
 // KNM: the server sees the client pod's own address across nodes and OSes.
 #[case::no_nat_default("NET-OUTBOUND-NAT-EXCEPTIONLIST", Setup::Default, &[
@@ -106,6 +110,36 @@ const WIN19_NO_WINCAT: &str =
     ("[windows-17763→]", "pass", "answered"),
     ("[windows-20348→]", "error", "not Ready"),
 ])]
+// S2 (the 1.9 guide): "curl the virtual service IP from the Linux master" works.
+#[case::linux_host_default("HIST-1.9-VALIDATION", Setup::Default, &[
+    ("[linux→windows-17763,other-node,tcp]", "pass", "reached"),
+    ("[linux→windows-20348,other-node,tcp]", "pass", "reached"),
+])]
+// W14, WDBG: with MAC spoofing off on a Windows node's NIC, nothing from another node reaches
+// its pods, through a ClusterIP neither.
+#[case::linux_host_mac_spoofing("HIST-1.9-VALIDATION", Setup::Fault("win2022-1:mac-spoofing-disabled"), &[
+    ("[linux→windows-17763,other-node,tcp]", "pass", "reached"),
+    ("[linux→windows-20348,other-node,tcp]", "fail", "timeout"),
+])]
+// E2E/host_process: a HostProcess pod on containerd 1.7+ reaches the API server through the
+// kubernetes Service.
+#[case::hostprocess_default("SEC-HOSTPROCESS", Setup::Default, &[
+    ("network-flows/SEC-HOSTPROCESS[windows-17763→api-server,tcp]", "pass", "10.96.0.1:443"),
+    ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "pass", "10.96.0.1:443"),
+])]
+// WHPC23: no HostProcess pods before 1.23.
+#[case::hostprocess_1_14("SEC-HOSTPROCESS", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("network-flows/SEC-HOSTPROCESS[windows-17763→api-server,tcp]", "not-applicable", "1.23"),
+])]
+// The e2e test runs on containerd 1.7+: an older runtime's outcome is undocumented.
+#[case::hostprocess_containerd_1_6("SEC-HOSTPROCESS", Setup::Edited(WIN22, WIN22_CONTAINERD_16), &[
+    ("network-flows/SEC-HOSTPROCESS[windows-17763→api-server,tcp]", "pass", "10.96.0.1:443"),
+    ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "indeterminate", ""),
+])]
+// WDBG "kube-proxy not running": no Service, the kubernetes one included, answers from the node.
+#[case::hostprocess_kube_proxy_stopped("SEC-HOSTPROCESS", Setup::Fault("win2022-1:kube-proxy-stopped"), &[
+    ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "fail", "timeout"),
+])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,
     #[case] setup: Setup,
@@ -120,7 +154,7 @@ fn each_new_check_is_judged_as_documented(
                 cells.keys().collect::<Vec<_>>()
             )
         };
-        assert_eq!(v, verdict, "{id}: {summary}");
+        assert_eq!(v, verdict, "{id}: {v} ({summary})");
         assert!(summary.contains(says), "{id}: {summary:?} says {says:?}");
         if v == "fail" {
             assert!(!remedy.is_empty(), "{id}: a failing cell gives the remedy");
