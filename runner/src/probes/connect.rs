@@ -273,6 +273,14 @@ pub async fn observe(
                     .rsplit_once(':')
                     .map_or(body.trim(), |(ip, _)| ip)
                     .to_string();
+                // Only agnhost netexec answers /clientip; the web servers the fixtures run where
+                // no netexec image exists (early Windows builds) answer their page instead.
+                if seen.parse::<std::net::IpAddr>().is_err() {
+                    return Probed::Unknown(format!(
+                        "the server at {}:{} does not tell the client's address (no agnhost netexec /clientip there)",
+                        req.host, req.port
+                    ));
+                }
                 let own = match client_address(ctx, src, origin) {
                     Ok(a) => a,
                     Err(p) => return p.into(),
