@@ -8,10 +8,6 @@
 
 use axum::extract::ws::{Message, WebSocket};
 
-use super::ApiState;
-use super::portforward::{answer, sandbox_id};
-use crate::store::Obj;
-
 /// The subprotocols of the channel form, newest first.
 pub(super) const PROTOCOLS: [&str; 2] = ["v4.channel.k8s.io", "portforward.k8s.io"];
 
@@ -32,12 +28,17 @@ fn on(channel: usize, payload: &[u8]) -> Message {
     Message::Binary([&[byte][..], payload].concat().into())
 }
 
+/// What the pod answers to one request on a port: the reply's bytes, or the kubelet's reason
+/// for not reaching the port.
+pub(super) type Answer = Box<dyn Fn(u16, &[u8]) -> (Vec<u8>, Option<String>) + Send>;
+
 /// One session: the port prefixes, then one request and answer per port; `refused` (the
-/// kubelet cannot forward on this node) answers every port's error channel instead.
+/// kubelet cannot forward on this node) answers every port's error channel instead. `sandbox`
+/// is the pod sandbox's id the kubelet names in its errors.
 pub(super) async fn session(
-    state: ApiState,
     mut socket: WebSocket,
-    pod: Obj,
+    sandbox: String,
+    answer: Answer,
     ports: Vec<u16>,
     refused: Option<String>,
 ) {
@@ -48,8 +49,7 @@ pub(super) async fn session(
             }
         }
     }
-    let kubelet_error =
-        |port: u16, why: &str| format!("error forwarding port {port} to pod {}, uid : {why}", sandbox_id(&pod));
+    let kubelet_error = |port: u16, why: &str| format!("error forwarding port {port} to pod {sandbox}, uid : {why}");
     if let Some(why) = refused {
         for (i, port) in ports.iter().enumerate() {
             let _ = socket.send(on(2 * i + 1, kubelet_error(*port, &why).as_bytes())).await;
@@ -82,7 +82,7 @@ pub(super) async fn session(
         if !request.windows(4).any(|w| w == b"\r\n\r\n") {
             continue;
         }
-        let (reply, error) = answer(&state, &pod, *port, request);
+        let (reply, error) = answer(*port, request);
         let sent = match error {
             Some(why) => {
                 socket

@@ -89,7 +89,9 @@ pub(crate) async fn portforward(state: ApiState, t: &Target, mut parts: Parts) -
         if ports.is_empty() {
             return Err(ApiError::BadRequest("at least one port must be specified".into()));
         }
-        return Ok(upgrade.on_upgrade(move |socket| super::pfchannel::session(state, socket, pod, ports, refused)));
+        let sandbox = sandbox_id(&pod);
+        let answer: super::pfchannel::Answer = Box::new(move |port, request| answer(&state, &pod, port, request));
+        return Ok(upgrade.on_upgrade(move |socket| super::pfchannel::session(socket, sandbox, answer, ports, refused)));
     }
     Ok(upgrade.on_upgrade(move |socket| session(state, socket, pod, refused)))
 }
@@ -208,7 +210,7 @@ async fn session(state: ApiState, mut socket: WebSocket, pod: Obj, refused: Opti
 }
 
 /// The CRI sandbox id the kubelet names in its errors.
-pub(super) fn sandbox_id(pod: &Obj) -> String {
+fn sandbox_id(pod: &Obj) -> String {
     let hex: String = pod.uid().chars().filter(char::is_ascii_hexdigit).collect();
     format!("{hex}{hex}").chars().take(64).collect()
 }
@@ -226,7 +228,7 @@ fn reason(status: u16) -> &'static str {
 
 /// What the app at `port` answers to `request` (one HTTP request), and the kubelet's error
 /// when nothing listens there.
-pub(super) fn answer(state: &ApiState, pod: &Obj, port: u16, request: &[u8]) -> (Vec<u8>, Option<String>) {
+fn answer(state: &ApiState, pod: &Obj, port: u16, request: &[u8]) -> (Vec<u8>, Option<String>) {
     let text = String::from_utf8_lossy(request);
     let target = text
         .lines()
