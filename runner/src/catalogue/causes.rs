@@ -90,6 +90,11 @@ pub struct CellMatch {
     /// belong to.
     #[serde(default)]
     pub message: Option<String>,
+    /// The network modes where these cells are part of the symptom (`l2bridge`, `overlay`, …);
+    /// empty: any. A cause whose symptom differs by mode (a flow lost on overlay, delivered
+    /// with the wrong source on l2bridge) names, per mode, the cells it breaks there.
+    #[serde(default)]
+    pub network_modes: Vec<String>,
     /// `message`, compiled when the catalogue is parsed.
     #[serde(skip)]
     pub message_re: Option<Regex>,
@@ -362,7 +367,8 @@ impl Catalogue {
                     }
                 }
             }
-            for mode in &cause.network_modes {
+            let cell_modes = cause.fails.iter().chain(&cause.keeps).flat_map(|m| &m.network_modes);
+            for mode in cause.network_modes.iter().chain(cell_modes) {
                 if !["l2bridge", "overlay", "l2tunnel", "transparent"].contains(&mode.as_str()) {
                     return Err(invalid(format!("cause {id}: unknown network mode {mode}")));
                 }

@@ -37,6 +37,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "security-context.yaml",
         include_str!("../../../suites/security-context.yaml"),
     ),
+    ("node-api.yaml", include_str!("../../../suites/node-api.yaml")),
 ];
 
 /// One suite document.
@@ -128,6 +129,9 @@ pub enum Destination {
     /// The service's load-balancer ingress address at the service port (`type: LoadBalancer`;
     /// indeterminate when the cluster assigns no ingress address).
     LoadBalancer,
+    /// The ClusterIP of the `default/kubernetes` Service at 443 (`/healthz` over HTTPS): its
+    /// endpoints are the API server's host addresses, not pods.
+    KubernetesService,
 }
 
 /// A protocol a cell uses.
@@ -214,6 +218,11 @@ pub enum Probe {
     Outside { to: Destination },
     /// Existing DaemonSets/Deployments that could put Linux pods on Windows nodes.
     Audit { audit: AuditKind },
+    /// Port-forward through the API server (`pods/portforward`) to the netexec server on the
+    /// node, one HTTP request through the tunnel.
+    PortForward,
+    /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
+    NodeStats,
     /// The log of a node agent on the node: its pod's (kube-system DaemonSets such as the
     /// HostProcess kube-proxy and flanneld) or, where it runs as a node service, its log file
     /// under the kubelet's `/logs/`. A line matching `fails` is the failure; some line must
@@ -733,9 +742,13 @@ impl Suites {
                 }
                 // Flows, and the kinds that look at every worker; the others run on chosen nodes.
                 let per_node = match &check.probe {
-                    Probe::Connect { .. } | Probe::Resolve { .. } | Probe::Logs { .. } | Probe::Audit { .. } => true,
+                    Probe::Connect { .. }
+                    | Probe::Resolve { .. }
+                    | Probe::Logs { .. }
+                    | Probe::Audit { .. }
+                    | Probe::NodeStats => true,
                     Probe::Outside { to } => *to != Destination::LoadBalancer,
-                    Probe::Exec { .. } | Probe::Create { .. } | Probe::Fact { .. } => false,
+                    Probe::Exec { .. } | Probe::Create { .. } | Probe::Fact { .. } | Probe::PortForward => false,
                 };
                 if check.every_node && !per_node {
                     return Err(at(

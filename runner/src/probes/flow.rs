@@ -82,6 +82,11 @@ pub(super) fn server_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unp
     placed_ip(dep.servers.get(&n.name), "netexec server", n)
 }
 
+/// The pod IP of the client pod on `n`.
+pub(super) fn client_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unprobed> {
+    placed_ip(dep.clients.get(&n.name), "client pod", n)
+}
+
 /// The pod IP of the server publishing the hostPort on `n`.
 pub(super) fn host_port_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unprobed> {
     placed_ip(dep.host_ports.get(&n.name), "hostPort server", n)

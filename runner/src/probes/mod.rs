@@ -1,5 +1,6 @@
 //! The probe kinds, one module each with its command building, observation and judgement
-//! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`). What the run
+//! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`, `port-forward`,
+//! `node-stats`). What the run
 //! needs to know of a kind is here, as exhaustive `match`es on [`Probe`]: a new kind does not
 //! compile until it says how its cells are laid out, what it needs and how it observes.
 //! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
@@ -16,7 +17,9 @@ mod fidelity;
 mod flow;
 pub mod judgement;
 pub mod logs;
+pub mod nodestats;
 pub mod outside;
+pub mod portforward;
 pub mod resolve;
 pub mod settle;
 pub mod transport;
@@ -52,7 +55,10 @@ impl Probe {
         match self {
             Probe::Connect { .. } | Probe::Resolve { .. } => Shape::Flow,
             Probe::Fact { .. } => Shape::Nodes(NodeChoice::Every),
-            Probe::Exec { .. } | Probe::Create { .. } => Shape::Nodes(NodeChoice::Sample),
+            Probe::Exec { .. } | Probe::Create { .. } | Probe::PortForward => Shape::Nodes(NodeChoice::Sample),
+            // A read per node through the API (not free like a fact): every worker of the full
+            // matrix, as the other per-node probes.
+            Probe::NodeStats => Shape::Nodes(NodeChoice::Workers),
             Probe::Outside {
                 to: Destination::LoadBalancer,
             } => Shape::Nodes(NodeChoice::OnePerPool),
@@ -71,7 +77,9 @@ impl Probe {
             | Probe::Create { .. }
             | Probe::Fact { .. }
             | Probe::Audit { .. }
-            | Probe::Logs { .. } => false,
+            | Probe::Logs { .. }
+            | Probe::PortForward
+            | Probe::NodeStats => false,
         }
     }
 
@@ -96,7 +104,9 @@ impl Probe {
             | Probe::Exec { .. }
             | Probe::Create { .. }
             | Probe::Outside { .. }
-            | Probe::Logs { .. } => false,
+            | Probe::Logs { .. }
+            | Probe::PortForward
+            | Probe::NodeStats => false,
         }
     }
 
@@ -104,8 +114,9 @@ impl Probe {
     /// own pods starts while they are awaited.
     pub fn needs_fixtures(&self) -> bool {
         match self {
-            Probe::Create { .. } => false,
-            Probe::Connect { .. }
+            Probe::Create { .. } | Probe::NodeStats => false,
+            Probe::PortForward
+            | Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Exec { .. }
             | Probe::Fact { .. }
@@ -124,7 +135,9 @@ impl Probe {
             | Probe::Create { .. }
             | Probe::Fact { .. }
             | Probe::Audit { .. }
-            | Probe::Logs { .. } => false,
+            | Probe::Logs { .. }
+            | Probe::PortForward
+            | Probe::NodeStats => false,
         };
         crate::cluster::deploy::Needs { host_port }
     }
@@ -144,7 +157,9 @@ impl Probe {
             | Probe::Fact { .. }
             | Probe::Outside { .. }
             | Probe::Audit { .. }
-            | Probe::Logs { .. } => Vec::new(),
+            | Probe::Logs { .. }
+            | Probe::PortForward
+            | Probe::NodeStats => Vec::new(),
         }
     }
 
@@ -158,7 +173,9 @@ impl Probe {
             | Probe::Fact { .. }
             | Probe::Outside { .. }
             | Probe::Audit { .. }
-            | Probe::Logs { .. } => false,
+            | Probe::Logs { .. }
+            | Probe::PortForward
+            | Probe::NodeStats => false,
         }
     }
 
@@ -173,7 +190,9 @@ impl Probe {
             | Probe::Fact { .. }
             | Probe::Outside { .. }
             | Probe::Audit { .. }
-            | Probe::Logs { .. } => None,
+            | Probe::Logs { .. }
+            | Probe::PortForward
+            | Probe::NodeStats => None,
         }
     }
 
@@ -200,6 +219,8 @@ impl Probe {
             Probe::Fact { fact } => fact::observe(ctx, case, *fact, e),
             Probe::Outside { to } => outside::observe(ctx, case, *to).await,
             Probe::Audit { audit } => audit::observe(ctx, *audit).await,
+            Probe::PortForward => portforward::observe(ctx, case).await,
+            Probe::NodeStats => nodestats::observe(ctx, case).await,
             Probe::Logs {
                 agent,
                 fails,

@@ -61,8 +61,14 @@ fn role_fits(wanted: Role, role: NodeRole) -> bool {
 }
 
 /// Whether `cell` is one of the set `m` for `node`, among the node references `refs`.
-fn matches(m: &CellMatch, cell: &Cell, refs: &[NodeRef], node: &str) -> bool {
+fn matches(m: &CellMatch, cell: &Cell, refs: &[NodeRef], node: &str, mode: Option<&str>) -> bool {
     if !m.names(&cell.rule_id, &cell.check) {
+        return false;
+    }
+    if let Some(mode) = mode
+        && !m.network_modes.is_empty()
+        && !m.network_modes.iter().any(|w| w == mode)
+    {
         return false;
     }
     if !refs.iter().any(|r| r.name == node && role_fits(m.node, r.role)) {
@@ -184,19 +190,20 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     let mut explained = Vec::new();
     let mut contradicted = Vec::new();
     let mut violated = Vec::new();
+    let mode = report.facts.network_mode.as_ref().map(|f| f.value.as_str());
     for (i, cell) in report.cells.iter().enumerate() {
         let refs = if failing(cell.verdict) {
             observed_on(cell)
         } else {
             &cell.nodes
         };
-        if c.fails.iter().any(|m| matches(m, cell, refs, node)) {
+        if c.fails.iter().any(|m| matches(m, cell, refs, node, mode)) {
             if failing(cell.verdict) {
                 explained.push(i);
             } else if working(cell.verdict) {
                 contradicted.push(i);
             }
-        } else if failing(cell.verdict) && c.keeps.iter().any(|m| matches(m, cell, refs, node)) {
+        } else if failing(cell.verdict) && c.keeps.iter().any(|m| matches(m, cell, refs, node, mode)) {
             violated.push(i);
         }
     }

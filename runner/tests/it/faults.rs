@@ -49,6 +49,15 @@ const NETWORK_SUITES: &[&str] = &[
 ];
 
 impl Topology {
+    /// Its name after `@` in an rstest case of a fault with a case per topology.
+    fn label(self) -> &'static str {
+        match self {
+            Topology::Network => "network",
+            Topology::Pods => "pods",
+            Topology::Overlay => "overlay",
+        }
+    }
+
     fn args(self) -> Vec<&'static str> {
         match self {
             Topology::Network => NETWORK_SUITES.to_vec(),
@@ -131,7 +140,7 @@ const W_SAME: &str = "windows-20348→(windows-20348,same-node,.*|same-pod,.*)";
 /// The DNS lookups of the faulted node's pods (default cluster).
 const W_LOOKUPS: Cells = &[
     (
-        "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config|cluster-first-with-host-net-resolves",
+        "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config",
         "windows-20348→cluster-dns",
     ),
     ("headless-service|external-name-service", "windows-20348→.*"),
@@ -156,6 +165,8 @@ const SANDBOX_KEEPS: Cells = &[
     ("hostprocess-image-any-build", "windows-20348→"),
     // kube-proxy runs (HostProcess) and knows its node.
     ("kube-proxy-hostname-override", "windows-20348→"),
+    // HostProcess pods use the host network: the API server stays in reach.
+    ("hostprocess-to-kubernetes-service", "windows-20348→api-server,tcp"),
 ];
 
 /// flanneld (HostProcess) registered the network and wrote subnet.env: the sandbox failure has
@@ -199,7 +210,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|headless-service|external-name-service",
+                "pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|headless-service|external-name-service",
                 W_CROSS,
             ),
             ("windows-pod-to-cluster-ip", W_CROSS),
@@ -207,16 +218,17 @@ const CASES: &[Case] = &[
                 "node-to-pod|hostport",
                 "(linux|windows-17763)→windows-20348,other-node,tcp",
             ),
-            ("windows-host-to-cluster-ip", "windows-17763→windows-20348,.*"),
             (
                 "nodeport-from-windows-pod|pod-to-node",
                 "windows-20348→(linux|windows-17763),.*",
             ),
             ("pod-to-outside-ip|pod-to-outside-name", "windows-20348→external,tcp"),
             (
-                "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config|cluster-first-with-host-net-resolves",
+                "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config",
                 "windows-20348→cluster-dns",
             ),
+            // A Linux host's ClusterIP flow to a backend on the node crosses its NIC.
+            ("linux-host-to-cluster-ip", "linux→windows-20348,other-node,tcp"),
         ],
         keeps: &[
             (
@@ -246,7 +258,7 @@ const CASES: &[Case] = &[
         node: "win2019-1",
         fails: &[
             (
-                "pod-ip-cross-node|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|headless-service|external-name-service",
+                "pod-ip-cross-node|pod-to-pod-no-nat|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|headless-service|external-name-service",
                 "windows-17763→(linux|windows-17763),other-node,.*",
             ),
             ("hybrid-linux-windows", "windows-17763→linux,other-node,tcp"),
@@ -260,7 +272,7 @@ const CASES: &[Case] = &[
             ("pod-to-outside-ip", "windows-17763→external,tcp"),
             ("pod-ip-same-node", "windows-17763→windows-17763,same-node,.*"),
             (
-                "hybrid-linux-windows|pod-to-cluster-ip",
+                "hybrid-linux-windows|pod-to-cluster-ip|pod-to-pod-no-nat",
                 "linux→windows-17763,other-node,.*",
             ),
         ],
@@ -269,6 +281,39 @@ const CASES: &[Case] = &[
         // Its backends are spread over the pool's nodes: a client stuck to the one on the other
         // node is lost, one stuck to its own node's is not.
         varies: &[("client-ip-session-affinity", "windows-17763→windows-17763,tcp")],
+    },
+    // The same fault on l2bridge (the Kubernetes network model, KNM: pods reach pods on other
+    // nodes without NAT): pod traffic to other nodes is delivered, SNATed to the node's address.
+    // Only the server's view of the client shows it (agnhost /clientip); every flow still works.
+    Case {
+        fault: "exceptionlist-missing-cluster",
+        cause: "exceptionlist-missing-cluster",
+        cause_remedy: r"ExceptionList",
+        confirmable: true,
+        topology: Topology::Network,
+        node: "win2019-1",
+        fails: &[(
+            "pod-to-pod-no-nat",
+            "windows-17763→(linux|windows-20348),other-node,tcp",
+        )],
+        keeps: &[
+            (
+                "pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity",
+                "windows-17763→.*",
+            ),
+            (
+                "service-fqdn|service-short-name|pod-name-fqdn",
+                "windows-17763→cluster-dns",
+            ),
+            ("pod-to-outside-ip|pod-to-outside-name", "windows-17763→external,tcp"),
+            (
+                "pod-to-pod-no-nat",
+                "(linux|windows-20348)→windows-17763,other-node,tcp",
+            ),
+        ],
+        remedy: "ExceptionList",
+        undocumented: &[],
+        varies: &[],
     },
     // NET-OUTBOUND-NAT-EXCEPTIONLIST covering the outside; troubleshooting item "pod→external TCP
     // fails, in-cluster works".
@@ -282,7 +327,7 @@ const CASES: &[Case] = &[
         fails: &[("pod-to-outside-ip|pod-to-outside-name", "windows-20348→external,tcp")],
         keeps: &[
             (
-                "pod-ip-same-node|pod-ip-cross-node|pod-to-cluster-ip|icmp-inside-cluster",
+                "pod-ip-same-node|pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|icmp-inside-cluster",
                 W_ANY,
             ),
             ("service-fqdn|service-short-name", "windows-20348→cluster-dns"),
@@ -304,7 +349,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "pod-ip-same-node|pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|headless-service|external-name-service|nodeport-from-windows-pod|hostport-from-pod-own-node",
+                "pod-ip-same-node|pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|windows-pod-to-cluster-ip|headless-service|external-name-service|nodeport-from-windows-pod|hostport-from-pod-own-node",
                 W_ANY,
             ),
             ("containers-share-localhost|client-ip-session-affinity", W_OUT),
@@ -312,15 +357,14 @@ const CASES: &[Case] = &[
             // A load balancer reaches the pods through a node's NodePort: their endpoints are
             // gone whichever node it picks.
             (
-                "node-to-pod|hostport|nodeport-from-other-nodes|nodeport-from-outside|load-balancer-service",
+                "node-to-pod|hostport|nodeport-from-other-nodes|nodeport-from-outside|load-balancer-service|linux-host-to-cluster-ip",
                 ".*→windows-20348.*",
             ),
-            ("windows-host-to-cluster-ip", "windows-17763→windows-20348,.*"),
-            ("local-traffic-policy", "linux→windows-20348,.*"),
+            ("hostport-from-pod-own-node", W_SAME),
             // kube-proxy's own log says it cannot find its node.
             ("kube-proxy-hostname-override", W_OUT),
             (
-                "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config|cluster-first-with-host-net-resolves",
+                "service-fqdn|service-short-name|pod-name-fqdn|custom-dns-config",
                 "windows-20348→cluster-dns",
             ),
         ],
@@ -347,20 +391,20 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity|windows-host-to-cluster-ip",
+                "pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity|hostprocess-to-kubernetes-service",
                 W_OUT,
             ),
             W_LOOKUPS[0],
             W_LOOKUPS[1],
             W_LOOKUPS[2],
             (
-                "nodeport-from-other-nodes|nodeport-from-outside|nodeport-from-windows-pod|local-traffic-policy",
+                "nodeport-from-other-nodes|nodeport-from-outside|nodeport-from-windows-pod",
                 ".*→windows-20348.*",
             ),
         ],
         keeps: &[
             (
-                "pod-ip-same-node|pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|hostport",
+                "pod-ip-same-node|pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster|hostport",
                 W_ANY,
             ),
             ("pod-to-outside-ip", "windows-20348→external,tcp"),
@@ -396,6 +440,7 @@ const CASES: &[Case] = &[
             SANDBOX_KEEPS[2],
             SANDBOX_KEEPS[3],
             SANDBOX_KEEPS[4],
+            SANDBOX_KEEPS[5],
             FLANNEL_FINE,
             // The refusal of an image of another build still shows the documented HCS error.
             ("mismatched-build-image-fails|hyperv-isolation", "windows-20348→"),
@@ -449,6 +494,7 @@ const CASES: &[Case] = &[
             SANDBOX_KEEPS[2],
             SANDBOX_KEEPS[3],
             SANDBOX_KEEPS[4],
+            SANDBOX_KEEPS[5],
             FLANNEL_FINE,
         ],
         remedy: "Get-HnsNetwork",
@@ -471,7 +517,7 @@ const CASES: &[Case] = &[
                 "windows-20348→cluster-dns",
             ),
             (
-                "pod-ip-cross-node|pod-to-cluster-ip|pod-to-node|nodeport-from-windows-pod",
+                "pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|pod-to-node|nodeport-from-windows-pod",
                 W_OUT,
             ),
             ("pod-to-outside-ip", "windows-20348→external,tcp"),
@@ -493,14 +539,14 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: &[
             (
-                "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip",
+                "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip|hostprocess-to-kubernetes-service",
                 W_OUT,
             ),
             ("pod-to-outside-ip|pod-to-outside-name", "windows-20348→external,tcp"),
         ],
         keeps: &[
             (
-                "pod-ip-same-node|pod-ip-cross-node|pod-to-cluster-ip|windows-pod-to-cluster-ip|icmp-inside-cluster",
+                "pod-ip-same-node|pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|windows-pod-to-cluster-ip|icmp-inside-cluster",
                 W_ANY,
             ),
             (
@@ -517,7 +563,7 @@ const CASES: &[Case] = &[
         // MSK8S) covers ephemeral port exhaustion on the host (only microsoft/SDN's networkhealth
         // checks it).
         undocumented: &[(
-            "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip",
+            "node-to-pod|hostport|nodeport-from-other-nodes|windows-host-to-cluster-ip|hostprocess-to-kubernetes-service",
             W_OUT,
         )],
         varies: &[],
@@ -546,7 +592,7 @@ const CASES: &[Case] = &[
         ],
         keeps: &[
             (
-                "pod-ip-same-node|pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster",
+                "pod-ip-same-node|pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster",
                 ".*windows-17763.*",
             ),
             ("pod-to-outside-ip", "windows-17763→external,tcp"),
@@ -568,7 +614,7 @@ const CASES: &[Case] = &[
         node: "win2019-1",
         fails: &[
             (
-                "pod-ip-cross-node|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|headless-service|external-name-service",
+                "pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster|pod-to-cluster-ip|headless-service|external-name-service|linux-host-to-cluster-ip",
                 ".*windows-17763.*,other-node,.*",
             ),
             (
@@ -602,11 +648,14 @@ const CASES: &[Case] = &[
 ];
 
 /// The case of a fault.
-fn case_of(fault: &str) -> &'static Case {
+/// The case of `name`: a fault (its first case), or `fault@topology` where a fault has a case
+/// per topology (`exceptionlist-missing-cluster@network`).
+fn case_of(name: &str) -> &'static Case {
+    let (fault, topology) = name.split_once('@').unwrap_or((name, ""));
     CASES
         .iter()
-        .find(|c| c.fault == fault)
-        .unwrap_or_else(|| panic!("no case for {fault}"))
+        .find(|c| c.fault == fault && (topology.is_empty() || c.topology.label() == topology))
+        .unwrap_or_else(|| panic!("no case for {name}"))
 }
 
 fn mixcheck() -> Command {
@@ -762,6 +811,7 @@ fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
 #[case::kubelet_stopped("kubelet-stopped")]
 #[case::mac_spoofing_disabled("mac-spoofing-disabled")]
 #[case::exceptionlist_missing_cluster("exceptionlist-missing-cluster")]
+#[case::exceptionlist_missing_cluster_l2bridge("exceptionlist-missing-cluster@network")]
 #[case::exceptionlist_covers_outside("exceptionlist-covers-outside")]
 #[case::kube_proxy_no_hostname_override("kube-proxy-no-hostname-override")]
 #[case::kube_proxy_stopped("kube-proxy-stopped")]
@@ -1159,6 +1209,7 @@ fn top_cause(diagnosis: &Value, node: &str) -> (String, u64, Vec<String>, Vec<St
 #[case::kubelet_stopped("kubelet-stopped")]
 #[case::mac_spoofing_disabled("mac-spoofing-disabled")]
 #[case::exceptionlist_missing_cluster("exceptionlist-missing-cluster")]
+#[case::exceptionlist_missing_cluster_l2bridge("exceptionlist-missing-cluster@network")]
 #[case::exceptionlist_covers_outside("exceptionlist-covers-outside")]
 #[case::kube_proxy_no_hostname_override("kube-proxy-no-hostname-override")]
 #[case::kube_proxy_stopped("kube-proxy-stopped")]

@@ -8,6 +8,7 @@
 //! - `baseline_cli` — the gate against a baseline, `mixcheck diff`
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
 //! - `faults` — every injectable fault against a clean run, cell by cell
+//! - `new_checks` — the checks of issue #22 part 4 (no NAT, port-forward, stats, …) per setup
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
 //! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
@@ -32,6 +33,7 @@ mod fixture_schemas;
 mod hygiene_cli;
 mod job_cli;
 mod layout;
+mod new_checks;
 mod profiles;
 mod rbac_cli;
 mod reports_cli;

@@ -17,6 +17,7 @@ mod exec;
 mod logs;
 mod metrics;
 mod nodeproxy;
+mod pfchannel;
 mod portforward;
 mod requestinfo;
 mod resource;

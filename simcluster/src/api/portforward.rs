@@ -1,4 +1,5 @@
-//! `pods/portforward`, as kubectl 1.31+ speaks it: a WebSocket with subprotocol
+//! `pods/portforward`, as kubectl 1.31+ speaks it (the channel form client libraries speak is
+//! [`super::pfchannel`]): a WebSocket with subprotocol
 //! `SPDY/3.1+portforward.k8s.io` tunnelling SPDY/3.1 frames ([`super::spdy`]), each forwarded
 //! connection a pair of streams with the same `port` and `requestID`, `streamType: error` and
 //! `streamType: data` (client-go `tools/portforward`, KEP-4006 "Transition from SPDY to
@@ -70,13 +71,28 @@ pub(crate) async fn portforward(state: ApiState, t: &Target, mut parts: Parts) -
             "the bundled cluster serves port-forward over WebSocket only ({PROTOCOL}): use kubectl 1.31 or newer"
         )));
     };
-    let upgrade = upgrade.protocols([PROTOCOL]);
-    if upgrade.selected_protocol().is_none() {
+    let upgrade = upgrade.protocols([PROTOCOL, super::pfchannel::PROTOCOLS[0], super::pfchannel::PROTOCOLS[1]]);
+    let Some(selected) = upgrade
+        .selected_protocol()
+        .and_then(|p| p.to_str().ok())
+        .map(str::to_string)
+    else {
         return Err(ApiError::BadRequest(format!(
-            "no supported streaming protocol was offered: use {PROTOCOL}"
+            "no supported streaming protocol was offered: use {PROTOCOL} or {}",
+            super::pfchannel::PROTOCOLS[0]
         )));
-    }
+    };
     let refused = profile.as_ref().and_then(|p| refusal(p, state.cluster_version));
+    if selected != PROTOCOL {
+        // The channel form names its ports in the query (the SPDY form in each stream's headers).
+        let ports = super::pfchannel::ports(parts.uri.query());
+        if ports.is_empty() {
+            return Err(ApiError::BadRequest("at least one port must be specified".into()));
+        }
+        let sandbox = sandbox_id(&pod);
+        let answer: super::pfchannel::Answer = Box::new(move |port, request| answer(&state, &pod, port, request));
+        return Ok(upgrade.on_upgrade(move |socket| super::pfchannel::session(socket, sandbox, answer, ports, refused)));
+    }
     Ok(upgrade.on_upgrade(move |socket| session(state, socket, pod, refused)))
 }
 

@@ -250,11 +250,11 @@ impl NodeProfile {
         self.is_windows() && self.build.is_some_and(|b| b < 16299)
     }
 
-    /// Whether a HostProcess pod on this node reaches Service ClusterIPs whose backends run on
-    /// other nodes: current Windows nodes (HostProcess on containerd 1.7 or later), as the
-    /// upstream e2e "should support querying api-server using in-cluster config" requires.
-    /// Older nodes keep the FAQ's limitation; no node reaches backends on itself through a
-    /// ClusterIP (SVC-VIP-FROM-NODE).
+    /// Whether a HostProcess pod on this node reaches the API server through the `kubernetes`
+    /// Service (whose endpoints are the API server's host addresses, not pods): current Windows
+    /// nodes (HostProcess on containerd 1.7 or later), as the upstream e2e "should support
+    /// querying api-server using in-cluster config" requires. Pod-backed ClusterIPs stay a
+    /// limitation of the Windows host (WDBG, WUG; SVC-VIP-FROM-NODE).
     pub fn host_reaches_remote_cluster_ips(&self) -> bool {
         self.supports_host_process() && self.runtime_version >= (1, 7)
     }

@@ -88,6 +88,7 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mu
             programming: p.timing.programming(p.os),
         });
     }
+    f.api_server = api_server_node(store, profiles);
     add_outside(&mut f);
     let node_of: HashMap<&str, usize> = profiles.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
@@ -362,6 +363,19 @@ fn udp_client_ports(tokens: &[&str]) -> Vec<u16> {
         }
     }
     ports
+}
+
+/// The control-plane node (labelled `node-role.kubernetes.io/control-plane`) whose host address
+/// the API server listens on.
+fn api_server_node(store: &Store, profiles: &[NodeProfile]) -> Option<usize> {
+    let (nodes, _) = store.list(resources::core("nodes"), None);
+    let name = nodes
+        .iter()
+        .find(|n| {
+            crate::vocab::json::get(n.value(), "/metadata/labels/node-role.kubernetes.io~1control-plane").is_some()
+        })
+        .map(|n| n.name().to_string())?;
+    profiles.iter().position(|p| p.name == name)
 }
 
 fn add_services(

@@ -155,7 +155,7 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
             },
             _ = resync.tick() => {
                 ticks = ticks.wrapping_add(1);
-                ctl.enqueue_all(&mut queue, ticks % 15 == 0);
+                ctl.enqueue_all(&mut queue, ticks.is_multiple_of(15));
             }
         }
         // Batch what arrived meanwhile.

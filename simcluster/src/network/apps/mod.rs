@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::config::profile::NodeProfile;
 use crate::network::dns::{self, DnsConfig, Records, Resolution};
-use crate::network::fabric::{App, Endpoint, Fabric, Failure, Flow, KUBELET_PORT, NetFacts, Proto, Reached, Src};
+use crate::network::fabric::{
+    API_SERVER_PORT, App, Endpoint, Fabric, Failure, Flow, KUBELET_PORT, NetFacts, Proto, Reached, Src,
+};
 use crate::network::snapshot;
 use crate::network::wire::{HttpReply, Lookup, Wire};
 use crate::store::resources;
@@ -396,6 +398,12 @@ impl Client {
             Endpoint::Node { port, .. } if port == KUBELET_PORT => {
                 Ok(reply(400, "Client sent an HTTP request to an HTTPS server.\n"))
             }
+            // The API server's health endpoints are open to anonymous clients (the
+            // system:public-info-viewer role); TLS is not modelled, as for the kubelet.
+            Endpoint::Node { port, .. } if port == API_SERVER_PORT => Ok(match path {
+                "/healthz" | "/livez" | "/readyz" => reply(200, "ok"),
+                _ => reply(403, "forbidden: User \"system:anonymous\" cannot get path\n"),
+            }),
             Endpoint::Node { .. } => Err(Failure::Reset),
             Endpoint::Outside { host, .. } => match self.app_at(reached.at, Proto::Tcp) {
                 Some(App::Web) => {

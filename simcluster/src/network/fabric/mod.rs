@@ -151,8 +151,9 @@ pub struct NodeFacts {
     pub backend_limit: usize,
     /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
     pub port_mappings: bool,
-    /// Whether the node's host network reaches ClusterIPs whose backends run on other nodes
-    /// (current Windows nodes with HostProcess on containerd 1.7+; SVC-VIP-FROM-NODE).
+    /// Whether the node's host network (a HostProcess pod) reaches the API server through the
+    /// `kubernetes` Service: current Windows nodes with HostProcess on containerd 1.7+
+    /// (E2E/host_process). Pod-backed ClusterIPs stay out of its reach (SVC-VIP-FROM-NODE).
     pub vip_from_host: bool,
     pub faults: Vec<Fault>,
     /// How long the node's proxy takes to program a new or changed Service
@@ -394,6 +395,9 @@ pub struct Fabric {
     /// the Service's latest change: they keep answering while the change is programmed (a
     /// proxy replaces its rules for a Service at its next sync; until then the old ones work).
     pub settled: HashMap<usize, Vec<std::collections::BTreeSet<Ipv4Addr>>>,
+    /// The node whose host address the API server listens on: the `kubernetes` Service's
+    /// endpoint (None without a control-plane node).
+    pub api_server: Option<usize>,
 }
 
 /// The kubelet's read-only port, always open on every node.
@@ -413,6 +417,7 @@ impl Fabric {
             host_listeners: HashMap::new(),
             host_ports: HashMap::new(),
             node_ports: HashMap::new(),
+            api_server: None,
         }
     }
 
@@ -944,7 +949,7 @@ impl Fabric {
         // WDBG: "My Windows node cannot access my services using the service IP … a known
         // limitation"; WUG: "Only Windows pods are able to access service IPs". Every current
         // document keeps it, whatever the runtime (SVC-VIP-FROM-NODE).
-        if windows_host {
+        if windows_host && !self.windows_host_reaches_api(flow, svc) {
             return Decision::fail(
                 Failure::Timeout,
                 "SVC-VIP-FROM-NODE",
@@ -974,6 +979,9 @@ impl Fabric {
                 Failure::Timeout,
                 "the cluster DNS service is unreachable from this node",
             );
+        }
+        if self.is_api_service(svc) {
+            return self.to_api_server(flow);
         }
         let client = self.source_ip(flow.src);
         let (backend, port, affinity_ignored) = match self.balance(svc, sp, lb, false, client, flow.pick) {
@@ -1047,6 +1055,9 @@ impl Fabric {
                 "NET-LOCAL-POLICY-NON-DSR",
                 "externalTrafficPolicy: Local is not supported by this Windows kube-proxy without DSR",
             );
+        }
+        if self.is_api_service(svc) {
+            return self.to_api_server(flow);
         }
         let client = self.source_ip(flow.src);
         let (backend, port, affinity_ignored) = match self.balance(svc, sp, n, s.local_only, client, flow.pick) {
@@ -1269,5 +1280,8 @@ impl Fabric {
     }
 }
 
+mod apiserver;
 #[cfg(test)]
 mod tests;
+
+pub use apiserver::API_SERVER_PORT;

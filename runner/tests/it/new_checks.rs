@@ -1,0 +1,174 @@
+//! The checks of issue #22 part 4, end to end on the bundled cluster: a clean default run judges
+//! each as documented, and another profile, topology or fault changes the verdict the way its
+//! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
+//! summary API, E2E/kubelet_stats).
+
+use std::collections::BTreeMap;
+
+use rstest::rstest;
+use serde_json::Value;
+
+use crate::cli::{mixcheck, text};
+
+/// How a run is set up: a built-in profile, the default cluster with its text edited, a fault.
+enum Setup {
+    Default,
+    Profile(&'static str),
+    /// The default topology with `(from, to)` replaced once.
+    Edited(&'static str, &'static str),
+    Fault(&'static str),
+}
+
+/// Runs the checks of `rule` and returns each cell's id with its verdict, summary and remedy.
+fn run(rule: &str, setup: &Setup) -> BTreeMap<String, (String, String, String)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = mixcheck(dir.path());
+    cmd.args(["run", "--quiet", "--check", rule]);
+    match setup {
+        Setup::Default => {}
+        Setup::Profile(p) => {
+            cmd.args(["--profile", p]);
+        }
+        Setup::Edited(from, to) => {
+            let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../simcluster/topologies/default.yaml");
+            let text = std::fs::read_to_string(default).expect("default topology");
+            assert_eq!(text.matches(from).count(), 1, "{from:?} occurs once");
+            let file = dir.path().join("topology.yaml");
+            std::fs::write(&file, text.replacen(from, to, 1)).expect("write topology");
+            cmd.arg("--topology").arg(&file);
+        }
+        Setup::Fault(f) => {
+            cmd.args(["--fault", f]);
+        }
+    }
+    let out = cmd.output().expect("run mixcheck");
+    let results = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
+        .unwrap_or_else(|e| panic!("{rule}: no results.json ({e})\n{}", text(&out)));
+    let report: Value = serde_json::from_str(&results).expect("results.json");
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    report["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                s(&c["id"]),
+                (s(&c["verdict"]), s(&c["observed"]["summary"]), s(&c["remedy"])),
+            )
+        })
+        .collect()
+}
+
+/// win2019-1's kernel line in the default topology, and the same with a pause image without wincat.
+const WIN19: &str = "    kernelVersion: 10.0.17763.6414\n";
+const WIN19_NO_WINCAT: &str =
+    "    kernelVersion: 10.0.17763.6414\n    pauseImage: mcr.microsoft.com/k8s/core/pause:1.0.0\n";
+
+/// win2022-1's kernel and runtime lines, and the same on containerd 1.6.
+const WIN22: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n";
+const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.6.28\n";
+
+#[rstest]
+// KNM: the server sees the client pod's own address across nodes and OSes.
+#[case::no_nat_default("NET-OUTBOUND-NAT-EXCEPTIONLIST", Setup::Default, &[
+    ("[linux→windows-17763,other-node,tcp]", "pass", ""),
+    ("[windows-17763→linux,other-node,tcp]", "pass", ""),
+    ("[windows-20348→windows-17763,other-node,tcp]", "pass", ""),
+])]
+// W14, WDBG, MSK8S: without the cluster CIDR in the ExceptionList, l2bridge delivers the
+// faulted node's pod traffic to other nodes SNATed to the node's address.
+#[case::no_nat_exceptionlist("NET-OUTBOUND-NAT-EXCEPTIONLIST", Setup::Fault("win2019-1:exceptionlist-missing-cluster"), &[
+    ("[windows-17763→linux,other-node,tcp]", "fail", "backend saw"),
+    ("[windows-17763→windows-20348,other-node,tcp]", "fail", "backend saw"),
+    ("[linux→windows-17763,other-node,tcp]", "pass", ""),
+    ("[windows-20348→linux,other-node,tcp]", "pass", ""),
+])]
+// W20, WDBG: port-forward works on Linux and on Windows with a pause image carrying wincat.
+#[case::port_forward_default("NET-PORT-FORWARD", Setup::Default, &[
+    ("[linux→]", "pass", "200 OK"),
+    ("[windows-17763→]", "pass", "200 OK"),
+    ("[windows-20348→]", "pass", "200 OK"),
+])]
+// W14 (HIST-1.14-PORTFWD): not supported on 1.14 Windows nodes.
+#[case::port_forward_1_14("NET-PORT-FORWARD", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "pass", "200 OK"),
+    ("[windows-17763→]", "known-limitation", "not supported"),
+])]
+// WDBG: "unable to do port forwarding: wincat not found" with a pause image built without it.
+#[case::port_forward_no_wincat("NET-PORT-FORWARD", Setup::Edited(WIN19, WIN19_NO_WINCAT), &[
+    ("[windows-17763→]", "fail", "wincat not found"),
+    ("[windows-20348→]", "pass", "200 OK"),
+])]
+// E2E/kubelet_stats: the summary API answers for every node.
+#[case::stats_default("NODE-STATS", Setup::Default, &[
+    ("[linux→]", "pass", "answered"),
+    ("[windows-17763→]", "pass", "answered"),
+    ("[windows-20348→]", "pass", "answered"),
+])]
+// A stopped kubelet answers nothing: its node's cell is not judged as working.
+#[case::stats_kubelet_stopped("NODE-STATS", Setup::Fault("win2022-1:kubelet-stopped"), &[
+    ("[windows-17763→]", "pass", "answered"),
+    ("[windows-20348→]", "error", "not Ready"),
+])]
+// S2 (the 1.9 guide): "curl the virtual service IP from the Linux master" works.
+#[case::linux_host_default("HIST-1.9-VALIDATION", Setup::Default, &[
+    ("[linux→windows-17763,other-node,tcp]", "pass", "reached"),
+    ("[linux→windows-20348,other-node,tcp]", "pass", "reached"),
+])]
+// W14, WDBG: with MAC spoofing off on a Windows node's NIC, nothing from another node reaches
+// its pods, through a ClusterIP neither.
+#[case::linux_host_mac_spoofing("HIST-1.9-VALIDATION", Setup::Fault("win2022-1:mac-spoofing-disabled"), &[
+    ("[linux→windows-17763,other-node,tcp]", "pass", "reached"),
+    ("[linux→windows-20348,other-node,tcp]", "fail", "timeout"),
+])]
+// E2E/host_process: a HostProcess pod on containerd 1.7+ reaches the API server through the
+// kubernetes Service.
+#[case::hostprocess_default("SEC-HOSTPROCESS", Setup::Default, &[
+    ("network-flows/SEC-HOSTPROCESS[windows-17763→api-server,tcp]", "pass", "10.96.0.1:443"),
+    ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "pass", "10.96.0.1:443"),
+])]
+// WHPC23: no HostProcess pods before 1.23.
+#[case::hostprocess_1_14("SEC-HOSTPROCESS", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("network-flows/SEC-HOSTPROCESS[windows-17763→api-server,tcp]", "not-applicable", "1.23"),
+])]
+// The e2e test runs on containerd 1.7+: an older runtime's outcome is undocumented.
+#[case::hostprocess_containerd_1_6("SEC-HOSTPROCESS", Setup::Edited(WIN22, WIN22_CONTAINERD_16), &[
+    ("network-flows/SEC-HOSTPROCESS[windows-17763→api-server,tcp]", "pass", "10.96.0.1:443"),
+    ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "indeterminate", ""),
+])]
+// WDBG "kube-proxy not running": no Service, the kubernetes one included, answers from the node.
+#[case::hostprocess_kube_proxy_stopped("SEC-HOSTPROCESS", Setup::Fault("win2022-1:kube-proxy-stopped"), &[
+    ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "fail", "timeout"),
+])]
+fn each_new_check_is_judged_as_documented(
+    #[case] rule: &str,
+    #[case] setup: Setup,
+    #[case] want: &[(&str, &str, &str)],
+) {
+    let cells = run(rule, &setup);
+    for (coordinates, verdict, says) in want {
+        let found = cells.iter().find(|(id, _)| id.ends_with(coordinates));
+        let Some((id, (v, summary, remedy))) = found else {
+            panic!(
+                "{rule}: no cell {coordinates} among {:#?}",
+                cells.keys().collect::<Vec<_>>()
+            )
+        };
+        assert_eq!(v, verdict, "{id}: {v} ({summary})");
+        assert!(summary.contains(says), "{id}: {summary:?} says {says:?}");
+        if v == "fail" {
+            assert!(!remedy.is_empty(), "{id}: a failing cell gives the remedy");
+        }
+    }
+}
+
+/// The remedy of a port-forward refused for want of wincat names the pause images that carry it.
+#[test]
+fn a_pause_image_without_wincat_gets_the_documented_remedy() {
+    let cells = run("NET-PORT-FORWARD", &Setup::Edited(WIN19, WIN19_NO_WINCAT));
+    let (_, (_, _, remedy)) = cells
+        .iter()
+        .find(|(id, _)| id.ends_with("[windows-17763→]"))
+        .expect("the windows-17763 cell");
+    assert!(remedy.contains("wincat") && remedy.contains("pause:1.4.1"), "{remedy}");
+}
