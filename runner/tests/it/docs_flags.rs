@@ -15,7 +15,9 @@ use rstest::rstest;
 const OTHER_TOOLS: &[&str] = &[
     "addons",
     "as",
+    "call-graph",
     "cascade",
+    "children",
     "concurrency",
     "current-replicas",
     "duration",

@@ -89,6 +89,9 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mu
         });
     }
     f.api_server = api_server_node(store, profiles);
+    if f.api_server.is_none() {
+        f.managed_api_server = managed_api_server(&mut f, store);
+    }
     add_outside(&mut f);
     let node_of: HashMap<&str, usize> = profiles.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
@@ -367,6 +370,41 @@ fn udp_client_ports(tokens: &[&str]) -> Vec<u16> {
 
 /// The control-plane node (labelled `node-role.kubernetes.io/control-plane`) whose host address
 /// the API server listens on.
+/// Where a managed platform's API server answers when the cluster's objects name no address: a
+/// documentation address (RFC 5737 TEST-NET-2) outside every cluster range.
+const MANAGED_API_SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
+
+/// The outside host behind `default/kubernetes` where no node runs the API server (AKS, EKS and
+/// GKE host it off the cluster's nodes): its Endpoints' address, else a documentation address.
+fn managed_api_server(f: &mut Fabric, store: &Store) -> Option<usize> {
+    let listed: Option<Ipv4Addr> = store
+        .get(resources::core("endpoints"), "default", "kubernetes")
+        .ok()
+        .and_then(|ep| {
+            arr(ep.value(), "/subsets")
+                .iter()
+                .flat_map(|s| arr(s, "/addresses"))
+                .find_map(|a| json::str(a, "/ip").parse().ok())
+        });
+    let ip = listed.unwrap_or(MANAGED_API_SERVER_IP);
+    if let Some(i) = f.outside.iter().position(|h| h.ip == ip) {
+        return Some(i);
+    }
+    f.outside.push(OutsideHost {
+        ip,
+        name: "api-server".into(),
+        serves: vec![
+            (
+                crate::network::fabric::MANAGED_API_SERVER_PORT,
+                Proto::Tcp,
+                App::ApiServer,
+            ),
+            (crate::network::fabric::API_SERVER_PORT, Proto::Tcp, App::ApiServer),
+        ],
+    });
+    Some(f.outside.len() - 1)
+}
+
 fn api_server_node(store: &Store, profiles: &[NodeProfile]) -> Option<usize> {
     let (nodes, _) = store.list(resources::core("nodes"), None);
     let name = nodes

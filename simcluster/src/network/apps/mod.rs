@@ -392,6 +392,7 @@ impl Client {
                         ),
                     )),
                     Some(App::DnsHealth) => Ok(coredns_http(reached.at, path)),
+                    Some(App::ApiServer) => Ok(api_server_http(path)),
                     Some(App::Dns | App::UdpEcho) | None => Err(Failure::Reset),
                 }
             }
@@ -400,10 +401,7 @@ impl Client {
             }
             // The API server's health endpoints are open to anonymous clients (the
             // system:public-info-viewer role); TLS is not modelled, as for the kubelet.
-            Endpoint::Node { port, .. } if port == API_SERVER_PORT => Ok(match path {
-                "/healthz" | "/livez" | "/readyz" => reply(200, "ok"),
-                _ => reply(403, "forbidden: User \"system:anonymous\" cannot get path\n"),
-            }),
+            Endpoint::Node { port, .. } if port == API_SERVER_PORT => Ok(api_server_http(path)),
             Endpoint::Node { .. } => Err(Failure::Reset),
             Endpoint::Outside { host, .. } => match self.app_at(reached.at, Proto::Tcp) {
                 Some(App::Web) => {
@@ -415,6 +413,7 @@ impl Client {
                         ),
                     ))
                 }
+                Some(App::ApiServer) => Ok(api_server_http(path)),
                 _ => Err(Failure::Reset),
             },
         }
@@ -676,3 +675,13 @@ impl Wire for Client {
 
 #[cfg(test)]
 mod tests;
+
+/// The API server's health endpoints are open to anonymous clients (the
+/// system:public-info-viewer role); other paths are refused. TLS is not modelled, as for the
+/// kubelet.
+fn api_server_http(path: &str) -> HttpReply {
+    match path {
+        "/healthz" | "/livez" | "/readyz" => reply(200, "ok"),
+        _ => reply(403, "forbidden: User \"system:anonymous\" cannot get path\n"),
+    }
+}

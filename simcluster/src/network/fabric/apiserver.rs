@@ -11,6 +11,9 @@ use super::{Decision, Endpoint, Fabric, Failure, Flow, Src};
 /// The port the API server listens on at its host address (the Service's targetPort).
 pub const API_SERVER_PORT: u16 = 6443;
 
+/// The port of a managed API server's endpoint (AKS, EKS and GKE list port 443).
+pub const MANAGED_API_SERVER_PORT: u16 = 443;
+
 impl Fabric {
     /// Whether service `svc` is `default/kubernetes`.
     pub(super) fn is_api_service(&self, svc: usize) -> bool {
@@ -34,10 +37,26 @@ impl Fabric {
     /// host address, across the node network.
     pub(super) fn to_api_server(&self, flow: &Flow) -> Decision {
         let Some(cp) = self.api_server else {
-            return Decision::fail(
-                Failure::Timeout,
-                "NET-POD-SVC-CLUSTERIP",
-                "the kubernetes Service has no endpoints (no control-plane node)",
+            // AKS, EKS and GKE run the API server off the cluster's nodes: the Service's endpoint
+            // is the provider's address, reached across the node network like an outside host.
+            let Some(host) = self.managed_api_server else {
+                return Decision::fail(
+                    Failure::Timeout,
+                    "NET-POD-SVC-CLUSTERIP",
+                    "the kubernetes Service has no endpoints (no control-plane node)",
+                );
+            };
+            if let Some(v) = self.pod_out(flow.src, true, flow.proto) {
+                return v;
+            }
+            return Decision::ok(
+                Endpoint::Outside {
+                    host,
+                    port: MANAGED_API_SERVER_PORT,
+                },
+                self.source_ip(flow.src),
+                "SEC-HOSTPROCESS",
+                "the kubernetes Service leads to the managed API server",
             );
         };
         let from = self.src_node(flow.src);

@@ -191,6 +191,9 @@ pub enum App {
     Dns,
     /// CoreDNS's HTTP endpoints: `/health` (8080), `/ready` (8181), `/metrics` (9153).
     DnsHealth,
+    /// A managed control plane's API server (AKS, EKS, GKE run it off the cluster's nodes): its
+    /// health endpoints.
+    ApiServer,
 }
 
 /// A listening port in a pod.
@@ -398,6 +401,9 @@ pub struct Fabric {
     /// The node whose host address the API server listens on: the `kubernetes` Service's
     /// endpoint (None without a control-plane node).
     pub api_server: Option<usize>,
+    /// Without a control-plane node (a managed platform), the outside host the `kubernetes`
+    /// Service's endpoint is: the provider's API server.
+    pub managed_api_server: Option<usize>,
 }
 
 /// The kubelet's read-only port, always open on every node.
@@ -418,6 +424,7 @@ impl Fabric {
             host_ports: HashMap::new(),
             node_ports: HashMap::new(),
             api_server: None,
+            managed_api_server: None,
         }
     }
 
@@ -1284,4 +1291,4 @@ mod apiserver;
 #[cfg(test)]
 mod tests;
 
-pub use apiserver::API_SERVER_PORT;
+pub use apiserver::{API_SERVER_PORT, MANAGED_API_SERVER_PORT};
