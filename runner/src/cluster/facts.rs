@@ -121,6 +121,25 @@ pub struct ClusterFacts {
     pub report: Facts,
 }
 
+#[cfg(test)]
+impl ClusterFacts {
+    /// Facts of a 1.32 cluster of `nodes` and nothing else known, for tests.
+    pub fn of_nodes(nodes: Vec<ClusterNode>) -> Self {
+        ClusterFacts {
+            version: (1, 32),
+            nodes,
+            network_mode: None,
+            dsr: None,
+            win_dsr_gate: None,
+            flannel_version: None,
+            egress: None,
+            feature_gates: None,
+            runtime_classes: Ok(Vec::new()),
+            report: Default::default(),
+        }
+    }
+}
+
 impl ClusterFacts {
     /// The DNS domain every name the run builds ends in: the kubelets' `clusterDomain`
     /// (configz), else `cluster.local`, the kubelet's and kubeadm's default (where no node

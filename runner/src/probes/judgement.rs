@@ -375,18 +375,7 @@ mod tests {
 
     #[test]
     fn pairs_on_a_node_that_is_not_ready_are_not_probed_and_say_why() {
-        let facts = ClusterFacts {
-            version: (1, 32),
-            nodes: vec![node("win2019-1", true), node("win2022-1", false)],
-            network_mode: None,
-            dsr: None,
-            win_dsr_gate: None,
-            flannel_version: None,
-            egress: None,
-            feature_gates: None,
-            runtime_classes: Ok(Vec::new()),
-            report: Default::default(),
-        };
+        let facts = ClusterFacts::of_nodes(vec![node("win2019-1", true), node("win2022-1", false)]);
         let connect = Probe::Connect {
             from: Origin::Pod,
             to: Destination::PodIp,

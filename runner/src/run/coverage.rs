@@ -136,18 +136,7 @@ mod tests {
     use rstest::rstest;
 
     fn facts(nodes: Vec<ClusterNode>) -> ClusterFacts {
-        ClusterFacts {
-            version: (1, 32),
-            nodes,
-            network_mode: None,
-            dsr: None,
-            win_dsr_gate: None,
-            flannel_version: None,
-            egress: None,
-            feature_gates: None,
-            runtime_classes: Ok(Vec::new()),
-            report: Default::default(),
-        }
+        ClusterFacts::of_nodes(nodes)
     }
 
     fn windows(name: &str, kernel: &str) -> ClusterNode {

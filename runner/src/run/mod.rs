@@ -203,13 +203,9 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         let bar = progress.bar(crate::cluster::progress::Phase::Probe);
         bar.set_length(u64::try_from(cells.len()).unwrap_or(u64::MAX));
         let early = judge_cells(&early_ctx, early, plan.concurrency, &bar, &judged);
-        let later = async {
-            let full = lock(&sets).full.clone();
-            let scope = deploy::Scope {
-                full: &full,
-                before: None,
-            };
-            let mut dep = deploy::deploy(
+        // The fixtures of `scope`: every node's at first, then those of promoted nodes.
+        let deploy_scope = async |scope: deploy::Scope<'_>| {
+            deploy::deploy(
                 &client,
                 &ns,
                 &run_id,
@@ -222,7 +218,15 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 &progress,
             )
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())
+        };
+        let later = async {
+            let full = lock(&sets).full.clone();
+            let mut dep = deploy_scope(deploy::Scope {
+                full: &full,
+                before: None,
+            })
+            .await?;
             let count = cells::count(&cells);
             say(&format!(
                 "Probing {} cells of {} checks ({} probes; {} fact readings)…",
@@ -263,24 +267,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                     s.promote(&failing);
                     cells::promotion_pairs(&cells, &facts, &s, &failing)
                 };
-                let scope = deploy::Scope {
+                let added = deploy_scope(deploy::Scope {
                     full: &failing,
                     before: Some(&dep),
-                };
-                let added = deploy::deploy(
-                    &client,
-                    &ns,
-                    &run_id,
-                    &facts,
-                    fixtures,
-                    plan.image_registry.as_deref(),
-                    needs,
-                    scope,
-                    deadline,
-                    &progress,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
+                })
+                .await?;
                 dep.absorb(added);
                 let ctx = early_ctx.with_fixtures(&dep);
                 judge::judge_more(&ctx, &cells, more, plan.concurrency, &judged).await;

@@ -89,8 +89,8 @@ pub const VXLAN_PORT: u16 = 4789;
 /// a managed platform. It decides where the Windows node agents run (managed platforms run
 /// kube-proxy and their CNI's agent as Windows services, not as pods), the pod network's
 /// plugin, `spec.providerID` and whether node names are the machines' computer names.
-/// Sources: `/work/shared/reference/real-clusters.md` §3–§4 (AKS: Azure/AKS#820 and the AKS
-/// Windows docs; EKS: "Windows support" in the EKS user guide; GKE: "Windows Server node pools").
+/// Sources: AKS: Azure/AKS#820 and the AKS Windows docs; EKS: "Windows support" in the EKS user
+/// guide; GKE: "Windows Server node pools".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {

@@ -1,7 +1,7 @@
 //! The kube-system objects of the managed platforms and of Calico for Windows, as their
 //! documentation and public `kubectl get pods -n kube-system` listings show them. Facts come
-//! from `/work/shared/reference/real-clusters.md` §3 (with its sources) and `windows-rules.md`
-//! (CAL, WT); images and versions are representative, not pinned to one release.
+//! from the sources named per platform below and `docs/sources.md` (CAL, WT); images and
+//! versions are representative, not pinned to one release.
 //!
 //! - AKS (Azure/AKS#820; AKS "Windows Server node pools" FAQ): `azure-cns`,
 //!   `azure-ip-masq-agent`, `cloud-node-manager` and `cloud-node-manager-windows`; the Windows
