@@ -25,17 +25,41 @@ struct Tunnelled {
     error: Option<String>,
 }
 
-async fn tunnel(pods: &kube::Api<k8s_openapi::api::core::v1::Pod>, pod: &str) -> Result<Tunnelled, String> {
+/// How a tunnel is used: write the request at once, or first give the kubelet's refusal time to
+/// arrive.
+#[derive(Clone, Copy)]
+enum Order {
+    RequestFirst,
+    ErrorFirst,
+}
+
+/// One tunnel. A kubelet that cannot forward (wincat missing) writes its error and closes the
+/// connection without waiting for data; if the request is still on its way then, kube-rs's
+/// forwarder fails on the closed socket and drops the error before handing it over (its
+/// `forwarder_loop` handles the two directions in one queue). [`Order::ErrorFirst`] waits
+/// [`ERROR_WAIT`] for the error before writing, so a refusal is read whatever the timing.
+async fn tunnel(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    pod: &str,
+    order: Order,
+) -> Result<Tunnelled, String> {
     let mut forwarder = pods.portforward(pod, &[PORT]).await.map_err(|e| e.to_string())?;
-    let error = forwarder.take_error(PORT);
+    let mut error = forwarder.take_error(PORT).map(Box::pin);
     let mut stream = forwarder
         .take_stream(PORT)
         .ok_or_else(|| format!("the tunnel has no stream for port {PORT}"))?;
+    if let (Order::ErrorFirst, Some(e)) = (order, error.as_mut()) {
+        if let Ok(refused) = tokio::time::timeout(ERROR_WAIT, e).await {
+            forwarder.abort();
+            return Ok(Tunnelled {
+                data: Vec::new(),
+                error: refused.filter(|e| !e.trim().is_empty()),
+            });
+        }
+    }
     let request = format!("GET /hostname HTTP/1.1\r\nHost: localhost:{PORT}\r\nConnection: close\r\n\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|e| format!("writing the request: {e}"))?;
+    // A write into a tunnel the kubelet already closed fails; what it sent first still counts.
+    let _ = stream.write_all(request.as_bytes()).await;
     let mut data = Vec::new();
     // The stream ends when the API server closes the tunnel; what was read by then counts.
     let _ = stream.read_to_end(&mut data).await;
@@ -49,6 +73,16 @@ async fn tunnel(pods: &kube::Api<k8s_openapi::api::core::v1::Pod>, pod: &str) ->
         data,
         error: error.filter(|e| !e.trim().is_empty()),
     })
+}
+
+/// A tunnel, and when it closed with neither an answer nor an error, a second one that waits
+/// for the kubelet's error before writing (see [`tunnel`]).
+async fn forward(pods: &kube::Api<k8s_openapi::api::core::v1::Pod>, pod: &str) -> Result<Tunnelled, String> {
+    let first = tunnel(pods, pod, Order::RequestFirst).await?;
+    if !first.data.is_empty() || first.error.is_some() {
+        return Ok(first);
+    }
+    tunnel(pods, pod, Order::ErrorFirst).await
 }
 
 /// The observation of a tunnel's outcome: the server's answer, or the kubelet's refusal.
@@ -87,7 +121,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>) -> Probed {
         return Probed::Error(format!("no netexec server on {}", node.name));
     };
     let _slot = ctx.permits.acquire().await;
-    let (observation, what) = match tokio::time::timeout(WAIT, tunnel(&ctx.pods, &pod)).await {
+    let (observation, what) = match tokio::time::timeout(WAIT, forward(&ctx.pods, &pod)).await {
         Err(_) => (
             Observation::Failed(FailureClass::Timeout),
             format!("no answer within {} s", WAIT.as_secs()),
