@@ -233,6 +233,11 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         let Some(item) = evidence.iter().find(|i| i.source == source) else {
             continue;
         };
+        // A command that failed (a missing cmdlet, file or tool) is no evidence either way.
+        if crate::triage::outcome::not_run(item.text.as_str()) {
+            lines.push(format!("{source}: {}", shorten(item.text.as_str().trim())));
+            continue;
+        }
         let Some(Ok((negated, re))) = crate::catalogue::causes::confirm_pattern(pattern, &vars) else {
             continue;
         };
@@ -298,6 +303,7 @@ pub fn node_vars<'a>(facts: &mixcheck_reports::Facts, node: &str) -> BTreeMap<&'
     if let Some(cidr) = &facts.cluster_cidr {
         vars.insert("clusterCidr", cidr.value.clone());
     }
+    crate::triage::nodevars::extend(&mut vars, facts, node);
     vars
 }
 
