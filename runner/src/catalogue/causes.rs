@@ -171,7 +171,8 @@ fn yes() -> bool {
 /// The placeholders a command or `confirms` pattern may hold, filled per node: its name, its
 /// pod CIDR (`10.244.3.0/24`), that CIDR's prefix (`10.244.3.`), the cluster's pod CIDR, and
 /// what [`crate::triage::nodevars`] decides: flannel's CNI configuration and kube-proxy's source
-/// VIP file, and the computer name where node names are computer names.
+/// VIP file, flannel's subnet file where flannel runs, and the computer name where node names
+/// are computer names.
 pub const PLACEHOLDERS: &[&str] = &[
     "node",
     "podCidr",
@@ -179,6 +180,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "clusterCidr",
     "cniConfig",
     "sourceVip",
+    "flannelSubnetEnv",
     "computerName",
 ];
 

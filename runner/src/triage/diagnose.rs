@@ -238,15 +238,9 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
             lines.push(format!("{source}: {}", shorten(item.text.as_str().trim())));
             continue;
         }
-        let Some(Ok((negated, re))) = crate::catalogue::causes::confirm_pattern(pattern, &vars) else {
-            continue;
-        };
         let output = item.text.as_str();
-        let line = matching_line(&re, output);
-        let confirms = if negated {
-            !output.trim().is_empty() && line.is_none()
-        } else {
-            line.is_some()
+        let Some((confirms, line)) = confirmation(pattern, &vars, output) else {
+            continue;
         };
         if confirms {
             confirmed = true;
@@ -288,6 +282,25 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         specificity,
         evidence: lines,
     })
+}
+
+/// What a diagnostics command's evidence `output` says of a cause whose `confirms` pattern is
+/// `pattern`: whether it confirms it (else it refutes it), with the matching line; None when it
+/// says nothing — the command did not run to success ([`crate::triage::outcome::not_run`]), or
+/// the pattern's placeholders have no value. A negated pattern confirms only non-empty output
+/// of a successful command that does not match it.
+pub fn confirmation(pattern: &str, vars: &BTreeMap<&str, String>, output: &str) -> Option<(bool, Option<String>)> {
+    if crate::triage::outcome::not_run(output) {
+        return None;
+    }
+    let (negated, re) = crate::catalogue::causes::confirm_pattern(pattern, vars)?.ok()?;
+    let line = matching_line(&re, output);
+    let confirms = if negated {
+        !output.trim().is_empty() && line.is_none()
+    } else {
+        line.is_some()
+    };
+    Some((confirms, line))
 }
 
 /// The values of the catalogue's placeholders for `node` (see [`crate::catalogue::causes::PLACEHOLDERS`]):

@@ -9,3 +9,6 @@ pub mod diagnostics;
 pub mod evidence;
 pub mod nodevars;
 pub mod outcome;
+
+#[cfg(test)]
+mod healthy_tests;

@@ -1,6 +1,7 @@
 //! The node-dependent placeholders of the cause catalogue that the facts decide rather than
 //! name: where a node keeps flannel's CNI configuration and kube-proxy's source VIP (per
-//! platform and era), and whether its name is the machine's computer name.
+//! platform and era), flannel's subnet file where flannel is the pod network (elsewhere its
+//! absence is no fault), and whether its name is the machine's computer name.
 //!
 //! Sources (real-clusters.md §3–§4): sig-windows-tools' HostProcess install writes
 //! `c:\etc\cni\net.d\10-flannel.conf` (`flanneld/start.ps1`) and `c:\sourcevip\sourceVip.json`
@@ -56,10 +57,25 @@ pub fn era(facts: &Facts, node: &str) -> Option<Era> {
     })
 }
 
-/// Adds `cniConfig`, `sourceVip` and `computerName` to `vars` where the facts decide them.
+/// flannel's subnet file on Windows (flanneld writes it, the flannel CNI plugin reads it).
+pub const FLANNEL_SUBNET_ENV: &str = r"C:\run\flannel\subnet.env";
+
+/// Whether flannel is the pod network: the network mode was read from its `kube-flannel-cfg`.
+fn flannel(facts: &Facts) -> bool {
+    facts
+        .network_mode
+        .as_ref()
+        .is_some_and(|m| m.source.contains("kube-flannel-cfg"))
+}
+
+/// Adds `cniConfig`, `sourceVip`, `flannelSubnetEnv` and `computerName` to `vars` where the
+/// facts decide them.
 /// The paths are flannel's on kubeadm clusters (other platforms' CNIs keep theirs elsewhere);
 /// an unknown platform leaves all three out.
 pub fn extend(vars: &mut BTreeMap<&str, String>, facts: &Facts, node: &str) {
+    if flannel(facts) {
+        vars.insert("flannelSubnetEnv", FLANNEL_SUBNET_ENV.to_string());
+    }
     let Some(platform) = facts.platform.as_ref().map(|p| p.value.as_str()) else {
         return;
     };
@@ -144,5 +160,24 @@ mod tests {
         assert_eq!(vars.get("cniConfig").map(String::as_str), cni);
         assert_eq!(vars.get("sourceVip").map(String::as_str), vip);
         assert_eq!(vars.contains_key("computerName"), computer_name);
+        assert!(
+            !vars.contains_key("flannelSubnetEnv"),
+            "no flannel configuration in the facts"
+        );
+    }
+
+    #[rstest]
+    #[case::flannel("kube-system/kube-flannel-cfg net-conf.json Backend.Type", true)]
+    #[case::azure("daemonset kube-system/azure-cni (Azure CNI)", false)]
+    #[case::given("--network-mode", false)]
+    fn the_subnet_file_is_looked_for_where_flannel_runs(#[case] source: &str, #[case] looked: bool) {
+        let mut f = facts(Some("kubeadm"), "v1.32.3", "containerd://1.7.20");
+        f.network_mode = Some(Fact {
+            value: "overlay".into(),
+            source: source.into(),
+        });
+        let mut vars = BTreeMap::new();
+        extend(&mut vars, &f, "win-1");
+        assert_eq!(vars.contains_key("flannelSubnetEnv"), looked);
     }
 }
