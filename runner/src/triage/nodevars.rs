@@ -109,13 +109,16 @@ mod tests {
     }
 
     fn facts(platform: Option<&str>, kubelet: &str, runtime: &str) -> Facts {
-        let mut f = Facts::default();
-        f.platform = platform.and_then(fact);
-        let mut n = NodeFacts::default();
-        n.kubelet_version = fact(kubelet);
-        n.container_runtime_version = fact(runtime);
-        f.nodes.insert("win-1".into(), n);
-        f
+        let n = NodeFacts {
+            kubelet_version: fact(kubelet),
+            container_runtime_version: fact(runtime),
+            ..Default::default()
+        };
+        Facts {
+            platform: platform.and_then(fact),
+            nodes: [("win-1".to_string(), n)].into(),
+            ..Default::default()
+        }
     }
 
     #[rstest]
