@@ -785,12 +785,13 @@ impl Suites {
                     }
                     Probe::Logs {
                         fails,
+                        cleared_by,
                         requires,
                         line,
                         must,
                         ..
                     } => {
-                        for re in [fails, requires, line, must].into_iter().flatten() {
+                        for re in [fails, cleared_by, requires, line, must].into_iter().flatten() {
                             regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
                         }
                         if fails.is_none() && requires.is_none() && line.is_none() {
