@@ -174,8 +174,20 @@ fn yes() -> bool {
 }
 
 /// The placeholders a command or `confirms` pattern may hold, filled per node: its name, its
-/// pod CIDR (`10.244.3.0/24`), that CIDR's prefix (`10.244.3.`), the cluster's pod CIDR.
-pub const PLACEHOLDERS: &[&str] = &["node", "podCidr", "podCidrPrefix", "clusterCidr"];
+/// pod CIDR (`10.244.3.0/24`), that CIDR's prefix (`10.244.3.`), the cluster's pod CIDR, and
+/// what [`crate::triage::nodevars`] decides: flannel's CNI configuration and kube-proxy's source
+/// VIP file, flannel's subnet file where flannel runs, and the computer name where node names
+/// are computer names.
+pub const PLACEHOLDERS: &[&str] = &[
+    "node",
+    "podCidr",
+    "podCidrPrefix",
+    "clusterCidr",
+    "cniConfig",
+    "sourceVip",
+    "flannelSubnetEnv",
+    "computerName",
+];
 
 /// A `confirms` pattern with its placeholders filled (values regex-escaped), compiled; and
 /// whether it is negated. None when a placeholder has no value.

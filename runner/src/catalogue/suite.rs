@@ -225,12 +225,16 @@ pub enum Probe {
     NodeStats,
     /// The log of a node agent on the node: its pod's (kube-system DaemonSets such as the
     /// HostProcess kube-proxy and flanneld) or, where it runs as a node service, its log file
-    /// under the kubelet's `/logs/`. A line matching `fails` is the failure; some line must
-    /// match `requires`; every line matching `line` must also match `must`.
+    /// under the kubelet's `/logs/`. A line matching `fails` is the failure unless a later line
+    /// matches `clearedBy` (a retried start-up step that succeeded); some line must match
+    /// `requires` (when the log still holds the agent's start); every line matching `line` must
+    /// also match `must`.
     Logs {
         agent: Agent,
         #[serde(default)]
         fails: Option<String>,
+        #[serde(default, rename = "clearedBy")]
+        cleared_by: Option<String>,
         #[serde(default)]
         requires: Option<String>,
         #[serde(default)]
@@ -263,6 +267,17 @@ impl Agent {
         match self {
             Agent::KubeProxy => "kube-proxy/kube-proxy.log",
             Agent::Flanneld => "flanneld/flanneld.log",
+        }
+    }
+
+    /// A line the agent logs once at every start, early: where the current log has none, its
+    /// start-up lines are gone (rotated away) and a start-up line a check requires cannot be
+    /// judged. flanneld logs the interface it uses first (flannel `main.go`: "Using interface
+    /// with name"); kube-proxy its version (`cmd/kube-proxy/app/server.go`: "Version info").
+    pub fn start_line(self) -> &'static str {
+        match self {
+            Agent::KubeProxy => "Version info",
+            Agent::Flanneld => "Using interface with name",
         }
     }
 
@@ -783,12 +798,13 @@ impl Suites {
                     }
                     Probe::Logs {
                         fails,
+                        cleared_by,
                         requires,
                         line,
                         must,
                         ..
                     } => {
-                        for re in [fails, requires, line, must].into_iter().flatten() {
+                        for re in [fails, cleared_by, requires, line, must].into_iter().flatten() {
                             regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
                         }
                         if fails.is_none() && requires.is_none() && line.is_none() {

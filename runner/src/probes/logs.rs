@@ -165,17 +165,35 @@ pub enum LogFinding {
 /// bad override).
 pub fn judge_log(log: &str, rule: &LogRule<'_>) -> Result<LogFinding, regex::Error> {
     let fails = rule.fails.map(Regex::new).transpose()?;
+    let cleared = rule.cleared_by.map(Regex::new).transpose()?;
     let line = rule.line.map(Regex::new).transpose()?;
     let must = rule.must.map(Regex::new).transpose()?;
-    if let Some(offence) = log.lines().find(|l| {
-        fails.as_ref().is_some_and(|f| f.is_match(l))
-            || matches!((&line, &must), (Some(sel), Some(m)) if sel.is_match(l) && !m.is_match(l))
+    let lines: Vec<&str> = log.lines().collect();
+    // A failing line a later line clears (the step was retried and succeeded) is no failure.
+    let standing = |i: usize| {
+        !cleared
+            .as_ref()
+            .is_some_and(|c| lines[i + 1..].iter().any(|l| c.is_match(l)))
+    };
+    if let Some(offence) = lines.iter().enumerate().find_map(|(i, l)| {
+        let failed = fails.as_ref().is_some_and(|f| f.is_match(l)) && standing(i);
+        let broken = matches!((&line, &must), (Some(sel), Some(m)) if sel.is_match(l) && !m.is_match(l));
+        (failed || broken).then_some(*l)
     }) {
         return Ok(LogFinding::Offence(offence.to_string()));
     }
     if let Some(required) = rule.requires {
         let re = Regex::new(required)?;
-        if !log.lines().any(|l| re.is_match(l)) {
+        if !lines.iter().any(|l| re.is_match(l)) {
+            // A start-up line is only in the log of the agent's current start: once the log
+            // rotated, it is gone without anything being wrong.
+            if let Some(start) = rule.started
+                && !lines.iter().any(|l| l.contains(start))
+            {
+                return Ok(LogFinding::Silent(format!(
+                    "no line matches /{required}/, and the log no longer holds the agent's start (“{start}”): rotated, so it cannot tell"
+                )));
+            }
             return Ok(LogFinding::Offence(format!("(no line matches /{required}/)")));
         }
     }
@@ -191,7 +209,11 @@ pub fn judge_log(log: &str, rule: &LogRule<'_>) -> Result<LogFinding, regex::Err
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LogRule<'a> {
     pub fails: Option<&'a str>,
+    /// A later line matching it clears a `fails` line.
+    pub cleared_by: Option<&'a str>,
     pub requires: Option<&'a str>,
+    /// The agent's start-up line ([`crate::catalogue::suite::Agent::start_line`]).
+    pub started: Option<&'a str>,
     pub line: Option<&'a str>,
     pub must: Option<&'a str>,
 }
@@ -250,6 +272,100 @@ mod tests {
         let want = want.map_or(LogFinding::Clean, |w| LogFinding::Offence(w.to_string()));
         assert_eq!(judge_log(log, &rule).expect("valid expressions"), want);
     }
+
+    /// The embedded suite's rule of `check` (a logs probe), with its agent's start line.
+    fn suite_rule(check: &str) -> (Option<String>, Option<String>, Option<String>, &'static str) {
+        let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
+        let suites = crate::catalogue::suite::Suites::load(None, &rules).expect("suites");
+        let probe = suites
+            .suites
+            .iter()
+            .flat_map(|s| &s.checks)
+            .find(|c| c.name == check)
+            .map(|c| c.probe.clone())
+            .expect("the check");
+        match probe {
+            crate::catalogue::suite::Probe::Logs {
+                agent,
+                fails,
+                cleared_by,
+                requires,
+                ..
+            } => (fails, cleared_by, requires, agent.start_line()),
+            other => panic!("{check} is a logs check: {other:?}"),
+        }
+    }
+
+    fn judged(check: &str, log: &str) -> LogFinding {
+        let (fails, cleared_by, requires, start) = suite_rule(check);
+        let rule = LogRule {
+            fails: fails.as_deref(),
+            cleared_by: cleared_by.as_deref(),
+            requires: requires.as_deref(),
+            started: Some(start),
+            ..LogRule::default()
+        };
+        judge_log(log, &rule).expect("valid expressions")
+    }
+
+    const PROXY_START: &str = "I1124 server.go:483] \"Version info\" version=\"v1.32.3\"\n\
+        I1124 server_windows.go:110] \"Using Kernelspace Proxier.\"\n";
+
+    /// kube-proxy's missing --hostname-override is a lookup that keeps failing with `nodes
+    /// "<name>" not found`; a retry after an API blip (or before the kubelet registered the
+    /// node) that a later success clears is not.
+    #[rstest]
+    #[case::healthy(
+        "I1124 server.go:698] \"Successfully retrieved node IP(s)\" IPs=[\"10.1.0.13\"]\n",
+        false
+    )]
+    #[case::api_blip_retried(
+        "E1124 server.go:601] \"Failed to retrieve node info\" err=\"Get \\\"https://10.1.0.10:6443/api/v1/nodes/win2022-1\\\": dial tcp 10.1.0.10:6443: i/o timeout\"\n\
+         I1124 server.go:698] \"Successfully retrieved node IP(s)\" IPs=[\"10.1.0.13\"]\n",
+        false
+    )]
+    #[case::registered_late(
+        "E1124 server.go:601] \"Failed to retrieve node info\" err=\"nodes \\\"win2022-1\\\" not found\"\n\
+         I1124 server.go:698] \"Successfully retrieved node IP(s)\" IPs=[\"10.1.0.13\"]\n",
+        false
+    )]
+    #[case::wrong_name_persists(
+        "E1124 server.go:601] \"Failed to retrieve node info\" err=\"nodes \\\"win-5k2l9q3hd7a\\\" not found\"\n\
+         E1124 server.go:601] \"Failed to retrieve node info\" err=\"nodes \\\"win-5k2l9q3hd7a\\\" not found\"\n\
+         W1124 proxier.go:457] \"Invalid nodeIP, initializing kube-proxy with 127.0.0.1 as nodeIP\"\n",
+        true
+    )]
+    fn kube_proxy_hostname_override(#[case] lines: &str, #[case] offends: bool) {
+        let found = judged("kube-proxy-hostname-override", &format!("{PROXY_START}{lines}"));
+        assert_eq!(matches!(found, LogFinding::Offence(_)), offends, "{found:?}");
+        if !offends {
+            assert_eq!(found, LogFinding::Clean);
+        }
+    }
+
+    /// flanneld's "Wrote subnet file" is one of its first lines: a log that still holds its start
+    /// without it is a failure, one whose start rotated away cannot tell.
+    #[rstest]
+    #[case::whole(FLANNELD_START, true, false)]
+    #[case::stopped_waiting(
+        "I1124 main.go:532] Using interface with name Ethernet and address 10.1.0.13\n\
+        Waiting for the Network to be created\n",
+        false,
+        false
+    )]
+    #[case::rotated(
+        "I1124 vxlan_network_windows.go:229] Subnet added: 10.244.1.0/24 via 10.1.0.11\n",
+        false,
+        true
+    )]
+    fn a_start_up_line_rotated_away_is_indeterminate(#[case] log: &str, #[case] clean: bool, #[case] silent: bool) {
+        let found = judged("flannel-subnet-env", log);
+        assert_eq!(found == LogFinding::Clean, clean, "{found:?}");
+        assert_eq!(matches!(found, LogFinding::Silent(_)), silent, "{found:?}");
+    }
+
+    const FLANNELD_START: &str = "I1124 main.go:532] Using interface with name Ethernet and address 10.1.0.13\n\
+        I1124 main.go:410] Wrote subnet file to C:\\run\\flannel\\subnet.env\n";
 
     #[test]
     fn an_empty_log_lacks_its_required_line() {

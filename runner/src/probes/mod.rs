@@ -224,13 +224,16 @@ impl Probe {
             Probe::Logs {
                 agent,
                 fails,
+                cleared_by,
                 requires,
                 line,
                 must,
             } => {
                 let rule = logs::LogRule {
                     fails: fails.as_deref(),
+                    cleared_by: cleared_by.as_deref(),
                     requires: requires.as_deref(),
+                    started: Some(agent.start_line()),
                     line: line.as_deref(),
                     must: must.as_deref(),
                 };

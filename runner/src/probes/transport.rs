@@ -255,8 +255,12 @@ pub enum Observation {
 pub fn classify(req: &Request, out: &Output) -> Observation {
     let code = out.exit_code.unwrap_or(-1);
     if req.protocol == Protocol::Icmp {
+        // An echo reply carries a TTL (`TTL=128` on Windows, `ttl=64` from busybox and iputils).
+        // Windows ping.exe also exits 0 when the only answer was an ICMP error such as
+        // "Destination host unreachable" (real-clusters.md §5): the text decides.
+        let replied = out.stdout_text().to_ascii_lowercase().contains("ttl=");
         return match code {
-            0 => Observation::Reached(String::new()),
+            0 if replied => Observation::Reached(String::new()),
             _ => Observation::Failed(FailureClass::NoReply),
         };
     }
@@ -271,7 +275,7 @@ pub fn classify(req: &Request, out: &Output) -> Observation {
         let err = out.stderr_text();
         let class = if err.starts_with("TIMEOUT") {
             FailureClass::Timeout
-        } else if err.starts_with("REFUSED") {
+        } else if err.starts_with("REFUSED") || windows_refusal(req.protocol, &err) {
             FailureClass::Refused
         } else if err.starts_with("DNS") {
             FailureClass::Dns
@@ -292,6 +296,15 @@ pub fn classify(req: &Request, out: &Output) -> Observation {
         52 | 56 => Observation::Failed(FailureClass::Reset),
         _ => Observation::Failed(FailureClass::Other),
     }
+}
+
+/// agnhost `connect` on Windows never prints REFUSED: it compares the error with Linux's
+/// `syscall.ECONNREFUSED` (real-clusters.md §5), so a refusal comes out as OTHER or UNKNOWN with
+/// the Winsock text — WSAECONNREFUSED (10061) for TCP, and for UDP the WSAECONNRESET (10054) a
+/// later receive reports after an ICMP port unreachable (Winsock `recv`/`WSARecv` docs).
+fn windows_refusal(protocol: Protocol, err: &str) -> bool {
+    err.contains("actively refused")
+        || (protocol == Protocol::Udp && err.contains("forcibly closed by the remote host"))
 }
 
 /// Windows PowerShell 5.1: `Test-NetConnection` always exits 0 and says `TcpTestSucceeded :
@@ -410,6 +423,64 @@ mod tests {
     #[case(Protocol::Icmp, 1, "", Observation::Failed(FailureClass::NoReply))]
     fn classification(#[case] p: Protocol, #[case] code: i32, #[case] stderr: &str, #[case] expect: Observation) {
         assert_eq!(classify(&req(p), &out(code, stderr)), expect);
+    }
+
+    /// agnhost `connect` on Windows (raw TCP and UDP): the refusal is OTHER with
+    /// WSAECONNREFUSED's text (TCP), or the WSAECONNRESET a receive reports after an ICMP port
+    /// unreachable (UDP); WSAETIMEDOUT without agnhost's deadline stays OTHER.
+    #[rstest]
+    #[case::refused_tcp(
+        Protocol::Tcp,
+        "OTHER: dial tcp 10.244.1.5:8080: connectex: No connection could be made because the target machine actively refused it.\n",
+        FailureClass::Refused
+    )]
+    #[case::refused_udp(
+        Protocol::Udp,
+        "UNKNOWN: read udp 10.244.3.4:50000->10.244.1.5:8081: wsarecv: An existing connection was forcibly closed by the remote host.\n",
+        FailureClass::Refused
+    )]
+    #[case::reset_tcp(
+        Protocol::Tcp,
+        "UNKNOWN: read tcp 10.244.3.4:50000->10.244.1.5:8080: wsarecv: An existing connection was forcibly closed by the remote host.\n",
+        FailureClass::Other
+    )]
+    #[case::wsaetimedout(
+        Protocol::Tcp,
+        "OTHER: dial tcp 10.244.1.5:8080: connectex: A connection attempt failed because the connected party did not properly respond after a period of time\n",
+        FailureClass::Other
+    )]
+    fn agnhost_connect_on_windows(#[case] p: Protocol, #[case] stderr: &str, #[case] class: FailureClass) {
+        let r = Request {
+            path: RAW_TCP.into(),
+            ..req(p)
+        };
+        assert_eq!(classify(&r, &out(1, stderr)), Observation::Failed(class));
+    }
+
+    /// ping succeeds only with an echo reply (a TTL) in its output: Windows ping.exe exits 0 on
+    /// "Destination host unreachable" too.
+    #[rstest]
+    #[case::windows_reply(0, "Reply from 10.244.1.5: bytes=32 time<1ms TTL=128\r\n", true)]
+    #[case::busybox_reply(0, "64 bytes from 10.244.1.5: seq=0 ttl=64 time=0.061 ms\n", true)]
+    #[case::windows_unreachable(
+        0,
+        "Reply from 10.244.3.4: Destination host unreachable.\r\n\r\nPing statistics for 10.244.1.5:\r\n    Packets: Sent = 1, Received = 1, Lost = 0 (0% loss),\r\n",
+        false
+    )]
+    #[case::windows_timed_out(1, "Request timed out.\r\n", false)]
+    #[case::exit_code_without_reply(0, "", false)]
+    fn ping_needs_a_reply(#[case] code: i32, #[case] stdout: &str, #[case] reached: bool) {
+        let o = Output {
+            exit_code: Some(code),
+            stdout: stdout.as_bytes().to_vec(),
+            ..Output::default()
+        };
+        let want = if reached {
+            Observation::Reached(String::new())
+        } else {
+            Observation::Failed(FailureClass::NoReply)
+        };
+        assert_eq!(classify(&req(Protocol::Icmp), &o), want);
     }
 
     fn ps_out(code: i32, stdout: &str, stderr: &str) -> Output {

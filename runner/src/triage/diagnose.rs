@@ -240,15 +240,14 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         let Some(item) = evidence.iter().find(|i| i.source == source) else {
             continue;
         };
-        let Some(Ok((negated, re))) = crate::catalogue::causes::confirm_pattern(pattern, &vars) else {
+        // A command that failed (a missing cmdlet, file or tool) is no evidence either way.
+        if crate::triage::outcome::not_run(item.text.as_str()) {
+            lines.push(format!("{source}: {}", shorten(item.text.as_str().trim())));
             continue;
-        };
+        }
         let output = item.text.as_str();
-        let line = matching_line(&re, output);
-        let confirms = if negated {
-            !output.trim().is_empty() && line.is_none()
-        } else {
-            line.is_some()
+        let Some((confirms, line)) = confirmation(pattern, &vars, output) else {
+            continue;
         };
         if confirms {
             confirmed = true;
@@ -292,6 +291,25 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     })
 }
 
+/// What a diagnostics command's evidence `output` says of a cause whose `confirms` pattern is
+/// `pattern`: whether it confirms it (else it refutes it), with the matching line; None when it
+/// says nothing — the command did not run to success ([`crate::triage::outcome::not_run`]), or
+/// the pattern's placeholders have no value. A negated pattern confirms only non-empty output
+/// of a successful command that does not match it.
+pub fn confirmation(pattern: &str, vars: &BTreeMap<&str, String>, output: &str) -> Option<(bool, Option<String>)> {
+    if crate::triage::outcome::not_run(output) {
+        return None;
+    }
+    let (negated, re) = crate::catalogue::causes::confirm_pattern(pattern, vars)?.ok()?;
+    let line = matching_line(&re, output);
+    let confirms = if negated {
+        !output.trim().is_empty() && line.is_none()
+    } else {
+        line.is_some()
+    };
+    Some((confirms, line))
+}
+
 /// The values of the catalogue's placeholders for `node` (see [`crate::catalogue::causes::PLACEHOLDERS`]):
 /// what the run's facts know.
 pub fn node_vars<'a>(facts: &mixcheck_reports::Facts, node: &str) -> BTreeMap<&'a str, String> {
@@ -305,6 +323,7 @@ pub fn node_vars<'a>(facts: &mixcheck_reports::Facts, node: &str) -> BTreeMap<&'
     if let Some(cidr) = &facts.cluster_cidr {
         vars.insert("clusterCidr", cidr.value.clone());
     }
+    crate::triage::nodevars::extend(&mut vars, facts, node);
     vars
 }
 

@@ -2,7 +2,9 @@
 //! privileged pod — a HostProcess pod on Windows, a hostNetwork pod on Linux, from the
 //! `host-probe` fixture — runs the cause catalogue's confirmation commands for that OS, through
 //! exec. Their output joins the node's evidence as `diagnostics: COMMAND` items, which
-//! [`crate::triage::diagnose`] reads to confirm or refute causes. Nothing runs without the flag.
+//! [`crate::triage::diagnose`] reads to confirm or refute causes; a command that failed is kept
+//! as "not run: <why>" ([`outcome`]), which confirms and refutes nothing. Nothing runs without
+//! the flag.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -14,6 +16,7 @@ use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence, Os};
 use crate::catalogue::causes::Catalogue;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::Fixtures;
+use crate::triage::outcome;
 
 /// The label value that marks the diagnostics pods (`app.kubernetes.io/component`).
 pub const COMPONENT: &str = "node-diagnostics";
@@ -24,7 +27,8 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The commands to run on a node of `os` suspected of `causes`: each of their catalogue
 /// commands that runs on the node, once, with its placeholders filled from `vars` (a command
-/// whose placeholder is unknown is left out).
+/// whose placeholder is unknown is left out, and so is one whose `confirms` pattern could not be
+/// filled: its output could neither confirm nor refute).
 pub fn commands(
     catalogue: &Catalogue,
     causes: &BTreeSet<String>,
@@ -40,6 +44,12 @@ pub fn commands(
             let Some(resolved) = crate::catalogue::causes::fill(&c.command, vars) else {
                 continue;
             };
+            if c.confirms
+                .as_ref()
+                .is_some_and(|p| crate::catalogue::causes::fill(p, vars).is_none())
+            {
+                continue;
+            }
             if !out.iter().any(|(original, _)| original == &c.command) {
                 out.push((c.command.clone(), resolved));
             }
@@ -107,7 +117,7 @@ pub async fn run(
             items.push(item(
                 "diagnostics",
                 &format!(
-                    "not run: what {} is suspected of is confirmed off the node{}",
+                    "not run: what {} is suspected of is confirmed off the node, or needs facts this run lacks{}",
                     node.name,
                     if by_hand.is_empty() {
                         String::new()
@@ -136,13 +146,7 @@ pub async fn run(
                     Err(why) => items.push(item("diagnostics", &format!("not run: pod {name} {why}"))),
                     Ok(()) => {
                         for (original, resolved) in &cmds {
-                            let argv: Vec<String> = if os == Os::Windows {
-                                ["powershell", "-NoProfile", "-Command", resolved.as_str()]
-                                    .map(String::from)
-                                    .to_vec()
-                            } else {
-                                ["sh", "-c", resolved.as_str()].map(String::from).to_vec()
-                            };
+                            let argv = outcome::argv(os, resolved);
                             let text = match tokio::time::timeout(
                                 COMMAND_TIMEOUT,
                                 crate::probes::transport::exec_retrying(&pods, &name, None, &argv),
@@ -150,15 +154,10 @@ pub async fn run(
                             .await
                             {
                                 Ok(Ok((out, _))) => {
-                                    let mut text = out.stdout_text();
-                                    let err = out.stderr_text();
-                                    if !err.trim().is_empty() {
-                                        text.push_str(&err);
-                                    }
-                                    text
+                                    outcome::evidence(os, out.exit_code, &out.stdout_text(), &out.stderr_text())
                                 }
-                                Ok(Err(e)) => format!("(exec failed: {e})"),
-                                Err(_) => "(timed out)".to_string(),
+                                Ok(Err(e)) => format!("{}exec failed: {e}", outcome::NOT_RUN),
+                                Err(_) => format!("{}timed out after {}s", outcome::NOT_RUN, COMMAND_TIMEOUT.as_secs()),
                             };
                             items.push(item(
                                 format!("{}{original}", crate::triage::diagnose::DIAGNOSTICS_PREFIX),
@@ -253,8 +252,8 @@ mod tests {
         assert_eq!(
             only,
             [(
-                "Get-HnsPolicyList | Measure-Object".to_string(),
-                "Get-HnsPolicyList | Measure-Object".to_string()
+                "Get-HnsPolicyList -ErrorAction Stop | Measure-Object".to_string(),
+                "Get-HnsPolicyList -ErrorAction Stop | Measure-Object".to_string()
             )]
         );
         assert!(linux.iter().all(|(c, _)| !c.contains("Get-")), "{linux:?}");

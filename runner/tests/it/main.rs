@@ -7,6 +7,7 @@
 //! - `reports_cli` — the report files, `-o`, `mixcheck report --from`, snapshots
 //! - `baseline_cli` — the gate against a baseline, `mixcheck diff`
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
+//! - `diagnostics_cli` — `--node-diagnostics` where a command cannot run: "not run", no confirmation
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `new_checks` — the checks of issue #22 part 4 (no NAT, port-forward, stats, …) per setup
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
@@ -27,6 +28,7 @@ mod baseline_cli;
 mod cli;
 mod coverage_cli;
 mod diagnose_cli;
+mod diagnostics_cli;
 mod docs_flags;
 mod faults;
 mod fixture_schemas;

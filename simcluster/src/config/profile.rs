@@ -48,6 +48,8 @@ pub struct NodeProfile {
     pub runtime_version: (u32, u32),
     pub container_runtime: String,
     pub hyperv: bool,
+    /// Whether the host has the HNS cmdlets ([`crate::config::topology`]'s `hnsCmdlets`).
+    pub hns_cmdlets: bool,
     pub pause_image: String,
     pub capacity: BTreeMap<String, String>,
     pub allocatable: BTreeMap<String, String>,
@@ -181,6 +183,7 @@ impl NodeProfile {
             runtime_version,
             container_runtime,
             hyperv: spec.hyperv,
+            hns_cmdlets: spec.hns_cmdlets,
             pause_image: spec
                 .pause_image
                 .clone()

@@ -152,6 +152,12 @@ pub struct NodeSpec {
     /// Whether the runtime offers Hyper-V isolation (RuntimeClass handler `runhcs-wcow-hypervisor`).
     #[serde(default)]
     pub hyperv: bool,
+    /// Whether the host's Windows PowerShell has the HNS cmdlets (`Get-HnsNetwork`,
+    /// `Get-HnsPolicyList`). They come from a module, not from Windows itself:
+    /// projectcalico/calico#6843 reports "'Get-HNSNetwork' is not recognized" on WS2019/2022
+    /// containerd nodes (real-clusters.md §4). `hnsdiag` stays available either way.
+    #[serde(default = "yes")]
+    pub hns_cmdlets: bool,
     /// The pod sandbox (pause) image the runtime uses.
     pub pause_image: Option<String>,
     /// Faults injected on this node (see `mixcheck sim faults`).

@@ -23,11 +23,11 @@
 //! - [`Fault::VxlanParamsMismatch`]: the overlay network runs VNI
 //!   [`nodelogs::VXLAN_MISMATCHED_VNI`], the one flanneld logs;
 //! - [`Fault::KubeProxyStopped`]: kube-proxy does not run: no load-balancer policies;
-//! - [`Fault::FlannelRejoinStaleSourceVip`]: `C:\k\SourceVip.json` still holds the source VIP
+//! - [`Fault::FlannelRejoinStaleSourceVip`]: the source VIP file ([`source_vip_path`]) still holds the source VIP
 //!   of the node's previous subnet, so kube-proxy cannot create its source VIP endpoint and
 //!   programs no policies;
 //! - [`Fault::ExceptionListMissingCluster`]: the OutBoundNAT ExceptionList of
-//!   `C:\k\cni\config\cni.conf` lacks the cluster's pod CIDR;
+//!   the CNI configuration ([`cni_conf_path`]) lacks the cluster's pod CIDR;
 //! - [`Fault::ExceptionListCoversOutside`]: the ExceptionList also holds `0.0.0.0/0`, which
 //!   covers every outside address — the fabric SNATs no pod traffic to any outside address
 //!   on that node;
@@ -70,10 +70,42 @@ pub(crate) const SVCHOST_PID: u32 = 760;
 pub(crate) const CONTAINERD_PID: u32 = 2040;
 pub(crate) const KUBELET_PID: u32 = 2212;
 
-/// Where the source VIP kube-proxy uses on overlay networks is kept.
+/// Where the 2019 script install (`C:\k\start.ps1`) keeps the source VIP kube-proxy uses on
+/// overlay networks.
 pub(crate) const SOURCE_VIP_JSON: &str = r"C:\k\SourceVip.json";
-/// The flannel CNI configuration the kubelet's CNI plugin reads.
+/// The 2019 script install's flannel CNI configuration.
 pub(crate) const CNI_CONF: &str = r"C:\k\cni\config\cni.conf";
+/// sig-windows-tools' HostProcess kube-proxy (`hostprocess/flannel/kube-proxy/start.ps1`) keeps
+/// the source VIP here (real-clusters.md §4).
+pub(crate) const SOURCE_VIP_JSON_HOSTPROCESS: &str = r"C:\sourcevip\sourceVip.json";
+/// sig-windows-tools' HostProcess flannel (`hostprocess/flannel/flanneld/start.ps1`) writes the
+/// CNI configuration here (real-clusters.md §4).
+pub(crate) const CNI_CONF_HOSTPROCESS: &str = r"C:\etc\cni\net.d\10-flannel.conf";
+
+/// Whether the node's agents were installed the HostProcess way (sig-windows-tools' HostProcess
+/// DaemonSets) rather than by the 2019 scripts under `C:\k`: a kubeadm node that runs
+/// HostProcess containers.
+fn hostprocess_install(profile: &NodeProfile) -> bool {
+    !profile.agents_are_services()
+}
+
+/// Where the node keeps kube-proxy's source VIP.
+pub(crate) fn source_vip_path(profile: &NodeProfile) -> &'static str {
+    if hostprocess_install(profile) {
+        SOURCE_VIP_JSON_HOSTPROCESS
+    } else {
+        SOURCE_VIP_JSON
+    }
+}
+
+/// Where the node keeps flannel's CNI configuration.
+pub(crate) fn cni_conf_path(profile: &NodeProfile) -> &'static str {
+    if hostprocess_install(profile) {
+        CNI_CONF_HOSTPROCESS
+    } else {
+        CNI_CONF
+    }
+}
 /// The node's log directory (served by the node proxy under `/logs/`).
 pub(crate) const LOG_DIR: &str = r"C:\var\log";
 
@@ -621,10 +653,10 @@ pub(crate) fn files(profile: &NodeProfile, store: &Store, logs: &LogBook) -> Vec
         files.push((WINDOWS_SUBNET_ENV.to_string(), text.into_bytes()));
     }
     if let Some(text) = source_vip_json(profile) {
-        files.push((SOURCE_VIP_JSON.to_string(), text.into_bytes()));
+        files.push((source_vip_path(profile).to_string(), text.into_bytes()));
     }
     if let Some(text) = cni_conf(profile, store) {
-        files.push((CNI_CONF.to_string(), text.into_bytes()));
+        files.push((cni_conf_path(profile).to_string(), text.into_bytes()));
     }
     files.extend(log_files(profile, logs));
     files

@@ -395,7 +395,7 @@ fn node_diagnostics_confirm_or_refute() {
                 ),
             },
             EvidenceItem {
-                source: format!("{DIAGNOSTICS_PREFIX}Get-HnsPolicyList | Measure-Object"),
+                source: format!("{DIAGNOSTICS_PREFIX}Get-HnsPolicyList -ErrorAction Stop | Measure-Object"),
                 text: Excerpt::new(text),
             },
         ],
@@ -424,8 +424,22 @@ fn node_diagnostics_confirm_or_refute() {
     assert!(
         top.evidence
             .iter()
-            .any(|e| e.contains("Get-HnsPolicyList | Measure-Object: Count    : 0")),
+            .any(|e| e.contains("Get-HnsPolicyList -ErrorAction Stop | Measure-Object: Count    : 0")),
         "{:?}",
         top.evidence
     );
+    // A command that failed confirms and refutes nothing, and says why it is no evidence.
+    for failed in [
+        "not run: exit code 1: Get-HnsPolicyList : The term 'Get-HnsPolicyList' is not recognized as the name of a cmdlet",
+        "not run: timed out after 60s",
+    ] {
+        let d = diagnose(&r, &catalogue(), vec![status(failed)], true);
+        assert_eq!(of(&d), of(&plain), "{failed}: {d:#?}");
+        let c = d
+            .causes
+            .iter()
+            .find(|c| c.id == "kube-proxy-stopped")
+            .expect("still a candidate");
+        assert!(c.evidence.iter().any(|e| e.contains("not run: ")), "{:?}", c.evidence);
+    }
 }

@@ -39,6 +39,11 @@ struct HostFixture {
 
 impl HostFixture {
     fn new(mode: NetworkMode, fault: Option<Fault>) -> Self {
+        Self::with(mode, fault, |_| {})
+    }
+
+    /// As [`HostFixture::new`], with the suspect node's profile edited by `edit`.
+    fn with(mode: NetworkMode, fault: Option<Fault>, edit: impl Fn(&mut NodeProfile)) -> Self {
         let store = Arc::new(Store::default());
         for ns in ["default", "kube-system", NS] {
             store
@@ -54,6 +59,7 @@ impl HostFixture {
             p.network_mode = mode;
             if p.name == NODE {
                 p.faults.extend(fault);
+                edit(p);
             }
         }
         for (spec, p) in topology.nodes.iter().zip(&profiles) {
@@ -160,8 +166,12 @@ const HNS_COUNT: &str = "Get-HnsNetwork | Measure-Object";
 const POLICY_COUNT: &str = "Get-HnsPolicyList | Measure-Object";
 const TCP_COUNT: &str = "Get-NetTCPConnection | Measure-Object";
 const SUBNET_ENV: &str = "Test-Path C:\\run\\flannel\\subnet.env";
-const SOURCE_VIP: &str = "Get-Content C:\\k\\SourceVip.json -Raw";
-const CNI_CONF: &str = "Get-Content C:\\k\\cni\\config\\cni.conf -Raw";
+// The default topology's nodes run the HostProcess-era agents (kubelet 1.32, containerd 1.7):
+// sig-windows-tools' paths (real-clusters.md §4).
+const SOURCE_VIP: &str = "Get-Content C:\\sourcevip\\sourceVip.json -Raw";
+const CNI_CONF: &str = "Get-Content C:\\etc\\cni\\net.d\\10-flannel.conf -Raw";
+/// The VNI as flannel keeps it: in the subnet's VSID policy.
+const VSID: &str = "Get-HnsNetwork -ErrorAction Stop | Where-Object Type -eq Overlay | ForEach-Object { $_.Subnets } | ForEach-Object { $_.Policies } | Where-Object Type -eq VSID | Format-List VSID";
 const NOTHING: &str = r"\A\z";
 
 /// Each confirmation command on a clean node and on a node with the fault it confirms: the
@@ -174,9 +184,12 @@ const NOTHING: &str = r"\A\z";
       r"(?m)^ID\s+: [0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}\r$"],
     &[r"VNI", r"vxlan0"])]
 #[case::hns_overlay(None, OVERLAY, "Get-HnsNetwork",
-    &[r"(?m)^Name\s+: vxlan0\r$", r"(?m)^Type\s+: Overlay\r$", r"(?m)^VxlanPort\s+: 4789\r$", r"(?m)^VNI\s+: 4096\r$"], &[])]
-#[case::hns_vni_mismatch(Some(Fault::VxlanParamsMismatch), OVERLAY, "Get-HnsNetwork",
-    &[r"(?m)^VNI\s+: 4097\r$", r"(?m)^VxlanPort\s+: 4789\r$"], &[r"4096"])]
+    &[r"(?m)^Name\s+: vxlan0\r$", r"(?m)^Type\s+: Overlay\r$", r"(?m)^VxlanPort\s+: 4789\r$",
+      r"(?m)^Subnets\s+: \{@\{AddressPrefix=10\.244\.3\.0/24; GatewayAddress=10\.244\.3\.1; Policies=\{@\{Type=VSID; VSID=4096\}\}\}\}\r$"],
+    &[r"(?m)^VNI"])]
+#[case::hns_vsid(None, OVERLAY, VSID, &[r"\A\r\nVSID : 4096\r\n\r\n\r\n\z"], &[])]
+#[case::hns_vsid_l2bridge(None, L2, VSID, &[NOTHING], &[])]
+#[case::hns_vni_mismatch(Some(Fault::VxlanParamsMismatch), OVERLAY, VSID, &[r"(?m)^VSID : 4097\r$"], &[r"4096"])]
 #[case::hns_missing(Some(Fault::HnsNetworkMissing), L2, "Get-HnsNetwork", &[NOTHING], &[])]
 #[case::hns_count(None, L2, HNS_COUNT, &[r"(?m)^Count\s*:\s*1\r$", r"(?m)^Property\s*: \r$"], &[])]
 #[case::hns_missing_count(Some(Fault::HnsNetworkMissing), L2, HNS_COUNT, &[r"(?m)^Count\s*:\s*0\r$"], &[])]
@@ -218,7 +231,8 @@ const NOTHING: &str = r"\A\z";
 #[case::source_vip(None, OVERLAY, SOURCE_VIP, &[r#""ip": "10\.244\.3\.254/24""#, r#""gateway": "10\.244\.3\.1""#], &[])]
 #[case::source_vip_stale(Some(Fault::FlannelRejoinStaleSourceVip), OVERLAY, SOURCE_VIP,
     &[r#""ip": "10\.244\.103\.254/24""#], &[r"10\.244\.3\."])]
-#[case::no_source_vip_on_l2bridge(None, L2, "Test-Path C:\\k\\SourceVip.json", &[r"\AFalse\r\n\z"], &[])]
+#[case::no_source_vip_on_l2bridge(None, L2, "Test-Path C:\\sourcevip\\sourceVip.json", &[r"\AFalse\r\n\z"], &[])]
+#[case::no_2019_layout(None, OVERLAY, "Test-Path C:\\k\\SourceVip.json; Test-Path C:\\k\\cni\\config\\cni.conf", &[r"\AFalse\r\nFalse\r\n\z"], &[])]
 // The CNI configuration's OutBoundNAT ExceptionList.
 #[case::cni_conf(None, L2, CNI_CONF,
     &[r#""type": "win-bridge""#, r#""name": "cbr0""#, r#""Nameservers": \[\s*"10\.96\.0\.10"\s*\]"#,
@@ -372,4 +386,44 @@ async fn measure_object_counts_its_input(#[case] script: &str, #[case] lines: &[
         assert!(stdout.split("\r\n").any(|l| l == *line), "{line:?} not in\n{stdout}");
     }
     assert_eq!(text(&o.stderr), "");
+}
+
+/// A host without the HNS module (projectcalico/calico#6843: "'Get-HNSNetwork' is not
+/// recognized" on WS2019/2022 containerd nodes): the cmdlets fail, in a pipeline too, with exit
+/// code 1; the other host cmdlets still answer.
+#[rstest]
+#[case::network("Get-HnsNetwork -ErrorAction Stop | Measure-Object", "Get-HnsNetwork")]
+#[case::policies("Get-HnsPolicyList -ErrorAction Stop | Measure-Object", "Get-HnsPolicyList")]
+#[case::vsid(VSID, "Get-HnsNetwork")]
+#[tokio::test]
+async fn a_host_without_the_hns_module(#[case] script: &str, #[case] cmdlet: &str) {
+    let f = HostFixture::with(OVERLAY, None, |p| p.hns_cmdlets = false);
+    let o = f.confirm(script).await;
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains(&format!("The term '{cmdlet}' is not recognized")),
+        "{stderr}"
+    );
+    assert_eq!(text(&o.stdout), "");
+    assert_eq!(o.exit, ExitStatus::Code(1));
+    let o = f
+        .confirm("(Get-NetAdapter -ErrorAction Stop | Measure-Object).Count -gt 0")
+        .await;
+    assert_eq!(text(&o.stdout), "True\r\n");
+}
+
+/// `-ErrorAction Stop` turns a cmdlet's error into a terminating one: the script ends there with
+/// exit code 1 (about_CommonParameters); without it the script goes on and the last statement's
+/// success decides the exit code.
+#[rstest]
+#[case::stop("Get-Content C:\\nothing\\here.json -ErrorAction Stop; 'after'", "", 1)]
+#[case::continue_("Get-Content C:\\nothing\\here.json; 'after'", "after\r\n", 0)]
+#[case::last_fails("Get-Content C:\\nothing\\here.json", "", 1)]
+#[tokio::test]
+async fn error_action_stop_ends_the_script(#[case] script: &str, #[case] stdout: &str, #[case] code: i32) {
+    let f = HostFixture::new(L2, None);
+    let o = f.confirm(script).await;
+    assert_eq!(text(&o.stdout), stdout);
+    assert!(text(&o.stderr).contains("Cannot find path"), "{}", text(&o.stderr));
+    assert_eq!(o.exit, ExitStatus::Code(code));
 }

@@ -18,7 +18,7 @@
 //!
 //! A HostProcess container sees its Windows node's host ([`crate::node::host`]): `hostname`
 //! prints the machine's name, the disk holds what the node's agents keep there
-//! (`C:\run\flannel\subnet.env`, `C:\k\SourceVip.json`, `C:\k\cni\config\cni.conf`, the node's
+//! (`C:\run\flannel\subnet.env`, the source VIP and CNI configuration at the paths of its era, the node's
 //! log files under `C:\var\log`), and Windows PowerShell answers `Get-HnsNetwork`,
 //! `Get-HnsPolicyList`, `Get-NetAdapter` and `Get-NetTCPConnection` from the node's modelled
 //! state and faults. `netsh int ipv4 show dynamicport tcp` shows the dynamic port range.

@@ -372,6 +372,16 @@ impl Invocation {
         })
     }
 
+    /// `-ErrorAction Stop` (or `1`): the cmdlet's errors terminate the script (about_CommonParameters:
+    /// "Stop: Displays the error message and stops executing the command").
+    pub(super) fn stop(&self) -> bool {
+        ["erroraction", "ea"].iter().any(|p| {
+            self.get(p)
+                .map(V::text)
+                .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "stop" | "1"))
+        })
+    }
+
     /// The value of the first of `names` given, else the `n`-th positional value.
     pub(super) fn value(&self, names: &[&str], n: usize) -> Option<V> {
         names

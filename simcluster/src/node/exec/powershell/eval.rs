@@ -512,6 +512,9 @@ impl Ps {
                 let result = self
                     .cmdlet(spec.run, &call, input.unwrap_or_default(), e, &words, direct, &mut own)
                     .await;
+                if own.failed && call.stop() {
+                    return Err(Flow::Fail(own.text.concat()));
+                }
                 if own.failed {
                     errors.failed = true;
                     if !silent {

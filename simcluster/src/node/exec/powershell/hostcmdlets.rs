@@ -5,8 +5,11 @@
 //!
 //! Shapes: HNS objects are PSCustomObjects in list format, their nested objects shown as
 //! `@{Name=value; …}` and arrays as `{a, b}` — so a load balancer's `VIPs` show inside its
-//! `Policies` (real PowerShell shows a nested array as `System.Object[]`). HNS networks carry
-//! the overlay's VXLAN parameters as `VNI` and `VxlanPort`. `Get-NetAdapter` and
+//! `Policies` (real PowerShell shows a nested array as `System.Object[]`). An overlay network
+//! keeps its VNI where flannel puts it, in its subnet's policies (`Subnets[].Policies[]` with
+//! `Type: VSID`, flannel's `hcn.VsidPolicySetting`; real-clusters.md §4) — there is no top-level
+//! `VNI` property; its `VxlanPort` stays top-level. A host may lack the HNS module
+//! (`hnsCmdlets: false`, projectcalico/calico#6843): the cmdlets are not recognized there. `Get-NetAdapter` and
 //! `Get-NetTCPConnection` print tables; `Measure-Object` prints its GenericMeasureInfo list.
 
 use super::cmdlets::{Invocation, texts};
@@ -25,14 +28,15 @@ fn host_node(session: &Session) -> Option<&crate::config::profile::NodeProfile> 
     session.ctx.node.as_ref().filter(|_| session.ctx.host_process)
 }
 
-/// The HostNetworkingService cmdlets exist only on the host: elsewhere they are unknown.
+/// The HostNetworkingService cmdlets exist only on the host, and only where its module is
+/// installed (projectcalico/calico#6843): elsewhere they are unknown.
 fn hns_host<'a>(
     session: &'a Session,
     name: &str,
     statement: &str,
     errors: &mut Errors,
 ) -> Option<&'a crate::config::profile::NodeProfile> {
-    let node = host_node(session);
+    let node = host_node(session).filter(|n| n.hns_cmdlets);
     if node.is_none() {
         errors.add(ps_not_recognized(statement, name));
     }
@@ -47,10 +51,12 @@ pub(super) fn get_hns_network(session: &Session, statement: &str, errors: &mut E
     host::pod_network(node)
         .into_iter()
         .map(|n| {
-            let subnet = obj(
-                Kind::Custom,
-                vec![("AddressPrefix", s(n.address_prefix)), ("GatewayAddress", s(n.gateway))],
-            );
+            let mut subnet = vec![("AddressPrefix", s(n.address_prefix)), ("GatewayAddress", s(n.gateway))];
+            if let Some((vni, _)) = n.vxlan {
+                let vsid = obj(Kind::Custom, vec![("Type", s("VSID")), ("VSID", int(vni))]);
+                subnet.push(("Policies", V::Arr(vec![vsid])));
+            }
+            let subnet = obj(Kind::Custom, subnet);
             let mut props = vec![
                 ("Flags", int(0)),
                 ("ID", s(n.id)),
@@ -62,8 +68,7 @@ pub(super) fn get_hns_network(session: &Session, statement: &str, errors: &mut E
                 ("Subnets", V::Arr(vec![subnet])),
                 ("Type", s(n.kind)),
             ];
-            if let Some((vni, port)) = n.vxlan {
-                props.push(("VNI", int(vni)));
+            if let Some((_, port)) = n.vxlan {
                 props.push(("VxlanPort", int(port)));
             }
             obj(Kind::Custom, props)

@@ -17,7 +17,8 @@
 //! strings and numbers one per line, file system items in the `Directory:` table, match
 //! results as `path:line:text`, adapters and TCP connections as tables, other objects as lists
 //! (array properties as `{a, b}`). Errors are written in PowerShell's
-//! console format (non-terminating: the script goes on; `-ErrorAction SilentlyContinue` and
+//! console format (non-terminating: the script goes on, unless the cmdlet was given `-ErrorAction
+//! Stop`, which ends the script with exit code 1; `-ErrorAction SilentlyContinue` and
 //! `2>$null` drop them). The exit code is the last native command's (PowerShell Core) or 0/1
 //! by whether the last statement succeeded (Windows PowerShell), or `exit N`.
 //!
