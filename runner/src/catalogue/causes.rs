@@ -231,6 +231,11 @@ pub struct Cause {
     /// Each must match the text of an explained cell or of the node's evidence.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// Each must match the node's own state as the API shows it — its conditions and taints —
+    /// never a cell's or a pod's text: a cause that needs the node to be down (`kubelet-stopped`)
+    /// is no candidate while the node reports Ready, however many of its pods fail.
+    #[serde(default)]
+    pub node_shows: Vec<String>,
     /// Each that matches makes the cause more specific.
     #[serde(default)]
     pub supports: Vec<String>,
@@ -286,6 +291,7 @@ struct NodeRemedy {
 pub struct Compiled {
     pub cause: Cause,
     pub requires: Vec<Regex>,
+    pub node_shows: Vec<Regex>,
     pub supports: Vec<Regex>,
 }
 
@@ -395,6 +401,11 @@ impl Catalogue {
                 .iter()
                 .map(|p| compile(origin, &id, p))
                 .collect::<Result<_, _>>()?;
+            let node_shows = cause
+                .node_shows
+                .iter()
+                .map(|p| compile(origin, &id, p))
+                .collect::<Result<_, _>>()?;
             // Placeholders must be known; patterns must compile once filled.
             let sample: std::collections::BTreeMap<&str, String> =
                 PLACEHOLDERS.iter().map(|p| (*p, "x".to_string())).collect();
@@ -416,6 +427,7 @@ impl Catalogue {
             causes.push(Compiled {
                 cause,
                 requires,
+                node_shows,
                 supports,
             });
         }

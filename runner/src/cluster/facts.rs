@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, ListParams};
 use mixcheck_reports::{Fact, Facts, NodeFacts, Os, Taint};
 use serde_json::Value;
@@ -445,6 +445,14 @@ pub async fn collect(
         );
         nodes.push(node);
     }
+    // The kube-proxy actually serving each node: its pod's image (a DaemonSet's, or the mirror
+    // pod of a static pod as on GKE) — `status.nodeInfo.kubeProxyVersion` is deprecated and was
+    // the kubelet's own version (KEP-4004).
+    for (node, version, source) in kube_proxy_pods(client).await {
+        if let Some(n) = report.nodes.get_mut(&node) {
+            n.kube_proxy_version = Some(Fact::new(version, source));
+        }
+    }
     let addons = addons(client).await;
     let network_mode = addons
         .network_mode
@@ -488,6 +496,34 @@ pub async fn collect(
         runtime_classes: runtime_classes(client).await,
         report,
     })
+}
+
+/// (node, version, source) of every kube-system pod running a kube-proxy image on a node.
+async fn kube_proxy_pods(client: &kube::Client) -> Vec<(String, String, String)> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
+    let Ok(list) = pods.list(&ListParams::default()).await else {
+        return Vec::new();
+    };
+    list.items.iter().filter_map(kube_proxy_of).collect()
+}
+
+/// A pod's node and its kube-proxy container's image tag, when it runs kube-proxy.
+fn kube_proxy_of(pod: &Pod) -> Option<(String, String, String)> {
+    let spec = pod.spec.as_ref()?;
+    let node = spec.node_name.clone().filter(|n| !n.is_empty())?;
+    let tag = spec
+        .containers
+        .iter()
+        .filter_map(|c| c.image.as_deref())
+        .find_map(|image| {
+            let repo = image.rsplit('/').next()?.split([':', '@']).next()?;
+            matches!(repo, "kube-proxy" | "kube-proxy-amd64" | "kube-proxy-arm64")
+                .then(|| image_tag(image))
+                .flatten()
+        })?;
+    major_minor(tag)?;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    Some((node, tag.to_string(), format!("pod kube-system/{name} image")))
 }
 
 /// The platform that built the cluster, from the first node whose `spec.providerID` or labels
@@ -634,7 +670,7 @@ pub fn dsr_in_config(text: &str) -> Option<bool> {
 }
 
 /// A gate's state in a `--feature-gates=A=true,B=false` value.
-fn gate_in_flag(value: &str, gate: &str) -> Option<bool> {
+pub fn gate_in_flag(value: &str, gate: &str) -> Option<bool> {
     value.split(',').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
         (k.trim() == gate).then(|| v.trim().eq_ignore_ascii_case("true"))
@@ -789,6 +825,38 @@ pub fn supported_builds(k8s: (u32, u32)) -> Option<&'static [u32]> {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    /// A kube-proxy pod's image names the version serving its node — a DaemonSet's pod, GKE's
+    /// mirror pod of the static pod, sig-windows-tools' HostProcess image; other pods and
+    /// unbound pods say nothing.
+    #[rstest]
+    #[case::daemonset("registry.k8s.io/kube-proxy:v1.32.3", Some("n1"), Some("v1.32.3"))]
+    #[case::gke_mirror("gke.gcr.io/kube-proxy-amd64:v1.32.3-gke.1000", Some("n1"), Some("v1.32.3-gke.1000"))]
+    #[case::hostprocess(
+        "docker.io/sigwindowstools/kube-proxy:v1.32.3-flannel-hostprocess",
+        Some("n1"),
+        Some("v1.32.3-flannel-hostprocess")
+    )]
+    #[case::unbound("registry.k8s.io/kube-proxy:v1.32.3", None, None)]
+    #[case::other("registry.k8s.io/coredns/coredns:v1.11.3", Some("n1"), None)]
+    #[case::digest_only("registry.k8s.io/kube-proxy@sha256:abc", Some("n1"), None)]
+    fn kube_proxy_pods_name_their_nodes_version(
+        #[case] image: &str,
+        #[case] node: Option<&str>,
+        #[case] version: Option<&str>,
+    ) {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "kube-proxy-x"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": image}]}
+        }))
+        .expect("a pod");
+        let got = kube_proxy_of(&pod);
+        assert_eq!(got.as_ref().map(|(_, v, _)| v.as_str()), version);
+        if let Some((n, _, source)) = got {
+            assert_eq!(Some(n.as_str()), node);
+            assert_eq!(source, "pod kube-system/kube-proxy-x image");
+        }
+    }
 
     #[rstest]
     #[case("v1.32.3", Some((1, 32)))]

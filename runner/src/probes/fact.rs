@@ -113,12 +113,18 @@ pub fn judge(
             )
         }
         F::KubeProxySkew => {
+            // The node's own kube-proxy (read on a Windows node, where it is a node service or
+            // a pod of its own DaemonSet), else the cluster's kube-proxy DaemonSet.
             let kp = facts
                 .report
-                .kube_proxy_version
-                .as_ref()
+                .nodes
+                .get(&node.name)
+                .and_then(|n| n.kube_proxy_version.as_ref())
+                .or(facts.report.kube_proxy_version.as_ref())
                 .and_then(|f| major_minor(&f.value))
-                .ok_or("the kube-proxy version (kube-proxy DaemonSet image)")?;
+                .ok_or(
+                    "the kube-proxy version (kube-proxy DaemonSet image, or kube-proxy.exe --version on the node)",
+                )?;
             let (major, server) = facts.version;
             let allowed = skew_limit(if kp.1 < 25 { 2 } else { 3 });
             let ok = kp.0 == major && kp.1 <= server && server - kp.1 <= allowed;

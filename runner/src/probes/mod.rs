@@ -15,9 +15,11 @@ pub mod fact;
 #[cfg(test)]
 mod fidelity;
 mod flow;
+pub mod hostfacts;
 pub mod judgement;
 pub mod logs;
 pub mod nodestats;
+pub mod outcome;
 pub mod outside;
 pub mod portforward;
 pub mod resolve;

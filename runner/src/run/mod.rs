@@ -159,6 +159,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     let judged = Judged::default();
     let egress = tokio::sync::watch::Sender::new(None);
     let reach = crate::cluster::reach::Reach::default();
+    // The facts once the Windows nodes' own were read (after the fixtures are deployed), and
+    // what the nodes showed.
+    let refined: std::sync::OnceLock<ClusterFacts> = std::sync::OnceLock::new();
+    let readings: std::sync::OnceLock<Vec<crate::probes::hostfacts::Reading>> = std::sync::OnceLock::new();
     let work = async {
         for line in
             crate::cluster::leftovers::in_the_way(&client, &ns, needs.host_port.then_some(deploy::HOST_PORT)).await
@@ -227,6 +231,16 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 before: None,
             })
             .await?;
+            // What only the Windows nodes themselves show (managed platforms), before the cells
+            // that depend on it are judged.
+            let read_now = crate::probes::hostfacts::read(&early_ctx.pods, &dep, &facts).await;
+            let mut read = facts.clone();
+            crate::probes::hostfacts::refine(&mut read, &read_now);
+            let _ = readings.set(read_now);
+            if let Some(line) = crate::probes::hostfacts::describe(&facts, &read) {
+                say(&line);
+            }
+            let facts = refined.get_or_init(|| read);
             let count = cells::count(&cells);
             say(&format!(
                 "Probing {} cells of {} checks ({} probes; {} fact readings)…",
@@ -236,7 +250,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 count.facts
             ));
             {
-                let ctx = early_ctx.with_fixtures(&dep);
+                let ctx = Ctx {
+                    facts,
+                    ..early_ctx.with_fixtures(&dep)
+                };
                 // Egress is detected from the fixtures while the cells that do not depend on it run.
                 let detect = async {
                     if facts.egress.is_none() {
@@ -265,7 +282,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 let more = {
                     let mut s = lock(&sets);
                     s.promote(&failing);
-                    cells::promotion_pairs(&cells, &facts, &s, &failing)
+                    cells::promotion_pairs(&cells, facts, &s, &failing)
                 };
                 let added = deploy_scope(deploy::Scope {
                     full: &failing,
@@ -273,7 +290,10 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
                 })
                 .await?;
                 dep.absorb(added);
-                let ctx = early_ctx.with_fixtures(&dep);
+                let ctx = Ctx {
+                    facts,
+                    ..early_ctx.with_fixtures(&dep)
+                };
                 judge::judge_more(&ctx, &cells, more, plan.concurrency, &judged).await;
             }
             Ok::<_, String>(())
@@ -281,7 +301,8 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         let ((), later) = futures::future::join(early, later).await;
         progress.finish();
         later?;
-        let cells: Vec<Cell> = judged.all_or(&cells, &facts, &ns, "not judged (the run ended first)");
+        let facts = refined.get().unwrap_or(&facts);
+        let cells: Vec<Cell> = judged.all_or(&cells, facts, &ns, "not judged (the run ended first)");
         // Evidence about the nodes failing cells were observed on, while the fixtures still run.
         let implicated = crate::triage::diagnose::implicated_nodes(&cells);
         let mut evidence = Vec::new();
@@ -295,6 +316,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
             ));
             let gathering = Instant::now();
             evidence = crate::triage::evidence::gather(&client, &ns, &nodes).await;
+            if let Some(read) = readings.get() {
+                for e in &mut evidence {
+                    e.items.extend(crate::probes::hostfacts::evidence(read, &e.node));
+                }
+            }
             if plan.node_diagnostics {
                 // What each node is suspected of, from the cells and the evidence so far.
                 let mut so_far = mixcheck_reports::RunReport::new("", "", report.target.clone(), report.started_at);
@@ -397,6 +423,9 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         ),
     };
     report.cells = cells;
+    if let Some(read) = refined.get() {
+        report.facts = read.report.clone();
+    }
     report.coverage = Some(lock(&sets).report(&facts, light_checks));
     if !plan.keep {
         // The commands need what the run deleted; say so where they are printed.

@@ -149,6 +149,12 @@ fn find(re: &Regex, cells: &[(&CellId, String)], items: &[EvidenceItem]) -> Opti
         })
 }
 
+/// Whether an evidence item is the node's own state as the API shows it (its conditions and
+/// taints; [`crate::triage::evidence`]), not a pod's or a cell's.
+fn node_state(source: &str) -> bool {
+    source.starts_with("condition ") || source == "taints"
+}
+
 /// One cause on one node, scored over the whole run.
 struct Candidate<'a> {
     cause: &'a Compiled,
@@ -215,12 +221,19 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         .map(|&i| (&report.cells[i].id, cell_text(&report.cells[i])))
         .collect();
     let mut lines = Vec::new();
+    // The node's own state first: a cause it contradicts (a Ready node for a stopped kubelet)
+    // is no candidate, whatever the count of cells it would explain.
+    let state: Vec<EvidenceItem> = evidence.iter().filter(|i| node_state(&i.source)).cloned().collect();
+    for re in &cause.node_shows {
+        lines.push(find(re, &[], &state)?);
+    }
     for re in &cause.requires {
         lines.push(find(re, &texts, evidence)?);
     }
     // What the cells themselves say counts like a required message: a cause whose cell set is
     // narrowed by a message the cells show is more specific than one that fits by rule alone.
-    let mut specificity = cause.requires.len() + c.fails.iter().filter(|m| m.message_re.is_some()).count();
+    let mut specificity =
+        cause.requires.len() + cause.node_shows.len() + c.fails.iter().filter(|m| m.message_re.is_some()).count();
     for re in &cause.supports {
         if let Some(line) = find(re, &texts, evidence) {
             specificity += 1;
@@ -241,7 +254,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
             continue;
         };
         // A command that failed (a missing cmdlet, file or tool) is no evidence either way.
-        if crate::triage::outcome::not_run(item.text.as_str()) {
+        if crate::probes::outcome::not_run(item.text.as_str()) {
             lines.push(format!("{source}: {}", shorten(item.text.as_str().trim())));
             continue;
         }
@@ -293,11 +306,11 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
 
 /// What a diagnostics command's evidence `output` says of a cause whose `confirms` pattern is
 /// `pattern`: whether it confirms it (else it refutes it), with the matching line; None when it
-/// says nothing — the command did not run to success ([`crate::triage::outcome::not_run`]), or
+/// says nothing — the command did not run to success ([`crate::probes::outcome::not_run`]), or
 /// the pattern's placeholders have no value. A negated pattern confirms only non-empty output
 /// of a successful command that does not match it.
 pub fn confirmation(pattern: &str, vars: &BTreeMap<&str, String>, output: &str) -> Option<(bool, Option<String>)> {
-    if crate::triage::outcome::not_run(output) {
+    if crate::probes::outcome::not_run(output) {
         return None;
     }
     let (negated, re) = crate::catalogue::causes::confirm_pattern(pattern, vars)?.ok()?;

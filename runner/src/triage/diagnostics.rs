@@ -16,7 +16,7 @@ use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence, Os};
 use crate::catalogue::causes::Catalogue;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::Fixtures;
-use crate::triage::outcome;
+use crate::probes::outcome;
 
 /// The label value that marks the diagnostics pods (`app.kubernetes.io/component`).
 pub const COMPONENT: &str = "node-diagnostics";

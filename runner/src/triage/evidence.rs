@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams, LogParams};
 use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
 
@@ -118,7 +118,17 @@ async fn of_node(
     events: &BTreeMap<String, Vec<String>>,
 ) -> Vec<EvidenceItem> {
     let mut items = Vec::new();
-    for (kind, status) in &node.conditions {
+    // The node's conditions now (the facts hold them as the run began; a node may have gone
+    // NotReady, or come back, since).
+    let nodes: Api<Node> = Api::all(client.clone());
+    let now: Option<BTreeMap<String, String>> = match tokio::time::timeout(CALL_TIMEOUT, nodes.get(&node.name)).await {
+        Ok(Ok(n)) => n
+            .status
+            .and_then(|s| s.conditions)
+            .map(|cs| cs.into_iter().map(|c| (c.type_, c.status)).collect()),
+        _ => None,
+    };
+    for (kind, status) in now.as_ref().unwrap_or(&node.conditions) {
         let normal = if kind == "Ready" { "True" } else { "False" };
         if status != normal {
             items.push(item(format!("condition {kind}"), &format!("{kind}={status}")));

@@ -8,7 +8,6 @@ pub mod diagnose;
 pub mod diagnostics;
 pub mod evidence;
 pub mod nodevars;
-pub mod outcome;
 
 #[cfg(test)]
 mod healthy_tests;

@@ -81,6 +81,10 @@ pub struct NodeProfile {
     /// implements Services itself (a transparent network whose Windows nodes all run their
     /// agents as HostProcess pods, as `crate::node::addons` deploys it).
     pub runs_kube_proxy: bool,
+    /// Whether the Windows kube-proxy runs with `--enable-dsr` (`network.dsr`).
+    pub dsr: bool,
+    /// The version of the Windows kube-proxy binary serving the node.
+    pub kube_proxy_version: String,
     pub index: usize,
     pub timing: Timing,
 }
@@ -169,6 +173,13 @@ impl NodeProfile {
             .enforce_node_allocatable
             .clone()
             .unwrap_or_else(|| if windows { Vec::new() } else { vec!["pods".into()] });
+        // As the add-ons run it (`crate::node::addons`): the node's `kubeProxyVersion`, else its
+        // kubelet's version.
+        let kube_proxy_version = if spec.kube_proxy_version.is_empty() {
+            kubelet_version.clone()
+        } else {
+            spec.kube_proxy_version.clone()
+        };
         let capacity = capacity(spec);
         let allocatable = allocatable(&capacity, &system_reserved, &kube_reserved, &eviction_hard);
         Self {
@@ -209,6 +220,8 @@ impl NodeProfile {
             cluster_cidr: topology.network.cluster_cidr.clone(),
             service_cidr: topology.network.service_cidr.clone(),
             runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology)),
+            dsr: topology.network.dsr,
+            kube_proxy_version,
             index,
             timing: topology.timing.clone(),
         }

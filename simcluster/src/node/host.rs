@@ -252,6 +252,91 @@ pub(crate) fn kube_proxy_programs(profile: &NodeProfile) -> bool {
         && (profile.flannel().is_none() || pod_network(profile).is_some())
 }
 
+/// The Windows kube-proxy's process as `Win32_Process` shows it on the host: its executable
+/// and command line, or None where it does not run (not on this pod network, stopped, or a
+/// HostProcess pod whose kubelet is down). It is the one place every platform shows the
+/// Windows kube-proxy's settings (real-clusters.md §3):
+/// - a node service (managed platforms, pre-HostProcess kubeadm nodes) runs `C:\k\kube-proxy.exe`
+///   with its flags, as the node's start scripts write them (microsoft/SDN
+///   `Kubernetes/windows/start-kubeproxy.ps1`: `--v=4 --proxy-mode=kernelspace
+///   --hostname-override=… --kubeconfig=c:\k\config --cluster-cidr=…`);
+/// - sig-windows-tools' HostProcess DaemonSet runs it from the container's sandbox mount
+///   (`$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/`, its Dockerfile and `start.ps1`), with
+///   `--hostname-override=$env:NODE_NAME` and the flags `start.ps1` adds (Calico:
+///   `--enable-dsr=true` and `WinDSR=true`; flannel overlay: `WinOverlay=true`).
+///
+/// DSR (`network.dsr`) shows as `--enable-dsr=true`; the WinDSR and WinOverlay gates are passed
+/// before they went GA (1.34); overlay nodes name their source VIP. With
+/// [`Fault::KubeProxyNoHostnameOverride`] the flag is missing.
+pub(crate) fn kube_proxy_process(profile: &NodeProfile) -> Option<(String, String)> {
+    let service = nodelogs::runs_node_services(profile);
+    let started = service || !profile.has_fault(Fault::KubeletStopped);
+    if !profile.is_windows() || !profile.runs_kube_proxy || !started || profile.has_fault(Fault::KubeProxyStopped) {
+        return None;
+    }
+    let network = match (profile.pod_network, profile.network_mode) {
+        (crate::config::platform::PodNetwork::Calico, _) => "Calico",
+        (_, NetworkMode::Overlay) => "vxlan0",
+        (_, NetworkMode::L2tunnel) => "azure",
+        _ => "cbr0",
+    };
+    let sandbox = format!(
+        r"C:\C\{}",
+        guid(&[&profile.name, "kube-proxy-sandbox"]).to_ascii_lowercase()
+    );
+    let (exe, mut args) = if service {
+        (
+            r"C:\k\kube-proxy.exe".to_string(),
+            vec![
+                "--v=3".to_string(),
+                "--proxy-mode=kernelspace".into(),
+                format!("--hostname-override={}", profile.name),
+                r"--kubeconfig=C:\k\config".into(),
+                format!("--cluster-cidr={}", profile.cluster_cidr),
+                format!("--network-name={network}"),
+            ],
+        )
+    } else {
+        (
+            format!(r"{sandbox}\kube-proxy\kube-proxy.exe"),
+            vec![
+                format!("--hostname-override={}", profile.name),
+                "--v=4".to_string(),
+                "--proxy-mode=kernelspace".into(),
+                format!(r"--kubeconfig={sandbox}\mounts\var\lib\kube-proxy\kubeconfig.conf"),
+                format!("--network-name={network}"),
+            ],
+        )
+    };
+    if profile.has_fault(Fault::KubeProxyNoHostnameOverride) {
+        args.retain(|a| !a.starts_with("--hostname-override="));
+    }
+    let mut gates = Vec::new();
+    let before_ga = crate::config::topology::parse_version(&profile.kube_proxy_version).is_some_and(|v| v < (1, 34));
+    if profile.dsr {
+        args.push("--enable-dsr=true".into());
+        if before_ga {
+            gates.push("WinDSR=true");
+        }
+    }
+    if profile.network_mode == NetworkMode::Overlay {
+        args.push(format!("--source-vip={}", pod_address(profile, 254)));
+        if before_ga {
+            gates.push("WinOverlay=true");
+        }
+    }
+    if !gates.is_empty() {
+        args.push(format!("--feature-gates={}", gates.join(",")));
+    }
+    let cmdline = format!("{exe} {}", args.join(" "));
+    Some((exe, cmdline))
+}
+
+/// What `kube-proxy.exe --version` prints on the node: the binary's version.
+pub(crate) fn kube_proxy_version_line(profile: &NodeProfile) -> String {
+    format!("Kubernetes {}", profile.kube_proxy_version)
+}
+
 /// One port of a load balancer: (IP protocol number, backend port, service port).
 pub(crate) type LbPort = (u8, u16, u16);
 

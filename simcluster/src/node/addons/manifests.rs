@@ -150,7 +150,7 @@ pub(super) fn objects(a: &Addons) -> Vec<Object> {
         Cni::Azure => azure_cni(a, &mut out),
         Cni::Aks => super::platforms::aks(a, &mut out),
         Cni::Eks => super::platforms::eks(a, &mut out),
-        Cni::Gke => {}
+        Cni::Gke => super::platforms::gke(a, &mut out),
         Cni::Calico { version } => {
             super::platforms::calico(a, version, &mut out);
             if a.windows_daemonsets() {

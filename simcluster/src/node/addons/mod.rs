@@ -128,6 +128,8 @@ pub struct Addons {
     pub api_server: (String, u16),
     /// The Windows kube-proxy versions and the nodes running each, in node order.
     pub windows_kube_proxy: Vec<(String, Vec<String>)>,
+    /// The Linux nodes' names, in node order.
+    pub linux_nodes: Vec<String>,
 }
 
 impl Addons {
@@ -224,6 +226,11 @@ impl Addons {
             service_cidr: topology.network.service_cidr.clone(),
             api_server: (control_plane, 6443),
             windows_kube_proxy,
+            linux_nodes: profiles
+                .iter()
+                .filter(|p| !p.is_windows())
+                .map(|p| p.name.clone())
+                .collect(),
         }
     }
 
@@ -233,7 +240,7 @@ impl Addons {
     }
 
     /// Whether the Linux kube-proxy is a DaemonSet: kubeadm, AKS and EKS deploy one; GKE runs
-    /// it as a static pod on each node, whose mirror pods are not modelled.
+    /// it as a static pod on each node (its mirror pods: [`super::platforms::gke`]).
     pub fn linux_kube_proxy_daemonset(&self) -> bool {
         self.has_kube_proxy() && self.platform != Platform::Gke
     }

@@ -10,6 +10,11 @@
 //!   only (its node affinity keeps it off Windows and Fargate); Windows IPAM is switched on in
 //!   the `amazon-vpc-cni` ConfigMap (`enable-windows-ipam: "true"`); kube-proxy on Windows is a
 //!   Windows service.
+//! - GKE ("Windows Server node pools"; kubernetes `cluster/gce/gci/configure-helper.sh`,
+//!   `start-kube-proxy`): kube-proxy on Linux nodes is a static pod from the node's manifest
+//!   directory, which the kubelet mirrors into the API as `kube-system/kube-proxy-<node>`
+//!   (annotation `kubernetes.io/config.mirror`, labels `component: kube-proxy`, `tier: node`);
+//!   on Windows it is a node service.
 //! - Calico for Windows (CAL; WT `capz/templates/calico/values.yaml`): the operator's
 //!   `calico-system` namespace with `calico-node` (Linux) and `calico-node-windows` (a
 //!   HostProcess DaemonSet), VXLAN.
@@ -37,6 +42,37 @@ fn agent(name: &str, labels: serde_json::Value, os: &str, image: &str, host_proc
         "metadata": {"name": name, "labels": labels},
         "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": spec}}
     })
+}
+
+/// GKE: the mirror pods of the Linux nodes' kube-proxy static pods (the kubelet creates one per
+/// static pod, bound to its node).
+pub(super) fn gke(a: &Addons, out: &mut Vec<Object>) {
+    let image = format!("gke.gcr.io/kube-proxy-amd64:{}-gke.1000", a.kubernetes_version);
+    for node in &a.linux_nodes {
+        let pod = json!({
+            "metadata": {
+                "name": format!("kube-proxy-{node}"),
+                "labels": {"component": "kube-proxy", "tier": "node"},
+                "annotations": {
+                    "kubernetes.io/config.mirror": "static",
+                    "kubernetes.io/config.source": "file"
+                }
+            },
+            "spec": {
+                "nodeName": node,
+                "hostNetwork": true,
+                "priorityClassName": "system-node-critical",
+                "tolerations": [{"operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [{
+                    "name": "kube-proxy",
+                    "image": image,
+                    "command": ["kube-proxy", "--v=2", format!("--cluster-cidr={}", a.cluster_cidr), "--oom-score-adj=-998"],
+                    "securityContext": {"privileged": true}
+                }]
+            }
+        });
+        out.push(object(crate::store::resources::core("pods"), "kube-system", pod));
+    }
 }
 
 /// AKS with Azure CNI today.

@@ -173,6 +173,10 @@ const CNI_CONF: &str = "Get-Content C:\\etc\\cni\\net.d\\10-flannel.conf -Raw";
 /// The VNI as flannel keeps it: in the subnet's VSID policy.
 const VSID: &str = "Get-HnsNetwork -ErrorAction Stop | Where-Object Type -eq Overlay | ForEach-Object { $_.Subnets } | ForEach-Object { $_.Policies } | Where-Object Type -eq VSID | Format-List VSID";
 const NOTHING: &str = r"\A\z";
+const KUBE_PROXY_VERSION: &str =
+    "$exe = (Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\").ExecutablePath; & $exe --version";
+const KUBE_PROXY_CMDLINE: &str =
+    "Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" | Select-Object -ExpandProperty CommandLine";
 
 /// Each confirmation command on a clean node and on a node with the fault it confirms: the
 /// regexes its output must match and must not match (exit code 0 throughout).
@@ -252,6 +256,14 @@ const NOTHING: &str = r"\A\z";
 #[case::hostname(None, L2, "hostname", &[r"\Awin2022-1\r\n\z"], &[])]
 #[case::hostname_machine(Some(Fault::KubeProxyNoHostnameOverride), L2, "hostname", &[r"\AWIN-[A-Z0-9]{11}\r\n\z"], &[r"win2022-1"])]
 // Format-List / Format-Table.
+// The Windows kube-proxy's process (real-clusters.md §3: its flags show only on the node).
+#[case::kube_proxy_cmdline(None, L2, KUBE_PROXY_CMDLINE,
+    &[r"--proxy-mode=kernelspace", r"--hostname-override=win2022-1 ", r"--network-name=cbr0", r"kube-proxy\\kube-proxy\.exe"], &[r"--enable-dsr", r"--source-vip"])]
+#[case::kube_proxy_cmdline_overlay(None, OVERLAY, KUBE_PROXY_CMDLINE, &[r"--source-vip=10\.244\.3\.254", r"--network-name=vxlan0"], &[])]
+#[case::kube_proxy_no_override(Some(Fault::KubeProxyNoHostnameOverride), L2, KUBE_PROXY_CMDLINE, &[r"--proxy-mode"], &[r"--hostname-override"])]
+#[case::kube_proxy_stopped_no_process(Some(Fault::KubeProxyStopped), L2, KUBE_PROXY_CMDLINE, &[NOTHING], &[])]
+#[case::kube_proxy_version(None, L2, KUBE_PROXY_VERSION,
+    &[r"\AKubernetes v1\.\d+\.\d+\r\n\z"], &[])]
 #[case::format_list(None, L2, "Get-HnsNetwork | Format-List Name, Type", &[r"\A\r\nName : cbr0\r\nType : L2Bridge\r\n\r\n\r\n\z"], &[])]
 #[case::format_table(None, L2, "Get-NetTCPConnection -LocalPort 10250 | ft LocalPort, State -AutoSize",
     &[r"\A\r\nLocalPort State\r\n--------- -----\r\n    10250 Listen\r\n\r\n\r\n\z"], &[])]
@@ -286,6 +298,41 @@ async fn host_process_confirms_the_node_state(
     }
     assert_eq!(stderr, "");
     assert_eq!(o.exit, ExitStatus::Code(0));
+}
+
+/// DSR shows on the node as kube-proxy's `--enable-dsr=true`, with the WinDSR gate before it went
+/// GA in 1.34 (WNET; kube-proxy's feature gates); a node service (managed platforms) runs
+/// `C:\k\kube-proxy.exe` and reports the node's own version.
+#[rstest]
+#[case::hostprocess_dsr(false, "v1.32.3", true, &[r"--enable-dsr=true", r"--feature-gates=WinDSR=true", r"kube-proxy\\kube-proxy\.exe"])]
+#[case::hostprocess_ga(false, "v1.34.1", true, &[r"--enable-dsr=true"])]
+#[case::service(true, "v1.31.4", false, &[r"\AC:\\k\\kube-proxy\.exe --v=3 ", r"--cluster-cidr="])]
+#[tokio::test]
+async fn kube_proxy_shows_its_settings_on_the_node(
+    #[case] service: bool,
+    #[case] version: &str,
+    #[case] dsr: bool,
+    #[case] must: &[&str],
+) {
+    let f = HostFixture::with(L2, None, |p| {
+        p.dsr = dsr;
+        p.kube_proxy_version = version.to_string();
+        if service {
+            p.platform = crate::config::platform::Platform::Aks;
+        }
+    });
+    let o = f.confirm(KUBE_PROXY_CMDLINE).await;
+    let line = text(&o.stdout);
+    for re in must {
+        assert!(
+            Regex::new(re).expect("a regex").is_match(&line),
+            "{re} does not match {line}"
+        );
+    }
+    assert_eq!(line.contains("WinDSR"), dsr && version < "v1.34", "{line}");
+    assert_eq!(line.contains("--enable-dsr"), dsr, "{line}");
+    let v = f.confirm(KUBE_PROXY_VERSION).await;
+    assert_eq!(text(&v.stdout), format!("Kubernetes {version}\r\n"));
 }
 
 /// The machine name `hostname` prints under the fault is the one kube-proxy looks its Node

@@ -406,3 +406,26 @@ pub(super) fn netsh(_s: &Arc<Session>, call: Call) -> Reply {
     };
     o.into()
 }
+
+/// The Windows kube-proxy binary on the node, run from its host (a HostProcess container):
+/// `--version` prints `Kubernetes v1.32.3` (component-base's version flag). The simulated
+/// binary answers nothing else; starting a second proxier from a probe is not modelled.
+pub(super) fn kube_proxy(s: &Arc<Session>, call: Call) -> Reply {
+    let Some(node) = s.ctx.node.as_ref() else {
+        return out("", "kube-proxy: no node\r\n", 1).into();
+    };
+    let o = match call.args().first().map(String::as_str) {
+        Some("--version" | "--version=true") => {
+            ExecOutput::ok(format!("{}\r\n", crate::node::host::kube_proxy_version_line(node)))
+        }
+        _ => out(
+            "",
+            format!(
+                "kube-proxy: the simulated binary answers --version only (got {:?})\r\n",
+                call.args()
+            ),
+            1,
+        ),
+    };
+    o.into()
+}

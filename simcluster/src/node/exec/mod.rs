@@ -66,7 +66,7 @@ use self::archive::tar;
 use self::cmd::cmd;
 use self::environment::{echo, env, fail_quietly, printenv, printf, succeed, test};
 use self::files::{cat, findstr, grep, ls, stat};
-use self::identity::{hostname, id, ip, ipconfig, netsh, uname, whoami_linux, whoami_windows};
+use self::identity::{hostname, id, ip, ipconfig, kube_proxy, netsh, uname, whoami_linux, whoami_windows};
 use self::mounts::{VolumeKind, pod_volumes, volume_data};
 use self::nettools::Wire;
 use self::ps_entry::{powershell, pwsh};
@@ -280,6 +280,9 @@ enum Needs {
     Pwsh,
     /// busybox-w32 applets of the e2e busybox and agnhost Windows images.
     Applets,
+    /// The Windows kube-proxy's binary: on the host (a HostProcess container) of a node whose
+    /// pod network runs kube-proxy.
+    HostKubeProxy,
 }
 
 /// An executable: the names it answers to, what must be in the image, its handler.
@@ -335,6 +338,7 @@ static WINDOWS: &[Command] = &[
     command(&["powershell"], Needs::WindowsPowerShell, powershell),
     command(&["pwsh"], Needs::Pwsh, pwsh),
     command(&["agnhost"], Needs::Agnhost, agnhost),
+    command(&["kube-proxy"], Needs::HostKubeProxy, kube_proxy),
     command(&["sh", "ash"], Needs::Applets, sh),
     command(&["cat"], Needs::Applets, cat),
     command(&["ls"], Needs::Applets, ls),

@@ -138,6 +138,17 @@ pub(super) fn process_table(host: Option<&NodeProfile>) -> Vec<V> {
         "C:\\k\\kubelet.exe",
         &kubelet,
     ));
+    // The Windows kube-proxy: a service of its own, or a HostProcess container's process (which
+    // the host lists like any other: SEC-HOSTPROCESS).
+    if let Some((exe, cmdline)) = host::kube_proxy_process(node) {
+        list.push(proc_(
+            i64::try_from(crate::node::nodelogs::service_pid(node, "kube-proxy")).unwrap_or(4000),
+            pid(host::SERVICES_PID),
+            "kube-proxy.exe",
+            &exe,
+            &cmdline,
+        ));
+    }
     list.push(ps);
     list
 }

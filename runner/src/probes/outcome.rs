@@ -1,4 +1,4 @@
-//! One node-diagnostics command as it ran: how it is invoked so that a failure shows (exit
+//! One command run on a node's host (node diagnostics, facts read on the node) as it ran: how it is invoked so that a failure shows (exit
 //! code; PowerShell's error records), and what its run is as evidence — its output when it
 //! succeeded, else "not run: <why>", which confirms and refutes nothing.
 

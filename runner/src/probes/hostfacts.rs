@@ -1,0 +1,390 @@
+//! Facts read on each Windows node itself, through the run's HostProcess host probe (no SSH):
+//! the pod network's HNS network type (the network mode), and the Windows kube-proxy's command
+//! line (DSR, the WinDSR gate) and version. On AKS, EKS and GKE the Windows kube-proxy is a node
+//! service and the CNI no API object, so the node is the one place these show
+//! (real-clusters.md §3). API objects stay the first source; a reading fills only what they
+//! left unknown (or what `--network-mode` merely stated), and names its node and command. A
+//! command that fails leaves its fact unknown.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use mixcheck_reports::{EvidenceItem, Excerpt, Fact, Os};
+
+use crate::cluster::deploy::Deployment;
+use crate::cluster::facts::{self, ClusterFacts};
+use crate::probes::outcome;
+
+/// The limit on one command.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The pod network's HNS network types (the built-in `nat` network is not one).
+const HNS_TYPES: &str = "Get-HnsNetwork -ErrorAction Stop | Select-Object -ExpandProperty Type";
+/// The Windows kube-proxy's command line (nothing when it is not running).
+const KUBE_PROXY_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
+/// The Windows kube-proxy binary's version (`Kubernetes v1.32.3`).
+const KUBE_PROXY_VERSION: &str = "$exe = (Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop).ExecutablePath; if ($exe) { & $exe --version } else { Write-Error 'kube-proxy.exe is not running' }";
+
+/// What one node's host showed: each command's output, or why it did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub node: String,
+    pub hns_types: Result<String, String>,
+    pub kube_proxy: Result<String, String>,
+    pub version: Result<String, String>,
+}
+
+/// Runs the commands on every Windows node with a host probe of the run, concurrently.
+pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> Vec<Reading> {
+    let nodes: Vec<(&String, &str)> = cluster
+        .nodes
+        .iter()
+        .filter(|n| n.os == Os::Windows)
+        .filter_map(|n| dep.hosts.get(&n.name).map(|p| (&n.name, p.name.as_str())))
+        .collect();
+    futures::future::join_all(nodes.into_iter().map(|(node, pod)| async move {
+        let (hns_types, kube_proxy, version) = futures::future::join3(
+            run(pods, pod, HNS_TYPES),
+            run(pods, pod, KUBE_PROXY_CMDLINE),
+            run(pods, pod, KUBE_PROXY_VERSION),
+        )
+        .await;
+        Reading {
+            node: node.clone(),
+            hns_types,
+            kube_proxy,
+            version,
+        }
+    }))
+    .await
+}
+
+/// One command's standard output, or why it did not run to success.
+async fn run(pods: &Api<Pod>, pod: &str, command: &str) -> Result<String, String> {
+    let argv = outcome::argv(Os::Windows, command);
+    let text = match tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        crate::probes::transport::exec_retrying(pods, pod, None, &argv),
+    )
+    .await
+    {
+        Ok(Ok((out, _))) => outcome::evidence(Os::Windows, out.exit_code, &out.stdout_text(), &out.stderr_text()),
+        Ok(Err(e)) => format!("{}exec failed: {e}", outcome::NOT_RUN),
+        Err(_) => format!("{}timed out after {}s", outcome::NOT_RUN, COMMAND_TIMEOUT.as_secs()),
+    };
+    if outcome::not_run(&text) { Err(text) } else { Ok(text) }
+}
+
+/// The network mode of an HNS network type (`L2Bridge` → `l2bridge`); None for the host's own
+/// networks (`nat`, `ICS`, `Internal`, `Private`).
+fn mode_of(hns_type: &str) -> Option<&'static str> {
+    match hns_type.trim().to_ascii_lowercase().as_str() {
+        "l2bridge" => Some("l2bridge"),
+        "overlay" => Some("overlay"),
+        "l2tunnel" => Some("l2tunnel"),
+        "transparent" => Some("transparent"),
+        _ => None,
+    }
+}
+
+/// The flags of a command line (`--name=value` or a bare `--name`), by name.
+fn flag<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
+    cmdline.split_whitespace().find_map(|a| {
+        let a = a.trim_matches('"');
+        let rest = a.strip_prefix("--")?.strip_prefix(name)?;
+        match rest.strip_prefix('=') {
+            Some(v) => Some(v),
+            None if rest.is_empty() => Some("true"),
+            None => None,
+        }
+    })
+}
+
+/// DSR from kube-proxy's command line: its `--enable-dsr` flag; without it (and without a
+/// `--config` file that could set it) kube-proxy's default, off.
+fn dsr_of(cmdline: &str) -> Option<bool> {
+    match flag(cmdline, "enable-dsr") {
+        Some(v) => Some(v.eq_ignore_ascii_case("true")),
+        None if flag(cmdline, "config").is_some() => None,
+        None => Some(false),
+    }
+}
+
+/// `Kubernetes v1.32.3` → `v1.32.3`.
+fn version_of(text: &str) -> Option<String> {
+    let v = text.split_whitespace().find(|w| w.starts_with('v'))?;
+    facts::major_minor(v).map(|_| v.to_string())
+}
+
+/// What the readings add to the facts: the network mode, DSR and the WinDSR gate where the
+/// API did not show them, from the first node (in the facts' order) whose command ran; each
+/// node's own kube-proxy version.
+pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
+    let stated = |f: &Option<Fact<String>>| f.as_ref().is_none_or(|f| f.source == "--network-mode");
+    if stated(&cluster.network_mode) {
+        let found = readings.iter().find_map(|r| {
+            let types = r.hns_types.as_ref().ok()?;
+            types.lines().find_map(|t| {
+                mode_of(t).map(|m| {
+                    Fact::new(
+                        m.to_string(),
+                        format!("node {}: Get-HnsNetwork Type {}", r.node, t.trim()),
+                    )
+                })
+            })
+        });
+        if let Some(mode) = found {
+            cluster.report.network_mode = Some(mode.clone());
+            cluster.network_mode = Some(mode);
+        }
+    }
+    let cmdlines = || {
+        readings.iter().filter_map(|r| {
+            let line = r
+                .kube_proxy
+                .as_ref()
+                .ok()?
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())?;
+            Some((r.node.as_str(), line))
+        })
+    };
+    if cluster.dsr.is_none()
+        && let Some(dsr) = cmdlines().find_map(|(node, line)| {
+            dsr_of(line).map(|d| {
+                let how = if flag(line, "enable-dsr").is_some() {
+                    "--enable-dsr"
+                } else {
+                    "no --enable-dsr (off by default)"
+                };
+                Fact::new(d, format!("node {node}: kube-proxy.exe command line, {how}"))
+            })
+        })
+    {
+        cluster.report.dsr = Some(dsr.clone());
+        cluster.dsr = Some(dsr);
+    }
+    if cluster.win_dsr_gate.is_none() {
+        cluster.win_dsr_gate = cmdlines().find_map(|(node, line)| {
+            let gate = facts::gate_in_flag(flag(line, "feature-gates")?, "WinDSR")?;
+            Some(Fact::new(gate, format!("node {node}: kube-proxy.exe --feature-gates")))
+        });
+    }
+    for r in readings {
+        let Some(version) = r.version.as_ref().ok().and_then(|t| version_of(t)) else {
+            continue;
+        };
+        // A pod's image says what runs; `status.nodeInfo.kubeProxyVersion` (deprecated, the
+        // kubelet's own version: KEP-4004) gives way to the binary's own answer.
+        if let Some(node) = cluster.report.nodes.get_mut(&r.node)
+            && node
+                .kube_proxy_version
+                .as_ref()
+                .is_none_or(|v| v.source.ends_with("status.nodeInfo"))
+        {
+            node.kube_proxy_version = Some(Fact::new(version, format!("node {}: kube-proxy.exe --version", r.node)));
+        }
+    }
+}
+
+/// What a node's reading adds to its evidence (for the diagnosis): whether the Windows
+/// kube-proxy runs there and with what command line — on a platform where it is a node service
+/// this is the one sign of it the run has without `--node-diagnostics`.
+pub fn evidence(readings: &[Reading], node: &str) -> Vec<EvidenceItem> {
+    let Some(r) = readings.iter().find(|r| r.node == node) else {
+        return Vec::new();
+    };
+    let Ok(out) = &r.kube_proxy else {
+        return Vec::new();
+    };
+    let text = match out.lines().map(str::trim).find(|l| !l.is_empty()) {
+        Some(line) => format!("kube-proxy.exe is running: {line}"),
+        None => "kube-proxy.exe is not running (Win32_Process lists no kube-proxy.exe on the host)".to_string(),
+    };
+    vec![EvidenceItem {
+        source: "host Win32_Process".into(),
+        text: Excerpt::new(&text),
+    }]
+}
+
+/// One line saying what the nodes added to the facts (None when they added nothing).
+pub fn describe(before: &ClusterFacts, after: &ClusterFacts) -> Option<String> {
+    let mut added = Vec::new();
+    if after.network_mode != before.network_mode
+        && let Some(m) = &after.network_mode
+    {
+        added.push(format!("network mode {} ({})", m.value, m.source));
+    }
+    if after.dsr != before.dsr
+        && let Some(d) = &after.dsr
+    {
+        added.push(format!("DSR {} ({})", if d.value { "on" } else { "off" }, d.source));
+    }
+    if after.win_dsr_gate != before.win_dsr_gate
+        && let Some(g) = &after.win_dsr_gate
+    {
+        added.push(format!("WinDSR gate {}", g.value));
+    }
+    let versions = after
+        .report
+        .nodes
+        .iter()
+        .filter(|(name, n)| {
+            n.kube_proxy_version.is_some()
+                && before
+                    .report
+                    .nodes
+                    .get(*name)
+                    .is_none_or(|b| b.kube_proxy_version.is_none())
+        })
+        .count();
+    if versions > 0 {
+        added.push(format!(
+            "the Windows kube-proxy's version on {versions} node{}",
+            if versions == 1 { "" } else { "s" }
+        ));
+    }
+    (!added.is_empty()).then(|| format!("Read on the Windows nodes: {}", added.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+    use crate::cluster::facts::ClusterNode;
+
+    #[rstest]
+    #[case::service("C:\\k\\kube-proxy.exe --v=3 --proxy-mode=kernelspace --enable-dsr=true", Some(true))]
+    #[case::bare("kube-proxy.exe --enable-dsr --v=4", Some(true))]
+    #[case::off("kube-proxy.exe --enable-dsr=false", Some(false))]
+    #[case::default_off("kube-proxy.exe --v=4 --proxy-mode=kernelspace --hostname-override=n1", Some(false))]
+    #[case::config_file("kube-proxy.exe --config=C:\\k\\kp.yaml", None)]
+    #[case::not_a_prefix("kube-proxy.exe --enable-dsr-probe=1", Some(false))]
+    fn dsr_comes_from_the_flag_or_the_default(#[case] line: &str, #[case] dsr: Option<bool>) {
+        assert_eq!(dsr_of(line), dsr);
+    }
+
+    fn reading(
+        node: &str,
+        hns: Result<&str, &str>,
+        cmdline: Result<&str, &str>,
+        version: Result<&str, &str>,
+    ) -> Reading {
+        Reading {
+            node: node.into(),
+            hns_types: hns.map(str::to_string).map_err(str::to_string),
+            kube_proxy: cmdline.map(str::to_string).map_err(str::to_string),
+            version: version.map(str::to_string).map_err(str::to_string),
+        }
+    }
+
+    fn cluster() -> ClusterFacts {
+        let mut f = ClusterFacts::of_nodes(vec![
+            ClusterNode::sample("w1", Os::Windows, "10.1.0.11"),
+            ClusterNode::sample("w2", Os::Windows, "10.1.0.12"),
+        ]);
+        for n in ["w1", "w2"] {
+            f.report.nodes.insert(n.into(), Default::default());
+        }
+        f
+    }
+
+    /// A managed platform's node: the mode from the HNS network (not the nat network), DSR and
+    /// the gate from kube-proxy's flags, each node's version; a node whose commands failed adds
+    /// nothing.
+    #[test]
+    fn a_node_fills_what_the_api_left_unknown() {
+        let mut f = cluster();
+        if let Some(n) = f.report.nodes.get_mut("w2") {
+            n.kube_proxy_version = Some(Fact::new("v1.32.3".to_string(), "node/w2 status.nodeInfo"));
+        }
+        let readings = [
+            reading(
+                "w1",
+                Err("not run: exit code 1: Get-HnsNetwork : The term 'Get-HnsNetwork' is not recognized"),
+                Err("not run: exit code 1"),
+                Err("not run: exit code 1"),
+            ),
+            reading(
+                "w2",
+                Ok("nat\r\nL2Tunnel\r\n"),
+                Ok("C:\\k\\kube-proxy.exe --v=3 --enable-dsr=true --feature-gates=WinDSR=true\r\n"),
+                Ok("Kubernetes v1.31.4\r\n"),
+            ),
+        ];
+        refine(&mut f, &readings);
+        let mode = f.network_mode.as_ref().expect("mode");
+        assert_eq!(mode.value, "l2tunnel");
+        assert_eq!(mode.source, "node w2: Get-HnsNetwork Type L2Tunnel");
+        assert_eq!(f.report.network_mode, f.network_mode);
+        assert_eq!(f.dsr.as_ref().map(|d| d.value), Some(true));
+        assert!(
+            f.dsr
+                .as_ref()
+                .is_some_and(|d| d.source.starts_with("node w2: kube-proxy.exe"))
+        );
+        assert_eq!(f.win_dsr_gate.as_ref().map(|g| g.value), Some(true));
+        assert_eq!(
+            f.report.nodes["w2"]
+                .kube_proxy_version
+                .as_ref()
+                .map(|v| v.value.as_str()),
+            Some("v1.31.4")
+        );
+        assert!(f.report.nodes["w1"].kube_proxy_version.is_none());
+    }
+
+    /// What the API showed stays; a mode the user merely stated gives way to the node's.
+    #[rstest]
+    #[case::api("kube-flannel/kube-flannel-cfg net-conf.json Backend.Type", "overlay")]
+    #[case::stated("--network-mode", "l2bridge")]
+    fn api_facts_stay(#[case] source: &str, #[case] want: &str) {
+        let mut f = cluster();
+        f.network_mode = Some(Fact::new("overlay".to_string(), source));
+        f.dsr = Some(Fact::new(
+            false,
+            "configmap kube-system/kube-proxy-windows winkernel.enableDSR",
+        ));
+        refine(
+            &mut f,
+            &[reading(
+                "w1",
+                Ok("L2Bridge\r\n"),
+                Ok("kube-proxy.exe --enable-dsr=true"),
+                Ok("Kubernetes v1.32.3"),
+            )],
+        );
+        assert_eq!(f.network_mode.map(|m| m.value).as_deref(), Some(want));
+        assert_eq!(f.dsr.map(|d| d.value), Some(false));
+    }
+
+    /// The host's process list is evidence: kube-proxy.exe running (with its flags) or not.
+    #[rstest]
+    #[case::running(
+        Ok("C:\\k\\kube-proxy.exe --v=3\r\n"),
+        Some("kube-proxy.exe is running: C:\\k\\kube-proxy.exe --v=3")
+    )]
+    #[case::stopped(
+        Ok(""),
+        Some("kube-proxy.exe is not running (Win32_Process lists no kube-proxy.exe on the host)")
+    )]
+    #[case::not_run(Err("not run: exit code 1"), None)]
+    fn the_process_list_is_evidence(#[case] out: Result<&str, &str>, #[case] text: Option<&str>) {
+        let r = reading("w1", Ok(""), out, Ok(""));
+        let items = evidence(&[r], "w1");
+        assert_eq!(items.first().map(|i| i.text.as_str()), text);
+        assert!(evidence(&[], "w1").is_empty());
+    }
+
+    #[rstest]
+    #[case("Kubernetes v1.32.3\r\n", Some("v1.32.3"))]
+    #[case("Kubernetes v1.35.0-rc.1", Some("v1.35.0-rc.1"))]
+    #[case("", None)]
+    #[case("garbage", None)]
+    fn versions(#[case] text: &str, #[case] want: Option<&str>) {
+        assert_eq!(version_of(text).as_deref(), want);
+    }
+}
