@@ -4,6 +4,7 @@
 //! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
 
 pub(crate) mod cells;
+pub mod boundary;
 pub mod coverage;
 mod judge;
 pub mod plan;
@@ -302,7 +303,14 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         progress.finish();
         later?;
         let facts = refined.get().unwrap_or(&facts);
-        let cells: Vec<Cell> = judged.all_or(&cells, facts, &ns, "not judged (the run ended first)");
+        let mut cells: Vec<Cell> = judged.all_or(&cells, facts, &ns, "not judged (the run ended first)");
+        let outside = boundary::apply(&mut cells);
+        if outside > 0 {
+            say(&format!(
+                "{outside} failing cell{} of nodes outside a support boundary left indeterminate (the boundary's own cell fails)",
+                if outside == 1 { "" } else { "s" }
+            ));
+        }
         // Evidence about the nodes failing cells were observed on, while the fixtures still run.
         let implicated = crate::triage::diagnose::implicated_nodes(&cells);
         let mut evidence = Vec::new();
