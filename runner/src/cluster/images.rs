@@ -38,8 +38,6 @@ pub struct WindowsBuild {
     pub source: &'static str,
 }
 
-const NANOSERVER: &str = "mcr.microsoft.com/windows/nanoserver";
-const SERVERCORE: &str = "mcr.microsoft.com/windows/servercore";
 /// The agnhost the fixtures pin.
 pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.53";
 
@@ -148,6 +146,8 @@ pub enum Builds {
 }
 
 impl Builds {
+    /// Whether the image has a variant for `build`.
+    #[cfg(test)]
     pub fn covers(&self, build: u32) -> bool {
         match self {
             Self::Any => true,
@@ -247,18 +247,21 @@ pub fn published(image: &str) -> Option<&'static Published> {
     PUBLISHED.iter().find(|p| p.image == image)
 }
 
-/// Both repositories' tags of a row, for the listing and tests.
-pub fn base_images(r: &WindowsBuild) -> [String; 2] {
-    [
-        format!("{NANOSERVER}:{}", r.nanoserver),
-        format!("{SERVERCORE}:{}", r.servercore),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    const NANOSERVER: &str = "mcr.microsoft.com/windows/nanoserver";
+    const SERVERCORE: &str = "mcr.microsoft.com/windows/servercore";
+
+    /// Both repositories' tags of a row.
+    fn base_images(r: &WindowsBuild) -> [String; 2] {
+        [
+            format!("{NANOSERVER}:{}", r.nanoserver),
+            format!("{SERVERCORE}:{}", r.servercore),
+        ]
+    }
 
     /// Each build's images: the base images of its own build exist with a variant for it, the
     /// "other" tag exists and has none, and the network image is agnhost exactly where agnhost
