@@ -271,7 +271,9 @@ pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
             })?;
             let row = images::row(b);
             let tools = match row.network {
-                images::NetworkImage::Agnhost => format!("agnhost ({}): netexec, curl.exe, agnhost connect", images::AGNHOST),
+                images::NetworkImage::Agnhost => {
+                    format!("agnhost ({}): netexec, curl.exe, agnhost connect", images::AGNHOST)
+                }
                 images::NetworkImage::ServerCorePowerShell => format!(
                     "mcr.microsoft.com/windows/servercore:{} with Windows PowerShell probes (agnhost publishes no variant for this build)",
                     row.servercore
@@ -295,7 +297,10 @@ pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
     }
     outln!(
         "{:<8} {:<30} {:<80} {:<9} SOURCE",
-        "OS", "WINDOWS BUILDS", "IMAGE", "FIXTURES"
+        "OS",
+        "WINDOWS BUILDS",
+        "IMAGE",
+        "FIXTURES"
     );
     for r in &rows {
         let builds = if r.builds.is_empty() {

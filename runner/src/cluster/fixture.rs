@@ -665,11 +665,7 @@ mod tests {
     #[case::ws2025(26100)]
     fn every_image_pulled_on_a_build_is_published(#[case] build: u32) {
         let f = Fixtures::load(None).expect("fixtures");
-        let pulled: Vec<FixtureImage> = f
-            .images()
-            .into_iter()
-            .filter(|i| i.build == Some(build))
-            .collect();
+        let pulled: Vec<FixtureImage> = f.images().into_iter().filter(|i| i.build == Some(build)).collect();
         assert!(!pulled.is_empty());
         for i in &pulled {
             let p = images::published(&i.image)
@@ -682,9 +678,7 @@ mod tests {
                 i.fixture
             );
         }
-        let agnhost = pulled
-            .iter()
-            .any(|i| i.image == images::AGNHOST && i.os == "windows");
+        let agnhost = pulled.iter().any(|i| i.image == images::AGNHOST && i.os == "windows");
         assert_eq!(
             agnhost,
             images::row(build).network == images::NetworkImage::Agnhost,

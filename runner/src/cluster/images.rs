@@ -280,7 +280,10 @@ mod tests {
     ) {
         let r = row(build);
         assert_eq!(r.build, build);
-        assert_eq!((r.nanoserver, r.servercore, r.network), (nanoserver, servercore, network));
+        assert_eq!(
+            (r.nanoserver, r.servercore, r.network),
+            (nanoserver, servercore, network)
+        );
         assert!(!r.source.is_empty());
         for image in base_images(r) {
             let p = published(&image).unwrap_or_else(|| panic!("{image} is not in the table"));

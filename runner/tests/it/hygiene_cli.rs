@@ -158,14 +158,23 @@ fn images_per_build_name_their_source(#[case] build: &str, #[case] pulled: &[&st
     let rows: Vec<&str> = stdout.lines().skip(1).collect();
     assert!(!rows.is_empty(), "{stdout}");
     for row in &rows {
-        assert!(row.starts_with("windows"), "only Windows images for a Windows build: {row}");
+        assert!(
+            row.starts_with("windows"),
+            "only Windows images for a Windows build: {row}"
+        );
         assert!(!row.contains("(not in the image table)"), "{row}");
     }
     for image in pulled {
-        assert!(rows.iter().any(|r| r.contains(image)), "{build}: {image} missing:\n{stdout}");
+        assert!(
+            rows.iter().any(|r| r.contains(image)),
+            "{build}: {image} missing:\n{stdout}"
+        );
     }
     for image in not {
-        assert!(!rows.iter().any(|r| r.contains(image)), "{build}: {image} listed:\n{stdout}");
+        assert!(
+            !rows.iter().any(|r| r.contains(image)),
+            "{build}: {image} listed:\n{stdout}"
+        );
     }
     let bad = mixcheck(dir.path())
         .args(["images", "--build", "ws2025"])

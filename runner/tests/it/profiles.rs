@@ -422,9 +422,13 @@ fn a_windows_server_2025_pool_is_judged_with_images_upstream_publishes() {
     assert!(!ws2025.is_empty());
     let pull_failure = |c: &Value| {
         let s = c.to_string();
-        ["nanoserver:ltsc2019", "e2e-test-images/agnhost", "failed to resolve reference"]
-            .iter()
-            .any(|n| s.contains(n))
+        [
+            "nanoserver:ltsc2019",
+            "e2e-test-images/agnhost",
+            "failed to resolve reference",
+        ]
+        .iter()
+        .any(|n| s.contains(n))
     };
     let wrong: Vec<String> = ws2025
         .iter()

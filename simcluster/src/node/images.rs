@@ -174,9 +174,12 @@ fn unpublished_tag(reference: &Reference) -> bool {
         let parts: Vec<&str> = t.split('.').collect();
         parts.len() == 4
             && parts[..2] == ["10", "0"]
-            && parts[2]
-                .parse::<u32>()
-                .is_ok_and(|b| [WS2016, WS1709, WS1803, WS2019, 18362, 18363, 19041, 19042, WS2022, WS2025].contains(&b))
+            && parts[2].parse::<u32>().is_ok_and(|b| {
+                [
+                    WS2016, WS1709, WS1803, WS2019, 18362, 18363, 19041, 19042, WS2022, WS2025,
+                ]
+                .contains(&b)
+            })
             && parts[3].parse::<u32>().is_ok()
     });
     !revision_tag

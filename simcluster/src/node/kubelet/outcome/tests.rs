@@ -218,7 +218,14 @@ const HV: Option<&str> = Some(HYPERV_HANDLER);
     "rpc error: code = NotFound desc = failed to pull and unpack image \"mcr.microsoft.com/windows/nanoserver:ltsc2019\": failed to resolve reference \"mcr.microsoft.com/windows/nanoserver:ltsc2019\": mcr.microsoft.com/windows/nanoserver:ltsc2019: not found",
     "VER-BUILD-MATCH"
 )]
-#[case::published_1809_on_2019(win(17763), pod("mcr.microsoft.com/windows/nanoserver:1809"), None, Kind::Runs, "", "")]
+#[case::published_1809_on_2019(
+    win(17763),
+    pod("mcr.microsoft.com/windows/nanoserver:1809"),
+    None,
+    Kind::Runs,
+    "",
+    ""
+)]
 #[case::agnhost_on_linux(linux(), pod(AGNHOST), None, Kind::Runs, "", "")]
 // The OS itself differs.
 #[case::sched_nodeselector_linux_image_on_2019(
