@@ -81,6 +81,10 @@ pub struct ImagesArgs {
     /// that pull it and how many fixtures use it — the list to mirror).
     #[arg(long)]
     pub by_fixture: bool,
+    /// Only what a node of this Windows build pulls (`26100` or `10.0.26100`; a build between
+    /// the documented ones pulls as the one before it).
+    #[arg(long, value_name = "BUILD")]
+    pub build: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -252,44 +252,115 @@ fn yaml_files(dir: &std::path::Path) -> usize {
 }
 
 /// `mixcheck images`: the fixture images — each once per OS with the Windows builds that pull
-/// it (the list to mirror), or one row per fixture with `--by-fixture`.
+/// it and the source that says the image exists for them (the list to mirror), or one row per
+/// fixture with `--by-fixture`; `--build` keeps what a node of one Windows build pulls.
 pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
+    use crate::cluster::images;
     let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
     let shown = |image: &str| match &args.image_registry {
         Some(reg) => crate::cluster::fixture::rewrite_image(image, reg),
         None => image.to_string(),
     };
-    let images = fixtures.images();
+    let build = match args.build.as_deref() {
+        None => None,
+        Some(text) => {
+            let b = parse_windows_build(text).ok_or_else(|| {
+                Error::Usage(format!(
+                    "--build {text:?}: expected a Windows build such as 26100 or 10.0.26100"
+                ))
+            })?;
+            let row = images::row(b);
+            let tools = match row.network {
+                images::NetworkImage::Agnhost => {
+                    format!("agnhost ({}): netexec, curl.exe, agnhost connect", images::AGNHOST)
+                }
+                images::NetworkImage::ServerCorePowerShell => format!(
+                    "mcr.microsoft.com/windows/servercore:{} with Windows PowerShell probes (agnhost publishes no variant for this build)",
+                    row.servercore
+                ),
+            };
+            eprintln!(
+                "build {b}: pulls as {} ({}); network fixtures: {tools} [{}]",
+                row.build, row.release, row.source
+            );
+            Some(row.build)
+        }
+    };
+    let rows = image_rows(&fixtures, build);
     if args.by_fixture {
         outln!("{:<8} {:<6} {:<72} FIXTURE", "OS", "BUILD", "IMAGE");
-        for i in &images {
-            let build = i.build.map_or("-".to_string(), |b| b.to_string());
-            outln!("{:<8} {build:<6} {:<72} {}", i.os, shown(&i.image), i.fixture);
+        for i in fixtures.images().iter().filter(|i| build.is_none() || i.build == build) {
+            let b = i.build.map_or("-".to_string(), |b| b.to_string());
+            outln!("{:<8} {b:<6} {:<72} {}", i.os, shown(&i.image), i.fixture);
         }
         return Ok(Code::Passed);
     }
+    outln!(
+        "{:<8} {:<30} {:<80} {:<9} SOURCE",
+        "OS",
+        "WINDOWS BUILDS",
+        "IMAGE",
+        "FIXTURES"
+    );
+    for r in &rows {
+        let builds = if r.builds.is_empty() {
+            "-".to_string()
+        } else {
+            r.builds.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        };
+        let source = r.source.unwrap_or("(not in the image table)");
+        outln!(
+            "{:<8} {builds:<30} {:<80} {:<9} {source}",
+            r.os,
+            shown(&r.image),
+            r.fixtures
+        );
+    }
+    eprintln!(
+        "{} images; mirror them with --image-registry (docs/images.md: the images per Windows build)",
+        rows.len()
+    );
+    Ok(Code::Passed)
+}
+
+/// One row of `mixcheck images`: an image, the Windows builds that pull it (none: Linux), how
+/// many fixtures use it and the image table's source for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRow {
+    pub os: &'static str,
+    pub image: String,
+    pub builds: std::collections::BTreeSet<u32>,
+    pub fixtures: usize,
+    pub source: Option<&'static str>,
+}
+
+/// The rows of `mixcheck images`, of one Windows build only with `build`.
+pub fn image_rows(fixtures: &crate::cluster::fixture::Fixtures, build: Option<u32>) -> Vec<ImageRow> {
     type Uses = (std::collections::BTreeSet<u32>, std::collections::BTreeSet<String>);
     let mut rows: std::collections::BTreeMap<(&str, String), Uses> = std::collections::BTreeMap::new();
-    for i in &images {
-        let (builds, users) = rows.entry((i.os, shown(&i.image))).or_default();
+    for i in fixtures.images() {
+        if build.is_some() && i.build != build {
+            continue;
+        }
+        let (builds, users) = rows.entry((i.os, i.image.clone())).or_default();
         builds.extend(i.build);
         users.insert(i.fixture.clone());
     }
-    outln!("{:<8} {:<30} {:<72} FIXTURES", "OS", "WINDOWS BUILDS", "IMAGE");
-    for ((os, image), (builds, users)) in &rows {
-        let builds = if builds.is_empty() {
-            "-".to_string()
-        } else {
-            builds.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-        };
-        outln!("{os:<8} {builds:<30} {image:<72} {}", users.len());
-    }
-    eprintln!(
-        "{} images ({} with --by-fixture); mirror them with --image-registry",
-        rows.len(),
-        images.len()
-    );
-    Ok(Code::Passed)
+    rows.into_iter()
+        .map(|((os, image), (builds, users))| ImageRow {
+            os,
+            source: crate::cluster::images::published(&image).map(|p| p.source),
+            image,
+            builds,
+            fixtures: users.len(),
+        })
+        .collect()
+}
+
+/// `26100` or `10.0.26100` (the node label's form).
+fn parse_windows_build(text: &str) -> Option<u32> {
+    let t = text.trim();
+    t.strip_prefix("10.0.").unwrap_or(t).parse().ok()
 }
 
 /// `mixcheck cleanup`: deletes (or lists) the run namespaces left on a cluster.

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::catalogue::suite::VersionRange;
 use crate::cluster::facts::ClusterNode;
+use crate::cluster::images;
 
 /// The fixtures built into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -111,15 +112,9 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 
 /// The annotation that says which OS a fixture pod is for.
 pub const OS_ANNOTATION: &str = "mixcheck.io/os";
-/// The annotation of a Windows pod for a range of Windows builds only (`"<17763"`): nodes of
-/// those builds get it instead of the file's plain Windows pod.
+/// The annotation of a Windows pod for ranges of Windows builds only (`"<17763 || >=26100"`):
+/// nodes of those builds get it instead of the file's plain Windows pod.
 pub const BUILDS_ANNOTATION: &str = "mixcheck.io/windows-builds";
-/// The first Windows build agnhost has a variant for: its Windows images are built on the e2e
-/// busybox images of 1809 and ltsc2022 (AGN BASEIMAGE in docs/sources.md). Older nodes (the
-/// Windows Server 2016 and 1709 of Kubernetes 1.5–1.13) get the Windows Server Core pods of the
-/// network fixtures and are probed with Windows PowerShell.
-pub const AGNHOST_FIRST_BUILD: u32 = 17763;
-
 /// Whether a fixture pod is a Windows HostProcess pod (pod- or container-level
 /// `windowsOptions.hostProcess: true`).
 pub fn needs_host_process(pod: &Value) -> bool {
@@ -127,9 +122,11 @@ pub fn needs_host_process(pod: &Value) -> bool {
     pod.get("spec").is_some_and(hpc) || containers(pod).any(hpc)
 }
 
-/// Whether the agnhost image (and so its probe tools) runs on `node`.
+/// Whether the network fixtures run agnhost (and so its probe tools) on `node`: where agnhost
+/// publishes a variant for the node's build ([`images::WINDOWS_BUILDS`]); elsewhere they run
+/// Windows Server Core with Windows PowerShell.
 pub fn agnhost_runs_on(node: &ClusterNode) -> bool {
-    node.os != Os::Windows || node.build.is_none_or(|b| b >= AGNHOST_FIRST_BUILD)
+    images::network_image(node.os, node.build) == images::NetworkImage::Agnhost
 }
 /// Labels every object of a run carries.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mixcheck");
@@ -148,13 +145,31 @@ pub fn fill_run_id(value: &mut Value, run_id: &str) {
 /// A bad fixture file (exit code 2): the same shapes as a bad suite file.
 pub use crate::catalogue::suite::SuiteError as FixtureError;
 
+/// A [`BUILDS_ANNOTATION`] value: version ranges joined by `||` (`"<17763 || >=26100"`).
+#[derive(Debug, Clone)]
+pub struct BuildRanges(pub Vec<VersionRange>);
+
+impl BuildRanges {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        text.split("||")
+            .map(|part| VersionRange::parse(part.trim()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Self)
+    }
+
+    /// Whether `version` lies in any of the ranges.
+    pub fn contains(&self, version: &[u32]) -> bool {
+        self.0.iter().any(|r| r.contains(version))
+    }
+}
+
 /// One fixture: its pod per OS and the other objects it needs.
 #[derive(Debug, Clone)]
 pub struct Fixture {
     pub name: String,
     pub pods: BTreeMap<OsKey, Value>,
     /// Windows pods for a range of builds ([`BUILDS_ANNOTATION`]), tried before `pods["windows"]`.
-    pub windows_builds: Vec<(VersionRange, Value)>,
+    pub windows_builds: Vec<(BuildRanges, Value)>,
     pub others: Vec<Value>,
 }
 
@@ -253,7 +268,7 @@ pub fn parse(name: &str, text: &str, origin: &str) -> Result<Fixture, FixtureErr
         let builds = doc
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(BUILDS_ANNOTATION))
-            .map(|b| b.as_str().map(VersionRange::parse));
+            .map(|b| b.as_str().map(BuildRanges::parse));
         match builds {
             None => {}
             Some(Some(Ok(range))) if os == "windows" => {
@@ -424,41 +439,16 @@ fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
 /// Taints a fixture never tolerates: a cordoned node's and a virtual kubelet's.
 const NEVER_TOLERATED: &[&str] = &["node.kubernetes.io/unschedulable", "virtual-kubelet.io/provider"];
 
+pub use crate::cluster::images::{other_windows_tag, windows_tag_for};
+
 /// The Windows builds of the documented eras (VER-OS-SUPPORTED): 2016, 1709, 2019, 2022, 2025.
-pub const WINDOWS_BUILDS: [u32; 5] = [14393, 16299, 17763, 20348, 26100];
-
-/// The LTSC tag of a Windows build (`{{windows-tag}}`).
-pub fn windows_tag(build: u32) -> &'static str {
-    match build {
-        b if b >= 26100 => "ltsc2025",
-        b if b >= 20348 => "ltsc2022",
-        b if b >= 17763 => "ltsc2019",
-        b if b >= 16299 => "1709",
-        _ => "sac2016",
-    }
-}
-
-/// `{{windows-tag}}` in `image`: the node build's tag in that repository. Windows Server 2016's
-/// tag differs by repository: Server Core is `ltsc2016`, Nano Server (which had no LTSC channel)
-/// `sac2016`.
-pub fn windows_tag_for(image: &str, build: u32) -> &'static str {
-    if build < 16299 && !image.to_ascii_lowercase().contains("nanoserver") {
-        "ltsc2016"
-    } else {
-        windows_tag(build)
-    }
-}
-
-/// `{{other-windows-tag}}`: the tag of a build `build` cannot run with process isolation
-/// (VER-BUILD-MATCH: below 20348 only the host's own build; from 20348 the previous LTSC, 2022
-/// at the oldest, up to the host's build — so 2019 images never run there).
-pub fn other_windows_tag(build: u32) -> &'static str {
-    match build {
-        b if b >= 20348 => "ltsc2019",
-        b if b >= 17763 => "ltsc2022",
-        _ => "ltsc2019",
-    }
-}
+pub const WINDOWS_BUILDS: [u32; 5] = [
+    images::WINDOWS_BUILDS[0].build,
+    images::WINDOWS_BUILDS[1].build,
+    images::WINDOWS_BUILDS[2].build,
+    images::WINDOWS_BUILDS[3].build,
+    images::WINDOWS_BUILDS[4].build,
+];
 
 /// `registry.k8s.io/e2e-test-images/agnhost:2.53` with `--image-registry mirror.local/k8s` →
 /// `mirror.local/k8s/e2e-test-images/agnhost:2.53` (the first path segment is the registry
@@ -629,22 +619,71 @@ mod tests {
                 .iter()
                 .any(|i| i.image.contains("agnhost") && i.os == "windows")
         );
-        // Tags per build: the seed-era Server Core pods only for their builds.
+        // Tags per build: the Server Core pods only for the builds agnhost has no variant for
+        // (2016, 1709 and — since agnhost publishes 1809 and ltsc2022 only — 2025).
         let images: Vec<String> = f.images().into_iter().map(|i| i.image).collect();
         for image in [
             "mcr.microsoft.com/windows/servercore:ltsc2016",
             "mcr.microsoft.com/windows/servercore:1709",
+            "mcr.microsoft.com/windows/servercore:ltsc2025",
             "mcr.microsoft.com/windows/nanoserver:sac2016",
+            "mcr.microsoft.com/windows/nanoserver:1809",
             "mcr.microsoft.com/windows/nanoserver:ltsc2025",
         ] {
             assert!(images.iter().any(|i| i == image), "{image}");
         }
-        assert!(
-            !images
-                .iter()
-                .any(|i| i == "mcr.microsoft.com/windows/servercore:ltsc2022")
-        );
+        for absent in [
+            "mcr.microsoft.com/windows/servercore:ltsc2022",
+            // Nano Server's 2019 tag is 1809: there is no nanoserver:ltsc2019 (MCRBLOG).
+            "mcr.microsoft.com/windows/nanoserver:ltsc2019",
+        ] {
+            assert!(!images.iter().any(|i| i == absent), "{absent}");
+        }
         assert!(!images.iter().any(|i| i.contains("{{")), "{images:?}");
+    }
+
+    /// Fixtures whose Windows pod pulls an image of another build on purpose (the build rules
+    /// under test) or never starts its container (refused at admission or never scheduled).
+    const CROSS_BUILD: &[&str] = &[
+        "build-mismatch",          // {{other-windows-tag}}: a build the node cannot run
+        "ltsc2022-image",          // nanoserver:ltsc2022 on every build
+        "hyperv-isolation",        // nanoserver:1809 under Hyper-V on newer builds
+        "mixed-os-pod",            // a Windows container in a Linux pod
+        "hugepages",               // never scheduled on Windows
+        "memory-over-allocatable", // never scheduled
+        "pod-os-mismatch",         // refused by the kubelet before any pull
+    ];
+
+    /// Every image the fixtures pull on a Windows build is one the image table has, with a
+    /// source; and, but for the fixtures that test the build rules, one with a variant for
+    /// that build.
+    #[rstest]
+    #[case::ws2016(14393)]
+    #[case::ws1709(16299)]
+    #[case::ws2019(17763)]
+    #[case::ws2022(20348)]
+    #[case::ws2025(26100)]
+    fn every_image_pulled_on_a_build_is_published(#[case] build: u32) {
+        let f = Fixtures::load(None).expect("fixtures");
+        let pulled: Vec<FixtureImage> = f.images().into_iter().filter(|i| i.build == Some(build)).collect();
+        assert!(!pulled.is_empty());
+        for i in &pulled {
+            let p = images::published(&i.image)
+                .unwrap_or_else(|| panic!("{} ({}) is not in the image table", i.image, i.fixture));
+            assert!(!p.source.is_empty());
+            assert!(
+                p.windows.covers(build) || CROSS_BUILD.contains(&i.fixture.as_str()),
+                "{} ({}) has no variant for {build}",
+                i.image,
+                i.fixture
+            );
+        }
+        let agnhost = pulled.iter().any(|i| i.image == images::AGNHOST && i.os == "windows");
+        assert_eq!(
+            agnhost,
+            images::row(build).network == images::NetworkImage::Agnhost,
+            "{build}: agnhost is pulled exactly where it publishes the build"
+        );
     }
 
     #[rstest]
@@ -741,12 +780,15 @@ mod tests {
     }
 
     /// Nodes of builds agnhost has no variant for get the network fixtures' Server Core pods
-    /// (and Windows PowerShell probes); the choice of pod and of runner agree.
+    /// (and Windows PowerShell probes); the choice of pod and of runner agree. Windows Server
+    /// 2025 was agnhost before: agnhost publishes no ltsc2025 variant (AGN), so it is Server Core
+    /// ltsc2025 now (docs/images.md).
     #[rstest]
     #[case::ws2016(Some(14393), "mcr.microsoft.com/windows/servercore:ltsc2016")]
     #[case::ws1709(Some(16299), "mcr.microsoft.com/windows/servercore:1709")]
     #[case::ws2019(Some(17763), "registry.k8s.io/e2e-test-images/agnhost:2.53")]
-    #[case::ws2025(Some(26100), "registry.k8s.io/e2e-test-images/agnhost:2.53")]
+    #[case::ws2022(Some(20348), "registry.k8s.io/e2e-test-images/agnhost:2.53")]
+    #[case::ws2025(Some(26100), "mcr.microsoft.com/windows/servercore:ltsc2025")]
     #[case::unknown_build(None, "registry.k8s.io/e2e-test-images/agnhost:2.53")]
     fn network_fixtures_follow_the_build(#[case] build: Option<u32>, #[case] image: &str) {
         let f = Fixtures::load(None).expect("fixtures");
@@ -805,25 +847,37 @@ mod tests {
         16299,
         "mcr.microsoft.com/windows/nanoserver:1709"
     )]
+    // Nano Server's 2019 tag is 1809 (it was ltsc2019, which MCR never published: MCRBLOG).
     #[case::nanoserver_2019(
         "mcr.microsoft.com/windows/nanoserver:{{windows-tag}}",
         17763,
-        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+        "mcr.microsoft.com/windows/nanoserver:1809"
+    )]
+    #[case::servercore_2019(
+        "mcr.microsoft.com/windows/servercore:{{windows-tag}}",
+        17763,
+        "mcr.microsoft.com/windows/servercore:ltsc2019"
+    )]
+    #[case::servercore_2025(
+        "mcr.microsoft.com/windows/servercore:{{windows-tag}}",
+        26100,
+        "mcr.microsoft.com/windows/servercore:ltsc2025"
     )]
     #[case::other_on_2019(
         "mcr.microsoft.com/windows/nanoserver:{{other-windows-tag}}",
         17763,
         "mcr.microsoft.com/windows/nanoserver:ltsc2022"
     )]
+    // The other build's tag was nanoserver:ltsc2019 (never published): 1809 now.
     #[case::other_on_2025(
         "mcr.microsoft.com/windows/nanoserver:{{other-windows-tag}}",
         26100,
-        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+        "mcr.microsoft.com/windows/nanoserver:1809"
     )]
     #[case::other_on_1709(
         "mcr.microsoft.com/windows/nanoserver:{{other-windows-tag}}",
         16299,
-        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+        "mcr.microsoft.com/windows/nanoserver:1809"
     )]
     fn windows_tags_per_repository(#[case] image: &str, #[case] build: u32, #[case] stamped: &str) {
         let pod = json!({"metadata": {"name": "x"}, "spec": {"containers": [{"name": "c", "image": image}]}});

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod deploy;
 pub mod facts;
 pub mod fixture;
+pub mod images;
 pub mod job;
 pub mod leftovers;
 pub mod podwatch;

@@ -134,16 +134,17 @@ pub enum Runner {
     Agnhost(Os),
     /// A Windows HostProcess pod: the host's curl.exe and ping.
     WindowsHost,
-    /// Windows Server Core of a build agnhost has no variant for (Windows Server 2016, 1709):
-    /// Windows PowerShell 5.1 — `Invoke-RestMethod` for HTTP, `Test-NetConnection` for a bare
-    /// TCP connect, a .NET `UdpClient` exchange for UDP — and `ping.exe`. The OS has no
-    /// `curl.exe` before build 17063.
+    /// Windows Server Core of a build agnhost has no variant for (Windows Server 2016, 1709 and
+    /// 2025; [`crate::cluster::images`]): Windows PowerShell 5.1 — `Invoke-RestMethod` for HTTP,
+    /// `Test-NetConnection` for a bare TCP connect, a .NET `UdpClient` exchange for UDP — and
+    /// `ping.exe`, which every Server Core of these builds has (the OS has no `curl.exe` before
+    /// build 17063, so the same commands serve all three).
     WindowsPowerShell,
 }
 
 impl Runner {
     /// The runner of the network fixtures' pods on `node`: agnhost where it has a variant for the
-    /// node's build, else Windows PowerShell (see [`crate::cluster::fixture::AGNHOST_FIRST_BUILD`]).
+    /// node's build, else Windows PowerShell ([`crate::cluster::images::WINDOWS_BUILDS`]).
     pub fn in_pod(node: &crate::cluster::facts::ClusterNode) -> Self {
         if crate::cluster::fixture::agnhost_runs_on(node) {
             Self::Agnhost(node.os)

@@ -137,3 +137,48 @@ fn images_are_listed_once_per_os() {
     let detailed = String::from_utf8_lossy(&by_fixture.stdout).lines().count();
     assert!(detailed > rows.len() + 1, "--by-fixture lists more rows ({detailed})");
 }
+
+/// `images --build B` lists what a node of build B pulls, each with the image table's source
+/// (docs/images.md): Windows Server 2019 pulls Nano Server `1809` (never `ltsc2019`, which MCR
+/// never published) and agnhost; Windows Server 2025, for which agnhost publishes no variant,
+/// pulls Server Core ltsc2025 instead.
+#[rstest::rstest]
+#[case::ws2016("14393", &["nanoserver:sac2016", "servercore:ltsc2016"], &["agnhost"])]
+#[case::ws2019("17763", &["nanoserver:1809", "agnhost:2.53"], &["ltsc2019", "servercore"])]
+#[case::ws2022("10.0.20348", &["nanoserver:ltsc2022", "agnhost:2.53"], &["ltsc2019", "servercore"])]
+#[case::ws2025("26100", &["nanoserver:ltsc2025", "servercore:ltsc2025"], &["agnhost", "ltsc2019"])]
+fn images_per_build_name_their_source(#[case] build: &str, #[case] pulled: &[&str], #[case] not: &[&str]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = mixcheck(dir.path())
+        .args(["images", "--build", build])
+        .output()
+        .expect("images");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows: Vec<&str> = stdout.lines().skip(1).collect();
+    assert!(!rows.is_empty(), "{stdout}");
+    for row in &rows {
+        assert!(
+            row.starts_with("windows"),
+            "only Windows images for a Windows build: {row}"
+        );
+        assert!(!row.contains("(not in the image table)"), "{row}");
+    }
+    for image in pulled {
+        assert!(
+            rows.iter().any(|r| r.contains(image)),
+            "{build}: {image} missing:\n{stdout}"
+        );
+    }
+    for image in not {
+        assert!(
+            !rows.iter().any(|r| r.contains(image)),
+            "{build}: {image} listed:\n{stdout}"
+        );
+    }
+    let bad = mixcheck(dir.path())
+        .args(["images", "--build", "ws2025"])
+        .output()
+        .expect("images");
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+}

@@ -403,3 +403,46 @@ fn a_cluster_domain_of_its_own_gives_the_same_verdicts() {
     assert!(!local.is_empty());
     assert_eq!(local, corp);
 }
+
+/// A Windows Server 2025 pool: agnhost publishes no variant for build 26100 (docs/images.md), so
+/// its network fixtures run Server Core ltsc2025 and are probed with Windows PowerShell. No cell
+/// of the 2025 node fails or errs, none is left indeterminate by an image pull, and its network
+/// cells are judged from PowerShell probes.
+#[test]
+fn a_windows_server_2025_pool_is_judged_with_images_upstream_publishes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_profile(dir.path(), "current-ws2022-ws2025");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).expect("results.json");
+    let report: Value = serde_json::from_str(&text).expect("results.json parses");
+    let ws2025: Vec<&Value> = cells(&report)
+        .iter()
+        .filter(|c| c["id"].as_str().is_some_and(|id| id.contains("windows-26100")))
+        .collect();
+    assert!(!ws2025.is_empty());
+    let pull_failure = |c: &Value| {
+        let s = c.to_string();
+        [
+            "nanoserver:ltsc2019",
+            "e2e-test-images/agnhost",
+            "failed to resolve reference",
+        ]
+        .iter()
+        .any(|n| s.contains(n))
+    };
+    let wrong: Vec<String> = ws2025
+        .iter()
+        .filter(|c| {
+            let from_2025 = c["id"].as_str().is_some_and(|id| id.contains("[windows-26100"));
+            matches!(c["verdict"].as_str(), Some("fail" | "error")) || (from_2025 && pull_failure(c))
+        })
+        .map(|c| show(c))
+        .collect();
+    assert!(wrong.is_empty(), "Windows Server 2025 cells:\n{}", wrong.join("\n"));
+    let powershell = ws2025.iter().any(|c| {
+        c["check"].as_str().is_some_and(|k| !k.is_empty())
+            && c["verdict"] == "pass"
+            && c["observed"]["evidence"]["command"][0] == "powershell.exe"
+    });
+    assert!(powershell, "no 2025 network cell was judged from a PowerShell probe");
+}

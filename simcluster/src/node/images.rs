@@ -40,6 +40,9 @@ pub struct ImageInfo {
     pub long_running: bool,
     /// False for images not in the catalogue.
     pub known: bool,
+    /// False for a tag its repository's publisher never published (see the module doc): the
+    /// pull fails as the registry answers, "not found" / "manifest unknown".
+    pub published: bool,
 }
 
 /// Which tags of a repository a built-in entry covers.
@@ -150,6 +153,38 @@ impl Reference {
     }
 }
 
+/// The Windows base image repositories whose tags the catalogue lists completely (their
+/// LTSC and semi-annual tags, and `10.0.<build>.<revision>` tags of the builds listed): any other
+/// tag of theirs was never published. MCR answers such a pull "not found" ("manifest unknown" in
+/// Docker's words), as for `mcr.microsoft.com/windows/nanoserver:ltsc2019` — Nano Server was a
+/// semi-annual image in 2019 and only Server Core got the `ltsc2019` tag (Microsoft, "Windows
+/// Server 2019 Now Available", Nov 2018; docs/images.md, MCRBLOG).
+const COMPLETE_REPOS: [&str; 2] = [
+    "mcr.microsoft.com/windows/nanoserver",
+    "mcr.microsoft.com/windows/servercore",
+];
+
+/// A tag of a [`COMPLETE_REPOS`] repository the catalogue does not list (and not a
+/// `10.0.<build>.<revision>` tag of a listed build, nor a digest).
+fn unpublished_tag(reference: &Reference) -> bool {
+    if !COMPLETE_REPOS.contains(&reference.repo.as_str()) || reference.digest.is_some() {
+        return false;
+    }
+    let revision_tag = reference.tag.as_deref().is_some_and(|t| {
+        let parts: Vec<&str> = t.split('.').collect();
+        parts.len() == 4
+            && parts[..2] == ["10", "0"]
+            && parts[2].parse::<u32>().is_ok_and(|b| {
+                [
+                    WS2016, WS1709, WS1803, WS2019, 18362, 18363, 19041, 19042, WS2022, WS2025,
+                ]
+                .contains(&b)
+            })
+            && parts[3].parse::<u32>().is_ok()
+    });
+    !revision_tag
+}
+
 #[cfg(test)] // used by the tests only
 /// The normalised name of a reference (`docker.io/library/nginx` → `nginx:latest`).
 pub fn normalise(image: &str) -> String {
@@ -209,6 +244,7 @@ fn info(platforms: Vec<ImagePlatform>, manifest_list: bool, user: Option<&str>, 
         user: user.map(str::to_string),
         long_running,
         known: true,
+        published: true,
     }
 }
 
@@ -266,6 +302,7 @@ impl Catalogue {
                     user: spec.user.clone(),
                     long_running: spec.long_running,
                     known: true,
+                    published: true,
                 },
             );
         }
@@ -286,7 +323,6 @@ impl Catalogue {
                 i
             }
             None => ImageInfo {
-                name,
                 platforms: vec![ImagePlatform {
                     os: Os::Linux,
                     arch: "amd64".into(),
@@ -296,6 +332,8 @@ impl Catalogue {
                 user: None,
                 long_running: true,
                 known: false,
+                published: !unpublished_tag(&reference),
+                name,
             },
         }
     }
@@ -353,22 +391,15 @@ impl Catalogue {
     /// agnhost/busybox BASEIMAGE files).
     fn add_e2e_images(&mut self) {
         const E2E: &str = "registry.k8s.io/e2e-test-images";
-        // agnhost: Linux + Windows 2019/2022; tags from 2.53 also carry an ltsc2025 variant.
-        self.pattern(
-            &format!("{E2E}/agnhost"),
-            Tags::Version {
-                major: 2,
-                from: 53,
-                to: u32::MAX,
-            },
-            list(both(&[WS2019, WS2022, WS2025]), Some(ADMIN), false),
-        );
+        // agnhost: Linux + Windows 2019/2022 only — its BASEIMAGE builds the Windows variants
+        // `windows/amd64/1809` and `windows/amd64/ltsc2022` (AGN, read up to the alpine 3.21
+        // version); no tag carries an ltsc2025 (26100) variant.
         self.pattern(
             &format!("{E2E}/agnhost"),
             Tags::Version {
                 major: 2,
                 from: 0,
-                to: 52,
+                to: u32::MAX,
             },
             list(both(&[WS2019, WS2022]), Some(ADMIN), false),
         );
@@ -488,7 +519,15 @@ impl Catalogue {
             info(windows(&[WS2022]), false, Some(ADMIN), false),
         );
         let user = |builds: &[u32]| list(windows(builds), Some(USER), false);
-        self.exact(NANOSERVER, &["ltsc2019", "1809"], user(&[WS2019]));
+        // Nano Server of 2019 is `1809` only: it stayed a semi-annual image, and only Server Core
+        // got an `ltsc2019` tag (MCRBLOG) — nanoserver:ltsc2019 does not exist.
+        self.exact(NANOSERVER, &["1809"], user(&[WS2019]));
+        // The semi-annual releases after 1809 (both repositories).
+        for (tag, build) in [("1903", 18362), ("1909", 18363), ("2004", 19041), ("20H2", 19042)] {
+            self.exact(NANOSERVER, &[tag], user(&[build]));
+            self.exact(SERVERCORE, &[tag], admin(&[build], false));
+        }
+        self.exact(NANOSERVER, &["1803"], user(&[WS1803]));
         self.exact(NANOSERVER, &["ltsc2022"], user(&[WS2022]));
         self.exact(NANOSERVER, &["ltsc2025"], user(&[WS2025]));
         self.exact(NANOSERVER, &["1709"], user(&[WS1709]));
@@ -679,10 +718,8 @@ mod tests {
     #[rstest]
     #[case::agnhost_2_52("registry.k8s.io/e2e-test-images/agnhost:2.52", vec![Some(17763), Some(20348)])]
     #[case::agnhost_2_40("registry.k8s.io/e2e-test-images/agnhost:2.40", vec![Some(17763), Some(20348)])]
-    #[case::agnhost_2_53(
-        "registry.k8s.io/e2e-test-images/agnhost:2.53",
-        vec![Some(17763), Some(20348), Some(26100)]
-    )]
+    // No agnhost tag has a Windows Server 2025 variant (AGN BASEIMAGE: 1809 and ltsc2022).
+    #[case::agnhost_2_53("registry.k8s.io/e2e-test-images/agnhost:2.53", vec![Some(17763), Some(20348)])]
     #[case::agnhost_old_registry("k8s.gcr.io/e2e-test-images/agnhost:2.39", vec![Some(17763), Some(20348)])]
     #[case::busybox_e2e("registry.k8s.io/e2e-test-images/busybox:1.36.1-1", vec![Some(17763), Some(20348)])]
     #[case::pause_3_6("registry.k8s.io/pause:3.6", vec![Some(17763), Some(20348)])]
@@ -698,6 +735,9 @@ mod tests {
     #[case::servercore_1709("mcr.microsoft.com/windows/servercore:1709", vec![Some(16299)])]
     #[case::servercore_2016("mcr.microsoft.com/windows/servercore:ltsc2016", vec![Some(14393)])]
     #[case::nanoserver_1809("mcr.microsoft.com/windows/nanoserver:1809", vec![Some(17763)])]
+    #[case::nanoserver_2022("mcr.microsoft.com/windows/nanoserver:ltsc2022", vec![Some(20348)])]
+    #[case::nanoserver_2025("mcr.microsoft.com/windows/nanoserver:ltsc2025", vec![Some(26100)])]
+    #[case::nanoserver_1903("mcr.microsoft.com/windows/nanoserver:1903", vec![Some(18362)])]
     #[case::nanoserver_1709("mcr.microsoft.com/windows/nanoserver:1709", vec![Some(16299)])]
     #[case::nanoserver_2016("mcr.microsoft.com/windows/nanoserver:sac2016", vec![Some(14393)])]
     #[case::nanoserver_2016_hub("microsoft/nanoserver:sac2016", vec![Some(14393)])]
@@ -818,6 +858,23 @@ mod tests {
         assert!(!nginx.long_running);
         // Other nginx tags keep the built-in pattern.
         assert!(c.lookup("nginx:1.26").long_running);
+    }
+
+    /// Tags MCR never published fail to pull ("not found"), whichever node asks; published
+    /// tags, digests and revision tags of listed builds do not.
+    #[rstest]
+    #[case::nanoserver_ltsc2019("mcr.microsoft.com/windows/nanoserver:ltsc2019", false)]
+    #[case::nanoserver_ltsc2016("mcr.microsoft.com/windows/nanoserver:ltsc2016", false)]
+    #[case::servercore_sac2016("mcr.microsoft.com/windows/servercore:sac2016", false)]
+    #[case::servercore_nope("mcr.microsoft.com/windows/servercore:nope", false)]
+    #[case::nanoserver_1809("mcr.microsoft.com/windows/nanoserver:1809", true)]
+    #[case::servercore_ltsc2019("mcr.microsoft.com/windows/servercore:ltsc2019", true)]
+    #[case::servercore_ltsc2025("mcr.microsoft.com/windows/servercore:ltsc2025", true)]
+    #[case::revision("mcr.microsoft.com/windows/nanoserver:10.0.20348.2762", true)]
+    #[case::digest("mcr.microsoft.com/windows/nanoserver@sha256:0123", true)]
+    #[case::other_repository("example.com/team/app:ltsc2019", true)]
+    fn unpublished_tags(#[case] image: &str, #[case] published: bool) {
+        assert_eq!(Catalogue::builtin().lookup(image).published, published, "{image}");
     }
 
     #[rstest]

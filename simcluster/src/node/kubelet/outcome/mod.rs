@@ -822,6 +822,27 @@ fn pull_failure(profile: &NodeProfile, image: &str, info: &ImageInfo) -> Contain
     ContainerOutcome::PullFails { message, rule }
 }
 
+/// The pull of a tag the registry does not have (`crate::node::images`, unpublished tags): the
+/// registry answers 404 MANIFEST_UNKNOWN, which containerd reports as `failed to resolve reference
+/// "<ref>": <ref>: not found` and Docker as `manifest for <ref> not found: manifest unknown`.
+fn tag_not_found(profile: &NodeProfile, image: &str) -> ContainerOutcome {
+    let reference = Reference::parse(image);
+    let fq = reference.fully_qualified();
+    let message = match profile.runtime {
+        RuntimeKind::Containerd => format!(
+            "rpc error: code = NotFound desc = failed to pull and unpack image {fq:?}: failed to resolve reference {fq:?}: {fq}: not found"
+        ),
+        RuntimeKind::Docker => format!(
+            "rpc error: code = Unknown desc = Error response from daemon: manifest for {fq} not found: manifest unknown: manifest tagged by {:?} is not found",
+            reference.tag.as_deref().unwrap_or("latest")
+        ),
+    };
+    ContainerOutcome::PullFails {
+        message,
+        rule: "VER-BUILD-MATCH",
+    }
+}
+
 /// Why a pulled single manifest cannot start, if it cannot.
 fn start_failure(profile: &NodeProfile, platform: &ImagePlatform, mode: Mode, cid: &str) -> Option<ContainerOutcome> {
     let containerd = profile.runtime == RuntimeKind::Containerd;
@@ -914,7 +935,11 @@ fn container_plan(
         writes: Vec::new(),
     };
 
-    // Pull: a manifest list is matched by platform; a single manifest is pulled as is.
+    // Pull: a tag its publisher never published is not found; a manifest list is matched by
+    // platform; a single manifest is pulled as is.
+    if !info.published {
+        return plan(tag_not_found(profile, &image));
+    }
     let platform = if info.manifest_list {
         match info
             .platforms

@@ -206,7 +206,26 @@ const HV: Option<&str> = Some(HYPERV_HANDLER);
 #[case::agnhost_on_2019(win(17763), pod(AGNHOST), None, Kind::Runs, "", "")]
 #[case::agnhost_on_2022(win(20348), pod(AGNHOST), None, Kind::Runs, "", "")]
 #[case::agnhost_2_52_on_2025_through_the_2022_entry(win(26100), pod(AGNHOST), None, Kind::Runs, "", "")]
-#[case::agnhost_2_53_on_2025(win(26100), pod(AGNHOST53), None, Kind::Runs, "", "")]
+// agnhost publishes no 2025 variant (AGN): 2.53 too runs there only through its 2022 entry.
+#[case::agnhost_2_53_on_2025_through_the_2022_entry(win(26100), pod(AGNHOST53), None, Kind::Runs, "", "")]
+// A tag MCR never published fails to pull on any host, as the registry answers (MCRBLOG: Nano
+// Server's 2019 tag is 1809, there is no nanoserver:ltsc2019).
+#[case::unpublished_tag_on_2019(
+    win(17763),
+    pod("mcr.microsoft.com/windows/nanoserver:ltsc2019"),
+    None,
+    Kind::Pull,
+    "rpc error: code = NotFound desc = failed to pull and unpack image \"mcr.microsoft.com/windows/nanoserver:ltsc2019\": failed to resolve reference \"mcr.microsoft.com/windows/nanoserver:ltsc2019\": mcr.microsoft.com/windows/nanoserver:ltsc2019: not found",
+    "VER-BUILD-MATCH"
+)]
+#[case::published_1809_on_2019(
+    win(17763),
+    pod("mcr.microsoft.com/windows/nanoserver:1809"),
+    None,
+    Kind::Runs,
+    "",
+    ""
+)]
 #[case::agnhost_on_linux(linux(), pod(AGNHOST), None, Kind::Runs, "", "")]
 // The OS itself differs.
 #[case::sched_nodeselector_linux_image_on_2019(
