@@ -12,6 +12,7 @@
 //! there, e.g. flannel faults without flannel) is left out.
 //!
 //! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example triage-accuracy [-- --topologies default,aks --selections all,network,version --jobs 2 --no-pairs]`
+//! (`MIXCHECK_BIN` runs another mixcheck binary).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,8 +23,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-/// The release binary next to this example (`target/release/mixcheck`).
+/// `MIXCHECK_BIN`, else the binary next to this example (`target/release/mixcheck`).
 fn mixcheck() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("MIXCHECK_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = exe
         .parent()
@@ -116,8 +120,12 @@ fn run(bin: &Path, case: &Case, dir: &Path) -> Outcome {
     if exit == Some(2) {
         return Outcome::Refused;
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let diagnosis_ms = stdout
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diagnosis_ms = said
         .lines()
         .find(|l| l.starts_with("Diagnosis: "))
         .and_then(|l| l.rsplit_once('(')?.1.strip_suffix(" ms)")?.parse().ok());

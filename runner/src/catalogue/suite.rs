@@ -382,6 +382,9 @@ pub enum FactCheck {
     OverlayKb,
     /// NET-DSR: DSR on a build that has it, with the WinDSR gate where the version needs it.
     DsrConfig,
+    /// NET-HNS-NETWORK-PRESENT: the pod network's HNS network exists on the node, as its host
+    /// probe lists them (`Get-HnsNetwork`).
+    HnsNetwork,
 }
 
 impl FactCheck {

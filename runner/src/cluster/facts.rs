@@ -117,6 +117,9 @@ pub struct ClusterFacts {
     pub feature_gates: Option<BTreeMap<String, bool>>,
     /// The cluster's RuntimeClasses (node.k8s.io/v1), or why they could not be listed.
     pub runtime_classes: Result<Vec<RuntimeClassFact>, String>,
+    /// The HNS network types each Windows node's host probe listed (`Get-HnsNetwork`), or why it
+    /// could not, by node; a node without a host probe is absent.
+    pub hns_networks: BTreeMap<String, Result<Vec<String>, String>>,
     /// The facts as the report records them.
     pub report: Facts,
 }
@@ -135,6 +138,7 @@ impl ClusterFacts {
             egress: None,
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
+            hns_networks: BTreeMap::new(),
             report: Default::default(),
         }
     }
@@ -494,6 +498,7 @@ pub async fn collect(
         egress,
         feature_gates: feature_gates(client).await,
         runtime_classes: runtime_classes(client).await,
+        hns_networks: BTreeMap::new(),
         report,
     })
 }

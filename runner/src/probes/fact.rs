@@ -259,6 +259,36 @@ pub fn judge(
                 ),
             )
         }
+        F::HnsNetwork => {
+            if node.host_process() == Some(false) {
+                return Err(format!(
+                    "the HNS networks of {}: HostProcess pods are not available there (they need Kubernetes 1.23+ and containerd 1.6+), no documented in-cluster way to read them",
+                    node.name
+                ));
+            }
+            let read = facts.hns_networks.get(&node.name).ok_or(
+                "the node's HNS networks (Get-HnsNetwork through the run's host probe, which runs on HostProcess-capable nodes given every check)",
+            )?;
+            let types = read.as_ref().map_err(|why| format!("the node's HNS networks: {why}"))?;
+            let pod: Vec<&str> = types
+                .iter()
+                .map(String::as_str)
+                .filter(|t| crate::probes::hostfacts::mode_of(t).is_some())
+                .collect();
+            let seen = if pod.is_empty() {
+                format!(
+                    "Get-HnsNetwork lists {}: no pod network (L2Bridge, Overlay, L2Tunnel or Transparent)",
+                    if types.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        types.join(", ")
+                    }
+                )
+            } else {
+                format!("HNS network of type {}", pod.join(", "))
+            };
+            (!pod.is_empty(), seen)
+        }
         F::DsrConfig => {
             let dsr = facts
                 .dsr
@@ -347,6 +377,7 @@ mod tests {
             egress: None,
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
+            hns_networks: Default::default(),
             report: Facts::default(),
         }
     }

@@ -78,7 +78,7 @@ async fn run(pods: &Api<Pod>, pod: &str, command: &str) -> Result<String, String
 
 /// The network mode of an HNS network type (`L2Bridge` → `l2bridge`); None for the host's own
 /// networks (`nat`, `ICS`, `Internal`, `Private`).
-fn mode_of(hns_type: &str) -> Option<&'static str> {
+pub fn mode_of(hns_type: &str) -> Option<&'static str> {
     match hns_type.trim().to_ascii_lowercase().as_str() {
         "l2bridge" => Some("l2bridge"),
         "overlay" => Some("overlay"),
@@ -173,6 +173,20 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
         });
     }
     for r in readings {
+        let types = r
+            .hns_types
+            .as_ref()
+            .map(|t| {
+                t.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .map_err(Clone::clone);
+        cluster.hns_networks.insert(r.node.clone(), types);
+    }
+    for r in readings {
         let Some(version) = r.version.as_ref().ok().and_then(|t| version_of(t)) else {
             continue;
         };
@@ -200,6 +214,9 @@ pub fn evidence(readings: &[Reading], node: &str) -> Vec<EvidenceItem> {
         return Vec::new();
     };
     let text = match out.lines().map(str::trim).find(|l| !l.is_empty()) {
+        Some(line) if flag(line, "hostname-override").is_none() => {
+            format!("kube-proxy.exe is running without --hostname-override: {line}")
+        }
         Some(line) => format!("kube-proxy.exe is running: {line}"),
         None => "kube-proxy.exe is not running (Win32_Process lists no kube-proxy.exe on the host)".to_string(),
     };

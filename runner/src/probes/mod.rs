@@ -100,6 +100,10 @@ impl Probe {
     /// The probe reads the API only: it is judged on a node that is not Ready too.
     pub fn reads_the_api_only(&self) -> bool {
         match self {
+            // The HNS networks are read on the node's host, through a pod there.
+            Probe::Fact {
+                fact: crate::catalogue::suite::FactCheck::HnsNetwork,
+            } => false,
             Probe::Fact { .. } | Probe::Audit { .. } => true,
             Probe::Connect { .. }
             | Probe::Resolve { .. }

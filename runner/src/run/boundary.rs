@@ -11,7 +11,12 @@ use std::collections::BTreeMap;
 use mixcheck_reports::{Cell, Verdict};
 
 /// The rules whose failing cells mark their nodes as outside a support boundary.
-pub const BOUNDARY_RULES: &[&str] = &["VER-OS-SUPPORTED", "VER-KUBELET-SKEW", "VER-KUBEPROXY-SKEW", "VER-RUNTIME"];
+pub const BOUNDARY_RULES: &[&str] = &[
+    "VER-OS-SUPPORTED",
+    "VER-KUBELET-SKEW",
+    "VER-KUBEPROXY-SKEW",
+    "VER-RUNTIME",
+];
 
 fn failing(v: Verdict) -> bool {
     matches!(v, Verdict::Fail | Verdict::Error)
@@ -32,11 +37,18 @@ fn observed_on(cell: &Cell) -> impl Iterator<Item = &str> {
 /// themselves) into `indeterminate`, saying which boundary. Returns how many it turned.
 pub fn apply(cells: &mut [Cell]) -> usize {
     let mut outside: BTreeMap<String, String> = BTreeMap::new();
-    for c in cells.iter().filter(|c| failing(c.verdict) && BOUNDARY_RULES.contains(&c.rule_id.as_str())) {
+    for c in cells
+        .iter()
+        .filter(|c| failing(c.verdict) && BOUNDARY_RULES.contains(&c.rule_id.as_str()))
+    {
         for node in observed_on(c) {
-            outside
-                .entry(node.to_string())
-                .or_insert_with(|| format!("{} ({})", c.rule_id, c.observed.summary.lines().next().unwrap_or("").trim()));
+            outside.entry(node.to_string()).or_insert_with(|| {
+                format!(
+                    "{} ({})",
+                    c.rule_id,
+                    c.observed.summary.lines().next().unwrap_or("").trim()
+                )
+            });
         }
     }
     let mut turned = 0;

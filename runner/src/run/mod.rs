@@ -3,8 +3,8 @@
 //! cluster has, deploy the fixtures, probe with bounded concurrency, judge each cell, write
 //! `results.json` and the summary, clean up — also on Ctrl-C and at the deadline.
 
-pub(crate) mod cells;
 pub mod boundary;
+pub(crate) mod cells;
 pub mod coverage;
 mod judge;
 pub mod plan;

@@ -23,6 +23,7 @@ const OTHER_TOOLS: &[&str] = &[
     "duration",
     "enable-dsr",
     "example",
+    "feature-gates",
     "for",
     "hostname-override",
     "ignored",

@@ -173,6 +173,10 @@ const SANDBOX_KEEPS: Cells = &[
 /// another cause.
 const FLANNEL_FINE: (&str, &str) = ("flannel-subnet-env", "windows-20348→");
 
+/// The pod network's HNS network exists (its host probe lists it): the sandbox failure has
+/// another cause.
+const HNS_FINE: (&str, &str) = ("hns-network-present", "windows-20348→");
+
 /// The network flows of a node none of whose pods start, and the version checks that create pods
 /// there.
 const SANDBOX_FAILS: Cells = &[
@@ -442,6 +446,7 @@ const CASES: &[Case] = &[
             SANDBOX_KEEPS[4],
             SANDBOX_KEEPS[5],
             FLANNEL_FINE,
+            HNS_FINE,
             // The refusal of an image of another build still shows the documented HCS error.
             ("mismatched-build-image-fails|hyperv-isolation", "windows-20348→"),
         ],
@@ -458,7 +463,15 @@ const CASES: &[Case] = &[
         topology: Topology::Pods,
         node: "win2022-1",
         fails: SANDBOX_FAILS,
-        keeps: SANDBOX_KEEPS,
+        keeps: &[
+            SANDBOX_KEEPS[0],
+            SANDBOX_KEEPS[1],
+            SANDBOX_KEEPS[2],
+            SANDBOX_KEEPS[3],
+            SANDBOX_KEEPS[4],
+            SANDBOX_KEEPS[5],
+            HNS_FINE,
+        ],
         remedy: r"subnet\.env",
         undocumented: &[],
         varies: &[],

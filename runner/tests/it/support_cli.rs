@@ -58,7 +58,10 @@ fn a_kubelet_four_minors_behind_and_ws2016_on_1_32_fail_exactly_those_cells() {
                 .is_some_and(|r| r.contains("win2016-1 is outside a support boundary — VER-OS-SUPPORTED"))
         })
         .count();
-    assert!(outside > 0, "the WS2016 node's failing cells are indeterminate, naming the boundary");
+    assert!(
+        outside > 0,
+        "the WS2016 node's failing cells are indeterminate, naming the boundary"
+    );
     assert_eq!(
         failing,
         vec![
