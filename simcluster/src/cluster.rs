@@ -133,9 +133,11 @@ impl Cluster {
         store.set_admission_policy(config.topology.admission.clone());
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
-        let allocator = Arc::new(crate::store::allocation::Allocator::new(
-            &config.topology.network.service_cidr,
-        ));
+        let network = &config.topology.network;
+        let allocator = Arc::new(
+            crate::store::allocation::Allocator::new(&network.service_cidr)
+                .with_ipv6(network.dual_stack().then_some(network.service_cidr_v6.as_str())),
+        );
         crate::store::allocation::seed(&store, &allocator)?;
         if config.addons {
             crate::node::addons::install(&store, &config.topology, &profiles)?;

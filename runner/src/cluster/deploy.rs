@@ -30,6 +30,8 @@ pub const LOCAL_SERVICE: &str = "local";
 pub struct Placed {
     pub name: String,
     pub ip: String,
+    /// Its IPv6 address on a dual-stack cluster (`status.podIPs`), where the CNI gave it one.
+    pub ipv6: Option<String>,
     /// Why it is not usable (never ready, landed elsewhere, refused), with its status and events.
     pub problem: Option<String>,
     /// The problem is the cluster's deliberate policy (an admission webhook or Pod Security
@@ -717,6 +719,7 @@ pub async fn deploy(
             Placed {
                 name: name.clone(),
                 ip: String::new(),
+                ipv6: None,
                 problem: Some(r.problem()),
                 policy: r.policy,
             },
@@ -950,6 +953,14 @@ async fn await_pods(
             }
             let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
             let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+            let ipv6 = p
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ips.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|a| a.ip.clone())
+                .find(|a| a.contains(':'));
             if settled || timed_out {
                 let problem = match problem {
                     Some(why) if timed_out && !settled => {
@@ -959,7 +970,9 @@ async fn await_pods(
                 };
                 let problem =
                     problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
-                done.insert(name.clone(), placed(name, &ip, problem));
+                let mut p = placed(name, &ip, problem);
+                p.ipv6 = ipv6;
+                done.insert(name.clone(), p);
             } else {
                 pending += 1;
             }
@@ -1001,6 +1014,7 @@ fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
     Placed {
         name: name.to_string(),
         ip: ip.to_string(),
+        ipv6: None,
         problem,
         policy: false,
     }

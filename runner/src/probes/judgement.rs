@@ -244,6 +244,8 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
                 .as_ref()
                 .is_some_and(|f| f.source.contains("kube-flannel-cfg")),
         egress: facts.egress.as_ref().is_none_or(|f| f.value),
+        dual_stack: facts.dual_stack.as_ref().map(|f| f.value),
+        calico: facts.calico.as_ref().is_some_and(|f| f.value),
         feature_gates: facts.feature_gates.as_ref(),
     }
 }

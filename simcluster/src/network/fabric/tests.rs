@@ -85,6 +85,7 @@ fn pod(name: &str, node: usize, ip: Ipv4Addr, serves: Vec<Serve>) -> PodFacts {
         name: name.into(),
         hostname: name.into(),
         ip,
+        ipv6: None,
         node,
         host_network: false,
         serves,
