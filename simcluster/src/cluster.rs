@@ -139,9 +139,11 @@ impl Cluster {
                 .with_ipv6(network.dual_stack().then_some(network.service_cidr_v6.as_str())),
         );
         crate::store::allocation::seed(&store, &allocator)?;
-        if config.addons {
-            crate::node::addons::install(&store, &config.topology, &profiles)?;
-        }
+        let custom = if config.addons {
+            crate::node::addons::install(&store, &config.topology, &profiles)?.custom_resources()
+        } else {
+            crate::api::custom::CustomResources::default()
+        };
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
         let simnet = Arc::new(crate::network::apps::SimNet::new(
             store.clone(),
@@ -180,6 +182,7 @@ impl Cluster {
             authorizer: Arc::new(crate::api::rbac::Rbac::new(store.clone(), admin)),
             kubelets: kubelets.clone(),
             forwarder: Arc::new(crate::node::forward::Forwarder::new(simnet.clone())),
+            custom: Arc::new(custom),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);
