@@ -523,12 +523,7 @@ pub fn dual_stack_of(nodes: &[Node]) -> Option<Fact<bool>> {
             format!("node/{name} spec.podCIDRs {}", list.join(", ")),
         ));
     }
-    (!cidrs.is_empty()).then(|| {
-        Fact::new(
-            false,
-            format!("spec.podCIDRs of {} nodes: IPv4 only", cidrs.len()),
-        )
-    })
+    (!cidrs.is_empty()).then(|| Fact::new(false, format!("spec.podCIDRs of {} nodes: IPv4 only", cidrs.len())))
 }
 
 /// Whether the `default/kubernetes` Service has two IP families (None when it cannot be read or

@@ -248,10 +248,12 @@ pub fn calico_problems(installation: &serde_json::Value) -> Vec<String> {
             _ => {}
         }
     }
-    if net.and_then(|n| n.get("nodeAddressAutodetectionV6")).is_some_and(|v| !v.is_null()) {
-        problems.push(
-            "nodeAddressAutodetectionV6 is set (IPv6/dual-stack): Calico for Windows supports IPv4 only".into(),
-        );
+    if net
+        .and_then(|n| n.get("nodeAddressAutodetectionV6"))
+        .is_some_and(|v| !v.is_null())
+    {
+        problems
+            .push("nodeAddressAutodetectionV6 is set (IPv6/dual-stack): Calico for Windows supports IPv4 only".into());
     }
     problems
 }

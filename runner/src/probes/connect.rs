@@ -76,9 +76,8 @@ async fn request(
         }
         Destination::PodIpv6 => {
             let port = if protocol == Protocol::Udp { 8081 } else { 8080 };
-            let ip = flow::server_ipv6(dep, dst)?.ok_or_else(|| {
-                Unprobed::Error(format!("the netexec server on {} has no IPv6 address", dst.name))
-            })?;
+            let ip = flow::server_ipv6(dep, dst)?
+                .ok_or_else(|| Unprobed::Error(format!("the netexec server on {} has no IPv6 address", dst.name)))?;
             get(format!("[{ip}]"), port, path)
         }
         Destination::ClusterIp => {

@@ -111,19 +111,41 @@ mod tests {
             plural: "installations",
             singular: "installation",
             kind: "Installation",
-            objects: vec![json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation", "metadata": {"name": "default"}})],
+            objects: vec![
+                json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation", "metadata": {"name": "default"}}),
+            ],
         }])
     }
 
     #[test]
     fn served_paths_answer_and_others_are_not_custom() {
         let c = calico();
-        let code = |m: Method, p: &str| c.serve(&m, p, false).map(|r| r.map(|r| r.status().as_u16()).map_err(|e| e.code()));
-        assert_eq!(code(Method::GET, "/apis/operator.tigera.io/v1/installations"), Some(Ok(200)));
-        assert_eq!(code(Method::GET, "/apis/operator.tigera.io/v1/installations/default"), Some(Ok(200)));
-        assert_eq!(code(Method::GET, "/apis/operator.tigera.io/v1/installations/other"), Some(Err(404)));
-        assert_eq!(code(Method::DELETE, "/apis/operator.tigera.io/v1/installations/default"), Some(Err(405)));
+        let code = |m: Method, p: &str| {
+            c.serve(&m, p, false)
+                .map(|r| r.map(|r| r.status().as_u16()).map_err(|e| e.code()))
+        };
+        assert_eq!(
+            code(Method::GET, "/apis/operator.tigera.io/v1/installations"),
+            Some(Ok(200))
+        );
+        assert_eq!(
+            code(Method::GET, "/apis/operator.tigera.io/v1/installations/default"),
+            Some(Ok(200))
+        );
+        assert_eq!(
+            code(Method::GET, "/apis/operator.tigera.io/v1/installations/other"),
+            Some(Err(404))
+        );
+        assert_eq!(
+            code(Method::DELETE, "/apis/operator.tigera.io/v1/installations/default"),
+            Some(Err(405))
+        );
         assert_eq!(code(Method::GET, "/apis/apps/v1/deployments"), None);
-        assert_eq!(CustomResources::default().serve(&Method::GET, "/apis/operator.tigera.io/v1/installations", false).map(|_| ()), None);
+        assert_eq!(
+            CustomResources::default()
+                .serve(&Method::GET, "/apis/operator.tigera.io/v1/installations", false)
+                .map(|_| ()),
+            None
+        );
     }
 }

@@ -13,10 +13,10 @@ pub mod tls;
 
 mod attach;
 mod authn;
+pub mod custom;
 mod exec;
 mod logs;
 mod metrics;
-pub mod custom;
 mod nodeproxy;
 mod pfchannel;
 mod portforward;

@@ -830,6 +830,30 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
+    const NODES: &str = "nodes: [{name: a, os: linux}]\n";
+
+    /// `network.ipFamilies`: single-stack by default; [IPv4, IPv6] from 1.21 (K8SDS); IPv6-only
+    /// and IPv6-primary are refused (IPv6-only is unsupported with Windows nodes: W20, W22, WNET).
+    #[rstest]
+    #[case::default_single("", None)]
+    #[case::dual("network: {ipFamilies: [IPv4, IPv6]}\n", None)]
+    #[case::ipv6_only("network: {ipFamilies: [IPv6]}\n", Some("IPv6-only"))]
+    #[case::ipv6_first("network: {ipFamilies: [IPv6, IPv4]}\n", Some("IPv6-only"))]
+    #[case::too_old("kubernetesVersion: v1.20.15\nnetwork: {ipFamilies: [IPv4, IPv6]}\n", Some("1.21"))]
+    #[case::narrow_pods("network: {ipFamilies: [IPv4, IPv6], clusterCidrV6: \"fd00::/64\"}\n", Some("/56"))]
+    #[case::wide_services(
+        "network: {ipFamilies: [IPv4, IPv6], serviceCidrV6: \"fd00:1::/64\"}\n",
+        Some("/108")
+    )]
+    fn ip_families(#[case] network: &str, #[case] error: Option<&str>) {
+        let text = format!("name: t\n{network}{NODES}");
+        match (Topology::parse(&text, "t.yaml"), error) {
+            (Ok(t), None) => assert_eq!(t.network.dual_stack(), network.contains("IPv6")),
+            (Err(e), Some(needle)) => assert!(e.to_string().contains(needle), "{e}"),
+            (got, want) => panic!("{got:?}, expected {want:?}"),
+        }
+    }
+
     #[test]
     fn default_topology_matches_the_design() {
         let t = Topology::default_cluster();

@@ -97,8 +97,14 @@ mod tests {
 
     #[test]
     fn node_cidrs_are_the_nth_slash_64() {
-        assert_eq!(node_pod_cidr("fd00:10:244::/56", 0).as_deref(), Some("fd00:10:244::/64"));
-        assert_eq!(node_pod_cidr("fd00:10:244::/56", 3).as_deref(), Some("fd00:10:244:3::/64"));
+        assert_eq!(
+            node_pod_cidr("fd00:10:244::/56", 0).as_deref(),
+            Some("fd00:10:244::/64")
+        );
+        assert_eq!(
+            node_pod_cidr("fd00:10:244::/56", 3).as_deref(),
+            Some("fd00:10:244:3::/64")
+        );
         assert_eq!(node_pod_cidr("fd00:10:244::/56", 256), None);
     }
 
@@ -112,6 +118,42 @@ mod tests {
         );
         assert_eq!(service_address("fd00:10:96::/120", 300), None);
         let c = V6Cidr::parse("fd00:10:244:7::/56").expect("cidr");
-        assert_eq!((c.base, c.prefix), (u128::from("fd00:10:244::".parse::<Ipv6Addr>().expect("ipv6")), 56));
+        assert_eq!(
+            (c.base, c.prefix),
+            (u128::from("fd00:10:244::".parse::<Ipv6Addr>().expect("ipv6")), 56)
+        );
+    }
+
+    /// Which nodes' pods get an IPv6 address on a dual-stack cluster: Linux always; Windows
+    /// Server 2019+ on flannel (l2bridge: W22, WNET; overlay: an address whose traffic the fabric
+    /// drops, WNET); never with Calico for Windows (CAL: IPv4 only); none on a single-stack
+    /// cluster. Node N's IPv6 pod CIDR is the N-th /64.
+    #[rstest::rstest]
+    #[case::l2bridge("l2bridge", "", [true, true, true])]
+    #[case::overlay("overlay", "", [true, true, true])]
+    #[case::calico("overlay", "  cni: calico\n", [true, false, false])]
+    #[case::ws2016("l2bridge", "", [true, false, true])]
+    fn which_pods_get_ipv6(#[case] mode: &str, #[case] cni: &str, #[case] want: [bool; 3]) {
+        use crate::config::profile::profiles;
+        use crate::config::topology::Topology;
+        let old = if want == [true, false, true] {
+            "10.0.14393.7428"
+        } else {
+            "10.0.17763.6414"
+        };
+        let text = format!(
+            "name: t\nnetwork:\n  mode: {mode}\n{cni}  ipFamilies: [IPv4, IPv6]\nnodes:\n  - {{name: l, os: linux}}\n  - {{name: w1, os: windows, kernelVersion: {old}}}\n  - {{name: w2, os: windows, kernelVersion: 10.0.20348.2762}}\n"
+        );
+        let t = Topology::parse(&text, "t.yaml").expect("topology");
+        let ips: Vec<Ipv4Addr> = (0..3).map(|i| Ipv4Addr::new(127, 1, 1, 10 + i)).collect();
+        let ps = profiles(&t, &ips);
+        assert_eq!(ps.iter().map(gives_ipv6).collect::<Vec<_>>(), want);
+        assert_eq!(ps[2].pod_cidr_v6.as_deref(), Some("fd00:10:244:2::/64"));
+        let single = Topology::parse(&text.replace("  ipFamilies: [IPv4, IPv6]\n", ""), "t.yaml").expect("topology");
+        assert!(
+            profiles(&single, &ips)
+                .iter()
+                .all(|p| p.pod_cidr_v6.is_none() && !gives_ipv6(p))
+        );
     }
 }

@@ -484,7 +484,10 @@ fn add_services(
         }
         let cluster_ip: Option<Ipv4Addr> = json::str(v, "/spec/clusterIP").parse().ok();
         if let Some(v4) = cluster_ip {
-            for v6 in arr(v, "/spec/clusterIPs").iter().filter_map(|a| a.as_str()?.parse::<Ipv6Addr>().ok()) {
+            for v6 in arr(v, "/spec/clusterIPs")
+                .iter()
+                .filter_map(|a| a.as_str()?.parse::<Ipv6Addr>().ok())
+            {
                 f.ipv6.insert(v6, v4);
             }
         }

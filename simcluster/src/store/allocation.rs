@@ -474,4 +474,35 @@ mod tests {
         let s = alloc.create(&store, "a", svc("x", spec)).expect("svc");
         assert_eq!(s.value().pointer("/spec/clusterIP").cloned().unwrap_or(Value::Null), ip);
     }
+
+    /// K8SDS: on a dual-stack cluster PreferDualStack and RequireDualStack get an IPv6 ClusterIP
+    /// beside the IPv4 one (IPv4, the primary family, first), SingleStack stays IPv4; on a
+    /// single-stack cluster PreferDualStack falls back to IPv4 and RequireDualStack is refused.
+    #[rstest]
+    #[case::dual_prefer(true, "PreferDualStack", Ok(vec!["10.96.0.2", "fd00:10:96::2"]))]
+    #[case::dual_require(true, "RequireDualStack", Ok(vec!["10.96.0.2", "fd00:10:96::2"]))]
+    #[case::dual_single(true, "SingleStack", Ok(vec!["10.96.0.2"]))]
+    #[case::single_prefer(false, "PreferDualStack", Ok(vec!["10.96.0.2"]))]
+    #[case::single_require(false, "RequireDualStack", Err("not configured for dual-stack"))]
+    fn ip_family_policies(#[case] dual: bool, #[case] policy: &str, #[case] want: Result<Vec<&str>, &str>) {
+        let store = store();
+        let alloc = Allocator::new("10.96.0.0/12").with_ipv6(dual.then_some("fd00:10:96::/112"));
+        let made = alloc.create(
+            &store,
+            "a",
+            svc("x", json!({"ipFamilyPolicy": policy, "ports": [{"port": 80}]})),
+        );
+        match (made, want) {
+            (Ok(s), Ok(ips)) => {
+                assert_eq!(s.value()["spec"]["clusterIPs"], json!(ips));
+                assert_eq!(
+                    s.value()["spec"]["ipFamilies"].as_array().map(Vec::len),
+                    Some(ips.len())
+                );
+                assert_eq!(s.value()["spec"]["ipFamilyPolicy"], policy);
+            }
+            (Err(e), Err(needle)) => assert!(e.to_string().contains(needle), "{e}"),
+            (got, want) => panic!("{got:?}, expected {want:?}"),
+        }
+    }
 }

@@ -550,7 +550,13 @@ impl Fabric {
     /// not supported); HNS overlay networks carry no IPv6, so a Windows pod's IPv6 traffic over
     /// them goes nowhere whatever the other end (NET-IPV6-OVERLAY).
     pub fn ipv6_route(&self, src: Src, dst: Ipv6Addr) -> Result<Ipv4Addr, Decision> {
-        let unreachable = |why| Decision::fail(Failure::Other("Network is unreachable".into()), "NET-IPV6-DUALSTACK", why);
+        let unreachable = |why| {
+            Decision::fail(
+                Failure::Other("Network is unreachable".into()),
+                "NET-IPV6-DUALSTACK",
+                why,
+            )
+        };
         let from = match src {
             Src::Pod { pod, .. } => self.pods.get(pod).filter(|p| !p.host_network && p.ipv6.is_some()),
             Src::Node(_) | Src::Outside(_) => None,
