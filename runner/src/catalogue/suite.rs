@@ -110,6 +110,9 @@ pub enum Destination {
     PodIpv6,
     /// The ClusterIP of the service in front of the server pod.
     ClusterIp,
+    /// The IPv6 ClusterIP (`spec.clusterIPs`, dual-stack clusters) of the service in front of the
+    /// server pod, bracketed in the URL.
+    ClusterIpv6,
     /// The service by its fully qualified name.
     ServiceFqdn,
     /// The service by its short name (same namespace).

@@ -84,6 +84,8 @@ impl Refusal {
 pub struct ServiceInfo {
     pub name: String,
     pub cluster_ip: String,
+    /// Its IPv6 ClusterIP (`spec.clusterIPs`) on a dual-stack cluster.
+    pub cluster_ipv6: Option<String>,
     /// (TCP node port, UDP node port)
     pub node_ports: (Option<u16>, Option<u16>),
 }
@@ -535,8 +537,11 @@ pub async fn deploy(
                     host_ports_wanted.push((name, node.name.clone(), node.os));
                 }
                 let svc_name = format!("svc-{i}");
+                // PreferDualStack: an IPv6 ClusterIP too where the cluster is dual-stack
+                // (NET-IPV6-DUALSTACK); a single-stack cluster gives it its one family (K8SDS).
                 let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
                     "type": "NodePort",
+                    "ipFamilyPolicy": "PreferDualStack",
                     "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
                     "ports": [
                         {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
@@ -763,6 +768,11 @@ pub async fn deploy(
         ServiceInfo {
             name: s.metadata.name.clone().unwrap_or_default(),
             cluster_ip: spec.cluster_ip.unwrap_or_default(),
+            cluster_ipv6: spec
+                .cluster_ips
+                .unwrap_or_default()
+                .into_iter()
+                .find(|ip| ip.contains(':')),
             node_ports: (np("TCP"), np("UDP")),
         }
     };

@@ -164,10 +164,12 @@ const OVERLAY: &str = "  mode: overlay\n";
 // K8SDS, W22, WNET: on a dual-stack l2bridge cluster pods reach pods by their IPv6 address,
 // Windows pods included (Windows Server 2019 and 2022 here).
 #[case::ipv6_dual_stack_l2bridge("NET-IPV6-DUALSTACK", Setup::Testdata(DUAL_STACK, "", ""), &[
-    ("[linux→windows-17763,other-node,tcp]", "pass", "[fd00:10:244:2::"),
-    ("[windows-17763→linux,other-node,tcp]", "pass", "reached"),
-    ("[windows-20348→windows-17763,other-node,tcp]", "pass", "reached"),
-    ("[windows-17763→windows-20348,other-node,tcp]", "pass", "reached"),
+    ("[linux→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "pass", "[fd00:10:244:2::"),
+    ("[windows-17763→linux,other-node,tcp,pod-ipv6-dual-stack]", "pass", "reached"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "pass", "reached"),
+    ("[windows-17763→windows-20348,other-node,tcp,pod-ipv6-dual-stack]", "pass", "reached"),
+    ("[windows-17763→linux,other-node,tcp,pod-to-cluster-ipv6]", "pass", "[fd00:10:96::"),
+    ("[linux→windows-20348,other-node,tcp,pod-to-cluster-ipv6]", "pass", "reached"),
 ])]
 // The same cluster on l2bridge: the overlay limitation does not apply.
 #[case::ipv6_overlay_on_l2bridge("NET-IPV6-OVERLAY", Setup::Testdata(DUAL_STACK, "", ""), &[
@@ -178,15 +180,17 @@ const OVERLAY: &str = "  mode: overlay\n";
     ("[windows-17763→windows-20348,other-node,tcp]", "known-limitation", "timeout"),
     ("[windows-20348→windows-17763,other-node,tcp]", "known-limitation", "timeout"),
 ])]
-// On overlay, the Windows cells of NET-IPV6-DUALSTACK are NET-IPV6-OVERLAY's; Linux ones stay.
+// On overlay, Windows ↔ Windows pod-to-pod by IPv6 is NET-IPV6-OVERLAY's; the Service flow
+// between Windows pods is the same WNET limitation; Linux ↔ Windows is not documented.
 #[case::ipv6_dual_stack_on_overlay("NET-IPV6-DUALSTACK", Setup::Testdata(DUAL_STACK, L2BRIDGE, OVERLAY), &[
-    ("[linux→windows-17763,other-node,tcp]", "not-applicable", "NET-IPV6-OVERLAY"),
-    ("[windows-20348→windows-17763,other-node,tcp]", "not-applicable", "NET-IPV6-OVERLAY"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "not-applicable", "NET-IPV6-OVERLAY"),
+    ("[linux→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "indeterminate", "undocumented"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-to-cluster-ipv6]", "known-limitation", "timeout"),
 ])]
 // A single-stack cluster: the IPv6 cells are not applicable, saying why.
 #[case::ipv6_single_stack("NET-IPV6-DUALSTACK", Setup::Default, &[
-    ("[linux→windows-17763,other-node,tcp]", "not-applicable", "single-stack"),
-    ("[windows-20348→windows-17763,other-node,tcp]", "not-applicable", "single-stack"),
+    ("[linux→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "not-applicable", "single-stack (spec.podCIDRs of 4 nodes: IPv4 only)"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-to-cluster-ipv6]", "not-applicable", "single-stack"),
 ])]
 #[case::ipv6_overlay_single_stack("NET-IPV6-OVERLAY", Setup::Testdata("overlay-current.yaml", "", ""), &[
     ("[windows-20348→windows-17763,other-node,tcp]", "not-applicable", "single-stack"),
