@@ -11,24 +11,16 @@ use serde_json::{Value, json};
 
 use super::json_value;
 use crate::store::api_error::ApiError;
+pub use crate::store::custom::{CustomResource, CustomResources};
 
-/// One custom resource and its objects.
-#[derive(Debug, Clone)]
-pub struct CustomResource {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub plural: &'static str,
-    pub singular: &'static str,
-    pub kind: &'static str,
-    /// The objects, each a full object with `metadata.name` (cluster-scoped).
-    pub objects: Vec<Value>,
+/// How the API serves one custom resource: discovery documents and its list.
+trait Served {
+    fn resource_list(&self) -> Value;
+    fn group_doc(&self) -> Value;
+    fn list(&self) -> Value;
 }
 
-impl CustomResource {
-    fn group_version(&self) -> String {
-        format!("{}/{}", self.group, self.version)
-    }
-
+impl Served for CustomResource {
     fn resource_list(&self) -> Value {
         json!({
             "kind": "APIResourceList",
@@ -56,48 +48,37 @@ impl CustomResource {
     }
 }
 
-/// The custom resources a cluster serves (none for most).
-#[derive(Debug, Clone, Default)]
-pub struct CustomResources(pub Vec<CustomResource>);
-
-impl CustomResources {
-    /// `(group, version)` of each served custom resource, for `/apis`.
-    pub fn groups(&self) -> Vec<(&'static str, &'static str)> {
-        self.0.iter().map(|r| (r.group, r.version)).collect()
+/// The answer to a request under `/apis/<group>` of one of `served`; None when the path is not
+/// one.
+pub fn serve(served: &CustomResources, method: &Method, path: &str, watch: bool) -> Option<Result<Response, ApiError>> {
+    let rest = path.strip_prefix("/apis/")?;
+    let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+    let r = served.0.iter().find(|r| segs.first() == Some(&r.group))?;
+    if segs.len() > 1 && segs[1] != r.version {
+        return None;
     }
-
-    /// The answer to a request under `/apis/<group>` of a served custom resource; None when the
-    /// path is not one.
-    pub fn serve(&self, method: &Method, path: &str, watch: bool) -> Option<Result<Response, ApiError>> {
-        let rest = path.strip_prefix("/apis/")?;
-        let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
-        let r = self.0.iter().find(|r| segs.first() == Some(&r.group))?;
-        if segs.len() > 1 && segs[1] != r.version {
-            return None;
-        }
-        if *method != Method::GET {
-            return Some(Err(ApiError::MethodNotAllowed {
-                verb: method.to_string(),
-                kind: r.kind.into(),
-            }));
-        }
-        Some(match segs.as_slice() {
-            [_] => Ok(json_value(StatusCode::OK, &r.group_doc())),
-            [_, _] => Ok(json_value(StatusCode::OK, &r.resource_list())),
-            [_, _, plural] if *plural == r.plural && watch => Err(ApiError::BadRequest(format!(
-                "the bundled cluster does not serve watches of {}.{}",
-                r.plural, r.group
-            ))),
-            [_, _, plural] if *plural == r.plural => Ok(json_value(StatusCode::OK, &r.list())),
-            [_, _, plural, name] if *plural == r.plural => r
-                .objects
-                .iter()
-                .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
-                .map(|o| json_value(StatusCode::OK, o))
-                .ok_or_else(|| ApiError::not_found(r.group, r.plural, name)),
-            _ => Err(ApiError::UnknownPath),
-        })
+    if *method != Method::GET {
+        return Some(Err(ApiError::MethodNotAllowed {
+            verb: method.to_string(),
+            kind: r.kind.into(),
+        }));
     }
+    Some(match segs.as_slice() {
+        [_] => Ok(json_value(StatusCode::OK, &r.group_doc())),
+        [_, _] => Ok(json_value(StatusCode::OK, &r.resource_list())),
+        [_, _, plural] if *plural == r.plural && watch => Err(ApiError::BadRequest(format!(
+            "the bundled cluster does not serve watches of {}.{}",
+            r.plural, r.group
+        ))),
+        [_, _, plural] if *plural == r.plural => Ok(json_value(StatusCode::OK, &r.list())),
+        [_, _, plural, name] if *plural == r.plural => r
+            .objects
+            .iter()
+            .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+            .map(|o| json_value(StatusCode::OK, o))
+            .ok_or_else(|| ApiError::not_found(r.group, r.plural, name)),
+        _ => Err(ApiError::UnknownPath),
+    })
 }
 
 #[cfg(test)]
@@ -120,10 +101,8 @@ mod tests {
     #[test]
     fn served_paths_answer_and_others_are_not_custom() {
         let c = calico();
-        let code = |m: Method, p: &str| {
-            c.serve(&m, p, false)
-                .map(|r| r.map(|r| r.status().as_u16()).map_err(|e| e.code()))
-        };
+        let code =
+            |m: Method, p: &str| serve(&c, &m, p, false).map(|r| r.map(|r| r.status().as_u16()).map_err(|e| e.code()));
         assert_eq!(
             code(Method::GET, "/apis/operator.tigera.io/v1/installations"),
             Some(Ok(200))
@@ -142,9 +121,13 @@ mod tests {
         );
         assert_eq!(code(Method::GET, "/apis/apps/v1/deployments"), None);
         assert_eq!(
-            CustomResources::default()
-                .serve(&Method::GET, "/apis/operator.tigera.io/v1/installations", false)
-                .map(|_| ()),
+            serve(
+                &CustomResources::default(),
+                &Method::GET,
+                "/apis/operator.tigera.io/v1/installations",
+                false
+            )
+            .map(|_| ()),
             None
         );
     }

@@ -376,7 +376,7 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
     let path = req.uri().path().to_string();
     let q = Query::parse(req.uri().query());
     let method = req.method().clone();
-    if let Some(answer) = state.custom.serve(&method, &path, q.flag("watch")) {
+    if let Some(answer) = custom::serve(&state.custom, &method, &path, q.flag("watch")) {
         return answer;
     }
     let metrics_prefix = format!("/apis/{}/{}/", metrics::GROUP, metrics::VERSION);

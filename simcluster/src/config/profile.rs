@@ -212,7 +212,7 @@ impl NodeProfile {
             pod_cidr_v6: topology
                 .network
                 .dual_stack()
-                .then(|| crate::network::dualstack::node_pod_cidr(&topology.network.cluster_cidr_v6, index))
+                .then(|| crate::vocab::ipv6::node_pod_cidr(&topology.network.cluster_cidr_v6, index))
                 .flatten(),
             cluster_cidr: topology.network.cluster_cidr.clone(),
             service_cidr: topology.network.service_cidr.clone(),

@@ -721,7 +721,7 @@ impl Topology {
                 self.kubernetes_version
             )));
         }
-        match crate::network::dualstack::V6Cidr::parse(&self.network.cluster_cidr_v6) {
+        match crate::vocab::ipv6::V6Cidr::parse(&self.network.cluster_cidr_v6) {
             Some(c) if c.prefix <= 56 => {}
             _ => {
                 return Err(invalid(format!(
@@ -730,7 +730,7 @@ impl Topology {
                 )));
             }
         }
-        match crate::network::dualstack::V6Cidr::parse(&self.network.service_cidr_v6) {
+        match crate::vocab::ipv6::V6Cidr::parse(&self.network.service_cidr_v6) {
             // kube-apiserver refuses IPv6 service ranges wider than /108.
             Some(c) if (108..=120).contains(&c.prefix) => Ok(()),
             _ => Err(invalid(format!(

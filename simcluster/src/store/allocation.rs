@@ -59,7 +59,7 @@ impl Allocator {
         let cidr = self.ipv6.as_deref()?;
         let v4: Ipv4Addr = ip.parse().ok()?;
         let offset = u32::from(v4).checked_sub(self.base)?;
-        crate::network::dualstack::service_address(cidr, offset).map(|a| a.to_string())
+        crate::vocab::ipv6::service_address(cidr, offset).map(|a| a.to_string())
     }
 
     /// Why the API server refuses a Service's `ipFamilyPolicy`/`ipFamilies` on this cluster:

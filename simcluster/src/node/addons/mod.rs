@@ -244,12 +244,12 @@ impl Addons {
     }
 
     /// The custom resources the add-ons bring: Calico's operator Installation.
-    pub fn custom_resources(&self) -> crate::api::custom::CustomResources {
+    pub fn custom_resources(&self) -> crate::store::custom::CustomResources {
         let mut out = Vec::new();
         if let Cni::Calico { version } = &self.cni {
             out.push(platforms::calico_installation(self, version));
         }
-        crate::api::custom::CustomResources(out)
+        crate::store::custom::CustomResources(out)
     }
 
     /// Every object, in creation order (namespaces first).

@@ -153,7 +153,7 @@ pub(super) fn calico(a: &Addons, version: &str, out: &mut Vec<Object>) {
 /// `windowsDataplane: HNS`, one VXLAN pool, the cluster's service CIDR) with the operator's
 /// defaults filled in (the pool's name, block size, NAT and node selector; IPv4 address
 /// autodetection). The pool is the cluster's pod CIDR, as the `cni-config` above has it.
-pub(super) fn calico_installation(a: &Addons, version: &str) -> crate::api::custom::CustomResource {
+pub(super) fn calico_installation(a: &Addons, version: &str) -> crate::store::custom::CustomResource {
     let installation = json!({
         "apiVersion": "operator.tigera.io/v1",
         "kind": "Installation",
@@ -190,7 +190,7 @@ pub(super) fn calico_installation(a: &Addons, version: &str) -> crate::api::cust
             "mtu": 1350,
         },
     });
-    crate::api::custom::CustomResource {
+    crate::store::custom::CustomResource {
         group: "operator.tigera.io",
         version: "v1",
         plural: "installations",
