@@ -147,4 +147,11 @@ pub struct Facts {
     /// The cluster's DNS domain, from the kubelets' configz `clusterDomain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_domain: Option<Fact<String>>,
+    /// Whether the cluster is dual-stack (IPv4 and IPv6), from the nodes' `spec.podCIDRs` (or the
+    /// `kubernetes` Service's `spec.ipFamilies`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dual_stack: Option<Fact<bool>>,
+    /// Whether the pod network is Calico (its `calico-node` DaemonSets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calico: Option<Fact<bool>>,
 }

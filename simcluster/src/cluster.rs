@@ -133,13 +133,17 @@ impl Cluster {
         store.set_admission_policy(config.topology.admission.clone());
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
-        let allocator = Arc::new(crate::store::allocation::Allocator::new(
-            &config.topology.network.service_cidr,
-        ));
+        let network = &config.topology.network;
+        let allocator = Arc::new(
+            crate::store::allocation::Allocator::new(&network.service_cidr)
+                .with_ipv6(network.dual_stack().then_some(network.service_cidr_v6.as_str())),
+        );
         crate::store::allocation::seed(&store, &allocator)?;
-        if config.addons {
-            crate::node::addons::install(&store, &config.topology, &profiles)?;
-        }
+        let custom = if config.addons {
+            crate::node::addons::install(&store, &config.topology, &profiles)?.custom_resources()
+        } else {
+            crate::api::custom::CustomResources::default()
+        };
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
         let simnet = Arc::new(crate::network::apps::SimNet::new(
             store.clone(),
@@ -178,6 +182,7 @@ impl Cluster {
             authorizer: Arc::new(crate::api::rbac::Rbac::new(store.clone(), admin)),
             kubelets: kubelets.clone(),
             forwarder: Arc::new(crate::node::forward::Forwarder::new(simnet.clone())),
+            custom: Arc::new(custom),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);

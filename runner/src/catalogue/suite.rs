@@ -106,8 +106,13 @@ pub enum Origin {
 pub enum Destination {
     /// The server pod's IP.
     PodIp,
+    /// The server pod's IPv6 address (`status.podIPs`, dual-stack clusters), bracketed in the URL.
+    PodIpv6,
     /// The ClusterIP of the service in front of the server pod.
     ClusterIp,
+    /// The IPv6 ClusterIP (`spec.clusterIPs`, dual-stack clusters) of the service in front of the
+    /// server pod, bracketed in the URL.
+    ClusterIpv6,
     /// The service by its fully qualified name.
     ServiceFqdn,
     /// The service by its short name (same namespace).
@@ -407,6 +412,10 @@ pub enum AuditKind {
     /// Windows workloads (an OS selector or `.spec.os` for Windows) whose containers set a memory
     /// request that differs from their memory limit.
     WindowsMemoryRequestNotLimit,
+    /// Calico's operator `Installation` (`operator.tigera.io/v1`) against what Calico for
+    /// Windows supports: IPv4 pools, VXLAN without cross-subnet, no IP-in-IP, no BGP with an
+    /// overlay, no IPv6 autodetection (CAL).
+    CalicoWindows,
 }
 
 /// An operating system of a pool: the one the reports name nodes by.
@@ -594,6 +603,12 @@ pub struct Condition {
     /// Outbound traffic to the internet is allowed (`--egress=false` says it is not).
     #[serde(default)]
     pub egress: Option<bool>,
+    /// The cluster is dual-stack (IPv4 and IPv6: nodes' `spec.podCIDRs`).
+    #[serde(default)]
+    pub dual_stack: Option<bool>,
+    /// The pod network is Calico (its `calico-node` DaemonSets).
+    #[serde(default)]
+    pub calico: Option<bool>,
     /// API server feature gates and the state each must have (read from the API server's
     /// `kubernetes_feature_enabled` metric; a gate that cannot be read leaves the cell
     /// indeterminate).
@@ -885,6 +900,8 @@ impl Condition {
             && self.flannel.is_none()
             && self.dsr.is_none()
             && self.egress.is_none()
+            && self.dual_stack.is_none()
+            && self.calico.is_none()
             && self.feature_gates.is_empty()
     }
 }

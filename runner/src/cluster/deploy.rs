@@ -30,6 +30,8 @@ pub const LOCAL_SERVICE: &str = "local";
 pub struct Placed {
     pub name: String,
     pub ip: String,
+    /// Its IPv6 address on a dual-stack cluster (`status.podIPs`), where the CNI gave it one.
+    pub ipv6: Option<String>,
     /// Why it is not usable (never ready, landed elsewhere, refused), with its status and events.
     pub problem: Option<String>,
     /// The problem is the cluster's deliberate policy (an admission webhook or Pod Security
@@ -82,6 +84,8 @@ impl Refusal {
 pub struct ServiceInfo {
     pub name: String,
     pub cluster_ip: String,
+    /// Its IPv6 ClusterIP (`spec.clusterIPs`) on a dual-stack cluster.
+    pub cluster_ipv6: Option<String>,
     /// (TCP node port, UDP node port)
     pub node_ports: (Option<u16>, Option<u16>),
 }
@@ -533,8 +537,11 @@ pub async fn deploy(
                     host_ports_wanted.push((name, node.name.clone(), node.os));
                 }
                 let svc_name = format!("svc-{i}");
+                // PreferDualStack: an IPv6 ClusterIP too where the cluster is dual-stack
+                // (NET-IPV6-DUALSTACK); a single-stack cluster gives it its one family (K8SDS).
                 let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
                     "type": "NodePort",
+                    "ipFamilyPolicy": "PreferDualStack",
                     "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
                     "ports": [
                         {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
@@ -717,6 +724,7 @@ pub async fn deploy(
             Placed {
                 name: name.clone(),
                 ip: String::new(),
+                ipv6: None,
                 problem: Some(r.problem()),
                 policy: r.policy,
             },
@@ -760,6 +768,11 @@ pub async fn deploy(
         ServiceInfo {
             name: s.metadata.name.clone().unwrap_or_default(),
             cluster_ip: spec.cluster_ip.unwrap_or_default(),
+            cluster_ipv6: spec
+                .cluster_ips
+                .unwrap_or_default()
+                .into_iter()
+                .find(|ip| ip.contains(':')),
             node_ports: (np("TCP"), np("UDP")),
         }
     };
@@ -950,6 +963,14 @@ async fn await_pods(
             }
             let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
             let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+            let ipv6 = p
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ips.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|a| a.ip.clone())
+                .find(|a| a.contains(':'));
             if settled || timed_out {
                 let problem = match problem {
                     Some(why) if timed_out && !settled => {
@@ -959,7 +980,9 @@ async fn await_pods(
                 };
                 let problem =
                     problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
-                done.insert(name.clone(), placed(name, &ip, problem));
+                let mut p = placed(name, &ip, problem);
+                p.ipv6 = ipv6;
+                done.insert(name.clone(), p);
             } else {
                 pending += 1;
             }
@@ -1001,6 +1024,7 @@ fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
     Placed {
         name: name.to_string(),
         ip: ip.to_string(),
+        ipv6: None,
         problem,
         policy: false,
     }

@@ -113,6 +113,11 @@ pub struct ClusterFacts {
     pub flannel_version: Option<Fact<String>>,
     /// Whether pods reach the internet, as the user said (`--egress`); None: the run detects it.
     pub egress: Option<Fact<bool>>,
+    /// Whether the cluster is dual-stack (nodes' `spec.podCIDRs`, or the `kubernetes` Service's
+    /// `spec.ipFamilies`); None when nothing shows it.
+    pub dual_stack: Option<Fact<bool>>,
+    /// Whether the pod network is Calico (its `calico-node` DaemonSets).
+    pub calico: Option<Fact<bool>>,
     /// The API server's feature gates, from its `kubernetes_feature_enabled` metric.
     pub feature_gates: Option<BTreeMap<String, bool>>,
     /// The cluster's RuntimeClasses (node.k8s.io/v1), or why they could not be listed.
@@ -136,6 +141,8 @@ impl ClusterFacts {
             win_dsr_gate: None,
             flannel_version: None,
             egress: None,
+            dual_stack: None,
+            calico: None,
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
             hns_networks: BTreeMap::new(),
@@ -457,6 +464,7 @@ pub async fn collect(
             n.kube_proxy_version = Some(Fact::new(version, source));
         }
     }
+    let dual_stack = dual_stack_of(&node_list.items).or(kubernetes_service_families(client).await);
     let addons = addons(client).await;
     let network_mode = addons
         .network_mode
@@ -478,6 +486,8 @@ pub async fn collect(
     report.kube_proxy_version = addons.kube_proxy_version.clone();
     report.host_process = host_process;
     report.egress = egress.clone();
+    report.dual_stack = dual_stack.clone();
+    report.calico = Some(addons.calico.clone());
     report.platform = Some(platform_of(&node_list.items));
     report.cluster_domain = nodes.iter().find_map(|n| {
         let domain = n.configz.as_ref()?.pointer("/kubeletconfig/clusterDomain")?.as_str()?;
@@ -496,6 +506,8 @@ pub async fn collect(
         win_dsr_gate: addons.win_dsr_gate,
         flannel_version: addons.flannel_version,
         egress,
+        dual_stack,
+        calico: Some(addons.calico),
         feature_gates: feature_gates(client).await,
         runtime_classes: runtime_classes(client).await,
         hns_networks: BTreeMap::new(),
@@ -529,6 +541,38 @@ fn kube_proxy_of(pod: &Pod) -> Option<(String, String, String)> {
     major_minor(tag)?;
     let name = pod.metadata.name.clone().unwrap_or_default();
     Some((node, tag.to_string(), format!("pod kube-system/{name} image")))
+}
+
+/// Whether the cluster is dual-stack, from the nodes' `spec.podCIDRs`: a node with an IPv6
+/// CIDR says yes (its name is the source), every node with only IPv4 CIDRs says no; None when
+/// no node has one (CNIs that do not use the node IPAM, e.g. Azure CNI).
+pub fn dual_stack_of(nodes: &[Node]) -> Option<Fact<bool>> {
+    let cidrs: Vec<(String, Vec<String>)> = nodes
+        .iter()
+        .filter_map(|n| {
+            let spec = n.spec.as_ref()?;
+            let mut list = spec.pod_cidrs.clone().unwrap_or_default();
+            if list.is_empty() {
+                list.extend(spec.pod_cidr.clone());
+            }
+            (!list.is_empty()).then(|| (n.metadata.name.clone().unwrap_or_default(), list))
+        })
+        .collect();
+    if let Some((name, list)) = cidrs.iter().find(|(_, l)| l.iter().any(|c| c.contains(':'))) {
+        return Some(Fact::new(
+            true,
+            format!("node/{name} spec.podCIDRs {}", list.join(", ")),
+        ));
+    }
+    (!cidrs.is_empty()).then(|| Fact::new(false, format!("spec.podCIDRs of {} nodes: IPv4 only", cidrs.len())))
+}
+
+/// Whether the `default/kubernetes` Service has two IP families (None when it cannot be read or
+/// has one: the API server's own Service may stay single-stack on a dual-stack cluster).
+async fn kubernetes_service_families(client: &kube::Client) -> Option<Fact<bool>> {
+    let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), "default");
+    let families = api.get("kubernetes").await.ok()?.spec?.ip_families?;
+    (families.len() > 1).then(|| Fact::new(true, "service default/kubernetes spec.ipFamilies"))
 }
 
 /// The platform that built the cluster, from the first node whose `spec.providerID` or labels
@@ -607,8 +651,10 @@ async fn configz(client: &kube::Client, node: &str) -> Option<Value> {
     client.request::<Value>(req).await.ok()
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Addons {
+    /// Whether Calico runs (a `calico-node` DaemonSet), with where it was seen.
+    calico: Fact<bool>,
     network_mode: Option<Fact<String>>,
     cluster_cidr: Option<Fact<String>>,
     dsr: Option<Fact<bool>>,
@@ -692,7 +738,15 @@ fn gate_in_config(text: &str, gate: &str) -> Option<bool> {
 
 /// The CNI, kube-proxy and their settings from the cluster's add-on objects.
 async fn addons(client: &kube::Client) -> Addons {
-    let mut out = Addons::default();
+    let mut out = Addons {
+        calico: Fact::new(false, "no calico-node DaemonSet in the cluster"),
+        network_mode: None,
+        cluster_cidr: None,
+        dsr: None,
+        win_dsr_gate: None,
+        kube_proxy_version: None,
+        flannel_version: None,
+    };
     let daemonsets: Vec<DaemonSet> = Api::<DaemonSet>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -736,6 +790,11 @@ async fn addons(client: &kube::Client) -> Addons {
         let name = ds.metadata.name.clone().unwrap_or_default();
         let key = ds_key(ds);
         let images = ds_images(ds);
+        // The Tigera operator and Calico's manifests name the node agent `calico-node` (and
+        // `calico-node-windows` on Windows nodes: CAL).
+        if name.starts_with("calico-node") && !out.calico.value {
+            out.calico = Fact::new(true, format!("daemonset {key}"));
+        }
         if out.network_mode.is_none() {
             if name.starts_with("azure-cni") || name == "azure-vnet" {
                 out.network_mode = Some(Fact::new(

@@ -25,8 +25,9 @@ const ONE_BACKEND_REQUESTS: usize = 10;
 /// What a connection to `to` waits for to be programmed.
 fn flow_kind(to: Destination) -> FlowKind {
     match to {
-        Destination::PodIp | Destination::Localhost | Destination::NodeIp => FlowKind::Pod,
+        Destination::PodIp | Destination::PodIpv6 | Destination::Localhost | Destination::NodeIp => FlowKind::Pod,
         Destination::ClusterIp
+        | Destination::ClusterIpv6
         | Destination::ServiceFqdn
         | Destination::ServiceShort
         | Destination::KubernetesService => FlowKind::Service,
@@ -73,6 +74,21 @@ async fn request(
         Destination::PodIp => {
             let port = if protocol == Protocol::Udp { 8081 } else { 8080 };
             get(server_ip(dep, dst)?, port, path)
+        }
+        Destination::PodIpv6 => {
+            let port = if protocol == Protocol::Udp { 8081 } else { 8080 };
+            let ip = flow::server_ipv6(dep, dst)?
+                .ok_or_else(|| Unprobed::Error(format!("the netexec server on {} has no IPv6 address", dst.name)))?;
+            get(format!("[{ip}]"), port, path)
+        }
+        Destination::ClusterIpv6 => {
+            let s = service(dep, dst, false)?;
+            let ip = s
+                .cluster_ipv6
+                .clone()
+                .ok_or_else(|| Unprobed::Error(format!("service {} has no IPv6 ClusterIP", s.name)))?;
+            let port = if protocol == Protocol::Udp { 90 } else { 80 };
+            get(format!("[{ip}]"), port, path)
         }
         Destination::ClusterIp => {
             if service_variant == ServiceVariant::ClientIpAffinity {
@@ -249,6 +265,13 @@ pub async fn observe(
     };
     let dst = case.to(ctx.facts).unwrap_or(src);
     let protocol = case.protocol.unwrap_or(Protocol::Tcp);
+    if matches!(to, Destination::PodIpv6 | Destination::ClusterIpv6)
+        && let Some(missing) = without_ipv6(ctx, src, dst, to)
+    {
+        // A pod the CNI gave no IPv6 address cannot take part in IPv6 traffic: the flow fails
+        // before any packet (Calico for Windows is IPv4 only, CAL; win-overlay, WNET).
+        return Probed::seen(Observation::Failed(FailureClass::Other), missing);
+    }
     let req = match request(ctx, dst, to, service_variant, verify, protocol).await {
         Ok(r) => r,
         Err(p) => return p.into(),
@@ -332,6 +355,26 @@ pub async fn observe(
         output: Some(out),
         flaky,
     }
+}
+
+/// Which end of an IPv6 flow has no IPv6 address, in words: the client or server pod
+/// (`status.podIPs`), or for a flow to the Service its IPv6 ClusterIP (`spec.clusterIPs`); None
+/// when all have one (or an end is not usable, which the request reports).
+fn without_ipv6(ctx: &Ctx<'_>, src: &ClusterNode, dst: &ClusterNode, to: Destination) -> Option<String> {
+    let dep = ctx.dep;
+    let client = dep.clients.get(&src.name).filter(|p| p.problem.is_none())?;
+    let server = dep.servers.get(&dst.name).filter(|p| p.problem.is_none())?;
+    let mut missing: Vec<String> = [(client, &src.name), (server, &dst.name)]
+        .into_iter()
+        .filter(|(p, _)| p.ipv6.is_none())
+        .map(|(p, node)| format!("pod {} on {node} (podIPs: {})", p.name, p.ip))
+        .collect();
+    if to == Destination::ClusterIpv6
+        && let Some(s) = dep.services.get(&dst.name).filter(|s| s.cluster_ipv6.is_none())
+    {
+        missing.push(format!("service {} (clusterIPs: {})", s.name, s.cluster_ip));
+    }
+    (!missing.is_empty()).then(|| format!("no IPv6 address: {}", missing.join("; ")))
 }
 
 /// The address a backend must see when nothing NATs the client: the client pod's own IP for a

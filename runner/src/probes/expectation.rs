@@ -27,6 +27,10 @@ pub struct CellFacts<'a> {
     /// Whether the cluster runs flannel.
     pub flannel_present: bool,
     pub egress: bool,
+    /// Whether the cluster is dual-stack (None: not known).
+    pub dual_stack: Option<bool>,
+    /// Whether the pod network is Calico.
+    pub calico: bool,
     /// The API server's feature gates (from its `kubernetes_feature_enabled` metric), if read.
     pub feature_gates: Option<&'a std::collections::BTreeMap<String, bool>>,
 }
@@ -154,6 +158,20 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
         match c.egress {
             None => Holds::Yes,
             Some(want) => bool_holds(f.egress == want),
+        },
+        match c.dual_stack {
+            None => Holds::Yes,
+            Some(want) => match f.dual_stack {
+                Some(has) => bool_holds(has == want),
+                None => Holds::Unknown(
+                    "whether the cluster is dual-stack (no node has spec.podCIDRs and the kubernetes Service has one IP family)"
+                        .into(),
+                ),
+            },
+        },
+        match c.calico {
+            None => Holds::Yes,
+            Some(want) => bool_holds(f.calico == want),
         },
         if c.feature_gates.is_empty() {
             Holds::Yes
@@ -314,6 +332,8 @@ mod tests {
             flannel: None,
             flannel_present: false,
             egress: true,
+            dual_stack: Some(false),
+            calico: false,
             feature_gates: None,
         }
     }

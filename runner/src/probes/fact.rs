@@ -375,6 +375,8 @@ mod tests {
             win_dsr_gate: gate.map(|g| Fact::new(g, "configmap kube-system/kube-proxy-windows featureGates.WinDSR")),
             flannel_version: None,
             egress: None,
+            dual_stack: None,
+            calico: None,
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
             hns_networks: Default::default(),

@@ -87,6 +87,8 @@ fn judged(suite: &str, check: &str, row: Row) -> (Documented, Vec<String>) {
         flannel: Some((0, 26)),
         flannel_present: row.flannel,
         egress: true,
+        dual_stack: Some(false),
+        calico: false,
         feature_gates: None,
     };
     let e = expectation::expectation(c, &facts).unwrap_or_else(|why| panic!("{suite}/{check}: {why}"));
@@ -210,6 +212,8 @@ fn a_patch_bound_needs_the_kubelet_patch_release() {
         flannel: None,
         flannel_present: false,
         egress: true,
+        dual_stack: Some(false),
+        calico: false,
         feature_gates: None,
     };
     let why = expectation::expectation(c, &facts).expect_err("indeterminate");

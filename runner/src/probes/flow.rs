@@ -82,6 +82,12 @@ pub(super) fn server_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unp
     placed_ip(dep.servers.get(&n.name), "netexec server", n)
 }
 
+/// The IPv6 address of the netexec server on `n` (None: the pod has none).
+pub(super) fn server_ipv6(dep: &Deployment, n: &ClusterNode) -> Result<Option<String>, Unprobed> {
+    server_ip(dep, n)?;
+    Ok(dep.servers.get(&n.name).and_then(|p| p.ipv6.clone()))
+}
+
 /// The pod IP of the client pod on `n`.
 pub(super) fn client_ip(dep: &Deployment, n: &ClusterNode) -> Result<String, Unprobed> {
     placed_ip(dep.clients.get(&n.name), "client pod", n)

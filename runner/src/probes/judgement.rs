@@ -244,6 +244,8 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
                 .as_ref()
                 .is_some_and(|f| f.source.contains("kube-flannel-cfg")),
         egress: facts.egress.as_ref().is_none_or(|f| f.value),
+        dual_stack: facts.dual_stack.as_ref().map(|f| f.value),
+        calico: facts.calico.as_ref().is_some_and(|f| f.value),
         feature_gates: facts.feature_gates.as_ref(),
     }
 }
@@ -294,8 +296,11 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
     }
     let Some(kind) = expectation::expected(e.result) else {
         // A cell left out for the cluster's egress says how that was found.
-        let says = match (&egress, e.when.egress) {
-            (Some(f), Some(_)) => format!("{} ({})", e.says, f.source),
+        let says = match (&egress, e.when.egress, &ctx.facts.dual_stack, &ctx.facts.calico) {
+            (Some(f), Some(_), _, _) => format!("{} ({})", e.says, f.source),
+            // Left out for the cluster's IP families or its CNI: the fact's source says how.
+            (_, _, Some(f), _) if e.when.dual_stack.is_some() => format!("{} ({})", e.says, f.source),
+            (_, _, _, Some(f)) if e.when.calico.is_some() => format!("{} ({})", e.says, f.source),
             _ => e.says.clone(),
         };
         let mut j = judgement(Verdict::NotApplicable, says);

@@ -91,7 +91,7 @@ impl Probe {
         matches!(
             self,
             Probe::Connect {
-                to: crate::catalogue::suite::Destination::PodIp,
+                to: crate::catalogue::suite::Destination::PodIp | crate::catalogue::suite::Destination::PodIpv6,
                 ..
             }
         )

@@ -1,7 +1,8 @@
 //! The checks of issue #22 part 4, end to end on the bundled cluster: a clean default run judges
 //! each as documented, and another profile, topology or fault changes the verdict the way its
 //! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
-//! summary API, E2E/kubelet_stats).
+//! summary API, E2E/kubelet_stats; IPv6 on dual-stack and overlay clusters, K8SDS/W22/WNET;
+//! Calico's Installation, CAL).
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,8 @@ enum Setup {
     /// The default topology with `(from, to)` replaced once.
     Edited(&'static str, &'static str),
     Fault(&'static str),
+    /// A topology of `testdata/` with `(from, to)` replaced once (`from` empty: as it is).
+    Testdata(&'static str, &'static str, &'static str),
 }
 
 /// Runs the checks of `rule` and returns each cell's id with its verdict, summary and remedy.
@@ -39,6 +42,19 @@ fn run(rule: &str, setup: &Setup) -> BTreeMap<String, (String, String, String)> 
         }
         Setup::Fault(f) => {
             cmd.args(["--fault", f]);
+        }
+        Setup::Testdata(name, from, to) => {
+            let path = format!("{}/../testdata/{name}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).expect("testdata topology");
+            let text = if from.is_empty() {
+                text
+            } else {
+                assert_eq!(text.matches(from).count(), 1, "{from:?} occurs once");
+                text.replacen(from, to, 1)
+            };
+            let file = dir.path().join("topology.yaml");
+            std::fs::write(&file, text).expect("write topology");
+            cmd.arg("--topology").arg(&file);
         }
     }
     let out = cmd.output().expect("run mixcheck");
@@ -67,6 +83,11 @@ const WIN19_NO_WINCAT: &str =
 /// win2022-1's kernel and runtime lines, and the same on containerd 1.6.
 const WIN22: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n";
 const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.6.28\n";
+
+/// The dual-stack topology of `testdata/`, and its network mode line with the overlay one.
+const DUAL_STACK: &str = "dual-stack.yaml";
+const L2BRIDGE: &str = "  mode: l2bridge\n";
+const OVERLAY: &str = "  mode: overlay\n";
 
 #[rstest]
 // KNM: the server sees the client pod's own address across nodes and OSes.
@@ -140,6 +161,50 @@ const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    conta
 #[case::hostprocess_kube_proxy_stopped("SEC-HOSTPROCESS", Setup::Fault("win2022-1:kube-proxy-stopped"), &[
     ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "fail", "timeout"),
 ])]
+// K8SDS, W22, WNET: on a dual-stack l2bridge cluster pods reach pods by their IPv6 address,
+// Windows pods included (Windows Server 2019 and 2022 here).
+#[case::ipv6_dual_stack_l2bridge("NET-IPV6-DUALSTACK", Setup::Testdata(DUAL_STACK, "", ""), &[
+    ("[linux→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "pass", "[fd00:10:244:2::"),
+    ("[windows-17763→linux,other-node,tcp,pod-ipv6-dual-stack]", "pass", "reached"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "pass", "reached"),
+    ("[windows-17763→windows-20348,other-node,tcp,pod-ipv6-dual-stack]", "pass", "reached"),
+    ("[windows-17763→linux,other-node,tcp,pod-to-cluster-ipv6]", "pass", "[fd00:10:96::"),
+    ("[linux→windows-20348,other-node,tcp,pod-to-cluster-ipv6]", "pass", "reached"),
+])]
+// The same cluster on l2bridge: the overlay limitation does not apply.
+#[case::ipv6_overlay_on_l2bridge("NET-IPV6-OVERLAY", Setup::Testdata(DUAL_STACK, "", ""), &[
+    ("[windows-20348→windows-17763,other-node,tcp]", "not-applicable", "overlay"),
+])]
+// WNET: "IPv6 communication between Windows pods connected to overlay networks" is unsupported.
+#[case::ipv6_overlay("NET-IPV6-OVERLAY", Setup::Testdata(DUAL_STACK, L2BRIDGE, OVERLAY), &[
+    ("[windows-17763→windows-20348,other-node,tcp]", "known-limitation", "timeout"),
+    ("[windows-20348→windows-17763,other-node,tcp]", "known-limitation", "timeout"),
+])]
+// On overlay, Windows ↔ Windows pod-to-pod by IPv6 is NET-IPV6-OVERLAY's; the Service flow
+// between Windows pods is the same WNET limitation; Linux ↔ Windows is not documented.
+#[case::ipv6_dual_stack_on_overlay("NET-IPV6-DUALSTACK", Setup::Testdata(DUAL_STACK, L2BRIDGE, OVERLAY), &[
+    ("[windows-20348→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "not-applicable", "NET-IPV6-OVERLAY"),
+    ("[linux→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "indeterminate", "undocumented"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-to-cluster-ipv6]", "known-limitation", "timeout"),
+])]
+// A single-stack cluster: the IPv6 cells are not applicable, saying why.
+#[case::ipv6_single_stack("NET-IPV6-DUALSTACK", Setup::Default, &[
+    ("[linux→windows-17763,other-node,tcp,pod-ipv6-dual-stack]", "not-applicable", "single-stack (spec.podCIDRs of 4 nodes: IPv4 only)"),
+    ("[windows-20348→windows-17763,other-node,tcp,pod-to-cluster-ipv6]", "not-applicable", "single-stack"),
+])]
+#[case::ipv6_overlay_single_stack("NET-IPV6-OVERLAY", Setup::Testdata("overlay-current.yaml", "", ""), &[
+    ("[windows-20348→windows-17763,other-node,tcp]", "not-applicable", "single-stack"),
+])]
+// CAL, WT: the Installation of the kubeadm-calico profile (VXLAN, BGP off, IPv4 pool) is within
+// Calico for Windows' limits.
+#[case::calico_installation("NET-CALICO-WINDOWS", Setup::Profile("kubeadm-calico"), &[
+    ("[windows-20348→]", "pass", "installation default"),
+])]
+// A cluster without Calico: not applicable.
+#[case::calico_absent("NET-CALICO-WINDOWS", Setup::Default, &[
+    ("[windows-17763→]", "not-applicable", "does not run Calico"),
+    ("[windows-20348→]", "not-applicable", "does not run Calico"),
+])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,
     #[case] setup: Setup,
@@ -171,4 +236,34 @@ fn a_pause_image_without_wincat_gets_the_documented_remedy() {
         .find(|(id, _)| id.ends_with("[windows-17763→]"))
         .expect("the windows-17763 cell");
     assert!(remedy.contains("wincat") && remedy.contains("pause:1.4.1"), "{remedy}");
+}
+
+/// A clean run of the dual-stack topology (K8SDS; W22, WNET for Windows on l2bridge) exits 0 with
+/// no `fail` or `error`, and records the dual-stack fact with its source.
+#[test]
+fn a_clean_dual_stack_run_passes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/dual-stack.yaml");
+    let out = mixcheck(dir.path())
+        .args(["run", "--quiet", "--topology", topology])
+        .output()
+        .expect("run mixcheck");
+    let results = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e})\n{}", text(&out)));
+    let report: Value = serde_json::from_str(&results).expect("results.json");
+    let bad: Vec<String> = report["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| matches!(c["verdict"].as_str(), Some("fail" | "error")))
+        .map(|c| format!("{} {}: {}", c["id"], c["verdict"], c["observed"]["summary"]))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(report["facts"]["dual_stack"]["value"], true);
+    let source = report["facts"]["dual_stack"]["source"].as_str().unwrap_or_default();
+    assert!(
+        source.contains("spec.podCIDRs") && source.contains("fd00:10:244"),
+        "{source}"
+    );
 }

@@ -23,11 +23,19 @@ fn group_doc(name: &str, versions: &[&str]) -> Value {
     json!({"name": name, "versions": versions, "preferredVersion": preferred})
 }
 
+#[cfg(test)] // used by the tests only
 /// `/apis`: the named groups.
 pub fn group_list() -> Value {
+    group_list_with(&[])
+}
+
+/// `/apis` with the groups of the cluster's custom resources (`(group, version)`) after the
+/// built-in ones.
+pub fn group_list_with(custom: &[(&str, &str)]) -> Value {
     let groups: Vec<Value> = served_groups()
         .iter()
         .map(|(name, versions)| group_doc(name, versions))
+        .chain(custom.iter().map(|(g, v)| group_doc(g, &[v])))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }

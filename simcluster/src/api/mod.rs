@@ -13,6 +13,7 @@ pub mod tls;
 
 mod attach;
 mod authn;
+pub mod custom;
 mod exec;
 mod logs;
 mod metrics;
@@ -74,6 +75,8 @@ pub struct Shared {
     pub forwarder: Arc<crate::node::forward::Forwarder>,
     /// The simulated kubelets (what they measure, for stats and metrics).
     pub kubelets: Arc<crate::node::kubelet::Kubelets>,
+    /// Custom resources the add-ons bring (Calico's operator Installation), read-only.
+    pub custom: Arc<custom::CustomResources>,
 }
 
 pub type ApiState = Arc<Shared>;
@@ -111,7 +114,9 @@ pub fn router(state: ApiState) -> Router {
         )
         .route(
             "/apis",
-            get(|| async { json_value(StatusCode::OK, &discovery::group_list()) }),
+            get(|State(state): State<ApiState>| async move {
+                json_value(StatusCode::OK, &discovery::group_list_with(&state.custom.groups()))
+            }),
         )
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*gv}", get(openapi_document))
@@ -371,6 +376,9 @@ async fn route(state: ApiState, req: Request) -> Result<Response, ApiError> {
     let path = req.uri().path().to_string();
     let q = Query::parse(req.uri().query());
     let method = req.method().clone();
+    if let Some(answer) = custom::serve(&state.custom, &method, &path, q.flag("watch")) {
+        return answer;
+    }
     let metrics_prefix = format!("/apis/{}/{}/", metrics::GROUP, metrics::VERSION);
     if let Some(rest) = path.strip_prefix(&metrics_prefix) {
         if method != Method::GET {

@@ -73,6 +73,9 @@ pub struct NodeProfile {
     pub ip: Ipv4Addr,
     /// This node's pod CIDR (`10.244.<index>.0/24`).
     pub pod_cidr: String,
+    /// Dual-stack clusters: this node's IPv6 pod CIDR (the `index`-th /64 of
+    /// `network.clusterCidrV6`); None on single-stack clusters.
+    pub pod_cidr_v6: Option<String>,
     /// The cluster's pod CIDR (`network.clusterCidr`), which each node's pod CIDR is cut from.
     pub cluster_cidr: String,
     /// The cluster's Service CIDR (`network.serviceCidr`).
@@ -217,6 +220,11 @@ impl NodeProfile {
                 .unwrap_or_else(|| port_mappings_by_era(topology.version(), topology.network.mode)),
             ip,
             pod_cidr: format!("10.{}.{}.0/24", 244 + index / 256, index % 256),
+            pod_cidr_v6: topology
+                .network
+                .dual_stack()
+                .then(|| crate::vocab::ipv6::node_pod_cidr(&topology.network.cluster_cidr_v6, index))
+                .flatten(),
             cluster_cidr: topology.network.cluster_cidr.clone(),
             service_cidr: topology.network.service_cidr.clone(),
             runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology)),

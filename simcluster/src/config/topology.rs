@@ -15,6 +15,9 @@
 //!   clusterDomain: cluster.local   # the kubelets' clusterDomain (configz) and the DNS zone
 //!   clusterCidr: 10.244.0.0/16
 //!   serviceCidr: 10.96.0.0/12
+//!   ipFamilies: [IPv4]             # [IPv4, IPv6]: dual-stack (IPv4 primary; from Kubernetes 1.21)
+//!   clusterCidrV6: fd00:10:244::/56  # dual-stack: each node's IPv6 pod CIDR is a /64 of it
+//!   serviceCidrV6: fd00:10:96::/112  # dual-stack: IPv6 ClusterIPs
 //!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local)
 //!   flannelVersion: v0.26.1        # overlay: a Windows node reaches its own pods from v0.12
 //!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
@@ -211,6 +214,20 @@ pub struct Network {
     pub cluster_cidr: String,
     #[serde(default = "default_service_cidr")]
     pub service_cidr: String,
+    /// The cluster's IP families: `[IPv4]` (single-stack, the default) or `[IPv4, IPv6]`
+    /// (dual-stack: nodes get an IPv6 pod CIDR too, pods an IPv6 address beside their IPv4 one,
+    /// Services asking `PreferDualStack`/`RequireDualStack` an IPv6 ClusterIP;
+    /// <https://kubernetes.io/docs/concepts/services-networking/dual-stack/>). IPv6-primary and
+    /// IPv6-only clusters are not modelled (IPv6-only is unsupported with Windows nodes: W20, W22,
+    /// WNET).
+    #[serde(default = "default_ip_families")]
+    pub ip_families: Vec<IpFamily>,
+    /// Dual-stack: the IPv6 pod range; node N's IPv6 pod CIDR is its N-th /64.
+    #[serde(default = "default_cluster_cidr_v6")]
+    pub cluster_cidr_v6: String,
+    /// Dual-stack: the IPv6 Service range.
+    #[serde(default = "default_service_cidr_v6")]
+    pub service_cidr_v6: String,
     /// kube-proxy on Windows runs with `--enable-dsr` (WinDSR): needed for
     /// `externalTrafficPolicy: Local` and client-IP preservation (NET-DSR).
     #[serde(default)]
@@ -259,6 +276,9 @@ impl Default for Network {
             cluster_domain: default_cluster_domain(),
             cluster_cidr: default_cluster_cidr(),
             service_cidr: default_service_cidr(),
+            ip_families: default_ip_families(),
+            cluster_cidr_v6: default_cluster_cidr_v6(),
+            service_cidr_v6: default_service_cidr_v6(),
             dsr: false,
             flannel_version: None,
             port_mappings: None,
@@ -279,6 +299,32 @@ fn default_cluster_cidr() -> String {
 
 fn default_service_cidr() -> String {
     "10.96.0.0/12".into()
+}
+
+fn default_ip_families() -> Vec<IpFamily> {
+    vec![IpFamily::IPv4]
+}
+
+fn default_cluster_cidr_v6() -> String {
+    "fd00:10:244::/56".into()
+}
+
+fn default_service_cidr_v6() -> String {
+    "fd00:10:96::/112".into()
+}
+
+/// An IP family (`spec.ipFamilies` of a Service, `network.ipFamilies` of the cluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum IpFamily {
+    IPv4,
+    IPv6,
+}
+
+impl Network {
+    /// Whether the cluster is dual-stack (`ipFamilies: [IPv4, IPv6]`).
+    pub fn dual_stack(&self) -> bool {
+        self.ip_families.contains(&IpFamily::IPv6)
+    }
 }
 
 /// How fast simulated kubelets work, and the seed of their jitter.
@@ -602,6 +648,7 @@ impl Topology {
                 )));
             }
         }
+        self.validate_families(&invalid)?;
         if !crate::vocab::names::is_dns_subdomain(&self.network.cluster_domain) {
             return Err(invalid(format!(
                 "network.clusterDomain {:?} is not a DNS domain",
@@ -652,6 +699,45 @@ impl Topology {
             }
         }
         Ok(())
+    }
+
+    /// `network.ipFamilies` and the IPv6 ranges of a dual-stack cluster.
+    fn validate_families(&self, invalid: &dyn Fn(String) -> TopologyError) -> Result<(), TopologyError> {
+        let families = &self.network.ip_families;
+        match families.as_slice() {
+            [IpFamily::IPv4] => return Ok(()),
+            [IpFamily::IPv4, IpFamily::IPv6] => {}
+            _ => {
+                return Err(invalid(format!(
+                    "network.ipFamilies {families:?}: the bundled cluster models [IPv4] and [IPv4, IPv6] (IPv6-only clusters are not supported with Windows nodes: W20, W22, WNET)"
+                )));
+            }
+        }
+        // Dual-stack is on by default from 1.21 (IPv6DualStack beta; GA in 1.23); before, it
+        // needed the alpha feature gate, which the simulator does not model.
+        if self.version() < (1, 21) {
+            return Err(invalid(format!(
+                "network.ipFamilies [IPv4, IPv6] needs kubernetesVersion 1.21 or later (IPv6DualStack on by default), not {}",
+                self.kubernetes_version
+            )));
+        }
+        match crate::vocab::ipv6::V6Cidr::parse(&self.network.cluster_cidr_v6) {
+            Some(c) if c.prefix <= 56 => {}
+            _ => {
+                return Err(invalid(format!(
+                    "network.clusterCidrV6 {:?} must be an IPv6 range of /56 or wider (each node's pod CIDR is a /64 of it)",
+                    self.network.cluster_cidr_v6
+                )));
+            }
+        }
+        match crate::vocab::ipv6::V6Cidr::parse(&self.network.service_cidr_v6) {
+            // kube-apiserver refuses IPv6 service ranges wider than /108.
+            Some(c) if (108..=120).contains(&c.prefix) => Ok(()),
+            _ => Err(invalid(format!(
+                "network.serviceCidrV6 {:?} must be an IPv6 range between /108 and /120",
+                self.network.service_cidr_v6
+            ))),
+        }
     }
 
     /// The plugin running the pod network.
@@ -743,6 +829,30 @@ fn first_line(s: &str) -> String {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    const NODES: &str = "nodes: [{name: a, os: linux}]\n";
+
+    /// `network.ipFamilies`: single-stack by default; [IPv4, IPv6] from 1.21 (K8SDS); IPv6-only
+    /// and IPv6-primary are refused (IPv6-only is unsupported with Windows nodes: W20, W22, WNET).
+    #[rstest]
+    #[case::default_single("", None)]
+    #[case::dual("network: {ipFamilies: [IPv4, IPv6]}\n", None)]
+    #[case::ipv6_only("network: {ipFamilies: [IPv6]}\n", Some("IPv6-only"))]
+    #[case::ipv6_first("network: {ipFamilies: [IPv6, IPv4]}\n", Some("IPv6-only"))]
+    #[case::too_old("kubernetesVersion: v1.20.15\nnetwork: {ipFamilies: [IPv4, IPv6]}\n", Some("1.21"))]
+    #[case::narrow_pods("network: {ipFamilies: [IPv4, IPv6], clusterCidrV6: \"fd00::/64\"}\n", Some("/56"))]
+    #[case::wide_services(
+        "network: {ipFamilies: [IPv4, IPv6], serviceCidrV6: \"fd00:1::/64\"}\n",
+        Some("/108")
+    )]
+    fn ip_families(#[case] network: &str, #[case] error: Option<&str>) {
+        let text = format!("name: t\n{network}{NODES}");
+        match (Topology::parse(&text, "t.yaml"), error) {
+            (Ok(t), None) => assert_eq!(t.network.dual_stack(), network.contains("IPv6")),
+            (Err(e), Some(needle)) => assert!(e.to_string().contains(needle), "{e}"),
+            (got, want) => panic!("{got:?}, expected {want:?}"),
+        }
+    }
 
     #[test]
     fn default_topology_matches_the_design() {

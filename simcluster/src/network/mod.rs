@@ -5,6 +5,7 @@
 
 pub mod apps;
 pub mod dns;
+pub mod dualstack;
 pub mod fabric;
 pub mod listeners;
 pub mod snapshot;

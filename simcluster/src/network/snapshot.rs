@@ -5,7 +5,7 @@
 //! ready one, lookups fail), and the simulated outside world with its resolvers.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
@@ -106,6 +106,9 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mu
         let index = f.pods.len();
         if !facts.host_network {
             by_ip.insert(facts.ip, index);
+            if let Some(v6) = facts.ipv6 {
+                f.ipv6.insert(v6, facts.ip);
+            }
         }
         by_name.insert((facts.namespace.clone(), facts.name.clone()), index);
         f.pods.push(facts);
@@ -167,11 +170,15 @@ fn read_pod(pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<&str, usize>)
         };
         h.chars().take(63).collect()
     };
+    let ipv6 = arr(v, "/status/podIPs")
+        .iter()
+        .find_map(|a| json::str(a, "/ip").parse::<Ipv6Addr>().ok());
     Some(PodFacts {
         namespace: pod.namespace().to_string(),
         name: pod.name().to_string(),
         hostname,
         ip,
+        ipv6,
         node,
         host_network,
         serves,
@@ -475,10 +482,19 @@ fn add_services(
                 targets,
             });
         }
+        let cluster_ip: Option<Ipv4Addr> = json::str(v, "/spec/clusterIP").parse().ok();
+        if let Some(v4) = cluster_ip {
+            for v6 in arr(v, "/spec/clusterIPs")
+                .iter()
+                .filter_map(|a| a.as_str()?.parse::<Ipv6Addr>().ok())
+            {
+                f.ipv6.insert(v6, v4);
+            }
+        }
         f.services.push(ServiceFacts {
             namespace: ns,
             name: svc.name().to_string(),
-            cluster_ip: json::str(v, "/spec/clusterIP").parse().ok(),
+            cluster_ip,
             ingress: if json::str(v, "/spec/type") == "LoadBalancer" {
                 crate::vocab::json::get(v, "/status/loadBalancer/ingress")
                     .and_then(Value::as_array)

@@ -2,7 +2,7 @@
 //! lookups, connections, HTTP requests, UDP exchanges and pings — as the [`Wire`] trait that
 //! exec'd tools (`nettools` on the node side) call and the fabric answers.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::network::fabric::{Failure, Proto};
 
@@ -45,6 +45,12 @@ pub trait Wire {
     fn udp(&self, ip: Ipv4Addr, port: u16, payload: &str) -> Result<String, Failure>;
     /// One ICMP echo request.
     fn ping(&self, ip: Ipv4Addr) -> Result<(), Failure>;
+    /// Where the client's IPv6 traffic to `ip` goes: the IPv4 address of the same pod or Service
+    /// (dual-stack clusters), whose flow then answers; or how it fails. Without an IPv6 route
+    /// (single-stack clusters, the default) the OS says "Network is unreachable".
+    fn over_ipv6(&self, _ip: Ipv6Addr) -> Result<Ipv4Addr, Failure> {
+        Err(Failure::Other("Network is unreachable".into()))
+    }
 }
 
 /// A network where nothing answers: every lookup and connection times out.

@@ -69,7 +69,11 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
         "spec": {
             "providerID": profile.platform.provider_id(&spec.name, profile.index),
             "podCIDR": profile.pod_cidr,
-            "podCIDRs": [profile.pod_cidr],
+            "podCIDRs": match &profile.pod_cidr_v6 {
+                // Dual-stack: one CIDR per family, IPv4 (the primary) first.
+                Some(v6) => json!([profile.pod_cidr, v6]),
+                None => json!([profile.pod_cidr]),
+            },
         },
         "status": {
             "capacity": capacity,

@@ -1,7 +1,9 @@
 //! Service addressing as the apiserver's allocators do it: ClusterIPs from the service CIDR
 //! (the `kubernetes` service at .1, kube-dns at .10), NodePorts in 30000–32767, with the
 //! upstream `Invalid` errors for taken or out-of-range values; headless and ExternalName
-//! services get none.
+//! services get none. On a dual-stack cluster a Service asking `PreferDualStack` or
+//! `RequireDualStack` gets an IPv6 ClusterIP too, at the same offset in the IPv6 service range
+//! (<https://kubernetes.io/docs/concepts/services-networking/dual-stack/#services>).
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -21,6 +23,8 @@ pub const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 pub struct Allocator {
     base: u32,
     size: u32,
+    /// Dual-stack: the IPv6 service range (`network.serviceCidrV6`); None on single-stack.
+    ipv6: Option<String>,
     lock: Mutex<()>,
 }
 
@@ -39,8 +43,59 @@ impl Allocator {
         Self {
             base,
             size,
+            ipv6: None,
             lock: Mutex::new(()),
         }
+    }
+
+    /// The same allocator on a dual-stack cluster with this IPv6 service range (None: single-stack).
+    pub fn with_ipv6(mut self, service_cidr_v6: Option<&str>) -> Self {
+        self.ipv6 = service_cidr_v6.map(str::to_string);
+        self
+    }
+
+    /// The IPv6 ClusterIP beside the IPv4 one `ip` (dual-stack clusters only).
+    fn ipv6_of(&self, ip: &str) -> Option<String> {
+        let cidr = self.ipv6.as_deref()?;
+        let v4: Ipv4Addr = ip.parse().ok()?;
+        let offset = u32::from(v4).checked_sub(self.base)?;
+        crate::vocab::ipv6::service_address(cidr, offset).map(|a| a.to_string())
+    }
+
+    /// Why the API server refuses a Service's `ipFamilyPolicy`/`ipFamilies` on this cluster:
+    /// RequireDualStack or an IPv6 family on a single-stack cluster (upstream's validation), and
+    /// an IPv6-primary Service, which the bundled cluster does not model.
+    fn family_problem(&self, policy: &str, families: &[String]) -> Option<Cause> {
+        if !matches!(policy, "SingleStack" | "PreferDualStack" | "RequireDualStack") {
+            return Some(Cause::unsupported(
+                "spec.ipFamilyPolicy",
+                policy,
+                &["PreferDualStack", "RequireDualStack", "SingleStack"],
+            ));
+        }
+        if self.ipv6.is_none() {
+            if policy == "RequireDualStack" {
+                return Some(Cause::invalid(
+                    "spec.ipFamilyPolicy",
+                    policy,
+                    "this cluster is not configured for dual-stack services",
+                ));
+            }
+            if let Some(i) = families.iter().position(|f| f == "IPv6") {
+                return Some(Cause::invalid(
+                    format!("spec.ipFamilies[{i}]"),
+                    "IPv6",
+                    "not configured on this cluster",
+                ));
+            }
+        } else if families.first().is_some_and(|f| f == "IPv6") {
+            return Some(Cause::invalid(
+                "spec.ipFamilies[0]",
+                "IPv6",
+                "the bundled cluster models IPv4-primary dual-stack only: list IPv4 first",
+            ));
+        }
+        None
     }
 
     /// The n-th address of the service CIDR.
@@ -147,11 +202,48 @@ impl Allocator {
                 }
             }
         };
+        let policy = spec
+            .get("ipFamilyPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("SingleStack")
+            .to_string();
+        let families: Vec<String> = spec
+            .get("ipFamilies")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect();
+        if let Some(cause) = self.family_problem(&policy, &families) {
+            return Err(invalid(vec![cause]));
+        }
         spec.insert("clusterIP".into(), json!(ip));
-        spec.insert("clusterIPs".into(), json!([ip]));
-        if ip != "None" {
-            spec.insert("ipFamilies".into(), json!(["IPv4"]));
-            spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
+        // PreferDualStack and RequireDualStack get both families on a dual-stack cluster
+        // (IPv4, the cluster's primary family, first); PreferDualStack falls back to the one
+        // family of a single-stack cluster and keeps its policy.
+        let v6 = (policy != "SingleStack" && ip != "None")
+            .then(|| self.ipv6_of(&ip))
+            .flatten();
+        match v6 {
+            Some(v6) => {
+                spec.insert("clusterIPs".into(), json!([ip, v6]));
+                spec.insert("ipFamilies".into(), json!(["IPv4", "IPv6"]));
+                spec.insert("ipFamilyPolicy".into(), json!(policy));
+            }
+            None => {
+                spec.insert("clusterIPs".into(), json!([ip]));
+                if ip != "None" {
+                    spec.insert("ipFamilies".into(), json!(["IPv4"]));
+                    spec.insert(
+                        "ipFamilyPolicy".into(),
+                        json!(if policy == "PreferDualStack" {
+                            "PreferDualStack"
+                        } else {
+                            "SingleStack"
+                        }),
+                    );
+                }
+            }
         }
         spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
         if ty != "NodePort" && ty != "LoadBalancer" {
@@ -381,5 +473,36 @@ mod tests {
         let alloc = Allocator::new("10.96.0.0/12");
         let s = alloc.create(&store, "a", svc("x", spec)).expect("svc");
         assert_eq!(s.value().pointer("/spec/clusterIP").cloned().unwrap_or(Value::Null), ip);
+    }
+
+    /// K8SDS: on a dual-stack cluster PreferDualStack and RequireDualStack get an IPv6 ClusterIP
+    /// beside the IPv4 one (IPv4, the primary family, first), SingleStack stays IPv4; on a
+    /// single-stack cluster PreferDualStack falls back to IPv4 and RequireDualStack is refused.
+    #[rstest]
+    #[case::dual_prefer(true, "PreferDualStack", Ok(vec!["10.96.0.2", "fd00:10:96::2"]))]
+    #[case::dual_require(true, "RequireDualStack", Ok(vec!["10.96.0.2", "fd00:10:96::2"]))]
+    #[case::dual_single(true, "SingleStack", Ok(vec!["10.96.0.2"]))]
+    #[case::single_prefer(false, "PreferDualStack", Ok(vec!["10.96.0.2"]))]
+    #[case::single_require(false, "RequireDualStack", Err("not configured for dual-stack"))]
+    fn ip_family_policies(#[case] dual: bool, #[case] policy: &str, #[case] want: Result<Vec<&str>, &str>) {
+        let store = store();
+        let alloc = Allocator::new("10.96.0.0/12").with_ipv6(dual.then_some("fd00:10:96::/112"));
+        let made = alloc.create(
+            &store,
+            "a",
+            svc("x", json!({"ipFamilyPolicy": policy, "ports": [{"port": 80}]})),
+        );
+        match (made, want) {
+            (Ok(s), Ok(ips)) => {
+                assert_eq!(s.value()["spec"]["clusterIPs"], json!(ips));
+                assert_eq!(
+                    s.value()["spec"]["ipFamilies"].as_array().map(Vec::len),
+                    Some(ips.len())
+                );
+                assert_eq!(s.value()["spec"]["ipFamilyPolicy"], policy);
+            }
+            (Err(e), Err(needle)) => assert!(e.to_string().contains(needle), "{e}"),
+            (got, want) => panic!("{got:?}, expected {want:?}"),
+        }
     }
 }

@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod allocation;
 pub mod api_error;
+pub mod custom;
 pub mod defaults;
 pub mod patch;
 pub mod pod_validation;

@@ -3,6 +3,7 @@
 
 pub mod hash;
 pub mod image;
+pub mod ipv6;
 pub mod json;
 pub mod names;
 pub mod pod;

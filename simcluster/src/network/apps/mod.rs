@@ -586,6 +586,13 @@ impl Client {
 }
 
 impl Wire for Client {
+    fn over_ipv6(&self, ip: std::net::Ipv6Addr) -> Result<Ipv4Addr, Failure> {
+        self.fabric.ipv6_route(self.src, ip).map_err(|d| match d.result {
+            Err(failure) => failure,
+            Ok(_) => Failure::Timeout,
+        })
+    }
+
     fn dns_server(&self) -> String {
         self.dns.nameservers.first().cloned().unwrap_or_default()
     }

@@ -51,7 +51,7 @@ impl fmt::Display for Failure {
 }
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::config::faults::Fault;
 use crate::config::platform::NetworkMode;
@@ -222,6 +222,8 @@ pub struct PodFacts {
     /// What `/hostname` answers (the node's name for host-network pods).
     pub hostname: String,
     pub ip: Ipv4Addr,
+    /// Dual-stack: the pod's IPv6 address (`status.podIPs`), where its CNI gave it one.
+    pub ipv6: Option<Ipv6Addr>,
     pub node: usize,
     /// Shares the node's network (Linux hostNetwork, Windows HostProcess).
     pub host_network: bool,
@@ -404,6 +406,9 @@ pub struct Fabric {
     /// Without a control-plane node (a managed platform), the outside host the `kubernetes`
     /// Service's endpoint is: the provider's API server.
     pub managed_api_server: Option<usize>,
+    /// Dual-stack: each IPv6 address of a pod or Service (`status.podIPs`, `spec.clusterIPs`)
+    /// to the IPv4 address of the same pod or Service; empty on a single-stack cluster.
+    pub ipv6: HashMap<Ipv6Addr, Ipv4Addr>,
 }
 
 /// The kubelet's read-only port, always open on every node.
@@ -425,6 +430,7 @@ impl Fabric {
             node_ports: HashMap::new(),
             api_server: None,
             managed_api_server: None,
+            ipv6: HashMap::new(),
         }
     }
 
@@ -533,6 +539,58 @@ impl Fabric {
     /// SNATs: the source VIP on overlay networks without DSR (Windows), else None.
     fn balanced_source(&self, node: &NodeFacts) -> Option<Ipv4Addr> {
         (node.windows && self.net.mode == NetworkMode::Overlay && !self.dsr(node)).then_some(node.source_vip)
+    }
+
+    /// Where an IPv6 flow from `src` to `dst` goes: the IPv4 address of the same pod or Service,
+    /// whose flow then decides it, or how it fails. A source without an IPv6 address (every
+    /// source on a single-stack cluster, host-network pods, Windows pods whose CNI gives none)
+    /// has no IPv6 route: the OS answers "Network is unreachable". On overlay networks IPv6
+    /// traffic between Windows pods is dropped: WNET lists "IPv6 communication between Windows
+    /// pods connected to overlay networks" as unsupported (W14, W20: IPv6 on overlay networks is
+    /// not supported); HNS overlay networks carry no IPv6, so a Windows pod's IPv6 traffic over
+    /// them goes nowhere whatever the other end (NET-IPV6-OVERLAY).
+    pub fn ipv6_route(&self, src: Src, dst: Ipv6Addr) -> Result<Ipv4Addr, Decision> {
+        let unreachable = |why| {
+            Decision::fail(
+                Failure::Other("Network is unreachable".into()),
+                "NET-IPV6-DUALSTACK",
+                why,
+            )
+        };
+        let from = match src {
+            Src::Pod { pod, .. } => self.pods.get(pod).filter(|p| !p.host_network && p.ipv6.is_some()),
+            Src::Node(_) | Src::Outside(_) => None,
+        };
+        let Some(from) = from else {
+            return Err(unreachable("the source has no IPv6 address"));
+        };
+        if dst.is_loopback() {
+            return Ok(Ipv4Addr::LOCALHOST);
+        }
+        let Some(v4) = self.ipv6.get(&dst).copied() else {
+            return Err(Decision::fail(
+                Failure::Timeout,
+                "NET-IPV6-DUALSTACK",
+                "no pod or Service has this IPv6 address",
+            ));
+        };
+        let to_windows_pod = self
+            .addrs
+            .get(&v4)
+            .and_then(|h| match h {
+                Holder::Pod(p) => self.pods.get(*p),
+                _ => None,
+            })
+            .is_some_and(|p| self.nodes[p.node].windows);
+        let windows_end = self.nodes[from.node].windows || to_windows_pod;
+        if self.net.mode == NetworkMode::Overlay && windows_end {
+            return Err(Decision::fail(
+                Failure::Timeout,
+                "NET-IPV6-OVERLAY",
+                "IPv6 communication of Windows pods over an overlay network is not supported",
+            ));
+        }
+        Ok(v4)
     }
 
     /// Decides one flow.

@@ -85,6 +85,7 @@ fn pod(name: &str, node: usize, ip: Ipv4Addr, serves: Vec<Serve>) -> PodFacts {
         name: name.into(),
         hostname: name.into(),
         ip,
+        ipv6: None,
         node,
         host_network: false,
         serves,
@@ -1332,4 +1333,94 @@ fn without_egress_the_node_resolver_still_answers(#[case] from: From) {
     to.dst = resolver;
     assert_eq!(class(&f.decide(&to)), Works);
     assert_eq!(class(&f.decide(&flow(&f, from, To::Outside(80), Tcp))), Timeout);
+}
+
+/// A dual-stack world: every pod-network pod gets `fd00:10:244:<node>::<host>` beside its IPv4
+/// address (as `crate::network::dualstack` assigns them), svc-N its IPv6 ClusterIP.
+fn dual_stack(mode: NetworkMode) -> Fabric {
+    let mut f = World::new(mode, Era::Current).build();
+    for p in &mut f.pods {
+        let [_, _, n, host] = p.ip.octets();
+        let v6: Ipv6Addr = format!("fd00:10:244:{n:x}::{host:x}").parse().expect("ipv6");
+        p.ipv6 = Some(v6);
+        f.ipv6.insert(v6, p.ip);
+    }
+    for (i, s) in f.services.iter().enumerate() {
+        if let Some(v4) = s.cluster_ip {
+            f.ipv6
+                .insert(format!("fd00:10:96::{:x}", i + 1).parse().expect("ipv6"), v4);
+        }
+    }
+    f
+}
+
+fn v6_of(f: &Fabric, pod: &str) -> Ipv6Addr {
+    f.pods
+        .iter()
+        .find(|p| p.name == pod)
+        .and_then(|p| p.ipv6)
+        .expect("the pod has an IPv6 address")
+}
+
+/// IPv6 flows on a dual-stack cluster (K8SDS): on l2bridge every pair gets through, as the same
+/// pod's IPv4 flow does (W22, WNET: dual-stack for Windows on l2bridge); on overlay a Windows pod's
+/// IPv6 traffic is dropped (WNET: "IPv6 communication between Windows pods connected to overlay
+/// networks" unsupported) while Linux pods still talk IPv6.
+#[rstest]
+#[case::l2bridge_win_win(NetworkMode::L2bridge, WIN1, WIN2, None)]
+#[case::l2bridge_lin_win(NetworkMode::L2bridge, LIN1, WIN2, None)]
+#[case::l2bridge_win_lin(NetworkMode::L2bridge, WIN2, LIN2, None)]
+#[case::overlay_lin_lin(NetworkMode::Overlay, LIN1, LIN2, None)]
+#[case::overlay_win_win(NetworkMode::Overlay, WIN1, WIN2, Some("NET-IPV6-OVERLAY"))]
+#[case::overlay_lin_win(NetworkMode::Overlay, LIN1, WIN1, Some("NET-IPV6-OVERLAY"))]
+fn ipv6_pod_to_pod(#[case] mode: NetworkMode, #[case] from: usize, #[case] to: usize, #[case] dropped: Option<&str>) {
+    let f = dual_stack(mode);
+    let src = f.source_of(f.pod_index("default", &format!("cli-{from}")).expect("client"), 0);
+    let dst = v6_of(&f, &format!("srv-{to}"));
+    match (f.ipv6_route(src, dst), dropped) {
+        (Ok(v4), None) => {
+            let d = f.decide(&Flow {
+                src,
+                dst: v4,
+                port: 8080,
+                proto: Proto::Tcp,
+                pick: 0,
+            });
+            assert!(d.delivered(), "{d:?}");
+            assert_eq!(v4, pod_ip(to, 10));
+        }
+        (Err(d), Some(rule)) => {
+            assert_eq!(d.rule, rule);
+            assert_eq!(d.result, Err(Failure::Timeout));
+        }
+        (got, want) => panic!("{got:?}, expected dropped by {want:?}"),
+    }
+}
+
+/// A source without an IPv6 address (a host-network pod, any pod of a single-stack cluster) has
+/// no IPv6 route: "Network is unreachable", as the OS says; an IPv6 address nobody holds times out.
+#[test]
+fn ipv6_without_a_route_or_a_holder() {
+    let single = World::new(NetworkMode::L2bridge, Era::Current).build();
+    let cli = single.source_of(single.pod_index("default", "cli-0").expect("client"), 0);
+    let v6: Ipv6Addr = "fd00:10:244:1::a".parse().expect("ipv6");
+    let unreachable = single
+        .ipv6_route(cli, v6)
+        .expect_err("no IPv6 on a single-stack cluster");
+    assert_eq!(unreachable.result, Err(Failure::Other("Network is unreachable".into())));
+    let f = dual_stack(NetworkMode::L2bridge);
+    let host = f
+        .ipv6_route(Src::Node(LIN1), v6_of(&f, "srv-1"))
+        .expect_err("host network");
+    assert_eq!(host.result, Err(Failure::Other("Network is unreachable".into())));
+    let cli = f.source_of(f.pod_index("default", "cli-0").expect("client"), 0);
+    let nobody = f
+        .ipv6_route(cli, "fd00:10:244:9::9".parse().expect("ipv6"))
+        .expect_err("nobody");
+    assert_eq!(nobody.result, Err(Failure::Timeout));
+    // A Service's IPv6 ClusterIP leads to its IPv4 one.
+    let svc = f
+        .ipv6_route(cli, "fd00:10:96::1".parse().expect("ipv6"))
+        .expect("service");
+    assert_eq!(Some(svc), f.services[0].cluster_ip);
 }

@@ -250,6 +250,15 @@ impl Addons {
         self.era == Era::HostProcess && matches!(self.cni, Cni::Flannel { .. } | Cni::Calico { .. })
     }
 
+    /// The custom resources the add-ons bring: Calico's operator Installation.
+    pub fn custom_resources(&self) -> crate::store::custom::CustomResources {
+        let mut out = Vec::new();
+        if let Cni::Calico { version } = &self.cni {
+            out.push(platforms::calico_installation(self, version));
+        }
+        crate::store::custom::CustomResources(out)
+    }
+
     /// Every object, in creation order (namespaces first).
     pub fn objects(&self) -> Vec<Object> {
         manifests::objects(self)

@@ -183,3 +183,55 @@ pub(super) fn calico(a: &Addons, version: &str, out: &mut Vec<Object>) {
         ));
     }
 }
+
+/// The `Installation` the Tigera operator reconciles Calico from, as SIG Windows' CI configures
+/// it for Windows (WT `capz/templates/calico/values.yaml`: Calico CNI, `bgp: Disabled`, MTU 1350,
+/// `windowsDataplane: HNS`, one VXLAN pool, the cluster's service CIDR) with the operator's
+/// defaults filled in (the pool's name, block size, NAT and node selector; IPv4 address
+/// autodetection). The pool is the cluster's pod CIDR, as the `cni-config` above has it.
+pub(super) fn calico_installation(a: &Addons, version: &str) -> crate::store::custom::CustomResource {
+    let installation = json!({
+        "apiVersion": "operator.tigera.io/v1",
+        "kind": "Installation",
+        "metadata": {
+            "name": "default",
+            "uid": "6f1c3c1e-8a53-4d2b-9d0e-2a8f3c9b7e10",
+            "resourceVersion": "1",
+            "generation": 1,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "variant": "Calico",
+            "cni": {"type": "Calico", "ipam": {"type": "Calico"}},
+            "calicoNetwork": {
+                "bgp": "Disabled",
+                "mtu": 1350,
+                "windowsDataplane": "HNS",
+                "linuxDataplane": "Iptables",
+                "nodeAddressAutodetectionV4": {"firstFound": true},
+                "ipPools": [{
+                    "name": "default-ipv4-ippool",
+                    "cidr": a.cluster_cidr,
+                    "encapsulation": "VXLAN",
+                    "natOutgoing": "Enabled",
+                    "nodeSelector": "all()",
+                    "blockSize": 26,
+                }],
+            },
+            "serviceCIDRs": [a.service_cidr],
+        },
+        "status": {
+            "variant": "Calico",
+            "calicoVersion": version,
+            "mtu": 1350,
+        },
+    });
+    crate::store::custom::CustomResource {
+        group: "operator.tigera.io",
+        version: "v1",
+        plural: "installations",
+        singular: "installation",
+        kind: "Installation",
+        objects: vec![installation],
+    }
+}

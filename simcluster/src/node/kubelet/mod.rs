@@ -20,6 +20,7 @@ use self::outcome::{ContainerOutcome, ContainerPlan, PodFate};
 use crate::config::profile::{NodeProfile, Step};
 use crate::control::events::{self, Kind, Source};
 use crate::control::scheduler::PodNeeds;
+use crate::network::dualstack;
 use crate::node::exec::volumes::{self, VolumeStore, WriteTarget, Writer};
 use crate::node::images::Catalogue;
 use crate::node::logs::LogBook;
@@ -519,6 +520,8 @@ struct PodRun {
     source: Source,
     containers: Vec<Container>,
     pod_ip: String,
+    /// Dual-stack: the pod's IPv6 address (`status.podIPs[1]`).
+    pod_ip_v6: Option<String>,
     phase: &'static str,
     reason: Option<(String, String)>,
     sandbox_ready: bool,
@@ -543,6 +546,7 @@ impl PodRun {
             source,
             containers: Vec::new(),
             pod_ip: String::new(),
+            pod_ip_v6: None,
             phase: "Pending",
             reason: None,
             sandbox_ready: false,
@@ -713,6 +717,20 @@ impl PodRun {
                     self.profile.ip.to_string()
                 } else {
                     self.k.allocate_ip(&self.profile)
+                };
+                // Dual-stack: the CNI's IPAM gives a pod-network pod an IPv6 address from the
+                // node's IPv6 pod CIDR too, where the node's CNI runs dual-stack
+                // (dualstack::gives_ipv6); host-network pods share the node's (IPv4) address.
+                self.pod_ip_v6 = if plan.host_network || plan.host_process || !dualstack::gives_ipv6(&self.profile) {
+                    None
+                } else {
+                    let v4 = self.pod_ip.parse().ok();
+                    self.profile
+                        .pod_cidr_v6
+                        .as_deref()
+                        .zip(v4)
+                        .and_then(|(cidr, v4)| dualstack::pod_address(cidr, v4))
+                        .map(|ip| ip.to_string())
                 };
                 let make = |c: &ContainerPlan, init: bool| Container {
                     plan: c.clone(),
@@ -1267,6 +1285,7 @@ impl PodRun {
         let phase = self.phase;
         let reason = self.reason.clone();
         let pod_ip = self.pod_ip.clone();
+        let pod_ip_v6 = self.pod_ip_v6.clone();
         let host_ip = self.profile.ip.to_string();
         let sandbox_ready = self.sandbox_ready;
         let evicted = self.evicted;
@@ -1285,7 +1304,11 @@ impl PodRun {
             status["hostIPs"] = json!([{"ip": host_ip}]);
             if !pod_ip.is_empty() && sandbox_ready {
                 status["podIP"] = json!(pod_ip);
-                status["podIPs"] = json!([{"ip": pod_ip}]);
+                status["podIPs"] = match &pod_ip_v6 {
+                    // The primary (IPv4) family first, as the kubelet lists them.
+                    Some(v6) => json!([{"ip": pod_ip}, {"ip": v6}]),
+                    None => json!([{"ip": pod_ip}]),
+                };
             }
             status["startTime"] = p.pointer("/status/startTime").cloned().unwrap_or(json!(at));
             let cond = |ty: &str, ok: bool, reason: Option<&str>| {

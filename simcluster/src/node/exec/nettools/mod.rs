@@ -13,7 +13,9 @@
 //!
 //! Limits: no progress meters (curl's, or busybox wget's bar beyond one final line), `curl -I`
 //! has no `Date` header, `nc` without `-z` only exchanges UDP datagrams, `agnhost connect
-//! --protocol=sctp` is not simulated, and IPv6 literals are unreachable.
+//! --protocol=sctp` is not simulated, and an IPv6 literal is reached as the IPv4 address of the
+//! same pod or Service ([`Wire::over_ipv6`]; unreachable on single-stack clusters), so a server's
+//! `/clientip` answers the client's IPv4 address.
 
 pub use crate::network::fabric::{Failure, Proto};
 pub use crate::network::wire::{HttpReply, Lookup, Offline, Wire};
@@ -94,7 +96,7 @@ struct Net<'a> {
     windows: bool,
 }
 
-/// An address to connect to: IPv4, or an IPv6 literal (unreachable: pods are IPv4-only here).
+/// An address to connect to: IPv4, or an IPv6 literal (reached through [`Wire::over_ipv6`]).
 #[derive(Debug, Clone)]
 struct Addr {
     text: String,
@@ -161,23 +163,32 @@ impl Net<'_> {
         }
     }
 
+    /// The IPv4 address a flow to `addr` is decided by: its own, or for an IPv6 literal the
+    /// address of the same pod or Service (dual-stack), else why it fails.
+    fn route(&self, addr: &Addr) -> Result<Ipv4Addr, Failure> {
+        match addr.v4 {
+            Some(ip) => Ok(ip),
+            None => match addr.text.parse::<Ipv6Addr>() {
+                Ok(v6) => self.wire.over_ipv6(v6),
+                Err(_) => Err(unreachable()),
+            },
+        }
+    }
+
     fn connect(&self, addr: &Addr, port: u16, proto: Proto) -> Result<(), Failure> {
-        addr.v4
-            .map_or_else(|| Err(unreachable()), |ip| self.wire.connect(ip, port, proto))
+        self.route(addr).and_then(|ip| self.wire.connect(ip, port, proto))
     }
 
     fn http_get(&self, addr: &Addr, port: u16, target: &str) -> Result<HttpReply, Failure> {
-        addr.v4
-            .map_or_else(|| Err(unreachable()), |ip| self.wire.http_get(ip, port, target))
+        self.route(addr).and_then(|ip| self.wire.http_get(ip, port, target))
     }
 
     fn udp(&self, addr: &Addr, port: u16, payload: &str) -> Result<String, Failure> {
-        addr.v4
-            .map_or_else(|| Err(unreachable()), |ip| self.wire.udp(ip, port, payload))
+        self.route(addr).and_then(|ip| self.wire.udp(ip, port, payload))
     }
 
     fn ping(&self, addr: &Addr) -> Result<(), Failure> {
-        addr.v4.map_or_else(|| Err(unreachable()), |ip| self.wire.ping(ip))
+        self.route(addr).and_then(|ip| self.wire.ping(ip))
     }
 
     /// A local UDP port for a socket to `dest` (stable, in the OS's ephemeral range).
