@@ -16,6 +16,8 @@ use crate::probes::transport::Observation;
 const LOG_BYTES: i64 = 4 << 20;
 /// The limit on each API call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an empty agent log is read again at least.
+const EMPTY_LOG_WAIT: Duration = Duration::from_secs(20);
 
 /// An agent pod's log.
 pub struct AgentLog {
@@ -105,6 +107,10 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
     // An agent that just (re)started has not logged everything yet: a log that is empty or not
     // clean is read again until the pod-flow settle window has passed.
     let until = ctx.settle_until(crate::probes::settle::FlowKind::Pod);
+    // A log that is still empty (an agent pod that has not started, or a read the API server
+    // could not answer yet) is waited for a little longer than the settle window: an empty log
+    // says nothing, and on a busy cluster the agents may start after the run does.
+    let empty_until = until.max(tokio::time::Instant::now() + EMPTY_LOG_WAIT);
     let (log, finding) = loop {
         let log = match log_of(&ctx.client, &node.name, agent).await {
             Err(why) => return Probed::Error(why),
@@ -122,7 +128,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
         let out_of_time = tokio::time::Instant::now() >= until;
         // An agent that has logged nothing yet (still starting) shows nothing either way.
         if log.text.trim().is_empty() {
-            if out_of_time {
+            if tokio::time::Instant::now() >= empty_until {
                 return Probed::Unknown(format!(
                     "unknown: the log of {} on {} is empty (is the agent running?)",
                     log.pod, node.name
