@@ -38,6 +38,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../suites/security-context.yaml"),
     ),
     ("node-api.yaml", include_str!("../../../suites/node-api.yaml")),
+    ("pod-lifecycle.yaml", include_str!("../../../suites/pod-lifecycle.yaml")),
 ];
 
 /// One suite document.
@@ -211,6 +212,10 @@ pub enum Probe {
         /// A regular expression the reason/message must match for `rejected`/`fails` outcomes.
         #[serde(default)]
         message: Option<String>,
+        /// For `runs`: a regular expression the termination message the kubelet reports for the
+        /// pod's containers (`status.containerStatuses[].state.terminated.message`) must match.
+        #[serde(default, rename = "terminationMessage")]
+        termination_message: Option<String>,
     },
     /// A fact read from the cluster's own objects, compared with the documentation.
     Fact { fact: FactCheck },

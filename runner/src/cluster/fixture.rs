@@ -107,6 +107,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("stop-signal", include_str!("../../../fixtures/stop-signal.yaml")),
     ("subpath-secret", include_str!("../../../fixtures/subpath-secret.yaml")),
+    (
+        "termination-message",
+        include_str!("../../../fixtures/termination-message.yaml"),
+    ),
 ];
 
 /// The annotation that says which OS a fixture pod is for.

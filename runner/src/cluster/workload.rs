@@ -106,6 +106,9 @@ pub struct Observed {
     pub outcome: CreateOutcome,
     /// The API error, or the pod's status reason/message and its warning events.
     pub message: String,
+    /// The termination messages the kubelet reported for the pod's terminated containers
+    /// (`state.terminated.message`), one a line; empty when none did.
+    pub termination: String,
 }
 
 /// Deploys fixture pods for probes; each (fixture, node) once.
@@ -403,6 +406,7 @@ impl<'a> Workloads<'a> {
                 return Ok(Attempt::Seen(Observed {
                     outcome: CreateOutcome::RejectedByApi,
                     message: s.message.clone(),
+                    termination: String::new(),
                 }));
             }
             Err(e) => return Err(NotReady::Other(format!("creating pod {name}: {e}"))),
@@ -473,6 +477,15 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
     );
     let mut terminal = Vec::new();
     let mut waiting = Vec::new();
+    // What the kubelet read from each terminated container's terminationMessagePath.
+    let termination = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+        .filter(|m| !m.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
     for c in status.container_statuses.clone().unwrap_or_default() {
         let Some(s) = c.state else { continue };
         if let Some(w) = s.waiting {
@@ -506,6 +519,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         return Some(Ok(Observed {
             outcome: CreateOutcome::Fails,
             message,
+            termination,
         }));
     }
     let ready = crate::cluster::podwatch::is_ready(&status);
@@ -515,6 +529,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         return Some(Ok(Observed {
             outcome: CreateOutcome::Runs,
             message,
+            termination,
         }));
     }
     // A node out of pod slots frees one when a judged pod is deleted: wait for it.
@@ -525,6 +540,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         return Some(Ok(Observed {
             outcome: CreateOutcome::Unschedulable,
             message,
+            termination,
         }));
     }
     if elapsed > limit {
@@ -568,6 +584,7 @@ mod tests {
         let seen = Observed {
             outcome,
             message: message.into(),
+            termination: String::new(),
         };
         let got = not_ready("p", &seen);
         assert_eq!(matches!(got, NotReady::Failed(_)), node_failed, "{got:?}");

@@ -215,7 +215,15 @@ impl Probe {
                 fixture,
                 outcome,
                 message,
-            } => create::observe(ctx, case, fixture, *outcome, message.as_deref()).await,
+                termination_message,
+            } => {
+                let expected = create::Expected {
+                    outcome: *outcome,
+                    message: message.as_deref(),
+                    termination_message: termination_message.as_deref(),
+                };
+                create::observe(ctx, case, fixture, expected).await
+            }
             Probe::Fact { fact } => fact::observe(ctx, case, *fact, e),
             Probe::Outside { to } => outside::observe(ctx, case, *to).await,
             Probe::Audit { audit } => audit::observe(ctx, *audit).await,

@@ -897,6 +897,17 @@ impl PodRun {
         }
     }
 
+    /// The spec of container i (init or regular), by name.
+    fn container_spec(&self, i: usize) -> Option<Value> {
+        let name = &self.containers[i].plan.name;
+        ["initContainers", "containers"]
+            .iter()
+            .filter_map(|k| self.v().pointer(&format!("/spec/{k}")).and_then(Value::as_array))
+            .flatten()
+            .find(|c| json::str(c, "/name") == *name)
+            .cloned()
+    }
+
     /// Puts what container i's main process writes where its mounts say (STO-EMPTYDIR-DISK:
     /// an init container's file in an emptyDir is there for the containers after it).
     fn apply_writes(&self, i: usize) {
@@ -1122,9 +1133,19 @@ impl PodRun {
         if !self.wait(after).await {
             return None;
         }
+        let message = self.container_spec(i).and_then(|spec| {
+            let layer = self.k.volumes.files(&volumes::Place::Layer {
+                pod_uid: self.pod.uid().to_string(),
+                container: self.containers[i].plan.name.clone(),
+            });
+            termination_message(&self.profile, &spec, &layer)
+        });
         let c = &mut self.containers[i];
         let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
         c.state = json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
+        if let Some(m) = message {
+            c.state["terminated"]["message"] = json!(m);
+        }
         c.ready = false;
         self.write_status();
         Some(code)
@@ -1475,6 +1496,40 @@ fn waiting_containers(pod: &Value) -> Vec<Container> {
         .collect()
 }
 
+/// The most of a termination message the kubelet reads (`kubecontainer.MaxContainerTerminationMessageLength`).
+const MAX_TERMINATION_MESSAGE: usize = 4 * 1024;
+
+/// The termination message the kubelet reports for a container that exited, from what the
+/// container wrote (`layer`: its own files). The kubelet mounts one host file of its own onto
+/// the container's `terminationMessagePath` (`makeMounts` in
+/// pkg/kubelet/kuberuntime/kuberuntime_container.go, through `MakeAbsolutePath`, so
+/// `/dev/termination-log` is `C:\dev\termination-log` on Windows) and reads at most 4 KiB of that
+/// host file at exit (`getTerminationMessage`). That is a single-file mapping: Linux runtimes and
+/// containerd on Windows make it; Docker on Windows maps directories only (WSTO, W20: "With
+/// Docker, volume mounts can only target a directory … This limitation does not exist with
+/// CRI-containerD"; W14, WI31: `terminationMessagePath` "has some limitations in that Windows
+/// doesn't support mapping single files"), so there what the container writes stays in its own
+/// layer and no message is reported (POD-TERMINATION-MESSAGE).
+fn termination_message(profile: &NodeProfile, spec: &Value, layer: &[(String, Vec<u8>)]) -> Option<String> {
+    let path = json::opt_str(spec, "/terminationMessagePath").filter(|p| !p.is_empty())?;
+    let windows = profile.is_windows();
+    if windows && profile.runtime == crate::config::profile::RuntimeKind::Docker {
+        return None;
+    }
+    let target = volumes::absolute(path, windows);
+    let same = |p: &str| {
+        if windows {
+            p.eq_ignore_ascii_case(&target)
+        } else {
+            p == target
+        }
+    };
+    let (_, data) = layer.iter().find(|(p, _)| same(p))?;
+    let start = data.len().saturating_sub(MAX_TERMINATION_MESSAGE);
+    let message = String::from_utf8_lossy(&data[start..]).into_owned();
+    (!message.is_empty()).then_some(message)
+}
+
 fn container_id(pod_uid: &str, name: &str, restarts: u32) -> String {
     let h = crate::vocab::hash::Fnv::default()
         .write(pod_uid.as_bytes())
@@ -1493,6 +1548,58 @@ fn container_id(pod_uid: &str, name: &str, restarts: u32) -> String {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    /// A node of a one-node topology: `os`, Kubernetes 1.14 or 1.32 by runtime era.
+    fn node(os: &str, runtime: &str) -> NodeProfile {
+        let kernel = if os == "windows" {
+            "    kernelVersion: \"10.0.17763.1\"\n"
+        } else {
+            ""
+        };
+        let k8s = if runtime.starts_with("docker") { "1.14" } else { "1.32" };
+        let yaml = format!(
+            "name: t\nkubernetesVersion: v{k8s}.0\nnodes:\n  - name: node-1\n    os: {os}\n{kernel}    containerRuntime: \"{runtime}\"\n"
+        );
+        let topo = crate::config::topology::Topology::parse(&yaml, "test").expect("topology");
+        NodeProfile::new(&topo.nodes[0], &topo, 0, std::net::Ipv4Addr::LOCALHOST)
+    }
+
+    /// POD-TERMINATION-MESSAGE: the kubelet reports what the container wrote at its
+    /// terminationMessagePath where the runtime maps that single file (Linux, containerd on
+    /// Windows: kuberuntime `makeMounts`/`getTerminationMessage`), and nothing on Docker on
+    /// Windows, which maps directories only (WSTO, W20; W14, WI31 "Windows doesn't support
+    /// mapping single files").
+    #[rstest]
+    #[case::linux("linux", "containerd://1.7.22", "/dev/termination-log", Some("done\n"))]
+    #[case::windows_containerd("windows", "containerd://1.7.20", "C:\\dev\\termination-log", Some("done\r\n"))]
+    #[case::windows_containerd_case("windows", "containerd://1.7.20", "c:\\DEV\\termination-log", Some("done\r\n"))]
+    #[case::windows_docker("windows", "docker://18.9.1", "C:\\dev\\termination-log", None)]
+    #[case::elsewhere("linux", "containerd://1.7.22", "/tmp/other", None)]
+    fn the_termination_message_is_read_where_the_runtime_maps_the_file(
+        #[case] os: &str,
+        #[case] runtime: &str,
+        #[case] written_at: &str,
+        #[case] expected: Option<&str>,
+    ) {
+        let data = if os == "windows" { "done\r\n" } else { "done\n" };
+        let layer = vec![(written_at.to_string(), data.as_bytes().to_vec())];
+        let spec = json!({"name": "c", "terminationMessagePath": "/dev/termination-log"});
+        assert_eq!(
+            termination_message(&node(os, runtime), &spec, &layer).as_deref(),
+            expected
+        );
+    }
+
+    /// Only the last 4 KiB of a longer message are reported.
+    #[test]
+    fn a_long_termination_message_is_cut_to_its_last_4_kib() {
+        let data = format!("{}end", "x".repeat(5000));
+        let layer = vec![("/dev/termination-log".to_string(), data.into_bytes())];
+        let spec = json!({"name": "c", "terminationMessagePath": "/dev/termination-log"});
+        let got = termination_message(&node("linux", "containerd://1.7.22"), &spec, &layer).expect("a message");
+        assert_eq!(got.len(), MAX_TERMINATION_MESSAGE);
+        assert!(got.ends_with("end"));
+    }
 
     #[rstest]
     #[case::plain(json!({"containers": [{"name": "app", "image": "a"}]}), &[("app", false, "ContainerCreating")])]
