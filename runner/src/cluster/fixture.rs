@@ -102,6 +102,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../fixtures/secret-consumer.yaml"),
     ),
     (
+        "secret-default-mode",
+        include_str!("../../../fixtures/secret-default-mode.yaml"),
+    ),
+    (
         "single-file-mount",
         include_str!("../../../fixtures/single-file-mount.yaml"),
     ),
