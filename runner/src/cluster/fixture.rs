@@ -56,6 +56,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../fixtures/memory-over-limit.yaml"),
     ),
     ("mixed-os-pod", include_str!("../../../fixtures/mixed-os-pod.yaml")),
+    (
+        "mount-propagation",
+        include_str!("../../../fixtures/mount-propagation.yaml"),
+    ),
     ("netexec-client", include_str!("../../../fixtures/netexec-client.yaml")),
     ("netexec-server", include_str!("../../../fixtures/netexec-server.yaml")),
     (

@@ -298,6 +298,54 @@ async fn a_default_mode_sets_linux_modes_and_leaves_windows_acls() {
     assert!(text(&o.stderr).contains("cannot find the file"), "{}", text(&o.stderr));
 }
 
+/// STO-MOUNTPROPAGATION: /proc/self/mountinfo shows what the kubelet asked the runtime for
+/// (KPODS translateMountPropagation): HostToContainer is a slave (`master:N`), Bidirectional a
+/// shared mount (`shared:N`), an unset field private (no optional field; proc(5)).
+#[rstest]
+#[case::host_to_container(Some("HostToContainer"), Some(" master:1 "))]
+#[case::bidirectional(Some("Bidirectional"), Some(" shared:1 "))]
+#[case::private(None, None)]
+#[tokio::test]
+async fn mountinfo_shows_the_propagation_of_a_mount(#[case] propagation: Option<&str>, #[case] optional: Option<&str>) {
+    let f = Fixture::new();
+    let mut mount = json!({"name": "hostetc", "mountPath": "/mnt/propagated", "readOnly": true});
+    if let Some(p) = propagation {
+        mount["mountPropagation"] = json!(p);
+    }
+    let pod = f.app(
+        "prop",
+        "linux-1",
+        AGNHOST,
+        json!({
+            "pod": {"volumes": [
+                {"name": "creds", "secret": {"secretName": "creds"}},
+                {"name": "settings", "configMap": {"name": "settings"}},
+                {"name": "hostetc", "hostPath": {"path": "/etc", "type": "Directory"}},
+            ]},
+            "container": {"volumeMounts": [mount]},
+        }),
+    );
+    let info = text(&exec(&f, &pod, &["cat", "/proc/self/mountinfo"]).await.stdout);
+    let line = info
+        .lines()
+        .find(|l| l.contains(" /mnt/propagated "))
+        .unwrap_or_else(|| panic!("no line for the mount in {info}"));
+    assert!(
+        line.contains(" ro,relatime") && line.contains(" - ext4 /dev/root "),
+        "{line}"
+    );
+    match optional {
+        Some(o) => assert!(line.contains(o), "{line}"),
+        None => assert!(!line.contains("master:") && !line.contains("shared:"), "{line}"),
+    }
+    assert!(
+        info.lines()
+            .next()
+            .is_some_and(|l| l.contains(" / / rw,relatime - overlay overlay ")),
+        "{info}"
+    );
+}
+
 #[tokio::test]
 async fn powershell_errors_look_like_powershell() {
     let f = Fixture::new();
