@@ -1,7 +1,8 @@
 //! The checks of issue #22 part 4, end to end on the bundled cluster: a clean default run judges
 //! each as documented, and another profile, topology or fault changes the verdict the way its
 //! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
-//! summary API, E2E/kubelet_stats).
+//! summary API, E2E/kubelet_stats; termination messages, W14/WI31/KRUNTIME; Secret defaultMode,
+//! W14/WSTO; mount propagation, WI31/KPODS).
 
 use std::collections::BTreeMap;
 
@@ -139,6 +140,50 @@ const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    conta
 // WDBG "kube-proxy not running": no Service, the kubernetes one included, answers from the node.
 #[case::hostprocess_kube_proxy_stopped("SEC-HOSTPROCESS", Setup::Fault("win2022-1:kube-proxy-stopped"), &[
     ("network-flows/SEC-HOSTPROCESS[windows-20348→api-server,tcp]", "fail", "timeout"),
+])]
+// KRUNTIME, WI31: the kubelet reports what the container wrote to /dev/termination-log
+// (C:\dev\termination-log) through a single-file mapping, which containerd makes on Windows.
+#[case::termination_message_default("POD-TERMINATION-MESSAGE", Setup::Default, &[
+    ("[linux→]", "pass", "termination message \"mixcheck-terminated"),
+    ("[windows-17763→]", "pass", "termination message \"mixcheck-terminated"),
+    ("[windows-20348→]", "pass", "termination message \"mixcheck-terminated"),
+])]
+// W14, WI31, WSTO: Docker on Windows maps no single file, so no message is reported.
+#[case::termination_message_docker("POD-TERMINATION-MESSAGE", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "pass", "termination message \"mixcheck-terminated"),
+    ("[windows-17763→]", "known-limitation", "no termination message reported"),
+])]
+// W14, WSTO ("DefaultMode (due to UID/GID dependency)" unsupported), WI31 (ACLs, not modes);
+// Linux applies it (upstream's [LinuxOnly] conformance test).
+#[case::default_mode_default("STO-DEFAULTMODE", Setup::Default, &[
+    ("[linux→]", "pass", "mode=400"),
+    ("[windows-17763→]", "known-limitation", "NT AUTHORITY\\SYSTEM"),
+    ("[windows-20348→]", "known-limitation", "NT AUTHORITY\\SYSTEM"),
+])]
+#[case::default_mode_1_14("STO-DEFAULTMODE", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
+    ("[linux→]", "pass", "mode=400"),
+    ("[windows-17763→]", "known-limitation", "NT AUTHORITY\\SYSTEM"),
+])]
+// WGSG19: no Secret volumes on Windows before 1.14, so no defaultMode to judge.
+#[case::default_mode_1_9("STO-DEFAULTMODE", Setup::Profile("k8s-1.9-ws1709"), &[
+    ("[linux→]", "pass", "mode=400"),
+    ("[windows-16299→]", "not-applicable", "before 1.14"),
+])]
+// WI31 "You cannot enable mountPropagation", KPODS translateMountPropagation: private on
+// Windows, rslave (master:N) for HostToContainer on Linux.
+#[case::mount_propagation_default("STO-MOUNTPROPAGATION", Setup::Default, &[
+    ("[linux→]", "pass", "master:"),
+    ("[windows-17763→]", "known-limitation", "hosts"),
+    ("[windows-20348→]", "known-limitation", "hosts"),
+])]
+#[case::mount_propagation_1_14("STO-MOUNTPROPAGATION", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "pass", "master:"),
+    ("[windows-17763→]", "known-limitation", "hosts"),
+])]
+// KFG: the MountPropagation gate is off before 1.10.
+#[case::mount_propagation_1_9("STO-MOUNTPROPAGATION", Setup::Profile("k8s-1.9-ws1709"), &[
+    ("[linux→]", "not-applicable", "alpha before 1.10"),
+    ("[windows-16299→]", "known-limitation", "hosts"),
 ])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,
