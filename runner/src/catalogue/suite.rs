@@ -228,6 +228,14 @@ pub enum Probe {
     PortForward,
     /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
     NodeStats,
+    /// Create the fixture's pod (a process that delays its own shutdown by `shutdownSeconds`
+    /// once asked to stop), delete it with its own grace period once it runs, and time how long
+    /// it takes to go: at least `shutdownSeconds` means the grace period was honoured.
+    TerminationGrace {
+        fixture: String,
+        #[serde(rename = "shutdownSeconds")]
+        shutdown_seconds: u64,
+    },
     /// The log of a node agent on the node: its pod's (kube-system DaemonSets such as the
     /// HostProcess kube-proxy and flanneld) or, where it runs as a node service, its log file
     /// under the kubelet's `/logs/`. A line matching `fails` is the failure unless a later line
@@ -768,7 +776,11 @@ impl Suites {
                     | Probe::Audit { .. }
                     | Probe::NodeStats => true,
                     Probe::Outside { to } => *to != Destination::LoadBalancer,
-                    Probe::Exec { .. } | Probe::Create { .. } | Probe::Fact { .. } | Probe::PortForward => false,
+                    Probe::Exec { .. }
+                    | Probe::Create { .. }
+                    | Probe::Fact { .. }
+                    | Probe::PortForward
+                    | Probe::TerminationGrace { .. } => false,
                 };
                 if check.every_node && !per_node {
                     return Err(at(

@@ -33,6 +33,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "emptydir-shared",
         include_str!("../../../fixtures/emptydir-shared.yaml"),
     ),
+    ("graceful-stop", include_str!("../../../fixtures/graceful-stop.yaml")),
     ("host-network", include_str!("../../../fixtures/host-network.yaml")),
     ("host-probe", include_str!("../../../fixtures/host-probe.yaml")),
     ("hostpath-read", include_str!("../../../fixtures/hostpath-read.yaml")),

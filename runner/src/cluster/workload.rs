@@ -111,6 +111,17 @@ pub struct Observed {
     pub termination: String,
 }
 
+/// How a deleted pod went ([`Workloads::stop_timed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub name: String,
+    /// From the delete call until the API no longer had the pod; None when it was still there
+    /// a minute past its grace period.
+    pub took: Option<Duration>,
+    /// The grace period of the deletion, in seconds.
+    pub grace: i64,
+}
+
 /// Deploys fixture pods for probes; each (fixture, node) once.
 pub struct Workloads<'a> {
     pub client: kube::Client,
@@ -376,6 +387,76 @@ impl<'a> Workloads<'a> {
                 }
             }
         }
+    }
+
+    /// Creates a pod of `fixture` on `node`, waits until it runs, deletes it with the grace
+    /// period of its own spec (as `kubectl delete` does) and times how long the API still has
+    /// it: the kubelet removes it once its containers stopped (POD-TERMINATION-GRACE).
+    pub async fn stop_timed(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        cell: usize,
+    ) -> Result<Stopped, NotReady> {
+        self.others(fixture).await.map_err(NotReady::Other)?;
+        let (name, pod) = self
+            .pod_for(fixture, node, index, &format!("-g{cell}"))
+            .map_err(NotReady::Other)?;
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let mut typed: Pod = serde_json::from_value(pod)
+            .map_err(|e| NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}")))?;
+        typed.metadata.name = Some(name.clone());
+        let _slot = self.slot(&node.name).await;
+        pods.create(&PostParams::default(), &typed)
+            .await
+            .map_err(|e| NotReady::of_create(&name, &e))?;
+        let seen = match self.settle(&name, node.os).await {
+            Ok(seen) if seen.outcome == CreateOutcome::Runs => seen,
+            Ok(seen) => {
+                self.delete(&name).await;
+                return Err(not_ready(&name, &seen));
+            }
+            Err(why) => {
+                self.delete(&name).await;
+                return Err(NotReady::Other(format!("pod {name}: {why}")));
+            }
+        };
+        drop(seen);
+        let grace = typed
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30);
+        let started = Instant::now();
+        let deleted = pods
+            .delete(&name, &kube::api::DeleteParams::default())
+            .await
+            .map_err(|e| NotReady::Other(format!("deleting pod {name}: {e}")))?;
+        let granted = deleted
+            .left()
+            .and_then(|p| p.metadata.deletion_grace_period_seconds)
+            .unwrap_or(grace);
+        // The kubelet kills what is left at the end of the grace period; beyond it by this much
+        // the pod is stuck, not stopping.
+        let until = started + Duration::from_secs(granted.max(0).unsigned_abs() + 60);
+        while Instant::now() < until {
+            match tokio::time::timeout(Duration::from_secs(10), pods.get_opt(&name)).await {
+                Ok(Ok(None)) => {
+                    return Ok(Stopped {
+                        name,
+                        took: Some(started.elapsed()),
+                        grace: granted,
+                    });
+                }
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        Ok(Stopped {
+            name,
+            took: None,
+            grace: granted,
+        })
     }
 
     /// Whether the kubelet refused pod `name` for want of a pod slot (`OutOfpods`).

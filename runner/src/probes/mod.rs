@@ -1,6 +1,6 @@
 //! The probe kinds, one module each with its command building, observation and judgement
 //! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`, `port-forward`,
-//! `node-stats`). What the run
+//! `node-stats`, `termination-grace`). What the run
 //! needs to know of a kind is here, as exhaustive `match`es on [`Probe`]: a new kind does not
 //! compile until it says how its cells are laid out, what it needs and how it observes.
 //! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
@@ -15,6 +15,7 @@ pub mod fact;
 #[cfg(test)]
 mod fidelity;
 mod flow;
+pub mod grace;
 pub mod judgement;
 pub mod logs;
 pub mod nodestats;
@@ -55,7 +56,9 @@ impl Probe {
         match self {
             Probe::Connect { .. } | Probe::Resolve { .. } => Shape::Flow,
             Probe::Fact { .. } => Shape::Nodes(NodeChoice::Every),
-            Probe::Exec { .. } | Probe::Create { .. } | Probe::PortForward => Shape::Nodes(NodeChoice::Sample),
+            Probe::Exec { .. } | Probe::Create { .. } | Probe::PortForward | Probe::TerminationGrace { .. } => {
+                Shape::Nodes(NodeChoice::Sample)
+            }
             // A read per node through the API (not free like a fact): every worker of the full
             // matrix, as the other per-node probes.
             Probe::NodeStats => Shape::Nodes(NodeChoice::Workers),
@@ -79,7 +82,8 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::TerminationGrace { .. } => false,
         }
     }
 
@@ -106,7 +110,8 @@ impl Probe {
             | Probe::Outside { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::TerminationGrace { .. } => false,
         }
     }
 
@@ -114,7 +119,7 @@ impl Probe {
     /// own pods starts while they are awaited.
     pub fn needs_fixtures(&self) -> bool {
         match self {
-            Probe::Create { .. } | Probe::NodeStats => false,
+            Probe::Create { .. } | Probe::NodeStats | Probe::TerminationGrace { .. } => false,
             Probe::PortForward
             | Probe::Connect { .. }
             | Probe::Resolve { .. }
@@ -137,7 +142,8 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::TerminationGrace { .. } => false,
         };
         crate::cluster::deploy::Needs { host_port }
     }
@@ -159,7 +165,8 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => Vec::new(),
+            | Probe::NodeStats
+            | Probe::TerminationGrace { .. } => Vec::new(),
         }
     }
 
@@ -167,7 +174,7 @@ impl Probe {
     /// first, since waiting holds no probe slot.
     pub fn waits_for_pods(&self) -> bool {
         match self {
-            Probe::Exec { .. } | Probe::Create { .. } => true,
+            Probe::Exec { .. } | Probe::Create { .. } | Probe::TerminationGrace { .. } => true,
             Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Fact { .. }
@@ -192,7 +199,8 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => None,
+            | Probe::NodeStats
+            | Probe::TerminationGrace { .. } => None,
         }
     }
 
@@ -229,6 +237,10 @@ impl Probe {
             Probe::Audit { audit } => audit::observe(ctx, *audit).await,
             Probe::PortForward => portforward::observe(ctx, case).await,
             Probe::NodeStats => nodestats::observe(ctx, case).await,
+            Probe::TerminationGrace {
+                fixture,
+                shutdown_seconds,
+            } => grace::observe(ctx, case, fixture, *shutdown_seconds).await,
             Probe::Logs {
                 agent,
                 fails,

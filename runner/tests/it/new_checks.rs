@@ -2,7 +2,7 @@
 //! each as documented, and another profile, topology or fault changes the verdict the way its
 //! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
 //! summary API, E2E/kubelet_stats; termination messages, W14/WI31/KRUNTIME; Secret defaultMode,
-//! W14/WSTO; mount propagation, WI31/KPODS).
+//! W14/WSTO; mount propagation, WI31/KPODS; grace periods, W14/WI26).
 
 use std::collections::BTreeMap;
 
@@ -184,6 +184,18 @@ const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    conta
 #[case::mount_propagation_1_9("STO-MOUNTPROPAGATION", Setup::Profile("k8s-1.9-ws1709"), &[
     ("[linux→]", "not-applicable", "alpha before 1.10"),
     ("[windows-16299→]", "known-limitation", "hosts"),
+])]
+// WI26 "TerminationGracePeriod: requires containerD": the process gets its 12 s on Linux and
+// on containerd on Windows.
+#[case::grace_default("POD-TERMINATION-GRACE", Setup::Default, &[
+    ("[linux→]", "pass", "gone 12."),
+    ("[windows-17763→]", "pass", "gone 12."),
+    ("[windows-20348→]", "pass", "gone 12."),
+])]
+// W14: Docker on Windows sends CTRL_SHUTDOWN_EVENT and kills after 5 s.
+#[case::grace_docker("POD-TERMINATION-GRACE", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
+    ("[linux→]", "pass", "gone 12."),
+    ("[windows-17763→]", "known-limitation", "stopped before its shutdown finished"),
 ])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,

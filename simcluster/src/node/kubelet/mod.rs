@@ -1385,7 +1385,23 @@ impl PodRun {
             self.event(Kind::Normal, "Killing", &format!("Stopping container {name}"));
         }
         if !running.is_empty() && !self.profile.has_fault(crate::config::faults::Fault::KubeletStopped) {
-            tokio::time::sleep(self.profile.delay(Step::Stop, self.pod.uid())).await;
+            // A process that delays its shutdown keeps its container (and the pod) until it exits
+            // or the runtime stops waiting for it.
+            let grace = self
+                .v()
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(30);
+            let longest = (0..self.containers.len())
+                .filter(|i| self.containers[*i].running())
+                .filter_map(|i| self.container_spec(i))
+                .filter_map(|c| shutdown_delay(&c))
+                .max();
+            let wait = match longest {
+                Some(delay) => stop_wait(&self.profile, delay, grace),
+                None => self.profile.delay(Step::Stop, self.pod.uid()),
+            };
+            tokio::time::sleep(wait).await;
             for c in self.containers.iter_mut().filter(|c| c.running()) {
                 let started = c.state.pointer("/running/startedAt").cloned().unwrap_or(json!(now()));
                 c.state = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now(), "containerID": c.container_id}});
@@ -1496,6 +1512,41 @@ fn waiting_containers(pod: &Value) -> Vec<Container> {
         .collect()
 }
 
+/// The seconds a container's main process takes to exit once asked to stop: agnhost's servers
+/// started with `--delay-shutdown=N` (netexec, net: "Number of seconds to delay shutdown when
+/// receiving SIGTERM", AGN; Go delivers Windows' CTRL_SHUTDOWN_EVENT as SIGTERM since Go 1.14).
+/// None for a process that exits at once.
+fn shutdown_delay(container: &Value) -> Option<u64> {
+    let argv: Vec<&str> = ["/command", "/args"]
+        .iter()
+        .flat_map(|k| json::array(container, k))
+        .filter_map(Value::as_str)
+        .collect();
+    if !argv.iter().any(|a| matches!(*a, "netexec" | "net")) {
+        return None;
+    }
+    let value = argv.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix("--delay-shutdown=")
+            .or_else(|| (*a == "--delay-shutdown").then(|| argv.get(i + 1).copied()).flatten())
+    })?;
+    value.parse::<u64>().ok().filter(|n| *n > 0)
+}
+
+/// How long the runtime lets a process that needs `delay` seconds to stop run after the pod's
+/// deletion with a `grace` period: until it exits or the grace period ends (the kubelet then
+/// kills it) — except Docker on Windows, where the ENTRYPOINT process gets CTRL_SHUTDOWN_EVENT
+/// and Windows waits 5 s by default before shutting every process down, whatever the grace
+/// period (W14, WI26: "terminationGracePeriodSeconds - this is not fully implemented in Docker
+/// on Windows", moby#25982; "TerminationGracePeriod: requires containerD") (POD-TERMINATION-GRACE).
+fn stop_wait(profile: &NodeProfile, delay: u64, grace: i64) -> Duration {
+    let allowed = if profile.is_windows() && profile.runtime == crate::config::profile::RuntimeKind::Docker {
+        5
+    } else {
+        grace.max(0).unsigned_abs()
+    };
+    Duration::from_secs(delay.min(allowed))
+}
+
 /// The most of a termination message the kubelet reads (`kubecontainer.MaxContainerTerminationMessageLength`).
 const MAX_TERMINATION_MESSAGE: usize = 4 * 1024;
 
@@ -1588,6 +1639,37 @@ mod tests {
             termination_message(&node(os, runtime), &spec, &layer).as_deref(),
             expected
         );
+    }
+
+    /// POD-TERMINATION-GRACE: a process delaying its shutdown by 12 s gets them within a 30 s
+    /// grace period on Linux and on containerd on Windows (WI26 "requires containerD"), 5 s on
+    /// Docker on Windows (W14), and never more than the grace period.
+    #[rstest]
+    #[case::linux("linux", "containerd://1.7.22", 12, 30, 12)]
+    #[case::windows_containerd("windows", "containerd://1.7.20", 12, 30, 12)]
+    #[case::windows_docker("windows", "docker://18.9.1", 12, 30, 5)]
+    #[case::cut_by_grace("linux", "containerd://1.7.22", 12, 3, 3)]
+    #[case::short("windows", "docker://18.9.1", 2, 30, 2)]
+    fn a_delayed_shutdown_lasts_as_long_as_the_runtime_waits(
+        #[case] os: &str,
+        #[case] runtime: &str,
+        #[case] delay: u64,
+        #[case] grace: i64,
+        #[case] expected: u64,
+    ) {
+        assert_eq!(
+            stop_wait(&node(os, runtime), delay, grace),
+            Duration::from_secs(expected)
+        );
+    }
+
+    #[rstest]
+    #[case::netexec(json!({"args": ["netexec", "--http-port=8080", "--delay-shutdown=12"]}), Some(12))]
+    #[case::separate(json!({"command": ["/agnhost"], "args": ["net", "--delay-shutdown", "7"]}), Some(7))]
+    #[case::none(json!({"args": ["netexec", "--http-port=8080"]}), None)]
+    #[case::not_agnhost(json!({"command": ["sleep", "--delay-shutdown=12"]}), None)]
+    fn agnhost_servers_delay_their_shutdown(#[case] container: Value, #[case] expected: Option<u64>) {
+        assert_eq!(shutdown_delay(&container), expected);
     }
 
     /// Only the last 4 KiB of a longer message are reported.
