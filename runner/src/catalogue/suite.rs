@@ -228,6 +228,9 @@ pub enum Probe {
     PortForward,
     /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
     NodeStats,
+    /// The node's CSINode (`storage.k8s.io/v1`): the kubelet registered it, with the CSI drivers
+    /// whose node plugins registered on the node.
+    CsiNode,
     /// Create the fixture's pod (a process that delays its own shutdown by `shutdownSeconds`
     /// once asked to stop), delete it with its own grace period once it runs, and time how long
     /// it takes to go: at least `shutdownSeconds` means the grace period was honoured.
@@ -774,7 +777,8 @@ impl Suites {
                     | Probe::Resolve { .. }
                     | Probe::Logs { .. }
                     | Probe::Audit { .. }
-                    | Probe::NodeStats => true,
+                    | Probe::NodeStats
+                    | Probe::CsiNode => true,
                     Probe::Outside { to } => *to != Destination::LoadBalancer,
                     Probe::Exec { .. }
                     | Probe::Create { .. }

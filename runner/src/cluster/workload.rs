@@ -429,10 +429,17 @@ impl<'a> Workloads<'a> {
             .and_then(|s| s.termination_grace_period_seconds)
             .unwrap_or(30);
         let started = Instant::now();
-        let deleted = pods
-            .delete(&name, &kube::api::DeleteParams::default())
-            .await
-            .map_err(|e| NotReady::Other(format!("deleting pod {name}: {e}")))?;
+        let deleted = match pods.delete(&name, &kube::api::DeleteParams::default()).await {
+            Ok(d) => d,
+            // Credentials that may not delete pods (deploy/rbac.yaml grants it): the fact the
+            // check needs is out of reach; the pod goes with the run namespace.
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Err(NotReady::Refused(format!(
+                    "deleting pod {name} (delete pods: forbidden): how long it takes to stop cannot be timed"
+                )));
+            }
+            Err(e) => return Err(NotReady::Other(format!("deleting pod {name}: {e}"))),
+        };
         let granted = deleted
             .left()
             .and_then(|p| p.metadata.deletion_grace_period_seconds)

@@ -1,6 +1,6 @@
 //! The probe kinds, one module each with its command building, observation and judgement
 //! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`, `port-forward`,
-//! `node-stats`, `termination-grace`). What the run
+//! `node-stats`, `termination-grace`, `csi-node`). What the run
 //! needs to know of a kind is here, as exhaustive `match`es on [`Probe`]: a new kind does not
 //! compile until it says how its cells are laid out, what it needs and how it observes.
 //! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod connect;
 pub mod create;
+pub mod csinode;
 pub mod exec;
 pub mod expectation;
 pub mod fact;
@@ -61,7 +62,7 @@ impl Probe {
             }
             // A read per node through the API (not free like a fact): every worker of the full
             // matrix, as the other per-node probes.
-            Probe::NodeStats => Shape::Nodes(NodeChoice::Workers),
+            Probe::NodeStats | Probe::CsiNode => Shape::Nodes(NodeChoice::Workers),
             Probe::Outside {
                 to: Destination::LoadBalancer,
             } => Shape::Nodes(NodeChoice::OnePerPool),
@@ -83,6 +84,7 @@ impl Probe {
             | Probe::Logs { .. }
             | Probe::PortForward
             | Probe::NodeStats
+            | Probe::CsiNode
             | Probe::TerminationGrace { .. } => false,
         }
     }
@@ -102,7 +104,7 @@ impl Probe {
     /// The probe reads the API only: it is judged on a node that is not Ready too.
     pub fn reads_the_api_only(&self) -> bool {
         match self {
-            Probe::Fact { .. } | Probe::Audit { .. } => true,
+            Probe::Fact { .. } | Probe::Audit { .. } | Probe::CsiNode => true,
             Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Exec { .. }
@@ -119,7 +121,7 @@ impl Probe {
     /// own pods starts while they are awaited.
     pub fn needs_fixtures(&self) -> bool {
         match self {
-            Probe::Create { .. } | Probe::NodeStats | Probe::TerminationGrace { .. } => false,
+            Probe::Create { .. } | Probe::NodeStats | Probe::CsiNode | Probe::TerminationGrace { .. } => false,
             Probe::PortForward
             | Probe::Connect { .. }
             | Probe::Resolve { .. }
@@ -143,6 +145,7 @@ impl Probe {
             | Probe::Logs { .. }
             | Probe::PortForward
             | Probe::NodeStats
+            | Probe::CsiNode
             | Probe::TerminationGrace { .. } => false,
         };
         crate::cluster::deploy::Needs { host_port }
@@ -166,6 +169,7 @@ impl Probe {
             | Probe::Logs { .. }
             | Probe::PortForward
             | Probe::NodeStats
+            | Probe::CsiNode
             | Probe::TerminationGrace { .. } => Vec::new(),
         }
     }
@@ -182,7 +186,8 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::CsiNode => false,
         }
     }
 
@@ -200,6 +205,7 @@ impl Probe {
             | Probe::Logs { .. }
             | Probe::PortForward
             | Probe::NodeStats
+            | Probe::CsiNode
             | Probe::TerminationGrace { .. } => None,
         }
     }
@@ -237,6 +243,7 @@ impl Probe {
             Probe::Audit { audit } => audit::observe(ctx, *audit).await,
             Probe::PortForward => portforward::observe(ctx, case).await,
             Probe::NodeStats => nodestats::observe(ctx, case).await,
+            Probe::CsiNode => csinode::observe(ctx, case).await,
             Probe::TerminationGrace {
                 fixture,
                 shutdown_seconds,

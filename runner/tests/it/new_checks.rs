@@ -2,7 +2,7 @@
 //! each as documented, and another profile, topology or fault changes the verdict the way its
 //! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
 //! summary API, E2E/kubelet_stats; termination messages, W14/WI31/KRUNTIME; Secret defaultMode,
-//! W14/WSTO; mount propagation, WI31/KPODS; grace periods, W14/WI26).
+//! W14/WSTO; mount propagation, WI31/KPODS; grace periods, W14/WI26; CSINode, W20/WSTO/KFG).
 
 use std::collections::BTreeMap;
 
@@ -196,6 +196,22 @@ const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    conta
 #[case::grace_docker("POD-TERMINATION-GRACE", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
     ("[linux→]", "pass", "gone 12."),
     ("[windows-17763→]", "known-limitation", "stopped before its shutdown finished"),
+])]
+// KFG, WSTO: every kubelet of 1.17+ registers its CSINode; the default (kubeadm) cluster
+// installs no CSI driver.
+#[case::csi_default("STO-CSI", Setup::Default, &[
+    ("[linux→]", "pass", "lists no CSI driver"),
+    ("[windows-17763→]", "pass", "lists no CSI driver"),
+    ("[windows-20348→]", "pass", "lists no CSI driver"),
+])]
+// AKS installs the Azure Disk and Azure Files CSI drivers on Windows node pools too.
+#[case::csi_aks("STO-CSI", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "pass", "disk.csi.azure.com, file.csi.azure.com"),
+])]
+// W20, WSTO, KFG: no CSINode before 1.17, no CSI on Windows before csi-proxy (1.19 beta).
+#[case::csi_1_14("STO-CSI", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "not-applicable", "GA from 1.17"),
+    ("[windows-17763→]", "not-applicable", "GA from 1.17"),
 ])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,

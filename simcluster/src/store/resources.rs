@@ -190,6 +190,8 @@ static RESOURCES: &[ResourceType] = &[
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic, verbs: CREATE_ONLY),
     resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
+    resource!("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", false,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
     resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
         "ClusterRoleBinding", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: RoleBinding),
