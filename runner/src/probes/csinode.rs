@@ -6,6 +6,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, ListParams};
+use mixcheck_reports::Os;
 
 use crate::catalogue::suite::FailureClass;
 use crate::probes::judgement::{Case, Ctx, Probed};
@@ -70,9 +71,25 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>) -> Probed {
         Err(e) => return Probed::Error(format!("reading the CSINode of {}: {e}", node.name)),
     };
     let names = drivers(&csinode);
+    let plugins = if node.os == Os::Windows {
+        windows_plugins(ctx, &node.name).await
+    } else {
+        String::new()
+    };
+    let listed = if names.is_empty() {
+        "lists no CSI driver (no CSI node plugin registered on the node)".to_string()
+    } else {
+        format!("lists the CSI drivers {}", names.join(", "))
+    };
+    let summary = format!("CSINode {}: {listed}{plugins}", node.name);
+    Probed::seen(Observation::Reached(summary.clone()), summary)
+}
+
+/// The pods on a Windows node that reach the host for CSI, as evidence for the summary.
+async fn windows_plugins(ctx: &Ctx<'_>, node: &str) -> String {
     let pods: Api<Pod> = Api::all(ctx.client.clone());
-    let params = ListParams::default().fields(&format!("spec.nodeName={}", node.name));
-    let plugins = match pods.list(&params).await {
+    let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
+    match pods.list(&params).await {
         Ok(list) => {
             let found: Vec<String> = list
                 .items
@@ -93,14 +110,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>) -> Probed {
             }
         }
         Err(e) => format!("; the node's pods could not be listed ({e})"),
-    };
-    let listed = if names.is_empty() {
-        "lists no CSI driver (no CSI node plugin registered on the node)".to_string()
-    } else {
-        format!("lists the CSI drivers {}", names.join(", "))
-    };
-    let summary = format!("CSINode {}: {listed}{plugins}", node.name);
-    Probed::seen(Observation::Reached(summary.clone()), summary)
+    }
 }
 
 #[cfg(test)]
