@@ -284,7 +284,8 @@ mod tests {
     fn groups_are_listed_once() {
         let groups = groups();
         assert!(groups.iter().any(|(g, v)| *g == "apps" && v == &["v1"]));
-        assert_eq!(groups.len(), 8);
+        assert_eq!(groups.len(), 9);
+        assert!(groups.iter().any(|(g, v)| *g == "storage.k8s.io" && v == &["v1"]));
         assert!(groups.iter().any(|(g, v)| *g == "batch" && v == &["v1"]));
         assert!(
             groups
