@@ -48,14 +48,14 @@ async fn tunnel(
     let mut stream = forwarder
         .take_stream(PORT)
         .ok_or_else(|| format!("the tunnel has no stream for port {PORT}"))?;
-    if let (Order::ErrorFirst, Some(e)) = (order, error.as_mut()) {
-        if let Ok(refused) = tokio::time::timeout(ERROR_WAIT, e).await {
-            forwarder.abort();
-            return Ok(Tunnelled {
-                data: Vec::new(),
-                error: refused.filter(|e| !e.trim().is_empty()),
-            });
-        }
+    if let (Order::ErrorFirst, Some(e)) = (order, error.as_mut())
+        && let Ok(refused) = tokio::time::timeout(ERROR_WAIT, e).await
+    {
+        forwarder.abort();
+        return Ok(Tunnelled {
+            data: Vec::new(),
+            error: refused.filter(|e| !e.trim().is_empty()),
+        });
     }
     let request = format!("GET /hostname HTTP/1.1\r\nHost: localhost:{PORT}\r\nConnection: close\r\n\r\n");
     // A write into a tunnel the kubelet already closed fails; what it sent first still counts.
