@@ -411,8 +411,8 @@ impl<'a> Workloads<'a> {
         pods.create(&PostParams::default(), &typed)
             .await
             .map_err(|e| NotReady::of_create(&name, &e))?;
-        let seen = match self.settle(&name, node.os).await {
-            Ok(seen) if seen.outcome == CreateOutcome::Runs => seen,
+        match self.settle(&name, node.os).await {
+            Ok(seen) if seen.outcome == CreateOutcome::Runs => {}
             Ok(seen) => {
                 self.delete(&name).await;
                 return Err(not_ready(&name, &seen));
@@ -421,8 +421,7 @@ impl<'a> Workloads<'a> {
                 self.delete(&name).await;
                 return Err(NotReady::Other(format!("pod {name}: {why}")));
             }
-        };
-        drop(seen);
+        }
         let grace = typed
             .spec
             .as_ref()
