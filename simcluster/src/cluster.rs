@@ -330,6 +330,9 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError
     let profiles = profile::profiles(topology, &ips);
     for (spec, p) in topology.nodes.iter().zip(&profiles) {
         store.create(resources::core("nodes"), "", objects::node_object(spec, p))?;
+        if let Some(csinode) = objects::csinode_object(spec, p) {
+            store.create(resources::named("storage.k8s.io", "csinodes"), "", csinode)?;
+        }
         store.create(
             resources::named("coordination.k8s.io", "leases"),
             "kube-node-lease",

@@ -38,6 +38,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../suites/security-context.yaml"),
     ),
     ("node-api.yaml", include_str!("../../../suites/node-api.yaml")),
+    ("pod-lifecycle.yaml", include_str!("../../../suites/pod-lifecycle.yaml")),
 ];
 
 /// One suite document.
@@ -216,6 +217,10 @@ pub enum Probe {
         /// A regular expression the reason/message must match for `rejected`/`fails` outcomes.
         #[serde(default)]
         message: Option<String>,
+        /// For `runs`: a regular expression the termination message the kubelet reports for the
+        /// pod's containers (`status.containerStatuses[].state.terminated.message`) must match.
+        #[serde(default, rename = "terminationMessage")]
+        termination_message: Option<String>,
     },
     /// A fact read from the cluster's own objects, compared with the documentation.
     Fact { fact: FactCheck },
@@ -228,6 +233,17 @@ pub enum Probe {
     PortForward,
     /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
     NodeStats,
+    /// The node's CSINode (`storage.k8s.io/v1`): the kubelet registered it, with the CSI drivers
+    /// whose node plugins registered on the node.
+    CsiNode,
+    /// Create the fixture's pod (a process that delays its own shutdown by `shutdownSeconds`
+    /// once asked to stop), delete it with its own grace period once it runs, and time how long
+    /// it takes to go: at least `shutdownSeconds` means the grace period was honoured.
+    TerminationGrace {
+        fixture: String,
+        #[serde(rename = "shutdownSeconds")]
+        shutdown_seconds: u64,
+    },
     /// The log of a node agent on the node: its pod's (kube-system DaemonSets such as the
     /// HostProcess kube-proxy and flanneld) or, where it runs as a node service, its log file
     /// under the kubelet's `/logs/`. A line matching `fails` is the failure unless a later line
@@ -779,9 +795,14 @@ impl Suites {
                     | Probe::Resolve { .. }
                     | Probe::Logs { .. }
                     | Probe::Audit { .. }
-                    | Probe::NodeStats => true,
+                    | Probe::NodeStats
+                    | Probe::CsiNode => true,
                     Probe::Outside { to } => *to != Destination::LoadBalancer,
-                    Probe::Exec { .. } | Probe::Create { .. } | Probe::Fact { .. } | Probe::PortForward => false,
+                    Probe::Exec { .. }
+                    | Probe::Create { .. }
+                    | Probe::Fact { .. }
+                    | Probe::PortForward
+                    | Probe::TerminationGrace { .. } => false,
                 };
                 if check.every_node && !per_node {
                     return Err(at(

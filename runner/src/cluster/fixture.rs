@@ -34,6 +34,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "emptydir-shared",
         include_str!("../../../fixtures/emptydir-shared.yaml"),
     ),
+    ("graceful-stop", include_str!("../../../fixtures/graceful-stop.yaml")),
     ("host-network", include_str!("../../../fixtures/host-network.yaml")),
     ("host-probe", include_str!("../../../fixtures/host-probe.yaml")),
     ("hostpath-read", include_str!("../../../fixtures/hostpath-read.yaml")),
@@ -57,6 +58,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../fixtures/memory-over-limit.yaml"),
     ),
     ("mixed-os-pod", include_str!("../../../fixtures/mixed-os-pod.yaml")),
+    (
+        "mount-propagation",
+        include_str!("../../../fixtures/mount-propagation.yaml"),
+    ),
     ("netexec-client", include_str!("../../../fixtures/netexec-client.yaml")),
     ("netexec-server", include_str!("../../../fixtures/netexec-server.yaml")),
     (
@@ -103,11 +108,19 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../fixtures/secret-consumer.yaml"),
     ),
     (
+        "secret-default-mode",
+        include_str!("../../../fixtures/secret-default-mode.yaml"),
+    ),
+    (
         "single-file-mount",
         include_str!("../../../fixtures/single-file-mount.yaml"),
     ),
     ("stop-signal", include_str!("../../../fixtures/stop-signal.yaml")),
     ("subpath-secret", include_str!("../../../fixtures/subpath-secret.yaml")),
+    (
+        "termination-message",
+        include_str!("../../../fixtures/termination-message.yaml"),
+    ),
 ];
 
 /// The annotation that says which OS a fixture pod is for.

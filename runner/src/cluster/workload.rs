@@ -106,6 +106,20 @@ pub struct Observed {
     pub outcome: CreateOutcome,
     /// The API error, or the pod's status reason/message and its warning events.
     pub message: String,
+    /// The termination messages the kubelet reported for the pod's terminated containers
+    /// (`state.terminated.message`), one a line; empty when none did.
+    pub termination: String,
+}
+
+/// How a deleted pod went ([`Workloads::stop_timed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub name: String,
+    /// From the delete call until the API no longer had the pod; None when it was still there
+    /// a minute past its grace period.
+    pub took: Option<Duration>,
+    /// The grace period of the deletion, in seconds.
+    pub grace: i64,
 }
 
 /// Deploys fixture pods for probes; each (fixture, node) once.
@@ -375,6 +389,82 @@ impl<'a> Workloads<'a> {
         }
     }
 
+    /// Creates a pod of `fixture` on `node`, waits until it runs, deletes it with the grace
+    /// period of its own spec (as `kubectl delete` does) and times how long the API still has
+    /// it: the kubelet removes it once its containers stopped (POD-TERMINATION-GRACE).
+    pub async fn stop_timed(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        cell: usize,
+    ) -> Result<Stopped, NotReady> {
+        self.others(fixture).await.map_err(NotReady::Other)?;
+        let (name, pod) = self
+            .pod_for(fixture, node, index, &format!("-g{cell}"))
+            .map_err(NotReady::Other)?;
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let mut typed: Pod = serde_json::from_value(pod)
+            .map_err(|e| NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}")))?;
+        typed.metadata.name = Some(name.clone());
+        let _slot = self.slot(&node.name).await;
+        pods.create(&PostParams::default(), &typed)
+            .await
+            .map_err(|e| NotReady::of_create(&name, &e))?;
+        match self.settle(&name, node.os).await {
+            Ok(seen) if seen.outcome == CreateOutcome::Runs => {}
+            Ok(seen) => {
+                self.delete(&name).await;
+                return Err(not_ready(&name, &seen));
+            }
+            Err(why) => {
+                self.delete(&name).await;
+                return Err(NotReady::Other(format!("pod {name}: {why}")));
+            }
+        }
+        let grace = typed
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30);
+        let started = Instant::now();
+        let deleted = match pods.delete(&name, &kube::api::DeleteParams::default()).await {
+            Ok(d) => d,
+            // Credentials that may not delete pods (deploy/rbac.yaml grants it): the fact the
+            // check needs is out of reach; the pod goes with the run namespace.
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                return Err(NotReady::Refused(format!(
+                    "deleting pod {name} (delete pods: forbidden): how long it takes to stop cannot be timed"
+                )));
+            }
+            Err(e) => return Err(NotReady::Other(format!("deleting pod {name}: {e}"))),
+        };
+        let granted = deleted
+            .left()
+            .and_then(|p| p.metadata.deletion_grace_period_seconds)
+            .unwrap_or(grace);
+        // The kubelet kills what is left at the end of the grace period; beyond it by this much
+        // the pod is stuck, not stopping.
+        let until = started + Duration::from_secs(granted.max(0).unsigned_abs() + 60);
+        while Instant::now() < until {
+            match tokio::time::timeout(Duration::from_secs(10), pods.get_opt(&name)).await {
+                Ok(Ok(None)) => {
+                    return Ok(Stopped {
+                        name,
+                        took: Some(started.elapsed()),
+                        grace: granted,
+                    });
+                }
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        Ok(Stopped {
+            name,
+            took: None,
+            grace: granted,
+        })
+    }
+
     /// Whether the kubelet refused pod `name` for want of a pod slot (`OutOfpods`).
     fn out_of_pods(&self, name: &str) -> bool {
         self.watch
@@ -403,6 +493,7 @@ impl<'a> Workloads<'a> {
                 return Ok(Attempt::Seen(Observed {
                     outcome: CreateOutcome::RejectedByApi,
                     message: s.message.clone(),
+                    termination: String::new(),
                 }));
             }
             Err(e) => return Err(NotReady::Other(format!("creating pod {name}: {e}"))),
@@ -473,6 +564,15 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
     );
     let mut terminal = Vec::new();
     let mut waiting = Vec::new();
+    // What the kubelet read from each terminated container's terminationMessagePath.
+    let termination = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+        .filter(|m| !m.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
     for c in status.container_statuses.clone().unwrap_or_default() {
         let Some(s) = c.state else { continue };
         if let Some(w) = s.waiting {
@@ -506,6 +606,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         return Some(Ok(Observed {
             outcome: CreateOutcome::Fails,
             message,
+            termination,
         }));
     }
     let ready = crate::cluster::podwatch::is_ready(&status);
@@ -515,6 +616,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         return Some(Ok(Observed {
             outcome: CreateOutcome::Runs,
             message,
+            termination,
         }));
     }
     // A node out of pod slots frees one when a judged pod is deleted: wait for it.
@@ -525,6 +627,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
         return Some(Ok(Observed {
             outcome: CreateOutcome::Unschedulable,
             message,
+            termination,
         }));
     }
     if elapsed > limit {
@@ -568,6 +671,7 @@ mod tests {
         let seen = Observed {
             outcome,
             message: message.into(),
+            termination: String::new(),
         };
         let got = not_ready("p", &seen);
         assert_eq!(matches!(got, NotReady::Failed(_)), node_failed, "{got:?}");

@@ -1,6 +1,6 @@
 //! The probe kinds, one module each with its command building, observation and judgement
 //! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`, `port-forward`,
-//! `node-stats`). What the run
+//! `node-stats`, `termination-grace`, `csi-node`). What the run
 //! needs to know of a kind is here, as exhaustive `match`es on [`Probe`]: a new kind does not
 //! compile until it says how its cells are laid out, what it needs and how it observes.
 //! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
@@ -9,12 +9,14 @@
 pub mod audit;
 pub mod connect;
 pub mod create;
+pub mod csinode;
 pub mod exec;
 pub mod expectation;
 pub mod fact;
 #[cfg(test)]
 mod fidelity;
 mod flow;
+pub mod grace;
 pub mod hostfacts;
 pub mod judgement;
 pub mod logs;
@@ -57,10 +59,12 @@ impl Probe {
         match self {
             Probe::Connect { .. } | Probe::Resolve { .. } => Shape::Flow,
             Probe::Fact { .. } => Shape::Nodes(NodeChoice::Every),
-            Probe::Exec { .. } | Probe::Create { .. } | Probe::PortForward => Shape::Nodes(NodeChoice::Sample),
+            Probe::Exec { .. } | Probe::Create { .. } | Probe::PortForward | Probe::TerminationGrace { .. } => {
+                Shape::Nodes(NodeChoice::Sample)
+            }
             // A read per node through the API (not free like a fact): every worker of the full
             // matrix, as the other per-node probes.
-            Probe::NodeStats => Shape::Nodes(NodeChoice::Workers),
+            Probe::NodeStats | Probe::CsiNode => Shape::Nodes(NodeChoice::Workers),
             Probe::Outside {
                 to: Destination::LoadBalancer,
             } => Shape::Nodes(NodeChoice::OnePerPool),
@@ -81,7 +85,9 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::CsiNode
+            | Probe::TerminationGrace { .. } => false,
         }
     }
 
@@ -104,7 +110,7 @@ impl Probe {
             Probe::Fact {
                 fact: crate::catalogue::suite::FactCheck::HnsNetwork,
             } => false,
-            Probe::Fact { .. } | Probe::Audit { .. } => true,
+            Probe::Fact { .. } | Probe::Audit { .. } | Probe::CsiNode => true,
             Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Exec { .. }
@@ -112,7 +118,8 @@ impl Probe {
             | Probe::Outside { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::TerminationGrace { .. } => false,
         }
     }
 
@@ -120,7 +127,7 @@ impl Probe {
     /// own pods starts while they are awaited.
     pub fn needs_fixtures(&self) -> bool {
         match self {
-            Probe::Create { .. } | Probe::NodeStats => false,
+            Probe::Create { .. } | Probe::NodeStats | Probe::CsiNode | Probe::TerminationGrace { .. } => false,
             Probe::PortForward
             | Probe::Connect { .. }
             | Probe::Resolve { .. }
@@ -143,7 +150,9 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::CsiNode
+            | Probe::TerminationGrace { .. } => false,
         };
         crate::cluster::deploy::Needs { host_port }
     }
@@ -165,7 +174,9 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => Vec::new(),
+            | Probe::NodeStats
+            | Probe::CsiNode
+            | Probe::TerminationGrace { .. } => Vec::new(),
         }
     }
 
@@ -173,7 +184,7 @@ impl Probe {
     /// first, since waiting holds no probe slot.
     pub fn waits_for_pods(&self) -> bool {
         match self {
-            Probe::Exec { .. } | Probe::Create { .. } => true,
+            Probe::Exec { .. } | Probe::Create { .. } | Probe::TerminationGrace { .. } => true,
             Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Fact { .. }
@@ -181,7 +192,8 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => false,
+            | Probe::NodeStats
+            | Probe::CsiNode => false,
         }
     }
 
@@ -198,7 +210,9 @@ impl Probe {
             | Probe::Audit { .. }
             | Probe::Logs { .. }
             | Probe::PortForward
-            | Probe::NodeStats => None,
+            | Probe::NodeStats
+            | Probe::CsiNode
+            | Probe::TerminationGrace { .. } => None,
         }
     }
 
@@ -221,12 +235,25 @@ impl Probe {
                 fixture,
                 outcome,
                 message,
-            } => create::observe(ctx, case, fixture, *outcome, message.as_deref()).await,
+                termination_message,
+            } => {
+                let expected = create::Expected {
+                    outcome: *outcome,
+                    message: message.as_deref(),
+                    termination_message: termination_message.as_deref(),
+                };
+                create::observe(ctx, case, fixture, expected).await
+            }
             Probe::Fact { fact } => fact::observe(ctx, case, *fact, e),
             Probe::Outside { to } => outside::observe(ctx, case, *to).await,
             Probe::Audit { audit } => audit::observe(ctx, *audit).await,
             Probe::PortForward => portforward::observe(ctx, case).await,
             Probe::NodeStats => nodestats::observe(ctx, case).await,
+            Probe::CsiNode => csinode::observe(ctx, case).await,
+            Probe::TerminationGrace {
+                fixture,
+                shutdown_seconds,
+            } => grace::observe(ctx, case, fixture, *shutdown_seconds).await,
             Probe::Logs {
                 agent,
                 fails,

@@ -52,7 +52,7 @@ fn workload_pods(cells: &[CellPlan<'_>], facts: &crate::cluster::facts::ClusterF
                 continue;
             };
             match &c.check.probe {
-                Probe::Create { .. } => *out.entry(n.name.clone()).or_default() += 1,
+                Probe::Create { .. } | Probe::TerminationGrace { .. } => *out.entry(n.name.clone()).or_default() += 1,
                 _ => {
                     for key in c.check.probe.pod_keys(&n.name) {
                         shared.entry(n.name.clone()).or_default().insert(key);

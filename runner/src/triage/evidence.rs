@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams, LogParams};
+use mixcheck_reports::evidence::EXCERPT_LIMIT;
 use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
 
 use crate::cluster::facts::ClusterNode;
@@ -34,9 +35,15 @@ fn item(source: impl Into<String>, text: &str) -> EvidenceItem {
     }
 }
 
+/// The last `lines` lines of `text`, fewer when they would not fit an excerpt: whole lines, so
+/// the excerpt's own bound never starts its tail in the middle of one.
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+    let mut kept = &all[all.len().saturating_sub(lines)..];
+    while kept.len() > 1 && kept.iter().map(|l| l.len() + 1).sum::<usize>() > EXCERPT_LIMIT {
+        kept = &kept[1..];
+    }
+    kept.join("\n")
 }
 
 /// One line about a pod's state: phase, readiness and why each container is not running.
@@ -216,6 +223,8 @@ mod tests {
         assert_eq!(tail("a\nb\nc", 2), "b\nc");
         assert_eq!(tail("a", 5), "a");
         assert_eq!(tail("", 5), "");
+        let long = format!("{}\n{}\nend", "a".repeat(3000), "b".repeat(3000));
+        assert_eq!(tail(&long, 3), format!("{}\nend", "b".repeat(3000)));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! each as documented, and another profile, topology or fault changes the verdict the way its
 //! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
 //! summary API, E2E/kubelet_stats; IPv6 on dual-stack and overlay clusters, K8SDS/W22/WNET;
-//! Calico's Installation, CAL).
+//! Calico's Installation, CAL; termination messages, W14/WI31/KRUNTIME; Secret defaultMode,
+//! W14/WSTO; mount propagation, WI31/KPODS; grace periods, W14/WI26; CSINode, W20/WSTO/KFG).
 
 use std::collections::BTreeMap;
 
@@ -204,6 +205,78 @@ const OVERLAY: &str = "  mode: overlay\n";
 #[case::calico_absent("NET-CALICO-WINDOWS", Setup::Default, &[
     ("[windows-17763→]", "not-applicable", "does not run Calico"),
     ("[windows-20348→]", "not-applicable", "does not run Calico"),
+])]
+// KRUNTIME, WI31: the kubelet reports what the container wrote to /dev/termination-log
+// (C:\dev\termination-log) through a single-file mapping, which containerd makes on Windows.
+#[case::termination_message_default("POD-TERMINATION-MESSAGE", Setup::Default, &[
+    ("[linux→]", "pass", "termination message \"mixcheck-terminated"),
+    ("[windows-17763→]", "pass", "termination message \"mixcheck-terminated"),
+    ("[windows-20348→]", "pass", "termination message \"mixcheck-terminated"),
+])]
+// W14, WI31, WSTO: Docker on Windows maps no single file, so no message is reported.
+#[case::termination_message_docker("POD-TERMINATION-MESSAGE", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "pass", "termination message \"mixcheck-terminated"),
+    ("[windows-17763→]", "known-limitation", "no termination message reported"),
+])]
+// W14, WSTO ("DefaultMode (due to UID/GID dependency)" unsupported), WI31 (ACLs, not modes);
+// Linux applies it (upstream's [LinuxOnly] conformance test).
+#[case::default_mode_default("STO-DEFAULTMODE", Setup::Default, &[
+    ("[linux→]", "pass", "mode=400"),
+    ("[windows-17763→]", "known-limitation", "NT AUTHORITY\\SYSTEM"),
+    ("[windows-20348→]", "known-limitation", "NT AUTHORITY\\SYSTEM"),
+])]
+#[case::default_mode_1_14("STO-DEFAULTMODE", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
+    ("[linux→]", "pass", "mode=400"),
+    ("[windows-17763→]", "known-limitation", "NT AUTHORITY\\SYSTEM"),
+])]
+// WGSG19: no Secret volumes on Windows before 1.14, so no defaultMode to judge.
+#[case::default_mode_1_9("STO-DEFAULTMODE", Setup::Profile("k8s-1.9-ws1709"), &[
+    ("[linux→]", "pass", "mode=400"),
+    ("[windows-16299→]", "not-applicable", "before 1.14"),
+])]
+// WI31 "You cannot enable mountPropagation", KPODS translateMountPropagation: private on
+// Windows, rslave (master:N) for HostToContainer on Linux.
+#[case::mount_propagation_default("STO-MOUNTPROPAGATION", Setup::Default, &[
+    ("[linux→]", "pass", "master:"),
+    ("[windows-17763→]", "known-limitation", "hosts"),
+    ("[windows-20348→]", "known-limitation", "hosts"),
+])]
+#[case::mount_propagation_1_14("STO-MOUNTPROPAGATION", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "pass", "master:"),
+    ("[windows-17763→]", "known-limitation", "hosts"),
+])]
+// KFG: the MountPropagation gate is off before 1.10.
+#[case::mount_propagation_1_9("STO-MOUNTPROPAGATION", Setup::Profile("k8s-1.9-ws1709"), &[
+    ("[linux→]", "not-applicable", "alpha before 1.10"),
+    ("[windows-16299→]", "known-limitation", "hosts"),
+])]
+// WI26 "TerminationGracePeriod: requires containerD": the process gets its 12 s on Linux and
+// on containerd on Windows.
+#[case::grace_default("POD-TERMINATION-GRACE", Setup::Default, &[
+    ("[linux→]", "pass", "gone 12."),
+    ("[windows-17763→]", "pass", "gone 12."),
+    ("[windows-20348→]", "pass", "gone 12."),
+])]
+// W14: Docker on Windows sends CTRL_SHUTDOWN_EVENT and kills after 5 s.
+#[case::grace_docker("POD-TERMINATION-GRACE", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
+    ("[linux→]", "pass", "gone 12."),
+    ("[windows-17763→]", "known-limitation", "stopped before its shutdown finished"),
+])]
+// KFG, WSTO: every kubelet of 1.17+ registers its CSINode; the default (kubeadm) cluster
+// installs no CSI driver.
+#[case::csi_default("STO-CSI", Setup::Default, &[
+    ("[linux→]", "pass", "lists no CSI driver"),
+    ("[windows-17763→]", "pass", "lists no CSI driver"),
+    ("[windows-20348→]", "pass", "lists no CSI driver"),
+])]
+// AKS installs the Azure Disk and Azure Files CSI drivers on Windows node pools too.
+#[case::csi_aks("STO-CSI", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "pass", "disk.csi.azure.com, file.csi.azure.com"),
+])]
+// W20, WSTO, KFG: no CSINode before 1.17, no CSI on Windows before csi-proxy (1.19 beta).
+#[case::csi_1_14("STO-CSI", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[linux→]", "not-applicable", "GA from 1.17"),
+    ("[windows-17763→]", "not-applicable", "GA from 1.17"),
 ])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,

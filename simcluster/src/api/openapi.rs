@@ -48,6 +48,7 @@ pub fn index(hash: &str) -> Value {
 fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
         apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac, scheduling,
+        storage,
     };
     fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<String> {
         generator.subschema_for::<T>();
@@ -73,6 +74,7 @@ fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
         ("", "ResourceQuota") => add::<core::v1::ResourceQuota>(generator),
         ("scheduling.k8s.io", "PriorityClass") => add::<scheduling::v1::PriorityClass>(generator),
         ("node.k8s.io", "RuntimeClass") => add::<node::v1::RuntimeClass>(generator),
+        ("storage.k8s.io", "CSINode") => add::<storage::v1::CSINode>(generator),
         ("authorization.k8s.io", "SelfSubjectAccessReview") => {
             add::<authorization::v1::SelfSubjectAccessReview>(generator)
         }

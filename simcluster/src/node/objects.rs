@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::config::platform::Os;
+use crate::config::platform::{Os, Platform};
 use crate::config::profile::NodeProfile;
 use crate::config::topology::{NodeSpec, Role};
 use crate::store::timestamp;
@@ -140,6 +140,46 @@ fn uuid_like(name: &str, salt: u8) -> String {
     )
 }
 
+/// The CSI drivers whose node plugins a platform installs on every node, Windows included: AKS
+/// enables the Azure Disk and Azure Files CSI drivers by default (from 1.21), on Windows node
+/// pools too, whose nodes run csi-proxy ("Container Storage Interface (CSI) drivers on Azure
+/// Kubernetes Service"). The other platforms' clusters as the topologies describe them install
+/// none: kubeadm installs no storage, EKS's EBS CSI driver is an add-on one installs, and the
+/// GKE topology is not documented with one on its Windows pool (STO-CSI).
+fn platform_csi_drivers(platform: Platform, kubelet: (u32, u32)) -> &'static [&'static str] {
+    match platform {
+        Platform::Aks if kubelet >= (1, 21) => &["disk.csi.azure.com", "file.csi.azure.com"],
+        _ => &[],
+    }
+}
+
+/// The node's CSINode (`storage.k8s.io/v1`) as its kubelet registers it: the kubelet creates it
+/// at start — the CSINodeInfo feature, GA in 1.17 — and every CSI node plugin that registers
+/// with the kubelet adds itself to `spec.drivers` with the node ID it answers for. None for a
+/// kubelet older than 1.17. On Windows a node plugin reaches the host through csi-proxy (CSI on
+/// Windows: alpha 1.16, beta 1.19, stable 1.22; W20, WSTO).
+pub fn csinode_object(spec: &NodeSpec, profile: &NodeProfile) -> Option<Value> {
+    if profile.kubelet < (1, 17) {
+        return None;
+    }
+    let drivers: Vec<Value> = platform_csi_drivers(profile.platform, profile.kubelet)
+        .iter()
+        .map(|name| {
+            let mut d = json!({"name": name, "nodeID": spec.name});
+            if *name == "disk.csi.azure.com" {
+                // Azure Disk publishes its zone topology and the VM size's data-disk count.
+                d["topologyKeys"] = json!(["topology.disk.csi.azure.com/zone", "topology.kubernetes.io/zone"]);
+                d["allocatable"] = json!({"count": 8});
+            }
+            d
+        })
+        .collect();
+    Some(json!({
+        "metadata": {"name": spec.name},
+        "spec": {"drivers": drivers},
+    }))
+}
+
 /// The node's Lease in `kube-node-lease`.
 pub fn lease_object(node: &str) -> Value {
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
@@ -157,6 +197,33 @@ mod tests {
     fn object(name: &str, ip: Ipv4Addr) -> Value {
         let (spec, profile) = crate::config::profile::default_node(name, ip);
         node_object(&spec, &profile)
+    }
+
+    /// STO-CSI: a kubelet of 1.17 or later registers its CSINode; AKS nodes, Windows included,
+    /// list the Azure Disk and Azure Files drivers; a kubeadm cluster's list none.
+    #[test]
+    fn kubelets_register_their_csinode_with_the_platforms_drivers() {
+        let topology = |platform: &str, version: &str| {
+            let mode = if platform == "aks" { "l2tunnel" } else { "l2bridge" };
+            let yaml = format!(
+                "name: t\nplatform: {platform}\nkubernetesVersion: {version}\nnetwork: {{mode: {mode}}}\nnodes:\n  - name: win-1\n    os: windows\n    kernelVersion: 10.0.20348.1\n    containerRuntime: containerd://1.7.20\n"
+            );
+            let topo = crate::config::topology::Topology::parse(&yaml, "test").expect("topology");
+            let profile = crate::config::profile::NodeProfile::new(&topo.nodes[0], &topo, 0, Ipv4Addr::LOCALHOST);
+            csinode_object(&topo.nodes[0], &profile)
+        };
+        let aks = topology("aks", "v1.32.3").expect("a CSINode");
+        let names: Vec<&str> = aks["spec"]["drivers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["name"].as_str())
+            .collect();
+        assert_eq!(names, ["disk.csi.azure.com", "file.csi.azure.com"]);
+        assert_eq!(aks["spec"]["drivers"][0]["nodeID"], "win-1");
+        let kubeadm = topology("kubeadm", "v1.32.3").expect("a CSINode");
+        assert_eq!(kubeadm["spec"]["drivers"], json!([]));
+        assert!(topology("kubeadm", "v1.14.10").is_none(), "no CSINode before 1.17");
     }
 
     #[test]

@@ -190,6 +190,8 @@ static RESOURCES: &[ResourceType] = &[
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic, verbs: CREATE_ONLY),
     resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
+    resource!("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", false,
+        short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
     resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
         "ClusterRoleBinding", false,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: RoleBinding),
@@ -282,7 +284,8 @@ mod tests {
     fn groups_are_listed_once() {
         let groups = groups();
         assert!(groups.iter().any(|(g, v)| *g == "apps" && v == &["v1"]));
-        assert_eq!(groups.len(), 8);
+        assert_eq!(groups.len(), 9);
+        assert!(groups.iter().any(|(g, v)| *g == "storage.k8s.io" && v == &["v1"]));
         assert!(groups.iter().any(|(g, v)| *g == "batch" && v == &["v1"]));
         assert!(
             groups

@@ -176,12 +176,15 @@ const PERMISSIONS: &[(&str, &str, &str, &str, &str, bool)] = &[
     ("list", "apps", "deployments", "", "", true),
     ("list", "", "configmaps", "", "", true),
     ("create", "", "secrets", "", RUN, true),
+    // The grace-period check times its own pod's deletion (POD-TERMINATION-GRACE), and judged
+    // created pods give their slot back.
+    ("delete", "", "pods", "", RUN, true),
     ("patch", "", "secrets", "", RUN, true),
+    ("get", "storage.k8s.io", "csinodes", "", "", true),
     ("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", true),
     // Not a run's business:
     ("get", "", "secrets", "", RUN, false),
     ("list", "", "secrets", "", "", false),
-    ("delete", "", "pods", "", RUN, false),
     ("get", "", "namespaces", "", "", false),
     ("get", "", "nodes", "", "", false),
     ("patch", "", "nodes", "", "", false),

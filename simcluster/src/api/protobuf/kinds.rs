@@ -40,6 +40,7 @@ macro_rules! kinds {
 
 use k8s_pb::api::{
     apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac, scheduling,
+    storage,
 };
 
 kinds! {
@@ -62,6 +63,7 @@ kinds! {
     ("", "v1", "ResourceQuota") => core::v1::ResourceQuota,
     ("scheduling.k8s.io", "v1", "PriorityClass") => scheduling::v1::PriorityClass,
     ("node.k8s.io", "v1", "RuntimeClass") => node::v1::RuntimeClass,
+    ("storage.k8s.io", "v1", "CSINode") => storage::v1::CSINode,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => authorization::v1::SelfSubjectAccessReview,
     ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => authorization::v1::SelfSubjectRulesReview,
     ("authentication.k8s.io", "v1", "TokenRequest") => authentication::v1::TokenRequest,

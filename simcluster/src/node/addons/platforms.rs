@@ -6,6 +6,12 @@
 //! - AKS (Azure/AKS#820; AKS "Windows Server node pools" FAQ): `azure-cns`,
 //!   `azure-ip-masq-agent`, `cloud-node-manager` and `cloud-node-manager-windows`; the Windows
 //!   kube-proxy and Azure CNI are node services, so no Windows kube-proxy DaemonSet exists.
+//! - AKS's CSI drivers (AKS "Container Storage Interface (CSI) drivers on AKS": Azure Disk and
+//!   Azure Files enabled by default from 1.21, Windows node pools included): the node plugins
+//!   `csi-azuredisk-node` and `csi-azurefile-node` on Linux and `…-win` on Windows, where they
+//!   reach the host through csi-proxy's named pipes mounted as hostPath volumes (WSTO: CSI node
+//!   plugins on Windows use csi-proxy, pre-installed on each Windows node). The kubelets list the
+//!   two drivers in their CSINode objects ([`crate::node::objects::csinode_object`]).
 //! - EKS (EKS user guide, "Deploy Windows nodes on EKS clusters"): `aws-node` runs on Linux
 //!   only (its node affinity keeps it off Windows and Fargate); Windows IPAM is switched on in
 //!   the `amazon-vpc-cni` ConfigMap (`enable-windows-ipam: "true"`); kube-proxy on Windows is a
@@ -116,6 +122,55 @@ pub(super) fn aks(a: &Addons, out: &mut Vec<Object>) {
             ns,
             agent(name, json!({"k8s-app": name}), os, &image, host_process),
         ));
+    }
+    aks_csi_node_plugins(out);
+}
+
+/// AKS's Azure Disk and Azure Files CSI node plugins (from 1.21): one DaemonSet per driver and
+/// OS; the Windows ones mount csi-proxy's pipes.
+fn aks_csi_node_plugins(out: &mut Vec<Object>) {
+    let ns = "kube-system";
+    for (name, os, image, pipes) in [
+        (
+            "csi-azuredisk-node",
+            "linux",
+            "mcr.microsoft.com/oss/kubernetes-csi/azuredisk-csi:v1.31.0",
+            &[][..],
+        ),
+        (
+            "csi-azurefile-node",
+            "linux",
+            "mcr.microsoft.com/oss/kubernetes-csi/azurefile-csi:v1.31.0",
+            &[][..],
+        ),
+        (
+            "csi-azuredisk-node-win",
+            "windows",
+            "mcr.microsoft.com/oss/kubernetes-csi/azuredisk-csi:v1.31.0",
+            &["disk-v1", "filesystem-v1", "volume-v1"][..],
+        ),
+        (
+            "csi-azurefile-node-win",
+            "windows",
+            "mcr.microsoft.com/oss/kubernetes-csi/azurefile-csi:v1.31.0",
+            &["filesystem-v1", "smb-v1"][..],
+        ),
+    ] {
+        let mut ds = agent(name, json!({"app": name}), os, image, false);
+        let pod = &mut ds["spec"]["template"]["spec"];
+        let volumes: Vec<serde_json::Value> = pipes
+            .iter()
+            .map(|p| json!({"name": format!("csi-proxy-{p}"), "hostPath": {"path": format!("\\\\.\\pipe\\csi-proxy-{p}")}}))
+            .collect();
+        if !volumes.is_empty() {
+            let mounts: Vec<serde_json::Value> = pipes
+                .iter()
+                .map(|p| json!({"name": format!("csi-proxy-{p}"), "mountPath": format!("\\\\.\\pipe\\csi-proxy-{p}")}))
+                .collect();
+            pod["containers"][0]["volumeMounts"] = json!(mounts);
+            pod["volumes"] = json!(volumes);
+        }
+        out.push(object(apps("daemonsets"), ns, ds));
     }
 }
 

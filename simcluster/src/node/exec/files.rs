@@ -277,6 +277,43 @@ pub(super) fn grep(s: &Arc<Session>, call: Call) -> Reply {
 }
 
 /// `findstr [/i] [/v] [/c:"text"] text [file…]`.
+/// `icacls PATH…`: the access control list of each file or directory. Windows permissions are
+/// ACLs of security identifiers, not a mode bitmask (WI31, "File permissions"); a file in a
+/// container has the ACL it inherits where it lies — for a volume's files the kubelet's directory
+/// on the node, SYSTEM and Administrators with full control and Users read & execute — whatever
+/// `defaultMode` or item `mode` a Secret or ConfigMap volume sets: DefaultMode depends on UID/GID,
+/// which Windows does not have (WSTO, W14; STO-DEFAULTMODE). Directories' entries also say that
+/// files and folders under them inherit (`(OI)(CI)`).
+pub(super) fn icacls(s: &Arc<Session>, call: Call) -> Reply {
+    let paths: Vec<&String> = call.args().iter().filter(|a| !a.starts_with('/')).collect();
+    if paths.is_empty() {
+        return out("", "Invalid parameter \"\"\r\n", 87).into();
+    }
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let (mut done, mut failed) = (0, 0);
+    for p in paths {
+        let disk = s.disk();
+        let Some(e) = disk.get(&s.path(p)) else {
+            let _ = write!(stderr, "{p}: The system cannot find the file specified.\r\n");
+            failed += 1;
+            continue;
+        };
+        let inherit = if e.file.is_some() { "" } else { "(OI)(CI)" };
+        let pad = " ".repeat(p.chars().count() + 1);
+        let _ = write!(
+            stdout,
+            "{p} NT AUTHORITY\\SYSTEM:(I){inherit}(F)\r\n{pad}BUILTIN\\Administrators:(I){inherit}(F)\r\n{pad}BUILTIN\\Users:(I){inherit}(RX)\r\n\r\n"
+        );
+        done += 1;
+    }
+    let _ = write!(
+        stdout,
+        "Successfully processed {done} files; Failed processing {failed} files\r\n"
+    );
+    // icacls exits 2 when a file is not found (ERROR_FILE_NOT_FOUND).
+    out(stdout, stderr, if failed > 0 { 2 } else { 0 }).into()
+}
+
 pub(super) fn findstr(s: &Arc<Session>, call: Call) -> Reply {
     let (mut icase, mut invert) = (false, false);
     let mut pattern: Option<String> = None;

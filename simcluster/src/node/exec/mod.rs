@@ -65,7 +65,7 @@ use self::agnhost::{agnhost, network};
 use self::archive::tar;
 use self::cmd::cmd;
 use self::environment::{echo, env, fail_quietly, printenv, printf, succeed, test};
-use self::files::{cat, findstr, grep, ls, stat};
+use self::files::{cat, findstr, grep, icacls, ls, stat};
 use self::identity::{hostname, id, ip, ipconfig, kube_proxy, netsh, uname, whoami_linux, whoami_windows};
 use self::mounts::{VolumeKind, pod_volumes, volume_data};
 use self::nettools::Wire;
@@ -331,6 +331,7 @@ static WINDOWS: &[Command] = &[
     command(&["whoami"], Needs::Always, whoami_windows),
     command(&["ipconfig"], Needs::Always, ipconfig),
     command(&["findstr"], Needs::Always, findstr),
+    command(&["icacls"], Needs::Always, icacls),
     command(&["curl"], Needs::CurlExe, network),
     command(&["ping", "nslookup"], Needs::Always, network),
     // netsh ships where Windows PowerShell does (Server Core, Server, the host).

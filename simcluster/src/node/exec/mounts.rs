@@ -266,6 +266,8 @@ pub(super) struct Mount {
     pub(super) volume: Value,
     pub(super) read_only: bool,
     pub(super) sub_path: String,
+    /// The volumeMount's `mountPropagation` (`None`, `HostToContainer`, `Bidirectional`; "" unset).
+    pub(super) propagation: String,
 }
 
 pub(super) fn container_mounts(store: &Store, pod: &Value, container: &Value) -> Vec<Mount> {
@@ -285,6 +287,7 @@ pub(super) fn container_mounts(store: &Store, pod: &Value, container: &Value) ->
                 volume,
                 read_only: json::bool(m, "/readOnly") == Some(true),
                 sub_path: json::str(m, "/subPath").to_string(),
+                propagation: json::str(m, "/mountPropagation").to_string(),
             })
         })
         .collect();
@@ -296,6 +299,7 @@ pub(super) fn container_mounts(store: &Store, pod: &Value, container: &Value) ->
             volume: sa,
             read_only: true,
             sub_path: String::new(),
+            propagation: String::new(),
         });
     }
     mounts

@@ -314,7 +314,9 @@ pub(super) fn build_disk(ctx: &CommandContext, kind: ImageKind) -> (Disk, Vec<Mo
         disk.add_file("/proc/version", version.into_bytes(), 0o444);
         let mounts_text = proc_mounts(ctx, &mounts, &data).into_bytes();
         disk.add_file("/proc/mounts", mounts_text.clone(), 0o444);
+        let mountinfo = proc_mountinfo(&String::from_utf8_lossy(&mounts_text), &mounts).into_bytes();
         disk.add_file("/proc/self/mounts", mounts_text, 0o444);
+        disk.add_file("/proc/self/mountinfo", mountinfo, 0o444);
         disk.add_file("/dev/termination-log", Vec::new(), 0o666);
         if kind == ImageKind::Agnhost {
             disk.add_file("/agnhost", Vec::new(), 0o755);
@@ -450,6 +452,53 @@ pub(super) fn resolv_conf(dns: &DnsConfig) -> String {
             })
             .collect();
         let _ = writeln!(text, "options {}", opts.join(" "));
+    }
+    text
+}
+
+/// `/proc/self/mountinfo` of a Linux container: the mounts of `/proc/mounts` (`mounts_text`) with
+/// IDs and propagation (proc(5): optional fields `shared:N` for a shared peer group, `master:N`
+/// for a slave of one; none for a private mount). The kubelet translates a volumeMount's
+/// `mountPropagation` into the CRI's (`translateMountPropagation` in
+/// pkg/kubelet/kubelet_pods.go): HostToContainer is rslave (`master:`), Bidirectional rshared
+/// (`shared:`), None or unset private (STO-MOUNTPROPAGATION; Windows containers have no mount
+/// table and the Windows kubelet uses private for every mount).
+pub(super) fn proc_mountinfo(mounts_text: &str, mounts: &[Mount]) -> String {
+    let mut text = String::new();
+    let mut peer_group = 0;
+    for (i, line) in mounts_text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [source, path, fstype, options, ..] = f.as_slice() else {
+            continue;
+        };
+        // Per-mount flags before the separator, the file system's own options after it.
+        let mount_opts = options
+            .split(',')
+            .filter(|o| matches!(*o, "rw" | "ro" | "nosuid" | "nodev" | "noexec" | "relatime"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let super_opts = options;
+        let propagation = mounts
+            .iter()
+            .find(|m| linux_path(&m.path, "/") == *path)
+            .map_or("", |m| m.propagation.as_str());
+        let optional = match propagation {
+            "HostToContainer" => {
+                peer_group += 1;
+                format!(" master:{peer_group}")
+            }
+            "Bidirectional" => {
+                peer_group += 1;
+                format!(" shared:{peer_group}")
+            }
+            _ => String::new(),
+        };
+        let (id, parent) = (i + 100, if i == 0 { 99 } else { 100 });
+        let _ = writeln!(
+            text,
+            "{id} {parent} 0:{} / {path} {mount_opts}{optional} - {fstype} {source} {super_opts}",
+            i + 30
+        );
     }
     text
 }

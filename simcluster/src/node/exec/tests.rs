@@ -269,6 +269,83 @@ async fn windows_commands(#[case] argv: &[&str], #[case] stdout: &str, #[case] s
     assert_eq!(o.exit, ExitStatus::Code(code), "{argv:?}");
 }
 
+/// STO-DEFAULTMODE: a Windows file's permissions are its ACL (WI31), the one it inherits from the
+/// kubelet's directory, whatever defaultMode the Secret volume sets (WSTO "DefaultMode (due to
+/// UID/GID dependency)" unsupported); Linux applies the mode (the upstream e2e "Secrets should be
+/// consumable from pods in volume with defaultMode set [LinuxOnly]").
+#[tokio::test]
+async fn a_default_mode_sets_linux_modes_and_leaves_windows_acls() {
+    let f = Fixture::new();
+    let with_mode = json!({"pod": {"volumes": [
+        {"name": "creds", "secret": {"secretName": "creds", "defaultMode": 256}},
+        {"name": "settings", "configMap": {"name": "settings"}},
+    ]}});
+    let lin = f.app("modes", "linux-1", AGNHOST, with_mode.clone());
+    let o = exec(&f, &lin, &["stat", "-L", "-c", "mode=%a", "/etc/secret/password"]).await;
+    assert_eq!(text(&o.stdout), "mode=400\n");
+    let win = f.app("modes-win", "win2022-1", NANOSERVER, with_mode);
+    let o = exec(&f, &win, &["cmd", "/c", "icacls C:\\secrets\\password"]).await;
+    let acl = text(&o.stdout);
+    assert_eq!(o.exit, ExitStatus::Code(0), "{acl}");
+    assert!(
+        acl.starts_with("C:\\secrets\\password NT AUTHORITY\\SYSTEM:(I)(F)\r\n"),
+        "{acl}"
+    );
+    assert!(acl.contains("BUILTIN\\Users:(I)(RX)"), "{acl}");
+    assert!(!acl.contains("mode="), "{acl}");
+    let o = exec(&f, &win, &["icacls", "C:\\nope"]).await;
+    assert_eq!(o.exit, ExitStatus::Code(2));
+    assert!(text(&o.stderr).contains("cannot find the file"), "{}", text(&o.stderr));
+}
+
+/// STO-MOUNTPROPAGATION: /proc/self/mountinfo shows what the kubelet asked the runtime for
+/// (KPODS translateMountPropagation): HostToContainer is a slave (`master:N`), Bidirectional a
+/// shared mount (`shared:N`), an unset field private (no optional field; proc(5)).
+#[rstest]
+#[case::host_to_container(Some("HostToContainer"), Some(" master:1 "))]
+#[case::bidirectional(Some("Bidirectional"), Some(" shared:1 "))]
+#[case::private(None, None)]
+#[tokio::test]
+async fn mountinfo_shows_the_propagation_of_a_mount(#[case] propagation: Option<&str>, #[case] optional: Option<&str>) {
+    let f = Fixture::new();
+    let mut mount = json!({"name": "hostetc", "mountPath": "/mnt/propagated", "readOnly": true});
+    if let Some(p) = propagation {
+        mount["mountPropagation"] = json!(p);
+    }
+    let pod = f.app(
+        "prop",
+        "linux-1",
+        AGNHOST,
+        json!({
+            "pod": {"volumes": [
+                {"name": "creds", "secret": {"secretName": "creds"}},
+                {"name": "settings", "configMap": {"name": "settings"}},
+                {"name": "hostetc", "hostPath": {"path": "/etc", "type": "Directory"}},
+            ]},
+            "container": {"volumeMounts": [mount]},
+        }),
+    );
+    let info = text(&exec(&f, &pod, &["cat", "/proc/self/mountinfo"]).await.stdout);
+    let line = info
+        .lines()
+        .find(|l| l.contains(" /mnt/propagated "))
+        .unwrap_or_else(|| panic!("no line for the mount in {info}"));
+    assert!(
+        line.contains(" ro,relatime") && line.contains(" - ext4 /dev/root "),
+        "{line}"
+    );
+    match optional {
+        Some(o) => assert!(line.contains(o), "{line}"),
+        None => assert!(!line.contains("master:") && !line.contains("shared:"), "{line}"),
+    }
+    assert!(
+        info.lines()
+            .next()
+            .is_some_and(|l| l.contains(" / / rw,relatime - overlay overlay ")),
+        "{info}"
+    );
+}
+
 #[tokio::test]
 async fn powershell_errors_look_like_powershell() {
     let f = Fixture::new();
