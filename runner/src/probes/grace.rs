@@ -67,7 +67,7 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    // The process had its 12 s (containerd, Linux: the grace period is 30 s).
+    // The process had its 8 s (containerd, Linux: the grace period is 30 s).
     #[case::honoured(Some(12_300), "reached")]
     #[case::just_within_slack(Some(11_600), "reached")]
     // Killed after Windows' 5 s wait (Docker on Windows, W14).
