@@ -406,6 +406,9 @@ pub enum FactCheck {
     /// NET-HNS-NETWORK-PRESENT: the pod network's HNS network exists on the node, as its host
     /// probe lists them (`Get-HnsNetwork`).
     HnsNetwork,
+    /// CPU-KUBELET-PRIORITY: the Windows kubelet runs above the normal priority class
+    /// (`--windows-priorityclass`, read from its command line on the host).
+    KubeletPriority,
 }
 
 impl FactCheck {

@@ -125,6 +125,9 @@ pub struct ClusterFacts {
     /// The HNS network types each Windows node's host probe listed (`Get-HnsNetwork`), or why it
     /// could not, by node; a node without a host probe is absent.
     pub hns_networks: BTreeMap<String, Result<Vec<String>, String>>,
+    /// The kubelet's command line each Windows node's host probe listed (`Win32_Process`), or
+    /// why it could not, by node; a node without a host probe is absent.
+    pub kubelet_cmdlines: BTreeMap<String, Result<String, String>>,
     /// The facts as the report records them.
     pub report: Facts,
 }
@@ -146,6 +149,7 @@ impl ClusterFacts {
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
             hns_networks: BTreeMap::new(),
+            kubelet_cmdlines: BTreeMap::new(),
             report: Default::default(),
         }
     }
@@ -511,6 +515,7 @@ pub async fn collect(
         feature_gates: feature_gates(client).await,
         runtime_classes: runtime_classes(client).await,
         hns_networks: BTreeMap::new(),
+        kubelet_cmdlines: BTreeMap::new(),
         report,
     })
 }

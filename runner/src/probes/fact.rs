@@ -289,6 +289,39 @@ pub fn judge(
             };
             (!pod.is_empty(), seen)
         }
+        F::KubeletPriority => {
+            if node.host_process() == Some(false) {
+                return Err(format!(
+                    "the kubelet's command line on {}: HostProcess pods are not available there (they need Kubernetes 1.23+ and containerd 1.6+), and no API object shows --windows-priorityclass",
+                    node.name
+                ));
+            }
+            let read = facts.kubelet_cmdlines.get(&node.name).ok_or(
+                "the kubelet's command line (Win32_Process through the run's host probe, which runs on HostProcess-capable nodes given every check)",
+            )?;
+            let line = read
+                .as_ref()
+                .map_err(|why| format!("the kubelet's command line: {why}"))?;
+            if line.is_empty() {
+                return Err("the kubelet's command line: no kubelet.exe process on the host".into());
+            }
+            let class = crate::probes::hostfacts::flag(line, "windows-priorityclass");
+            let raised = class.is_some_and(|c| {
+                [
+                    "ABOVE_NORMAL_PRIORITY_CLASS",
+                    "HIGH_PRIORITY_CLASS",
+                    "REALTIME_PRIORITY_CLASS",
+                ]
+                .contains(&c.trim_matches('"').to_ascii_uppercase().as_str())
+            });
+            (
+                raised,
+                match class {
+                    Some(c) => format!("kubelet.exe --windows-priorityclass={c}"),
+                    None => "kubelet.exe runs without --windows-priorityclass (NORMAL_PRIORITY_CLASS)".into(),
+                },
+            )
+        }
         F::DsrConfig => {
             let dsr = facts
                 .dsr
@@ -380,6 +413,7 @@ mod tests {
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
             hns_networks: Default::default(),
+            kubelet_cmdlines: Default::default(),
             report: Facts::default(),
         }
     }

@@ -23,6 +23,8 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 const HNS_TYPES: &str = "Get-HnsNetwork -ErrorAction Stop | Select-Object -ExpandProperty Type";
 /// The Windows kube-proxy's command line (nothing when it is not running).
 const KUBE_PROXY_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
+/// The kubelet's command line (`--windows-priorityclass`, CPU-KUBELET-PRIORITY).
+const KUBELET_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kubelet.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
 /// The Windows kube-proxy binary's version (`Kubernetes v1.32.3`).
 const KUBE_PROXY_VERSION: &str = "$exe = (Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop).ExecutablePath; if ($exe) { & $exe --version } else { Write-Error 'kube-proxy.exe is not running' }";
 
@@ -33,6 +35,7 @@ pub struct Reading {
     pub hns_types: Result<String, String>,
     pub kube_proxy: Result<String, String>,
     pub version: Result<String, String>,
+    pub kubelet: Result<String, String>,
 }
 
 /// Runs the commands on every Windows node with a host probe of the run, concurrently.
@@ -44,10 +47,11 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
         .filter_map(|n| dep.hosts.get(&n.name).map(|p| (&n.name, p.name.as_str())))
         .collect();
     futures::future::join_all(nodes.into_iter().map(|(node, pod)| async move {
-        let (hns_types, kube_proxy, version) = futures::future::join3(
+        let (hns_types, kube_proxy, version, kubelet) = futures::future::join4(
             run(pods, pod, HNS_TYPES),
             run(pods, pod, KUBE_PROXY_CMDLINE),
             run(pods, pod, KUBE_PROXY_VERSION),
+            run(pods, pod, KUBELET_CMDLINE),
         )
         .await;
         Reading {
@@ -55,6 +59,7 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
             hns_types,
             kube_proxy,
             version,
+            kubelet,
         }
     }))
     .await
@@ -89,7 +94,7 @@ pub fn mode_of(hns_type: &str) -> Option<&'static str> {
 }
 
 /// The flags of a command line (`--name=value` or a bare `--name`), by name.
-fn flag<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
+pub fn flag<'a>(cmdline: &'a str, name: &str) -> Option<&'a str> {
     cmdline.split_whitespace().find_map(|a| {
         let a = a.trim_matches('"');
         let rest = a.strip_prefix("--")?.strip_prefix(name)?;
@@ -185,6 +190,18 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
             })
             .map_err(Clone::clone);
         cluster.hns_networks.insert(r.node.clone(), types);
+        let kubelet = r
+            .kubelet
+            .as_ref()
+            .map(|t| {
+                t.lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .map_err(Clone::clone);
+        cluster.kubelet_cmdlines.insert(r.node.clone(), kubelet);
     }
     for r in readings {
         let Some(version) = r.version.as_ref().ok().and_then(|t| version_of(t)) else {
@@ -295,6 +312,7 @@ mod tests {
             hns_types: hns.map(str::to_string).map_err(str::to_string),
             kube_proxy: cmdline.map(str::to_string).map_err(str::to_string),
             version: version.map(str::to_string).map_err(str::to_string),
+            kubelet: Ok("C:\\k\\kubelet.exe --windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS".to_string()),
         }
     }
 
@@ -381,8 +399,12 @@ mod tests {
     /// The host's process list is evidence: kube-proxy.exe running (with its flags) or not.
     #[rstest]
     #[case::running(
+        Ok("C:\\k\\kube-proxy.exe --v=3 --hostname-override=w1\r\n"),
+        Some("kube-proxy.exe is running: C:\\k\\kube-proxy.exe --v=3 --hostname-override=w1")
+    )]
+    #[case::no_override(
         Ok("C:\\k\\kube-proxy.exe --v=3\r\n"),
-        Some("kube-proxy.exe is running: C:\\k\\kube-proxy.exe --v=3")
+        Some("kube-proxy.exe is running without --hostname-override: C:\\k\\kube-proxy.exe --v=3")
     )]
     #[case::stopped(
         Ok(""),

@@ -108,7 +108,8 @@ impl Probe {
         match self {
             // The HNS networks are read on the node's host, through a pod there.
             Probe::Fact {
-                fact: crate::catalogue::suite::FactCheck::HnsNetwork,
+                fact:
+                    crate::catalogue::suite::FactCheck::HnsNetwork | crate::catalogue::suite::FactCheck::KubeletPriority,
             } => false,
             Probe::Fact { .. } | Probe::Audit { .. } | Probe::CsiNode => true,
             Probe::Connect { .. }

@@ -106,6 +106,35 @@ const OVERLAY: &str = "  mode: overlay\n";
     ("[windows-20348→linux,other-node,tcp]", "pass", ""),
 ])]
 // W20, WDBG: port-forward works on Linux and on Windows with a pause image carrying wincat.
+// W20, WRES: the kubelet's --windows-priorityclass is a recommendation — a kubelet started
+// without it is `warn` on its node only; the flag shows on the host (Win32_Process).
+#[case::kubelet_priority_default("CPU-KUBELET-PRIORITY", Setup::Default, &[
+    ("[windows-17763→]", "pass", "--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS"),
+    ("[windows-20348→]", "pass", "--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS"),
+])]
+#[case::kubelet_priority_missing("CPU-KUBELET-PRIORITY", Setup::Edited(
+    "10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n    capacity: {cpu: \"4\", memory: 16Gi, pods: \"110\", ephemeral-storage: 128Gi}\n    taints:\n      - {key: os, value: windows, effect: NoSchedule}\n    kubelet: {systemReserved: {memory: 2Gi}}",
+    "10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n    capacity: {cpu: \"4\", memory: 16Gi, pods: \"110\", ephemeral-storage: 128Gi}\n    taints:\n      - {key: os, value: windows, effect: NoSchedule}\n    kubelet: {systemReserved: {memory: 2Gi}, windowsPriorityClass: \"\"}",
+), &[
+    ("[windows-17763→]", "pass", "ABOVE_NORMAL_PRIORITY_CLASS"),
+    ("[windows-20348→]", "warn", "1 of 1 node: win2022-1: kubelet.exe runs without --windows-priorityclass"),
+])]
+// Before HostProcess pods (1.14, Docker) no in-cluster probe reads the kubelet's flags.
+#[case::kubelet_priority_1_14("CPU-KUBELET-PRIORITY", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
+    ("[windows-17763→]", "indeterminate", "HostProcess pods are not available"),
+])]
+// W14, WDBG: the pod network's HNS network, as the host lists it.
+#[case::hns_network_default("NET-HNS-NETWORK-PRESENT", Setup::Default, &[
+    ("[windows-17763→]", "pass", "HNS network of type L2Bridge"),
+    ("[windows-20348→]", "pass", "HNS network of type L2Bridge"),
+])]
+#[case::hns_network_aks("NET-HNS-NETWORK-PRESENT", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "pass", "HNS network of type L2Tunnel"),
+])]
+#[case::hns_network_missing("NET-HNS-NETWORK-PRESENT", Setup::Fault("win2019-1:hns-network-missing"), &[
+    ("[windows-17763→]", "fail", "Get-HnsNetwork lists nothing"),
+    ("[windows-20348→]", "pass", "L2Bridge"),
+])]
 #[case::port_forward_default("NET-PORT-FORWARD", Setup::Default, &[
     ("[linux→]", "pass", "200 OK"),
     ("[windows-17763→]", "pass", "200 OK"),
@@ -253,13 +282,13 @@ const OVERLAY: &str = "  mode: overlay\n";
 // WI26 "TerminationGracePeriod: requires containerD": the process gets its 12 s on Linux and
 // on containerd on Windows.
 #[case::grace_default("POD-TERMINATION-GRACE", Setup::Default, &[
-    ("[linux→]", "pass", "gone 12."),
-    ("[windows-17763→]", "pass", "gone 12."),
-    ("[windows-20348→]", "pass", "gone 12."),
+    ("[linux→]", "pass", "gone 8."),
+    ("[windows-17763→]", "pass", "gone 8."),
+    ("[windows-20348→]", "pass", "gone 8."),
 ])]
 // W14: Docker on Windows sends CTRL_SHUTDOWN_EVENT and kills after 5 s.
 #[case::grace_docker("POD-TERMINATION-GRACE", Setup::Profile("k8s-1.14-ws2019-host-gw"), &[
-    ("[linux→]", "pass", "gone 12."),
+    ("[linux→]", "pass", "gone 8."),
     ("[windows-17763→]", "known-limitation", "stopped before its shutdown finished"),
 ])]
 // KFG, WSTO: every kubelet of 1.17+ registers its CSINode; the default (kubeadm) cluster

@@ -86,6 +86,8 @@ pub struct NodeProfile {
     pub runs_kube_proxy: bool,
     /// Whether the Windows kube-proxy runs with `--enable-dsr` (`network.dsr`).
     pub dsr: bool,
+    /// The Windows kubelet's `--windows-priorityclass`, if it passes one.
+    pub windows_priority_class: Option<String>,
     /// The version of the Windows kube-proxy binary serving the node.
     pub kube_proxy_version: String,
     pub index: usize,
@@ -229,6 +231,12 @@ impl NodeProfile {
             service_cidr: topology.network.service_cidr.clone(),
             runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology)),
             dsr: topology.network.dsr,
+            windows_priority_class: match &spec.kubelet.windows_priority_class {
+                _ if !windows => None,
+                Some(class) if class.is_empty() => None,
+                Some(class) => Some(class.clone()),
+                None => Some("ABOVE_NORMAL_PRIORITY_CLASS".to_string()),
+            },
             kube_proxy_version,
             index,
             timing: topology.timing.clone(),

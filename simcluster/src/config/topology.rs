@@ -46,7 +46,8 @@
 //!     maxPods: 110                 # the kubelet's maxPods: capacity and allocatable `pods`
 //!     labels: {topology.kubernetes.io/zone: sim-1a}
 //!     taints: [{key: os, value: windows, effect: NoSchedule}]
-//!     kubelet: {systemReserved: {memory: 2Gi}}   # default: nothing reserved
+//!     kubelet: {systemReserved: {memory: 2Gi}}   # default: nothing reserved; also
+//!                                  # windowsPriorityClass (default ABOVE_NORMAL_PRIORITY_CLASS, "": no flag)
 //!     serviceBackendLimit: 1024    # Windows HNS backends per Service: 64, 1024 with the OS fix
 //!     faults: [mac-spoofing-disabled] # see `mixcheck sim faults`
 //! ```
@@ -194,6 +195,11 @@ pub struct KubeletConfig {
     pub kube_reserved: Option<BTreeMap<String, String>>,
     pub eviction_hard: Option<BTreeMap<String, String>>,
     pub enforce_node_allocatable: Option<Vec<String>>,
+    /// The Windows kubelet's `--windows-priorityclass` (CPU-KUBELET-PRIORITY). Absent: the
+    /// documented recommendation `ABOVE_NORMAL_PRIORITY_CLASS`, as cluster-api-provider-azure's
+    /// Windows templates and OpenShift's Windows Machine Config Operator pass it; `""`: no flag
+    /// (the process runs at the normal priority class).
+    pub windows_priority_class: Option<String>,
 }
 
 /// The cluster network.

@@ -128,8 +128,13 @@ pub(super) fn process_table(host: Option<&NodeProfile>) -> Vec<V> {
          --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf \
          --hostname-override={} --container-runtime-endpoint=npipe:////./pipe/containerd-containerd \
          --pod-infra-container-image={} --enable-debugging-handlers --cgroups-per-qos=false \
-         --enforce-node-allocatable=\"\" --resolv-conf=\"\" --log-dir=/var/log/kubelet --logtostderr=false",
-        node.name, node.pause_image
+         --enforce-node-allocatable=\"\" --resolv-conf=\"\" --log-dir=/var/log/kubelet --logtostderr=false{}",
+        node.name,
+        node.pause_image,
+        node.windows_priority_class
+            .as_ref()
+            .map(|c| format!(" --windows-priorityclass={c}"))
+            .unwrap_or_default()
     );
     list.push(proc_(
         pid(host::KUBELET_PID),
