@@ -36,6 +36,7 @@ const OTHER_TOOLS: &[&str] = &[
     "replicas",
     "timeout",
     "watchers",
+    "windows-priorityclass",
     "workspace",
 ];
 

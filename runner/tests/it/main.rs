@@ -44,3 +44,4 @@ mod seed_network;
 mod sim_cli;
 mod support_cli;
 mod topology_text;
+mod triage_matrix;
