@@ -6,28 +6,13 @@
 //!
 //! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example bench [-- --nodes 25,100,250,1000] [--coverage full]`
 
+mod common;
+use common::mixcheck;
+
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The release binary next to this example (`target/release/mixcheck`).
-fn mixcheck() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("cannot find the target directory")?;
-    let bin = dir.join("mixcheck");
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} is missing: run `cargo build --release -p mixcheck` first",
-            bin.display()
-        ))
-    }
-}
 
 /// A topology of `n` nodes: one Linux control plane, then Linux, Windows Server 2019 and
 /// Windows Server 2022 workers in turn.

@@ -14,35 +14,17 @@
 //! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example triage-accuracy [-- --topologies default,aks --selections all,network,version --jobs 2 --no-pairs]`
 //! (`MIXCHECK_BIN` runs another mixcheck binary).
 
+mod common;
+use common::mixcheck;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
-
-/// `MIXCHECK_BIN`, else the binary next to this example (`target/release/mixcheck`).
-fn mixcheck() -> Result<PathBuf, String> {
-    if let Some(bin) = std::env::var_os("MIXCHECK_BIN") {
-        return Ok(PathBuf::from(bin));
-    }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("cannot find the target directory")?;
-    let bin = dir.join("mixcheck");
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} is missing: run `cargo build --release -p mixcheck` first",
-            bin.display()
-        ))
-    }
-}
 
 /// The topologies: a name and the arguments that select it.
 fn topology_args(name: &str) -> Vec<String> {
@@ -201,6 +183,16 @@ fn faults(bin: &Path) -> Result<Vec<(String, String)>, String> {
             Some((w.next()?.to_string(), w.next()?.to_string()))
         })
         .collect())
+}
+
+/// The first three causes, `id@nodes`.
+fn tops(causes: &[Cause]) -> String {
+    causes
+        .iter()
+        .take(3)
+        .map(|c| format!("{}@{}", c.id, c.nodes.join(",")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Default)]
@@ -389,15 +381,7 @@ fn main() -> Result<(), String> {
             if found {
                 pair_score.0 += 1;
             } else {
-                misses.push(format!(
-                    "{label}: top causes {}",
-                    causes
-                        .iter()
-                        .take(3)
-                        .map(|c| format!("{}@{}", c.id, c.nodes.join(",")))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                misses.push(format!("{label}: top causes {}", tops(causes)));
             }
             continue;
         }
@@ -440,17 +424,8 @@ fn main() -> Result<(), String> {
         let localised = top.is_some_and(|c| &c.id == fault && c.nodes == [node.clone()]);
         if localised {
             score.localised += 1;
-        }
-        if !localised {
-            misses.push(format!(
-                "{label}: top causes {}",
-                causes
-                    .iter()
-                    .take(3)
-                    .map(|c| format!("{}@{}", c.id, c.nodes.join(",")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+        } else {
+            misses.push(format!("{label}: top causes {}", tops(causes)));
         }
     }
 

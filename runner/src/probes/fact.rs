@@ -30,6 +30,26 @@ pub fn observe(ctx: &Ctx<'_>, case: &Case<'_>, fact: FactCheck, e: &Expectation)
     }
 }
 
+/// A fact the run's host probe read on the node (`crate::probes::hostfacts`), or which fact
+/// is unknown and why: no HostProcess pod can run there, no host probe ran there, or its
+/// command failed.
+fn host_read<'a, T>(node: &ClusterNode, read: Option<&'a Result<T, String>>, what: &str) -> Result<&'a T, String> {
+    if node.host_process() == Some(false) {
+        return Err(format!(
+            "{what} on {}: HostProcess pods are not available there (they need Kubernetes 1.23+ and containerd 1.6+), no documented in-cluster way to read it",
+            node.name
+        ));
+    }
+    read.ok_or_else(|| {
+        format!(
+            "{what} on {}: read through the run's host probe, which runs on HostProcess-capable nodes given every check",
+            node.name
+        )
+    })?
+    .as_ref()
+    .map_err(|why| format!("{what}: {why}"))
+}
+
 /// What a `fact` probe found on one node: whether the documented state holds, and what was
 /// seen. Err names a fact that could not be read.
 pub fn judge(
@@ -260,16 +280,11 @@ pub fn judge(
             )
         }
         F::HnsNetwork => {
-            if node.host_process() == Some(false) {
-                return Err(format!(
-                    "the HNS networks of {}: HostProcess pods are not available there (they need Kubernetes 1.23+ and containerd 1.6+), no documented in-cluster way to read them",
-                    node.name
-                ));
-            }
-            let read = facts.hns_networks.get(&node.name).ok_or(
-                "the node's HNS networks (Get-HnsNetwork through the run's host probe, which runs on HostProcess-capable nodes given every check)",
+            let types = host_read(
+                node,
+                facts.hns_networks.get(&node.name),
+                "the node's HNS networks (Get-HnsNetwork)",
             )?;
-            let types = read.as_ref().map_err(|why| format!("the node's HNS networks: {why}"))?;
             let pod: Vec<&str> = types
                 .iter()
                 .map(String::as_str)
@@ -290,18 +305,11 @@ pub fn judge(
             (!pod.is_empty(), seen)
         }
         F::KubeletPriority => {
-            if node.host_process() == Some(false) {
-                return Err(format!(
-                    "the kubelet's command line on {}: HostProcess pods are not available there (they need Kubernetes 1.23+ and containerd 1.6+), and no API object shows --windows-priorityclass",
-                    node.name
-                ));
-            }
-            let read = facts.kubelet_cmdlines.get(&node.name).ok_or(
-                "the kubelet's command line (Win32_Process through the run's host probe, which runs on HostProcess-capable nodes given every check)",
+            let line = host_read(
+                node,
+                facts.kubelet_cmdlines.get(&node.name),
+                "the kubelet's command line (Win32_Process; no API object shows --windows-priorityclass)",
             )?;
-            let line = read
-                .as_ref()
-                .map_err(|why| format!("the kubelet's command line: {why}"))?;
             if line.is_empty() {
                 return Err("the kubelet's command line: no kubelet.exe process on the host".into());
             }

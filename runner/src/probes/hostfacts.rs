@@ -178,29 +178,19 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
         });
     }
     for r in readings {
-        let types = r
-            .hns_types
-            .as_ref()
-            .map(|t| {
-                t.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .map_err(Clone::clone);
-        cluster.hns_networks.insert(r.node.clone(), types);
-        let kubelet = r
-            .kubelet
-            .as_ref()
-            .map(|t| {
-                t.lines()
-                    .map(str::trim)
-                    .find(|l| !l.is_empty())
-                    .unwrap_or_default()
-                    .to_string()
-            })
-            .map_err(Clone::clone);
+        let lines = |out: &Result<String, String>| -> Result<Vec<String>, String> {
+            out.as_ref()
+                .map(|t| {
+                    t.lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .map_err(Clone::clone)
+        };
+        cluster.hns_networks.insert(r.node.clone(), lines(&r.hns_types));
+        let kubelet = lines(&r.kubelet).map(|l| l.into_iter().next().unwrap_or_default());
         cluster.kubelet_cmdlines.insert(r.node.clone(), kubelet);
     }
     for r in readings {
