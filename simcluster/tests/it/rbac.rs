@@ -903,7 +903,9 @@ const CAN_I: &[(&str, &str, &[&str], &str)] = &[
     ("patch", "nodes", &[], "no"),
     ("create", "pods", &["-n", "mixcheck-x"], "yes"),
     ("patch", "pods", &["-n", "mixcheck-x"], "yes"),
-    ("delete", "pods", &["-n", "mixcheck-x"], "no"),
+    // POD-TERMINATION-GRACE deletes its own pod and times it; created pods are deleted once
+    // judged (deploy/rbac.yaml).
+    ("delete", "pods", &["-n", "mixcheck-x"], "yes"),
     ("create", "pods", &["--subresource=exec", "-n", "mixcheck-x"], "yes"),
     ("get", "pods", &["--subresource=log", "-n", "kube-system"], "yes"),
     ("list", "secrets", &["-n", "kube-system"], "no"),
