@@ -392,7 +392,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
 
-    use mixcheck_reports::{Fact, Facts};
+    use mixcheck_reports::Fact;
 
     use crate::cluster::facts::{RuntimeClassFact, build_of, dsr_in_config};
     use rstest::rstest;
@@ -410,19 +410,9 @@ mod tests {
     fn cluster(version: (u32, u32), dsr: Option<bool>, gate: Option<bool>) -> ClusterFacts {
         ClusterFacts {
             version,
-            nodes: Vec::new(),
-            network_mode: None,
             dsr: dsr.map(|d| Fact::new(d, "configmap kube-system/kube-proxy-windows winkernel.enableDSR")),
             win_dsr_gate: gate.map(|g| Fact::new(g, "configmap kube-system/kube-proxy-windows featureGates.WinDSR")),
-            flannel_version: None,
-            egress: None,
-            dual_stack: None,
-            calico: None,
-            feature_gates: None,
-            runtime_classes: Ok(Vec::new()),
-            hns_networks: Default::default(),
-            kubelet_cmdlines: Default::default(),
-            report: Facts::default(),
+            ..ClusterFacts::of_nodes(Vec::new())
         }
     }
 

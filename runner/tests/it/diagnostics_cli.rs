@@ -8,16 +8,7 @@ use serde_json::Value;
 
 use crate::cli::{mixcheck, text};
 
-const NETWORK_SUITES: &[&str] = &[
-    "--suite",
-    "network-flows",
-    "--suite",
-    "nodeport",
-    "--suite",
-    "dns",
-    "--suite",
-    "network-config",
-];
+use crate::faults::NETWORK_SUITES;
 
 /// The default topology with `hnsCmdlets: false` on `node`.
 fn without_hns_cmdlets(node: &str) -> String {

@@ -37,7 +37,7 @@ enum Topology {
     Overlay,
 }
 
-const NETWORK_SUITES: &[&str] = &[
+pub(crate) const NETWORK_SUITES: &[&str] = &[
     "--suite",
     "network-flows",
     "--suite",
