@@ -409,6 +409,9 @@ pub enum FactCheck {
     /// CPU-KUBELET-PRIORITY: the Windows kubelet runs above the normal priority class
     /// (`--windows-priorityclass`, read from its command line on the host).
     KubeletPriority,
+    /// NET-CNI-SPEC-CHECK: the plugin flannel delegates to on the node (win-bridge, win-overlay:
+    /// no CNI CHECK), from its CNI configuration file read on the host.
+    CniCheck,
 }
 
 impl FactCheck {

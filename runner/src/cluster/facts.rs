@@ -128,6 +128,10 @@ pub struct ClusterFacts {
     /// The kubelet's command line each Windows node's host probe listed (`Win32_Process`), or
     /// why it could not, by node; a node without a host probe is absent.
     pub kubelet_cmdlines: BTreeMap<String, Result<String, String>>,
+    /// The CNI plugin flannel delegates to on each Windows node, from its configuration file
+    /// read by the node's host probe, or why it could not be read; a node without a host probe
+    /// is absent.
+    pub flannel_delegates: BTreeMap<String, Result<crate::probes::hostfacts::CniDelegate, String>>,
     /// The facts as the report records them.
     pub report: Facts,
 }
@@ -150,6 +154,7 @@ impl ClusterFacts {
             runtime_classes: Ok(Vec::new()),
             hns_networks: BTreeMap::new(),
             kubelet_cmdlines: BTreeMap::new(),
+            flannel_delegates: BTreeMap::new(),
             report: Default::default(),
         }
     }
@@ -516,6 +521,7 @@ pub async fn collect(
         runtime_classes: runtime_classes(client).await,
         hns_networks: BTreeMap::new(),
         kubelet_cmdlines: BTreeMap::new(),
+        flannel_delegates: BTreeMap::new(),
         report,
     })
 }

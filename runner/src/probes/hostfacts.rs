@@ -1,6 +1,7 @@
 //! Facts read on each Windows node itself, through the run's HostProcess host probe (no SSH):
 //! the pod network's HNS network type (the network mode), and the Windows kube-proxy's command
-//! line (DSR, the WinDSR gate) and version. On AKS, EKS and GKE the Windows kube-proxy is a node
+//! line (DSR, the WinDSR gate) and version, the kubelet's command line, and flannel's CNI
+//! configuration (the plugin it delegates to, NET-CNI-SPEC-CHECK). On AKS, EKS and GKE the Windows kube-proxy is a node
 //! service and the CNI no API object, so the node is the one place these show
 //! (real-clusters.md §3). API objects stay the first source; a reading fills only what they
 //! left unknown (or what `--network-mode` merely stated), and names its node and command. A
@@ -25,6 +26,11 @@ const HNS_TYPES: &str = "Get-HnsNetwork -ErrorAction Stop | Select-Object -Expan
 const KUBE_PROXY_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
 /// The kubelet's command line (`--windows-priorityclass`, CPU-KUBELET-PRIORITY).
 const KUBELET_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kubelet.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
+/// Where flannel writes its CNI configuration on a Windows node: sig-windows-tools' HostProcess
+/// flannel (`hostprocess/flannel/flanneld/start.ps1`, `c:/etc/cni/net.d/10-flannel.conf`) and the
+/// 2019 script install (`C:\k\cni\config\cni.conf`) (real-clusters.md §4, W14). Each file
+/// found is printed after a `# <path>` line.
+const FLANNEL_CNI_CONF: &str = "foreach ($p in @('C:\\etc\\cni\\net.d\\10-flannel.conf', 'C:\\k\\cni\\config\\cni.conf')) { if (Test-Path $p) { Write-Output \"# $p\"; Get-Content -Path $p -ErrorAction Stop } }";
 /// The Windows kube-proxy binary's version (`Kubernetes v1.32.3`).
 const KUBE_PROXY_VERSION: &str = "$exe = (Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop).ExecutablePath; if ($exe) { & $exe --version } else { Write-Error 'kube-proxy.exe is not running' }";
 
@@ -36,6 +42,8 @@ pub struct Reading {
     pub kube_proxy: Result<String, String>,
     pub version: Result<String, String>,
     pub kubelet: Result<String, String>,
+    /// Flannel's CNI configuration files (`# <path>` then the file), or why they could not be read.
+    pub cni_conf: Result<String, String>,
 }
 
 /// Runs the commands on every Windows node with a host probe of the run, concurrently.
@@ -47,11 +55,12 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
         .filter_map(|n| dep.hosts.get(&n.name).map(|p| (&n.name, p.name.as_str())))
         .collect();
     futures::future::join_all(nodes.into_iter().map(|(node, pod)| async move {
-        let (hns_types, kube_proxy, version, kubelet) = futures::future::join4(
+        let (hns_types, kube_proxy, version, kubelet, cni_conf) = futures::future::join5(
             run(pods, pod, HNS_TYPES),
             run(pods, pod, KUBE_PROXY_CMDLINE),
             run(pods, pod, KUBE_PROXY_VERSION),
             run(pods, pod, KUBELET_CMDLINE),
+            run(pods, pod, FLANNEL_CNI_CONF),
         )
         .await;
         Reading {
@@ -60,6 +69,7 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
             kube_proxy,
             version,
             kubelet,
+            cni_conf,
         }
     }))
     .await
@@ -192,6 +202,8 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
         cluster.hns_networks.insert(r.node.clone(), lines(&r.hns_types));
         let kubelet = lines(&r.kubelet).map(|l| l.into_iter().next().unwrap_or_default());
         cluster.kubelet_cmdlines.insert(r.node.clone(), kubelet);
+        let cni = r.cni_conf.clone().and_then(|text| flannel_delegate(&text));
+        cluster.flannel_delegates.insert(r.node.clone(), cni);
     }
     for r in readings {
         let Some(version) = r.version.as_ref().ok().and_then(|t| version_of(t)) else {
@@ -208,6 +220,51 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
             node.kube_proxy_version = Some(Fact::new(version, format!("node {}: kube-proxy.exe --version", r.node)));
         }
     }
+}
+
+/// The plugin flannel's CNI configuration delegates to, with the file and its `cniVersion`, from
+/// the first configuration file the command printed (`# <path>` then the JSON); Err says why
+/// there is none (no file at the documented paths, or one that is not flannel's JSON).
+pub fn flannel_delegate(text: &str) -> Result<CniDelegate, String> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(path) = line.strip_prefix("# ") {
+            files.push((path.trim().to_string(), String::new()));
+        } else if let Some((_, body)) = files.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    let Some((path, body)) = files.into_iter().next() else {
+        return Err(
+            "flannel's CNI configuration: none at C:\\etc\\cni\\net.d\\10-flannel.conf or C:\\k\\cni\\config\\cni.conf"
+                .into(),
+        );
+    };
+    let doc: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("flannel's CNI configuration {path}: not JSON ({e})"))?;
+    // A `.conf` is one plugin; a `.conflist` lists them (flannel first, then e.g. portmap).
+    let flannel = std::iter::once(&doc)
+        .chain(doc.get("plugins").and_then(|p| p.as_array()).into_iter().flatten())
+        .find(|p| p.get("type").and_then(|t| t.as_str()) == Some("flannel"))
+        .ok_or_else(|| format!("flannel's CNI configuration {path}: no plugin of type flannel"))?;
+    let delegate = flannel
+        .pointer("/delegate/type")
+        .and_then(|t| t.as_str())
+        .ok_or_else(|| format!("flannel's CNI configuration {path}: no delegate type"))?;
+    Ok(CniDelegate {
+        path,
+        delegate: delegate.to_string(),
+        cni_version: doc.get("cniVersion").and_then(|v| v.as_str()).map(str::to_string),
+    })
+}
+
+/// The CNI plugin flannel delegates to on a Windows node, as its configuration file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CniDelegate {
+    pub path: String,
+    pub delegate: String,
+    pub cni_version: Option<String>,
 }
 
 /// What a node's reading adds to its evidence (for the diagnosis): whether the Windows
@@ -303,6 +360,7 @@ mod tests {
             kube_proxy: cmdline.map(str::to_string).map_err(str::to_string),
             version: version.map(str::to_string).map_err(str::to_string),
             kubelet: Ok("C:\\k\\kubelet.exe --windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS".to_string()),
+            cni_conf: Ok(String::new()),
         }
     }
 
@@ -406,6 +464,43 @@ mod tests {
         let items = evidence(&[r], "w1");
         assert_eq!(items.first().map(|i| i.text.as_str()), text);
         assert!(evidence(&[], "w1").is_empty());
+    }
+
+    /// The delegate of flannel's CNI configuration: a `.conf` (sig-windows-tools, the 2019
+    /// scripts), a `.conflist` with flannel first, the first file printed; no file, not JSON, no
+    /// flannel plugin or no delegate leave it unknown, naming why.
+    #[rstest]
+    #[case::conf(
+        "# C:\\etc\\cni\\net.d\\10-flannel.conf\r\n{\"cniVersion\": \"0.2.0\", \"type\": \"flannel\",\r\n \"delegate\": {\"type\": \"win-overlay\"}}\r\n",
+        Ok(("C:\\etc\\cni\\net.d\\10-flannel.conf", "win-overlay", Some("0.2.0")))
+    )]
+    #[case::conflist(
+        "# C:\\k\\cni\\config\\cni.conf\n{\"name\": \"cbr0\", \"cniVersion\": \"0.3.1\", \"plugins\": [{\"type\": \"flannel\", \"delegate\": {\"type\": \"win-bridge\"}}, {\"type\": \"portmap\"}]}\n# C:\\other.conf\n{}",
+        Ok(("C:\\k\\cni\\config\\cni.conf", "win-bridge", Some("0.3.1")))
+    )]
+    #[case::none("", Err("none at"))]
+    #[case::not_json("# C:\\etc\\cni\\net.d\\10-flannel.conf\n{\"type\": ", Err("not JSON"))]
+    #[case::not_flannel(
+        "# C:\\etc\\cni\\net.d\\10-flannel.conf\n{\"type\": \"win-bridge\"}",
+        Err("no plugin of type flannel")
+    )]
+    #[case::no_delegate(
+        "# C:\\etc\\cni\\net.d\\10-flannel.conf\n{\"type\": \"flannel\"}",
+        Err("no delegate type")
+    )]
+    fn flannels_delegate_is_read_from_its_configuration(
+        #[case] text: &str,
+        #[case] want: Result<(&str, &str, Option<&str>), &str>,
+    ) {
+        match (flannel_delegate(text), want) {
+            (Ok(d), Ok((path, delegate, version))) => {
+                assert_eq!(d.path, path);
+                assert_eq!(d.delegate, delegate);
+                assert_eq!(d.cni_version.as_deref(), version);
+            }
+            (Err(e), Err(part)) => assert!(e.contains(part), "{e}"),
+            (got, want) => panic!("got {got:?}, want {want:?}"),
+        }
     }
 
     #[rstest]

@@ -106,10 +106,12 @@ impl Probe {
     /// The probe reads the API only: it is judged on a node that is not Ready too.
     pub fn reads_the_api_only(&self) -> bool {
         match self {
-            // The HNS networks are read on the node's host, through a pod there.
+            // Read on the node's host, through a pod there.
             Probe::Fact {
                 fact:
-                    crate::catalogue::suite::FactCheck::HnsNetwork | crate::catalogue::suite::FactCheck::KubeletPriority,
+                    crate::catalogue::suite::FactCheck::HnsNetwork
+                    | crate::catalogue::suite::FactCheck::KubeletPriority
+                    | crate::catalogue::suite::FactCheck::CniCheck,
             } => false,
             Probe::Fact { .. } | Probe::Audit { .. } | Probe::CsiNode => true,
             Probe::Connect { .. }

@@ -3,7 +3,8 @@
 //! documentation says (pod-to-pod without NAT, KNM; port-forward, W14/W20/WDBG; the kubelet's
 //! summary API, E2E/kubelet_stats; IPv6 on dual-stack and overlay clusters, K8SDS/W22/WNET;
 //! Calico's Installation, CAL; termination messages, W14/WI31/KRUNTIME; Secret defaultMode,
-//! W14/WSTO; mount propagation, WI31/KPODS; grace periods, W14/WI26; CSINode, W20/WSTO/KFG).
+//! W14/WSTO; mount propagation, WI31/KPODS; grace periods, W14/WI26; CSINode, W20/WSTO/KFG;
+//! CNI CHECK, W14/WNET).
 
 use std::collections::BTreeMap;
 
@@ -134,6 +135,22 @@ const OVERLAY: &str = "  mode: overlay\n";
 #[case::hns_network_missing("NET-HNS-NETWORK-PRESENT", Setup::Fault("win2019-1:hns-network-missing"), &[
     ("[windows-17763→]", "fail", "Get-HnsNetwork lists nothing"),
     ("[windows-20348→]", "pass", "L2Bridge"),
+])]
+// W14, WNET: win-bridge and win-overlay lack CNI CHECK; the delegate is read from flannel's CNI
+// configuration on the node, or (no HostProcess) from flannel's backend; other CNIs are not
+// what the rule speaks of.
+#[case::cni_check_default("NET-CNI-SPEC-CHECK", Setup::Default, &[
+    ("[windows-17763→]", "known-limitation", "10-flannel.conf: flannel delegates to win-bridge"),
+    ("[windows-20348→]", "known-limitation", "10-flannel.conf: flannel delegates to win-bridge"),
+])]
+#[case::cni_check_vxlan("NET-CNI-SPEC-CHECK", Setup::Profile("kubeadm-flannel-hostprocess"), &[
+    ("[windows-20348→]", "known-limitation", "flannel delegates to win-overlay"),
+])]
+#[case::cni_check_1_14("NET-CNI-SPEC-CHECK", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[windows-17763→]", "known-limitation", "flannel's overlay network (kube-system/kube-flannel-cfg"),
+])]
+#[case::cni_check_aks("NET-CNI-SPEC-CHECK", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "not-applicable", "runs no flannel"),
 ])]
 #[case::port_forward_default("NET-PORT-FORWARD", Setup::Default, &[
     ("[linux→]", "pass", "200 OK"),
