@@ -1,6 +1,10 @@
 //! `outside`: the runner's own HTTP client at a node's NodePort, hostPort or its pool's
 //! LoadBalancer — the view of a client outside the cluster — after checking, once per node,
-//! that this machine reaches the node's address at all ([`crate::cluster::reach`]).
+//! that this machine reaches the node's address at all ([`crate::cluster::reach`]). Where it
+//! does not (node addresses are private on AKS, EKS and GKE), the nearest client outside the
+//! cluster's pod network is another node's host network: the NodePort or hostPort is judged
+//! from there, as upstream's e2e tests do (a host-network exec pod → nodeIP:nodePort), and the
+//! observation says so.
 
 use std::time::Duration;
 
@@ -40,7 +44,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
     if to != Destination::LoadBalancer
         && let Err(why) = ctx.reach.check(node, svc.node_ports.0).await
     {
-        return Probed::Unknown(why);
+        return from_another_host(ctx, case, to, &why).await;
     }
     let kind = match to {
         Destination::LoadBalancer => FlowKind::LoadBalancer,
@@ -70,6 +74,79 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         settled.observation,
         format!("this machine → {url}: {}{note}", settled.value),
     )
+}
+
+/// The node whose host network stands in for an outside client of the node `to` (an index
+/// into the facts): another node with a usable node-side probe, a Linux one first (its probe
+/// needs no HostProcess support); None when there is none.
+fn vantage(ctx: &Ctx<'_>, to: usize) -> Option<usize> {
+    let usable = |i: &usize| {
+        ctx.facts.nodes.get(*i).is_some_and(|n| {
+            ctx.dep.hosts.get(&n.name).is_some_and(|p| p.problem.is_none())
+                && (n.os == mixcheck_reports::Os::Linux || n.host_process() == Some(true))
+        })
+    };
+    let others = || (0..ctx.facts.nodes.len()).filter(move |i| *i != to).filter(usable);
+    others()
+        .find(|i| {
+            ctx.facts
+                .nodes
+                .get(*i)
+                .is_some_and(|n| n.os == mixcheck_reports::Os::Linux)
+        })
+        .or_else(|| others().next())
+}
+
+/// The node's NodePort or hostPort from another node's host network, for a runner that does not
+/// reach the node's address (`why`); unknown, with `why`, when no other node can stand in.
+async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why: &str) -> Probed {
+    let Ok((i, node)) = case.node(ctx.facts) else {
+        return Probed::Unknown(why.to_string());
+    };
+    let Some(v) = vantage(ctx, i) else {
+        return Probed::Unknown(format!("{why}; no other node's host network can stand in"));
+    };
+    let inside = Case {
+        check: case.check,
+        placement: Some(crate::catalogue::suite::Placement::OtherNode),
+        protocol: Some(crate::catalogue::suite::Protocol::Tcp),
+        variant: case.variant,
+        pair: crate::probes::judgement::Pair {
+            from: Some(v),
+            to: Some(i),
+        },
+        index: case.index,
+    };
+    let probed = crate::probes::connect::observe(
+        ctx,
+        &inside,
+        crate::catalogue::suite::Origin::Host,
+        to,
+        crate::catalogue::suite::ServiceVariant::Cluster,
+        crate::catalogue::suite::Verify::Reachable,
+    )
+    .await;
+    let from = ctx.facts.nodes.get(v).map_or("another node", |n| n.name.as_str());
+    let stand_in = format!(
+        "this machine does not reach {}'s address {} (private, as on most managed clusters); judged from node {from}'s host network, the nearest client outside the pod network: ",
+        node.name,
+        node.outside_address()
+    );
+    match probed {
+        Probed::Seen {
+            observation,
+            summary,
+            output,
+            flaky,
+        } => Probed::Seen {
+            observation,
+            summary: format!("{stand_in}{summary}"),
+            output,
+            flaky,
+        },
+        Probed::Unknown(u) => Probed::Unknown(format!("{why}; from node {from}'s host network: {u}")),
+        Probed::Error(e) => Probed::Error(format!("{stand_in}{e}")),
+    }
 }
 
 /// The runner's own HTTP GET, within `wait`.

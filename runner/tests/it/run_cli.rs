@@ -540,7 +540,8 @@ fn eight_pods_per_windows_node(t: &str) -> String {
 /// A locked-down or limited cluster (real-clusters reference §2) changes only the cells that
 /// meet the lock, each naming it, and the run passes its gate: no egress → the outbound checks
 /// are not-applicable, saying egress was detected absent; private node addresses → the
-/// outside-client cells are indeterminate, saying this machine does not reach the node; a policy
+/// outside-client cells are judged from another node's host network, saying this machine does
+/// not reach the node's address (as upstream e2e probes a NodePort from a host-network pod); a policy
 /// webhook denying hostPorts → only the hostPort cells, indeterminate and naming the denial;
 /// eight pods per Windows node → nothing changes (the run's pods take turns). Every other cell
 /// keeps the default cluster's verdict.
@@ -549,8 +550,8 @@ fn eight_pods_per_windows_node(t: &str) -> String {
 #[case::private_node_addresses(
     private_node_addresses,
     from_outside,
-    "indeterminate",
-    "this machine does not reach node"
+    "pass",
+    "host network, the nearest client outside the pod network"
 )]
 #[case::hostport_denied(hostport_denied, hostport, "indeterminate", "admission webhook")]
 #[case::eight_pods_per_windows_node(eight_pods_per_windows_node, none, "", "")]

@@ -116,7 +116,8 @@ const LTSC_FROM_2022: &[u32] = &[20348, 26100];
 /// works (S2); from 1.10 hostPort did not work correctly on Windows (k8s#51354, k8s#66022) and the
 /// 1.14-era win-bridge/win-overlay had no `portMappings` (k8s#90116); win-bridge gained it in
 /// containernetworking/plugins#475 (2020, the 1.18 era), win-overlay never did (plugins#530,
-/// microsoft/SDN#428).
+/// microsoft/SDN#428). Azure CNI's Windows networks (L2Tunnel) map them as HNS NAT policies
+/// since Azure/azure-container-networking#256 (2018).
 fn port_mappings_by_era(version: (u32, u32), mode: NetworkMode) -> bool {
     version < (1, 10) || (version >= (1, 18) && mode != NetworkMode::Overlay)
 }
@@ -594,6 +595,7 @@ mod tests {
     #[case::k118_win_bridge_port_mappings((1, 18), NetworkMode::L2bridge, true)]
     #[case::current((1, 32), NetworkMode::L2bridge, true)]
     #[case::current_overlay_530((1, 32), NetworkMode::Overlay, false)]
+    #[case::azure_cni_256((1, 32), NetworkMode::L2tunnel, true)]
     fn host_port_mappings_by_era(#[case] version: (u32, u32), #[case] mode: NetworkMode, #[case] maps: bool) {
         assert_eq!(port_mappings_by_era(version, mode), maps);
     }
