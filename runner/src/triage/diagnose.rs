@@ -482,6 +482,10 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<Picked>, BTree
             .iter()
             .enumerate()
             .filter_map(|(k, c)| {
+                let left = c.explained.iter().filter(|i| remaining.contains(i)).count();
+                if left == 0 {
+                    return None;
+                }
                 let aside: BTreeSet<usize> = picked
                     .iter()
                     .filter(|p| candidates[p.index].node != c.node)
@@ -492,9 +496,13 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<Picked>, BTree
                 } else {
                     c.confidence(&aside)
                 };
-                let left = c.explained.iter().filter(|i| remaining.contains(i)).count();
-                (confidence >= MIN_CONFIDENCE && left > 0)
-                    .then(|| (k, left as f64 * confidence, c.specificity, confidence, aside))
+                (confidence >= MIN_CONFIDENCE).then_some((
+                    k,
+                    left as f64 * confidence,
+                    c.specificity,
+                    confidence,
+                    aside,
+                ))
             })
             // Most explained (weighted), then the more specific; ties keep catalogue order.
             .max_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));

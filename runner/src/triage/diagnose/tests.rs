@@ -667,7 +667,7 @@ fn kube_proxy_log(node: &str, line: &str) -> NodeEvidence {
         node: node.into(),
         items: vec![EvidenceItem {
             source: "node-log kube-proxy/kube-proxy.log".into(),
-            text: Excerpt::new(&format!(
+            text: Excerpt::new(format!(
                 "I1127 14:22:57.325383    5403 flags.go:33] {line}\nI1127 server.go:483] \"Version info\""
             )),
         }],
