@@ -151,10 +151,10 @@ fn find(re: &Regex, cells: &[(&CellId, String)], items: &[EvidenceItem]) -> Opti
         })
 }
 
-/// Whether an evidence item is the node's own state as the API shows it (its conditions and
-/// taints; [`crate::triage::evidence`]), not a pod's or a cell's.
+/// Whether an evidence item is the node's own state as the API shows it (its conditions, taints
+/// and Lease; [`crate::triage::evidence`]), not a pod's or a cell's.
 fn node_state(source: &str) -> bool {
-    source.starts_with("condition ") || source == "taints"
+    source.starts_with("condition ") || source == "taints" || source.starts_with("lease ")
 }
 
 /// One cause on one node, scored over the whole run.

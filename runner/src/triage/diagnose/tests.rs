@@ -740,3 +740,74 @@ fn a_fault_in_a_pool_of_two_is_localised_to_its_node(
         "{d:#?}"
     );
 }
+
+#[rstest::rstest]
+#[case::no_lease_read(None, Some("win2022-1: cell "))]
+#[case::stale(
+    Some("renewed 310 s ago (2026-11-27T14:00:00Z), longer than its 40 s duration: heartbeat stale"),
+    Some("win2022-1: lease kube-node-lease/win2022-1: renewed 310 s ago")
+)]
+#[case::fresh(
+    Some("renewed 4 s ago (2026-11-27T14:00:00Z), within its 40 s duration: heartbeat fresh"),
+    None
+)]
+fn the_node_lease_heartbeat_weighs_on_a_stopped_kubelet(#[case] lease: Option<&str>, #[case] shown: Option<&str>) {
+    // #23: a NotReady node whose kubelet has not renewed its Lease for longer than its duration
+    // has a stopped kubelet; one renewed within it has a live kubelet that reports NotReady, and
+    // the stopped kubelet is no longer the first explanation of its cells.
+    let (cells, mut items) = peer_fault_run("kubelet-stopped", "win2022-1", "win2019-1");
+    if let Some(text) = lease {
+        items.push(EvidenceItem {
+            source: "lease kube-node-lease/win2022-1".into(),
+            text: Excerpt::new(text),
+        });
+    }
+    let evidence = vec![NodeEvidence {
+        node: "win2022-1".into(),
+        items,
+    }];
+    let r = report(cells, "l2bridge");
+    let causes = catalogue();
+    let d = diagnose(&r, &causes, evidence.clone(), false);
+    let stopped = d.causes.iter().find(|c| c.id == "kubelet-stopped");
+    match shown {
+        Some(line) => {
+            let c = &d.causes[0];
+            assert_eq!(
+                (c.id.as_str(), c.nodes.as_slice()),
+                ("kubelet-stopped", &["win2022-1".to_string()][..]),
+                "{d:#?}"
+            );
+            assert_eq!(c.confidence, 85, "{c:#?}");
+            assert!(c.evidence.iter().any(|e| e.starts_with(line)), "{:?}", c.evidence);
+        }
+        None => {
+            assert_ne!(
+                d.causes.first().map(|c| c.id.as_str()),
+                Some("kubelet-stopped"),
+                "{d:#?}"
+            );
+            assert!(stopped.is_none_or(|c| c.confidence <= 43), "{d:#?}");
+            // Its candidate is refuted, with the line that says why.
+            let c = score(
+                &r,
+                causes
+                    .causes
+                    .iter()
+                    .find(|c| c.cause.id == "kubelet-stopped")
+                    .expect("in the catalogue"),
+                "win2022-1",
+                &evidence[0].items,
+            )
+            .expect("a candidate");
+            assert_eq!(c.refuted, 1);
+            assert!(
+                c.evidence
+                    .iter()
+                    .any(|e| e.starts_with("against it: lease kube-node-lease/win2022-1: renewed 4 s ago")),
+                "{:?}",
+                c.evidence
+            );
+        }
+    }
+}
