@@ -336,7 +336,7 @@ fn seed(store: &Store, topology: &Topology) -> Result<Vec<NodeProfile>, ApiError
         store.create(
             resources::named("coordination.k8s.io", "leases"),
             "kube-node-lease",
-            objects::lease_object(&spec.name),
+            objects::lease_object(&spec.name, p.has_fault(crate::config::faults::Fault::KubeletStopped)),
         )?;
     }
     Ok(profiles)

@@ -239,6 +239,12 @@ pub struct Cause {
     /// Each that matches makes the cause more specific.
     #[serde(default)]
     pub supports: Vec<String>,
+    /// Each that matches the evidence gathered about the node (never a cell's text, which may
+    /// be another node's) speaks against the cause there, as a refuting node diagnostic does: a
+    /// node whose kube-proxy shows `--hostname-override` set to its name does not run without
+    /// it. May hold the placeholders of `confirm` (their values matched literally).
+    #[serde(default)]
+    pub refuted_by: Vec<String>,
     pub remedy: String,
     #[serde(default)]
     pub confirm: Vec<Confirm>,
@@ -422,6 +428,22 @@ impl Catalogue {
                 }
                 if let Some(Some(Err(e))) = c.confirms.as_deref().map(|p| confirm_pattern(p, &sample)) {
                     return Err(invalid(format!("cause {id}: bad regular expression in confirms: {e}")));
+                }
+            }
+            for pattern in &cause.refuted_by {
+                if let Some(name) = placeholders_in(pattern).into_iter().find(|n| !PLACEHOLDERS.contains(n)) {
+                    return Err(invalid(format!(
+                        "cause {id}: unknown placeholder {{{name}}} in refutedBy (known: {})",
+                        PLACEHOLDERS.join(", ")
+                    )));
+                }
+                if pattern.starts_with('!') {
+                    return Err(invalid(format!(
+                        "cause {id}: refutedBy patterns cannot be negated: {pattern}"
+                    )));
+                }
+                if let Some(Err(e)) = confirm_pattern(pattern, &sample) {
+                    return Err(invalid(format!("cause {id}: bad regular expression in refutedBy: {e}")));
                 }
             }
             causes.push(Compiled {

@@ -6,10 +6,12 @@
 //! network mode), the cause's signature is laid over the run: the failing cells it predicts are
 //! what it *explains*; cells it predicts to fail that worked, and cells it says keep working
 //! that failed, speak against it. Its confidence is the share of its predictions that held,
-//! raised or lowered by node diagnostics. A cause whose required messages are not seen is not a
-//! candidate. Causes are then picked greedily — the one that explains most of what is still
-//! unexplained, weighted by confidence, first — so each failing cell is explained at most once,
-//! by the best cause; what no cause explains stays visible as unexplained. Documented
+//! raised or lowered by node diagnostics and lowered by what the node's evidence shows against
+//! it (`refutedBy`). A cause whose required messages are not seen is not a candidate. Causes are
+//! then picked greedily — the one that explains most of what is still unexplained, weighted by
+//! confidence, first — so each failing cell is explained at most once, by the best cause; what no
+//! cause explains stays visible as unexplained. Once a cause is named on a node, the cells it
+//! explains count neither for nor against the candidates on other nodes ([`pick`]). Documented
 //! limitations never fail a cell, so they never become causes.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -149,19 +151,28 @@ fn find(re: &Regex, cells: &[(&CellId, String)], items: &[EvidenceItem]) -> Opti
         })
 }
 
-/// Whether an evidence item is the node's own state as the API shows it (its conditions and
-/// taints; [`crate::triage::evidence`]), not a pod's or a cell's.
+/// Whether an evidence item is the node's own state as the API shows it (its conditions, taints
+/// and Lease; [`crate::triage::evidence`]), not a pod's or a cell's.
 fn node_state(source: &str) -> bool {
-    source.starts_with("condition ") || source == "taints"
+    source.starts_with("condition ") || source == "taints" || source.starts_with("lease ")
 }
 
 /// One cause on one node, scored over the whole run.
 struct Candidate<'a> {
     cause: &'a Compiled,
     node: String,
+    /// The failing cells it predicts.
     explained: Vec<usize>,
+    /// The cells it predicts to fail that worked.
     contradicted: Vec<usize>,
+    /// The failing cells it says keep working.
+    violated: Vec<usize>,
+    /// Its confidence over the whole run ([`Candidate::confidence`] with nothing set aside).
     confidence: f64,
+    /// How many node diagnostics refuted it (each halves its confidence).
+    refuted: i32,
+    /// Whether a node diagnostic confirmed it.
+    confirmed: bool,
     /// Matched message patterns: a cause that names more of what was seen is more specific.
     specificity: usize,
     evidence: Vec<String>,
@@ -240,13 +251,22 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
             lines.push(line);
         }
     }
-    let held = explained.len() as f64;
-    let signature = held / (held + contradicted.len() as f64 + violated.len() as f64);
-    // An inference from symptoms alone stays below certainty; what the node itself shows
-    // (--node-diagnostics) confirms or refutes it.
-    let mut confidence = SYMPTOMS_WEIGHT * signature;
     let vars = node_vars(&report.facts, node);
     let mut confirmed = false;
+    let mut refuted = 0;
+    // What the node's own evidence shows against it counts like a refuting diagnostic.
+    for pattern in &c.refuted_by {
+        let Some(Ok((_, re))) = crate::catalogue::causes::confirm_pattern(pattern, &vars) else {
+            continue;
+        };
+        if let Some(line) = evidence
+            .iter()
+            .find_map(|i| matching_line(&re, i.text.as_str()).map(|l| format!("{}: {l}", i.source)))
+        {
+            refuted += 1;
+            lines.insert(0, format!("against it: {line}"));
+        }
+    }
     for confirm in &c.confirm {
         let Some(pattern) = &confirm.confirms else { continue };
         let source = format!("{DIAGNOSTICS_PREFIX}{}", confirm.command);
@@ -269,11 +289,8 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
                 line.unwrap_or_else(|| shorten(output.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
             lines.push(format!("{source}: {shown}"));
         } else {
-            confidence /= 2.0;
+            refuted += 1;
         }
-    }
-    if confirmed {
-        confidence = (confidence + 1.0 - SYMPTOMS_WEIGHT).min(1.0);
     }
     // Then what the first explained cells observed.
     for (id, _) in texts.iter().take(EVIDENCE_LINES) {
@@ -291,17 +308,55 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     }
     lines.dedup();
     lines.truncate(EVIDENCE_LINES);
-    contradicted.extend(violated);
-    contradicted.sort_unstable();
-    Some(Candidate {
+    let mut candidate = Candidate {
         cause,
         node: node.to_string(),
         explained,
         contradicted,
-        confidence,
+        violated,
+        confidence: 0.0,
+        refuted,
+        confirmed,
         specificity,
         evidence: lines,
-    })
+    };
+    candidate.confidence = candidate.confidence(&BTreeSet::new());
+    Some(candidate)
+}
+
+impl Candidate<'_> {
+    /// Its confidence with the failing cells `aside` set aside: the share of its predictions
+    /// that held, counting neither for nor against it the cells in `aside` (those a cause
+    /// already named on another node explains), halved by each node diagnostic that refuted
+    /// it and raised by one that confirmed it.
+    fn confidence(&self, aside: &BTreeSet<usize>) -> f64 {
+        let held = self.explained.iter().filter(|i| !aside.contains(i)).count() as f64;
+        if held == 0.0 {
+            return 0.0;
+        }
+        let against = self.contradicted.len() + self.violated.iter().filter(|i| !aside.contains(i)).count();
+        let signature = held / (held + against as f64);
+        // An inference from symptoms alone stays below certainty; what the node itself shows
+        // (--node-diagnostics) confirms or refutes it.
+        let mut confidence = SYMPTOMS_WEIGHT * signature / 2f64.powi(self.refuted);
+        if self.confirmed {
+            confidence = (confidence + 1.0 - SYMPTOMS_WEIGHT).min(1.0);
+        }
+        confidence
+    }
+
+    /// What speaks against it with the cells `aside` set aside: the cells it predicts to fail
+    /// that worked and the failing ones it says keep working.
+    fn against(&self, aside: &BTreeSet<usize>) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .contradicted
+            .iter()
+            .chain(self.violated.iter().filter(|i| !aside.contains(i)))
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out
+    }
 }
 
 /// What a diagnostics command's evidence `output` says of a cause whose `confirms` pattern is
@@ -386,7 +441,7 @@ pub fn suspects(
 ) -> BTreeMap<String, BTreeSet<String>> {
     let candidates = candidates(report, catalogue, evidence);
     let (picked, _) = pick(report, &candidates);
-    let pointed: BTreeSet<&str> = picked.iter().map(|(k, _)| candidates[*k].node.as_str()).collect();
+    let pointed: BTreeSet<&str> = picked.iter().map(|p| candidates[p.index].node.as_str()).collect();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for c in candidates.iter().filter(|c| pointed.contains(c.node.as_str())) {
         out.entry(c.node.clone()).or_default().insert(c.cause.cause.id.clone());
@@ -394,10 +449,26 @@ pub fn suspects(
     out
 }
 
+/// A picked candidate: its index, the cells it explains (those no earlier pick explained), its
+/// confidence and what speaks against it when it was picked.
+struct Picked {
+    index: usize,
+    explains: Vec<usize>,
+    confidence: f64,
+    against: Vec<usize>,
+}
+
 /// Picks candidates greedily — the one that explains most of what is still unexplained,
 /// weighted by confidence, first — so each failing cell is explained once: the picked
-/// candidates (by index) with the cells each explains, and the failing cells left unexplained.
-fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<(usize, Vec<usize>)>, BTreeSet<usize>) {
+/// candidates with the cells each explains, and the failing cells left unexplained.
+///
+/// Once a cause is named on a node, the cells it explains are set aside for the candidates on
+/// other nodes: a cross-node flow that a node without sandboxes breaks neither speaks against
+/// a cause on its peer (a cell that cause says keeps working) nor for one (a cell it would
+/// explain too). So a cause whose own cells are there on its node is named beside a stronger
+/// cause on another node that also explains the cells they share, and a cause that fits
+/// another node only through the cells of the named one is not.
+fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<Picked>, BTreeSet<usize>) {
     let mut remaining: BTreeSet<usize> = report
         .cells
         .iter()
@@ -405,20 +476,39 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<(usize, Vec<us
         .filter(|(_, c)| failing(c.verdict))
         .map(|(i, _)| i)
         .collect();
-    let mut picked: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut picked: Vec<Picked> = Vec::new();
     loop {
         let best = candidates
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.confidence >= MIN_CONFIDENCE)
-            .map(|(k, c)| {
+            .filter_map(|(k, c)| {
                 let left = c.explained.iter().filter(|i| remaining.contains(i)).count();
-                (k, left, left as f64 * c.confidence, c.specificity)
+                if left == 0 {
+                    return None;
+                }
+                let aside: BTreeSet<usize> = picked
+                    .iter()
+                    .filter(|p| candidates[p.index].node != c.node)
+                    .flat_map(|p| candidates[p.index].explained.iter().copied())
+                    .collect();
+                let confidence = if aside.is_empty() {
+                    c.confidence
+                } else {
+                    c.confidence(&aside)
+                };
+                (confidence >= MIN_CONFIDENCE).then_some((
+                    k,
+                    left as f64 * confidence,
+                    c.specificity,
+                    confidence,
+                    aside,
+                ))
             })
-            .filter(|(_, left, ..)| *left > 0)
             // Most explained (weighted), then the more specific; ties keep catalogue order.
-            .max_by(|a, b| a.2.total_cmp(&b.2).then(a.3.cmp(&b.3)).then(b.0.cmp(&a.0)));
-        let Some((k, ..)) = best else { break };
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));
+        let Some((k, _, _, confidence, aside)) = best else {
+            break;
+        };
         let explains: Vec<usize> = candidates[k]
             .explained
             .iter()
@@ -428,7 +518,12 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<(usize, Vec<us
         for i in &explains {
             remaining.remove(i);
         }
-        picked.push((k, explains));
+        picked.push(Picked {
+            index: k,
+            explains,
+            confidence,
+            against: candidates[k].against(&aside),
+        });
     }
     (picked, remaining)
 }
@@ -446,10 +541,10 @@ pub fn diagnose(
     let mut order: Vec<String> = Vec::new();
     let mut by_id: BTreeMap<String, Found> = BTreeMap::new();
     let ids = |cells: &[usize]| -> Vec<CellId> { cells.iter().map(|&i| report.cells[i].id.clone()).collect() };
-    for (k, explains) in picked {
-        let cand = &candidates[k];
+    for p in picked {
+        let cand = &candidates[p.index];
         let c = &cand.cause.cause;
-        let confidence = (cand.confidence * 100.0).round().clamp(0.0, 100.0) as u8;
+        let confidence = (p.confidence * 100.0).round().clamp(0.0, 100.0) as u8;
         let entry = by_id.entry(c.id.clone()).or_insert_with(|| {
             order.push(c.id.clone());
             Found {
@@ -482,8 +577,8 @@ pub fn diagnose(
         });
         entry.confidence = entry.confidence.min(confidence);
         entry.nodes.push(cand.node.clone());
-        entry.explains.extend(ids(&explains));
-        entry.contradicted_by.extend(ids(&cand.contradicted));
+        entry.explains.extend(ids(&p.explains));
+        entry.contradicted_by.extend(ids(&p.against));
         entry
             .evidence
             .extend(cand.evidence.iter().map(|l| format!("{}: {l}", cand.node)));

@@ -1,5 +1,6 @@
 //! Evidence about the nodes failing cells were observed on, read through the Kubernetes API
-//! after the probes and before cleanup: the node's conditions and taints, the status of every
+//! after the probes and before cleanup: the node's conditions and taints, its kubelet's
+//! heartbeat (the node's Lease in `kube-node-lease`: how long ago it was renewed), the status of every
 //! pod on it (waiting and terminated reasons, restarts), the Warning events of the run's pods
 //! there, the logs of the agent pods (kube-proxy, flannel, CNI) on it, and the kubelet's,
 //! kube-proxy's and flanneld's logs through the node proxy where the node serves them.
@@ -7,12 +8,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams, LogParams};
 use mixcheck_reports::evidence::EXCERPT_LIMIT;
 use mixcheck_reports::{EvidenceItem, Excerpt, NodeEvidence};
 
 use crate::cluster::facts::ClusterNode;
+
+/// The namespace of the nodes' Leases, which their kubelets renew as their heartbeat.
+const NODE_LEASES: &str = "kube-node-lease";
+/// How long a Lease lasts when its spec does not say (the kubelet's default).
+const LEASE_SECONDS: i64 = 40;
 
 /// The limit on each API call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -44,6 +51,25 @@ fn tail(text: &str, lines: usize) -> String {
         kept = &kept[1..];
     }
     kept.join("\n")
+}
+
+/// What a node's Lease says of its kubelet's heartbeat at `now`: how long ago it was renewed,
+/// and whether that is within the Lease's duration (`fresh`) or not (`stale`: the node lifecycle
+/// controller marks a node whose Lease expired `Unknown`). None when it holds no renewTime.
+fn heartbeat(lease: &Lease, now: k8s_openapi::jiff::Timestamp) -> Option<String> {
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref()?.0;
+    let duration = spec.lease_duration_seconds.map_or(LEASE_SECONDS, i64::from);
+    let age = now.duration_since(renewed).as_secs();
+    let (state, within) = if age > duration {
+        ("stale", "longer than")
+    } else {
+        ("fresh", "within")
+    };
+    Some(format!(
+        "renewed {age} s ago ({}), {within} its {duration} s duration: heartbeat {state}",
+        renewed.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ))
 }
 
 /// One line about a pod's state: phase, readiness and why each container is not running.
@@ -150,6 +176,19 @@ async fn of_node(
     if !taints.is_empty() {
         items.push(item("taints", &taints.join(", ")));
     }
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NODE_LEASES);
+    let source = format!("lease {NODE_LEASES}/{}", node.name);
+    match tokio::time::timeout(CALL_TIMEOUT, leases.get_opt(&node.name)).await {
+        Ok(Ok(Some(lease))) => {
+            if let Some(text) = heartbeat(&lease, k8s_openapi::jiff::Timestamp::now()) {
+                items.push(item(source, &text));
+            }
+        }
+        // No Lease: a kubelet older than 1.14 (or one that never registered) posts none.
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => items.push(item(source, &format!("not read: {e}"))),
+        Err(_) => items.push(item(source, "not read: timed out")),
+    }
     let all: Api<Pod> = Api::all(client.clone());
     let params = ListParams::default().fields(&format!("spec.nodeName={}", node.name));
     match tokio::time::timeout(CALL_TIMEOUT, all.list(&params)).await {
@@ -243,6 +282,60 @@ mod tests {
         assert!(state.contains("container kube-proxy ready=false restarts=4"), "{state}");
         assert!(state.contains("waiting CrashLoopBackOff: back-off 40s"), "{state}");
         assert!(state.contains("last terminated Error (exit code 1)"), "{state}");
+    }
+
+    #[rstest::rstest]
+    #[case::just_renewed(
+        3,
+        Some(40),
+        "renewed 3 s ago (2026-11-27T14:00:00Z), within its 40 s duration: heartbeat fresh"
+    )]
+    #[case::at_its_duration(
+        40,
+        Some(40),
+        "renewed 40 s ago (2026-11-27T14:00:00Z), within its 40 s duration: heartbeat fresh"
+    )]
+    #[case::expired(
+        300,
+        Some(40),
+        "renewed 300 s ago (2026-11-27T14:00:00Z), longer than its 40 s duration: heartbeat stale"
+    )]
+    #[case::default_duration(
+        41,
+        None,
+        "renewed 41 s ago (2026-11-27T14:00:00Z), longer than its 40 s duration: heartbeat stale"
+    )]
+    #[case::longer_duration(
+        100,
+        Some(120),
+        "renewed 100 s ago (2026-11-27T14:00:00Z), within its 120 s duration: heartbeat fresh"
+    )]
+    fn a_leases_renew_time_tells_a_live_heartbeat_from_a_stale_one(
+        #[case] age: i64,
+        #[case] duration: Option<i32>,
+        #[case] said: &str,
+    ) {
+        let mut spec = serde_json::json!({"holderIdentity": "win2022-1", "renewTime": "2026-11-27T14:00:00.000000Z"});
+        if let Some(d) = duration {
+            spec["leaseDurationSeconds"] = d.into();
+        }
+        let lease: Lease = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "win2022-1", "namespace": "kube-node-lease"},
+            "spec": spec
+        }))
+        .expect("lease");
+        let renewed: k8s_openapi::jiff::Timestamp = "2026-11-27T14:00:00Z".parse().expect("time");
+        let now = renewed
+            .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(age))
+            .expect("now");
+        assert_eq!(heartbeat(&lease, now).as_deref(), Some(said));
+    }
+
+    #[test]
+    fn a_lease_without_a_renew_time_says_nothing() {
+        let lease: Lease = serde_json::from_value(serde_json::json!({"spec": {"holderIdentity": "n"}})).expect("lease");
+        let now = k8s_openapi::jiff::Timestamp::now();
+        assert_eq!(heartbeat(&lease, now), None);
     }
 
     #[test]

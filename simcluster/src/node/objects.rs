@@ -180,12 +180,22 @@ pub fn csinode_object(spec: &NodeSpec, profile: &NodeProfile) -> Option<Value> {
     }))
 }
 
-/// The node's Lease in `kube-node-lease`.
-pub fn lease_object(node: &str) -> Value {
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+/// How long before the cluster starts a stopped kubelet last renewed its Lease: longer than the
+/// node monitor's grace period (40 s), after which the node lifecycle controller marks the node
+/// `Unknown` — the state a stopped kubelet's node is seeded in.
+pub const STOPPED_KUBELET_LAST_RENEWED: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+/// The node's Lease in `kube-node-lease`: renewed now, or, for a node whose kubelet is
+/// stopped, [`STOPPED_KUBELET_LAST_RENEWED`] ago (its kubelet renews it no more).
+pub fn lease_object(node: &str, kubelet_stopped: bool) -> Value {
+    let mut at = chrono::Utc::now();
+    if kubelet_stopped {
+        at -= STOPPED_KUBELET_LAST_RENEWED;
+    }
+    let renew = at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
     json!({
         "metadata": {"name": node, "namespace": "kube-node-lease"},
-        "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now},
+        "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew},
     })
 }
 

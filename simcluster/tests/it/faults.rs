@@ -435,3 +435,23 @@ async fn a_missing_hns_network_shows_in_the_kubelet_log() {
         .expect("kubelet.log");
     assert!(!other.contains("No network adapter found"), "{other}");
 }
+
+/// #23: a stopped kubelet renews its node Lease no more — last renewed longer ago than the
+/// node monitor's grace period, which is why its node is `Unknown` — while the others' kubelets
+/// renew theirs every 10 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_kubelet_leaves_its_node_lease_stale_and_the_others_renew_theirs() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let (_cluster, client) = cluster_with("kubelet-stopped").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let age = |lease: Lease| {
+        let renewed = lease.spec.and_then(|s| s.renew_time).expect("renewTime").0;
+        k8s_openapi::jiff::Timestamp::now()
+            .duration_since(renewed)
+            .as_secs_f64()
+    };
+    let stopped = age(leases.get(FAULTED).await.expect("the stopped node's lease"));
+    let running = age(leases.get(HEALTHY).await.expect("the running node's lease"));
+    assert!(stopped > 40.0, "last renewed {stopped} s ago");
+    assert!(running < 15.0, "last renewed {running} s ago");
+}

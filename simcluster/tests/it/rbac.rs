@@ -181,6 +181,8 @@ const PERMISSIONS: &[(&str, &str, &str, &str, &str, bool)] = &[
     ("delete", "", "pods", "", RUN, true),
     ("patch", "", "secrets", "", RUN, true),
     ("get", "storage.k8s.io", "csinodes", "", "", true),
+    // Evidence: an implicated node's Lease (its kubelet's heartbeat).
+    ("get", "coordination.k8s.io", "leases", "", "kube-node-lease", true),
     ("create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", true),
     // Not a run's business:
     ("get", "", "secrets", "", RUN, false),
@@ -188,6 +190,7 @@ const PERMISSIONS: &[(&str, &str, &str, &str, &str, bool)] = &[
     ("get", "", "namespaces", "", "", false),
     ("get", "", "nodes", "", "", false),
     ("patch", "", "nodes", "", "", false),
+    ("update", "coordination.k8s.io", "leases", "", "kube-node-lease", false),
     ("create", "apps", "deployments", "", RUN, false),
     ("create", "", "pods", "attach", RUN, false),
     ("create", "", "serviceaccounts", "token", "mixcheck", false),
@@ -901,6 +904,8 @@ const CAN_I: &[(&str, &str, &[&str], &str)] = &[
     ("list", "nodes", &[], "yes"),
     ("get", "nodes", &["--subresource=proxy"], "yes"),
     ("patch", "nodes", &[], "no"),
+    ("get", "leases.coordination.k8s.io", &["-n", "kube-node-lease"], "yes"),
+    ("update", "leases.coordination.k8s.io", &["-n", "kube-node-lease"], "no"),
     ("create", "pods", &["-n", "mixcheck-x"], "yes"),
     ("patch", "pods", &["-n", "mixcheck-x"], "yes"),
     // POD-TERMINATION-GRACE deletes its own pod and times it; created pods are deleted once

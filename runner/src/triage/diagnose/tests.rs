@@ -443,3 +443,371 @@ fn node_diagnostics_confirm_or_refute() {
         assert!(c.evidence.iter().any(|e| e.contains("not run: ")), "{:?}", c.evidence);
     }
 }
+
+/// The failing cells a fault on `y` gives, observed from `y` and on the flows between `y` and
+/// `x`, and the evidence the run gathers about `y`: what the harness sees of each fault.
+fn peer_fault_run(fault: &str, y: &str, x: &str) -> (Vec<Cell>, Vec<EvidenceItem>) {
+    let sandbox = |why: &str| {
+        format!(
+            "FailedCreatePodSandBox (3 times): Failed to create pod sandbox: rpc error: code = Unknown desc = {why}"
+        )
+    };
+    let (client, server, items): (String, String, Vec<EvidenceItem>) = match fault {
+        "kubelet-stopped" => {
+            let not_ready =
+                format!("node {y} is not Ready (Ready=Unknown): nothing runs there, so the cell was not probed");
+            (
+                not_ready.clone(),
+                not_ready,
+                vec![EvidenceItem {
+                    source: "condition Ready".into(),
+                    text: Excerpt::new("Ready=Unknown"),
+                }],
+            )
+        }
+        "kube-proxy-no-hostname-override" => ("timeout".into(), "timeout".into(), Vec::new()),
+        _ => {
+            let why = match fault {
+                "pause-image-wrong-build" => {
+                    "failed to start sandbox container: hcs::CreateComputeSystem: The container operating system does not match the host operating system. (0xc0370101)"
+                }
+                "hns-network-missing" => {
+                    "failed to setup network for sandbox: plugin type=\"flannel\" name=\"cbr0\" failed (add): failed to delegate add: error while GETHNSNewtorkByName(cbr0): Network cbr0 not found"
+                }
+                _ => {
+                    "failed to setup network for sandbox: plugin type=\"flannel\" name=\"cbr0\" failed (add): loadFlannelSubnetEnv failed: open C:\\run\\flannel\\subnet.env: The system cannot find the file specified."
+                }
+            };
+            let items = if fault == "flanneld-waiting" {
+                vec![EvidenceItem {
+                    source: "log kube-flannel/kube-flannel-ds-windows-x".into(),
+                    text: Excerpt::new("I1126 main.go:400] Waiting for the Network to be created"),
+                }]
+            } else {
+                Vec::new()
+            };
+            (
+                format!("the client pod on {y} is not usable: {}", sandbox(why)),
+                format!("the netexec server on {y} is not usable: {}", sandbox(why)),
+                items,
+            )
+        }
+    };
+    let verdict = if fault == "kube-proxy-no-hostname-override" {
+        F
+    } else {
+        E
+    };
+    let mut cells = Vec::new();
+    for peer in ["linux-1", x] {
+        for (check, rule) in [
+            ("pod-ip-cross-node", "NET-POD-POD-IP-CROSS"),
+            ("pod-to-cluster-ip", "NET-POD-SVC-CLUSTERIP"),
+            ("pod-to-pod-no-nat", "NET-OUTBOUND-NAT-EXCEPTIONLIST"),
+        ] {
+            cells.push(flow(check, rule, y, peer, verdict, &client));
+            cells.push(flow(check, rule, peer, y, verdict, &server));
+        }
+    }
+    cells.push(flow("pod-ip-same-node", "NET-POD-POD-IP-SAME", y, y, verdict, &client));
+    cells.push(flow(
+        "pod-to-outside-ip",
+        "NET-POD-EXT-IP",
+        y,
+        "external",
+        verdict,
+        &client,
+    ));
+    if fault == "kube-proxy-no-hostname-override" {
+        cells.push(flow(
+            "kube-proxy-hostname-override",
+            "NET-KUBEPROXY-HOSTNAME",
+            y,
+            "same-pod",
+            F,
+            "the log of kube-proxy says: FLAG: --hostname-override=\"\"",
+        ));
+    }
+    (cells, items)
+}
+
+/// The cells of `x` alone when it has the ExceptionList `fault`: its flows to Linux and to the
+/// outside (those to `y` are `peer_fault_run`'s).
+fn exceptionlist_run(fault: &str, x: &str) -> Vec<Cell> {
+    let missing = fault == "exceptionlist-missing-cluster";
+    let no_nat = if missing {
+        "cli-2 → 10.244.1.9:8080 tcp: mismatch (backend saw 127.244.11.14, the client is 10.244.2.17)"
+    } else {
+        "ok"
+    };
+    let (outside, outside_says) = if missing { (P, "ok") } else { (F, "timeout") };
+    vec![
+        flow(
+            "pod-to-pod-no-nat",
+            "NET-OUTBOUND-NAT-EXCEPTIONLIST",
+            x,
+            "linux-1",
+            if missing { F } else { P },
+            no_nat,
+        ),
+        flow(
+            "pod-to-pod-no-nat",
+            "NET-OUTBOUND-NAT-EXCEPTIONLIST",
+            "linux-1",
+            x,
+            P,
+            "ok",
+        ),
+        flow("pod-ip-cross-node", "NET-POD-POD-IP-CROSS", x, "linux-1", P, "ok"),
+        flow("pod-ip-cross-node", "NET-POD-POD-IP-CROSS", "linux-1", x, P, "ok"),
+        flow("pod-to-cluster-ip", "NET-POD-SVC-CLUSTERIP", x, "linux-1", P, "ok"),
+        flow("pod-ip-same-node", "NET-POD-POD-IP-SAME", x, x, P, "ok"),
+        flow(
+            "pod-to-outside-ip",
+            "NET-POD-EXT-IP",
+            x,
+            "external",
+            outside,
+            outside_says,
+        ),
+        flow(
+            "pod-to-outside-name",
+            "NET-POD-EXT-DNS",
+            x,
+            "external",
+            outside,
+            outside_says,
+        ),
+    ]
+}
+
+/// The causes of a diagnosis with their nodes, in order.
+fn found(d: &Diagnosis) -> Vec<(String, Vec<String>)> {
+    d.causes.iter().map(|c| (c.id.clone(), c.nodes.clone())).collect()
+}
+
+#[rstest::rstest]
+fn an_exceptionlist_cause_is_named_beside_a_stronger_cause_on_its_peer(
+    #[values("exceptionlist-missing-cluster", "exceptionlist-covers-outside")] own: &str,
+    #[values(
+        "pause-image-wrong-build",
+        "flannel-subnet-env-missing",
+        "flanneld-waiting",
+        "hns-network-missing",
+        "kubelet-stopped",
+        "kube-proxy-no-hostname-override"
+    )]
+    peer: &str,
+    #[values(("win2019-1", "win2022-1"), ("win2022-2", "win2019-1"))] (x, y): (&str, &str),
+) {
+    // The flows between x and y fail because of y's fault: x's ExceptionList cause explains
+    // some of them (x as source) and says others keep working (x as destination). They speak
+    // neither for nor against it once y's cause explains them; its own cells (the no-NAT cell
+    // to Linux, the outside flows) name it, on x.
+    let (mut cells, items) = peer_fault_run(peer, y, x);
+    cells.extend(exceptionlist_run(own, x));
+    let evidence = vec![NodeEvidence { node: y.into(), items }];
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), evidence, false);
+    let mut top: Vec<(String, Vec<String>)> = found(&d).into_iter().take(2).collect();
+    top.sort();
+    let mut want = vec![
+        (own.to_string(), vec![x.to_string()]),
+        (peer.to_string(), vec![y.to_string()]),
+    ];
+    want.sort();
+    assert_eq!(top, want, "{:#?}", found(&d));
+    assert!(d.unexplained.is_empty(), "{d:#?}");
+    // Each failing cell is still explained once.
+    let explained: usize = d.causes.iter().map(|c| c.explains.len()).sum();
+    let failing = d.causes.iter().flat_map(|c| &c.explains).collect::<BTreeSet<_>>().len();
+    assert_eq!(explained, failing, "{d:#?}");
+    let own_cause = d.causes.iter().find(|c| c.id == own).expect("named");
+    assert!(own_cause.confidence >= 40, "{own_cause:#?}");
+    assert!(
+        own_cause.contradicted_by.is_empty(),
+        "the peer's cells do not speak against it: {own_cause:#?}"
+    );
+}
+
+#[rstest::rstest]
+fn a_fault_alone_names_no_cause_on_its_peer(
+    #[values(
+        "pause-image-wrong-build",
+        "flannel-subnet-env-missing",
+        "flanneld-waiting",
+        "hns-network-missing",
+        "kubelet-stopped",
+        "kube-proxy-no-hostname-override"
+    )]
+    fault: &str,
+    #[values(("win2019-1", "win2022-1"), ("win2022-2", "win2019-1"))] (x, y): (&str, &str),
+) {
+    // The shared cells alone do not make x's causes: nothing but y's cause is named.
+    let (mut cells, items) = peer_fault_run(fault, y, x);
+    cells.extend(
+        exceptionlist_run("exceptionlist-covers-outside", x)
+            .into_iter()
+            .map(|mut c| {
+                if failing(c.verdict) {
+                    c.verdict = P;
+                    c.observed.summary = "ok".into();
+                }
+                c
+            }),
+    );
+    let evidence = vec![NodeEvidence { node: y.into(), items }];
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), evidence, false);
+    assert_eq!(found(&d), [(fault.to_string(), vec![y.to_string()])], "{d:#?}");
+    assert!(d.unexplained.is_empty(), "{d:#?}");
+}
+
+/// kube-proxy's log on `node`: its `--hostname-override` flag as `value` shows it.
+fn kube_proxy_log(node: &str, line: &str) -> NodeEvidence {
+    NodeEvidence {
+        node: node.into(),
+        items: vec![EvidenceItem {
+            source: "node-log kube-proxy/kube-proxy.log".into(),
+            text: Excerpt::new(format!(
+                "I1127 14:22:57.325383    5403 flags.go:33] {line}\nI1127 server.go:483] \"Version info\""
+            )),
+        }],
+    }
+}
+
+#[rstest::rstest]
+#[case::flag_empty(r#"FLAG: --hostname-override="""#, 85)]
+#[case::flag_of_another_node(r#"FLAG: --hostname-override="win2022-10""#, 85)]
+#[case::flag_set_to_the_node(r#"FLAG: --hostname-override="win2022-1""#, 43)]
+#[case::command_line_with_the_flag(
+    r"kube-proxy.exe is running: C:\k\kube-proxy.exe --v=3 --hostname-override=win2022-1 --kubeconfig=C:\k\config",
+    43
+)]
+fn the_nodes_own_kube_proxy_flag_speaks_against_a_missing_override(#[case] line: &str, #[case] confidence: u8) {
+    let (cells, _) = peer_fault_run("kube-proxy-no-hostname-override", "win2022-1", "win2019-1");
+    let d = diagnose(
+        &report(cells, "l2bridge"),
+        &catalogue(),
+        vec![kube_proxy_log("win2022-1", line)],
+        false,
+    );
+    // Refuted, it may rank below another cause; it stays a candidate, halved.
+    let top = d
+        .causes
+        .iter()
+        .find(|c| c.id == "kube-proxy-no-hostname-override")
+        .expect("named");
+    assert_eq!(top.nodes, ["win2022-1"], "{d:#?}");
+    assert_eq!(d.causes[0].id == top.id, confidence == 85, "{d:#?}");
+    assert_eq!(top.confidence, confidence, "{top:#?}");
+    assert_eq!(
+        top.evidence
+            .iter()
+            .any(|e| e.contains("against it: node-log kube-proxy/")),
+        confidence < 85,
+        "{:?}",
+        top.evidence
+    );
+}
+
+#[rstest::rstest]
+fn a_fault_in_a_pool_of_two_is_localised_to_its_node(
+    #[values(("win2022-2", "win2022-1"), ("win2022-1", "win2022-2"))] (faulted, peer): (&str, &str),
+) {
+    // Both nodes form one pool (AKS, GKE): the flows between them are the faulted node's
+    // cells, and a session to the pool's ClientIP service from the peer, observed on the peer
+    // alone, fails at the backend on the faulted node. The peer's kube-proxy runs with the flag
+    // set, and the cells the faulted node's cause explains do not speak for a cause on the peer.
+    let (mut cells, _) = peer_fault_run("kube-proxy-no-hostname-override", faulted, peer);
+    let mut session = flow(
+        "client-ip-session-affinity",
+        "NET-SESSION-AFFINITY",
+        peer,
+        peer,
+        F,
+        "timeout",
+    );
+    session.coordinates.locality = None;
+    cells.push(session);
+    cells.push(flow("nodeport-from-other-nodes", "NP-REMOTE", "linux-1", peer, P, "ok"));
+    let evidence = vec![
+        kube_proxy_log(faulted, r#"FLAG: --hostname-override="""#),
+        kube_proxy_log(peer, &format!(r#"FLAG: --hostname-override="{peer}""#)),
+    ];
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), evidence, false);
+    assert_eq!(
+        found(&d),
+        [("kube-proxy-no-hostname-override".to_string(), vec![faulted.to_string()])],
+        "{d:#?}"
+    );
+}
+
+#[rstest::rstest]
+#[case::no_lease_read(None, Some("win2022-1: cell "))]
+#[case::stale(
+    Some("renewed 310 s ago (2026-11-27T14:00:00Z), longer than its 40 s duration: heartbeat stale"),
+    Some("win2022-1: lease kube-node-lease/win2022-1: renewed 310 s ago")
+)]
+#[case::fresh(
+    Some("renewed 4 s ago (2026-11-27T14:00:00Z), within its 40 s duration: heartbeat fresh"),
+    None
+)]
+fn the_node_lease_heartbeat_weighs_on_a_stopped_kubelet(#[case] lease: Option<&str>, #[case] shown: Option<&str>) {
+    // #23: a NotReady node whose kubelet has not renewed its Lease for longer than its duration
+    // has a stopped kubelet; one renewed within it has a live kubelet that reports NotReady, and
+    // the stopped kubelet is no longer the first explanation of its cells.
+    let (cells, mut items) = peer_fault_run("kubelet-stopped", "win2022-1", "win2019-1");
+    if let Some(text) = lease {
+        items.push(EvidenceItem {
+            source: "lease kube-node-lease/win2022-1".into(),
+            text: Excerpt::new(text),
+        });
+    }
+    let evidence = vec![NodeEvidence {
+        node: "win2022-1".into(),
+        items,
+    }];
+    let r = report(cells, "l2bridge");
+    let causes = catalogue();
+    let d = diagnose(&r, &causes, evidence.clone(), false);
+    let stopped = d.causes.iter().find(|c| c.id == "kubelet-stopped");
+    match shown {
+        Some(line) => {
+            let c = &d.causes[0];
+            assert_eq!(
+                (c.id.as_str(), c.nodes.as_slice()),
+                ("kubelet-stopped", &["win2022-1".to_string()][..]),
+                "{d:#?}"
+            );
+            assert_eq!(c.confidence, 85, "{c:#?}");
+            assert!(c.evidence.iter().any(|e| e.starts_with(line)), "{:?}", c.evidence);
+        }
+        None => {
+            assert_ne!(
+                d.causes.first().map(|c| c.id.as_str()),
+                Some("kubelet-stopped"),
+                "{d:#?}"
+            );
+            assert!(stopped.is_none_or(|c| c.confidence <= 43), "{d:#?}");
+            // Its candidate is refuted, with the line that says why.
+            let c = score(
+                &r,
+                causes
+                    .causes
+                    .iter()
+                    .find(|c| c.cause.id == "kubelet-stopped")
+                    .expect("in the catalogue"),
+                "win2022-1",
+                &evidence[0].items,
+            )
+            .expect("a candidate");
+            assert_eq!(c.refuted, 1);
+            assert!(
+                c.evidence
+                    .iter()
+                    .any(|e| e.starts_with("against it: lease kube-node-lease/win2022-1: renewed 4 s ago")),
+                "{:?}",
+                c.evidence
+            );
+        }
+    }
+}
