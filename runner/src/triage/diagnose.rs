@@ -486,9 +486,15 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<Picked>, BTree
                 if left == 0 {
                     return None;
                 }
+                // A cause already named on another node sets its cells aside for the other
+                // causes; the same cause on a second node qualifies on its own cells alone
+                // (a peer in the faulted node's pool shares its cells, not its fault).
                 let aside: BTreeSet<usize> = picked
                     .iter()
-                    .filter(|p| candidates[p.index].node != c.node)
+                    .filter(|p| {
+                        let named = &candidates[p.index];
+                        named.node != c.node && named.cause.cause.id != c.cause.cause.id
+                    })
                     .flat_map(|p| candidates[p.index].explained.iter().copied())
                     .collect();
                 let confidence = if aside.is_empty() {

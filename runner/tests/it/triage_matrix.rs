@@ -49,6 +49,13 @@ const MATRIX: &[(&str, Topology, &str)] = &[
     // Two Windows nodes in one pool: the flows between them are the faulted node's, and the
     // other node's kube-proxy runs with the flag.
     ("kube-proxy-no-hostname-override", Profile("aks"), "akswin000001"),
+    // The same on overlay: the cells between the two nodes are the faulted node's; the cause
+    // on the peer would have to stand on the peer's own cells.
+    (
+        "vxlan-params-mismatch",
+        Profile("kubeadm-flannel-hostprocess"),
+        "win2022-2",
+    ),
 ];
 
 /// Pairs of faults, ((fault, node), (fault, node), topology): an ExceptionList fault on one node
