@@ -131,9 +131,18 @@ pub struct ClusterFacts {
     /// The CNI plugin flannel delegates to on each Windows node, from its configuration file
     /// read by the node's host probe, or why it could not be read; a node without a host probe
     /// is absent.
-    pub flannel_delegates: BTreeMap<String, Result<crate::probes::hostfacts::CniDelegate, String>>,
+    pub flannel_delegates: BTreeMap<String, Result<CniDelegate, String>>,
     /// The facts as the report records them.
     pub report: Facts,
+}
+
+/// The CNI plugin flannel delegates to on a Windows node, as its configuration file says (read
+/// by the node's host probe, `crate::probes::hostfacts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CniDelegate {
+    pub path: String,
+    pub delegate: String,
+    pub cni_version: Option<String>,
 }
 
 #[cfg(test)]

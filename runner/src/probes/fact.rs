@@ -542,7 +542,7 @@ mod tests {
         facts.network_mode = mode.map(|m| Fact::new(m.to_string(), "kube-flannel-cfg"));
         if let Some(read) = read {
             let read = read
-                .map(|d| crate::probes::hostfacts::CniDelegate {
+                .map(|d| crate::cluster::facts::CniDelegate {
                     path: "C:\\etc\\cni\\net.d\\10-flannel.conf".into(),
                     delegate: d.into(),
                     cni_version: Some("0.3.1".into()),

@@ -14,7 +14,7 @@ use kube::Api;
 use mixcheck_reports::{EvidenceItem, Excerpt, Fact, Os};
 
 use crate::cluster::deploy::Deployment;
-use crate::cluster::facts::{self, ClusterFacts};
+use crate::cluster::facts::{self, ClusterFacts, CniDelegate};
 use crate::probes::outcome;
 
 /// The limit on one command.
@@ -257,14 +257,6 @@ pub fn flannel_delegate(text: &str) -> Result<CniDelegate, String> {
         delegate: delegate.to_string(),
         cni_version: doc.get("cniVersion").and_then(|v| v.as_str()).map(str::to_string),
     })
-}
-
-/// The CNI plugin flannel delegates to on a Windows node, as its configuration file says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CniDelegate {
-    pub path: String,
-    pub delegate: String,
-    pub cni_version: Option<String>,
 }
 
 /// What a node's reading adds to its evidence (for the diagnosis): whether the Windows
