@@ -132,7 +132,13 @@ use Documented::{Unsupported, Works};
 #[case::hostport_1_12("nodeport", "hostport", K112, Lim, "GH kubernetes#51354")]
 // plugins#530: win-overlay has no portMappings; other CNIs are undocumented.
 #[case::hostport_overlay("nodeport", "hostport", Row { mode: "overlay", ..CURRENT }, Lim, "GH containernetworking/plugins#530")]
-#[case::hostport_azure_cni("nodeport", "hostport", Row { mode: "l2tunnel", ..CURRENT }, Undoc, "S2")]
+// The review found no source for other CNIs; Azure CNI (L2Tunnel) has one: it programs a Windows
+// pod's portMappings as HNS NAT policies (Azure/azure-container-networking#256, 2018). A host
+// reaching its own node's hostPort there is a known issue needing CNI and OS fixes (AKS#3620);
+// ovn-kubernetes (transparent) stays undocumented.
+#[case::hostport_azure_cni("nodeport", "hostport", Row { mode: "l2tunnel", ..CURRENT }, Works, "GH Azure/azure-container-networking#256")]
+#[case::hostport_azure_cni_own_node("nodeport", "hostport", Row { mode: "l2tunnel", placement: Placement::SameNode, ..CURRENT }, Undoc, "GH Azure/AKS#3620")]
+#[case::hostport_transparent("nodeport", "hostport", Row { mode: "transparent", ..CURRENT }, Undoc, "S2")]
 // plugins#475 speaks of containers reaching their own node's hostPort, not the host.
 #[case::hostport_host_same_node("nodeport", "hostport", Row { placement: Placement::SameNode, kernel: "10.0.17763.6414", ..CURRENT }, Undoc, "GH containernetworking/plugins#475")]
 #[case::hostport_pod_same_node_1809("nodeport", "hostport-from-pod-own-node", Row { placement: Placement::SameNode, kernel: "10.0.17763.6414", ..CURRENT }, Lim, "GH containernetworking/plugins#475")]
