@@ -158,25 +158,21 @@ fn pair_miss(a: (&str, &str), b: (&str, &str), topology: Topology) -> Option<Str
     }
 }
 
-#[test]
-fn every_fault_on_another_node_with_every_suite_is_diagnosed_first_there() {
-    // Two runs at a time (each serves its own bundled cluster).
-    let misses: Vec<String> = std::thread::scope(|scope| {
+/// The misses of `rows`, two runs at a time (each serves its own bundled cluster).
+fn two_at_a_time<T: Sync>(rows: &[T], miss: impl Fn(&T) -> Option<String> + Sync) -> Vec<String> {
+    let miss = &miss;
+    std::thread::scope(|scope| {
         let workers: Vec<_> = [0, 1]
             .into_iter()
-            .map(|first| {
-                scope.spawn(move || {
-                    MATRIX
-                        .iter()
-                        .skip(first)
-                        .step_by(2)
-                        .filter_map(|(f, t, n)| miss(f, *t, n))
-                        .collect::<Vec<_>>()
-                })
-            })
+            .map(|first| scope.spawn(move || rows.iter().skip(first).step_by(2).filter_map(miss).collect::<Vec<_>>()))
             .collect();
         workers.into_iter().flat_map(|w| w.join().expect("a worker")).collect()
-    });
+    })
+}
+
+#[test]
+fn every_fault_on_another_node_with_every_suite_is_diagnosed_first_there() {
+    let misses = two_at_a_time(MATRIX, |(f, t, n)| miss(f, *t, n));
     assert!(
         misses.is_empty(),
         "not diagnosed first on their node:\n{}",
@@ -186,22 +182,7 @@ fn every_fault_on_another_node_with_every_suite_is_diagnosed_first_there() {
 
 #[test]
 fn two_faults_on_two_nodes_are_both_diagnosed_each_on_its_node() {
-    let misses: Vec<String> = std::thread::scope(|scope| {
-        let workers: Vec<_> = [0, 1]
-            .into_iter()
-            .map(|first| {
-                scope.spawn(move || {
-                    PAIRS
-                        .iter()
-                        .skip(first)
-                        .step_by(2)
-                        .filter_map(|(a, b, t)| pair_miss(*a, *b, *t))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().expect("a worker")).collect()
-    });
+    let misses = two_at_a_time(PAIRS, |(a, b, t)| pair_miss(*a, *b, *t));
     assert!(
         misses.is_empty(),
         "not both diagnosed on their nodes:\n{}",
