@@ -4,7 +4,8 @@
 //! on two different nodes; and a clean run of each topology. Prints per topology and selection
 //! the rank-1 and rank-3 accuracy of the diagnosis (the injected fault's cause first, or among
 //! the first three), the localisation accuracy (the top cause names exactly the faulted node),
-//! the false causes of clean runs and of faults the selection cannot see, the confusion matrix
+//! the runs that named a cause besides the injected one (EXTRA), the false causes of clean
+//! runs and of faults the selection cannot see, the confusion matrix
 //! (injected fault → top cause) and the time the diagnosis adds; then every miss.
 //!
 //! A fault the selection does not observe (the run passes) is not scored for accuracy; a cause
@@ -201,6 +202,8 @@ struct Score {
     rank1: usize,
     rank3: usize,
     localised: usize,
+    /// Scored runs that named a cause besides the injected one.
+    extra: usize,
     unobserved: usize,
     false_causes: usize,
     clean_runs: usize,
@@ -341,6 +344,7 @@ fn main() -> Result<(), String> {
     let mut scores: BTreeMap<(String, String), Score> = BTreeMap::new();
     let mut confusion: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let mut misses: Vec<String> = Vec::new();
+    let mut extras: Vec<String> = Vec::new();
     let mut pair_score = (0usize, 0usize);
     let mut refused = 0;
     for (i, outcome) in &results {
@@ -427,6 +431,10 @@ fn main() -> Result<(), String> {
         } else {
             misses.push(format!("{label}: top causes {}", tops(causes)));
         }
+        if causes.len() > 1 {
+            score.extra += 1;
+            extras.push(format!("{label}: causes {}", tops(causes)));
+        }
     }
 
     println!(
@@ -435,8 +443,17 @@ fn main() -> Result<(), String> {
         started.elapsed().as_secs()
     );
     println!(
-        "{:<28} {:<8} {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>10}",
-        "TOPOLOGY", "SUITES", "SCORED", "RANK-1", "RANK-3", "LOCALISED", "UNOBSERVED", "FALSE CAUSES", "DIAG MS"
+        "{:<28} {:<8} {:>6} {:>8} {:>8} {:>10} {:>6} {:>10} {:>12} {:>10}",
+        "TOPOLOGY",
+        "SUITES",
+        "SCORED",
+        "RANK-1",
+        "RANK-3",
+        "LOCALISED",
+        "EXTRA",
+        "UNOBSERVED",
+        "FALSE CAUSES",
+        "DIAG MS"
     );
     let mut total = Score::default();
     for ((t, s), sc) in &scores {
@@ -446,13 +463,14 @@ fn main() -> Result<(), String> {
             v.get(v.len() / 2).copied()
         };
         println!(
-            "{:<28} {:<8} {:>6} {:>8} {:>8} {:>10} {:>10} {:>12} {:>10}",
+            "{:<28} {:<8} {:>6} {:>8} {:>8} {:>10} {:>6} {:>10} {:>12} {:>10}",
             t,
             s,
             sc.scored,
             percent(sc.rank1, sc.scored),
             percent(sc.rank3, sc.scored),
             percent(sc.localised, sc.scored),
+            sc.extra,
             sc.unobserved,
             format!("{}+{}", sc.clean_false, sc.false_causes),
             median.map_or("-".into(), |m| m.to_string())
@@ -461,24 +479,26 @@ fn main() -> Result<(), String> {
         total.rank1 += sc.rank1;
         total.rank3 += sc.rank3;
         total.localised += sc.localised;
+        total.extra += sc.extra;
         total.unobserved += sc.unobserved;
         total.false_causes += sc.false_causes;
         total.clean_runs += sc.clean_runs;
         total.clean_false += sc.clean_false;
     }
     println!(
-        "{:<28} {:<8} {:>6} {:>8} {:>8} {:>10} {:>10} {:>12}",
+        "{:<28} {:<8} {:>6} {:>8} {:>8} {:>10} {:>6} {:>10} {:>12}",
         "all",
         "",
         total.scored,
         percent(total.rank1, total.scored),
         percent(total.rank3, total.scored),
         percent(total.localised, total.scored),
+        total.extra,
         total.unobserved,
         format!("{}+{}", total.clean_false, total.false_causes)
     );
     println!(
-        "(FALSE CAUSES: causes named on the {} clean runs + on runs whose fault the selection does not observe)",
+        "(EXTRA: scored runs that named a cause besides the injected one; FALSE CAUSES: causes named on the {} clean runs + on runs whose fault the selection does not observe)",
         total.clean_runs
     );
     if pair_score.1 > 0 {
@@ -494,6 +514,12 @@ fn main() -> Result<(), String> {
     for (fault, tops) in &confusion {
         let row: Vec<String> = tops.iter().map(|(c, n)| format!("{c} {n}")).collect();
         println!("  {fault:<32} → {}", row.join(", "));
+    }
+    if !extras.is_empty() {
+        println!("\nRuns with a cause besides the injected one ({}):", extras.len());
+        for m in &extras {
+            println!("  {m}");
+        }
     }
     if !misses.is_empty() {
         println!("\nMisses ({}):", misses.len());

@@ -88,6 +88,9 @@ pub struct ServiceInfo {
     pub cluster_ipv6: Option<String>,
     /// (TCP node port, UDP node port)
     pub node_ports: (Option<u16>, Option<u16>),
+    /// The nodes of its backend pods, where they are on more than one node it is known for
+    /// (the session-affinity service of a pool); empty otherwise.
+    pub backends: Vec<String>,
 }
 
 /// A LoadBalancer service and the ingress address it got (None: none was provisioned).
@@ -626,11 +629,13 @@ pub async fn deploy(
             if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
                 continue;
             }
-            let servers = members
+            let serving: Vec<&&ClusterNode> = members
                 .iter()
                 .take(2)
                 .filter(|n| dep.hostnames.contains_key(&n.name) && !refused.contains_key(&dep.hostnames[&n.name]))
-                .count();
+                .collect();
+            let servers = serving.len();
+            let mut backends: Vec<String> = serving.iter().map(|n| n.name.clone()).collect();
             for k in servers..2 {
                 let node = members[k % members.len()];
                 let Some(pod) = affinity.pod_for(node) else {
@@ -643,6 +648,9 @@ pub async fn deploy(
                 apply_pod(&pods, &name, &p, &mut refused).await?;
                 applied.inc(1);
                 affinity_wanted.push((name, node.name.clone(), node.os));
+                if !backends.contains(&node.name) {
+                    backends.push(node.name.clone());
+                }
             }
             let svc_name = format!("aff-{pi}");
             let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels},
@@ -654,6 +662,7 @@ pub async fn deploy(
                 pool.clone(),
                 ServiceInfo {
                     name: svc_name,
+                    backends,
                     ..ServiceInfo::default()
                 },
             );
@@ -774,6 +783,7 @@ pub async fn deploy(
                 .into_iter()
                 .find(|ip| ip.contains(':')),
             node_ports: (np("TCP"), np("UDP")),
+            backends: Vec::new(),
         }
     };
     let by_name: BTreeMap<String, ServiceInfo> = list
@@ -805,7 +815,11 @@ pub async fn deploy(
     }
     for s in dep.affinity.values_mut() {
         if let Some(found) = by_name.get(&s.name) {
-            *s = found.clone();
+            let backends = std::mem::take(&mut s.backends);
+            *s = ServiceInfo {
+                backends,
+                ..found.clone()
+            };
         }
     }
     // Flows through a Service settle from when it lists its backend, not from when the pod is

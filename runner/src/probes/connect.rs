@@ -349,11 +349,29 @@ pub async fn observe(
             }
         }
     }
+    // A request to a Service with backends on several nodes that got no answer may have been
+    // lost on any of them: the cell names them all.
+    let backends = match (&result, to, service_variant) {
+        (Observation::Failed(c), Destination::ClusterIp, ServiceVariant::ClientIpAffinity)
+            if *c != FailureClass::Mismatch =>
+        {
+            ctx.dep
+                .affinity
+                .get(&dst.pool())
+                .map(|s| s.backends.clone())
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    if backends.len() > 1 {
+        detail.push_str(&format!(" (backends on {})", backends.join(", ")));
+    }
     Probed::Seen {
         summary: flow::summary(&start.pod, &req, &result, &format!("{detail}{settling}")),
         observation: result,
         output: Some(out),
         flaky,
+        backends,
     }
 }
 

@@ -84,5 +84,6 @@ pub async fn observe(
         ),
         output: Some(out),
         flaky: false,
+        backends: Vec::new(),
     }
 }

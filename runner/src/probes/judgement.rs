@@ -129,6 +129,9 @@ pub enum Probed {
         output: Option<Output>,
         /// It passed only after a transport retry.
         flaky: bool,
+        /// Nodes a failed request may have been lost on beyond the pair's own (the other
+        /// backends of a Service with several).
+        backends: Vec<String>,
     },
     /// A fact it needs is unknown (the whole text says which).
     Unknown(String),
@@ -162,6 +165,7 @@ impl Probed {
             summary,
             output: None,
             flaky: false,
+            backends: Vec::new(),
         }
     }
 }
@@ -178,6 +182,8 @@ pub struct PairJudgement {
     pub sources: Vec<String>,
     /// A remedy that replaces the check's (the pair was not probed for a reason of its own).
     pub remedy: Option<String>,
+    /// Nodes the observation also points at beyond the pair's (a Service's other backends).
+    pub backends: Vec<String>,
 }
 
 pub fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
@@ -191,6 +197,7 @@ pub fn judgement(verdict: Verdict, reason: String) -> PairJudgement {
         flaky: false,
         sources: Vec::new(),
         remedy: None,
+        backends: Vec::new(),
     }
 }
 
@@ -328,6 +335,7 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
             summary,
             output,
             flaky,
+            backends,
         } => {
             let outcome = expectation::outcome(e, &observation);
             let verdict = expectation::decide(e, &outcome);
@@ -354,6 +362,7 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
                     flaky: flaky && verdict == Verdict::Pass,
                     sources: Vec::new(),
                     remedy: None,
+                    backends,
                 },
                 Some(expected),
             )

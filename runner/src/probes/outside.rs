@@ -138,11 +138,13 @@ async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why:
             summary,
             output,
             flaky,
+            backends,
         } => Probed::Seen {
             observation,
             summary: format!("{stand_in}{summary}"),
             output,
             flaky,
+            backends,
         },
         Probed::Unknown(u) => Probed::Unknown(format!("{why}; from node {from}'s host network: {u}")),
         Probed::Error(e) => Probed::Error(format!("{stand_in}{e}")),

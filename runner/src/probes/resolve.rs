@@ -177,5 +177,6 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
         observation: result,
         output: Some(out),
         flaky,
+        backends: Vec::new(),
     }
 }

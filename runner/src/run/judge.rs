@@ -248,6 +248,26 @@ fn breaking_nodes(
     ))
 }
 
+/// The nodes one judged pair was observed on: its source and destination, then the other
+/// backends its failed request may have been lost on (destinations too), each once.
+fn pair_nodes(pair: &Pair, j: &PairJudgement, facts: &ClusterFacts) -> Vec<NodeRef> {
+    let ends = [(pair.from, NodeRole::Source), (pair.to, NodeRole::Destination)]
+        .into_iter()
+        .filter_map(|(idx, role)| idx.and_then(|i| facts.nodes.get(i)).map(|n| node_ref(n, role)));
+    let backends = j
+        .backends
+        .iter()
+        .filter_map(|name| facts.nodes.iter().find(|n| &n.name == name))
+        .map(|n| node_ref(n, NodeRole::Destination));
+    let mut refs: Vec<NodeRef> = Vec::new();
+    for r in ends.chain(backends) {
+        if !refs.contains(&r) {
+            refs.push(r);
+        }
+    }
+    refs
+}
+
 /// The cell of judged pairs: the worst pair stands for it; its remedy is the check's for the
 /// failure class, or the node's cause's where a pod never got a sandbox.
 fn assemble(
@@ -265,16 +285,13 @@ fn assemble(
     // A node-scoped rule (a fact about each node) names exactly the nodes that break it.
     let breakers = breaking_nodes(plan, judged, worst_verdict, facts);
     let mut nodes = Vec::new();
-    for (pair, _) in judged
+    for (pair, pj) in judged
         .iter()
         .filter(|(p, _)| breakers.as_ref().is_none_or(|(keep, _)| keep.contains(&(p.from, p.to))))
     {
-        for (idx, role) in [(pair.from, NodeRole::Source), (pair.to, NodeRole::Destination)] {
-            if let Some(n) = idx.and_then(|i| facts.nodes.get(i)) {
-                let r = node_ref(n, role);
-                if !nodes.contains(&r) {
-                    nodes.push(r);
-                }
+        for r in pair_nodes(pair, pj, facts) {
+            if !nodes.contains(&r) {
+                nodes.push(r);
             }
         }
     }
@@ -340,13 +357,7 @@ fn assemble(
         observed: Observed {
             summary,
             evidence,
-            on: [
-                (worst_pair.from, NodeRole::Source),
-                (worst_pair.to, NodeRole::Destination),
-            ]
-            .into_iter()
-            .filter_map(|(idx, role)| idx.and_then(|i| facts.nodes.get(i)).map(|n| node_ref(n, role)))
-            .collect(),
+            on: pair_nodes(&worst_pair, j, facts),
         },
         remedy,
         sources: if j.sources.is_empty() {
@@ -358,5 +369,44 @@ fn assemble(
         reason: j.reason.clone(),
         flaky: j.flaky,
         duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mixcheck_reports::Os;
+    use rstest::rstest;
+
+    use super::*;
+
+    fn facts() -> ClusterFacts {
+        ClusterFacts::of_nodes(vec![
+            ClusterNode::sample("linux-1", Os::Linux, "10.0.0.4"),
+            ClusterNode::sample("win-a", Os::Windows, "10.0.0.5"),
+            ClusterNode::sample("win-b", Os::Windows, "10.0.0.6"),
+        ])
+    }
+
+    /// A failed request to a Service with backends on several nodes is observed on every one
+    /// of them (as destinations), after the pair's own ends and each node once.
+    #[rstest]
+    #[case::no_backends(Some(0), Some(1), &[], &[("linux-1", NodeRole::Source), ("win-a", NodeRole::Destination)])]
+    #[case::backends_beside_the_destination(Some(0), Some(1), &["win-a", "win-b"], &[("linux-1", NodeRole::Source), ("win-a", NodeRole::Destination), ("win-b", NodeRole::Destination)])]
+    #[case::client_in_the_backends_pool(Some(2), Some(2), &["win-a", "win-b"], &[("win-b", NodeRole::Source), ("win-b", NodeRole::Destination), ("win-a", NodeRole::Destination)])]
+    #[case::unknown_backend_left_out(Some(1), Some(1), &["gone"], &[("win-a", NodeRole::Source), ("win-a", NodeRole::Destination)])]
+    fn a_pair_is_observed_on_its_ends_and_its_other_backends(
+        #[case] from: Option<usize>,
+        #[case] to: Option<usize>,
+        #[case] backends: &[&str],
+        #[case] want: &[(&str, NodeRole)],
+    ) {
+        let mut j = judgement::judgement(Verdict::Fail, "timeout".into());
+        j.backends = backends.iter().map(|b| (*b).to_string()).collect();
+        let on: Vec<(String, NodeRole)> = pair_nodes(&Pair { from, to }, &j, &facts())
+            .into_iter()
+            .map(|r| (r.name, r.role))
+            .collect();
+        let want: Vec<(String, NodeRole)> = want.iter().map(|(n, r)| ((*n).to_string(), *r)).collect();
+        assert_eq!(on, want);
     }
 }

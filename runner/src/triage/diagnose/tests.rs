@@ -714,9 +714,10 @@ fn a_fault_in_a_pool_of_two_is_localised_to_its_node(
     #[values(("win2022-2", "win2022-1"), ("win2022-1", "win2022-2"))] (faulted, peer): (&str, &str),
 ) {
     // Both nodes form one pool (AKS, GKE): the flows between them are the faulted node's
-    // cells, and a session to the pool's ClientIP service from the peer, observed on the peer
-    // alone, fails at the backend on the faulted node. The peer's kube-proxy runs with the flag
-    // set, and the cells the faulted node's cause explains do not speak for a cause on the peer.
+    // cells, and a session to the pool's ClientIP service from the peer fails at the backend on
+    // the faulted node — the cell names the pool's two backends as destinations. The peer's
+    // kube-proxy runs with the flag set, and the cells the faulted node's cause explains do not
+    // speak for a cause on the peer.
     let (mut cells, _) = peer_fault_run("kube-proxy-no-hostname-override", faulted, peer);
     let mut session = flow(
         "client-ip-session-affinity",
@@ -724,9 +725,11 @@ fn a_fault_in_a_pool_of_two_is_localised_to_its_node(
         peer,
         peer,
         F,
-        "timeout",
+        "timeout (backends on both nodes)",
     );
     session.coordinates.locality = None;
+    session.observed.on.push(node(faulted, NodeRole::Destination));
+    session.nodes.push(node(faulted, NodeRole::Destination));
     cells.push(session);
     cells.push(flow("nodeport-from-other-nodes", "NP-REMOTE", "linux-1", peer, P, "ok"));
     let evidence = vec![
