@@ -51,6 +51,9 @@ impl Selection {
 
 const EKS_WIN: &str = "ip-192-168-20-32.us-west-2.compute.internal";
 const GKE_WIN: &str = "gke-sim-win-pool-5e6f7a8b-cd34";
+const GKE_LINUX: &str = "gke-sim-default-pool-1a2b3c4d-x3y4";
+const OVERLAY: Topology = File("overlay-current.yaml");
+const FLANNEL_HP: Topology = Profile("kubeadm-flannel-hostprocess");
 
 /// (fault, topology, node, selection): the node is another than faults.rs's for the same fault;
 /// each fault has an all-suites row and a row under a narrower selection elsewhere.
@@ -71,67 +74,30 @@ const MATRIX: &[(&str, Topology, &str, Selection)] = &[
     ("pause-image-wrong-build", Default, "win2019-1", All),
     ("pause-image-wrong-build", Profile("aks"), "akswin000001", Version),
     ("flannel-subnet-env-missing", Default, "win2019-1", All),
-    (
-        "flannel-subnet-env-missing",
-        File("overlay-current.yaml"),
-        "win2022-1",
-        Network,
-    ),
+    ("flannel-subnet-env-missing", OVERLAY, "win2022-1", Network),
     ("flanneld-waiting", Default, "win2019-1", All),
-    (
-        "flanneld-waiting",
-        Profile("kubeadm-flannel-hostprocess"),
-        "win2022-1",
-        Network,
-    ),
+    ("flanneld-waiting", FLANNEL_HP, "win2022-1", Network),
     ("hns-network-missing", Default, "win2019-1", All),
-    (
-        "hns-network-missing",
-        File("overlay-current.yaml"),
-        "win2019-1",
-        Version,
-    ),
+    ("hns-network-missing", OVERLAY, "win2019-1", Version),
     ("dns-unreachable", Default, "win2019-1", All),
     ("dns-unreachable", Default, "linux-1", All),
     ("dns-unreachable", Profile("aks"), "akswin000000", Network),
     ("port-exhaustion", Default, "win2019-1", All),
-    (
-        "port-exhaustion",
-        Profile("gke"),
-        "gke-sim-default-pool-1a2b3c4d-x3y4",
-        Network,
-    ),
-    (
-        "flannel-rejoin-stale-sourcevip",
-        File("overlay-current.yaml"),
-        "win2022-1",
-        All,
-    ),
-    (
-        "flannel-rejoin-stale-sourcevip",
-        Profile("kubeadm-flannel-hostprocess"),
-        "win2022-2",
-        Network,
-    ),
-    ("vxlan-params-mismatch", File("overlay-current.yaml"), "win2022-1", All),
-    (
-        "vxlan-params-mismatch",
-        File("overlay-current.yaml"),
-        "win2019-1",
-        Network,
-    ),
+    ("port-exhaustion", Profile("gke"), GKE_LINUX, Network),
+    ("flannel-rejoin-stale-sourcevip", OVERLAY, "win2022-1", All),
+    ("flannel-rejoin-stale-sourcevip", FLANNEL_HP, "win2022-2", Network),
+    ("vxlan-params-mismatch", OVERLAY, "win2022-1", All),
+    ("vxlan-params-mismatch", OVERLAY, "win2019-1", Network),
     // Two Windows nodes in one pool: the flows between them are the faulted node's, and the
     // other node's kube-proxy runs with the flag.
     ("kube-proxy-no-hostname-override", Profile("aks"), "akswin000001", All),
     // The same on overlay: the cells between the two nodes are the faulted node's (a session
     // to the pool's Service names both backends); the cause on the peer would have to stand on
     // the peer's own cells.
-    (
-        "vxlan-params-mismatch",
-        Profile("kubeadm-flannel-hostprocess"),
-        "win2022-2",
-        All,
-    ),
+    ("vxlan-params-mismatch", FLANNEL_HP, "win2022-2", All),
+    // The default cluster converging as a real one does (proxy lag, slow Windows pulls,
+    // transient events).
+    ("kube-proxy-stopped", File("realistic.yaml"), "win2022-1", Network),
 ];
 
 /// Pairs of faults, ((fault, node), (fault, node), topology): an ExceptionList fault on one node
@@ -149,7 +115,7 @@ const PAIRS: &[(Injected, Injected, Topology)] = &[
     (
         ("exceptionlist-missing-cluster", "win2019-1"),
         ("flanneld-waiting", "win2022-1"),
-        File("overlay-current.yaml"),
+        OVERLAY,
     ),
     (
         ("exceptionlist-covers-outside", "akswin000000"),
