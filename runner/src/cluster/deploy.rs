@@ -629,14 +629,14 @@ pub async fn deploy(
             if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
                 continue;
             }
-            let serving: Vec<&&ClusterNode> = members
+            // The nodes of its backends: the servers that run, then the extra pods.
+            let mut backends: Vec<String> = members
                 .iter()
                 .take(2)
                 .filter(|n| dep.hostnames.contains_key(&n.name) && !refused.contains_key(&dep.hostnames[&n.name]))
+                .map(|n| n.name.clone())
                 .collect();
-            let servers = serving.len();
-            let mut backends: Vec<String> = serving.iter().map(|n| n.name.clone()).collect();
-            for k in servers..2 {
+            for k in backends.len()..2 {
                 let node = members[k % members.len()];
                 let Some(pod) = affinity.pod_for(node) else {
                     continue;

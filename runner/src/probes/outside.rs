@@ -117,7 +117,7 @@ async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why:
         },
         index: case.index,
     };
-    let probed = crate::probes::connect::observe(
+    let mut probed = crate::probes::connect::observe(
         ctx,
         &inside,
         crate::catalogue::suite::Origin::Host,
@@ -132,23 +132,11 @@ async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why:
         node.name,
         node.outside_address()
     );
-    match probed {
-        Probed::Seen {
-            observation,
-            summary,
-            output,
-            flaky,
-            backends,
-        } => Probed::Seen {
-            observation,
-            summary: format!("{stand_in}{summary}"),
-            output,
-            flaky,
-            backends,
-        },
-        Probed::Unknown(u) => Probed::Unknown(format!("{why}; from node {from}'s host network: {u}")),
-        Probed::Error(e) => Probed::Error(format!("{stand_in}{e}")),
+    match &mut probed {
+        Probed::Seen { summary, .. } | Probed::Error(summary) => summary.insert_str(0, &stand_in),
+        Probed::Unknown(u) => *u = format!("{why}; from node {from}'s host network: {u}"),
     }
+    probed
 }
 
 /// The runner's own HTTP GET, within `wait`.
