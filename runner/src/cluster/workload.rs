@@ -398,6 +398,7 @@ impl<'a> Workloads<'a> {
         node: &ClusterNode,
         index: usize,
         cell: usize,
+        poll: Duration,
     ) -> Result<Stopped, NotReady> {
         self.others(fixture).await.map_err(NotReady::Other)?;
         let (name, pod) = self
@@ -455,7 +456,7 @@ impl<'a> Workloads<'a> {
                         grace: granted,
                     });
                 }
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                _ => tokio::time::sleep(poll).await,
             }
         }
         Ok(Stopped {

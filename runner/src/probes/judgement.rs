@@ -31,6 +31,8 @@ pub struct Ctx<'a> {
     pub causes: &'a crate::catalogue::causes::Catalogue,
     /// How long flows may take to start working.
     pub settle: crate::probes::settle::Settle,
+    /// The clock waiting checks are judged on (the bundled cluster's, when the run started it).
+    pub clock: crate::probes::clock::Clock,
     /// Whether pods reach the internet, once detected from the fixtures (None until then); the
     /// checks that depend on it wait for it.
     pub egress: &'a tokio::sync::watch::Sender<Option<mixcheck_reports::Fact<bool>>>,
@@ -54,6 +56,7 @@ impl<'a> Ctx<'a> {
             ns: self.ns,
             causes: self.causes,
             settle: self.settle,
+            clock: self.clock,
             egress: self.egress,
             reach: self.reach,
         }

@@ -176,7 +176,7 @@ fn render(
     planned: &[CellPlan<'_>],
     p: &Preview,
 ) -> String {
-    let light_checks: Vec<String> = super::light_checks(planned);
+    let light_checks: Vec<String> = super::prepare::light_checks(planned);
     let coverage = sets.report(facts, light_checks);
     let mut lines = vec!["Plan (nothing was created on the cluster)".to_string()];
     lines.push(format!(

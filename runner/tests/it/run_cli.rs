@@ -445,6 +445,67 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
     );
 }
 
+/// Waiting checks run on the bundled cluster's clock (`timing.scale`) and are judged on it
+/// (`probes/clock.rs`): a cluster whose clock runs ten times as fast gives every cell the verdict
+/// it has on the wall clock — the default profile (containerd: a process's 8 s shutdown gets its
+/// time, WI26) and a Docker-era profile (Windows stops the process 5 s after
+/// CTRL_SHUTDOWN_EVENT: known-limitation, W14) — and the termination-grace cells say the clock
+/// they read. `wall` and `fast` are the two timing sections (the same real programming delays).
+#[rstest::rstest]
+#[case::default_profile(
+    "default.yaml",
+    "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
+    "timing:\n  scale: 0.1\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
+    "pass"
+)]
+#[case::docker_era("k8s-1.14-ws2019-vxlan.yaml", "", "timing:\n  scale: 0.1\n", "known-limitation")]
+fn the_bundled_clusters_clock_changes_no_verdict(
+    #[case] profile: &str,
+    #[case] wall: &str,
+    #[case] fast: &str,
+    #[case] windows_grace: &str,
+) {
+    let text = std::fs::read_to_string(format!(
+        "{}/../simcluster/topologies/{profile}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the profile");
+    let mut reports = Vec::new();
+    for timing in [wall, fast] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("topology.yaml");
+        std::fs::write(&path, crate::topology_text::with_timing(&text, timing)).expect("write the topology");
+        let report = passing_run(
+            dir.path(),
+            &["run", "--quiet", "--topology", path.to_str().expect("a UTF-8 path")],
+        );
+        reports.push(report);
+    }
+    let (a, b) = (verdicts(&reports[0]), verdicts(&reports[1]));
+    let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
+    assert!(
+        differ.is_empty() && a.len() == b.len(),
+        "cells whose verdict differs between the wall clock and a tenfold one: {differ:#?}"
+    );
+    let grace: Vec<&Value> = cells(&reports[1])
+        .into_iter()
+        .filter(|c| c["rule_id"] == "POD-TERMINATION-GRACE" && c["verdict"] != "not-applicable")
+        .collect();
+    assert!(!grace.is_empty(), "no termination-grace cell was judged");
+    for c in grace {
+        let windows = c["coordinates"]["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("windows"));
+        let expected = if windows { windows_grace } else { "pass" };
+        assert_eq!(c["verdict"], expected, "{c:#}");
+        let summary = c["observed"]["summary"].as_str().unwrap_or_default();
+        assert!(
+            summary.contains("on the bundled cluster's clock") && summary.contains("timing.scale 0.1"),
+            "{summary}"
+        );
+    }
+}
+
 /// A cordoned node and a virtual kubelet get no fixture and no probe: a run on the default
 /// cluster plus such nodes passes the gate with the verdicts of the default cluster, no cell is
 /// observed on them, no pod of the run lands there, and results.json says why each was skipped.

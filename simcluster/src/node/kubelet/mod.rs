@@ -1561,13 +1561,14 @@ fn shutdown_delay(container: &Value) -> Option<u64> {
 /// and Windows waits 5 s by default before shutting every process down, whatever the grace
 /// period (W14, WI26: "terminationGracePeriodSeconds - this is not fully implemented in Docker
 /// on Windows", moby#25982; "TerminationGracePeriod: requires containerD") (POD-TERMINATION-GRACE).
+/// Every one of those seconds is a second of the cluster's clock: `timing.scale` real seconds.
 fn stop_wait(profile: &NodeProfile, delay: u64, grace: i64) -> Duration {
     let allowed = if profile.is_windows() && profile.runtime == crate::config::profile::RuntimeKind::Docker {
         5
     } else {
         grace.max(0).unsigned_abs()
     };
-    Duration::from_secs(delay.min(allowed))
+    scaled(delay.min(allowed).saturating_mul(1000), profile)
 }
 
 /// The most of a termination message the kubelet reads (`kubecontainer.MaxContainerTerminationMessageLength`).
@@ -1666,7 +1667,8 @@ mod tests {
 
     /// POD-TERMINATION-GRACE: a process delaying its shutdown by 12 s gets them within a 30 s
     /// grace period on Linux and on containerd on Windows (WI26 "requires containerD"), 5 s on
-    /// Docker on Windows (W14), and never more than the grace period.
+    /// Docker on Windows (W14), and never more than the grace period — seconds of the cluster's
+    /// clock, `timing.scale` real seconds each.
     #[rstest]
     #[case::linux("linux", "containerd://1.7.22", 12, 30, 12)]
     #[case::windows_containerd("windows", "containerd://1.7.20", 12, 30, 12)]
@@ -1679,10 +1681,13 @@ mod tests {
         #[case] delay: u64,
         #[case] grace: i64,
         #[case] expected: u64,
+        #[values(1.0, 0.1)] scale: f64,
     ) {
+        let mut profile = node(os, runtime);
+        profile.timing.scale = scale;
         assert_eq!(
-            stop_wait(&node(os, runtime), delay, grace),
-            Duration::from_secs(expected)
+            stop_wait(&profile, delay, grace),
+            Duration::from_secs(expected).mul_f64(scale)
         );
     }
 

@@ -1,0 +1,65 @@
+//! The run namespace's lifecycle on the cluster: deleting it at the end of a run, listing and
+//! deleting what killed runs left behind (`mixcheck cleanup`).
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams};
+
+/// Deletes the run namespace (everything the run created is in it).
+pub async fn cleanup(client: &kube::Client, ns: &str, say: &dyn Fn(&str)) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    match tokio::time::timeout(Duration::from_secs(30), api.delete(ns, &DeleteParams::background())).await {
+        Ok(Ok(_)) => say(&format!("Deleted the run namespace {ns}")),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => {}
+        Ok(Err(e)) => {
+            eprintln!("mixcheck: could not delete the run namespace {ns}: {e} (delete it with `mixcheck cleanup`)")
+        }
+        Err(_) => eprintln!("mixcheck: deleting the run namespace {ns} timed out (delete it with `mixcheck cleanup`)"),
+    }
+}
+
+/// The run namespaces on a cluster with their phase.
+pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            crate::cluster::fixture::MANAGED_BY.0,
+            crate::cluster::fixture::MANAGED_BY.1
+        )))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|n| {
+            let phase = n.status.and_then(|s| s.phase).unwrap_or_default();
+            (n.metadata.name.unwrap_or_default(), phase)
+        })
+        .collect())
+}
+
+/// `mixcheck cleanup`: deletes every namespace a run left (label app.kubernetes.io/managed-by=mixcheck).
+pub async fn cleanup_all(client: &kube::Client, say: &dyn Fn(&str)) -> Result<usize, kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            crate::cluster::fixture::MANAGED_BY.0,
+            crate::cluster::fixture::MANAGED_BY.1
+        )))
+        .await?;
+    let mut n = 0;
+    for ns in list.items {
+        if ns.metadata.deletion_timestamp.is_some() {
+            // Already going (a run that ended deletes its namespace in the background).
+            continue;
+        }
+        if let Some(name) = ns.metadata.name {
+            api.delete(&name, &DeleteParams::background()).await?;
+            say(&format!("deleted namespace {name}"));
+            n += 1;
+        }
+    }
+    Ok(n)
+}

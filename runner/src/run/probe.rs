@@ -1,0 +1,218 @@
+//! The probe stage of a run: the run namespace created, the cells that create their own pods
+//! judged at once while the shared fixtures are deployed, the Windows nodes' own readings taken,
+//! every other cell judged within the probe slots, and light nodes whose light checks failed
+//! promoted to every check.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use kube::api::Api;
+use mixcheck_reports::Fact;
+
+use crate::cluster::budget::Budget;
+use crate::cluster::deploy::{self, Deployment};
+use crate::cluster::facts::ClusterFacts;
+use crate::cluster::progress::Phase;
+use crate::cluster::reach::Reach;
+use crate::cluster::workload::Workloads;
+use crate::probes::hostfacts::{self, Reading};
+use crate::probes::judgement::Ctx;
+use crate::run::Run;
+use crate::run::cells;
+use crate::run::judge::{self, Judged, judge_cells};
+use crate::run::prepare::Prepared;
+
+/// What probing leaves for the stages after it, also when the deadline or Ctrl-C cut it short.
+#[derive(Default)]
+pub(super) struct Probing {
+    /// Each cell's verdict as it was judged.
+    pub judged: Judged,
+    /// Whether pods reach the internet, once detected from the fixtures.
+    pub egress: tokio::sync::watch::Sender<Option<Fact<bool>>>,
+    /// Whether this machine reaches each node's address.
+    pub reach: Reach,
+    /// The facts once the Windows nodes' own readings refined them.
+    pub refined: OnceLock<ClusterFacts>,
+    /// What the Windows nodes' host probe read.
+    pub readings: OnceLock<Vec<Reading>>,
+}
+
+impl Probing {
+    /// The facts as refined by the nodes' readings, or `read` until they were taken.
+    pub fn facts<'a>(&'a self, read: &'a ClusterFacts) -> &'a ClusterFacts {
+        self.refined.get().unwrap_or(read)
+    }
+}
+
+/// Warns about leftovers in the way, creates the run namespace and judges every cell.
+pub(super) async fn probe(
+    run: &Run<'_>,
+    prepared: &Prepared<'_>,
+    budget: Budget,
+    probing: &Probing,
+) -> Result<(), String> {
+    let client = &run.client;
+    let ns = prepared.ns.as_str();
+    let host_port = prepared.needs.host_port.then_some(deploy::HOST_PORT);
+    for line in crate::cluster::leftovers::in_the_way(client, ns, host_port).await {
+        run.say(&format!("Warning: {line}"));
+    }
+    deploy::create_namespace(client, ns, run.run_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
+    let workloads = Workloads::new(
+        client.clone(),
+        ns,
+        run.fixtures,
+        deploy::run_labels(run.run_id),
+        run.plan.image_registry.clone(),
+        budget,
+    );
+    for c in &prepared.cells {
+        workloads.plan_uses(&judge::pod_keys(c, run.facts));
+    }
+    let no_fixtures = Deployment::default();
+    let early_ctx = Ctx {
+        permits: &permits,
+        client: client.clone(),
+        workloads: &workloads,
+        pods: Api::namespaced(client.clone(), ns),
+        facts: run.facts,
+        dep: &no_fixtures,
+        ns,
+        causes: &run.plan.causes,
+        settle: prepared.settle,
+        clock: prepared.clock,
+        egress: &probing.egress,
+        reach: &probing.reach,
+    };
+    // Cells that create their own pods need none of the shared fixtures: they start at once,
+    // while the fixtures are awaited (Windows pods start slowly on a real cluster).
+    let (early, later): (Vec<_>, Vec<_>) = prepared
+        .cells
+        .iter()
+        .enumerate()
+        .partition(|(_, c)| !c.check.probe.needs_fixtures());
+    let bar = run.progress.bar(Phase::Probe);
+    bar.set_length(u64::try_from(prepared.cells.len()).unwrap_or(u64::MAX));
+    let early = judge_cells(&early_ctx, early, run.plan.concurrency, &bar, &probing.judged);
+    let later = async {
+        let full = super::lock(&prepared.sets).full.clone();
+        let mut dep = deploy_scope(run, prepared, &full, None).await?;
+        let facts = read_nodes(run, &early_ctx, &dep, probing).await;
+        let count = cells::count(&prepared.cells);
+        run.say(&format!(
+            "Probing {} cells of {} checks ({} probes; {} fact readings)…",
+            prepared.cells.len(),
+            run.plan.selected.len(),
+            count.probes,
+            count.facts
+        ));
+        let ctx = Ctx {
+            facts,
+            ..early_ctx.with_fixtures(&dep)
+        };
+        // Egress is detected from the fixtures while the cells that do not depend on it run.
+        let detect = async {
+            if facts.egress.is_none() {
+                probing
+                    .egress
+                    .send_replace(Some(crate::probes::connect::detect_egress(&ctx).await));
+            }
+        };
+        futures::future::join(
+            detect,
+            judge_cells(&ctx, later, run.plan.concurrency, &bar, &probing.judged),
+        )
+        .await;
+        drop(ctx);
+        promote(run, prepared, probing, &early_ctx, facts, &mut dep).await
+    };
+    let ((), later) = futures::future::join(early, later).await;
+    run.progress.finish();
+    later
+}
+
+/// Deploys the shared fixtures of `full` (every node's at first, then those of promoted nodes,
+/// `before` being what is deployed already).
+async fn deploy_scope(
+    run: &Run<'_>,
+    prepared: &Prepared<'_>,
+    full: &BTreeSet<usize>,
+    before: Option<&Deployment>,
+) -> Result<Deployment, String> {
+    deploy::deploy(
+        &run.client,
+        &prepared.ns,
+        run.run_id,
+        run.facts,
+        run.fixtures,
+        run.plan.image_registry.as_deref(),
+        prepared.needs,
+        deploy::Scope { full, before },
+        prepared.deadline,
+        run.progress,
+    )
+    .await
+    .map_err(|e| e.to_string())
+}
+
+/// What only the Windows nodes themselves show (managed platforms), read before the cells that
+/// depend on it are judged: the facts refined by it, kept in `probing`.
+async fn read_nodes<'a>(run: &Run<'_>, ctx: &Ctx<'_>, dep: &Deployment, probing: &'a Probing) -> &'a ClusterFacts {
+    let read_now = hostfacts::read(&ctx.pods, dep, run.facts).await;
+    let mut read = run.facts.clone();
+    hostfacts::refine(&mut read, &read_now);
+    let _ = probing.readings.set(read_now);
+    if let Some(line) = hostfacts::describe(run.facts, &read) {
+        run.say(&line);
+    }
+    probing.refined.get_or_init(|| read)
+}
+
+/// A light node whose light check failed gets every check, so that it is localised and
+/// diagnosed like a representative: its missing fixtures deployed, every cell given the pairs it
+/// would have had in the full matrix.
+async fn promote(
+    run: &Run<'_>,
+    prepared: &Prepared<'_>,
+    probing: &Probing,
+    early_ctx: &Ctx<'_>,
+    facts: &ClusterFacts,
+    dep: &mut Deployment,
+) -> Result<(), String> {
+    let cells = &prepared.cells;
+    let light = super::lock(&prepared.sets).light.clone();
+    let failing = probing
+        .judged
+        .failing_nodes(|i| cells.get(i).is_some_and(|c| c.check.every_node), &light);
+    if failing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = failing
+        .iter()
+        .filter_map(|&i| facts.nodes.get(i))
+        .map(|n| n.name.as_str())
+        .collect();
+    run.say(&format!(
+        "A light check failed on {} node{} ({}): checking {} with every check…",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" }
+    ));
+    let more = {
+        let mut s = super::lock(&prepared.sets);
+        s.promote(&failing);
+        cells::promotion_pairs(cells, facts, &s, &failing)
+    };
+    let added = deploy_scope(run, prepared, &failing, Some(dep)).await?;
+    dep.absorb(added);
+    let ctx = Ctx {
+        facts,
+        ..early_ctx.with_fixtures(dep)
+    };
+    judge::judge_more(&ctx, cells, more, run.plan.concurrency, &probing.judged).await;
+    Ok(())
+}
