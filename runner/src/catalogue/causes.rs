@@ -324,6 +324,195 @@ fn compile(origin: &str, id: &str, pattern: &str) -> Result<Regex, SuiteError> {
         })
 }
 
+/// What a catalogue's entries are checked against while it is parsed: where it came from (for
+/// errors), the rule ids and the suites' check names.
+struct Checker<'a> {
+    origin: &'a str,
+    rules: &'a crate::catalogue::rules::Catalogue,
+    checks: BTreeSet<&'a str>,
+}
+
+impl Checker<'_> {
+    /// The catalogue is invalid for `message`.
+    fn invalid(&self, message: String) -> SuiteError {
+        SuiteError::Invalid {
+            path: self.origin.to_string(),
+            message,
+        }
+    }
+
+    /// The file declares this schema's apiVersion and [`KIND`].
+    fn header(&self, file: &File) -> Result<(), SuiteError> {
+        if file.api_version != crate::catalogue::suite::API_VERSION {
+            return Err(self.invalid(format!(
+                "apiVersion {:?}: expected {}",
+                file.api_version,
+                crate::catalogue::suite::API_VERSION
+            )));
+        }
+        if file.kind != KIND {
+            return Err(self.invalid(format!("kind {:?}: expected {KIND}", file.kind)));
+        }
+        Ok(())
+    }
+
+    /// One cause validated and its patterns compiled.
+    fn cause(&self, mut cause: Cause) -> Result<Compiled, SuiteError> {
+        let id = cause.id.clone();
+        self.identity(&cause)?;
+        for m in cause.fails.iter_mut().chain(cause.keeps.iter_mut()) {
+            if let Some(pattern) = &m.message {
+                m.message_re = Some(compile(self.origin, &id, pattern)?);
+            }
+        }
+        self.cell_sets(&cause)?;
+        self.network_modes(&cause)?;
+        let patterns = |list: &[String]| -> Result<Vec<Regex>, SuiteError> {
+            list.iter().map(|p| compile(self.origin, &id, p)).collect()
+        };
+        let requires = patterns(&cause.requires)?;
+        let supports = patterns(&cause.supports)?;
+        let node_shows = patterns(&cause.node_shows)?;
+        // Placeholders must be known; patterns must compile once filled.
+        let sample: BTreeMap<&str, String> = PLACEHOLDERS.iter().map(|p| (*p, "x".to_string())).collect();
+        self.confirms(&cause, &sample)?;
+        self.refuted_by(&cause, &sample)?;
+        Ok(Compiled {
+            cause,
+            requires,
+            node_shows,
+            supports,
+        })
+    }
+
+    /// The cause's id is kebab-case, it has failing cells, and its rule (if any) is known.
+    fn identity(&self, cause: &Cause) -> Result<(), SuiteError> {
+        let id = &cause.id;
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(self.invalid(format!("cause id {id:?} is not kebab-case")));
+        }
+        if cause.fails.is_empty() {
+            return Err(self.invalid(format!("cause {id} has no failing cells (fails)")));
+        }
+        if let Some(rule) = &cause.rule
+            && !self.rules.contains(rule)
+        {
+            return Err(self.invalid(format!("cause {id}: unknown rule id {rule}")));
+        }
+        Ok(())
+    }
+
+    /// Each cell set (failing or working) names rules or checks, and every one it names exists
+    /// (a rule pattern ending in `*` excepted).
+    fn cell_sets(&self, cause: &Cause) -> Result<(), SuiteError> {
+        let id = &cause.id;
+        for m in cause.fails.iter().chain(&cause.keeps) {
+            if m.rules.is_empty() && m.checks.is_empty() {
+                return Err(self.invalid(format!("cause {id}: a cell set names no rules and no checks")));
+            }
+            for r in m.rules.iter().chain(&m.except_rules) {
+                if !r.ends_with('*') && !self.rules.contains(r) {
+                    return Err(self.invalid(format!("cause {id}: unknown rule id {r}")));
+                }
+            }
+            for c in &m.checks {
+                if !self.checks.contains(c.as_str()) {
+                    return Err(self.invalid(format!("cause {id}: no suite has a check named {c}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The network modes the cause and its cell sets name are known.
+    fn network_modes(&self, cause: &Cause) -> Result<(), SuiteError> {
+        let cell_modes = cause.fails.iter().chain(&cause.keeps).flat_map(|m| &m.network_modes);
+        for mode in cause.network_modes.iter().chain(cell_modes) {
+            if !["l2bridge", "overlay", "l2tunnel", "transparent"].contains(&mode.as_str()) {
+                return Err(self.invalid(format!("cause {}: unknown network mode {mode}", cause.id)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The confirming commands use known placeholders, and their `confirms` patterns compile
+    /// once filled with `sample`.
+    fn confirms(&self, cause: &Cause, sample: &BTreeMap<&str, String>) -> Result<(), SuiteError> {
+        let id = &cause.id;
+        for c in &cause.confirm {
+            for text in std::iter::once(&c.command).chain(c.confirms.as_ref()) {
+                for name in placeholders_in(text) {
+                    if !PLACEHOLDERS.contains(&name) {
+                        return Err(self.invalid(format!(
+                            "cause {id}: unknown placeholder {{{name}}} (known: {})",
+                            PLACEHOLDERS.join(", ")
+                        )));
+                    }
+                }
+            }
+            if let Some(Some(Err(e))) = c.confirms.as_deref().map(|p| confirm_pattern(p, sample)) {
+                return Err(self.invalid(format!("cause {id}: bad regular expression in confirms: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `refutedBy` patterns use known placeholders, are not negated, and compile once
+    /// filled with `sample`.
+    fn refuted_by(&self, cause: &Cause, sample: &BTreeMap<&str, String>) -> Result<(), SuiteError> {
+        let id = &cause.id;
+        for pattern in &cause.refuted_by {
+            if let Some(name) = placeholders_in(pattern).into_iter().find(|n| !PLACEHOLDERS.contains(n)) {
+                return Err(self.invalid(format!(
+                    "cause {id}: unknown placeholder {{{name}}} in refutedBy (known: {})",
+                    PLACEHOLDERS.join(", ")
+                )));
+            }
+            if pattern.starts_with('!') {
+                return Err(self.invalid(format!("cause {id}: refutedBy patterns cannot be negated: {pattern}")));
+            }
+            if let Some(Err(e)) = confirm_pattern(pattern, sample) {
+                return Err(self.invalid(format!("cause {id}: bad regular expression in refutedBy: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The node symptoms' remedies: each row's causes' remedies joined, its message compiled.
+    fn node_remedies(&self, rows: Vec<NodeSymptomRow>, causes: &[Compiled]) -> Result<Vec<NodeRemedy>, SuiteError> {
+        let mut node_remedies = Vec::new();
+        for row in rows {
+            let what = format!("node symptom {:?}", row.symptom);
+            let mut remedy = Vec::new();
+            for id in &row.causes {
+                let cause = causes
+                    .iter()
+                    .find(|c: &&Compiled| &c.cause.id == id)
+                    .ok_or_else(|| self.invalid(format!("{what}: no cause {id}")))?;
+                remedy.push(cause.cause.remedy.trim().to_string());
+            }
+            if remedy.is_empty() {
+                return Err(self.invalid(format!("{what} names no cause")));
+            }
+            let message = row
+                .message
+                .as_deref()
+                .map(|m| compile(self.origin, &what, m))
+                .transpose()?;
+            node_remedies.push(NodeRemedy {
+                symptom: row.symptom,
+                message,
+                remedy: remedy.join(" "),
+            });
+        }
+        Ok(node_remedies)
+    }
+}
+
 impl Catalogue {
     /// Parses a catalogue; `origin` names it in errors. Checks names against `suites` (rule ids
     /// through `rules`).
@@ -334,146 +523,21 @@ impl Catalogue {
         suites: &Suites,
     ) -> Result<Self, SuiteError> {
         let file: File = crate::catalogue::suite::from_yaml(text, origin)?;
-        let invalid = |message: String| SuiteError::Invalid {
-            path: origin.to_string(),
-            message,
+        let checker = Checker {
+            origin,
+            rules,
+            checks: suites.checks().map(|(_, c)| c.name.as_str()).collect(),
         };
-        if file.api_version != crate::catalogue::suite::API_VERSION {
-            return Err(invalid(format!(
-                "apiVersion {:?}: expected {}",
-                file.api_version,
-                crate::catalogue::suite::API_VERSION
-            )));
-        }
-        if file.kind != KIND {
-            return Err(invalid(format!("kind {:?}: expected {KIND}", file.kind)));
-        }
-        let checks: BTreeSet<&str> = suites.checks().map(|(_, c)| c.name.as_str()).collect();
+        checker.header(&file)?;
         let mut ids = BTreeSet::new();
         let mut causes = Vec::new();
-        for mut cause in file.causes {
-            let id = cause.id.clone();
-            if !ids.insert(id.clone()) {
-                return Err(invalid(format!("cause {id} is listed twice")));
+        for cause in file.causes {
+            if !ids.insert(cause.id.clone()) {
+                return Err(checker.invalid(format!("cause {} is listed twice", cause.id)));
             }
-            if id.is_empty()
-                || !id
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            {
-                return Err(invalid(format!("cause id {id:?} is not kebab-case")));
-            }
-            if cause.fails.is_empty() {
-                return Err(invalid(format!("cause {id} has no failing cells (fails)")));
-            }
-            if let Some(rule) = &cause.rule
-                && !rules.contains(rule)
-            {
-                return Err(invalid(format!("cause {id}: unknown rule id {rule}")));
-            }
-            for m in cause.fails.iter_mut().chain(cause.keeps.iter_mut()) {
-                if let Some(pattern) = &m.message {
-                    m.message_re = Some(compile(origin, &id, pattern)?);
-                }
-            }
-            for m in cause.fails.iter().chain(&cause.keeps) {
-                if m.rules.is_empty() && m.checks.is_empty() {
-                    return Err(invalid(format!("cause {id}: a cell set names no rules and no checks")));
-                }
-                for r in m.rules.iter().chain(&m.except_rules) {
-                    if !r.ends_with('*') && !rules.contains(r) {
-                        return Err(invalid(format!("cause {id}: unknown rule id {r}")));
-                    }
-                }
-                for c in &m.checks {
-                    if !checks.contains(c.as_str()) {
-                        return Err(invalid(format!("cause {id}: no suite has a check named {c}")));
-                    }
-                }
-            }
-            let cell_modes = cause.fails.iter().chain(&cause.keeps).flat_map(|m| &m.network_modes);
-            for mode in cause.network_modes.iter().chain(cell_modes) {
-                if !["l2bridge", "overlay", "l2tunnel", "transparent"].contains(&mode.as_str()) {
-                    return Err(invalid(format!("cause {id}: unknown network mode {mode}")));
-                }
-            }
-            let requires = cause
-                .requires
-                .iter()
-                .map(|p| compile(origin, &id, p))
-                .collect::<Result<_, _>>()?;
-            let supports = cause
-                .supports
-                .iter()
-                .map(|p| compile(origin, &id, p))
-                .collect::<Result<_, _>>()?;
-            let node_shows = cause
-                .node_shows
-                .iter()
-                .map(|p| compile(origin, &id, p))
-                .collect::<Result<_, _>>()?;
-            // Placeholders must be known; patterns must compile once filled.
-            let sample: std::collections::BTreeMap<&str, String> =
-                PLACEHOLDERS.iter().map(|p| (*p, "x".to_string())).collect();
-            for c in &cause.confirm {
-                for text in std::iter::once(&c.command).chain(c.confirms.as_ref()) {
-                    for name in placeholders_in(text) {
-                        if !PLACEHOLDERS.contains(&name) {
-                            return Err(invalid(format!(
-                                "cause {id}: unknown placeholder {{{name}}} (known: {})",
-                                PLACEHOLDERS.join(", ")
-                            )));
-                        }
-                    }
-                }
-                if let Some(Some(Err(e))) = c.confirms.as_deref().map(|p| confirm_pattern(p, &sample)) {
-                    return Err(invalid(format!("cause {id}: bad regular expression in confirms: {e}")));
-                }
-            }
-            for pattern in &cause.refuted_by {
-                if let Some(name) = placeholders_in(pattern).into_iter().find(|n| !PLACEHOLDERS.contains(n)) {
-                    return Err(invalid(format!(
-                        "cause {id}: unknown placeholder {{{name}}} in refutedBy (known: {})",
-                        PLACEHOLDERS.join(", ")
-                    )));
-                }
-                if pattern.starts_with('!') {
-                    return Err(invalid(format!(
-                        "cause {id}: refutedBy patterns cannot be negated: {pattern}"
-                    )));
-                }
-                if let Some(Err(e)) = confirm_pattern(pattern, &sample) {
-                    return Err(invalid(format!("cause {id}: bad regular expression in refutedBy: {e}")));
-                }
-            }
-            causes.push(Compiled {
-                cause,
-                requires,
-                node_shows,
-                supports,
-            });
+            causes.push(checker.cause(cause)?);
         }
-        let mut node_remedies = Vec::new();
-        for row in file.node_symptoms {
-            let what = format!("node symptom {:?}", row.symptom);
-            let mut remedy = Vec::new();
-            for id in &row.causes {
-                let cause = causes
-                    .iter()
-                    .find(|c: &&Compiled| &c.cause.id == id)
-                    .ok_or_else(|| invalid(format!("{what}: no cause {id}")))?;
-                remedy.push(cause.cause.remedy.trim().to_string());
-            }
-            if remedy.is_empty() {
-                return Err(invalid(format!("{what} names no cause")));
-            }
-            let message = row.message.as_deref().map(|m| compile(origin, &what, m)).transpose()?;
-            node_remedies.push(NodeRemedy {
-                symptom: row.symptom,
-                message,
-                remedy: remedy.join(" "),
-            });
-        }
+        let node_remedies = checker.node_remedies(file.node_symptoms, &causes)?;
         Ok(Catalogue { causes, node_remedies })
     }
 

@@ -774,18 +774,7 @@ impl Suites {
                 path: suite.origin.clone(),
                 message,
             };
-            if suite.api_version != API_VERSION {
-                return Err(invalid(format!(
-                    "apiVersion {:?} is not supported (expected {API_VERSION:?})",
-                    suite.api_version
-                )));
-            }
-            if suite.kind != "Suite" {
-                return Err(invalid(format!("kind {:?} must be \"Suite\"", suite.kind)));
-            }
-            if !is_kebab(&suite.name) {
-                return Err(invalid(format!("suite name {:?} must be kebab-case", suite.name)));
-            }
+            suite_problem(suite).map_err(invalid)?;
             let mut names = BTreeSet::new();
             for check in &suite.checks {
                 let at = |message: String| invalid(format!("check {:?}: {message}", check.name));
@@ -795,97 +784,7 @@ impl Suites {
                 if !names.insert(check.name.as_str()) {
                     return Err(at("listed twice".into()));
                 }
-                // Flows, and the kinds that look at every worker; the others run on chosen nodes.
-                let per_node = match &check.probe {
-                    Probe::Connect { .. }
-                    | Probe::Resolve { .. }
-                    | Probe::Logs { .. }
-                    | Probe::Audit { .. }
-                    | Probe::NodeStats
-                    | Probe::CsiNode => true,
-                    Probe::Outside { to } => *to != Destination::LoadBalancer,
-                    Probe::Exec { .. }
-                    | Probe::Create { .. }
-                    | Probe::Fact { .. }
-                    | Probe::PortForward
-                    | Probe::TerminationGrace { .. } => false,
-                };
-                if check.every_node && !per_node {
-                    return Err(at(
-                        "everyNode needs a connect or resolve probe, or one that looks at every worker (outside, logs): the others already run on chosen nodes".into(),
-                    ));
-                }
-                if !rules.contains(&check.rule) {
-                    return Err(at(format!(
-                        "unknown rule id {:?} (see suites/rules.yaml; `mixcheck list --uncovered` lists its ids)",
-                        check.rule
-                    )));
-                }
-                if check.sources.is_empty() {
-                    return Err(at("needs at least one source".into()));
-                }
-                if check.expect.is_empty() {
-                    return Err(at("needs at least one expectation".into()));
-                }
-                if let Some(last) = check.expect.last()
-                    && !last.when.is_unconditional()
-                {
-                    return Err(at("its last expectation must have no `when` (the default)".into()));
-                }
-                for e in &check.expect {
-                    if e.says.trim().is_empty() {
-                        return Err(at("every expectation says what the documentation says (`says`)".into()));
-                    }
-                }
-                match &check.probe {
-                    Probe::Exec { stdout: Some(re), .. } | Probe::Create { message: Some(re), .. } => {
-                        regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
-                    }
-                    Probe::Logs {
-                        fails,
-                        cleared_by,
-                        requires,
-                        line,
-                        must,
-                        ..
-                    } => {
-                        for re in [fails, cleared_by, requires, line, must].into_iter().flatten() {
-                            regex::Regex::new(re).map_err(|e| at(format!("bad regular expression {re:?}: {e}")))?;
-                        }
-                        if fails.is_none() && requires.is_none() && line.is_none() {
-                            return Err(at(
-                                "a logs probe needs `fails`, `requires`, or `line` with `must`".into()
-                            ));
-                        }
-                        if line.is_some() != must.is_some() {
-                            return Err(at("a logs probe's `line` and `must` go together".into()));
-                        }
-                    }
-                    _ => {}
-                }
-                if let Probe::Exec { command, .. } = &check.probe
-                    && command.is_empty()
-                {
-                    return Err(at("an exec probe needs a command for at least one OS".into()));
-                }
-                for e in &check.expect {
-                    match (&check.probe, &e.limit) {
-                        (Probe::Fact { .. }, _) | (_, None) => {}
-                        (_, Some(_)) => return Err(at("only a fact probe compares with a `limit`".into())),
-                    }
-                    if let Probe::Fact { fact } = &check.probe
-                        && fact.needs_limit()
-                        && matches!(
-                            e.result,
-                            Documented::Works | Documented::Recommendation | Documented::Requirement
-                        )
-                        && e.limit.is_none()
-                    {
-                        return Err(at(format!(
-                            "the {fact:?} fact needs the documented `limit` in every judging expectation"
-                        )));
-                    }
-                }
+                check_problem(check, rules).map_err(at)?;
             }
         }
         Ok(())
@@ -907,6 +806,139 @@ impl Suites {
     pub fn checks(&self) -> impl Iterator<Item = (&Suite, &Check)> {
         self.suites.iter().flat_map(|s| s.checks.iter().map(move |c| (s, c)))
     }
+}
+
+/// What is wrong with a suite's own fields (schema version, kind, name), if anything.
+fn suite_problem(suite: &Suite) -> Result<(), String> {
+    if suite.api_version != API_VERSION {
+        return Err(format!(
+            "apiVersion {:?} is not supported (expected {API_VERSION:?})",
+            suite.api_version
+        ));
+    }
+    if suite.kind != "Suite" {
+        return Err(format!("kind {:?} must be \"Suite\"", suite.kind));
+    }
+    if !is_kebab(&suite.name) {
+        return Err(format!("suite name {:?} must be kebab-case", suite.name));
+    }
+    Ok(())
+}
+
+/// Whether a probe may take `everyNode`: flows, and the kinds that look at every worker; the
+/// others run on chosen nodes.
+fn looks_per_node(probe: &Probe) -> bool {
+    match probe {
+        Probe::Connect { .. }
+        | Probe::Resolve { .. }
+        | Probe::Logs { .. }
+        | Probe::Audit { .. }
+        | Probe::NodeStats
+        | Probe::CsiNode => true,
+        Probe::Outside { to } => *to != Destination::LoadBalancer,
+        Probe::Exec { .. }
+        | Probe::Create { .. }
+        | Probe::Fact { .. }
+        | Probe::PortForward
+        | Probe::TerminationGrace { .. } => false,
+    }
+}
+
+/// What is wrong with a check (its name aside), if anything: `everyNode` on a probe that
+/// cannot take it, an unknown rule, no sources, its expectations, its probe.
+fn check_problem(check: &Check, rules: &Catalogue) -> Result<(), String> {
+    if check.every_node && !looks_per_node(&check.probe) {
+        return Err(
+            "everyNode needs a connect or resolve probe, or one that looks at every worker (outside, logs): the others already run on chosen nodes".into(),
+        );
+    }
+    if !rules.contains(&check.rule) {
+        return Err(format!(
+            "unknown rule id {:?} (see suites/rules.yaml; `mixcheck list --uncovered` lists its ids)",
+            check.rule
+        ));
+    }
+    if check.sources.is_empty() {
+        return Err("needs at least one source".into());
+    }
+    if check.expect.is_empty() {
+        return Err("needs at least one expectation".into());
+    }
+    if let Some(last) = check.expect.last()
+        && !last.when.is_unconditional()
+    {
+        return Err("its last expectation must have no `when` (the default)".into());
+    }
+    for e in &check.expect {
+        if e.says.trim().is_empty() {
+            return Err("every expectation says what the documentation says (`says`)".into());
+        }
+    }
+    probe_problem(&check.probe)?;
+    limit_problem(check)
+}
+
+/// What is wrong with a probe's own fields, if anything: a regular expression that does not
+/// compile, a logs probe without what it looks for, an exec probe without a command.
+fn probe_problem(probe: &Probe) -> Result<(), String> {
+    let compiles = |re: &String| {
+        regex::Regex::new(re)
+            .map(drop)
+            .map_err(|e| format!("bad regular expression {re:?}: {e}"))
+    };
+    match probe {
+        Probe::Exec { stdout: Some(re), .. } | Probe::Create { message: Some(re), .. } => compiles(re)?,
+        Probe::Logs {
+            fails,
+            cleared_by,
+            requires,
+            line,
+            must,
+            ..
+        } => {
+            for re in [fails, cleared_by, requires, line, must].into_iter().flatten() {
+                compiles(re)?;
+            }
+            if fails.is_none() && requires.is_none() && line.is_none() {
+                return Err("a logs probe needs `fails`, `requires`, or `line` with `must`".into());
+            }
+            if line.is_some() != must.is_some() {
+                return Err("a logs probe's `line` and `must` go together".into());
+            }
+        }
+        _ => {}
+    }
+    if let Probe::Exec { command, .. } = probe
+        && command.is_empty()
+    {
+        return Err("an exec probe needs a command for at least one OS".into());
+    }
+    Ok(())
+}
+
+/// What is wrong with the check's expectations' `limit`s, if anything: only a fact probe
+/// compares with one, and a fact compared with a documented bound needs it in every judging
+/// expectation.
+fn limit_problem(check: &Check) -> Result<(), String> {
+    for e in &check.expect {
+        match (&check.probe, &e.limit) {
+            (Probe::Fact { .. }, _) | (_, None) => {}
+            (_, Some(_)) => return Err("only a fact probe compares with a `limit`".into()),
+        }
+        if let Probe::Fact { fact } = &check.probe
+            && fact.needs_limit()
+            && matches!(
+                e.result,
+                Documented::Works | Documented::Recommendation | Documented::Requirement
+            )
+            && e.limit.is_none()
+        {
+            return Err(format!(
+                "the {fact:?} fact needs the documented `limit` in every judging expectation"
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Condition {

@@ -47,86 +47,16 @@ struct CheckFilter {
 }
 
 impl RunPlan {
+    /// Validates `mixcheck run`'s arguments, loads the suites and causes they name and selects
+    /// the checks, in that order: the first problem found is the one reported.
     pub fn from_args(args: &RunArgs) -> Result<Self, Error> {
-        if args.in_cluster && (args.kubeconfig.is_some() || args.context.is_some()) {
-            return Err(Error::Usage(
-                "--in-cluster uses the pod's service account; it does not take --kubeconfig or --context".into(),
-            ));
-        }
-        let real = args.kubeconfig.is_some() || args.context.is_some() || args.in_cluster;
-        if real && (args.topology.is_some() || args.profile.is_some() || !args.faults.is_empty()) {
-            return Err(Error::Usage(
-                "--topology, --profile and --fault apply to the bundled cluster only, not to a cluster named by --kubeconfig/--context/--in-cluster"
-                    .into(),
-            ));
-        }
-        if let Some(mode) = &args.network_mode
-            && !NETWORK_MODES.contains(&mode.as_str())
-        {
-            return Err(Error::Usage(format!(
-                "--network-mode {mode:?}: expected one of {}",
-                NETWORK_MODES.join(", ")
-            )));
-        }
-        let deadline = parse_duration(&args.timeout).filter(|d| !d.is_zero()).ok_or_else(|| {
-            Error::Usage(format!(
-                "--timeout {:?}: expected a duration such as 10m or 90s",
-                args.timeout
-            ))
-        })?;
-        let settle = match &args.settle {
-            Some(text) => Some(parse_duration(text).ok_or_else(|| {
-                Error::Usage(format!(
-                    "--settle {text:?}: expected a duration such as 30s or 2m (0 judges the first attempt)"
-                ))
-            })?),
-            None => None,
-        };
-        if args.concurrency == 0 {
-            return Err(Error::Usage("--concurrency must be at least 1".into()));
-        }
-        if let Some(reg) = &args.image_registry
-            && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
-        {
-            return Err(Error::Usage(format!(
-                "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
-            )));
-        }
-        let filters = args
-            .check
-            .iter()
-            .map(|raw| {
-                let (negate, pattern) = match raw.strip_prefix('!') {
-                    Some(p) => (true, p),
-                    None => (false, raw.as_str()),
-                };
-                Regex::new(pattern)
-                    .map(|re| CheckFilter { negate, re })
-                    .map_err(|e| Error::Usage(format!("--check {raw:?}: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(path) = &args.bundle {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
-                return Err(Error::Usage(format!(
-                    "--bundle {}: expected a file name ending in .tar.gz or .tgz",
-                    path.display()
-                )));
-            }
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-            if let Some(dir) = dir
-                && !dir.is_dir()
-            {
-                return Err(Error::Usage(format!(
-                    "--bundle {}: the folder {} does not exist",
-                    path.display(),
-                    dir.display()
-                )));
-            }
-        }
+        let real = names_real_cluster(args)?;
+        check_network_mode(args)?;
+        let (deadline, settle) = durations(args)?;
+        check_concurrency(args)?;
+        check_image_registry(args)?;
+        let filters = check_filters(args)?;
+        check_bundle(args)?;
         let baseline = match &args.baseline {
             Some(path) => Some(Box::new(
                 mixcheck_reports::results_json::read(path).map_err(|e| Error::Usage(format!("--baseline: {e}")))?,
@@ -136,73 +66,12 @@ impl RunPlan {
         let catalogue = Catalogue::embedded()?;
         let suites = Suites::load(args.sources.suites.as_deref(), &catalogue)?;
         let causes = crate::catalogue::causes::Catalogue::load(args.sources.causes.as_deref(), &catalogue, &suites)?;
-        for name in &args.suite {
-            if !suites.suites.iter().any(|s| &s.name == name) {
-                let known: Vec<&str> = suites.suites.iter().map(|s| s.name.as_str()).collect();
-                return Err(Error::Usage(format!(
-                    "--suite {name:?}: no such suite (known: {})",
-                    known.join(", ")
-                )));
-            }
-        }
-        let mut selected = Vec::new();
-        for (si, suite) in suites.suites.iter().enumerate() {
-            if !args.suite.is_empty() && !args.suite.contains(&suite.name) {
-                continue;
-            }
-            for (ci, check) in suite.checks.iter().enumerate() {
-                if check.pending.is_some() && !args.include_pending {
-                    continue;
-                }
-                let key = format!("{}/{}", suite.name, check.name);
-                // Kept when it matches some positive filter (or there is none) and no negated one.
-                let hit = |f: &&CheckFilter| f.re.is_match(&key) || f.re.is_match(&check.rule);
-                let mut positives = filters.iter().filter(|f| !f.negate).peekable();
-                let wanted = positives.peek().is_none() || positives.any(|f| hit(&f));
-                let keep = wanted && !filters.iter().filter(|f| f.negate).any(|f| hit(&f));
-                if keep {
-                    selected.push((si, ci));
-                }
-            }
-        }
+        let selected = select_checks(args, &suites, &filters)?;
         let selection = mixcheck_reports::Selection {
             suites: args.suite.clone(),
             checks: args.check.clone(),
         };
-        if selected.is_empty() {
-            let what = if args.check.is_empty() && args.suite.is_empty() {
-                "the suites hold no checks".to_string()
-            } else {
-                format!("suites {:?}, checks {:?}", args.suite, args.check)
-            };
-            return Err(Error::NothingSelected(what));
-        }
-        let target = if args.in_cluster {
-            let kubeconfig = crate::cluster::target::in_cluster_kubeconfig(
-                &|name| std::env::var(name).ok(),
-                std::path::Path::new(crate::cluster::target::SERVICE_ACCOUNT_DIR),
-            )
-            .map_err(Error::Usage)?;
-            TargetSpec::InCluster {
-                kubeconfig: Box::new(kubeconfig),
-            }
-        } else if real {
-            TargetSpec::Kubeconfig {
-                path: args.kubeconfig.clone(),
-                context: args.context.clone(),
-            }
-        } else {
-            let (profile, mut topology) = match (&args.topology, &args.profile) {
-                (Some(path), _) => (path.display().to_string(), simcluster::Topology::load(path)?),
-                (None, Some(name)) => (name.clone(), simcluster::Topology::profile(name)?),
-                (None, None) => ("default".to_string(), simcluster::Topology::default_cluster()),
-            };
-            crate::cli::sim::apply_faults(&mut topology, &args.faults)?;
-            TargetSpec::Bundled {
-                profile,
-                topology: Box::new(topology),
-            }
-        };
+        let target = target_spec(args, real)?;
         Ok(Self {
             target,
             suites,
@@ -226,6 +95,194 @@ impl RunPlan {
             baseline,
         })
     }
+}
+
+/// Whether the run targets a real cluster (`--kubeconfig`, `--context` or `--in-cluster`),
+/// refusing the flags that do not go with how it is named.
+fn names_real_cluster(args: &RunArgs) -> Result<bool, Error> {
+    if args.in_cluster && (args.kubeconfig.is_some() || args.context.is_some()) {
+        return Err(Error::Usage(
+            "--in-cluster uses the pod's service account; it does not take --kubeconfig or --context".into(),
+        ));
+    }
+    let real = args.kubeconfig.is_some() || args.context.is_some() || args.in_cluster;
+    if real && (args.topology.is_some() || args.profile.is_some() || !args.faults.is_empty()) {
+        return Err(Error::Usage(
+            "--topology, --profile and --fault apply to the bundled cluster only, not to a cluster named by --kubeconfig/--context/--in-cluster"
+                .into(),
+        ));
+    }
+    Ok(real)
+}
+
+/// `--network-mode` names one of [`NETWORK_MODES`].
+fn check_network_mode(args: &RunArgs) -> Result<(), Error> {
+    if let Some(mode) = &args.network_mode
+        && !NETWORK_MODES.contains(&mode.as_str())
+    {
+        return Err(Error::Usage(format!(
+            "--network-mode {mode:?}: expected one of {}",
+            NETWORK_MODES.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The run's `--timeout` (not zero) and its `--settle`, if given.
+fn durations(args: &RunArgs) -> Result<(Duration, Option<Duration>), Error> {
+    let deadline = parse_duration(&args.timeout).filter(|d| !d.is_zero()).ok_or_else(|| {
+        Error::Usage(format!(
+            "--timeout {:?}: expected a duration such as 10m or 90s",
+            args.timeout
+        ))
+    })?;
+    let settle = match &args.settle {
+        Some(text) => Some(parse_duration(text).ok_or_else(|| {
+            Error::Usage(format!(
+                "--settle {text:?}: expected a duration such as 30s or 2m (0 judges the first attempt)"
+            ))
+        })?),
+        None => None,
+    };
+    Ok((deadline, settle))
+}
+
+/// `--concurrency` is at least 1.
+fn check_concurrency(args: &RunArgs) -> Result<(), Error> {
+    if args.concurrency == 0 {
+        return Err(Error::Usage("--concurrency must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// `--image-registry` is a registry prefix: not empty, no whitespace, no trailing slash.
+fn check_image_registry(args: &RunArgs) -> Result<(), Error> {
+    if let Some(reg) = &args.image_registry
+        && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
+    {
+        return Err(Error::Usage(format!(
+            "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
+        )));
+    }
+    Ok(())
+}
+
+/// The `--check` expressions compiled (`!` negates one).
+fn check_filters(args: &RunArgs) -> Result<Vec<CheckFilter>, Error> {
+    args.check
+        .iter()
+        .map(|raw| {
+            let (negate, pattern) = match raw.strip_prefix('!') {
+                Some(p) => (true, p),
+                None => (false, raw.as_str()),
+            };
+            Regex::new(pattern)
+                .map(|re| CheckFilter { negate, re })
+                .map_err(|e| Error::Usage(format!("--check {raw:?}: {e}")))
+        })
+        .collect()
+}
+
+/// `--bundle` names a `.tar.gz` or `.tgz` file in a folder that exists.
+fn check_bundle(args: &RunArgs) -> Result<(), Error> {
+    let Some(path) = &args.bundle else {
+        return Ok(());
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
+        return Err(Error::Usage(format!(
+            "--bundle {}: expected a file name ending in .tar.gz or .tgz",
+            path.display()
+        )));
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = dir
+        && !dir.is_dir()
+    {
+        return Err(Error::Usage(format!(
+            "--bundle {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The checks `--suite`, `--check` and `--include-pending` select, as (suite, check) indexes;
+/// an unknown suite is a usage error and an empty selection [`Error::NothingSelected`].
+fn select_checks(args: &RunArgs, suites: &Suites, filters: &[CheckFilter]) -> Result<Vec<(usize, usize)>, Error> {
+    for name in &args.suite {
+        if !suites.suites.iter().any(|s| &s.name == name) {
+            let known: Vec<&str> = suites.suites.iter().map(|s| s.name.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "--suite {name:?}: no such suite (known: {})",
+                known.join(", ")
+            )));
+        }
+    }
+    let mut selected = Vec::new();
+    for (si, suite) in suites.suites.iter().enumerate() {
+        if !args.suite.is_empty() && !args.suite.contains(&suite.name) {
+            continue;
+        }
+        for (ci, check) in suite.checks.iter().enumerate() {
+            if check.pending.is_some() && !args.include_pending {
+                continue;
+            }
+            let key = format!("{}/{}", suite.name, check.name);
+            // Kept when it matches some positive filter (or there is none) and no negated one.
+            let hit = |f: &&CheckFilter| f.re.is_match(&key) || f.re.is_match(&check.rule);
+            let mut positives = filters.iter().filter(|f| !f.negate).peekable();
+            let wanted = positives.peek().is_none() || positives.any(|f| hit(&f));
+            let keep = wanted && !filters.iter().filter(|f| f.negate).any(|f| hit(&f));
+            if keep {
+                selected.push((si, ci));
+            }
+        }
+    }
+    if selected.is_empty() {
+        let what = if args.check.is_empty() && args.suite.is_empty() {
+            "the suites hold no checks".to_string()
+        } else {
+            format!("suites {:?}, checks {:?}", args.suite, args.check)
+        };
+        return Err(Error::NothingSelected(what));
+    }
+    Ok(selected)
+}
+
+/// The cluster the run targets: the pod's own (`--in-cluster`), one a kubeconfig names (`real`),
+/// else the bundled one with its topology and faults.
+fn target_spec(args: &RunArgs, real: bool) -> Result<TargetSpec, Error> {
+    Ok(if args.in_cluster {
+        let kubeconfig = crate::cluster::target::in_cluster_kubeconfig(
+            &|name| std::env::var(name).ok(),
+            std::path::Path::new(crate::cluster::target::SERVICE_ACCOUNT_DIR),
+        )
+        .map_err(Error::Usage)?;
+        TargetSpec::InCluster {
+            kubeconfig: Box::new(kubeconfig),
+        }
+    } else if real {
+        TargetSpec::Kubeconfig {
+            path: args.kubeconfig.clone(),
+            context: args.context.clone(),
+        }
+    } else {
+        let (profile, mut topology) = match (&args.topology, &args.profile) {
+            (Some(path), _) => (path.display().to_string(), simcluster::Topology::load(path)?),
+            (None, Some(name)) => (name.clone(), simcluster::Topology::profile(name)?),
+            (None, None) => ("default".to_string(), simcluster::Topology::default_cluster()),
+        };
+        crate::cli::sim::apply_faults(&mut topology, &args.faults)?;
+        TargetSpec::Bundled {
+            profile,
+            topology: Box::new(topology),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -6,13 +6,14 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use indicatif::ProgressBar;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use mixcheck_reports::Os;
 use serde_json::json;
 
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
-use crate::cluster::fixture::{self, Fixtures, MANAGED_BY, RUN_LABEL};
+use crate::cluster::fixture::{self, Fixture, Fixtures, MANAGED_BY, RUN_LABEL};
 use crate::cluster::progress::{Phase, Progress};
 
 /// The field manager of the run's server-side applies.
@@ -458,138 +459,208 @@ pub fn pods_per_node(
         .collect()
 }
 
-/// Deploys the network fixtures on every schedulable node (the full set on the nodes `scope`
-/// names, a server and a client on the others) and awaits them (within `deadline`).
-#[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
-pub async fn deploy(
-    client: &kube::Client,
-    ns: &str,
-    run_id: &str,
-    facts: &ClusterFacts,
-    fixtures: &Fixtures,
-    registry: Option<&str>,
+/// A fixture pod to await: its name, the node it is meant for, and that node's OS.
+type Wanted = (String, String, Os);
+
+/// The fixtures a deployment stamps its pods from, by role.
+struct Kit<'a> {
+    server: &'a Fixture,
+    client: &'a Fixture,
+    host: &'a Fixture,
+    affinity: &'a Fixture,
+}
+
+impl<'a> Kit<'a> {
+    /// The run's fixtures by role, or the one that is missing.
+    fn of(fixtures: &'a Fixtures) -> Result<Self, DeployError> {
+        let fixture = |name: &str| {
+            fixtures
+                .get(name)
+                .ok_or_else(|| DeployError::MissingFixture(name.into()))
+        };
+        Ok(Self {
+            server: fixture("netexec-server")?,
+            client: fixture("netexec-client")?,
+            host: fixture("host-probe")?,
+            affinity: fixture("affinity-backend")?,
+        })
+    }
+}
+
+/// What one [`deploy`] call stamps, for which nodes and under which names: the stamping's
+/// input, read by every later phase.
+struct Plan<'a> {
+    ns: &'a str,
+    run_id: &'a str,
+    facts: &'a ClusterFacts,
+    kit: Kit<'a>,
+    registry: Option<&'a str>,
     needs: Needs,
-    scope: Scope<'_>,
-    deadline: Instant,
-    progress: &Progress,
-) -> Result<Deployment, DeployError> {
-    let applied = progress.bar(Phase::Deploy);
-    let mut refused: BTreeMap<String, Refusal> = BTreeMap::new();
-    let labels = run_labels(run_id);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let services: Api<Service> = Api::namespaced(client.clone(), ns);
-    let fixture = |name: &str| {
-        fixtures
-            .get(name)
-            .ok_or_else(|| DeployError::MissingFixture(name.into()))
-    };
-    let server = fixture("netexec-server")?;
-    let client_fx = fixture("netexec-client")?;
-    let host = fixture("host-probe")?;
-    let affinity = fixture("affinity-backend")?;
+    scope: Scope<'a>,
+    /// The labels of everything the run creates.
+    labels: BTreeMap<String, String>,
+    /// The first call, which deploys the shared fixtures (not one adding promoted nodes').
+    base: bool,
+    /// The schedulable nodes this call deploys to, with their indexes into the facts.
+    nodes: Vec<(usize, &'a ClusterNode)>,
+    /// The pools of those nodes, by name (index: the pool's affinity service).
+    pools: BTreeMap<String, Vec<&'a ClusterNode>>,
+}
+
+impl Plan<'_> {
+    /// `pod` stamped for `node` under `name` with `labels` and the run's image registry.
+    fn stamp(
+        &self,
+        pod: &serde_json::Value,
+        name: &str,
+        node: &ClusterNode,
+        labels: &BTreeMap<String, String>,
+    ) -> serde_json::Value {
+        fixture::stamp(pod, name, node, labels, self.registry)
+    }
+
+    /// A Service of the run named `name` with `spec`.
+    fn service(&self, name: &str, spec: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": self.labels}, "spec": spec})
+    }
+
+    /// The selector of node `i`'s server pod.
+    fn server_selector(&self, i: usize) -> serde_json::Value {
+        json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: self.run_id})
+    }
+
+    /// The index of the pool whose affinity backends include `node`'s server (one of the
+    /// pool's first two nodes).
+    fn affinity_pool_of(&self, node: &ClusterNode) -> Option<usize> {
+        self.pools
+            .iter()
+            .enumerate()
+            .find(|(_, (_, members))| members.iter().take(2).any(|m| m.name == node.name))
+            .map(|(pi, _)| pi)
+    }
+}
+
+/// The schedulable nodes a call deploys to: all of them on the first call, else those `scope`
+/// gives every fixture.
+fn deployed_nodes<'a>(facts: &'a ClusterFacts, scope: Scope<'_>) -> Vec<(usize, &'a ClusterNode)> {
     let base = scope.before.is_none();
-    let nodes: Vec<(usize, &ClusterNode)> = facts
+    facts
         .nodes
         .iter()
         .enumerate()
         .filter(|(i, n)| n.schedulable() && (base || scope.full.contains(i)))
-        .collect();
-    let mut dep = Deployment::default();
-    // Pool → the name of its LoadBalancer service.
-    let mut lb_pools: BTreeMap<String, String> = BTreeMap::new();
-    // (pod name, node, os, role)
-    let mut wanted: Vec<(String, String, Os)> = Vec::new();
-    let mut hosts_wanted: Vec<(String, String, Os)> = Vec::new();
-    let mut clients_wanted: Vec<(String, String, Os)> = Vec::new();
-    let mut host_ports_wanted: Vec<(String, String, Os)> = Vec::new();
-    // The pools of schedulable nodes, by name (index: the pool's affinity service).
+        .collect()
+}
+
+/// The pools of `nodes`, by name, each with its members in order.
+fn pools_of<'a>(nodes: &[(usize, &'a ClusterNode)]) -> BTreeMap<String, Vec<&'a ClusterNode>> {
     let mut pools: BTreeMap<String, Vec<&ClusterNode>> = BTreeMap::new();
-    for (_, n) in &nodes {
+    for (_, n) in nodes {
         pools.entry(n.pool()).or_default().push(n);
     }
-    for (i, node) in &nodes {
-        let whole = scope.full.contains(i);
-        if let Some(pod) = server.pod_for(node) {
-            let name = format!("srv-{i}");
-            let mut l = labels.clone();
-            l.insert("mixcheck.io/server".into(), i.to_string());
-            if let Some((pi, _)) = pools
-                .iter()
-                .enumerate()
-                .find(|(_, (_, members))| members.iter().take(2).any(|m| m.name == node.name))
-            {
-                l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
-            }
-            if base {
-                let mut p = fixture::stamp(pod, &name, node, &l, registry);
-                p["spec"]["hostname"] = json!(name);
-                p["spec"]["subdomain"] = json!(SUBDOMAIN);
-                apply_pod(&pods, &name, &p, &mut refused).await?;
-                applied.inc(1);
-                dep.hostnames.insert(node.name.clone(), name.clone());
-                wanted.push((name, node.name.clone(), node.os));
+    pools
+}
+
+/// What the applying phase hands to the waiting: the pods to await by role, the pods the
+/// cluster refused, and the names the deployment has so far.
+#[derive(Default)]
+struct Applied {
+    servers: Vec<Wanted>,
+    clients: Vec<Wanted>,
+    hosts: Vec<Wanted>,
+    host_ports: Vec<Wanted>,
+    affinity: Vec<Wanted>,
+    /// Fixture pods the cluster refused, by name.
+    refused: BTreeMap<String, Refusal>,
+    /// Pool → the name of its LoadBalancer service.
+    lb_pools: BTreeMap<String, String>,
+    /// The hostnames, the headless, ExternalName and affinity services, the refused services.
+    dep: Deployment,
+}
+
+impl Applied {
+    /// How many fixture pods were applied, refused or not.
+    fn total(&self) -> usize {
+        self.servers.len() + self.clients.len() + self.hosts.len() + self.affinity.len() + self.host_ports.len()
+    }
+
+    /// The pods to await, every role's in turn, less those the cluster refused.
+    fn awaited(&self) -> Vec<Wanted> {
+        self.servers
+            .iter()
+            .chain(&self.clients)
+            .chain(&self.hosts)
+            .chain(&self.affinity)
+            .chain(&self.host_ports)
+            .filter(|(name, _, _)| !self.refused.contains_key(name))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The applying phase: stamps the plan's objects and applies them one after the other,
+/// counting them on the deploy line and keeping what the cluster refused.
+struct Applying<'p, 'a> {
+    plan: &'p Plan<'a>,
+    pods: Api<Pod>,
+    services: Api<Service>,
+    bar: &'p ProgressBar,
+    out: Applied,
+}
+
+impl<'p, 'a> Applying<'p, 'a> {
+    /// Applies a fixture pod (see [`apply`]) and counts it.
+    async fn pod(&mut self, name: &str, pod: &serde_json::Value) -> Result<(), DeployError> {
+        apply_pod(&self.pods, name, pod, &mut self.out.refused).await?;
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    /// Applies a service of the run (see [`apply`]) and counts it.
+    async fn service(&mut self, name: &str, svc: &serde_json::Value) -> Result<(), DeployError> {
+        apply_service(&self.services, name, svc, &mut self.out.dep.refused_services).await?;
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    /// Every object of the plan: each node's fixtures, then (first call only) the run's shared
+    /// services and the pools' affinity backends.
+    async fn all(mut self) -> Result<Applied, DeployError> {
+        let plan = self.plan;
+        for &(i, node) in &plan.nodes {
+            self.node(i, node).await?;
+        }
+        if plan.base {
+            self.shared_services().await?;
+            self.affinity_pools().await?;
+        }
+        Ok(self.out)
+    }
+
+    /// One node's fixtures: its server (on full coverage also its hostPort server and
+    /// services), its client and (on full coverage) its node-side probe.
+    async fn node(&mut self, i: usize, node: &'a ClusterNode) -> Result<(), DeployError> {
+        let plan = self.plan;
+        let whole = plan.scope.full.contains(&i);
+        if let Some(pod) = plan.kit.server.pod_for(node) {
+            if plan.base {
+                self.server(i, node, pod).await?;
             }
             // A node on light coverage gets its server and client only.
             if whole {
-                if needs.host_port {
-                    let name = format!("hp-{i}");
-                    let p = host_port_pod(&fixture::stamp(pod, &name, node, &labels, registry));
-                    apply_pod(&pods, &name, &p, &mut refused).await?;
-                    applied.inc(1);
-                    host_ports_wanted.push((name, node.name.clone(), node.os));
+                if plan.needs.host_port {
+                    self.host_port(i, node, pod).await?;
                 }
-                let svc_name = format!("svc-{i}");
-                // PreferDualStack: an IPv6 ClusterIP too where the cluster is dual-stack
-                // (NET-IPV6-DUALSTACK); a single-stack cluster gives it its one family (K8SDS).
-                let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": {
-                    "type": "NodePort",
-                    "ipFamilyPolicy": "PreferDualStack",
-                    "selector": {"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id},
-                    "ports": [
-                        {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
-                        {"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}
-                    ]
-                }});
-                apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
-                applied.inc(1);
-                // SVC-TYPES: headless and ExternalName services over the same server; a
-                // LoadBalancer over the first server of each pool (one per pool, not per node: a
-                // cloud load balancer is slow to provision and is billed).
-                let selector = json!({"mixcheck.io/server": i.to_string(), RUN_LABEL: run_id});
-                let mut extra = vec![
-                    (
-                        format!("hl-{i}"),
-                        json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
-                    ),
-                    (
-                        format!("xn-{i}"),
-                        json!({"type": "ExternalName", "externalName": format!("svc-{i}.{ns}.svc.{}", facts.cluster_domain())}),
-                    ),
-                ];
-                if base && let std::collections::btree_map::Entry::Vacant(slot) = lb_pools.entry(node.pool()) {
-                    let name = format!("lb-{}", node.pool());
-                    slot.insert(name.clone());
-                    extra.push((
-                    name,
-                    json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
-                ));
-                }
-                for (svc_name, spec) in extra {
-                    let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels}, "spec": spec});
-                    apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
-                    applied.inc(1);
-                }
-                dep.headless.insert(node.name.clone(), format!("hl-{i}"));
-                dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
+                self.node_services(i, node).await?;
             }
         }
-        if base && let Some(pod) = client_fx.pod_for(node) {
+        if plan.base
+            && let Some(pod) = plan.kit.client.pod_for(node)
+        {
             let name = format!("cli-{i}");
-            let p = fixture::stamp(pod, &name, node, &labels, registry);
-            apply_pod(&pods, &name, &p, &mut refused).await?;
-            applied.inc(1);
-            clients_wanted.push((name, node.name.clone(), node.os));
+            let p = plan.stamp(pod, &name, node, &plan.labels);
+            self.pod(&name, &p).await?;
+            self.out.clients.push((name, node.name.clone(), node.os));
         }
         let host_ok = match node.os {
             Os::Linux => true,
@@ -597,68 +668,137 @@ pub async fn deploy(
         };
         if whole
             && host_ok
-            && let Some(pod) = host.pod_for(node)
+            && let Some(pod) = plan.kit.host.pod_for(node)
         {
             let name = format!("host-{i}");
-            let p = fixture::stamp(pod, &name, node, &labels, registry);
-            apply_pod(&pods, &name, &p, &mut refused).await?;
-            applied.inc(1);
-            hosts_wanted.push((name, node.name.clone(), node.os));
+            let p = plan.stamp(pod, &name, node, &plan.labels);
+            self.pod(&name, &p).await?;
+            self.out.hosts.push((name, node.name.clone(), node.os));
         }
+        Ok(())
     }
-    let mut affinity_wanted = Vec::new();
-    if base {
-        // The headless service that gives server pods their FQDN.
-        let headless = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SUBDOMAIN, "labels": labels},
-        "spec": {"clusterIP": "None", "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}});
-        apply_service(&services, SUBDOMAIN, &headless, &mut dep.refused_services).await?;
-        applied.inc(1);
+
+    /// Node `i`'s server `srv-i`: labelled with its index (and its pool's, where it is an
+    /// affinity backend), with the hostname and subdomain of its FQDN.
+    async fn server(&mut self, i: usize, node: &ClusterNode, pod: &serde_json::Value) -> Result<(), DeployError> {
+        let plan = self.plan;
+        let name = format!("srv-{i}");
+        let mut l = plan.labels.clone();
+        l.insert("mixcheck.io/server".into(), i.to_string());
+        if let Some(pi) = plan.affinity_pool_of(node) {
+            l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
+        }
+        let mut p = plan.stamp(pod, &name, node, &l);
+        p["spec"]["hostname"] = json!(name);
+        p["spec"]["subdomain"] = json!(SUBDOMAIN);
+        self.pod(&name, &p).await?;
+        self.out.dep.hostnames.insert(node.name.clone(), name.clone());
+        self.out.servers.push((name, node.name.clone(), node.os));
+        Ok(())
+    }
+
+    /// Node `i`'s hostPort server `hp-i` (see [`host_port_pod`]).
+    async fn host_port(&mut self, i: usize, node: &ClusterNode, pod: &serde_json::Value) -> Result<(), DeployError> {
+        let plan = self.plan;
+        let name = format!("hp-{i}");
+        let p = host_port_pod(&plan.stamp(pod, &name, node, &plan.labels));
+        self.pod(&name, &p).await?;
+        self.out.host_ports.push((name, node.name.clone(), node.os));
+        Ok(())
+    }
+
+    /// The services over node `i`'s server: its NodePort `svc-i`, headless `hl-i` and
+    /// ExternalName `xn-i`, and its pool's LoadBalancer where the pool has none yet.
+    async fn node_services(&mut self, i: usize, node: &ClusterNode) -> Result<(), DeployError> {
+        let plan = self.plan;
+        let svc_name = format!("svc-{i}");
+        // PreferDualStack: an IPv6 ClusterIP too where the cluster is dual-stack
+        // (NET-IPV6-DUALSTACK); a single-stack cluster gives it its one family (K8SDS).
+        let s = plan.service(
+            &svc_name,
+            json!({
+                "type": "NodePort",
+                "ipFamilyPolicy": "PreferDualStack",
+                "selector": plan.server_selector(i),
+                "ports": [
+                    {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
+                    {"name": "udp", "port": 90, "targetPort": 8081, "protocol": "UDP"}
+                ]
+            }),
+        );
+        self.service(&svc_name, &s).await?;
+        // SVC-TYPES: headless and ExternalName services over the same server; a
+        // LoadBalancer over the first server of each pool (one per pool, not per node: a
+        // cloud load balancer is slow to provision and is billed).
+        let selector = plan.server_selector(i);
+        let mut extra = vec![
+            (
+                format!("hl-{i}"),
+                json!({"clusterIP": "None", "selector": selector, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
+            ),
+            (
+                format!("xn-{i}"),
+                json!({"type": "ExternalName", "externalName": format!("svc-{i}.{}.svc.{}", plan.ns, plan.facts.cluster_domain())}),
+            ),
+        ];
+        if plan.base
+            && let std::collections::btree_map::Entry::Vacant(slot) = self.out.lb_pools.entry(node.pool())
+        {
+            let name = format!("lb-{}", node.pool());
+            slot.insert(name.clone());
+            extra.push((
+                name,
+                json!({"type": "LoadBalancer", "selector": selector, "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+            ));
+        }
+        for (svc_name, spec) in extra {
+            let s = plan.service(&svc_name, spec);
+            self.service(&svc_name, &s).await?;
+        }
+        self.out.dep.headless.insert(node.name.clone(), format!("hl-{i}"));
+        self.out.dep.external_names.insert(node.name.clone(), format!("xn-{i}"));
+        Ok(())
+    }
+
+    /// The services over every server: the headless one that gives server pods their FQDN and
+    /// the `externalTrafficPolicy: Local` NodePort.
+    async fn shared_services(&mut self) -> Result<(), DeployError> {
+        let plan = self.plan;
+        let headless = plan.service(
+            SUBDOMAIN,
+            json!({"clusterIP": "None", "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: plan.run_id},
+                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
+        );
+        self.service(SUBDOMAIN, &headless).await?;
         // NET-LOCAL-POLICY-NON-DSR: one `externalTrafficPolicy: Local` NodePort over every server;
         // a node's NodePort then answers from that node's own server only.
-        let local = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": LOCAL_SERVICE, "labels": labels},
-        "spec": {"type": "NodePort", "externalTrafficPolicy": "Local",
-            "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: run_id},
-            "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-        apply_service(&services, LOCAL_SERVICE, &local, &mut dep.refused_services).await?;
-        applied.inc(1);
-        // Two affinity backends per pool: the servers of its first two nodes, and where the pool
-        // has one node, one backend pod beside its server (each pod takes one of the node's pod
-        // slots: EKS Windows nodes have few).
-        for (pi, (pool, members)) in pools.iter().enumerate() {
-            if members.first().and_then(|n| affinity.pod_for(n)).is_none() {
+        let local = plan.service(
+            LOCAL_SERVICE,
+            json!({"type": "NodePort", "externalTrafficPolicy": "Local",
+                "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: plan.run_id},
+                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+        );
+        self.service(LOCAL_SERVICE, &local).await
+    }
+
+    /// Two affinity backends per pool: the servers of its first two nodes, and where the pool
+    /// has one node, one backend pod beside its server (each pod takes one of the node's pod
+    /// slots: EKS Windows nodes have few); and the pool's `sessionAffinity: ClientIP` service.
+    async fn affinity_pools(&mut self) -> Result<(), DeployError> {
+        let plan = self.plan;
+        for (pi, (pool, members)) in plan.pools.iter().enumerate() {
+            if members.first().and_then(|n| plan.kit.affinity.pod_for(n)).is_none() {
                 continue;
             }
-            // The nodes of its backends: the servers that run, then the extra pods.
-            let mut backends: Vec<String> = members
-                .iter()
-                .take(2)
-                .filter(|n| dep.hostnames.contains_key(&n.name) && !refused.contains_key(&dep.hostnames[&n.name]))
-                .map(|n| n.name.clone())
-                .collect();
-            for k in backends.len()..2 {
-                let node = members[k % members.len()];
-                let Some(pod) = affinity.pod_for(node) else {
-                    continue;
-                };
-                let name = format!("aff-{pi}-{k}");
-                let mut l = labels.clone();
-                l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
-                let p = fixture::stamp(pod, &name, node, &l, registry);
-                apply_pod(&pods, &name, &p, &mut refused).await?;
-                applied.inc(1);
-                affinity_wanted.push((name, node.name.clone(), node.os));
-                if !backends.contains(&node.name) {
-                    backends.push(node.name.clone());
-                }
-            }
+            let backends = self.affinity_backends(pi, members).await?;
             let svc_name = format!("aff-{pi}");
-            let s = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc_name, "labels": labels},
-            "spec": {"selector": {"mixcheck.io/affinity-pool": pi.to_string(), RUN_LABEL: run_id}, "sessionAffinity": "ClientIP",
-                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-            apply_service(&services, &svc_name, &s, &mut dep.refused_services).await?;
-            applied.inc(1);
-            dep.affinity.insert(
+            let s = plan.service(
+                &svc_name,
+                json!({"selector": {"mixcheck.io/affinity-pool": pi.to_string(), RUN_LABEL: plan.run_id}, "sessionAffinity": "ClientIP",
+                    "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
+            );
+            self.service(&svc_name, &s).await?;
+            self.out.dep.affinity.insert(
                 pool.clone(),
                 ServiceInfo {
                     name: svc_name,
@@ -667,22 +807,51 @@ pub async fn deploy(
                 },
             );
         }
+        Ok(())
     }
-    let total =
-        wanted.len() + clients_wanted.len() + hosts_wanted.len() + affinity_wanted.len() + host_ports_wanted.len();
-    applied.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
+
+    /// The nodes of pool `pi`'s two backends: the servers that run, then the extra backend
+    /// pods it applies to make up two.
+    async fn affinity_backends(&mut self, pi: usize, members: &[&ClusterNode]) -> Result<Vec<String>, DeployError> {
+        let plan = self.plan;
+        let mut backends: Vec<String> = members
+            .iter()
+            .take(2)
+            .filter(|n| {
+                self.out
+                    .dep
+                    .hostnames
+                    .get(&n.name)
+                    .is_some_and(|h| !self.out.refused.contains_key(h))
+            })
+            .map(|n| n.name.clone())
+            .collect();
+        for k in backends.len()..2 {
+            let node = members[k % members.len()];
+            let Some(pod) = plan.kit.affinity.pod_for(node) else {
+                continue;
+            };
+            let name = format!("aff-{pi}-{k}");
+            let mut l = plan.labels.clone();
+            l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
+            let p = plan.stamp(pod, &name, node, &l);
+            self.pod(&name, &p).await?;
+            self.out.affinity.push((name, node.name.clone(), node.os));
+            if !backends.contains(&node.name) {
+                backends.push(node.name.clone());
+            }
+        }
+        Ok(backends)
+    }
+}
+
+/// Says how many fixture pods were deployed and which objects the cluster refused.
+fn say_deployed(applied: &Applied, ns: &str, progress: &Progress) {
     progress.say(&format!(
-        "Deployed {total} fixture pods in namespace {ns}; waiting for them (Windows images pull slowly)…"
+        "Deployed {} fixture pods in namespace {ns}; waiting for them (Windows images pull slowly)…",
+        applied.total()
     ));
-    let all: Vec<(String, String, Os)> = wanted
-        .iter()
-        .chain(&clients_wanted)
-        .chain(&hosts_wanted)
-        .chain(&affinity_wanted)
-        .chain(&host_ports_wanted)
-        .filter(|(name, _, _)| !refused.contains_key(name))
-        .cloned()
-        .collect();
+    let refused = &applied.refused;
     if !refused.is_empty() {
         progress.say(&format!(
             "The cluster refused {} of the run's objects ({}); only the checks that need them are affected: {}",
@@ -691,8 +860,12 @@ pub async fn deploy(
             refused.values().next().map(|r| r.message.as_str()).unwrap_or_default()
         ));
     }
-    let mut placed = await_pods(&pods, &events, &all, deadline, progress).await;
-    let broken: Vec<String> = all
+}
+
+/// Says which awaited pods will not start and why (the first [`WAITING_SHOWN`]), with a hint
+/// where a host port or the pod slots are taken.
+fn say_unstarted(awaited: &[Wanted], placed: &BTreeMap<String, Placed>, progress: &Progress) {
+    let broken: Vec<String> = awaited
         .iter()
         .filter_map(|(name, node, _)| {
             let why = placed.get(name)?.problem.as_deref()?;
@@ -702,32 +875,46 @@ pub async fn deploy(
             ))
         })
         .collect();
-    if !broken.is_empty() {
-        let mut lines = vec![format!(
-            "{} fixture pod{} will not start; the checks that need {} are error:",
-            broken.len(),
-            if broken.len() == 1 { "" } else { "s" },
-            if broken.len() == 1 { "it" } else { "them" }
-        )];
-        lines.extend(broken.iter().take(WAITING_SHOWN).cloned());
-        if broken.len() > WAITING_SHOWN {
-            lines.push(format!(
-                "    … and {} more (report.md lists them)",
-                broken.len() - WAITING_SHOWN
-            ));
-        }
-        if broken
-            .iter()
-            .any(|l| l.contains("didn't have free ports") || l.contains("Too many pods"))
-        {
-            lines.push(
-                "  a host port or the node's pod slots are taken — by a kept or killed mixcheck run? `mixcheck cleanup` deletes its namespaces"
-                    .to_string(),
-            );
-        }
-        progress.say(&lines.join("\n"));
+    if broken.is_empty() {
+        return;
     }
-    for (name, r) in &refused {
+    let mut lines = vec![format!(
+        "{} fixture pod{} will not start; the checks that need {} are error:",
+        broken.len(),
+        if broken.len() == 1 { "" } else { "s" },
+        if broken.len() == 1 { "it" } else { "them" }
+    )];
+    lines.extend(broken.iter().take(WAITING_SHOWN).cloned());
+    if broken.len() > WAITING_SHOWN {
+        lines.push(format!(
+            "    … and {} more (report.md lists them)",
+            broken.len() - WAITING_SHOWN
+        ));
+    }
+    if broken
+        .iter()
+        .any(|l| l.contains("didn't have free ports") || l.contains("Too many pods"))
+    {
+        lines.push(
+            "  a host port or the node's pod slots are taken — by a kept or killed mixcheck run? `mixcheck cleanup` deletes its namespaces"
+                .to_string(),
+        );
+    }
+    progress.say(&lines.join("\n"));
+}
+
+/// What verifying placement hands to the addressing: the deployment with every awaited pod
+/// placed by role, and the pools' LoadBalancer services.
+struct Placement {
+    dep: Deployment,
+    /// Pool → the name of its LoadBalancer service.
+    lb_pools: BTreeMap<String, String>,
+}
+
+/// Files each applied pod's placement under its role and node; a refused pod is placed with
+/// the refusal as its problem.
+fn place(applied: Applied, mut placed: BTreeMap<String, Placed>) -> Placement {
+    for (name, r) in &applied.refused {
         placed.insert(
             name.clone(),
             Placed {
@@ -739,59 +926,66 @@ pub async fn deploy(
             },
         );
     }
-    for (name, node, _) in &wanted {
-        if let Some(p) = placed.get(name) {
-            dep.servers.insert(node.clone(), p.clone());
-        }
+    let by_node = |wanted: &[Wanted]| -> BTreeMap<String, Placed> {
+        wanted
+            .iter()
+            .filter_map(|(name, node, _)| Some((node.clone(), placed.get(name)?.clone())))
+            .collect()
+    };
+    let mut dep = applied.dep;
+    dep.servers.extend(by_node(&applied.servers));
+    dep.clients.extend(by_node(&applied.clients));
+    dep.hosts.extend(by_node(&applied.hosts));
+    dep.host_ports.extend(by_node(&applied.host_ports));
+    Placement {
+        dep,
+        lb_pools: applied.lb_pools,
     }
-    for (name, node, _) in &clients_wanted {
-        if let Some(p) = placed.get(name) {
-            dep.clients.insert(node.clone(), p.clone());
-        }
+}
+
+/// A service's addresses as the cluster gave them (no backends).
+fn service_info(s: &Service) -> ServiceInfo {
+    let spec = s.spec.clone().unwrap_or_default();
+    let ports = spec.ports.unwrap_or_default();
+    let np = |proto: &str| {
+        ports
+            .iter()
+            .find(|p| p.protocol.as_deref() == Some(proto))
+            .and_then(|p| p.node_port)
+            .and_then(|p| u16::try_from(p).ok())
+    };
+    ServiceInfo {
+        name: s.metadata.name.clone().unwrap_or_default(),
+        cluster_ip: spec.cluster_ip.unwrap_or_default(),
+        cluster_ipv6: spec
+            .cluster_ips
+            .unwrap_or_default()
+            .into_iter()
+            .find(|ip| ip.contains(':')),
+        node_ports: (np("TCP"), np("UDP")),
+        backends: Vec::new(),
     }
-    for (name, node, _) in &hosts_wanted {
-        if let Some(p) = placed.get(name) {
-            dep.hosts.insert(node.clone(), p.clone());
-        }
-    }
-    for (name, node, _) in &host_ports_wanted {
-        if let Some(p) = placed.get(name) {
-            dep.host_ports.insert(node.clone(), p.clone());
-        }
-    }
-    // Service addresses.
+}
+
+/// Reads the run's services back and files their addresses: each node's NodePort and Local
+/// service, the pools' LoadBalancers with their ingress, the affinity services (keeping their
+/// backends).
+async fn address_services(
+    services: &Api<Service>,
+    plan: &Plan<'_>,
+    placement: Placement,
+) -> Result<Deployment, DeployError> {
+    let Placement { mut dep, lb_pools } = placement;
     let list = services
         .list(&ListParams::default())
         .await
         .map_err(api_err("service list"))?;
-    let info = |s: &Service| {
-        let spec = s.spec.clone().unwrap_or_default();
-        let ports = spec.ports.unwrap_or_default();
-        let np = |proto: &str| {
-            ports
-                .iter()
-                .find(|p| p.protocol.as_deref() == Some(proto))
-                .and_then(|p| p.node_port)
-                .and_then(|p| u16::try_from(p).ok())
-        };
-        ServiceInfo {
-            name: s.metadata.name.clone().unwrap_or_default(),
-            cluster_ip: spec.cluster_ip.unwrap_or_default(),
-            cluster_ipv6: spec
-                .cluster_ips
-                .unwrap_or_default()
-                .into_iter()
-                .find(|ip| ip.contains(':')),
-            node_ports: (np("TCP"), np("UDP")),
-            backends: Vec::new(),
-        }
-    };
     let by_name: BTreeMap<String, ServiceInfo> = list
         .items
         .iter()
-        .map(|s| (s.metadata.name.clone().unwrap_or_default(), info(s)))
+        .map(|s| (s.metadata.name.clone().unwrap_or_default(), service_info(s)))
         .collect();
-    for (i, node) in &nodes {
+    for (i, node) in &plan.nodes {
         if let Some(s) = by_name.get(&format!("svc-{i}")) {
             dep.services.insert(node.name.clone(), s.clone());
         }
@@ -822,18 +1016,77 @@ pub async fn deploy(
             };
         }
     }
-    // Flows through a Service settle from when it lists its backend, not from when the pod is
-    // Ready: the endpoints controller lags behind (upstream's KubeProxyEndpointLagTimeout).
-    let servers = scope.before.map_or(&dep.servers, |b| &b.servers);
-    let listed: Vec<(String, String)> = nodes
+    Ok(dep)
+}
+
+/// The per-node services (name, server IP) whose Endpoints must list their server before flows
+/// through them settle: each fully covered node's, where its server (this call's, else the one
+/// deployed before) is usable.
+fn listed_servers(plan: &Plan<'_>, dep: &Deployment) -> Vec<(String, String)> {
+    let servers = plan.scope.before.map_or(&dep.servers, |b| &b.servers);
+    plan.nodes
         .iter()
-        .filter(|(i, _)| scope.full.contains(i))
+        .filter(|(i, _)| plan.scope.full.contains(i))
         .filter_map(|(i, n)| {
             let server = servers.get(&n.name).filter(|p| p.problem.is_none())?;
             Some((format!("svc-{i}"), server.ip.clone()))
         })
-        .collect();
-    await_endpoints(client, ns, &listed, deadline).await;
+        .collect()
+}
+
+/// Deploys the network fixtures on every schedulable node (the full set on the nodes `scope`
+/// names, a server and a client on the others) and awaits them (within `deadline`): stamps and
+/// applies them, awaits the pods, verifies where they landed, reads the services' addresses
+/// and waits for the services to list their servers.
+#[allow(clippy::too_many_arguments)] // the run's identity, its cluster and its limits, each distinct
+pub async fn deploy(
+    client: &kube::Client,
+    ns: &str,
+    run_id: &str,
+    facts: &ClusterFacts,
+    fixtures: &Fixtures,
+    registry: Option<&str>,
+    needs: Needs,
+    scope: Scope<'_>,
+    deadline: Instant,
+    progress: &Progress,
+) -> Result<Deployment, DeployError> {
+    let bar = progress.bar(Phase::Deploy);
+    let nodes = deployed_nodes(facts, scope);
+    let plan = Plan {
+        ns,
+        run_id,
+        facts,
+        kit: Kit::of(fixtures)?,
+        registry,
+        needs,
+        scope,
+        labels: run_labels(run_id),
+        base: scope.before.is_none(),
+        pools: pools_of(&nodes),
+        nodes,
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let applied = Applying {
+        plan: &plan,
+        pods: pods.clone(),
+        services: services.clone(),
+        bar: &bar,
+        out: Applied::default(),
+    }
+    .all()
+    .await?;
+    bar.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
+    say_deployed(&applied, ns, progress);
+    let awaited = applied.awaited();
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let placed = await_pods(&pods, &events, &awaited, deadline, progress).await;
+    say_unstarted(&awaited, &placed, progress);
+    let mut dep = address_services(&services, &plan, place(applied, placed)).await?;
+    // Flows through a Service settle from when it lists its backend, not from when the pod is
+    // Ready: the endpoints controller lags behind (upstream's KubeProxyEndpointLagTimeout).
+    await_endpoints(client, ns, &listed_servers(&plan, &dep), deadline).await;
     dep.ready_at = Some(std::time::Instant::now());
     Ok(dep)
 }
@@ -913,6 +1166,9 @@ fn pod_state(p: &Pod) -> (bool, Option<String>) {
     (false, Some(format!("pod {phase}, not ready")))
 }
 
+/// Awaits the `wanted` pods until each is settled (ready, failed, never starting) or its OS's
+/// timeout or `deadline` has passed, saying what holds them up: each one's placement, with the
+/// problem that keeps it from use.
 async fn await_pods(
     pods: &Api<Pod>,
     events: &Api<Event>,
@@ -1010,28 +1266,48 @@ async fn await_pods(
         // The first word after 5 s (a pod that will not schedule says why by then), then every 10 s.
         let first = started.elapsed() >= Duration::from_secs(5) && last_report <= started;
         if first || last_report.elapsed() > Duration::from_secs(10) {
-            let awaited: Vec<&(String, String, Os)> =
-                wanted.iter().filter(|(name, _, _)| !done.contains_key(name)).collect();
-            let mut lines = vec![format!(
-                "  still waiting for {pending} fixture pod{} ({}s):",
-                if pending == 1 { "" } else { "s" },
-                started.elapsed().as_secs()
-            )];
-            for (name, node, _) in awaited.iter().take(WAITING_SHOWN) {
-                lines.push(format!(
-                    "    {name} {}",
-                    waiting_on(by_name.get(name).copied(), node, &ns_events)
-                ));
-            }
-            if awaited.len() > WAITING_SHOWN {
-                lines.push(format!("    … and {} more", awaited.len() - WAITING_SHOWN));
-            }
-            progress.say(&lines.join("\n"));
+            let awaited: Vec<&Wanted> = wanted.iter().filter(|(name, _, _)| !done.contains_key(name)).collect();
+            let waiting = Waiting {
+                awaited: &awaited,
+                pending,
+                elapsed: started.elapsed(),
+            };
+            progress.say(&waiting.report(&by_name, &ns_events));
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     done
+}
+
+/// The pods still awaited at one moment of [`await_pods`].
+struct Waiting<'w> {
+    awaited: &'w [&'w Wanted],
+    pending: usize,
+    elapsed: Duration,
+}
+
+impl Waiting<'_> {
+    /// The progress report: how many pods, for how long, and what holds up the first
+    /// [`WAITING_SHOWN`] (their pods by name, the namespace's events).
+    fn report(&self, by_name: &BTreeMap<String, &Pod>, events: &[Event]) -> String {
+        let pending = self.pending;
+        let mut lines = vec![format!(
+            "  still waiting for {pending} fixture pod{} ({}s):",
+            if pending == 1 { "" } else { "s" },
+            self.elapsed.as_secs()
+        )];
+        for (name, node, _) in self.awaited.iter().take(WAITING_SHOWN) {
+            lines.push(format!(
+                "    {name} {}",
+                waiting_on(by_name.get(name).copied(), node, events)
+            ));
+        }
+        if self.awaited.len() > WAITING_SHOWN {
+            lines.push(format!("    … and {} more", self.awaited.len() - WAITING_SHOWN));
+        }
+        lines.join("\n")
+    }
 }
 
 fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {

@@ -391,14 +391,8 @@ pub fn quantity_bytes(q: &str) -> Option<u64> {
     n.checked_mul(mult)
 }
 
-/// Reads the facts. `network_mode`/`egress` are the user's statements, used where detection
-/// finds nothing (mode) or instead of detection (egress, which is probed from pods once the
-/// fixtures run).
-pub async fn collect(
-    client: &kube::Client,
-    network_mode: Option<&str>,
-    egress: Option<bool>,
-) -> Result<ClusterFacts, kube::Error> {
+/// The API server's version: its git version and (major, minor), (0, 0) where neither says.
+async fn server_version(client: &kube::Client) -> Result<(String, (u32, u32)), kube::Error> {
     let version = client.apiserver_version().await?;
     let git = version.git_version.clone();
     let server = major_minor(&git)
@@ -409,6 +403,99 @@ pub async fn collect(
             ))
         })
         .unwrap_or((0, 0));
+    Ok((git, server))
+}
+
+/// The report's facts of one node, each with where it was read: from the Node object `n` and
+/// the run's view of it (with its configz).
+fn node_facts(n: &Node, node: &ClusterNode) -> NodeFacts {
+    let info = n.status.as_ref().and_then(|s| s.node_info.clone()).unwrap_or_default();
+    let status = n.status.clone().unwrap_or_default();
+    let src = format!("node/{}", node.name);
+    let mem = |m: &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+        m.as_ref()
+            .and_then(|m| m.get("memory"))
+            .and_then(|q| quantity_bytes(&q.0))
+    };
+    let reserved = node.configz.as_ref().map(|c| {
+        c.pointer("/kubeletconfig/systemReserved/memory")
+            .and_then(Value::as_str)
+            .and_then(quantity_bytes)
+            .unwrap_or(0)
+    });
+    NodeFacts {
+        os: Some(Fact::new(node.os, format!("{src} label kubernetes.io/os"))),
+        windows_build: node
+            .build
+            .map(|b| Fact::new(b, format!("{src} label node.kubernetes.io/windows-build"))),
+        kernel_version: Some(Fact::new(info.kernel_version.clone(), format!("{src} status.nodeInfo"))),
+        os_image: Some(Fact::new(info.os_image.clone(), format!("{src} status.nodeInfo"))),
+        kubelet_version: Some(Fact::new(
+            info.kubelet_version.clone(),
+            format!("{src} status.nodeInfo"),
+        )),
+        #[allow(deprecated)]
+        kube_proxy_version: (!info.kube_proxy_version.is_empty())
+            .then(|| Fact::new(info.kube_proxy_version.clone(), format!("{src} status.nodeInfo"))),
+        container_runtime_version: Some(Fact::new(
+            info.container_runtime_version.clone(),
+            format!("{src} status.nodeInfo"),
+        )),
+        taints: Some(Fact::new(node.taints.clone(), format!("{src} spec.taints"))),
+        memory_capacity_bytes: mem(&status.capacity).map(|b| Fact::new(b, format!("{src} status.capacity"))),
+        memory_allocatable_bytes: mem(&status.allocatable).map(|b| Fact::new(b, format!("{src} status.allocatable"))),
+        system_reserved_memory_bytes: reserved
+            .map(|b| Fact::new(b, format!("/api/v1/nodes/{}/proxy/configz systemReserved", node.name))),
+        skipped: node
+            .skipped
+            .clone()
+            .map(|why| Fact::new(why, format!("{src} spec.unschedulable, labels and taints"))),
+        pod_cidr: n
+            .spec
+            .as_ref()
+            .and_then(|s| s.pod_cidr.clone())
+            .filter(|c| !c.is_empty())
+            .map(|c| Fact::new(c, format!("{src} spec.podCIDR"))),
+    }
+}
+
+/// Whether every Windows node can run HostProcess pods (by its kubelet and containerd
+/// versions); None without Windows nodes or where a version is unknown.
+fn host_process_fact(nodes: &[ClusterNode]) -> Option<Fact<bool>> {
+    let windows: Vec<&ClusterNode> = nodes.iter().filter(|n| n.os == Os::Windows).collect();
+    (!windows.is_empty())
+        .then(|| windows.iter().map(|n| n.host_process()).collect::<Option<Vec<bool>>>())
+        .flatten()
+        .map(|all| {
+            Fact::new(
+                all.iter().all(|b| *b),
+                "nodes' kubelet and containerd versions (HostProcess: 1.23+, containerd 1.6+)",
+            )
+        })
+}
+
+/// The cluster's DNS domain, from the first node whose kubelet configz sets `clusterDomain`.
+fn cluster_domain_fact(nodes: &[ClusterNode]) -> Option<Fact<String>> {
+    nodes.iter().find_map(|n| {
+        let domain = n.configz.as_ref()?.pointer("/kubeletconfig/clusterDomain")?.as_str()?;
+        (!domain.is_empty()).then(|| {
+            Fact::new(
+                domain.trim_end_matches('.').to_string(),
+                format!("/api/v1/nodes/{}/proxy/configz clusterDomain", n.name),
+            )
+        })
+    })
+}
+
+/// Reads the facts. `network_mode`/`egress` are the user's statements, used where detection
+/// finds nothing (mode) or instead of detection (egress, which is probed from pods once the
+/// fixtures run).
+pub async fn collect(
+    client: &kube::Client,
+    network_mode: Option<&str>,
+    egress: Option<bool>,
+) -> Result<ClusterFacts, kube::Error> {
+    let (git, server) = server_version(client).await?;
     let nodes_api: Api<Node> = Api::all(client.clone());
     let node_list = nodes_api.list(&ListParams::default()).await?;
     let mut report = Facts {
@@ -418,60 +505,8 @@ pub async fn collect(
     let mut nodes = Vec::new();
     for n in &node_list.items {
         let mut node = node_of(n);
-        let info = n.status.as_ref().and_then(|s| s.node_info.clone()).unwrap_or_default();
-        let status = n.status.clone().unwrap_or_default();
-        let src = format!("node/{}", node.name);
-        let mem = |m: &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
-            m.as_ref()
-                .and_then(|m| m.get("memory"))
-                .and_then(|q| quantity_bytes(&q.0))
-        };
-        let configz = configz(client, &node.name).await;
-        node.configz = configz.clone();
-        let reserved = configz.as_ref().map(|c| {
-            c.pointer("/kubeletconfig/systemReserved/memory")
-                .and_then(Value::as_str)
-                .and_then(quantity_bytes)
-                .unwrap_or(0)
-        });
-        report.nodes.insert(
-            node.name.clone(),
-            NodeFacts {
-                os: Some(Fact::new(node.os, format!("{src} label kubernetes.io/os"))),
-                windows_build: node
-                    .build
-                    .map(|b| Fact::new(b, format!("{src} label node.kubernetes.io/windows-build"))),
-                kernel_version: Some(Fact::new(info.kernel_version.clone(), format!("{src} status.nodeInfo"))),
-                os_image: Some(Fact::new(info.os_image.clone(), format!("{src} status.nodeInfo"))),
-                kubelet_version: Some(Fact::new(
-                    info.kubelet_version.clone(),
-                    format!("{src} status.nodeInfo"),
-                )),
-                #[allow(deprecated)]
-                kube_proxy_version: (!info.kube_proxy_version.is_empty())
-                    .then(|| Fact::new(info.kube_proxy_version.clone(), format!("{src} status.nodeInfo"))),
-                container_runtime_version: Some(Fact::new(
-                    info.container_runtime_version.clone(),
-                    format!("{src} status.nodeInfo"),
-                )),
-                taints: Some(Fact::new(node.taints.clone(), format!("{src} spec.taints"))),
-                memory_capacity_bytes: mem(&status.capacity).map(|b| Fact::new(b, format!("{src} status.capacity"))),
-                memory_allocatable_bytes: mem(&status.allocatable)
-                    .map(|b| Fact::new(b, format!("{src} status.allocatable"))),
-                system_reserved_memory_bytes: reserved
-                    .map(|b| Fact::new(b, format!("/api/v1/nodes/{}/proxy/configz systemReserved", node.name))),
-                skipped: node
-                    .skipped
-                    .clone()
-                    .map(|why| Fact::new(why, format!("{src} spec.unschedulable, labels and taints"))),
-                pod_cidr: n
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.pod_cidr.clone())
-                    .filter(|c| !c.is_empty())
-                    .map(|c| Fact::new(c, format!("{src} spec.podCIDR"))),
-            },
-        );
+        node.configz = configz(client, &node.name).await;
+        report.nodes.insert(node.name.clone(), node_facts(n, &node));
         nodes.push(node);
     }
     // The kube-proxy actually serving each node: its pod's image (a DaemonSet's, or the mirror
@@ -488,34 +523,16 @@ pub async fn collect(
         .network_mode
         .or_else(|| network_mode.map(|m| Fact::new(m.to_string(), "--network-mode")));
     let egress = egress.map(|e| Fact::new(e, format!("--egress={e}")));
-    let windows: Vec<&ClusterNode> = nodes.iter().filter(|n| n.os == Os::Windows).collect();
-    let host_process = (!windows.is_empty())
-        .then(|| windows.iter().map(|n| n.host_process()).collect::<Option<Vec<bool>>>())
-        .flatten()
-        .map(|all| {
-            Fact::new(
-                all.iter().all(|b| *b),
-                "nodes' kubelet and containerd versions (HostProcess: 1.23+, containerd 1.6+)",
-            )
-        });
     report.network_mode = network_mode.clone();
     report.dsr = addons.dsr.clone();
     report.cluster_cidr = addons.cluster_cidr.clone();
     report.kube_proxy_version = addons.kube_proxy_version.clone();
-    report.host_process = host_process;
+    report.host_process = host_process_fact(&nodes);
     report.egress = egress.clone();
     report.dual_stack = dual_stack.clone();
     report.calico = Some(addons.calico.clone());
     report.platform = Some(platform_of(&node_list.items));
-    report.cluster_domain = nodes.iter().find_map(|n| {
-        let domain = n.configz.as_ref()?.pointer("/kubeletconfig/clusterDomain")?.as_str()?;
-        (!domain.is_empty()).then(|| {
-            Fact::new(
-                domain.trim_end_matches('.').to_string(),
-                format!("/api/v1/nodes/{}/proxy/configz clusterDomain", n.name),
-            )
-        })
-    });
+    report.cluster_domain = cluster_domain_fact(&nodes);
     Ok(ClusterFacts {
         version: server,
         nodes,
@@ -778,51 +795,73 @@ async fn addons(client: &kube::Client) -> Addons {
         .list(&ListParams::default().fields("metadata.name=kube-flannel-cfg"))
         .await
     {
-        for cm in list.items {
-            let ns = cm.metadata.namespace.clone().unwrap_or_default();
-            let Some(conf) = cm.data.as_ref().and_then(|d| d.get("net-conf.json")) else {
-                continue;
-            };
-            let Ok(v) = serde_json::from_str::<Value>(conf) else {
-                continue;
-            };
-            let mode = match v
-                .pointer("/Backend/Type")
-                .and_then(Value::as_str)
-                .map(str::to_ascii_lowercase)
-                .as_deref()
-            {
-                Some("vxlan") => "overlay",
-                Some("host-gw") => "l2bridge",
-                _ => continue,
-            };
-            out.network_mode = Some(Fact::new(
-                mode.to_string(),
-                format!("{ns}/kube-flannel-cfg net-conf.json Backend.Type"),
-            ));
-            out.cluster_cidr = v
-                .pointer("/Network")
-                .and_then(Value::as_str)
-                .map(|n| Fact::new(n.to_string(), format!("{ns}/kube-flannel-cfg net-conf.json Network")));
+        for cm in &list.items {
+            out.read_flannel_config(cm);
         }
     }
     for ds in &daemonsets {
+        out.read_daemonset(ds);
+    }
+    if out.dsr.is_none()
+        && let Ok(list) = configmaps.list(&ListParams::default()).await
+    {
+        for cm in &list.items {
+            out.read_kube_proxy_windows_config(cm);
+        }
+    }
+    out
+}
+
+impl Addons {
+    /// flannel's network mode and cluster CIDR from a `kube-flannel-cfg` ConfigMap's
+    /// net-conf.json (its backend: VXLAN is overlay, host-gw l2bridge; others say nothing).
+    fn read_flannel_config(&mut self, cm: &ConfigMap) {
+        let ns = cm.metadata.namespace.clone().unwrap_or_default();
+        let Some(conf) = cm.data.as_ref().and_then(|d| d.get("net-conf.json")) else {
+            return;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(conf) else {
+            return;
+        };
+        let mode = match v
+            .pointer("/Backend/Type")
+            .and_then(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("vxlan") => "overlay",
+            Some("host-gw") => "l2bridge",
+            _ => return,
+        };
+        self.network_mode = Some(Fact::new(
+            mode.to_string(),
+            format!("{ns}/kube-flannel-cfg net-conf.json Backend.Type"),
+        ));
+        self.cluster_cidr = v
+            .pointer("/Network")
+            .and_then(Value::as_str)
+            .map(|n| Fact::new(n.to_string(), format!("{ns}/kube-flannel-cfg net-conf.json Network")));
+    }
+
+    /// What one DaemonSet shows: Calico, the network mode of Azure CNI or ovn-kubernetes (where
+    /// flannel's did not say), flannel's version, kube-proxy's version or Windows DSR settings.
+    fn read_daemonset(&mut self, ds: &DaemonSet) {
         let name = ds.metadata.name.clone().unwrap_or_default();
         let key = ds_key(ds);
         let images = ds_images(ds);
         // The Tigera operator and Calico's manifests name the node agent `calico-node` (and
         // `calico-node-windows` on Windows nodes: CAL).
-        if name.starts_with("calico-node") && !out.calico.value {
-            out.calico = Fact::new(true, format!("daemonset {key}"));
+        if name.starts_with("calico-node") && !self.calico.value {
+            self.calico = Fact::new(true, format!("daemonset {key}"));
         }
-        if out.network_mode.is_none() {
+        if self.network_mode.is_none() {
             if name.starts_with("azure-cni") || name == "azure-vnet" {
-                out.network_mode = Some(Fact::new(
+                self.network_mode = Some(Fact::new(
                     "l2tunnel".to_string(),
                     format!("daemonset {key} (Azure CNI)"),
                 ));
             } else if name.starts_with("ovnkube-node") {
-                out.network_mode = Some(Fact::new(
+                self.network_mode = Some(Fact::new(
                     "transparent".to_string(),
                     format!("daemonset {key} (ovn-kubernetes)"),
                 ));
@@ -830,61 +869,64 @@ async fn addons(client: &kube::Client) -> Addons {
         }
         if name.contains("flannel")
             && !ds_windows(ds)
-            && out.flannel_version.is_none()
+            && self.flannel_version.is_none()
             && let Some(tag) = images
                 .iter()
                 .filter(|i| i.contains("flannel") && !i.contains("cni-plugin"))
                 .find_map(|i| image_tag(i))
         {
-            out.flannel_version = Some(Fact::new(tag.to_string(), format!("daemonset {key} image")));
+            self.flannel_version = Some(Fact::new(tag.to_string(), format!("daemonset {key} image")));
         }
         if name.contains("kube-proxy") {
-            let tag = images
-                .iter()
-                .filter(|i| i.contains("kube-proxy"))
-                .find_map(|i| image_tag(i));
-            if !ds_windows(ds) {
-                if let Some(tag) = tag {
-                    out.kube_proxy_version = Some(Fact::new(tag.to_string(), format!("daemonset {key} image")));
-                }
-            } else {
-                let args = ds_args(ds);
-                if let Some(flag) = args.iter().find_map(|a| a.strip_prefix("--enable-dsr=")) {
-                    out.dsr = Some(Fact::new(flag == "true", format!("daemonset {key} --enable-dsr")));
-                }
-                if let Some(gate) = args
-                    .iter()
-                    .filter_map(|a| a.strip_prefix("--feature-gates="))
-                    .find_map(|g| gate_in_flag(g, "WinDSR"))
-                {
-                    out.win_dsr_gate = Some(Fact::new(gate, format!("daemonset {key} --feature-gates")));
-                }
-            }
+            self.read_kube_proxy_daemonset(ds, &key, &images);
         }
     }
-    if out.dsr.is_none()
-        && let Ok(list) = configmaps.list(&ListParams::default()).await
-    {
-        for cm in list.items {
-            let name = cm.metadata.name.clone().unwrap_or_default();
-            if !name.starts_with("kube-proxy-windows") {
-                continue;
+
+    /// A kube-proxy DaemonSet: a Linux one's image tag is the cluster's kube-proxy version; a
+    /// Windows one's flags say whether DSR and the WinDSR gate are on.
+    fn read_kube_proxy_daemonset(&mut self, ds: &DaemonSet, key: &str, images: &[String]) {
+        let tag = images
+            .iter()
+            .filter(|i| i.contains("kube-proxy"))
+            .find_map(|i| image_tag(i));
+        if !ds_windows(ds) {
+            if let Some(tag) = tag {
+                self.kube_proxy_version = Some(Fact::new(tag.to_string(), format!("daemonset {key} image")));
             }
-            let ns = cm.metadata.namespace.clone().unwrap_or_default();
-            if let Some(dsr) = cm.data.as_ref().and_then(|d| d.values().find_map(|t| dsr_in_config(t))) {
-                out.dsr = Some(Fact::new(dsr, format!("configmap {ns}/{name} winkernel.enableDSR")));
-            }
-            if out.win_dsr_gate.is_none()
-                && let Some(gate) = cm
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.values().find_map(|t| gate_in_config(t, "WinDSR")))
-            {
-                out.win_dsr_gate = Some(Fact::new(gate, format!("configmap {ns}/{name} featureGates.WinDSR")));
-            }
+            return;
+        }
+        let args = ds_args(ds);
+        if let Some(flag) = args.iter().find_map(|a| a.strip_prefix("--enable-dsr=")) {
+            self.dsr = Some(Fact::new(flag == "true", format!("daemonset {key} --enable-dsr")));
+        }
+        if let Some(gate) = args
+            .iter()
+            .filter_map(|a| a.strip_prefix("--feature-gates="))
+            .find_map(|g| gate_in_flag(g, "WinDSR"))
+        {
+            self.win_dsr_gate = Some(Fact::new(gate, format!("daemonset {key} --feature-gates")));
         }
     }
-    out
+
+    /// DSR and the WinDSR gate from a `kube-proxy-windows*` ConfigMap's KubeProxyConfiguration.
+    fn read_kube_proxy_windows_config(&mut self, cm: &ConfigMap) {
+        let name = cm.metadata.name.clone().unwrap_or_default();
+        if !name.starts_with("kube-proxy-windows") {
+            return;
+        }
+        let ns = cm.metadata.namespace.clone().unwrap_or_default();
+        if let Some(dsr) = cm.data.as_ref().and_then(|d| d.values().find_map(|t| dsr_in_config(t))) {
+            self.dsr = Some(Fact::new(dsr, format!("configmap {ns}/{name} winkernel.enableDSR")));
+        }
+        if self.win_dsr_gate.is_none()
+            && let Some(gate) = cm
+                .data
+                .as_ref()
+                .and_then(|d| d.values().find_map(|t| gate_in_config(t, "WinDSR")))
+        {
+            self.win_dsr_gate = Some(Fact::new(gate, format!("configmap {ns}/{name} featureGates.WinDSR")));
+        }
+    }
 }
 
 /// The Windows Server builds the Kubernetes docs list as supported for a version (rule

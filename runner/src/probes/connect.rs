@@ -247,6 +247,26 @@ pub async fn detect_egress(ctx: &Ctx<'_>) -> mixcheck_reports::Fact<bool> {
     }
 }
 
+/// A connection ready to be tried: the pod it starts in and the command that makes it.
+struct Attempt<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    start: &'c flow::Start,
+    argv: &'c [String],
+}
+
+impl Attempt<'_, '_> {
+    /// Runs the command once: its output and whether the exec needed retrying.
+    async fn run(&self) -> Result<(transport::Output, bool), transport::TransportError> {
+        self.ctx
+            .exec(&self.start.pod, self.start.container.as_deref(), self.argv)
+            .await
+    }
+}
+
+/// What `verify` changes of a connection that got through: the observation that replaces it
+/// and the detail that says why (None: it stands); Err where the verification cannot be made.
+type Verified = Result<Option<(Observation, String)>, Unprobed>;
+
 /// Connects from the pair's source to its destination and checks what `verify` asks for.
 pub async fn observe(
     ctx: &Ctx<'_>,
@@ -277,9 +297,14 @@ pub async fn observe(
         Err(p) => return p.into(),
     };
     let argv = transport::command(start.runner, &req);
-    let run = || ctx.exec(&start.pod, start.container.as_deref(), &argv);
+    let attempt = Attempt {
+        ctx,
+        start: &start,
+        argv: &argv,
+    };
     let settled = settle::until_works(ctx.settle_until(flow_kind(to)), || async {
-        run()
+        attempt
+            .run()
             .await
             .map(|(out, flaky)| (transport::classify(&req, &out), (out, flaky)))
     })
@@ -293,65 +318,107 @@ pub async fn observe(
     let mut result = settled.observation;
     let mut detail = String::new();
     if let Observation::Reached(body) = &result {
-        match verify {
-            Verify::Reachable => {}
-            Verify::ClientIpPreserved => {
-                let seen = body
-                    .trim()
-                    .rsplit_once(':')
-                    .map_or(body.trim(), |(ip, _)| ip)
-                    .to_string();
-                // Only agnhost netexec answers /clientip; the web servers the fixtures run where
-                // no netexec image exists (early Windows builds) answer their page instead.
-                if seen.parse::<std::net::IpAddr>().is_err() {
-                    return Probed::Unknown(format!(
-                        "the server at {}:{} does not tell the client's address (no agnhost netexec /clientip there)",
-                        req.host, req.port
-                    ));
-                }
-                let own = match client_address(ctx, src, origin) {
-                    Ok(a) => a,
-                    Err(p) => return p.into(),
-                };
-                if seen != own {
-                    detail = format!(" (backend saw {seen}, the client is {own})");
-                    result = Observation::Failed(FailureClass::Mismatch);
-                }
-            }
+        let verified = match verify {
+            Verify::Reachable => Ok(None),
+            Verify::ClientIpPreserved => client_ip_preserved(ctx, src, origin, body, &req),
             Verify::OneBackend => {
                 let until = ctx.settle_until(flow_kind(to));
-                let mut answers = vec![result.clone()];
-                loop {
-                    while answers.len() < ONE_BACKEND_REQUESTS {
-                        match run().await {
-                            Ok((o, f)) => {
-                                flaky |= f;
-                                answers.push(transport::classify(&req, &o));
-                            }
-                            Err(e) => return Probed::Error(format!("the probe could not run: {e}")),
-                        }
-                    }
-                    // One backend answering while the Service may still be converging says
-                    // nothing yet: a backend that joined last may not be programmed on the
-                    // client's node. The batch is asked again once the settle window is over.
-                    let one = one_backend(&answers).is_none();
-                    let now = tokio::time::Instant::now();
-                    if !one || now >= until {
-                        break;
-                    }
-                    tokio::time::sleep_until(until).await;
-                    answers.clear();
-                }
-                if let Some((observation, why)) = one_backend(&answers) {
-                    result = observation;
-                    detail = why;
-                }
+                answers_one_backend(&attempt, &req, until, result.clone(), &mut flaky).await
             }
+        };
+        match verified {
+            Ok(Some((observation, why))) => {
+                result = observation;
+                detail = why;
+            }
+            Ok(None) => {}
+            Err(p) => return p.into(),
         }
     }
-    // A request to a Service with backends on several nodes that got no answer may have been
-    // lost on any of them: the cell names them all.
-    let backends = match (&result, to, service_variant) {
+    let backends = backends_of_lost_request(ctx, &result, to, service_variant, dst);
+    if backends.len() > 1 {
+        detail.push_str(&format!(" (backends on {})", backends.join(", ")));
+    }
+    Probed::Seen {
+        summary: flow::summary(&start.pod, &req, &result, &format!("{detail}{settling}")),
+        observation: result,
+        output: Some(out),
+        flaky,
+        backends,
+    }
+}
+
+/// `verify: client-ip-preserved`: the backend saw the client's own address (`body`, its
+/// /clientip answer); a mismatch otherwise, unknown where the server does not tell.
+fn client_ip_preserved(ctx: &Ctx<'_>, src: &ClusterNode, origin: Origin, body: &str, req: &Request) -> Verified {
+    let seen = body
+        .trim()
+        .rsplit_once(':')
+        .map_or(body.trim(), |(ip, _)| ip)
+        .to_string();
+    // Only agnhost netexec answers /clientip; the web servers the fixtures run where
+    // no netexec image exists (early Windows builds) answer their page instead.
+    if seen.parse::<std::net::IpAddr>().is_err() {
+        return Err(Unprobed::Unknown(format!(
+            "the server at {}:{} does not tell the client's address (no agnhost netexec /clientip there)",
+            req.host, req.port
+        )));
+    }
+    let own = client_address(ctx, src, origin)?;
+    if seen != own {
+        return Ok(Some((
+            Observation::Failed(FailureClass::Mismatch),
+            format!(" (backend saw {seen}, the client is {own})"),
+        )));
+    }
+    Ok(None)
+}
+
+/// `verify: one-backend`: asks [`ONE_BACKEND_REQUESTS`] times in all (`first` is the first
+/// answer) and judges the answers by [`one_backend`]; a batch answered by one backend before
+/// `until` is asked again once the settle window is over. Records flaky execs in `flaky`.
+async fn answers_one_backend(
+    attempt: &Attempt<'_, '_>,
+    req: &Request,
+    until: tokio::time::Instant,
+    first: Observation,
+    flaky: &mut bool,
+) -> Verified {
+    let mut answers = vec![first];
+    loop {
+        while answers.len() < ONE_BACKEND_REQUESTS {
+            match attempt.run().await {
+                Ok((o, f)) => {
+                    *flaky |= f;
+                    answers.push(transport::classify(req, &o));
+                }
+                Err(e) => return Err(Unprobed::Error(format!("the probe could not run: {e}"))),
+            }
+        }
+        // One backend answering while the Service may still be converging says
+        // nothing yet: a backend that joined last may not be programmed on the
+        // client's node. The batch is asked again once the settle window is over.
+        let one = one_backend(&answers).is_none();
+        let now = tokio::time::Instant::now();
+        if !one || now >= until {
+            break;
+        }
+        tokio::time::sleep_until(until).await;
+        answers.clear();
+    }
+    Ok(one_backend(&answers))
+}
+
+/// The nodes a request may have been lost on: a request to a pool's ClientIP-affinity Service
+/// that got no answer may have been lost on any of its backends' nodes; none otherwise.
+fn backends_of_lost_request(
+    ctx: &Ctx<'_>,
+    result: &Observation,
+    to: Destination,
+    service_variant: ServiceVariant,
+    dst: &ClusterNode,
+) -> Vec<String> {
+    match (result, to, service_variant) {
         (Observation::Failed(c), Destination::ClusterIp, ServiceVariant::ClientIpAffinity)
             if *c != FailureClass::Mismatch =>
         {
@@ -362,16 +429,6 @@ pub async fn observe(
                 .unwrap_or_default()
         }
         _ => Vec::new(),
-    };
-    if backends.len() > 1 {
-        detail.push_str(&format!(" (backends on {})", backends.join(", ")));
-    }
-    Probed::Seen {
-        summary: flow::summary(&start.pod, &req, &result, &format!("{detail}{settling}")),
-        observation: result,
-        output: Some(out),
-        flaky,
-        backends,
     }
 }
 

@@ -75,124 +75,54 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
     let checks: Vec<Holds> = vec![
         range(&c.kubernetes, Some(mm(f.kubernetes)), "the API server version"),
         kubelet(&c.kubelet, node),
-        match (&c.from_build, f.from) {
-            (None, _) => Holds::Yes,
-            (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
-            (r, n) => range(
-                r,
-                n.and_then(|n| n.build).map(|b| vec![b]),
-                "the source node's Windows build",
-            ),
-        },
-        match (&c.to_build, f.to) {
-            (None, _) => Holds::Yes,
-            (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
-            (r, n) => range(
-                r,
-                n.and_then(|n| n.build).map(|b| vec![b]),
-                "the destination node's Windows build",
-            ),
-        },
-        match (&c.to_revision, f.to) {
-            (None, _) => Holds::Yes,
-            (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
-            (r, n) => range(
-                r,
-                n.and_then(revision).map(|r| vec![r]),
-                "the destination node's Windows revision (its kernel version's fourth part)",
-            ),
-        },
+        windows_range(&c.from_build, f.from, |n| n.build, "the source node's Windows build"),
+        windows_range(&c.to_build, f.to, |n| n.build, "the destination node's Windows build"),
+        windows_range(
+            &c.to_revision,
+            f.to,
+            revision,
+            "the destination node's Windows revision (its kernel version's fourth part)",
+        ),
         os_is(c.from_os, f.from),
         os_is(c.to_os, f.to),
         eq(c.placement, f.placement),
         eq(c.protocol, f.protocol),
-        match &c.variant {
-            None => Holds::Yes,
-            Some(v) => bool_holds(f.variant == Some(v.as_str())),
-        },
-        if c.network_mode.is_empty() {
-            Holds::Yes
-        } else {
-            match f.network_mode {
-                Some(m) => bool_holds(c.network_mode.iter().any(|x| x == m)),
-                None => Holds::Unknown("the network mode (detected from the CNI's objects, or --network-mode)".into()),
-            }
-        },
-        match &c.runtime {
-            None => Holds::Yes,
-            Some(r) => match node.and_then(|n| n.runtime.as_ref()) {
-                Some((kind, _)) => bool_holds(kind == r),
-                None => Holds::Unknown("the node's container runtime".into()),
-            },
-        },
+        eq(c.variant.as_deref(), f.variant),
+        network_mode(&c.network_mode, f.network_mode),
+        known(
+            c.runtime.as_ref(),
+            node.and_then(|n| n.runtime.as_ref()).map(|(kind, _)| kind),
+            "the node's container runtime",
+        ),
         range(
             &c.runtime_version,
             node.and_then(|n| n.runtime.as_ref()).map(|(_, v)| mm(*v)),
             "the node's container runtime version",
         ),
-        match c.host_process {
-            None => Holds::Yes,
-            Some(want) => match node.and_then(ClusterNode::host_process) {
-                Some(has) => bool_holds(has == want),
-                None => Holds::Unknown("HostProcess support (the node's kubelet and containerd versions)".into()),
-            },
-        },
+        known(
+            c.host_process,
+            node.and_then(ClusterNode::host_process),
+            "HostProcess support (the node's kubelet and containerd versions)",
+        ),
         range(
             &c.flannel,
             f.flannel.map(mm),
             "the flannel version (from the flannel DaemonSet's image)",
         ),
-        match c.flannel_present {
-            None => Holds::Yes,
-            Some(want) => bool_holds(f.flannel_present == want),
-        },
-        match c.dsr {
-            None => Holds::Yes,
-            Some(want) => match f.dsr {
-                Some(has) => bool_holds(has == want),
-                None => Holds::Unknown(
-                    "whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)".into(),
-                ),
-            },
-        },
-        match c.egress {
-            None => Holds::Yes,
-            Some(want) => bool_holds(f.egress == want),
-        },
-        match c.dual_stack {
-            None => Holds::Yes,
-            Some(want) => match f.dual_stack {
-                Some(has) => bool_holds(has == want),
-                None => Holds::Unknown(
-                    "whether the cluster is dual-stack (no node has spec.podCIDRs and the kubernetes Service has one IP family)"
-                        .into(),
-                ),
-            },
-        },
-        match c.calico {
-            None => Holds::Yes,
-            Some(want) => bool_holds(f.calico == want),
-        },
-        if c.feature_gates.is_empty() {
-            Holds::Yes
-        } else {
-            match f.feature_gates {
-                Some(gates) => {
-                    let mut h = Holds::Yes;
-                    for (gate, want) in &c.feature_gates {
-                        match gates.get(gate) {
-                            Some(have) if have == want => {}
-                            Some(_) => return Holds::No,
-                            None => h = Holds::Unknown(format!("the API server's feature gate {gate}")),
-                        }
-                    }
-                    h
-                }
-                None => {
-                    Holds::Unknown("the API server's feature gates (its /metrics kubernetes_feature_enabled)".into())
-                }
-            }
-        },
+        eq(c.flannel_present, Some(f.flannel_present)),
+        known(
+            c.dsr,
+            f.dsr,
+            "whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)",
+        ),
+        eq(c.egress, Some(f.egress)),
+        known(
+            c.dual_stack,
+            f.dual_stack,
+            "whether the cluster is dual-stack (no node has spec.podCIDRs and the kubernetes Service has one IP family)",
+        ),
+        eq(c.calico, Some(f.calico)),
+        feature_gates(&c.feature_gates, f.feature_gates),
     ];
     if checks.contains(&Holds::No) {
         return Holds::No;
@@ -201,6 +131,65 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
         .into_iter()
         .find(|h| matches!(h, Holds::Unknown(_)))
         .unwrap_or(Holds::Yes)
+}
+
+/// A range of a Windows node's build (or revision, as `value` reads it): a Linux node never
+/// matches; an absent node or value is unknown, naming `fact`.
+fn windows_range(
+    r: &Option<VersionRange>,
+    node: Option<&ClusterNode>,
+    value: impl Fn(&ClusterNode) -> Option<u32>,
+    fact: &str,
+) -> Holds {
+    match (r, node) {
+        (None, _) => Holds::Yes,
+        (Some(_), Some(n)) if n.os == Os::Linux => Holds::No,
+        (r, n) => range(r, n.and_then(value).map(|v| vec![v]), fact),
+    }
+}
+
+/// A condition on a fact that may be unknown: holds when not set; else whether the fact is as
+/// wanted, or unknown (naming `fact`) when the fact is.
+fn known<T: PartialEq>(want: Option<T>, has: Option<T>, fact: &str) -> Holds {
+    match (want, has) {
+        (None, _) => Holds::Yes,
+        (Some(want), Some(has)) => bool_holds(has == want),
+        (Some(_), None) => Holds::Unknown(fact.into()),
+    }
+}
+
+/// The network-mode condition: the cluster's mode is one of `modes` (none listed: any).
+fn network_mode(modes: &[String], mode: Option<&str>) -> Holds {
+    if modes.is_empty() {
+        return Holds::Yes;
+    }
+    match mode {
+        Some(m) => bool_holds(modes.iter().any(|x| x == m)),
+        None => Holds::Unknown("the network mode (detected from the CNI's objects, or --network-mode)".into()),
+    }
+}
+
+/// The feature-gate condition: each gate `want` names is in the wanted state on the API server
+/// (`gates`, where read); a gate in another state fails, an unlisted one is unknown.
+fn feature_gates(
+    want: &std::collections::BTreeMap<String, bool>,
+    gates: Option<&std::collections::BTreeMap<String, bool>>,
+) -> Holds {
+    if want.is_empty() {
+        return Holds::Yes;
+    }
+    let Some(gates) = gates else {
+        return Holds::Unknown("the API server's feature gates (its /metrics kubernetes_feature_enabled)".into());
+    };
+    let mut h = Holds::Yes;
+    for (gate, wanted) in want {
+        match gates.get(gate) {
+            Some(have) if have == wanted => {}
+            Some(_) => return Holds::No,
+            None => h = Holds::Unknown(format!("the API server's feature gate {gate}")),
+        }
+    }
+    h
 }
 
 /// The kubelet condition: a bound that names a patch release (`<1.22.14`) needs the node's patch.

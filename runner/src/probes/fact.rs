@@ -50,390 +50,472 @@ fn host_read<'a, T>(node: &ClusterNode, read: Option<&'a Result<T, String>>, wha
     .map_err(|why| format!("{what}: {why}"))
 }
 
+/// What a fact judge finds: whether the documented state holds and what was seen, or Err
+/// naming a fact that could not be read.
+type Judged = Result<(bool, String), String>;
+
 /// What a `fact` probe found on one node: whether the documented state holds, and what was
 /// seen. Err names a fact that could not be read.
-pub fn judge(
-    check: FactCheck,
-    node: &ClusterNode,
-    facts: &ClusterFacts,
-    limit: Option<&str>,
-) -> Result<(bool, String), String> {
+pub fn judge(check: FactCheck, node: &ClusterNode, facts: &ClusterFacts, limit: Option<&str>) -> Judged {
     use crate::catalogue::suite::FactCheck as F;
-    let skew_limit = |default: u32| limit.and_then(|l| l.parse::<u32>().ok()).unwrap_or(default);
-    let configz = || {
-        node.configz
-            .as_ref()
-            .ok_or_else(|| format!("the kubelet configz of {} (node proxy)", node.name))
-    };
-    let q = |v: Option<&Value>| v.and_then(Value::as_str).and_then(quantity_bytes).unwrap_or(0);
-    let gib = |b: u64| format!("{:.2}Gi", b as f64 / f64::from(1u32 << 30));
-    Ok(match check {
-        F::OsLabels => {
-            let os = node.labels.get("kubernetes.io/os");
-            let arch = node.labels.get("kubernetes.io/arch");
-            (
-                os.is_some() && arch.is_some(),
-                format!(
-                    "kubernetes.io/os={} kubernetes.io/arch={}",
-                    os.map_or("(missing)", String::as_str),
-                    arch.map_or("(missing)", String::as_str)
-                ),
-            )
-        }
-        F::BuildLabel => {
-            let label = node
-                .labels
-                .get("node.kubernetes.io/windows-build")
-                .cloned()
-                .unwrap_or_default();
-            let kernel: Vec<&str> = node.kernel.split('.').take(3).collect();
-            let expected = kernel.join(".");
-            (
-                label == expected,
-                format!("label node.kubernetes.io/windows-build={label}, kernel {}", node.kernel),
-            )
-        }
-        F::OsSupported => {
-            let build = node.build.ok_or("the node's Windows build")?;
-            let list = supported_builds(facts.version).ok_or_else(|| {
-                format!(
-                    "the Windows OS list of Kubernetes {}.{} docs",
-                    facts.version.0, facts.version.1
-                )
-            })?;
-            (
-                list.contains(&build),
-                format!(
-                    "build {build}; documented for {}.{}: {}",
-                    facts.version.0,
-                    facts.version.1,
-                    list.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                ),
-            )
-        }
-        F::ControlPlaneLinux => (
-            !node.control_plane || node.os == Os::Linux,
-            format!(
-                "{} node, {}",
-                node.os,
-                if node.control_plane { "control plane" } else { "worker" }
-            ),
+    match check {
+        F::OsLabels => os_labels(node),
+        F::BuildLabel => build_label(node),
+        F::OsSupported => os_supported(node, facts),
+        F::ControlPlaneLinux => control_plane_linux(node),
+        F::KubeletSkew => kubelet_skew(node, facts, limit),
+        F::KubeProxySkew => kube_proxy_skew(node, facts, limit),
+        F::Runtime => runtime(node, facts),
+        F::SystemReserved => system_reserved(node, limit),
+        F::AllocatableMath => allocatable_math(node),
+        F::EnforceNodeAllocatable => enforce_node_allocatable(node),
+        F::EvictionThreshold => eviction_threshold(node),
+        F::PressureConditions => pressure_conditions(node),
+        F::WindowsTaint => windows_taint(node),
+        F::HostProcess => host_process(node),
+        F::OverlayKb => overlay_kb(node),
+        F::HnsNetwork => hns_network(node, facts),
+        F::KubeletPriority => kubelet_priority(node, facts),
+        F::CniCheck => cni_check(node, facts),
+        F::DsrConfig => dsr_config(node, facts),
+        F::RuntimeClasses => runtime_classes(facts),
+        F::PauseImage => Err("the sandbox (pause) image: no suite reads it yet".to_string()),
+    }
+}
+
+/// The skew a `limit` allows (a number of minor versions), else `default`.
+fn skew_limit(limit: Option<&str>, default: u32) -> u32 {
+    limit.and_then(|l| l.parse::<u32>().ok()).unwrap_or(default)
+}
+
+/// The node's kubelet configuration (configz, read through the node proxy), or the fact that
+/// is unknown.
+fn configz(node: &ClusterNode) -> Result<&Value, String> {
+    node.configz
+        .as_ref()
+        .ok_or_else(|| format!("the kubelet configz of {} (node proxy)", node.name))
+}
+
+/// The bytes of a quantity string in the kubelet configuration (0 when absent or unreadable).
+fn quantity(v: Option<&Value>) -> u64 {
+    v.and_then(Value::as_str).and_then(quantity_bytes).unwrap_or(0)
+}
+
+/// Bytes written in GiB with two decimals.
+fn gib(b: u64) -> String {
+    format!("{:.2}Gi", b as f64 / f64::from(1u32 << 30))
+}
+
+/// OS-LABELS: the node carries `kubernetes.io/os` and `kubernetes.io/arch`.
+fn os_labels(node: &ClusterNode) -> Judged {
+    let os = node.labels.get("kubernetes.io/os");
+    let arch = node.labels.get("kubernetes.io/arch");
+    Ok((
+        os.is_some() && arch.is_some(),
+        format!(
+            "kubernetes.io/os={} kubernetes.io/arch={}",
+            os.map_or("(missing)", String::as_str),
+            arch.map_or("(missing)", String::as_str)
         ),
-        F::KubeletSkew => {
-            let k = node.kubelet.ok_or("the node's kubelet version")?;
-            let (major, server) = facts.version;
-            let allowed = skew_limit(if k.1 < 25 { 2 } else { 3 });
-            let ok = k.0 == major && k.1 <= server && server - k.1 <= allowed;
-            (
-                ok,
-                format!(
-                    "kubelet {}.{}, API server {}.{} (allowed: up to {allowed} minor versions older)",
-                    k.0, k.1, major, server
-                ),
-            )
-        }
-        F::KubeProxySkew => {
-            // The node's own kube-proxy (read on a Windows node, where it is a node service or
-            // a pod of its own DaemonSet), else the cluster's kube-proxy DaemonSet.
-            let kp = facts
-                .report
-                .nodes
-                .get(&node.name)
-                .and_then(|n| n.kube_proxy_version.as_ref())
-                .or(facts.report.kube_proxy_version.as_ref())
-                .and_then(|f| major_minor(&f.value))
-                .ok_or(
-                    "the kube-proxy version (kube-proxy DaemonSet image, or kube-proxy.exe --version on the node)",
-                )?;
-            let (major, server) = facts.version;
-            let allowed = skew_limit(if kp.1 < 25 { 2 } else { 3 });
-            let ok = kp.0 == major && kp.1 <= server && server - kp.1 <= allowed;
-            (
-                ok,
-                format!("kube-proxy {}.{}, API server {}.{}", kp.0, kp.1, major, server),
-            )
-        }
-        F::Runtime => {
-            let (kind, v) = node.runtime.clone().ok_or("the node's container runtime")?;
-            let k8s = facts.version;
-            let ok = match kind.as_str() {
-                "containerd" => v >= (1, 4) || k8s < (1, 20),
-                "docker" => k8s < (1, 24) || node.os == Os::Windows,
-                _ => false,
-            };
-            (ok, format!("{kind} {}.{} on Kubernetes {}.{}", v.0, v.1, k8s.0, k8s.1))
-        }
-        F::SystemReserved => {
-            let c = configz()?;
-            let bytes = q(c.pointer("/kubeletconfig/systemReserved/memory"));
-            let want = limit.and_then(quantity_bytes).unwrap_or(2 << 30);
-            (
-                bytes >= want,
-                format!(
-                    "systemReserved.memory = {} (documented: at least {})",
-                    gib(bytes),
-                    gib(want)
-                ),
-            )
-        }
-        F::AllocatableMath => {
-            let c = configz()?;
-            let (cap, alloc) = (
-                node.memory.0.ok_or("the node's memory capacity")?,
-                node.memory.1.ok_or("the node's allocatable memory")?,
-            );
-            let sys = q(c.pointer("/kubeletconfig/systemReserved/memory"));
-            let kube = q(c.pointer("/kubeletconfig/kubeReserved/memory"));
-            let hard = c
-                .pointer("/kubeletconfig/evictionHard/memory.available")
-                .and_then(Value::as_str)
-                .map_or(0, |t| {
-                    t.strip_suffix('%')
-                        .and_then(|p| p.parse::<f64>().ok())
-                        .map_or_else(|| quantity_bytes(t).unwrap_or(0), |p| (cap as f64 * p / 100.0) as u64)
-                });
-            let expected = cap.saturating_sub(sys + kube + hard);
-            let diff = expected.abs_diff(alloc);
-            (
-                diff <= 1 << 20,
-                format!(
-                    "allocatable {alloc} = capacity {cap} − systemReserved {sys} − kubeReserved {kube} − evictionHard {hard}? (expected {expected})"
-                ),
-            )
-        }
-        F::EnforceNodeAllocatable => {
-            let c = configz()?;
-            let v = c
-                .pointer("/kubeletconfig/enforceNodeAllocatable")
-                .cloned()
-                .unwrap_or(Value::Null);
-            // Passes when the kubelet enforces node allocatable (Linux: `pods`).
-            let enforced = v.as_array().is_some_and(|a| !a.is_empty());
-            (enforced, format!("enforceNodeAllocatable = {v}"))
-        }
-        F::EvictionThreshold => {
-            let c = configz()?;
-            let v = c
-                .pointer("/kubeletconfig/evictionHard/memory.available")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            (
-                v.is_some(),
-                format!(
-                    "evictionHard memory.available = {}",
-                    v.unwrap_or_else(|| "(none)".into())
-                ),
-            )
-        }
-        F::PressureConditions => {
-            let has = |t: &str| node.conditions.contains_key(t);
-            (
-                has("MemoryPressure") && has("DiskPressure") && has("Ready"),
-                format!(
-                    "conditions: {}",
-                    node.conditions.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            )
-        }
-        F::WindowsTaint => {
-            let tainted = node
-                .taints
+    ))
+}
+
+/// The `node.kubernetes.io/windows-build` label matches the first three parts of the kernel
+/// version.
+fn build_label(node: &ClusterNode) -> Judged {
+    let label = node
+        .labels
+        .get("node.kubernetes.io/windows-build")
+        .cloned()
+        .unwrap_or_default();
+    let kernel: Vec<&str> = node.kernel.split('.').take(3).collect();
+    let expected = kernel.join(".");
+    Ok((
+        label == expected,
+        format!("label node.kubernetes.io/windows-build={label}, kernel {}", node.kernel),
+    ))
+}
+
+/// The node's Windows build is on the documented list for the cluster's Kubernetes version.
+fn os_supported(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let build = node.build.ok_or("the node's Windows build")?;
+    let list = supported_builds(facts.version).ok_or_else(|| {
+        format!(
+            "the Windows OS list of Kubernetes {}.{} docs",
+            facts.version.0, facts.version.1
+        )
+    })?;
+    Ok((
+        list.contains(&build),
+        format!(
+            "build {build}; documented for {}.{}: {}",
+            facts.version.0,
+            facts.version.1,
+            list.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    ))
+}
+
+/// A control-plane node runs Linux.
+fn control_plane_linux(node: &ClusterNode) -> Judged {
+    Ok((
+        !node.control_plane || node.os == Os::Linux,
+        format!(
+            "{} node, {}",
+            node.os,
+            if node.control_plane { "control plane" } else { "worker" }
+        ),
+    ))
+}
+
+/// Whether a component of version `v` is within the allowed skew of the API server's
+/// `(major, server)`: same major, not newer, at most `allowed` minor versions older.
+fn within_skew(v: (u32, u32), (major, server): (u32, u32), allowed: u32) -> bool {
+    v.0 == major && v.1 <= server && server - v.1 <= allowed
+}
+
+/// The kubelet is within the documented version skew of the API server.
+fn kubelet_skew(node: &ClusterNode, facts: &ClusterFacts, limit: Option<&str>) -> Judged {
+    let k = node.kubelet.ok_or("the node's kubelet version")?;
+    let (major, server) = facts.version;
+    let allowed = skew_limit(limit, if k.1 < 25 { 2 } else { 3 });
+    Ok((
+        within_skew(k, facts.version, allowed),
+        format!(
+            "kubelet {}.{}, API server {}.{} (allowed: up to {allowed} minor versions older)",
+            k.0, k.1, major, server
+        ),
+    ))
+}
+
+/// kube-proxy is within the documented version skew of the API server.
+fn kube_proxy_skew(node: &ClusterNode, facts: &ClusterFacts, limit: Option<&str>) -> Judged {
+    // The node's own kube-proxy (read on a Windows node, where it is a node service or
+    // a pod of its own DaemonSet), else the cluster's kube-proxy DaemonSet.
+    let kp = facts
+        .report
+        .nodes
+        .get(&node.name)
+        .and_then(|n| n.kube_proxy_version.as_ref())
+        .or(facts.report.kube_proxy_version.as_ref())
+        .and_then(|f| major_minor(&f.value))
+        .ok_or("the kube-proxy version (kube-proxy DaemonSet image, or kube-proxy.exe --version on the node)")?;
+    let (major, server) = facts.version;
+    let allowed = skew_limit(limit, if kp.1 < 25 { 2 } else { 3 });
+    Ok((
+        within_skew(kp, facts.version, allowed),
+        format!("kube-proxy {}.{}, API server {}.{}", kp.0, kp.1, major, server),
+    ))
+}
+
+/// The node's container runtime is one the cluster's Kubernetes version supports.
+fn runtime(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let (kind, v) = node.runtime.clone().ok_or("the node's container runtime")?;
+    let k8s = facts.version;
+    let ok = match kind.as_str() {
+        "containerd" => v >= (1, 4) || k8s < (1, 20),
+        "docker" => k8s < (1, 24) || node.os == Os::Windows,
+        _ => false,
+    };
+    Ok((ok, format!("{kind} {}.{} on Kubernetes {}.{}", v.0, v.1, k8s.0, k8s.1)))
+}
+
+/// The kubelet reserves at least the documented memory for the system (`limit`, else 2Gi).
+fn system_reserved(node: &ClusterNode, limit: Option<&str>) -> Judged {
+    let c = configz(node)?;
+    let bytes = quantity(c.pointer("/kubeletconfig/systemReserved/memory"));
+    let want = limit.and_then(quantity_bytes).unwrap_or(2 << 30);
+    Ok((
+        bytes >= want,
+        format!(
+            "systemReserved.memory = {} (documented: at least {})",
+            gib(bytes),
+            gib(want)
+        ),
+    ))
+}
+
+/// The node's allocatable memory is its capacity less the reservations and the hard eviction
+/// threshold (within 1Mi).
+fn allocatable_math(node: &ClusterNode) -> Judged {
+    let c = configz(node)?;
+    let (cap, alloc) = (
+        node.memory.0.ok_or("the node's memory capacity")?,
+        node.memory.1.ok_or("the node's allocatable memory")?,
+    );
+    let sys = quantity(c.pointer("/kubeletconfig/systemReserved/memory"));
+    let kube = quantity(c.pointer("/kubeletconfig/kubeReserved/memory"));
+    let hard = c
+        .pointer("/kubeletconfig/evictionHard/memory.available")
+        .and_then(Value::as_str)
+        .map_or(0, |t| {
+            t.strip_suffix('%')
+                .and_then(|p| p.parse::<f64>().ok())
+                .map_or_else(|| quantity_bytes(t).unwrap_or(0), |p| (cap as f64 * p / 100.0) as u64)
+        });
+    let expected = cap.saturating_sub(sys + kube + hard);
+    let diff = expected.abs_diff(alloc);
+    Ok((
+        diff <= 1 << 20,
+        format!(
+            "allocatable {alloc} = capacity {cap} − systemReserved {sys} − kubeReserved {kube} − evictionHard {hard}? (expected {expected})"
+        ),
+    ))
+}
+
+/// The kubelet enforces node allocatable (Linux: `pods`).
+fn enforce_node_allocatable(node: &ClusterNode) -> Judged {
+    let c = configz(node)?;
+    let v = c
+        .pointer("/kubeletconfig/enforceNodeAllocatable")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let enforced = v.as_array().is_some_and(|a| !a.is_empty());
+    Ok((enforced, format!("enforceNodeAllocatable = {v}")))
+}
+
+/// The kubelet sets a hard eviction threshold for memory.
+fn eviction_threshold(node: &ClusterNode) -> Judged {
+    let c = configz(node)?;
+    let v = c
+        .pointer("/kubeletconfig/evictionHard/memory.available")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Ok((
+        v.is_some(),
+        format!(
+            "evictionHard memory.available = {}",
+            v.unwrap_or_else(|| "(none)".into())
+        ),
+    ))
+}
+
+/// The node reports the MemoryPressure, DiskPressure and Ready conditions.
+fn pressure_conditions(node: &ClusterNode) -> Judged {
+    let has = |t: &str| node.conditions.contains_key(t);
+    Ok((
+        has("MemoryPressure") && has("DiskPressure") && has("Ready"),
+        format!(
+            "conditions: {}",
+            node.conditions.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    ))
+}
+
+/// A Windows node carries the `os=windows:NoSchedule` taint.
+fn windows_taint(node: &ClusterNode) -> Judged {
+    let tainted = node
+        .taints
+        .iter()
+        .any(|t| t.key == "os" && t.value.as_deref() == Some("windows") && t.effect == "NoSchedule");
+    Ok((
+        tainted || node.os == Os::Linux,
+        format!(
+            "taints: {}",
+            node.taints
                 .iter()
-                .any(|t| t.key == "os" && t.value.as_deref() == Some("windows") && t.effect == "NoSchedule");
-            (
-                tainted || node.os == Os::Linux,
-                format!(
-                    "taints: {}",
-                    node.taints
-                        .iter()
-                        .map(|t| format!("{}={}:{}", t.key, t.value.clone().unwrap_or_default(), t.effect))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-        }
-        F::HostProcess => {
-            let hp = node.host_process().ok_or("the node's kubelet and runtime versions")?;
-            {
-                let kubelet = node.kubelet.map_or("unknown".to_string(), |(a, b)| format!("{a}.{b}"));
-                let runtime = node
-                    .runtime
-                    .as_ref()
-                    .map_or("unknown".to_string(), |(name, (a, b))| format!("{name} {a}.{b}"));
-                (hp, format!("kubelet {kubelet}, runtime {runtime}"))
-            }
-        }
-        F::OverlayKb => {
-            let build = node.build.ok_or("the node's Windows build")?;
-            let revision = node
-                .kernel
-                .split('.')
-                .nth(3)
-                .and_then(|r| r.parse::<u32>().ok())
-                .ok_or_else(|| format!("the revision in {}'s kernel version {}", node.name, node.kernel))?;
-            (
-                build != 17763 || revision >= OVERLAY_KB_REVISION,
-                format!(
-                    "kernel {} (KB4489899 is 10.0.17763.{OVERLAY_KB_REVISION}, KB4482887 10.0.17763.348)",
-                    node.kernel
-                ),
-            )
-        }
-        F::HnsNetwork => {
-            let types = host_read(
-                node,
-                facts.hns_networks.get(&node.name),
-                "the node's HNS networks (Get-HnsNetwork)",
-            )?;
-            let pod: Vec<&str> = types
-                .iter()
-                .map(String::as_str)
-                .filter(|t| crate::probes::hostfacts::mode_of(t).is_some())
-                .collect();
-            let seen = if pod.is_empty() {
-                format!(
-                    "Get-HnsNetwork lists {}: no pod network (L2Bridge, Overlay, L2Tunnel or Transparent)",
-                    if types.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        types.join(", ")
-                    }
-                )
+                .map(|t| format!("{}={}:{}", t.key, t.value.clone().unwrap_or_default(), t.effect))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+}
+
+/// HostProcess pods can run on the node (its kubelet and runtime versions).
+fn host_process(node: &ClusterNode) -> Judged {
+    let hp = node.host_process().ok_or("the node's kubelet and runtime versions")?;
+    let kubelet = node.kubelet.map_or("unknown".to_string(), |(a, b)| format!("{a}.{b}"));
+    let runtime = node
+        .runtime
+        .as_ref()
+        .map_or("unknown".to_string(), |(name, (a, b))| format!("{name} {a}.{b}"));
+    Ok((hp, format!("kubelet {kubelet}, runtime {runtime}")))
+}
+
+/// NET-OVERLAY-KB: a Windows Server 2019 node's revision includes KB4489899.
+fn overlay_kb(node: &ClusterNode) -> Judged {
+    let build = node.build.ok_or("the node's Windows build")?;
+    let revision = node
+        .kernel
+        .split('.')
+        .nth(3)
+        .and_then(|r| r.parse::<u32>().ok())
+        .ok_or_else(|| format!("the revision in {}'s kernel version {}", node.name, node.kernel))?;
+    Ok((
+        build != 17763 || revision >= OVERLAY_KB_REVISION,
+        format!(
+            "kernel {} (KB4489899 is 10.0.17763.{OVERLAY_KB_REVISION}, KB4482887 10.0.17763.348)",
+            node.kernel
+        ),
+    ))
+}
+
+/// NET-HNS-NETWORK-PRESENT: the host probe lists a pod network among the node's HNS networks.
+fn hns_network(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let types = host_read(
+        node,
+        facts.hns_networks.get(&node.name),
+        "the node's HNS networks (Get-HnsNetwork)",
+    )?;
+    let pod: Vec<&str> = types
+        .iter()
+        .map(String::as_str)
+        .filter(|t| crate::probes::hostfacts::mode_of(t).is_some())
+        .collect();
+    let seen = if pod.is_empty() {
+        format!(
+            "Get-HnsNetwork lists {}: no pod network (L2Bridge, Overlay, L2Tunnel or Transparent)",
+            if types.is_empty() {
+                "nothing".to_string()
             } else {
-                format!("HNS network of type {}", pod.join(", "))
-            };
-            (!pod.is_empty(), seen)
-        }
-        F::KubeletPriority => {
-            let line = host_read(
-                node,
-                facts.kubelet_cmdlines.get(&node.name),
-                "the kubelet's command line (Win32_Process; no API object shows --windows-priorityclass)",
-            )?;
-            if line.is_empty() {
-                return Err("the kubelet's command line: no kubelet.exe process on the host".into());
+                types.join(", ")
             }
-            let class = crate::probes::hostfacts::flag(line, "windows-priorityclass");
-            let raised = class.is_some_and(|c| {
-                [
-                    "ABOVE_NORMAL_PRIORITY_CLASS",
-                    "HIGH_PRIORITY_CLASS",
-                    "REALTIME_PRIORITY_CLASS",
-                ]
-                .contains(&c.trim_matches('"').to_ascii_uppercase().as_str())
-            });
-            (
-                raised,
-                match class {
-                    Some(c) => format!("kubelet.exe --windows-priorityclass={c}"),
-                    None => "kubelet.exe runs without --windows-priorityclass (NORMAL_PRIORITY_CLASS)".into(),
-                },
-            )
-        }
-        F::CniCheck => {
-            let (delegate, seen) = match host_read(
-                node,
-                facts.flannel_delegates.get(&node.name),
-                "the plugin flannel's CNI configuration delegates to",
-            ) {
-                Ok(d) => (
-                    d.delegate.clone(),
-                    format!(
-                        "{}: flannel delegates to {}{}",
-                        d.path,
-                        d.delegate,
-                        d.cni_version
-                            .as_deref()
-                            .map(|v| format!(" (cniVersion {v})"))
-                            .unwrap_or_default()
-                    ),
-                ),
-                // Where the node cannot be read, flannel's backend decides: its Windows install
-                // scripts delegate host-gw (l2bridge) to win-bridge and VXLAN (overlay) to
-                // win-overlay (sig-windows-tools Update-CNIConfig; W14).
-                Err(why) => {
-                    let mode = facts.network_mode.as_ref().ok_or(why.clone())?;
-                    let delegate = match mode.value.as_str() {
-                        "l2bridge" => "win-bridge",
-                        "overlay" => "win-overlay",
-                        _ => return Err(why),
-                    };
-                    (
-                        delegate.to_string(),
-                        format!(
-                            "flannel's {} network ({}) delegates to {delegate} in flannel's Windows install scripts",
-                            mode.value, mode.source
-                        ),
-                    )
-                }
+        )
+    } else {
+        format!("HNS network of type {}", pod.join(", "))
+    };
+    Ok((!pod.is_empty(), seen))
+}
+
+/// CPU-KUBELET-PRIORITY: kubelet.exe runs above the normal priority class.
+fn kubelet_priority(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let line = host_read(
+        node,
+        facts.kubelet_cmdlines.get(&node.name),
+        "the kubelet's command line (Win32_Process; no API object shows --windows-priorityclass)",
+    )?;
+    if line.is_empty() {
+        return Err("the kubelet's command line: no kubelet.exe process on the host".into());
+    }
+    let class = crate::probes::hostfacts::flag(line, "windows-priorityclass");
+    let raised = class.is_some_and(|c| {
+        [
+            "ABOVE_NORMAL_PRIORITY_CLASS",
+            "HIGH_PRIORITY_CLASS",
+            "REALTIME_PRIORITY_CLASS",
+        ]
+        .contains(&c.trim_matches('"').to_ascii_uppercase().as_str())
+    });
+    Ok((
+        raised,
+        match class {
+            Some(c) => format!("kubelet.exe --windows-priorityclass={c}"),
+            None => "kubelet.exe runs without --windows-priorityclass (NORMAL_PRIORITY_CLASS)".into(),
+        },
+    ))
+}
+
+/// The plugin flannel delegates to on the node and what was seen: read on the host, else (where
+/// the node cannot be read) decided by flannel's backend.
+fn flannel_delegate(node: &ClusterNode, facts: &ClusterFacts) -> Result<(String, String), String> {
+    match host_read(
+        node,
+        facts.flannel_delegates.get(&node.name),
+        "the plugin flannel's CNI configuration delegates to",
+    ) {
+        Ok(d) => Ok((
+            d.delegate.clone(),
+            format!(
+                "{}: flannel delegates to {}{}",
+                d.path,
+                d.delegate,
+                d.cni_version
+                    .as_deref()
+                    .map(|v| format!(" (cniVersion {v})"))
+                    .unwrap_or_default()
+            ),
+        )),
+        // Where the node cannot be read, flannel's backend decides: its Windows install
+        // scripts delegate host-gw (l2bridge) to win-bridge and VXLAN (overlay) to
+        // win-overlay (sig-windows-tools Update-CNIConfig; W14).
+        Err(why) => {
+            let mode = facts.network_mode.as_ref().ok_or(why.clone())?;
+            let delegate = match mode.value.as_str() {
+                "l2bridge" => "win-bridge",
+                "overlay" => "win-overlay",
+                _ => return Err(why),
             };
-            // win-bridge and win-overlay lack CHECK (W14, WNET; upstream's cmdCheck is still a
-            // TODO in containernetworking/plugins): the documented limitation holds. Another
-            // delegate is not what the documentation speaks of.
-            if !matches!(delegate.as_str(), "win-bridge" | "win-overlay") {
-                return Err(format!(
-                    "whether {delegate} implements CNI CHECK ({seen}; the documentation speaks of win-bridge and win-overlay only)"
-                ));
-            }
-            (false, seen)
-        }
-        F::DsrConfig => {
-            let dsr = facts
-                .dsr
-                .as_ref()
-                .ok_or("whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)")?;
-            let build = node.build.ok_or("the node's Windows build")?;
-            // 1.14–1.32 need the WinDSR gate; 1.33 turned it on by default; 1.34 made it GA.
-            let gate_needed = facts.version < (1, 33);
-            let gate = facts.win_dsr_gate.as_ref().map(|g| g.value);
-            let gate_ok = !gate_needed || gate == Some(true);
-            (
-                !dsr.value || (build >= 17763 && gate_ok),
+            Ok((
+                delegate.to_string(),
                 format!(
-                    "enableDSR={} ({}), WinDSR gate {} on Kubernetes {}.{}, build {build}",
-                    dsr.value,
-                    dsr.source,
-                    match gate {
-                        Some(g) => g.to_string(),
-                        None => "not set".into(),
-                    },
-                    facts.version.0,
-                    facts.version.1
+                    "flannel's {} network ({}) delegates to {delegate} in flannel's Windows install scripts",
+                    mode.value, mode.source
                 ),
-            )
+            ))
         }
-        F::RuntimeClasses => {
-            let classes = facts.runtime_classes.as_ref().map_err(Clone::clone)?;
-            let windows: Vec<_> = classes
-                .iter()
-                .filter(|rc| rc.node_selector.get("kubernetes.io/os").map(String::as_str) == Some("windows"))
-                .collect();
-            let stranded: Vec<&str> = windows
-                .iter()
-                .filter(|rc| !facts.nodes.iter().any(|n| rc.admits(n)))
-                .map(|rc| rc.name.as_str())
-                .collect();
-            let seen = if windows.is_empty() {
-                format!(
-                    "no RuntimeClass selects Windows nodes ({} RuntimeClass{} in all)",
-                    classes.len(),
-                    if classes.len() == 1 { "" } else { "es" }
-                )
-            } else if stranded.is_empty() {
-                let names: Vec<&str> = windows.iter().map(|rc| rc.name.as_str()).collect();
-                format!("every Windows RuntimeClass admits a node: {}", names.join(", "))
-            } else {
-                format!(
-                    "no node matches the scheduling block (selector and tolerations) of: {}",
-                    stranded.join(", ")
-                )
-            };
-            (stranded.is_empty(), seen)
-        }
-        F::PauseImage => {
-            return Err("the sandbox (pause) image: no suite reads it yet".to_string());
-        }
-    })
+    }
+}
+
+/// NET-CNI-SPEC-CHECK: the documented limitation (no CNI CHECK) holds for the plugin flannel
+/// delegates to.
+fn cni_check(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let (delegate, seen) = flannel_delegate(node, facts)?;
+    // win-bridge and win-overlay lack CHECK (W14, WNET; upstream's cmdCheck is still a
+    // TODO in containernetworking/plugins): the documented limitation holds. Another
+    // delegate is not what the documentation speaks of.
+    if !matches!(delegate.as_str(), "win-bridge" | "win-overlay") {
+        return Err(format!(
+            "whether {delegate} implements CNI CHECK ({seen}; the documentation speaks of win-bridge and win-overlay only)"
+        ));
+    }
+    Ok((false, seen))
+}
+
+/// NET-DSR: DSR only on a build that has it, with the WinDSR gate where the version needs it.
+fn dsr_config(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let dsr = facts
+        .dsr
+        .as_ref()
+        .ok_or("whether the Windows kube-proxy runs with DSR (kube-proxy flags or ConfigMap)")?;
+    let build = node.build.ok_or("the node's Windows build")?;
+    // 1.14–1.32 need the WinDSR gate; 1.33 turned it on by default; 1.34 made it GA.
+    let gate_needed = facts.version < (1, 33);
+    let gate = facts.win_dsr_gate.as_ref().map(|g| g.value);
+    let gate_ok = !gate_needed || gate == Some(true);
+    Ok((
+        !dsr.value || (build >= 17763 && gate_ok),
+        format!(
+            "enableDSR={} ({}), WinDSR gate {} on Kubernetes {}.{}, build {build}",
+            dsr.value,
+            dsr.source,
+            match gate {
+                Some(g) => g.to_string(),
+                None => "not set".into(),
+            },
+            facts.version.0,
+            facts.version.1
+        ),
+    ))
+}
+
+/// SCHED-RUNTIMECLASS: every RuntimeClass that selects Windows nodes admits some node.
+fn runtime_classes(facts: &ClusterFacts) -> Judged {
+    let classes = facts.runtime_classes.as_ref().map_err(Clone::clone)?;
+    let windows: Vec<_> = classes
+        .iter()
+        .filter(|rc| rc.node_selector.get("kubernetes.io/os").map(String::as_str) == Some("windows"))
+        .collect();
+    let stranded: Vec<&str> = windows
+        .iter()
+        .filter(|rc| !facts.nodes.iter().any(|n| rc.admits(n)))
+        .map(|rc| rc.name.as_str())
+        .collect();
+    let seen = if windows.is_empty() {
+        format!(
+            "no RuntimeClass selects Windows nodes ({} RuntimeClass{} in all)",
+            classes.len(),
+            if classes.len() == 1 { "" } else { "es" }
+        )
+    } else if stranded.is_empty() {
+        let names: Vec<&str> = windows.iter().map(|rc| rc.name.as_str()).collect();
+        format!("every Windows RuntimeClass admits a node: {}", names.join(", "))
+    } else {
+        format!(
+            "no node matches the scheduling block (selector and tolerations) of: {}",
+            stranded.join(", ")
+        )
+    };
+    Ok((stranded.is_empty(), seen))
 }
 
 #[cfg(test)]

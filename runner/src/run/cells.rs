@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use mixcheck_reports::cell::{Coordinates, Locality, Pool};
 use mixcheck_reports::{Os, Verdict};
 
-use crate::catalogue::suite::{Check, Pairs, Placement, Protocol, Suite};
-use crate::cluster::facts::{ClusterFacts, ClusterNode};
+use crate::catalogue::suite::{Check, Matrix, Pairs, Placement, Protocol, Suite};
+use crate::cluster::facts::ClusterFacts;
 use crate::probes::judgement::Pair;
 use crate::probes::{NodeChoice, Shape};
 use crate::run::coverage::NodeSets;
@@ -110,141 +110,222 @@ fn sample_pairs(from: &[usize], to: &[usize], same_node: bool) -> Vec<Pair> {
     out
 }
 
-/// Expands the selected checks over the cluster's pools: flows between the nodes `sets` gives
-/// the full matrix, plus the light pairs of the others.
-pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts, sets: &NodeSets) -> Vec<CellPlan<'a>> {
-    // Workers that are not Ready stay in their pools: their cells say the node is down (see
-    // `not_ready`) instead of vanishing from the report.
-    let nodes: Vec<(usize, &ClusterNode)> = facts
+/// A pool of nodes a check's cells run between: its name, its OS and its nodes' indexes.
+type PoolNodes = (String, Os, Vec<usize>);
+
+/// The probed nodes of the full matrix by pool, each pool with its OS and node indexes.
+/// Workers that are not Ready stay in their pools: their cells say the node is down (see
+/// `not_ready`) instead of vanishing from the report.
+fn full_pools(facts: &ClusterFacts, sets: &NodeSets) -> BTreeMap<String, (Os, Vec<usize>)> {
+    let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
+    for (i, n) in facts
         .nodes
         .iter()
         .enumerate()
         .filter(|(i, n)| n.probed() && sets.full.contains(i))
-        .collect();
-    let mut pools: BTreeMap<String, (Os, Vec<usize>)> = BTreeMap::new();
-    for (i, n) in &nodes {
-        pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(*i);
+    {
+        pools.entry(n.pool()).or_insert((n.os, Vec::new())).1.push(i);
     }
-    let pools_of = |os: &[Os]| -> Vec<(String, Os, Vec<usize>)> {
-        pools
-            .iter()
-            .filter(|(_, (o, _))| os.contains(o))
-            .map(|(p, (o, n))| (p.clone(), *o, n.clone()))
-            .collect()
-    };
+    pools
+}
+
+/// The pools of the given OSes, in name order.
+fn pools_of(pools: &BTreeMap<String, (Os, Vec<usize>)>, os: &[Os]) -> Vec<PoolNodes> {
+    pools
+        .iter()
+        .filter(|(_, (o, _))| os.contains(o))
+        .map(|(p, (o, n))| (p.clone(), *o, n.clone()))
+        .collect()
+}
+
+/// A check's matrix axes, an empty one standing for its default: every source OS, and one
+/// unset protocol, placement or variant.
+struct Axes {
+    from_os: Vec<Os>,
+    protocols: Vec<Option<Protocol>>,
+    placements: Vec<Option<Placement>>,
+    variants: Vec<Option<String>>,
+}
+
+impl Axes {
+    /// The axes of `m`, defaults filled in.
+    fn of(m: &Matrix) -> Self {
+        /// Each value of `axis`, or one unset value where it lists none.
+        fn or_unset<T: Clone>(axis: &[T]) -> Vec<Option<T>> {
+            if axis.is_empty() {
+                vec![None]
+            } else {
+                axis.iter().cloned().map(Some).collect()
+            }
+        }
+        Self {
+            from_os: if m.from.is_empty() {
+                vec![Os::Linux, Os::Windows]
+            } else {
+                m.from.clone()
+            },
+            protocols: or_unset(&m.protocol),
+            placements: or_unset(&m.placement),
+            variants: or_unset(&m.variant),
+        }
+    }
+}
+
+/// Expands the selected checks over the cluster's pools: flows between the nodes `sets` gives
+/// the full matrix, plus the light pairs of the others.
+pub(super) fn plan_cells<'a>(plan: &'a RunPlan, facts: &ClusterFacts, sets: &NodeSets) -> Vec<CellPlan<'a>> {
+    let pools = full_pools(facts, sets);
     let mut cells = Vec::new();
     for (suite, check) in plan.checks() {
-        let m = &check.matrix;
-        let from_os = if m.from.is_empty() {
-            vec![Os::Linux, Os::Windows]
-        } else {
-            m.from.clone()
-        };
-        let protocols: Vec<Option<Protocol>> = if m.protocol.is_empty() {
-            vec![None]
-        } else {
-            m.protocol.iter().copied().map(Some).collect()
-        };
-        let placements: Vec<Option<Placement>> = if m.placement.is_empty() {
-            vec![None]
-        } else {
-            m.placement.iter().copied().map(Some).collect()
-        };
-        let variants: Vec<Option<String>> = if m.variant.is_empty() {
-            vec![None]
-        } else {
-            m.variant.iter().cloned().map(Some).collect()
-        };
+        let axes = Axes::of(&check.matrix);
         if let Shape::Nodes(choice) = check.probe.shape() {
             cells.extend(node_cells(
-                suite, check, choice, facts, sets, &from_os, &protocols, &variants,
+                suite,
+                check,
+                choice,
+                facts,
+                sets,
+                &axes.from_os,
+                &axes.protocols,
+                &axes.variants,
             ));
             continue;
         }
-        let to_pools: Option<Vec<(String, Os, Vec<usize>)>> = (!m.to.is_empty()).then(|| pools_of(&m.to));
-        for (fp, fos, fnodes) in pools_of(&from_os) {
-            let destinations: Vec<(Option<String>, Option<Os>, Vec<usize>)> = match &to_pools {
-                Some(tp) => tp
-                    .iter()
-                    .map(|(p, o, n)| (Some(p.clone()), Some(*o), n.clone()))
-                    .collect(),
-                // Without a `to` list: the destination is the probe's own target (same pool,
-                // the outside world, the same pod).
-                None => vec![(None, None, fnodes.clone())],
-            };
-            for (tp, tos, tnodes) in destinations {
-                if let Some(tos) = tos {
-                    let keep = match m.pairs {
-                        Pairs::All => true,
-                        Pairs::SameOs => tos == fos,
-                        Pairs::CrossOs => tos != fos,
-                    };
-                    if !keep {
-                        continue;
-                    }
-                }
-                for placement in &placements {
-                    if *placement == Some(Placement::SameNode) && tp.as_deref().is_some_and(|t| t != fp) {
-                        continue;
-                    }
-                    for protocol in &protocols {
-                        for variant in &variants {
-                            let same = *placement == Some(Placement::SameNode) || tp.is_none() && placement.is_none();
-                            let ends = Ends {
-                                from: Some(fp.clone()),
-                                to: Some(tp.clone().unwrap_or_else(|| fp.clone())),
-                                same_node: same,
-                                nodes: None,
-                            };
-                            let pairs = sample_pairs(&fnodes, &tnodes, same);
-                            // Without a `to` list: the probe's own target, or its own pool's
-                            // service or pods.
-                            let dest_pool = Some(match (&tp, check.probe.own_destination()) {
-                                (Some(t), _) => Pool::named(t.clone()),
-                                (None, Some(own)) => Pool::named(own),
-                                (None, None) => Pool::named(fp.clone()),
-                            });
-                            let coordinates = Coordinates {
-                                source: Some(Pool::named(fp.clone())),
-                                destination: dest_pool,
-                                locality: placement.map(|p| match p {
-                                    Placement::SameNode => Locality::SameNode,
-                                    Placement::OtherNode => Locality::OtherNode,
-                                }),
-                                protocol: protocol.map(|p| p.to_string()),
-                                variant: variant.clone(),
-                            };
-                            let fixed = if pairs.is_empty() {
-                                Some((
-                                    Verdict::NotApplicable,
-                                    format!(
-                                        "the cluster has no second schedulable node for {fp} → {}",
-                                        tp.clone().unwrap_or_default()
-                                    ),
-                                ))
-                            } else {
-                                None
-                            };
-                            cells.push(CellPlan {
-                                suite,
-                                check,
-                                coordinates,
-                                placement: *placement,
-                                protocol: *protocol,
-                                variant: variant.clone(),
-                                pairs,
-                                fixed,
-                                ends,
-                            });
-                        }
-                    }
-                }
-            }
-        }
+        cells.extend(flow_cells(suite, check, &axes, &pools));
     }
     distinguish_checks_of_one_rule(&mut cells);
     add_light_pairs(&mut cells, facts, sets);
     cells
+}
+
+/// One source pool and one destination of a flow check: where its cells' pairs start and end.
+struct Route<'r> {
+    from: &'r str,
+    from_nodes: &'r [usize],
+    /// The destination pool; None for the probe's own target (same pool, the outside world,
+    /// the same pod).
+    to: Option<&'r str>,
+    to_nodes: &'r [usize],
+}
+
+/// The cells of a check about flows: from each source pool to each destination pool the
+/// matrix keeps (or to the probe's own target), over its placements, protocols and variants.
+fn flow_cells<'a>(
+    suite: &'a Suite,
+    check: &'a Check,
+    axes: &Axes,
+    pools: &BTreeMap<String, (Os, Vec<usize>)>,
+) -> Vec<CellPlan<'a>> {
+    let m = &check.matrix;
+    let to_pools: Option<Vec<PoolNodes>> = (!m.to.is_empty()).then(|| pools_of(pools, &m.to));
+    let mut cells = Vec::new();
+    for (fp, fos, fnodes) in pools_of(pools, &axes.from_os) {
+        let destinations: Vec<(Option<String>, Option<Os>, Vec<usize>)> = match &to_pools {
+            Some(tp) => tp
+                .iter()
+                .map(|(p, o, n)| (Some(p.clone()), Some(*o), n.clone()))
+                .collect(),
+            // Without a `to` list: the destination is the probe's own target (same pool,
+            // the outside world, the same pod).
+            None => vec![(None, None, fnodes.clone())],
+        };
+        for (tp, tos, tnodes) in destinations {
+            if let Some(tos) = tos {
+                let keep = match m.pairs {
+                    Pairs::All => true,
+                    Pairs::SameOs => tos == fos,
+                    Pairs::CrossOs => tos != fos,
+                };
+                if !keep {
+                    continue;
+                }
+            }
+            let route = Route {
+                from: &fp,
+                from_nodes: &fnodes,
+                to: tp.as_deref(),
+                to_nodes: &tnodes,
+            };
+            cells.extend(route_cells(suite, check, axes, &route));
+        }
+    }
+    cells
+}
+
+/// The cells of one route: one per placement (same-node only within one pool), protocol and
+/// variant.
+fn route_cells<'a>(suite: &'a Suite, check: &'a Check, axes: &Axes, route: &Route<'_>) -> Vec<CellPlan<'a>> {
+    let mut cells = Vec::new();
+    for placement in &axes.placements {
+        if *placement == Some(Placement::SameNode) && route.to.is_some_and(|t| t != route.from) {
+            continue;
+        }
+        for protocol in &axes.protocols {
+            for variant in &axes.variants {
+                cells.push(flow_cell(suite, check, route, *placement, *protocol, variant));
+            }
+        }
+    }
+    cells
+}
+
+/// One cell of a route: its coordinates and sampled node pairs, not applicable where the
+/// cluster has no pair for it.
+fn flow_cell<'a>(
+    suite: &'a Suite,
+    check: &'a Check,
+    route: &Route<'_>,
+    placement: Option<Placement>,
+    protocol: Option<Protocol>,
+    variant: &Option<String>,
+) -> CellPlan<'a> {
+    let (fp, tp) = (route.from, route.to);
+    let same = placement == Some(Placement::SameNode) || tp.is_none() && placement.is_none();
+    let ends = Ends {
+        from: Some(fp.to_string()),
+        to: Some(tp.unwrap_or(fp).to_string()),
+        same_node: same,
+        nodes: None,
+    };
+    let pairs = sample_pairs(route.from_nodes, route.to_nodes, same);
+    // Without a `to` list: the probe's own target, or its own pool's service or pods.
+    let dest_pool = Some(match (tp, check.probe.own_destination()) {
+        (Some(t), _) => Pool::named(t),
+        (None, Some(own)) => Pool::named(own),
+        (None, None) => Pool::named(fp),
+    });
+    let coordinates = Coordinates {
+        source: Some(Pool::named(fp)),
+        destination: dest_pool,
+        locality: placement.map(|p| match p {
+            Placement::SameNode => Locality::SameNode,
+            Placement::OtherNode => Locality::OtherNode,
+        }),
+        protocol: protocol.map(|p| p.to_string()),
+        variant: variant.clone(),
+    };
+    let fixed = if pairs.is_empty() {
+        Some((
+            Verdict::NotApplicable,
+            format!(
+                "the cluster has no second schedulable node for {fp} → {}",
+                tp.unwrap_or_default()
+            ),
+        ))
+    } else {
+        None
+    };
+    CellPlan {
+        suite,
+        check,
+        coordinates,
+        placement,
+        protocol,
+        variant: variant.clone(),
+        pairs,
+        fixed,
+        ends,
+    }
 }
 
 /// The full-matrix nodes of each pool, schedulable ones first (they hold the fixtures).

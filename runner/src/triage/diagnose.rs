@@ -21,7 +21,7 @@ use mixcheck_reports::{
 };
 use regex::Regex;
 
-use crate::catalogue::causes::{Catalogue, CellMatch, Compiled, Locality, Role};
+use crate::catalogue::causes::{Catalogue, Cause, CellMatch, Compiled, Locality, Role};
 
 /// Below this confidence a cause is not named.
 const MIN_CONFIDENCE: f64 = 0.4;
@@ -202,11 +202,23 @@ fn os_fits(want: Option<Os>, have: Option<Os>) -> bool {
     }
 }
 
-fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[EvidenceItem]) -> Option<Candidate<'a>> {
+/// How the report's cells fit a cause's signature on a node, by index: failing cells its
+/// failing set explains, working cells it predicted to fail, failing cells it predicted to keep
+/// working.
+struct CellFit {
+    explained: Vec<usize>,
+    contradicted: Vec<usize>,
+    violated: Vec<usize>,
+}
+
+/// Sorts the report's cells against `cause`'s cell sets on `node`.
+fn cell_fit(report: &RunReport, cause: &Compiled, node: &str) -> CellFit {
     let c = &cause.cause;
-    let mut explained = Vec::new();
-    let mut contradicted = Vec::new();
-    let mut violated = Vec::new();
+    let mut fit = CellFit {
+        explained: Vec::new(),
+        contradicted: Vec::new(),
+        violated: Vec::new(),
+    };
     let mode = report.facts.network_mode.as_ref().map(|f| f.value.as_str());
     for (i, cell) in report.cells.iter().enumerate() {
         let refs = if failing(cell.verdict) {
@@ -216,14 +228,131 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         };
         if c.fails.iter().any(|m| matches(m, cell, refs, node, mode)) {
             if failing(cell.verdict) {
-                explained.push(i);
+                fit.explained.push(i);
             } else if working(cell.verdict) {
-                contradicted.push(i);
+                fit.contradicted.push(i);
             }
         } else if failing(cell.verdict) && c.keeps.iter().any(|m| matches(m, cell, refs, node, mode)) {
-            violated.push(i);
+            fit.violated.push(i);
         }
     }
+    fit
+}
+
+/// What the messages and the node's evidence say about a cause on a node: the evidence lines
+/// shown, how specific the fit is, whether a diagnostic confirmed it and how many things refute
+/// it.
+#[derive(Default)]
+struct Weighing {
+    lines: Vec<String>,
+    specificity: usize,
+    confirmed: bool,
+    refuted: i32,
+}
+
+impl Weighing {
+    /// The messages the cause needs (None when one is missing) and those that support it,
+    /// searched in the explained cells' `texts` and the node's `evidence`.
+    fn messages(&mut self, cause: &Compiled, texts: &[(&CellId, String)], evidence: &[EvidenceItem]) -> Option<()> {
+        // The node's own state first: a cause it contradicts (a Ready node for a stopped kubelet)
+        // is no candidate, whatever the count of cells it would explain.
+        let state: Vec<EvidenceItem> = evidence.iter().filter(|i| node_state(&i.source)).cloned().collect();
+        for re in &cause.node_shows {
+            self.lines.push(find(re, &[], &state)?);
+        }
+        for re in &cause.requires {
+            self.lines.push(find(re, texts, evidence)?);
+        }
+        // What the cells themselves say counts like a required message: a cause whose cell set is
+        // narrowed by a message the cells show is more specific than one that fits by rule alone.
+        self.specificity += cause.requires.len()
+            + cause.node_shows.len()
+            + cause.cause.fails.iter().filter(|m| m.message_re.is_some()).count();
+        for re in &cause.supports {
+            if let Some(line) = find(re, texts, evidence) {
+                self.specificity += 1;
+                self.lines.push(line);
+            }
+        }
+        Some(())
+    }
+
+    /// What the node's own evidence shows against the cause (its `refutedBy`): counts like a
+    /// refuting diagnostic, shown first.
+    fn refutations(&mut self, c: &Cause, vars: &BTreeMap<&str, String>, evidence: &[EvidenceItem]) {
+        for pattern in &c.refuted_by {
+            let Some(Ok((_, re))) = crate::catalogue::causes::confirm_pattern(pattern, vars) else {
+                continue;
+            };
+            if let Some(line) = evidence
+                .iter()
+                .find_map(|i| matching_line(&re, i.text.as_str()).map(|l| format!("{}: {l}", i.source)))
+            {
+                self.refuted += 1;
+                self.lines.insert(0, format!("against it: {line}"));
+            }
+        }
+    }
+
+    /// What the cause's confirming commands, run on the node, showed: each that confirms it
+    /// makes it more specific, each that does not refutes it; one that failed is shown only.
+    fn confirmations(&mut self, c: &Cause, vars: &BTreeMap<&str, String>, evidence: &[EvidenceItem]) {
+        for confirm in &c.confirm {
+            let Some(pattern) = &confirm.confirms else { continue };
+            let source = format!("{DIAGNOSTICS_PREFIX}{}", confirm.command);
+            let Some(item) = evidence.iter().find(|i| i.source == source) else {
+                continue;
+            };
+            // A command that failed (a missing cmdlet, file or tool) is no evidence either way.
+            if crate::probes::outcome::not_run(item.text.as_str()) {
+                self.lines
+                    .push(format!("{source}: {}", shorten(item.text.as_str().trim())));
+                continue;
+            }
+            let output = item.text.as_str();
+            let Some((confirms, line)) = confirmation(pattern, vars, output) else {
+                continue;
+            };
+            if confirms {
+                self.confirmed = true;
+                self.specificity += 1;
+                let shown =
+                    line.unwrap_or_else(|| shorten(output.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
+                self.lines.push(format!("{source}: {shown}"));
+            } else {
+                self.refuted += 1;
+            }
+        }
+    }
+
+    /// What the first explained cells observed, up to [`EVIDENCE_LINES`] lines in all.
+    fn cell_summaries(&mut self, report: &RunReport, texts: &[(&CellId, String)]) {
+        for (id, _) in texts.iter().take(EVIDENCE_LINES) {
+            if self.lines.len() >= EVIDENCE_LINES {
+                break;
+            }
+            let summary = report
+                .cells
+                .iter()
+                .find(|c| &c.id == *id)
+                .map(|c| c.observed.summary.as_str());
+            if let Some(first) = summary.and_then(|s| s.lines().next()) {
+                self.lines.push(format!("cell {id}: {}", shorten(first.trim())));
+            }
+        }
+    }
+}
+
+/// `cause` as a candidate on `node`: the cells it explains and contradicts, the evidence for
+/// and against it, its confidence. None when it explains no failing cell or a message it
+/// needs is missing.
+fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[EvidenceItem]) -> Option<Candidate<'a>> {
+    let c = &cause.cause;
+    let CellFit {
+        explained,
+        contradicted,
+        violated,
+    } = cell_fit(report, cause, node);
     if explained.is_empty() {
         return None;
     }
@@ -231,81 +360,19 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         .iter()
         .map(|&i| (&report.cells[i].id, cell_text(&report.cells[i])))
         .collect();
-    let mut lines = Vec::new();
-    // The node's own state first: a cause it contradicts (a Ready node for a stopped kubelet)
-    // is no candidate, whatever the count of cells it would explain.
-    let state: Vec<EvidenceItem> = evidence.iter().filter(|i| node_state(&i.source)).cloned().collect();
-    for re in &cause.node_shows {
-        lines.push(find(re, &[], &state)?);
-    }
-    for re in &cause.requires {
-        lines.push(find(re, &texts, evidence)?);
-    }
-    // What the cells themselves say counts like a required message: a cause whose cell set is
-    // narrowed by a message the cells show is more specific than one that fits by rule alone.
-    let mut specificity =
-        cause.requires.len() + cause.node_shows.len() + c.fails.iter().filter(|m| m.message_re.is_some()).count();
-    for re in &cause.supports {
-        if let Some(line) = find(re, &texts, evidence) {
-            specificity += 1;
-            lines.push(line);
-        }
-    }
+    let mut weighing = Weighing::default();
+    weighing.messages(cause, &texts, evidence)?;
     let vars = node_vars(&report.facts, node);
-    let mut confirmed = false;
-    let mut refuted = 0;
-    // What the node's own evidence shows against it counts like a refuting diagnostic.
-    for pattern in &c.refuted_by {
-        let Some(Ok((_, re))) = crate::catalogue::causes::confirm_pattern(pattern, &vars) else {
-            continue;
-        };
-        if let Some(line) = evidence
-            .iter()
-            .find_map(|i| matching_line(&re, i.text.as_str()).map(|l| format!("{}: {l}", i.source)))
-        {
-            refuted += 1;
-            lines.insert(0, format!("against it: {line}"));
-        }
-    }
-    for confirm in &c.confirm {
-        let Some(pattern) = &confirm.confirms else { continue };
-        let source = format!("{DIAGNOSTICS_PREFIX}{}", confirm.command);
-        let Some(item) = evidence.iter().find(|i| i.source == source) else {
-            continue;
-        };
-        // A command that failed (a missing cmdlet, file or tool) is no evidence either way.
-        if crate::probes::outcome::not_run(item.text.as_str()) {
-            lines.push(format!("{source}: {}", shorten(item.text.as_str().trim())));
-            continue;
-        }
-        let output = item.text.as_str();
-        let Some((confirms, line)) = confirmation(pattern, &vars, output) else {
-            continue;
-        };
-        if confirms {
-            confirmed = true;
-            specificity += 1;
-            let shown =
-                line.unwrap_or_else(|| shorten(output.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
-            lines.push(format!("{source}: {shown}"));
-        } else {
-            refuted += 1;
-        }
-    }
+    weighing.refutations(c, &vars, evidence);
+    weighing.confirmations(c, &vars, evidence);
     // Then what the first explained cells observed.
-    for (id, _) in texts.iter().take(EVIDENCE_LINES) {
-        if lines.len() >= EVIDENCE_LINES {
-            break;
-        }
-        let summary = report
-            .cells
-            .iter()
-            .find(|c| &c.id == *id)
-            .map(|c| c.observed.summary.as_str());
-        if let Some(first) = summary.and_then(|s| s.lines().next()) {
-            lines.push(format!("cell {id}: {}", shorten(first.trim())));
-        }
-    }
+    weighing.cell_summaries(report, &texts);
+    let Weighing {
+        mut lines,
+        specificity,
+        confirmed,
+        refuted,
+    } = weighing;
     lines.dedup();
     lines.truncate(EVIDENCE_LINES);
     let mut candidate = Candidate {
