@@ -1,8 +1,9 @@
 //! The workspace's module layout: in each crate, the top-level modules depend on each other one
-//! way only (no cycles), and so do the children of each top-level folder; simcluster's follow its
-//! documented layers (`api → store ← control ← node → network`, all over `config` and `vocab`).
-//! Dependencies are read from each module's non-test code: `crate::` paths, and `super::` paths
-//! that climb to the folder whose children are compared.
+//! way only (no cycles), and so do the children of every folder at every depth; simcluster's
+//! follow its documented layers (`api → store ← control ← node → network`, all over `config` and
+//! `vocab`). Dependencies are read from each module's non-test code: `crate::` paths, and
+//! `super::` paths that climb to the folder whose children are compared. No Rust file of the
+//! workspace is longer than [`MAX_LINES`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,8 +17,9 @@ fn module_graph(src: &Path) -> Graph {
 }
 
 /// The children of the module at `path` below `src` (`[]`: the crate's top level) — its files
-/// and folders, without `mod.rs` and `tests.rs` — and, for each, the siblings its non-test code
-/// names: `crate::<path>::sibling`, or `super::` climbing from a file to `path`.
+/// and folders, without `mod.rs` and the test modules (`tests.rs`, a `tests/` folder) — and, for
+/// each, the siblings its non-test code names: `crate::<path>::sibling`, or `super::` climbing
+/// from a file to `path`.
 fn children_graph(src: &Path, path: &[&str]) -> Graph {
     let dir = path.iter().fold(src.to_path_buf(), |d, p| d.join(p));
     let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
@@ -29,7 +31,9 @@ fn children_graph(src: &Path, path: &[&str]) -> Graph {
             .unwrap_or_default()
             .to_string();
         if path.is_dir() {
-            modules.entry(name).or_default().extend(rust_files(&path));
+            if name != "tests" {
+                modules.entry(name).or_default().extend(rust_files(&path));
+            }
         } else if path.extension().is_some_and(|e| e == "rs")
             && !["lib", "main", "mod", "tests"].contains(&name.as_str())
         {
@@ -44,11 +48,15 @@ fn children_graph(src: &Path, path: &[&str]) -> Graph {
         .map(|(name, files)| {
             let mut deps = BTreeSet::new();
             for file in files {
-                if file.file_name().is_some_and(|f| f == "tests.rs") {
+                let rel = file.strip_prefix(&dir).expect("below the folder");
+                // Test modules (`tests.rs`, or the files of a `tests/` folder) may use anything.
+                if rel.file_name().is_some_and(|f| f == "tests.rs")
+                    || rel.components().any(|c| c.as_os_str() == "tests")
+                {
                     continue;
                 }
                 // `super::` repeated once per level between the file's module and `path`.
-                let rel = file.strip_prefix(&dir).expect("below the folder").with_extension("");
+                let rel = rel.with_extension("");
                 let mut levels = rel.components().count();
                 if rel.file_name().is_some_and(|f| f == "mod") {
                     levels -= 1;
@@ -71,16 +79,45 @@ fn children_graph(src: &Path, path: &[&str]) -> Graph {
         .collect()
 }
 
-/// The folders among a crate's top-level modules.
-fn folders(src: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(src)
-        .expect("read src")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
-        .collect();
-    out.sort();
+/// Every folder below `src` but the test modules' (`tests/`), as module paths (`src` itself, the
+/// crate's top level, is `[]`), parents before their children.
+fn folders(src: &Path) -> Vec<Vec<String>> {
+    fn walk(dir: &Path, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        out.push(path.clone());
+        let mut children: Vec<PathBuf> = std::fs::read_dir(dir)
+            .expect("read dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "tests"))
+            .collect();
+        children.sort();
+        for child in children {
+            path.push(
+                child
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            walk(&child, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(src, &mut Vec::new(), &mut out);
     out
+}
+
+/// The cycles among the children of every folder below `src` (its top level included), each as
+/// `folder: a → b → a`.
+fn cycles_at_every_level(src: &Path) -> Vec<String> {
+    folders(src)
+        .iter()
+        .filter_map(|path| {
+            let path: Vec<&str> = path.iter().map(String::as_str).collect();
+            let graph = children_graph(src, &path);
+            cycle(&graph).map(|c| format!("{}: {}", path.join("/"), c.join(" → ")))
+        })
+        .collect()
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -143,18 +180,17 @@ fn no_module_cycles(#[case] src: &str) {
     assert_eq!(cycle(&graph), None, "{src}: {graph:#?}");
 }
 
+/// At every depth, the children of each folder depend on each other one way only.
 #[rstest::rstest]
 #[case::runner("src")]
 #[case::simcluster("../simcluster/src")]
 #[case::reports("../reports/src")]
-fn no_module_cycles_one_level_down(#[case] src: &str) {
+fn no_module_cycles_at_any_level(#[case] src: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
-    let tops = folders(&root);
-    assert!(!tops.is_empty() || src.contains("reports"), "{src}: no folders found");
-    for top in tops {
-        let graph = children_graph(&root, &[&top]);
-        assert_eq!(cycle(&graph), None, "{src}/{top}: {graph:#?}");
-    }
+    let levels = folders(&root);
+    assert!(levels.len() > 1 || src.contains("reports"), "{src}: no folders found");
+    let cycles = cycles_at_every_level(&root);
+    assert!(cycles.is_empty(), "{src}: module cycles:\n{}", cycles.join("\n"));
 }
 
 /// A cycle planted one level down, through a `crate::` path one way and a `super::` path back,
@@ -181,6 +217,86 @@ fn a_planted_cycle_one_level_down_is_found() {
     // Without the way back there is none.
     std::fs::write(top.join("wire").join("codec.rs"), "use super::Frame;\n").expect("write");
     assert_eq!(cycle(&children_graph(dir.path(), &["net"])), None);
+}
+
+/// A cycle planted three levels down, between two files of `node/exec/shell`, is found by the
+/// walk over every folder, and named by its folder.
+#[test]
+fn a_planted_cycle_three_levels_down_is_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shell = dir.path().join("node").join("exec").join("shell");
+    std::fs::create_dir_all(&shell).expect("mkdir");
+    std::fs::write(dir.path().join("lib.rs"), "mod node;\n").expect("write");
+    std::fs::write(dir.path().join("node").join("mod.rs"), "mod exec;\n").expect("write");
+    std::fs::write(dir.path().join("node").join("exec").join("mod.rs"), "mod shell;\n").expect("write");
+    std::fs::write(shell.join("mod.rs"), "mod eval;\nmod words;\n").expect("write");
+    std::fs::write(shell.join("eval.rs"), "use super::words::split;\n").expect("write");
+    std::fs::write(shell.join("words.rs"), "use crate::node::exec::shell::eval::run;\n").expect("write");
+    assert_eq!(
+        cycles_at_every_level(dir.path()),
+        vec!["node/exec/shell: eval → words → eval".to_string()]
+    );
+    // Without the way back there is none.
+    std::fs::write(shell.join("words.rs"), "pub fn split() {}\n").expect("write");
+    assert_eq!(cycles_at_every_level(dir.path()), Vec::<String>::new());
+    // Test modules may use anything: a `tests/` folder of exec naming kubelet, which uses exec,
+    // is no cycle.
+    let node = dir.path().join("node");
+    std::fs::write(node.join("mod.rs"), "mod exec;\nmod kubelet;\n").expect("write");
+    std::fs::write(node.join("kubelet.rs"), "use crate::node::exec::shell;\n").expect("write");
+    std::fs::create_dir_all(node.join("exec").join("tests")).expect("mkdir");
+    std::fs::write(
+        node.join("exec").join("tests").join("mod.rs"),
+        "use crate::node::kubelet::plan;\n",
+    )
+    .expect("write");
+    assert_eq!(cycles_at_every_level(dir.path()), Vec::<String>::new());
+    // The same use from exec's own code is one.
+    std::fs::write(
+        node.join("exec").join("mod.rs"),
+        "mod shell;\nuse crate::node::kubelet::plan;\n",
+    )
+    .expect("write");
+    assert_eq!(
+        cycles_at_every_level(dir.path()),
+        vec!["node: exec → kubelet → exec".to_string()]
+    );
+}
+
+/// The longest a Rust file may be, tests included.
+const MAX_LINES: usize = 1500;
+
+/// No Rust file of the workspace (sources, tests, examples; build output excluded) is longer
+/// than [`MAX_LINES`].
+#[test]
+fn no_rust_file_is_too_long() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read dir") {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if path.is_dir() {
+                if !name.starts_with('.') && !name.starts_with("target") {
+                    walk(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    assert!(files.len() > 100, "too few Rust files found: {}", files.len());
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).expect("read file").lines().count();
+            let shown = f.strip_prefix(&root).unwrap_or(f).display().to_string();
+            (lines > MAX_LINES).then(|| format!("{shown}: {lines} lines"))
+        })
+        .collect();
+    long.sort();
+    assert!(long.is_empty(), "longer than {MAX_LINES} lines:\n{}", long.join("\n"));
 }
 
 /// The runner's folders follow the run's pipeline, each using only those below it: the

@@ -18,7 +18,8 @@
 //! - `seed_network` — the seed guide's network validation with kubectl (ignored without it)
 //! - `fixture_schemas` — fixtures against the Kubernetes schemas (ignored without
 //!   kubernetes-validate)
-//! - `layout` — no module cycles; simcluster's layers
+//! - `layout` — no module cycles at any folder level; simcluster's layers; no Rust file over 1,500
+//!   lines
 //! - `topology_text` — topology files edited for a test
 //! - `hygiene_cli` — closed pipes, one-line errors, empty lint folders, `images` once per OS
 //! - `docs_flags` — README.md and docs/: flags and defaults against `--help`, links inside the

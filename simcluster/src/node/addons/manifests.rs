@@ -5,45 +5,9 @@
 
 use serde_json::{Value, json};
 
+use super::objects::{apps, config_map, namespace, object, service_account};
 use super::{Addons, ClusterDns, Cni, Object, flannel_at_least};
 use crate::config::platform::{NetworkMode, VXLAN_PORT, VXLAN_VNI};
-use crate::store::resources::{self, ResourceType};
-
-pub(super) fn object(resource: &'static ResourceType, namespace: &str, value: Value) -> Object {
-    Object {
-        resource,
-        namespace: namespace.to_string(),
-        value,
-    }
-}
-
-pub(super) fn apps(plural: &str) -> &'static ResourceType {
-    resources::named("apps", plural)
-}
-
-pub(super) fn service_account(ns: &str, name: &str) -> Object {
-    object(
-        resources::core("serviceaccounts"),
-        ns,
-        json!({"metadata": {"name": name}}),
-    )
-}
-
-pub(super) fn namespace(name: &str, labels: Value) -> Object {
-    object(
-        resources::core("namespaces"),
-        "",
-        json!({"metadata": {"name": name, "labels": labels}}),
-    )
-}
-
-pub(super) fn config_map(ns: &str, name: &str, labels: Value, data: Value) -> Object {
-    object(
-        resources::core("configmaps"),
-        ns,
-        json!({"metadata": {"name": name, "labels": labels}, "data": data}),
-    )
-}
 
 /// `env` entries from the downward API.
 fn field_env(name: &str, path: &str) -> Value {

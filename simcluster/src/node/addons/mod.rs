@@ -35,6 +35,7 @@
 //! `mode: ""` (iptables) in the Linux configuration; here it says `iptables`.
 
 mod manifests;
+mod objects;
 mod platforms;
 mod processes;
 #[cfg(test)]

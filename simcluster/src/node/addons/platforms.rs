@@ -27,7 +27,7 @@
 
 use serde_json::json;
 
-use super::manifests::{apps, config_map, namespace, object, service_account};
+use super::objects::{apps, config_map, namespace, object, service_account};
 use super::{Addons, Object};
 
 /// A node agent DaemonSet: one container, host network, the OS it runs on and whether it is a

@@ -48,6 +48,7 @@ pub(crate) mod outline;
 mod plumbing;
 pub(crate) mod powershell;
 pub(crate) mod ps_entry;
+mod ps_errors;
 mod session;
 pub(crate) mod sh;
 mod support;

@@ -1,10 +1,8 @@
 //! The PowerShell entry points (`powershell`, `pwsh`): arguments, encoded commands, and the
 //! interpreter in [`super::powershell`].
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::disk::DiskEntry;
 use super::session::Session;
 use super::support::{b64_decode, out};
 use super::{Call, Reply};
@@ -13,34 +11,6 @@ use crate::node::runtime::ExecOutput;
 // ---------------------------------------------------------------------------------------------
 // PowerShell (Windows PowerShell and PowerShell Core)
 // ---------------------------------------------------------------------------------------------
-
-/// A PowerShell error record as the console prints it.
-pub(crate) fn ps_error(statement: &str, head: &str, message: &str, category: &str, fqid: &str) -> String {
-    let underline = "~".repeat(statement.chars().count().max(1));
-    let first = if head.is_empty() {
-        message.to_string()
-    } else {
-        format!("{head} : {message}")
-    };
-    format!(
-        "{first}\r\nAt line:1 char:1\r\n+ {statement}\r\n+ {underline}\r\n    + CategoryInfo          : \
-        {category}\r\n    + FullyQualifiedErrorId : {fqid}\r\n \r\n"
-    )
-}
-
-pub(super) fn ps_not_recognized(statement: &str, name: &str) -> String {
-    ps_error(
-        statement,
-        name,
-        &format!(
-            "The term '{name}' is not recognized as the name of a cmdlet, function, script file, or operable \
-            program. Check the spelling of the name, or if a path was included, verify that the path is correct and \
-            try again."
-        ),
-        &format!("ObjectNotFound: ({name}:String) [], CommandNotFoundException"),
-        "CommandNotFoundException",
-    )
-}
 
 pub(super) fn powershell(s: &Arc<Session>, call: Call) -> Reply {
     ps_entry(s, call, false)
@@ -150,21 +120,4 @@ pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
         }
     };
     Reply::Later(Box::pin(super::powershell::run(s.clone(), script, call.env, core)))
-}
-
-pub(super) fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
-    let mut text = format!(
-        "\r\n\r\n    Directory: {dir}\r\n\r\n\r\nMode                 LastWriteTime         Length Name\r\n\
-        ----                 -------------         ------ ----\r\n"
-    );
-    let date = s.stamp.format("%-m/%-d/%Y").to_string();
-    let time = s.stamp.format("%-I:%M %p").to_string();
-    for e in items {
-        let (mode, length) = match &e.file {
-            Some((data, _)) => ("-a----", data.len().to_string()),
-            None => ("d-----", String::new()),
-        };
-        let _ = write!(text, "{mode:<6} {date:>18} {time:>8} {length:>14} {}\r\n", e.name());
-    }
-    text
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::{Dest, Failure, Lookup, Net, Proto, Wire, flag_value, out, parse_url, positionals, reason, ttl};
 use crate::node::exec::context::CommandContext;
-use crate::node::exec::ps_entry::ps_error;
+use crate::node::exec::ps_errors::ps_error;
 use crate::node::runtime::ExecOutput;
 
 pub(super) fn statement(cmdlet: &str, args: &[String]) -> String {

@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cmdlets::{CMDLETS, Given, Invocation, texts};
+use super::invocation::{CMDLETS, Errors, Given, Invocation, texts};
+use super::patterns::{glob, regex};
 use super::syntax::{Arg, Block, Element, Expr, Op, Parser, Part, Pipeline, Stmt, What};
 use super::{Fut, Kind, Obj, V, collect, obj, s};
 use crate::node::exec::Call;
 use crate::node::exec::agnhost::ps_dotnet_udp;
 use crate::node::exec::disk::DiskEntry;
-use crate::node::exec::ps_entry::{ps_not_recognized, ps_section};
+use crate::node::exec::ps_errors::ps_not_recognized;
 use crate::node::exec::session::Session;
 use crate::node::exec::support::{code_of, env_get, out};
 use crate::node::runtime::ExecOutput;
@@ -27,20 +28,6 @@ pub(super) enum Flow {
     Exit(i32),
     /// A terminating error: its console text.
     Fail(String),
-}
-
-/// One pipeline element's errors and whether it succeeded.
-#[derive(Debug, Default)]
-pub(super) struct Errors {
-    pub(super) text: Vec<String>,
-    pub(super) failed: bool,
-}
-
-impl Errors {
-    pub(super) fn add(&mut self, text: String) {
-        self.text.push(text);
-        self.failed = true;
-    }
 }
 
 /// A running script.
@@ -110,50 +97,6 @@ pub(in crate::node::exec) async fn run(
         _ => 1,
     };
     out(ps.stdout, ps.stderr, code)
-}
-
-pub(super) fn glob(pattern: &str, text: &str, case: bool) -> bool {
-    let fold = |t: &str| if case { t.to_string() } else { t.to_lowercase() };
-    let (p, t): (Vec<char>, Vec<char>) = (fold(pattern).chars().collect(), fold(text).chars().collect());
-    fn go(p: &[char], t: &[char]) -> bool {
-        match p.split_first() {
-            None => t.is_empty(),
-            Some(('*', rest)) => (0..=t.len()).any(|k| t.get(k..).is_some_and(|tail| go(rest, tail))),
-            Some(('?', rest)) => t.split_first().is_some_and(|(_, tt)| go(rest, tt)),
-            Some(('[', rest)) => {
-                let Some(end) = rest.iter().position(|c| *c == ']') else {
-                    return t.first() == Some(&'[') && go(rest, &t[1..]);
-                };
-                let set = &rest[..end];
-                t.split_first().is_some_and(|(c, tt)| {
-                    let mut hit = false;
-                    let mut k = 0;
-                    while k < set.len() {
-                        if k + 2 < set.len() && set[k + 1] == '-' {
-                            hit |= set[k] <= *c && *c <= set[k + 2];
-                            k += 3;
-                        } else {
-                            hit |= set[k] == *c;
-                            k += 1;
-                        }
-                    }
-                    hit && go(&rest[end + 1..], tt)
-                })
-            }
-            Some(('`', rest)) if !rest.is_empty() => t.first() == rest.first() && go(&rest[1..], &t[1..]),
-            Some((c, rest)) => t.first() == Some(c) && go(rest, &t[1..]),
-        }
-    }
-    go(&p, &t)
-}
-
-pub(super) fn regex(pattern: &str, case: bool) -> Result<regex::Regex, String> {
-    let full = if case {
-        pattern.to_string()
-    } else {
-        format!("(?i){pattern}")
-    };
-    regex::Regex::new(&full).map_err(|e| format!("The regular expression pattern {pattern} is not valid: {e}"))
 }
 
 pub(super) fn compare(a: &V, b: &V, case: bool) -> Option<std::cmp::Ordering> {
@@ -731,6 +674,24 @@ pub(super) fn format_table(rows: &[&V]) -> String {
         text.push_str(&line(row.into_iter().map(|(t, _)| t).collect()));
     }
     text.push_str("\r\n\r\n");
+    text
+}
+
+/// The `Directory:` section in which `Get-ChildItem` lists the items of one folder.
+fn ps_section(s: &Session, dir: &str, items: &[&DiskEntry]) -> String {
+    let mut text = format!(
+        "\r\n\r\n    Directory: {dir}\r\n\r\n\r\nMode                 LastWriteTime         Length Name\r\n\
+        ----                 -------------         ------ ----\r\n"
+    );
+    let date = s.stamp.format("%-m/%-d/%Y").to_string();
+    let time = s.stamp.format("%-I:%M %p").to_string();
+    for e in items {
+        let (mode, length) = match &e.file {
+            Some((data, _)) => ("-a----", data.len().to_string()),
+            None => ("d-----", String::new()),
+        };
+        let _ = write!(text, "{mode:<6} {date:>18} {time:>8} {length:>14} {}\r\n", e.name());
+    }
     text
 }
 

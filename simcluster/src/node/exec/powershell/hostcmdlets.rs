@@ -12,10 +12,10 @@
 //! (`hnsCmdlets: false`, projectcalico/calico#6843): the cmdlets are not recognized there. `Get-NetAdapter` and
 //! `Get-NetTCPConnection` print tables; `Measure-Object` prints its GenericMeasureInfo list.
 
-use super::cmdlets::{Invocation, texts};
-use super::eval::{Errors, glob};
+use super::invocation::{Errors, Invocation, texts};
+use super::patterns::glob;
 use super::{Kind, V, obj, s};
-use crate::node::exec::ps_entry::{ps_error, ps_not_recognized};
+use crate::node::exec::ps_errors::{ps_error, ps_not_recognized};
 use crate::node::exec::session::Session;
 use crate::node::host;
 

@@ -3,7 +3,7 @@
 //! language with a pipeline of objects, enough for node-side probes written the way an operator
 //! writes them — variables, `if`/`elseif`/`else`, `foreach`, `$( )`, `( )`, `@( )`, script blocks,
 //! the comparison, logical, string and arithmetic operators, member access, a few .NET string
-//! methods and casts — and the cmdlets of the table in [`cmdlet`]: the file system
+//! methods and casts — and the cmdlets of the table in [`invocation`]: the file system
 //! (`Get-ChildItem`, `Get-Content`, `Test-Path`, `Join-Path`, `Get-Acl`, `Get-Location`),
 //! `Select-String`, `Where-Object`, `ForEach-Object`, `Select-Object`, `Measure-Object`,
 //! `Get-CimInstance Win32_Process`, output (`Write-Output`, `Write-Host`, `Out-Null`,
@@ -33,7 +33,9 @@
 mod cmdlets;
 mod eval;
 mod hostcmdlets;
+mod invocation;
 mod outline;
+mod patterns;
 mod syntax;
 mod system;
 mod walk;

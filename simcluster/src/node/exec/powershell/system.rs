@@ -4,11 +4,11 @@
 //! memory limit). Both the exec'd PowerShell ([`super::eval`]) and a container's main process
 //! ([`super::walk`]) answer from here.
 
-use super::cmdlets::{Invocation, texts};
-use super::eval::glob;
+use super::invocation::{Invocation, texts};
+use super::patterns::glob;
 use super::{Kind, V, obj, s};
 use crate::config::profile::NodeProfile;
-use crate::node::exec::ps_entry::ps_error;
+use crate::node::exec::ps_errors::ps_error;
 use crate::node::exec::session::Session;
 
 /// The default ACL of what is created under `C:\` (inherited by the kubelet's directory).

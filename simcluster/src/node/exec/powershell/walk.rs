@@ -11,13 +11,13 @@
 
 use std::collections::BTreeMap;
 
-use super::cmdlets::{CMDLETS, Given, Invocation};
 use super::eval::{binary, cast, index_of, method};
+use super::invocation::{CMDLETS, Given, Invocation};
 use super::syntax::{Arg, Element, Expr, Op, Part, Pipeline, Stmt, What};
 use super::system::{DotNetMiss, get_process, method_exception_parts, new_object, process_table, static_member};
 use super::{Kind, V, collect, s};
 use crate::config::profile::NodeProfile;
-use crate::node::exec::ps_entry::ps_error;
+use crate::node::exec::ps_errors::ps_error;
 use crate::node::exec::support::env_get;
 
 /// What a container's main PowerShell process sees of its container.
