@@ -151,12 +151,13 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
             if !is_tcp {
                 continue;
             }
+            let owner = format!("service {}/{}", svc.namespace(), svc.name());
             for node in nodes {
                 out.insert(Binding {
                     node: node.name.clone(),
                     ip: node.ip,
                     port,
-                    owner: format!("service {}/{}", svc.namespace(), svc.name()),
+                    owner: owner.clone(),
                     public: false,
                 });
             }
@@ -200,40 +201,53 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
             }
         }
     }
+    // Nodes by name, looked up once per pod with a hostPort (not scanned per pod).
+    let by_name: HashMap<&str, &NodeProfile> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     for pod in store.list(resources::core("pods"), None).0 {
         let v = pod.value();
         if json::str(v, "/status/phase") != "Running" {
             continue;
         }
-        let Some(node) = nodes.iter().find(|n| n.name == json::str(v, "/spec/nodeName")) else {
+        let ports = host_ports(v);
+        if ports.is_empty() {
+            continue;
+        }
+        let Some(node) = by_name.get(json::str(v, "/spec/nodeName")) else {
             continue;
         };
-        let containers = crate::vocab::json::get(v, "/spec/containers").and_then(Value::as_array);
-        for c in containers.into_iter().flatten() {
-            for p in crate::vocab::json::get(c, "/ports")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let host_port = p
-                    .get("hostPort")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u16::try_from(n).ok());
-                if let Some(port) = host_port.filter(|p| *p > 0)
-                    && matches!(json::str(p, "/protocol"), "" | "TCP")
-                {
-                    out.insert(Binding {
-                        node: node.name.clone(),
-                        ip: node.ip,
-                        port,
-                        owner: format!("pod {}/{}", pod.namespace(), pod.name()),
-                        public: false,
-                    });
-                }
-            }
+        for port in ports {
+            out.insert(Binding {
+                node: node.name.clone(),
+                ip: node.ip,
+                port,
+                owner: format!("pod {}/{}", pod.namespace(), pod.name()),
+                public: false,
+            });
         }
     }
     out
+}
+
+/// The TCP hostPorts a pod's containers publish.
+fn host_ports(pod: &Value) -> Vec<u16> {
+    let containers = crate::vocab::json::get(pod, "/spec/containers").and_then(Value::as_array);
+    containers
+        .into_iter()
+        .flatten()
+        .flat_map(|c| {
+            crate::vocab::json::get(c, "/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .filter(|p| matches!(json::str(p, "/protocol"), "" | "TCP"))
+        .filter_map(|p| {
+            p.get("hostPort")
+                .and_then(Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok())
+        })
+        .filter(|port| *port > 0)
+        .collect()
 }
 
 /// The serving tasks; dropping it (the cluster stopping) closes every listener.

@@ -512,6 +512,7 @@ pub async fn run(store: Arc<Store>) {
     let mut feed = store.subscribe();
     let mut last_failure: HashMap<String, (Instant, String)> = HashMap::new();
     let mut needs_cache: HashMap<String, PodNeeds> = HashMap::new();
+    let mut nodes_cache = NodeCache::default();
     let mut retry = tokio::time::interval(Duration::from_secs(1));
     loop {
         // Wake on any pod or node change (or a periodic retry), then batch briefly.
@@ -530,20 +531,48 @@ pub async fn run(store: Arc<Store>) {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
         while feed.try_recv().is_ok() {}
-        schedule_pending(&store, &mut last_failure, &mut needs_cache);
+        schedule_pending(&store, &mut last_failure, &mut needs_cache, &mut nodes_cache);
+    }
+}
+
+/// What the scheduler knows of each node, kept between passes and rebuilt only for a node whose
+/// object changed (its resourceVersion): a pass at 5,000 nodes reads the nodes, it does not
+/// reparse them.
+#[derive(Default)]
+pub struct NodeCache(HashMap<String, (u64, NodeInfo)>);
+
+impl NodeCache {
+    /// The nodes of `objects`, in their order, parsed where they changed since the last pass.
+    fn infos(&mut self, objects: &[Obj]) -> Vec<NodeInfo> {
+        let mut out = Vec::with_capacity(objects.len());
+        let mut seen = HashSet::with_capacity(objects.len());
+        for n in objects {
+            let version = n.resource_version();
+            let entry = self
+                .0
+                .entry(n.uid().to_string())
+                .or_insert_with(|| (version, NodeInfo::from_node(n.value())));
+            if entry.0 != version {
+                *entry = (version, NodeInfo::from_node(n.value()));
+            }
+            seen.insert(n.uid());
+            out.push(entry.1.clone());
+        }
+        self.0.retain(|uid, _| seen.contains(uid.as_str()));
+        out
     }
 }
 
 /// One scheduling pass over every pending pod. `needs_cache` keeps each bound pod's parsed
-/// requests between passes (a pod's resources do not change once it is bound).
+/// requests between passes (a pod's resources do not change once it is bound), `nodes_cache`
+/// each node's parsed object.
 pub fn schedule_pending(
     store: &Store,
     last_failure: &mut HashMap<String, (Instant, String)>,
     needs_cache: &mut HashMap<String, PodNeeds>,
+    nodes_cache: &mut NodeCache,
 ) {
     let pods_rt = resources::core("pods");
-    let (nodes, _) = store.list(resources::core("nodes"), None);
-    let nodes: Vec<NodeInfo> = nodes.iter().map(|n| NodeInfo::from_node(n.value())).collect();
     let (pods, _) = store.list(pods_rt, None);
     let mut usage: HashMap<String, Usage> = HashMap::new();
     let mut pending: Vec<Obj> = Vec::new();
@@ -572,6 +601,11 @@ pub fn schedule_pending(
     needs_cache.retain(|uid, _| seen.contains(uid));
     let keep: HashSet<String> = pending.iter().map(|p| p.uid().to_string()).collect();
     last_failure.retain(|uid, _| keep.contains(uid));
+    if pending.is_empty() {
+        return;
+    }
+    let (nodes, _) = store.list(resources::core("nodes"), None);
+    let nodes = nodes_cache.infos(&nodes);
     let mut start = 0usize;
     for pod in pending {
         let needs = PodNeeds::from_pod(pod.value());

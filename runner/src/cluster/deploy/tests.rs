@@ -1,0 +1,183 @@
+//! The deploy stage's unit tests: stamping, placement and readiness of the fixtures.
+use super::*;
+use rstest::rstest;
+
+/// The scheduler's messages: lasting reasons settle a fixture, pod slots and a node's
+/// transient taints are waited out; other nodes' selector mismatches say nothing.
+#[rstest]
+#[case::port_taken(
+    "0/4 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+    false
+)]
+#[case::too_many_pods(
+    "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match Pod's node affinity/selector.",
+    true
+)]
+#[case::not_ready(
+    "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 node(s) didn't match Pod's node affinity/selector.",
+    true
+)]
+#[case::no_cpu(
+    "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector.",
+    false
+)]
+#[case::only_selectors(
+    "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+    false
+)]
+fn unschedulable_reasons(#[case] message: &str, #[case] transient: bool) {
+    assert_eq!(transient_unschedulable(message), transient);
+}
+
+#[test]
+fn a_pending_pod_says_why_the_scheduler_left_it() {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "hp-1"},
+        "spec": {"containers": []},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/4 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."}]}
+    }))
+    .expect("pod");
+    assert_eq!(
+        waiting_on(Some(&pod), "linux-1", &[]),
+        "for linux-1: unschedulable: 0/4 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+    );
+    let scheduled: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "hp-1"},
+        "spec": {"containers": [], "nodeName": "linux-1"},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ContainerCreating"}}}]}
+    }))
+    .expect("pod");
+    assert_eq!(scheduling_failure(&scheduled, &[]), None);
+    assert_eq!(
+        waiting_on(Some(&scheduled), "linux-1", &[]),
+        "on linux-1: ContainerCreating"
+    );
+    assert_eq!(waiting_on(None, "win2022-1", &[]), "on win2022-1: not created yet");
+}
+use serde_json::json;
+
+fn api_error(code: u16, message: &str) -> kube::Error {
+    kube::Error::Api(
+        serde_json::from_value(json!({"status": "Failure", "message": message, "reason": "", "code": code}))
+            .expect("a status"),
+    )
+}
+
+/// A policy engine's or Pod Security's denial is the cluster's policy; a quota or a
+/// validation error is a refusal of this object; RBAC, authentication and server errors say
+/// the run cannot work with the cluster (real-clusters reference §2: Gatekeeper, Azure
+/// Policy and Kyverno deny pods through validating webhooks).
+#[rstest]
+#[case::gatekeeper(
+    403,
+    "admission webhook \"validation.gatekeeper.sh\" denied the request: [psp-host-network-ports] The specified hostNetwork and hostPort are not allowed",
+    Some(true)
+)]
+#[case::kyverno(
+    400,
+    "admission webhook \"validate.kyverno.svc-fail\" denied the request: resource Pod/m/hp-2 was blocked due to the following policies",
+    Some(true)
+)]
+#[case::pod_security(
+    403,
+    "pods \"hp-2\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"netexec\" uses hostPort 48080)",
+    Some(true)
+)]
+#[case::quota(
+    403,
+    "pods \"srv-1\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10",
+    Some(false)
+)]
+#[case::invalid(
+    422,
+    "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value",
+    Some(false)
+)]
+#[case::rbac(
+    403,
+    "pods \"srv-1\" is forbidden: User \"ci\" cannot patch resource \"pods\" in API group \"\" in the namespace \"m\"",
+    None
+)]
+#[case::unauthenticated(401, "Unauthorized", None)]
+#[case::namespace_gone(404, "namespaces \"m\" not found", None)]
+#[case::server(500, "etcdserver: request timed out", None)]
+fn refusals_are_told_from_a_cluster_the_run_cannot_use(
+    #[case] code: u16,
+    #[case] message: &str,
+    #[case] policy: Option<bool>,
+) {
+    let got = Refusal::of(&api_error(code, message));
+    assert_eq!(got.as_ref().map(|r| r.policy), policy, "{got:?}");
+    if let Some(r) = got {
+        assert!(
+            r.problem().contains(message) && r.problem().contains("--check '!"),
+            "{}",
+            r.problem()
+        );
+    }
+}
+
+/// The hostPort server is the core server's netexec container alone with the hostPort on
+/// its TCP port; no service of the run selects it.
+#[test]
+fn the_host_port_server_is_apart_from_the_core_server() {
+    let fixtures = Fixtures::load(None).expect("embedded fixtures");
+    let server = fixtures.get("netexec-server").expect("server fixture");
+    let docs = server.pods.values().chain(server.windows_builds.iter().map(|(_, p)| p));
+    for doc in docs {
+        assert!(
+            !doc.to_string().contains("hostPort"),
+            "the core server publishes no hostPort"
+        );
+        let hp = host_port_pod(doc);
+        let containers = hp["spec"]["containers"].as_array().expect("containers");
+        assert_eq!(containers.len(), 1);
+        let ports = containers[0]["ports"].as_array().expect("ports");
+        let tcp: Vec<_> = ports.iter().filter(|p| p["protocol"] == "TCP").collect();
+        assert!(tcp.iter().all(|p| p["hostPort"] == json!(HOST_PORT)), "{ports:?}");
+        assert!(
+            ports
+                .iter()
+                .filter(|p| p["protocol"] == "UDP")
+                .all(|p| p.get("hostPort").is_none())
+        );
+        assert_eq!(hp["metadata"]["labels"]["app.kubernetes.io/component"], "host-port");
+    }
+}
+
+fn event(pod: &str, kind: &str, reason: &str, count: i32) -> Event {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{pod}.1")},
+        "involvedObject": {"kind": "Pod", "name": pod},
+        "type": kind,
+        "reason": reason,
+        "message": "Failed to create pod sandbox: (0xc0370101)",
+        "count": count,
+    }))
+    .expect("event")
+}
+
+#[test]
+fn a_sandbox_that_keeps_failing_settles_the_pod() {
+    let retried = [event("cli-3", "Warning", "FailedCreatePodSandBox", 3)];
+    assert_eq!(
+        sandbox_failure(&retried, "cli-3").as_deref(),
+        Some("FailedCreatePodSandBox (3 times): Failed to create pod sandbox: (0xc0370101)")
+    );
+    // Once may be transient (e.g. the CNI still starting); other pods and reasons do not count.
+    assert_eq!(
+        sandbox_failure(&[event("cli-3", "Warning", "FailedCreatePodSandBox", 1)], "cli-3"),
+        None
+    );
+    assert_eq!(sandbox_failure(&retried, "cli-2"), None);
+    assert_eq!(
+        sandbox_failure(&[event("cli-3", "Warning", "FailedMount", 5)], "cli-3"),
+        None
+    );
+    assert_eq!(
+        sandbox_failure(&[event("cli-3", "Normal", "FailedCreatePodSandBox", 5)], "cli-3"),
+        None
+    );
+}
