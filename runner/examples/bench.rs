@@ -15,28 +15,24 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A topology of `n` nodes: one Linux control plane, then Linux, Windows Server 2019 and
-/// Windows Server 2022 workers in turn.
+/// Windows Server 2022 workers in turn — three pools, each of two fact sets (two kernel or OS
+/// revisions, as a pool mid-way through its monthly patch), so that sampled coverage has six
+/// sets to pick representatives from.
 fn topology(n: usize) -> String {
     let workers = n.saturating_sub(1);
-    let per = |k: usize| workers / 3 + usize::from(workers % 3 > k);
+    let per = |k: usize| workers / 6 + usize::from(workers % 6 > k);
     let mut t = String::from("name: bench\nkubernetesVersion: v1.32.3\nnetwork: {mode: l2bridge}\nnodes:\n");
     t.push_str("  - {name: control-plane, os: linux, role: control-plane, taints: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]}\n");
-    let groups = [
-        ("linux", "linux", "6.8.0-1017-azure", ""),
-        (
-            "win2019",
-            "windows",
-            "10.0.17763.6414",
-            ", taints: [{key: os, value: windows, effect: NoSchedule}], kubelet: {systemReserved: {memory: 2Gi}}",
-        ),
-        (
-            "win2022",
-            "windows",
-            "10.0.20348.2762",
-            ", taints: [{key: os, value: windows, effect: NoSchedule}], kubelet: {systemReserved: {memory: 2Gi}}",
-        ),
+    let windows = ", taints: [{key: os, value: windows, effect: NoSchedule}], kubelet: {systemReserved: {memory: 2Gi}}";
+    let sets = [
+        ("linux-a", "linux", "6.8.0-1017-azure", ""),
+        ("win2019-a", "windows", "10.0.17763.6414", windows),
+        ("win2022-a", "windows", "10.0.20348.2762", windows),
+        ("linux-b", "linux", "6.8.0-1018-azure", ""),
+        ("win2019-b", "windows", "10.0.17763.6532", windows),
+        ("win2022-b", "windows", "10.0.20348.2849", windows),
     ];
-    for (k, (name, os, kernel, extra)) in groups.iter().enumerate() {
+    for (k, (name, os, kernel, extra)) in sets.iter().enumerate() {
         let count = per(k);
         if count > 0 {
             t.push_str(&format!(

@@ -625,6 +625,13 @@ impl Topology {
         if self.nodes.is_empty() {
             return Err(invalid("a topology needs at least one node".into()));
         }
+        let count: usize = self.nodes.iter().map(|n| n.count.map_or(1, |c| c as usize)).sum();
+        if count > crate::config::profile::MAX_NODES {
+            return Err(invalid(format!(
+                "{count} nodes: the bundled cluster gives each node a /24 of pod addresses, {} at most",
+                crate::config::profile::MAX_NODES
+            )));
+        }
         parse_version(&self.kubernetes_version).ok_or_else(|| {
             invalid(format!(
                 "kubernetesVersion {:?} is not of the form v1.N.P",

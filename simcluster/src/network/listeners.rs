@@ -95,30 +95,80 @@ fn endpoint_nodes(store: &Store) -> HashMap<String, HashSet<String>> {
 
 /// The bindings that fit in `budget`: load balancers, hostPorts and the kubelet first, then
 /// each service's NodePort on the nodes its endpoints run on, then the rest (by port and node,
-/// so that the choice is stable). Returns what was left out too.
-fn within_budget(want: HashSet<Binding>, store: &Store, budget: usize) -> (HashSet<Binding>, usize) {
-    if want.len() <= budget {
-        return (want, 0);
+/// so that the choice is stable). Returns how many were left out too. The NodePorts beyond the
+/// first two ranks are made only as far as the budget reaches: at 5,000 nodes a hundred NodePort
+/// Services want half a million listeners, of which a few thousand fit.
+fn within_budget(want: Wanted, nodes: &[NodeProfile], store: &Store, budget: usize) -> (HashSet<Binding>, usize) {
+    let total = want.fixed.len() + want.node_ports.len() * nodes.len();
+    if total <= budget {
+        let mut all = want.fixed;
+        for np in &want.node_ports {
+            all.extend(nodes.iter().map(|n| np.on(n)));
+        }
+        return (all, 0);
     }
     let backends = endpoint_nodes(store);
-    let rank = |b: &Binding| -> u8 {
-        match b.owner.strip_prefix("service ") {
-            None => 0,
-            Some(svc) if backends.get(svc).is_some_and(|nodes| nodes.contains(&b.node)) => 1,
-            Some(_) => 2,
+    let mut first: Vec<(u8, Binding)> = want.fixed.into_iter().map(|b| (0, b)).collect();
+    for np in &want.node_ports {
+        if let Some(on) = backends.get(&np.service) {
+            first.extend(nodes.iter().filter(|n| on.contains(&n.name)).map(|n| (1, np.on(n))));
         }
-    };
-    let mut ordered: Vec<Binding> = want.into_iter().collect();
-    ordered.sort_by_cached_key(|b| (rank(b), b.port, b.ip));
-    let left_out = ordered.len().saturating_sub(budget);
-    ordered.truncate(budget);
-    (ordered.into_iter().collect(), left_out)
+    }
+    first.sort_by_cached_key(|(rank, b)| (*rank, b.port, b.ip));
+    let mut out: HashSet<Binding> = first.into_iter().take(budget).map(|(_, b)| b).collect();
+    let mut ports: Vec<&NodePort> = want.node_ports.iter().collect();
+    ports.sort_by_key(|np| np.port);
+    let mut by_ip: Vec<&NodeProfile> = nodes.iter().collect();
+    by_ip.sort_by_key(|n| n.ip);
+    'fill: for np in ports {
+        let on = backends.get(&np.service);
+        for n in &by_ip {
+            if out.len() >= budget {
+                break 'fill;
+            }
+            if !on.is_some_and(|on| on.contains(&n.name)) {
+                out.insert(np.on(n));
+            }
+        }
+    }
+    let left_out = total.saturating_sub(out.len());
+    (out, left_out)
+}
+
+/// What the listeners should serve: the bindings of load balancers, hostPorts and the kubelet,
+/// and the NodePorts, each to be bound on every node.
+struct Wanted {
+    fixed: HashSet<Binding>,
+    node_ports: Vec<NodePort>,
+}
+
+/// A TCP NodePort of a Service, wanted on every node.
+struct NodePort {
+    port: u16,
+    /// `namespace/name` of the Service.
+    service: String,
+    /// How messages name it.
+    owner: String,
+}
+
+impl NodePort {
+    /// Its binding on `node`.
+    fn on(&self, node: &NodeProfile) -> Binding {
+        Binding {
+            node: node.name.clone(),
+            ip: node.ip,
+            port: self.port,
+            owner: self.owner.clone(),
+            public: false,
+        }
+    }
 }
 
 /// The TCP NodePorts of the cluster's services (on every node) and the TCP hostPorts of its
 /// running pods (on their node); with `firewalled` addresses, the kubelet's port too.
-fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Binding> {
+fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> Wanted {
     let mut out = HashSet::new();
+    let mut node_ports = Vec::new();
     if firewalled {
         for node in nodes {
             out.insert(Binding {
@@ -151,16 +201,11 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
             if !is_tcp {
                 continue;
             }
-            let owner = format!("service {}/{}", svc.namespace(), svc.name());
-            for node in nodes {
-                out.insert(Binding {
-                    node: node.name.clone(),
-                    ip: node.ip,
-                    port,
-                    owner: owner.clone(),
-                    public: false,
-                });
-            }
+            node_ports.push(NodePort {
+                port,
+                service: format!("{}/{}", svc.namespace(), svc.name()),
+                owner: format!("service {}/{}", svc.namespace(), svc.name()),
+            });
         }
     }
     // A load balancer listens on its ingress address at the service's ports.
@@ -225,7 +270,7 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> HashSet<Bi
             });
         }
     }
-    out
+    Wanted { fixed: out, node_ports }
 }
 
 /// The TCP hostPorts a pod's containers publish.
@@ -283,7 +328,7 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
             wait_for_change(&mut feed).await;
             continue;
         }
-        let (want, left_out) = within_budget(desired(&store, &nodes, !reachable), &store, budget);
+        let (want, left_out) = within_budget(desired(&store, &nodes, !reachable), &nodes, &store, budget);
         if left_out > warned {
             tracing::warn!(
                 "the open-file limit holds {budget} of the {} NodePort, hostPort and load-balancer listeners: {left_out} NodePorts on nodes without the service's endpoints refuse connections from this machine (raise `ulimit -n` to serve them all)",
@@ -459,15 +504,19 @@ mod tests {
         }
     }
 
+    fn node(n: u8) -> NodeProfile {
+        let mut p = crate::config::profile::default_node("linux-1", Ipv4Addr::new(127, 0, 9, n)).1;
+        p.name = format!("node-{n}");
+        p
+    }
+
     /// Where the listeners do not all fit, the ones a client is likeliest to need stay: a pod's
-    /// hostPort, then a service's NodePort where its endpoints run; what is left out is counted.
+    /// hostPort, then a service's NodePort where its endpoints run, then the rest by port and
+    /// node address; what is left out is counted. The NodePorts are made only as far as the
+    /// budget reaches, and the choice is the one a sort of every binding would make.
     #[rstest::rstest]
-    #[case::all_fit(10, 0)]
-    #[case::one_spare_after_the_backend_nodes(3, 3)]
-    #[case::only_the_host_port(1, 5)]
     fn listeners_beyond_the_budget_leave_out_nodes_without_endpoints_first(
-        #[case] budget: usize,
-        #[case] left_out: usize,
+        #[values(0, 1, 2, 3, 4, 6, 9, 10)] budget: usize,
     ) {
         let store = Store::new(StoreConfig { history: 4 });
         store
@@ -482,21 +531,42 @@ mod tests {
                 resources::core("endpoints"),
                 "ns",
                 serde_json::json!({"metadata": {"name": "web", "namespace": "ns"},
-                    "subsets": [{"addresses": [{"ip": "10.244.1.5", "nodeName": "node-1"}]}]}),
+                    "subsets": [{"addresses": [{"ip": "10.244.1.5", "nodeName": "node-3"}]}]}),
             )
             .expect("endpoints");
-        let mut want: HashSet<Binding> = (1..=4).map(|n| binding(n, 30080, "service ns/web")).collect();
-        want.insert(binding(2, 48080, "pod ns/hp-2"));
-        want.insert(binding(3, 30090, "service ns/other"));
-        let (kept, out) = within_budget(want.clone(), &store, budget);
-        assert_eq!(out, left_out);
-        assert_eq!(kept.len(), want.len() - left_out);
-        if budget < want.len() {
-            assert!(kept.contains(&binding(2, 48080, "pod ns/hp-2")), "the hostPort stays");
+        // Nodes out of address order, so that the fill's order is the addresses', not the list's.
+        let nodes: Vec<NodeProfile> = [4, 1, 3, 2].into_iter().map(node).collect();
+        let host_port = binding(2, 48080, "pod ns/hp-2");
+        let want = || Wanted {
+            fixed: HashSet::from([host_port.clone()]),
+            node_ports: [(30090, "other"), (30080, "web")]
+                .into_iter()
+                .map(|(port, name)| NodePort {
+                    port,
+                    service: format!("ns/{name}"),
+                    owner: format!("service ns/{name}"),
+                })
+                .collect(),
+        };
+        // Every binding ranked and sorted: what the budget keeps of them.
+        let mut every: Vec<(u8, Binding)> = vec![(0, host_port.clone())];
+        for (port, name) in [(30090, "other"), (30080, "web")] {
+            for n in 1..=4 {
+                let rank = if name == "web" && n == 3 { 1 } else { 2 };
+                every.push((rank, binding(n, port, &format!("service ns/{name}"))));
+            }
+        }
+        every.sort_by_key(|(rank, b)| (*rank, b.port, b.ip));
+        let expected: HashSet<Binding> = every.iter().take(budget).map(|(_, b)| b.clone()).collect();
+        let (kept, out) = within_budget(want(), &nodes, &store, budget);
+        assert_eq!(kept, expected, "budget {budget}");
+        assert_eq!(out, every.len().saturating_sub(budget));
+        if budget >= 1 {
+            assert!(kept.contains(&host_port), "the hostPort stays");
         }
         if budget >= 2 {
             assert!(
-                kept.contains(&binding(1, 30080, "service ns/web")),
+                kept.contains(&binding(3, 30080, "service ns/web")),
                 "the NodePort where its endpoint runs stays"
             );
         }
