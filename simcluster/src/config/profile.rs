@@ -485,7 +485,6 @@ fn allocatable(
 }
 
 /// The profile of a node of the built-in default topology (for tests).
-#[cfg(test)]
 /// The most nodes whose pod CIDRs [`node_pod_cidr`] can cut.
 pub const MAX_NODES: usize = (256 - 244 + 96) * 256;
 
@@ -502,6 +501,7 @@ pub fn node_pod_cidr(index: usize) -> Option<String> {
         .filter(|_| index < MAX_NODES)
 }
 
+#[cfg(test)]
 pub(crate) fn default_node(name: &str, ip: Ipv4Addr) -> (NodeSpec, NodeProfile) {
     let topo = Topology::default_cluster().instant();
     let (i, spec) = topo
