@@ -104,7 +104,7 @@ mod tests {
     fn a_deletion_is_judged_by_how_long_it_took(
         #[case] took_ms: Option<u64>,
         #[case] expected: &str,
-        #[values(1.0, 0.1)] scale: f64,
+        #[values(1.0, 0.1, 0.05)] scale: f64,
     ) {
         let stopped = Stopped {
             name: "p".into(),

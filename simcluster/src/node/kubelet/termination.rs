@@ -258,7 +258,7 @@ mod tests {
         #[case] delay: u64,
         #[case] grace: i64,
         #[case] expected: u64,
-        #[values(1.0, 0.1)] scale: f64,
+        #[values(1.0, 0.1, 0.05)] scale: f64,
     ) {
         let mut profile = node(os, runtime);
         profile.timing.scale = scale;
