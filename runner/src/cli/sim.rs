@@ -80,6 +80,9 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
         (None, None) => simcluster::Topology::default_cluster(),
     };
     apply_faults(&mut topology, &args.faults)?;
+    // Its clients (mixcheck through a kubeconfig, kubectl) judge time on their own clock, as on
+    // a real cluster: a served cluster runs on the wall clock.
+    let topology = topology.on_wall_clock();
     let mut config = simcluster::ClusterConfig::new(topology.clone());
     config.listen = args.listen;
     // Handlers go in before anything tells a user (or a script) that the cluster is up.

@@ -19,18 +19,20 @@ pub async fn cleanup(client: &kube::Client, ns: &str, say: &dyn Fn(&str)) {
     }
 }
 
+/// The namespaces runs created (label app.kubernetes.io/managed-by=mixcheck).
+async fn managed(api: &Api<Namespace>) -> Result<Vec<Namespace>, kube::Error> {
+    let (key, value) = crate::cluster::fixture::MANAGED_BY;
+    Ok(api
+        .list(&ListParams::default().labels(&format!("{key}={value}")))
+        .await?
+        .items)
+}
+
 /// The run namespaces on a cluster with their phase.
 pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, kube::Error> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let list = api
-        .list(&ListParams::default().labels(&format!(
-            "{}={}",
-            crate::cluster::fixture::MANAGED_BY.0,
-            crate::cluster::fixture::MANAGED_BY.1
-        )))
-        .await?;
-    Ok(list
-        .items
+    Ok(managed(&api)
+        .await?
         .into_iter()
         .map(|n| {
             let phase = n.status.and_then(|s| s.phase).unwrap_or_default();
@@ -42,15 +44,8 @@ pub async fn leftovers(client: &kube::Client) -> Result<Vec<(String, String)>, k
 /// `mixcheck cleanup`: deletes every namespace a run left (label app.kubernetes.io/managed-by=mixcheck).
 pub async fn cleanup_all(client: &kube::Client, say: &dyn Fn(&str)) -> Result<usize, kube::Error> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let list = api
-        .list(&ListParams::default().labels(&format!(
-            "{}={}",
-            crate::cluster::fixture::MANAGED_BY.0,
-            crate::cluster::fixture::MANAGED_BY.1
-        )))
-        .await?;
     let mut n = 0;
-    for ns in list.items {
+    for ns in managed(&api).await? {
         if ns.metadata.deletion_timestamp.is_some() {
             // Already going (a run that ended deletes its namespace in the background).
             continue;

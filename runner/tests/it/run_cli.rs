@@ -346,7 +346,10 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
     ))
     .expect("default topology");
     let topology = dir.path().join("slow.yaml");
-    let slow = default.replacen("timing:\n", "timing:\n  scale: 200\n", 1);
+    let slow = crate::topology_text::with_timing(
+        &default,
+        "timing:\n  scale: 200\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
+    );
     assert_ne!(slow, default, "the default topology has a timing section");
     std::fs::write(&topology, slow).expect("write topology");
     let out = run_in(

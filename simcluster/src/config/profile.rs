@@ -222,7 +222,7 @@ impl NodeProfile {
                 .port_mappings
                 .unwrap_or_else(|| port_mappings_by_era(topology.version(), topology.network.mode)),
             ip,
-            pod_cidr: node_pod_cidr(index).unwrap_or_default(),
+            pod_cidr: crate::config::topology::node_pod_cidr(index).unwrap_or_default(),
             pod_cidr_v6: topology
                 .network
                 .dual_stack()
@@ -485,22 +485,6 @@ fn allocatable(
 }
 
 /// The profile of a node of the built-in default topology (for tests).
-/// The most nodes whose pod CIDRs [`node_pod_cidr`] can cut.
-pub const MAX_NODES: usize = (256 - 244 + 96) * 256;
-
-/// Node `index`'s pod CIDR, a /24 each: `10.244.0.0/24` on, as far as `10.255.255.0/24` (3,072
-/// nodes), then on from `10.0.0.0/24` up to the Service range (`10.96.0.0/12`), so that a
-/// topology of up to [`MAX_NODES`] nodes gets distinct, valid addresses (a 5,000-node cluster
-/// uses a pod CIDR wider than a /16, as kube-controller-manager's `--cluster-cidr` allows). None
-/// beyond.
-pub fn node_pod_cidr(index: usize) -> Option<String> {
-    let block = index / 256;
-    let second = if block < 12 { 244 + block } else { block - 12 };
-    (second < 96 || (244..=255).contains(&second))
-        .then(|| format!("10.{second}.{}.0/24", index % 256))
-        .filter(|_| index < MAX_NODES)
-}
-
 #[cfg(test)]
 pub(crate) fn default_node(name: &str, ip: Ipv4Addr) -> (NodeSpec, NodeProfile) {
     let topo = Topology::default_cluster().instant();
@@ -553,33 +537,6 @@ pub fn placement<'a>(profiles: &'a [NodeProfile], pod: &Value, _container: &str)
 #[cfg(test)]
 mod tests {
 
-    /// Every node of a 5,000-node cluster gets its own valid /24, none in the Service range
-    /// (10.96.0.0/12); past the most the scheme holds there is none.
-    #[rstest::rstest]
-    #[case(0, Some("10.244.0.0/24"))]
-    #[case(300, Some("10.245.44.0/24"))]
-    #[case(3071, Some("10.255.255.0/24"))]
-    #[case(3072, Some("10.0.0.0/24"))]
-    #[case(4999, Some("10.7.135.0/24"))]
-    #[case(MAX_NODES - 1, Some("10.95.255.0/24"))]
-    #[case(MAX_NODES, None)]
-    fn each_node_gets_a_valid_pod_cidr(#[case] index: usize, #[case] expected: Option<&str>) {
-        assert_eq!(node_pod_cidr(index).as_deref(), expected);
-    }
-
-    #[test]
-    fn pod_cidrs_are_distinct_and_parse() {
-        let mut seen = std::collections::HashSet::new();
-        for i in 0..5_000 {
-            let cidr = node_pod_cidr(i).expect("a pod CIDR");
-            let ip: std::net::Ipv4Addr = cidr.trim_end_matches("/24").parse().expect("an IPv4 network");
-            assert!(
-                !(ip.octets()[1] >= 96 && ip.octets()[1] < 112),
-                "{cidr} is in the Service range"
-            );
-            assert!(seen.insert(cidr));
-        }
-    }
     use super::*;
     use rstest::rstest;
 

@@ -542,6 +542,22 @@ impl Topology {
         self
     }
 
+    /// The same cluster on the wall clock (`timing.scale` 1), its programming delays and first
+    /// pulls as long in real time as before: a cluster served to outside clients, which judge
+    /// its time on their own clock as on a real cluster (a process's shutdown delay takes its
+    /// seconds). The kubelet's own steps take their unscaled, built-in time.
+    pub fn on_wall_clock(mut self) -> Self {
+        let scale = self.timing.scale;
+        if scale != 1.0 {
+            let p = &mut self.timing.programming_delay;
+            p.linux = p.linux.mul_f64(scale);
+            p.windows = p.windows.mul_f64(scale);
+            self.timing.windows_pull = self.timing.windows_pull.mul_f64(scale);
+            self.timing.scale = 1.0;
+        }
+        self
+    }
+
     /// The built-in default topology.
     pub fn default_cluster() -> Self {
         match Self::parse(DEFAULT_TOPOLOGY, "<built-in default topology>") {
@@ -626,10 +642,10 @@ impl Topology {
             return Err(invalid("a topology needs at least one node".into()));
         }
         let count: usize = self.nodes.iter().map(|n| n.count.map_or(1, |c| c as usize)).sum();
-        if count > crate::config::profile::MAX_NODES {
+        if count > MAX_NODES {
             return Err(invalid(format!(
                 "{count} nodes: the bundled cluster gives each node a /24 of pod addresses, {} at most",
-                crate::config::profile::MAX_NODES
+                MAX_NODES
             )));
         }
         parse_version(&self.kubernetes_version).ok_or_else(|| {
@@ -838,8 +854,64 @@ fn first_line(s: &str) -> String {
     }
 }
 
+/// The most nodes whose pod CIDRs [`node_pod_cidr`] can cut.
+pub const MAX_NODES: usize = (256 - 244 + 96) * 256;
+
+/// Node `index`'s pod CIDR, a /24 each: `10.244.0.0/24` on, as far as `10.255.255.0/24` (3,072
+/// nodes), then on from `10.0.0.0/24` up to the Service range (`10.96.0.0/12`), so that a
+/// topology of up to [`MAX_NODES`] nodes gets distinct, valid addresses (a 5,000-node cluster
+/// uses a pod CIDR wider than a /16, as kube-controller-manager's `--cluster-cidr` allows). None
+/// beyond.
+pub fn node_pod_cidr(index: usize) -> Option<String> {
+    let block = index / 256;
+    let second = if block < 12 { 244 + block } else { block - 12 };
+    (second < 96 || (244..=255).contains(&second))
+        .then(|| format!("10.{second}.{}.0/24", index % 256))
+        .filter(|_| index < MAX_NODES)
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// On the wall clock, a built-in profile's proxies program Services as fast in real time
+    /// as on its own clock, and its scale is 1.
+    #[rstest]
+    #[case::default(Topology::default_cluster())]
+    #[case::gke(Topology::profile("gke").expect("gke"))]
+    fn a_served_cluster_runs_on_the_wall_clock(#[case] topology: Topology) {
+        let before = topology.programming_delay();
+        let wall = topology.clone().on_wall_clock();
+        assert_eq!(wall.timing.scale, 1.0);
+        assert_eq!(wall.programming_delay(), before);
+        assert!(topology.timing.scale < 1.0, "the built-in profiles run a fast clock");
+    }
+    /// Every node of a 5,000-node cluster gets its own valid /24, none in the Service range
+    /// (10.96.0.0/12); past the most the scheme holds there is none.
+    #[rstest::rstest]
+    #[case(0, Some("10.244.0.0/24"))]
+    #[case(300, Some("10.245.44.0/24"))]
+    #[case(3071, Some("10.255.255.0/24"))]
+    #[case(3072, Some("10.0.0.0/24"))]
+    #[case(4999, Some("10.7.135.0/24"))]
+    #[case(MAX_NODES - 1, Some("10.95.255.0/24"))]
+    #[case(MAX_NODES, None)]
+    fn each_node_gets_a_valid_pod_cidr(#[case] index: usize, #[case] expected: Option<&str>) {
+        assert_eq!(node_pod_cidr(index).as_deref(), expected);
+    }
+
+    #[test]
+    fn pod_cidrs_are_distinct_and_parse() {
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..5_000 {
+            let cidr = node_pod_cidr(i).expect("a pod CIDR");
+            let ip: std::net::Ipv4Addr = cidr.trim_end_matches("/24").parse().expect("an IPv4 network");
+            assert!(
+                !(ip.octets()[1] >= 96 && ip.octets()[1] < 112),
+                "{cidr} is in the Service range"
+            );
+            assert!(seen.insert(cidr));
+        }
+    }
     use super::*;
     use rstest::rstest;
 
