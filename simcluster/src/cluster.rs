@@ -204,12 +204,21 @@ impl Cluster {
         ));
         let kubelets = tokio::spawn(kubelets.run());
         // Node addresses the machine cannot reach still get listeners, which answer no one.
+        let (aligned, first_alignment) = tokio::sync::oneshot::channel();
         let listeners = tokio::spawn(crate::network::listeners::run(
             store.clone(),
             profiles.clone(),
             simnet.clone(),
             config.topology.network.node_addresses_reachable,
+            aligned,
         ));
+        // Handed over with its listeners (and the firewall of private node addresses) in place.
+        if tokio::time::timeout(Duration::from_secs(10), first_alignment)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the node listeners were not in place after 10 s");
+        }
         if config.addons && crate::node::addons::dns_can_run(&profiles) {
             // A real cluster is handed over with its DNS up.
             let scale = config.topology.timing.scale.clamp(1.0, 6.0);

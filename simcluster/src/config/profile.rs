@@ -554,7 +554,8 @@ mod tests {
     #[case::first_sandbox(false, 0, 1000)]
     #[case::later_sandbox(false, 5, 1000)]
     fn setup_retries_follow_upstreams_schedules(#[case] mount: bool, #[case] attempt: u32, #[case] ms: u64) {
-        let p = default_profile("win2022-1");
+        let mut p = default_profile("win2022-1");
+        p.timing.scale = 1.0;
         assert_eq!(p.setup_retry(mount, attempt), Duration::from_millis(ms));
     }
 

@@ -1013,8 +1013,10 @@ mod tests {
     fn the_default_cluster_converges_and_its_instant_copy_does_not() {
         let t = Topology::default_cluster();
         assert!(t.timing.transient_events);
-        assert_eq!(t.timing.programming(Os::Windows), std::time::Duration::from_secs(1));
-        assert_eq!(t.timing.programming(Os::Linux), std::time::Duration::from_millis(200));
+        // Upstream-sized delays (10 s, 2 s) on a clock twenty times as fast.
+        assert_eq!(t.timing.scale, 0.05);
+        assert_eq!(t.timing.programming(Os::Windows), std::time::Duration::from_millis(500));
+        assert_eq!(t.timing.programming(Os::Linux), std::time::Duration::from_millis(100));
         let i = t.clone().instant();
         assert!(!i.timing.transient_events);
         assert_eq!(i.programming_delay(), std::time::Duration::ZERO);

@@ -310,7 +310,16 @@ impl Drop for Listening {
 /// Keeps the listeners in step with the services until the store closes. With `reachable`
 /// false (`network.nodeAddressesReachable`), every connection is held silent: a firewall between
 /// this machine and private node addresses drops it, whatever the fabric would do.
-pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNet>, reachable: bool) {
+pub async fn run(
+    store: Arc<Store>,
+    nodes: Arc<Vec<NodeProfile>>,
+    net: Arc<SimNet>,
+    reachable: bool,
+    first: tokio::sync::oneshot::Sender<()>,
+) {
+    // Told once the first alignment is done: the firewall in front of private node addresses
+    // (the kubelet's port held silent) stands before the cluster is handed over, as on a real one.
+    let mut first = Some(first);
     let mut feed = store.subscribe();
     let mut listening = Listening::default();
     let running = &mut listening.0;
@@ -375,6 +384,9 @@ pub async fn run(store: Arc<Store>, nodes: Arc<Vec<NodeProfile>>, net: Arc<SimNe
         }
         // A failed bind is retried at the next turn even when nothing changed.
         aligned = all_bound.then_some(state);
+        if let Some(told) = first.take() {
+            let _ = told.send(());
+        }
         wait_for_change(&mut feed).await;
     }
 }

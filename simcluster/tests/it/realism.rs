@@ -192,7 +192,8 @@ async fn max_pods_caps_the_pods_a_node_runs() {
 /// registry again but finds the layers cached (kubernetes.io/docs/concepts/containers/images).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_images_pull_slowly_once_per_node() {
-    let mut topology = Topology::default_cluster().instant();
+    // On the wall clock, so that the pull lasts its 3 s.
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.timing.windows_pull = Duration::from_secs(3);
     let (_cluster, client) = common::cluster_and_client(topology, "pull").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "pull");
@@ -370,7 +371,9 @@ async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
 /// addresses work as before — a node reaches a pod and another node's NodePort.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_node_addresses_neither_answer_nor_refuse() {
-    let mut topology = Topology::default_cluster().instant();
+    // On the wall clock: the pods take their unscaled time, and the listeners are aligned with
+    // the Service by the time they run.
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.network.node_addresses_reachable = false;
     let (cluster, client) = common::cluster_and_client(topology, "priv").await;
     let ips: Vec<(String, std::net::Ipv4Addr)> = cluster.node_ips().to_vec();
