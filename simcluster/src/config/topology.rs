@@ -877,7 +877,7 @@ mod tests {
     /// as on its own clock, and its scale is 1.
     #[rstest]
     #[case::default(Topology::default_cluster())]
-    #[case::gke(Topology::profile("gke").expect("gke"))]
+    #[case::kubeadm_calico(Topology::profile("kubeadm-calico").expect("kubeadm-calico"))]
     fn a_served_cluster_runs_on_the_wall_clock(#[case] topology: Topology) {
         let before = topology.programming_delay();
         let wall = topology.clone().on_wall_clock();
