@@ -19,7 +19,7 @@ use simcluster::Topology;
 const NS: &str = "calls";
 
 async fn client() -> (simcluster::Cluster, Client) {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.timing.scale = 0.2;
     common::cluster_and_client(topology, NS).await
 }

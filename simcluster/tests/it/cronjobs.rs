@@ -49,7 +49,7 @@ fn complete(j: &Job) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forbid_suspend_and_history_limits() {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.timing.scale = 0.05;
     let (_cluster, client) = common::cluster_and_client(topology, NS).await;
     let cron: Api<CronJob> = Api::namespaced(client.clone(), NS);

@@ -31,7 +31,7 @@ const SEED_HEALTHY: &str = "win2019-1";
 
 /// The default topology with `fault` on [`FAULTED`], its timings at a fifth.
 async fn cluster_with(fault: &str) -> (Cluster, Client) {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.timing.scale = 0.2;
     if let Some(n) = topology.nodes.iter_mut().find(|n| n.name == FAULTED) {
         n.faults.push(fault.into());
@@ -330,7 +330,7 @@ async fn node_log_directories_list_what_runs_on_the_node(
     #[case] expected: &[&str],
 ) {
     let topology = if topology == "default" {
-        Topology::default_cluster().instant()
+        Topology::default_cluster().instant().on_wall_clock()
     } else {
         Topology::profile(topology).expect("built-in profile")
     };
@@ -350,7 +350,8 @@ async fn node_log_directories_list_what_runs_on_the_node(
 /// A pod's container log shows up under `containers/` and `pods/` in the runtime's format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn container_logs_are_in_the_node_log_directory() {
-    let (_cluster, client) = common::cluster_and_client(Topology::default_cluster().instant(), NS).await;
+    let (_cluster, client) =
+        common::cluster_and_client(Topology::default_cluster().instant().on_wall_clock(), NS).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
     let p = pod(
         "talker",

@@ -259,7 +259,7 @@ async fn stale_update_conflicts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_watch_gets_410() {
-    let mut config = ClusterConfig::new(Topology::default_cluster().instant());
+    let mut config = ClusterConfig::new(Topology::default_cluster().instant().on_wall_clock());
     config.store = StoreConfig { history: 16 };
     let cluster = common::start_with(config).await;
     common::namespace(&cluster, "old");

@@ -357,7 +357,8 @@ async fn dns_addresses(client: &Client) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_dns_goes_through_the_coredns_pods() {
-    let (_cluster, client) = common::cluster_and_client(Topology::default_cluster().instant(), "dns").await;
+    let (_cluster, client) =
+        common::cluster_and_client(Topology::default_cluster().instant().on_wall_clock(), "dns").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "dns");
     let client_pod = json!({"metadata": {"name": "cli"}, "spec": {"nodeSelector": {"kubernetes.io/hostname": "linux-1"},
         "containers": [{"name": "c", "image": AGNHOST, "args": ["pause"]}]}});
@@ -494,7 +495,7 @@ async fn windows_faults_show_in_the_agents_pods(
     #[case] stays_ready: bool,
     #[case] logged: &str,
 ) {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     for node in topology.nodes.iter_mut().filter(|n| n.name == FAULTED) {
         node.faults.push(fault.to_string());
     }
@@ -533,7 +534,7 @@ async fn windows_faults_show_in_the_agents_pods(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_kubelets_agents_do_not_run() {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     for node in topology.nodes.iter_mut().filter(|n| n.name == FAULTED) {
         node.faults.push("kubelet-stopped".to_string());
     }

@@ -1039,7 +1039,7 @@ async fn a_job_runs_to_completion() {
 #[ignore = "needs kubectl"]
 async fn kube_system_pods_and_a_faulted_nodes_agents() {
     // win2022-1's kube-proxy runs without --hostname-override and its flanneld waits for its network.
-    let mut topology = simcluster::Topology::default_cluster().instant();
+    let mut topology = simcluster::Topology::default_cluster().instant().on_wall_clock();
     for node in topology.nodes.iter_mut().filter(|n| n.name == "win2022-1") {
         node.faults = vec!["kube-proxy-no-hostname-override".into(), "flanneld-waiting".into()];
     }

@@ -408,7 +408,7 @@ fn mode_for(fault: Option<&str>) -> NetworkMode {
 
 /// The default topology with `fault` (if any) on `node`, its timings at a tenth.
 async fn cluster_with(fault: Option<&str>, node: &str, mode: NetworkMode) -> (Cluster, Client) {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.timing.scale = 0.1;
     topology.network.mode = mode;
     if let Some(fault) = fault {

@@ -361,7 +361,7 @@ async fn configz_serves_the_reservations_behind_allocatable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_kubelet_makes_its_node_not_ready_and_runs_nothing() {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     if let Some(n) = topology.nodes.iter_mut().find(|n| n.name == "linux-1") {
         n.faults.push("kubelet-stopped".into());
     }

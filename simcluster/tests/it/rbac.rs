@@ -28,7 +28,7 @@ const SA_USER: &str = "system:serviceaccount:mixcheck:mixcheck";
 
 /// A bundled cluster without add-ons (faster; the RBAC checks need none) of `version`.
 async fn cluster(version: &str) -> Cluster {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.kubernetes_version = version.into();
     topology.timing.scale = 0.2;
     let mut config = ClusterConfig::new(topology);

@@ -34,7 +34,7 @@ async fn running(pods: &Api<Pod>, name: &str) -> Pod {
 }
 
 fn denying() -> Topology {
-    let mut t = Topology::default_cluster().instant();
+    let mut t = Topology::default_cluster().instant().on_wall_clock();
     t.admission.deny = vec![Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess];
     t
 }
@@ -283,7 +283,7 @@ async fn transient_events_leave_every_pod_running(#[case] on: bool) {
             pulls && sandboxes
         })
         .expect("a seed");
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.timing.transient_events = on;
     topology.timing.seed = seed;
     let (_cluster, client) = common::cluster_and_client(topology, "fresh").await;

@@ -304,7 +304,7 @@ async fn load_balancers_get_an_address_where_a_controller_runs(
     #[case] controller: bool,
     #[case] nodes_reachable: bool,
 ) {
-    let mut topology = simcluster::Topology::default_cluster().instant();
+    let mut topology = simcluster::Topology::default_cluster().instant().on_wall_clock();
     topology.network.load_balancers = controller;
     topology.network.node_addresses_reachable = nodes_reachable;
     let cluster = common::start_with(simcluster::ClusterConfig::new(topology)).await;

@@ -108,7 +108,8 @@ fn volume_pod(windows: bool) -> Pod {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_container_files_read_only_mounts_and_host_paths(#[case] windows: bool) {
     let ns = if windows { "vol-w" } else { "vol-l" };
-    let (_cluster, client) = common::cluster_and_client(Topology::default_cluster().instant(), ns).await;
+    let (_cluster, client) =
+        common::cluster_and_client(Topology::default_cluster().instant().on_wall_clock(), ns).await;
     let pods: Api<Pod> = Api::namespaced(client, ns);
     pods.create(&PostParams::default(), &volume_pod(windows))
         .await
@@ -151,7 +152,8 @@ async fn init_container_files_read_only_mounts_and_host_paths(#[case] windows: b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_container_write_to_a_read_only_mount_fails() {
     let ns = "vol-ro";
-    let (_cluster, client) = common::cluster_and_client(Topology::default_cluster().instant(), ns).await;
+    let (_cluster, client) =
+        common::cluster_and_client(Topology::default_cluster().instant().on_wall_clock(), ns).await;
     let pods: Api<Pod> = Api::namespaced(client, ns);
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "ro"},

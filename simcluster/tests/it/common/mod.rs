@@ -14,7 +14,11 @@ pub fn install_crypto() {
 
 /// Starts the default bundled cluster.
 pub async fn start() -> Cluster {
-    start_with(ClusterConfig::new(Topology::default_cluster().instant())).await
+    // Its clients (kube-rs, kubectl) time what they see on the wall clock, as `sim serve`'s do.
+    start_with(ClusterConfig::new(
+        Topology::default_cluster().instant().on_wall_clock(),
+    ))
+    .await
 }
 
 /// Starts a bundled cluster with the given configuration.

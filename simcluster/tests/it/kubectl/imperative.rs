@@ -15,7 +15,7 @@ fn got(k: &Kubectl, object: &str, path: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kubectl"]
 async fn kubectl_creates_each_kind_imperatively() {
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     // A minute of the CronJob's schedule passes in 3 s.
     topology.timing.scale = 0.05;
     let cluster = common::start_with(ClusterConfig::new(topology)).await;

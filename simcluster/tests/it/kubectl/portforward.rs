@@ -90,7 +90,7 @@ async fn kubectl_port_forward_to_windows_pods_follows_the_version_rules() {
     );
 
     // Current: it works with a pause image that has wincat, and fails the documented way without.
-    let mut topology = Topology::default_cluster().instant();
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
     if let Some(n) = topology.nodes.iter_mut().find(|n| n.name == "win2019-1") {
         n.pause_image = Some("mcr.microsoft.com/k8s/core/pause:1.0.0".into());
     }
