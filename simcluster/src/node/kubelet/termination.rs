@@ -100,6 +100,12 @@ impl PodRun {
         self.reason = Some(("Evicted".into(), message.to_string()));
         self.evicted = true;
         self.write_status();
+        self.give_back();
+    }
+
+    /// Gives the node back what the pod held of it: its memory (and the pressure it caused)
+    /// and its admitted requests.
+    fn give_back(&mut self) {
         if self.k.release_memory(&self.profile.name, self.pod.uid()) {
             self.k.check_memory(&self.profile);
         }
@@ -111,13 +117,7 @@ impl PodRun {
 
     fn cleanup(&mut self) {
         self.release_slot();
-        if self.k.release_memory(&self.profile.name, self.pod.uid()) {
-            self.k.check_memory(&self.profile);
-        }
-        if self.admitted {
-            self.release_resources();
-            self.admitted = false;
-        }
+        self.give_back();
         if !self.pod_ip.is_empty() && self.pod_ip != self.profile.ip.to_string() {
             self.k.release_ip(&self.profile, &self.pod_ip);
         }
