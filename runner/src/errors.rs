@@ -105,7 +105,7 @@ mod tests {
     #[case::nothing(Error::NothingSelected("x".into()), Code::NothingSelected)]
     #[case::kubeconfig(Error::Target(TargetError::Kubeconfig { path: "kc".into(), message: "bad".into() }), Code::Usage)]
     #[case::unreachable(
-        Error::Target(TargetError::Unreachable { server: "s".into(), context: "c".into(), cause: "refused".into() }),
+        Error::Target(TargetError::Unreachable { server: "s".into(), context: "c".into(), cause: "refused".into(), proxy: None }),
         Code::Unreachable
     )]
     #[case::job_api(Error::Job(JobError::Api { namespace: "n".into(), name: "j".into(), cause: "x".into() }), Code::Unreachable)]

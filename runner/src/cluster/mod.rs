@@ -12,6 +12,7 @@ pub mod job;
 pub mod leftovers;
 pub mod podwatch;
 pub mod progress;
+pub mod proxy;
 pub mod reach;
 pub mod target;
 pub mod workload;

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use crate::cluster::proxy::{self, ChosenProxy, ProxyEnv};
+
 /// What a run checks.
 #[derive(Debug)]
 pub enum TargetSpec {
@@ -91,14 +93,28 @@ pub enum TargetError {
     #[error("the bundled cluster did not start: {0}")]
     Bundled(#[from] simcluster::ClusterError),
     /// The API server did not answer or refused the credentials (exit code 3).
-    #[error(
-        "cannot reach the cluster at {server}: {cause}\n  check: the kubeconfig's server address and network path, the context ({context}), and that the credentials are still valid (`kubectl --context {context} version`)"
-    )]
+    #[error("{}", unreachable(.server, .context, .cause, .proxy.as_ref()))]
     Unreachable {
         server: String,
         context: String,
         cause: String,
+        /// The proxy the client went through, if any.
+        proxy: Option<ChosenProxy>,
     },
+}
+
+fn unreachable(server: &str, context: &str, cause: &str, proxy: Option<&ChosenProxy>) -> String {
+    let credentials = format!(
+        "the context ({context}), and that the credentials are still valid (`kubectl --context {context} version`)"
+    );
+    match proxy {
+        None => format!(
+            "cannot reach the cluster at {server}: {cause}\n  check: the kubeconfig's server address and network path, {credentials}"
+        ),
+        Some(p) => format!(
+            "cannot reach the cluster at {server} through the proxy {p}: {cause}\n  check: that the proxy answers and allows CONNECT to the server (or exempt the server with NO_PROXY, as for kubectl), {credentials}"
+        ),
+    }
 }
 
 /// A connected cluster.
@@ -112,6 +128,8 @@ pub struct Target {
     pub report: mixcheck_reports::Target,
     /// The in-process bundled cluster (stops when dropped).
     pub bundled: Option<simcluster::Cluster>,
+    /// The proxy the API client goes through, if any.
+    pub proxy: Option<ChosenProxy>,
 }
 
 impl std::fmt::Debug for Target {
@@ -143,12 +161,7 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
                 path: "(bundled cluster)".into(),
                 message: e.to_string(),
             })?;
-            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| TargetError::Kubeconfig {
-                    path: "(bundled cluster)".into(),
-                    message: e.to_string(),
-                })?;
+            let config = load(kubeconfig, &KubeConfigOptions::default(), "(bundled cluster)").await?;
             let server = cluster.url().to_string();
             say(&format!(
                 "Bundled cluster serving at {server} (in-process, on loopback; it stops with the run)"
@@ -159,14 +172,17 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             Target::open(config, server, "bundled", report, Some(cluster)).await
         }
         TargetSpec::InCluster { kubeconfig } => {
-            let config = kube::Config::from_custom_kubeconfig((**kubeconfig).clone(), &KubeConfigOptions::default())
-                .await
-                .map_err(|e| TargetError::Kubeconfig {
-                    path: "(in-cluster service account)".into(),
-                    message: e.to_string(),
-                })?;
-            let server = config.cluster_url.to_string();
-            say(&format!("Target: {server} (in-cluster, the pod's service account)"));
+            let config = load(
+                (**kubeconfig).clone(),
+                &KubeConfigOptions::default(),
+                "(in-cluster service account)",
+            )
+            .await?;
+            let server = config.kube.cluster_url.to_string();
+            say(&format!(
+                "Target: {server}{} (in-cluster, the pod's service account)",
+                config.via()
+            ));
             let report = mixcheck_reports::Target::Kubeconfig {
                 context: "in-cluster".into(),
                 server: server.clone(),
@@ -183,23 +199,21 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
                 context: context.clone(),
                 ..Default::default()
             };
-            let config = match path {
-                Some(p) => {
-                    let kc = Kubeconfig::read_from(p).map_err(|e| TargetError::Kubeconfig {
-                        path: shown.clone(),
-                        message: kubeconfig_problem(&e),
-                    })?;
-                    kube::Config::from_custom_kubeconfig(kc, &options).await
-                }
-                None => kube::Config::from_kubeconfig(&options).await,
+            let kc = match path {
+                Some(p) => Kubeconfig::read_from(p),
+                None => Kubeconfig::read(),
             }
             .map_err(|e| TargetError::Kubeconfig {
                 path: shown.clone(),
                 message: kubeconfig_problem(&e),
             })?;
-            let server = config.cluster_url.to_string();
+            let config = load(kc, &options, &shown).await?;
+            let server = config.kube.cluster_url.to_string();
             let context_name = context.clone().unwrap_or_else(|| "current-context".into());
-            say(&format!("Target: {server} (context {context_name}, from {shown})"));
+            say(&format!(
+                "Target: {server}{} (context {context_name}, from {shown})",
+                config.via()
+            ));
             let report = mixcheck_reports::Target::Kubeconfig {
                 context: context_name.clone(),
                 server: server.clone(),
@@ -207,6 +221,117 @@ pub async fn connect(spec: &TargetSpec, say: &dyn Fn(&str)) -> Result<Target, Ta
             Target::open(config, server, &context_name, report, None).await
         }
     }
+}
+
+/// The client configuration of `kc`'s context (the current one unless `options` names one),
+/// with the proxy chosen as kubectl chooses it ([`proxy::choose`]), not as kube-rs would.
+/// `shown` names the kubeconfig in errors.
+async fn load(kc: Kubeconfig, options: &KubeConfigOptions, shown: &str) -> Result<Config, TargetError> {
+    let bad = |message: String| TargetError::Kubeconfig {
+        path: shown.to_string(),
+        message,
+    };
+    let cluster = selected_cluster(&kc, options);
+    let named_proxy = cluster.as_ref().and_then(|c| c.proxy_url.clone());
+    let mut config = match kube::Config::from_custom_kubeconfig(kc.clone(), options).await {
+        Ok(c) => c,
+        // kube-rs parses NO_PROXY itself, more strictly than Go (an empty entry, a trailing
+        // comma); the proxy is chosen here anyway, so build the same configuration without it.
+        Err(kube::config::KubeconfigError::ParseNoProxy(_)) => {
+            let cluster = cluster.ok_or_else(|| bad("the context names no cluster".into()))?;
+            without_environment(&kc, options, &cluster).map_err(bad)?
+        }
+        Err(e) => return Err(bad(kubeconfig_problem(&e))),
+    };
+    let chosen = proxy::choose(&config.cluster_url, named_proxy.as_deref(), &ProxyEnv::from_process())
+        .map_err(|e| bad(e.to_string()))?;
+    config.proxy_url = chosen.as_ref().map(|c| c.url.clone());
+    Ok(Config {
+        kube: config,
+        proxy: chosen,
+    })
+}
+
+/// A kube configuration and the proxy chosen for it.
+pub struct Config {
+    kube: kube::Config,
+    proxy: Option<ChosenProxy>,
+}
+
+impl Config {
+    /// ` through the proxy …` when there is one, for the progress line.
+    fn via(&self) -> String {
+        self.proxy
+            .as_ref()
+            .map(|p| format!(" through the proxy {p}"))
+            .unwrap_or_default()
+    }
+}
+
+/// The cluster entry `options` (or the current context) selects.
+fn selected_cluster(kc: &Kubeconfig, options: &KubeConfigOptions) -> Option<kube::config::Cluster> {
+    let context_name = options.context.clone().or_else(|| kc.current_context.clone())?;
+    let context = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())?;
+    let cluster_name = options.cluster.clone().unwrap_or_else(|| context.cluster.clone());
+    kc.clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.clone())
+}
+
+/// The configuration kube-rs builds from a kubeconfig (`Config::new_from_loader`), built here
+/// without reading the proxy variables: server, namespace, CA bundle, TLS options, user.
+fn without_environment(
+    kc: &Kubeconfig,
+    options: &KubeConfigOptions,
+    cluster: &kube::config::Cluster,
+) -> Result<kube::Config, String> {
+    use base64::Engine as _;
+    use rustls::pki_types::{CertificateDer, pem::PemObject as _};
+    let server = cluster.server.as_deref().ok_or("the cluster has no server")?;
+    let mut config = kube::Config::new(server.parse().map_err(|e| format!("server {server:?}: {e}"))?);
+    let context_name = options.context.clone().or_else(|| kc.current_context.clone());
+    let context = kc
+        .contexts
+        .iter()
+        .find(|c| Some(&c.name) == context_name.as_ref())
+        .and_then(|c| c.context.as_ref());
+    if let Some(ns) = context.and_then(|c| c.namespace.clone()) {
+        config.default_namespace = ns;
+    }
+    let user_name = options.user.clone().or_else(|| context.and_then(|c| c.user.clone()));
+    if let Some(user) = kc
+        .auth_infos
+        .iter()
+        .find(|u| Some(&u.name) == user_name.as_ref())
+        .and_then(|u| u.auth_info.clone())
+    {
+        config.auth_info = user;
+    }
+    config.accept_invalid_certs = cluster.insecure_skip_tls_verify.unwrap_or(false);
+    config.disable_compression = cluster.disable_compression.unwrap_or(false);
+    config.tls_server_name = cluster.tls_server_name.clone();
+    let pem = match (&cluster.certificate_authority_data, &cluster.certificate_authority) {
+        (Some(data), _) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|e| format!("certificate-authority-data: {e}"))?,
+        ),
+        (None, Some(file)) => Some(std::fs::read(file).map_err(|e| format!("certificate-authority {file}: {e}"))?),
+        (None, None) => None,
+    };
+    if let Some(pem) = pem {
+        let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
+            .map(|c| c.map(|c| c.to_vec()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("certificate authority: {e}"))?;
+        config.root_cert = Some(certs);
+    }
+    Ok(config)
 }
 
 /// What is wrong with a kubeconfig, in words that do not repeat its path (the error names it
@@ -226,18 +351,21 @@ fn kubeconfig_problem(e: &kube::config::KubeconfigError) -> String {
 impl Target {
     /// A client for `config` with the run's timeouts, checked against the API server.
     async fn open(
-        config: kube::Config,
+        config: Config,
         server: String,
         context: &str,
         report: mixcheck_reports::Target,
         bundled: Option<simcluster::Cluster>,
     ) -> Result<Target, TargetError> {
-        let builder =
-            kube::client::ClientBuilder::try_from(with_timeouts(config)).map_err(|e| TargetError::Unreachable {
+        let proxy = config.proxy;
+        let builder = kube::client::ClientBuilder::try_from(with_timeouts(config.kube)).map_err(|e| {
+            TargetError::Unreachable {
                 server: server.clone(),
                 context: context.to_string(),
                 cause: e.to_string(),
-            })?;
+                proxy: proxy.clone(),
+            }
+        })?;
         let api_calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counter = api_calls.clone();
         let client = builder
@@ -254,6 +382,7 @@ impl Target {
             server,
             report,
             bundled,
+            proxy,
         };
         target.ping(context).await?;
         Ok(target)
@@ -272,6 +401,7 @@ impl Target {
             server: self.server.clone(),
             context: context.to_string(),
             cause,
+            proxy: self.proxy.clone(),
         };
         match tokio::time::timeout(
             CONNECT_TIMEOUT + Duration::from_secs(5),

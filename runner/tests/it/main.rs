@@ -11,6 +11,7 @@
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `new_checks` — the checks of issue #22 part 4 (no NAT, port-forward, stats, …) per setup
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
+//! - `proxy_cli` — proxy variables and a kubeconfig's `proxy-url`, as kubectl honours them
 //! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
@@ -38,6 +39,7 @@ mod job_cli;
 mod layout;
 mod new_checks;
 mod profiles;
+mod proxy_cli;
 mod rbac_cli;
 mod reports_cli;
 mod run_cli;
