@@ -154,4 +154,7 @@ pub struct Facts {
     /// Whether the pod network is Calico (its `calico-node` DaemonSets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calico: Option<Fact<bool>>,
+    /// Facts the run could not read, and why (a permission it goes without).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unread: BTreeMap<String, String>,
 }

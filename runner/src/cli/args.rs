@@ -112,6 +112,11 @@ pub struct RunArgs {
     /// deploy/job.yaml). Prints the results between marker lines for `mixcheck results`.
     #[arg(long)]
     pub in_cluster: bool,
+    /// Run in this existing namespace instead of creating one: the run never creates or deletes
+    /// it, and deletes only the objects it created there (by its run label), also on Ctrl-C and
+    /// at the deadline. For identities that own one namespace (deploy/rbac-namespaced.yaml).
+    #[arg(long, short = 'n', value_name = "NAME")]
+    pub namespace: Option<String>,
     /// Bundled cluster: a topology file instead of the default topology.
     #[arg(long, value_name = "FILE", conflicts_with = "profile")]
     pub topology: Option<PathBuf>,

@@ -55,6 +55,7 @@ impl RunPlan {
         let (deadline, settle) = durations(args)?;
         check_concurrency(args)?;
         check_image_registry(args)?;
+        check_namespace(args)?;
         let filters = check_filters(args)?;
         check_bundle(args)?;
         let baseline = match &args.baseline {
@@ -87,6 +88,7 @@ impl RunPlan {
             quiet: args.quiet,
             report_dir: args.report_dir.clone(),
             image_registry: args.image_registry.clone(),
+            namespace: args.namespace.clone(),
             network_mode: args.network_mode.clone(),
             egress: args.egress,
             causes,
@@ -153,6 +155,26 @@ fn check_concurrency(args: &RunArgs) -> Result<(), Error> {
         return Err(Error::Usage("--concurrency must be at least 1".into()));
     }
     Ok(())
+}
+
+/// `--namespace` names a namespace: a DNS-1123 label (lower-case letters, digits and `-`,
+/// starting and ending with a letter or digit, at most 63 characters).
+fn check_namespace(args: &RunArgs) -> Result<(), Error> {
+    let Some(ns) = &args.namespace else { return Ok(()) };
+    let label = !ns.is_empty()
+        && ns.len() <= 63
+        && ns
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !ns.starts_with('-')
+        && !ns.ends_with('-');
+    if label {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "--namespace {ns:?}: not a namespace name (lower-case letters, digits and '-', at most 63 characters)"
+        )))
+    }
 }
 
 /// `--image-registry` is a registry prefix: not empty, no whitespace, no trailing slash.

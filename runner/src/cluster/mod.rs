@@ -3,6 +3,7 @@
 //! a check creates ([`workload::Workloads`]) and the watch over them, progress on the terminal,
 //! and an in-cluster Job's results.
 
+pub mod access;
 pub mod budget;
 pub mod deploy;
 pub mod facts;

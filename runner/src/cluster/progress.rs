@@ -68,6 +68,15 @@ impl Progress {
         }
     }
 
+    /// A warning the user must see: a phase line, and on standard error also when quiet.
+    pub fn warn(&self, line: &str) {
+        if self.quiet {
+            eprintln!("{line}");
+        } else {
+            self.say(line);
+        }
+    }
+
     /// The line of a phase, added to the display the first time it is asked for (a hidden bar
     /// that ignores every update when not live).
     pub fn bar(&self, phase: Phase) -> ProgressBar {

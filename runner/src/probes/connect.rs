@@ -172,13 +172,28 @@ async fn request(
 }
 
 /// The ClusterIP of `default/kubernetes`, the Service in front of the API server (what a pod's
-/// in-cluster configuration names in KUBERNETES_SERVICE_HOST).
+/// in-cluster configuration names in KUBERNETES_SERVICE_HOST). Where the run's identity may not
+/// read it, that variable of a running Linux client of the run says it: the kubelet sets it in
+/// every container (kubernetes `pkg/kubelet/kubelet_pods.go`, `getServiceEnvVarMap`, which
+/// always includes the master service).
 async fn kubernetes_cluster_ip(ctx: &Ctx<'_>) -> Result<String, Unprobed> {
     let api: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(ctx.client.clone(), "default");
-    let svc = api
-        .get("kubernetes")
-        .await
-        .map_err(|e| Unprobed::Error(format!("reading service default/kubernetes: {e}")))?;
+    let svc = match api.get("kubernetes").await {
+        Ok(svc) => svc,
+        Err(e) => {
+            let text = e.to_string();
+            if let Some(ip) = ctx.read_in_linux_client(&["printenv", "KUBERNETES_SERVICE_HOST"]).await {
+                return Ok(ip);
+            }
+            return Err(match crate::cluster::access::denied(&text) {
+                Some(denial) => Unprobed::Unknown(format!(
+                    "service default/kubernetes: {}",
+                    crate::cluster::access::unknown_because(&denial)
+                )),
+                None => Unprobed::Error(format!("reading service default/kubernetes: {text}")),
+            });
+        }
+    };
     svc.spec
         .and_then(|s| s.cluster_ip)
         .filter(|ip| !ip.is_empty() && ip != "None")

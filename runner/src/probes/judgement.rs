@@ -69,6 +69,23 @@ impl<'a> Ctx<'a> {
         tokio::time::Instant::from_std(anchor + self.settle.window(kind))
     }
 
+    /// What `argv` prints in a running Linux client of the run (trimmed, not empty): how a
+    /// fact the API would give is read where the run's identity may not read it (a namespace-only
+    /// identity and kube-system, default). None without such a pod or an answer.
+    pub async fn read_in_linux_client(&self, argv: &[&str]) -> Option<String> {
+        let client = self
+            .facts
+            .nodes
+            .iter()
+            .filter(|n| n.os == mixcheck_reports::Os::Linux)
+            .find_map(|n| self.dep.clients.get(&n.name).filter(|p| p.problem.is_none()))?;
+        let argv: Vec<String> = argv.iter().map(|a| (*a).to_string()).collect();
+        let (out, _) = self.exec(&client.name, None, &argv).await.ok()?;
+        (out.exit_code == Some(0))
+            .then(|| out.stdout_text().trim().to_string())
+            .filter(|t| !t.is_empty())
+    }
+
     /// Runs a probe command in a pod, within the run's limit of probes in flight (waiting for
     /// pods to start holds no slot: that is the watch's work, not the cluster's).
     pub async fn exec(
@@ -330,7 +347,17 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         return with(down, Some(expected));
     }
     match check.probe.observe(ctx, case, e).await {
-        Probed::Error(why) => with(judgement(Verdict::Error, why), Some(expected)),
+        // A permission the run goes without decides nothing about the cluster.
+        Probed::Error(why) => match crate::cluster::access::denied(&why) {
+            Some(denial) => with(
+                judgement(
+                    Verdict::Indeterminate,
+                    format!("{}\n{why}", crate::cluster::access::unknown_because(&denial)),
+                ),
+                Some(expected),
+            ),
+            None => with(judgement(Verdict::Error, why), Some(expected)),
+        },
         // Flows keep the expectation an unknown fact kept them from testing.
         Probed::Unknown(why) => with(judgement(Verdict::Indeterminate, why), flow.then_some(expected)),
         Probed::Seen {

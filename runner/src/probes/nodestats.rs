@@ -49,7 +49,10 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>) -> Probed {
             Observation::Failed(FailureClass::Timeout),
             format!("no answer within {} s", WITHIN.as_secs()),
         ),
-        Ok(Err(e)) => (Observation::Failed(FailureClass::Other), e.to_string()),
+        Ok(Err(e)) => match crate::cluster::access::denied(&e.to_string()) {
+            Some(denial) => return Probed::Unknown(crate::cluster::access::unknown_because(&denial)),
+            None => (Observation::Failed(FailureClass::Other), e.to_string()),
+        },
         Ok(Ok(text)) => match serde_json::from_str::<Value>(&text) {
             Err(e) => (Observation::Failed(FailureClass::Other), format!("not a summary: {e}")),
             Ok(summary) => match problem(&summary, &node.name) {

@@ -72,6 +72,46 @@ pub fn variant_suffix(dns: DnsVariant) -> &'static str {
     }
 }
 
+/// The cluster DNS address: the ClusterIP of the Service kube-system/kube-dns (its name on
+/// kubeadm, AKS, EKS and GKE alike), or, where that cannot be read (an identity that owns one
+/// namespace, a DNS Service named otherwise), the nameserver the kubelet gave a running Linux
+/// client of the run: a ClusterFirst pod's resolv.conf names the kubelet's `clusterDNS`
+/// (kubernetes `pkg/kubelet/network/dns/dns.go`, `GetPodDNS`).
+async fn cluster_dns(ctx: &Ctx<'_>) -> Result<String, NotReady> {
+    let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(ctx.client.clone(), "kube-system");
+    let why = match api.get("kube-dns").await {
+        Ok(service) => {
+            return service.spec.and_then(|s| s.cluster_ip).ok_or_else(|| {
+                NotReady::Other("the cluster DNS service kube-system/kube-dns has no ClusterIP".into())
+            });
+        }
+        Err(e) => e.to_string(),
+    };
+    let from_pod = ctx
+        .read_in_linux_client(&["cat", "/etc/resolv.conf"])
+        .await
+        .and_then(|text| first_nameserver(&text));
+    from_pod.ok_or_else(|| match crate::cluster::access::denied(&why) {
+        Some(denial) => NotReady::Refused(format!(
+            "the cluster DNS address: kube-system/kube-dns: {}; no running Linux client of the run to read it from",
+            crate::cluster::access::unknown_because(&denial)
+        )),
+        None => NotReady::Other(format!(
+            "the cluster DNS address: reading kube-system/kube-dns: {why}; no running Linux client of the run to read it from"
+        )),
+    })
+}
+
+/// The first `nameserver` of a resolv.conf.
+fn first_nameserver(resolv_conf: &str) -> Option<String> {
+    resolv_conf.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next() == Some("nameserver"))
+            .then(|| words.next().map(str::to_string))
+            .flatten()
+    })
+}
+
 /// A client pod on `src` with the DNS set-up `dns`, created on demand from the netexec-client
 /// fixture.
 async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Result<String, NotReady> {
@@ -79,16 +119,7 @@ async fn variant_client(ctx: &Ctx<'_>, src: &ClusterNode, dns: DnsVariant) -> Re
     let ns = ctx.ns.to_string();
     let domain = ctx.facts.cluster_domain().to_string();
     let dns_ip = match dns {
-        DnsVariant::Custom => {
-            let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(ctx.client.clone(), "kube-system");
-            api.get("kube-dns")
-                .await
-                .ok()
-                .and_then(|s| s.spec.and_then(|s| s.cluster_ip))
-                .ok_or_else(|| {
-                    NotReady::Other("the cluster DNS service kube-system/kube-dns has no ClusterIP".into())
-                })?
-        }
+        DnsVariant::Custom => cluster_dns(ctx).await?,
         _ => String::new(),
     };
     let variant = variant_suffix(dns);
@@ -178,5 +209,22 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
         output: Some(out),
         flaky,
         backends: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::plain("nameserver 10.96.0.10\n", Some("10.96.0.10"))]
+    #[case::after_search(
+        "search a.svc.cluster.local svc.cluster.local\nnameserver 10.0.0.10\nnameserver 8.8.8.8\noptions ndots:5\n",
+        Some("10.0.0.10")
+    )]
+    #[case::ipv6("nameserver fd00:10:96::a\n", Some("fd00:10:96::a"))]
+    #[case::none("search x\n", None)]
+    fn the_first_nameserver_is_the_cluster_dns(#[case] text: &str, #[case] expected: Option<&str>) {
+        assert_eq!(super::first_nameserver(text).as_deref(), expected);
     }
 }

@@ -67,7 +67,7 @@ impl Run<'_> {
 pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     let mut start = Start::new(plan);
     let progress = Progress::for_stderr(plan.quiet);
-    let (target, facts) = match connect::open(plan, &start.run_id, &|m| progress.say(m)).await {
+    let (target, facts) = match connect::open(plan, &start.run_id, &|m| progress.say(m), &|m| progress.warn(m)).await {
         Ok(opened) => opened,
         Err(refused) => return start.refused(refused),
     };
@@ -138,7 +138,10 @@ async fn clean_up(run: &Run<'_>, target: Target, ns: &str, ended: &Ended) -> Opt
         run.say(&crate::cluster::deploy::describe_keep(ns));
         kept = target.bundled.filter(|_| !matches!(ended, Ended::Interrupted));
     } else {
-        namespace::cleanup(&run.client, ns, &|m| run.say(m)).await;
+        match &run.plan.namespace {
+            Some(_) => namespace::remove_run_objects(&run.client, ns, run.run_id, &|m| run.say(m)).await,
+            None => namespace::cleanup(&run.client, ns, &|m| run.say(m)).await,
+        }
         target.stop().await;
     }
     run.say(&format!(

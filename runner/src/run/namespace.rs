@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service};
 use kube::api::{Api, DeleteParams, ListParams};
 
 /// Deletes the run namespace (everything the run created is in it).
@@ -16,6 +16,40 @@ pub async fn cleanup(client: &kube::Client, ns: &str, say: &dyn Fn(&str)) {
             eprintln!("mixcheck: could not delete the run namespace {ns}: {e} (delete it with `mixcheck cleanup`)")
         }
         Err(_) => eprintln!("mixcheck: deleting the run namespace {ns} timed out (delete it with `mixcheck cleanup`)"),
+    }
+}
+
+/// Deletes what the run created in an existing namespace (`--namespace`): its pods, Services
+/// and Secrets, by its run label; the namespace and everything else in it stay.
+pub async fn remove_run_objects(client: &kube::Client, ns: &str, run_id: &str, say: &dyn Fn(&str)) {
+    let selector = format!("{}={run_id}", crate::cluster::fixture::RUN_LABEL);
+    let params = ListParams::default().labels(&selector);
+    let dp = DeleteParams::background();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let deletions = async {
+        let mut failed = Vec::new();
+        if let Err(e) = pods.delete_collection(&dp, &params).await {
+            failed.push(format!("pods: {e}"));
+        }
+        if let Err(e) = services.delete_collection(&dp, &params).await {
+            failed.push(format!("services: {e}"));
+        }
+        if let Err(e) = secrets.delete_collection(&dp, &params).await {
+            failed.push(format!("secrets: {e}"));
+        }
+        failed
+    };
+    match tokio::time::timeout(Duration::from_secs(60), deletions).await {
+        Ok(failed) if failed.is_empty() => say(&format!("Deleted the run's objects in namespace {ns} ({selector})")),
+        Ok(failed) => eprintln!(
+            "mixcheck: could not delete all of the run's objects in namespace {ns}: {} (delete them with `kubectl delete pods,services,secrets -n {ns} -l {selector}`)",
+            failed.join("; ")
+        ),
+        Err(_) => eprintln!(
+            "mixcheck: deleting the run's objects in namespace {ns} timed out (delete them with `kubectl delete pods,services,secrets -n {ns} -l {selector}`)"
+        ),
     }
 }
 

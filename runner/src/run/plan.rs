@@ -29,6 +29,8 @@ pub struct RunPlan {
     pub quiet: bool,
     pub report_dir: PathBuf,
     pub image_registry: Option<String>,
+    /// An existing namespace to run in (`--namespace`); None: the run creates its own.
+    pub namespace: Option<String>,
     pub network_mode: Option<String>,
     /// Whether pods reach the internet, as the user said (None: detected).
     pub egress: Option<bool>,

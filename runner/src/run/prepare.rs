@@ -49,7 +49,7 @@ impl<'p> Prepared<'p> {
         };
         let (settle, clock) = windows(plan);
         Prepared {
-            ns: format!("mixcheck-{run_id}"),
+            ns: plan.namespace.clone().unwrap_or_else(|| format!("mixcheck-{run_id}")),
             deadline: started + plan.deadline,
             settle,
             clock,

@@ -88,7 +88,7 @@ async fn round_trip(client: &kube::Client) -> Duration {
 pub async fn show(plan: &RunPlan, fixtures: &Fixtures) -> Result<String, (Code, String)> {
     let progress = crate::cluster::progress::Progress::for_stderr(plan.quiet);
     let say = |m: &str| progress.say(m);
-    let (target, facts) = super::open(plan, "plan", &say)
+    let (target, facts) = super::open(plan, "plan", &say, &say)
         .await
         .map_err(|(code, why, _)| (code, why))?;
     let sets = NodeSets::choose(&facts, plan.coverage);

@@ -57,9 +57,11 @@ pub(super) async fn probe(
     for line in crate::cluster::leftovers::in_the_way(client, ns, host_port).await {
         run.say(&format!("Warning: {line}"));
     }
-    deploy::create_namespace(client, ns, run.run_id)
-        .await
-        .map_err(|e| e.to_string())?;
+    if run.plan.namespace.is_none() {
+        deploy::create_namespace(client, ns, run.run_id)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
     let workloads = Workloads::new(
         client.clone(),

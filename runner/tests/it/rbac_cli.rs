@@ -201,3 +201,203 @@ fn the_least_privilege_role_runs_everything_and_a_missing_rule_stops_the_run_bef
         "the preflight stopped the run before it created its namespace: {after:?} (before: {before:?})"
     );
 }
+
+const RBAC_NAMESPACED: &str = include_str!("../../../deploy/rbac-namespaced.yaml");
+
+/// Creates every object of deploy/rbac-namespaced.yaml for namespace `ns` (which exists).
+async fn apply_namespaced(client: &kube::Client, ns: &str) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let pp = PostParams::default();
+    let text = RBAC_NAMESPACED.replace("mixcheck-ci", ns);
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("deploy/rbac-namespaced.yaml parses");
+    for doc in docs {
+        match doc["kind"].as_str() {
+            Some("ServiceAccount") => {
+                let sa: ServiceAccount = serde_json::from_value(doc).expect("sa");
+                Api::<ServiceAccount>::namespaced(client.clone(), ns)
+                    .create(&pp, &sa)
+                    .await
+                    .expect("create serviceaccount");
+            }
+            Some("Role") => {
+                let r: Role = serde_json::from_value(doc).expect("role");
+                Api::<Role>::namespaced(client.clone(), ns)
+                    .create(&pp, &r)
+                    .await
+                    .expect("create role");
+            }
+            Some("RoleBinding") => {
+                let b: RoleBinding = serde_json::from_value(doc).expect("rolebinding");
+                Api::<RoleBinding>::namespaced(client.clone(), ns)
+                    .create(&pp, &b)
+                    .await
+                    .expect("create rolebinding");
+            }
+            Some("ClusterRole") => {
+                let r: ClusterRole = serde_json::from_value(doc).expect("clusterrole");
+                Api::<ClusterRole>::all(client.clone())
+                    .create(&pp, &r)
+                    .await
+                    .expect("create clusterrole");
+            }
+            Some("ClusterRoleBinding") => {
+                let b: ClusterRoleBinding = serde_json::from_value(doc).expect("binding");
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .create(&pp, &b)
+                    .await
+                    .expect("create clusterrolebinding");
+            }
+            other => panic!("deploy/rbac-namespaced.yaml holds an unexpected kind {other:?}"),
+        }
+    }
+}
+
+/// Every object in namespace `ns` of the kinds a run creates, as `kind/name`.
+async fn objects_in(client: &kube::Client, ns: &str) -> Vec<String> {
+    use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+    let lp = ListParams::default();
+    let mut out = Vec::new();
+    for p in Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .expect("pods")
+        .items
+    {
+        if p.metadata.deletion_timestamp.is_none() {
+            out.push(format!("pod/{}", p.metadata.name.unwrap_or_default()));
+        }
+    }
+    for s in Api::<Service>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .expect("services")
+        .items
+    {
+        out.push(format!("service/{}", s.metadata.name.unwrap_or_default()));
+    }
+    for s in Api::<Secret>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .expect("secrets")
+        .items
+    {
+        out.push(format!("secret/{}", s.metadata.name.unwrap_or_default()));
+    }
+    out
+}
+
+#[test]
+fn a_namespace_only_identity_runs_in_its_namespace_and_leaves_it_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let admin_kc = serve.kubeconfig();
+    let sa_kc = dir.path().join("team.kubeconfig");
+    let ns = "team-a";
+    let (client, before) = runtime.block_on(async {
+        let client = admin(&admin_kc).await;
+        let namespace: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).expect("ns");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("create namespace");
+        apply_namespaced(&client, ns).await;
+        // A token of the namespace's ServiceAccount (the kubeconfig helper mints it in
+        // `mixcheck`; here the account lives in the team's namespace).
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                expiration_seconds: Some(3600),
+                ..TokenRequestSpec::default()
+            },
+            ..TokenRequest::default()
+        };
+        let token = Api::<ServiceAccount>::namespaced(client.clone(), ns)
+            .create_token_request("mixcheck", &PostParams::default(), &request)
+            .await
+            .expect("TokenRequest")
+            .status
+            .expect("status")
+            .token;
+        let mut v: Value =
+            serde_json::to_value(kube::config::Kubeconfig::read_from(&admin_kc).expect("kc")).expect("json");
+        for user in v["users"].as_array_mut().into_iter().flatten() {
+            user["user"]["token"] = token.clone().into();
+        }
+        std::fs::write(&sa_kc, serde_json::to_string_pretty(&v).expect("json")).expect("write");
+        let before = objects_in(&client, ns).await;
+        (client, before)
+    });
+    let sa_kc = sa_kc.display().to_string();
+
+    let (admin_code, admin_out, admin_report) = run(dir.path(), &admin_kc, "admin");
+    let out = mixcheck(dir.path())
+        .args([
+            "run",
+            "--quiet",
+            "--kubeconfig",
+            &sa_kc,
+            "--namespace",
+            ns,
+            "--report-dir",
+            "team",
+        ])
+        .output()
+        .expect("run");
+    let team_out = text(&out);
+    let team_report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("team/results.json")).unwrap_or_else(|_| panic!("{team_out}")),
+    )
+    .expect("results.json");
+    let admin_report = admin_report.unwrap_or_else(|| panic!("admin run: {admin_out}"));
+    assert!(
+        team_report["aborted"].is_null(),
+        "{team_out}\n{:#}",
+        team_report["aborted"]
+    );
+    // Each permission it goes without is named once, with what it costs, and the facts it
+    // would give are reported unread with that reason.
+    for missing in [
+        "get nodes/proxy",
+        "list apps/daemonsets (all namespaces)",
+        "list configmaps (all namespaces)",
+    ] {
+        assert_eq!(
+            team_out.matches(&format!("no permission to {missing}:")).count(),
+            1,
+            "{missing}: {team_out}"
+        );
+    }
+    assert_eq!(
+        team_report["facts"]["unread"]["kubelet configuration (configz)"], "no permission to get nodes/proxy",
+        "{:#}",
+        team_report["facts"]
+    );
+    // Every flow cell of the default run is judged as with the admin's credentials.
+    let (admin_v, team_v) = (verdicts(&admin_report), verdicts(&team_report));
+    let flows: Vec<&Value> = admin_report["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            ["network", "dns"].contains(&c["category"].as_str().unwrap_or_default())
+                && c["coordinates"]["destination"].as_str().is_some_and(|d| !d.is_empty())
+        })
+        .collect();
+    assert!(!flows.is_empty(), "the default run has flow cells");
+    for c in flows {
+        let id = c["id"].as_str().unwrap_or_default();
+        assert_eq!(team_v.get(id), admin_v.get(id), "flow cell {id}\n{team_out}");
+    }
+    assert!(matches!(admin_code, Some(0)), "{admin_out}");
+    // The namespace is still there and holds none of the run's objects.
+    let after = runtime.block_on(async {
+        let still = Api::<Namespace>::all(client.clone()).get(ns).await;
+        assert!(
+            still.is_ok_and(|n| n.metadata.deletion_timestamp.is_none()),
+            "namespace {ns} kept"
+        );
+        objects_in(&client, ns).await
+    });
+    assert_eq!(after, before, "the run deleted what it created in {ns}, and only that");
+}
