@@ -4,6 +4,7 @@
 //! and an in-cluster Job's results.
 
 pub mod access;
+pub mod admission;
 pub mod budget;
 pub mod deploy;
 pub mod facts;

@@ -58,9 +58,17 @@ pub(super) async fn probe(
         run.say(&format!("Warning: {line}"));
     }
     if run.plan.namespace.is_none() {
-        deploy::create_namespace(client, ns, run.run_id)
+        let created = deploy::create_namespace(client, ns, run.run_id)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some(r) = &created.refused {
+            run.progress.warn(&format!(
+                "Warning: {} refused a privileged run namespace ({}); created it at Pod Security level {}: the checks that need hostNetwork, hostPort or HostProcess pods are indeterminate where those pods are refused",
+                r.by.as_ref().map_or_else(|| "the cluster".to_string(), ToString::to_string),
+                r.message,
+                created.level.unwrap_or("the cluster's default")
+            ));
+        }
     }
     let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
     let workloads = Workloads::new(

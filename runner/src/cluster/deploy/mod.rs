@@ -41,44 +41,7 @@ pub struct Placed {
     pub policy: bool,
 }
 
-/// The cluster refused to create one object of the run — an admission webhook, Pod Security, a
-/// quota or validation — while the run can otherwise work with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub message: String,
-    /// A deliberate policy (an admission webhook's denial, Pod Security), not a limit or a bug.
-    pub policy: bool,
-}
-
-impl Refusal {
-    /// The refusal in `e`; None when `e` says the run cannot work with the cluster at all (no
-    /// answer, not authenticated, not authorised by RBAC, the namespace gone).
-    pub fn of(e: &kube::Error) -> Option<Self> {
-        let kube::Error::Api(s) = e else { return None };
-        let rbac = s.code == 403 && s.message.contains("User \"") && s.message.contains("cannot ");
-        if !(400..500).contains(&s.code) || matches!(s.code, 401 | 404) || rbac {
-            return None;
-        }
-        let policy = s.message.contains("admission webhook") || s.message.contains("violates PodSecurity");
-        Some(Self {
-            message: s.message.clone(),
-            policy,
-        })
-    }
-
-    /// The problem of a fixture the cluster refused.
-    pub fn problem(&self) -> String {
-        let by = if self.policy {
-            "the cluster's admission policy"
-        } else {
-            "the cluster"
-        };
-        format!(
-            "{by} refused it: {} (leave the checks that need it out with --check '!RULE-ID')",
-            self.message
-        )
-    }
-}
+pub use crate::cluster::admission::Refusal;
 
 /// A service of the run.
 #[derive(Debug, Clone, Default)]
@@ -172,20 +135,47 @@ pub fn run_labels(run_id: &str) -> BTreeMap<String, String> {
     l
 }
 
-/// Creates the run namespace (privileged Pod Security level: HostProcess pods need it).
-pub async fn create_namespace(client: &kube::Client, ns: &str, run_id: &str) -> Result<(), DeployError> {
-    let mut labels = run_labels(run_id);
-    labels.insert("pod-security.kubernetes.io/enforce".into(), "privileged".into());
-    let namespace: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": ns, "labels": labels}})).map_err(|e| DeployError::Api {
-            what: format!("namespace {ns}"),
-            cause: kube::Error::SerdeError(e),
-        })?;
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-        .map_err(api_err(format!("namespace {ns}")))?;
-    Ok(())
+/// The Pod Security levels the run asks for its namespace, most permissive first: HostProcess,
+/// hostNetwork and hostPort pods need `privileged`; where a policy refuses privileged namespaces
+/// (Kyverno, Gatekeeper, a ValidatingAdmissionPolicy), `baseline`; else the cluster's default.
+const NAMESPACE_LEVELS: [Option<&str>; 3] = [Some("privileged"), Some("baseline"), None];
+
+/// The run namespace as created: its Pod Security level (None: the cluster's default) and,
+/// when the cluster refused a more permissive one, the refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedNamespace {
+    pub level: Option<&'static str>,
+    pub refused: Option<Refusal>,
+}
+
+/// Creates the run namespace at the most permissive Pod Security level the cluster accepts
+/// (`privileged`: HostProcess pods need it).
+pub async fn create_namespace(client: &kube::Client, ns: &str, run_id: &str) -> Result<CreatedNamespace, DeployError> {
+    let api = Api::<Namespace>::all(client.clone());
+    let mut refused: Option<Refusal> = None;
+    let mut levels = NAMESPACE_LEVELS.into_iter().peekable();
+    while let Some(level) = levels.next() {
+        let mut labels = run_labels(run_id);
+        if let Some(level) = level {
+            labels.insert("pod-security.kubernetes.io/enforce".into(), level.into());
+        }
+        let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns, "labels": labels}}))
+            .map_err(|e| DeployError::Api {
+                what: format!("namespace {ns}"),
+                cause: kube::Error::SerdeError(e),
+            })?;
+        let e = match api.create(&PostParams::default(), &namespace).await {
+            Ok(_) => return Ok(CreatedNamespace { level, refused }),
+            Err(e) => e,
+        };
+        match Refusal::of(&e).filter(|r| r.policy) {
+            Some(r) if levels.peek().is_some() => {
+                refused.get_or_insert(r);
+            }
+            _ => return Err(api_err(format!("namespace {ns}"))(e)),
+        }
+    }
+    Ok(CreatedNamespace { level: None, refused })
 }
 
 /// How long a pod of this OS may take to become ready (Windows images pull slowly).

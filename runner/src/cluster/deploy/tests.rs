@@ -58,66 +58,6 @@ fn a_pending_pod_says_why_the_scheduler_left_it() {
 }
 use serde_json::json;
 
-fn api_error(code: u16, message: &str) -> kube::Error {
-    kube::Error::Api(
-        serde_json::from_value(json!({"status": "Failure", "message": message, "reason": "", "code": code}))
-            .expect("a status"),
-    )
-}
-
-/// A policy engine's or Pod Security's denial is the cluster's policy; a quota or a
-/// validation error is a refusal of this object; RBAC, authentication and server errors say
-/// the run cannot work with the cluster (real-clusters reference §2: Gatekeeper, Azure
-/// Policy and Kyverno deny pods through validating webhooks).
-#[rstest]
-#[case::gatekeeper(
-    403,
-    "admission webhook \"validation.gatekeeper.sh\" denied the request: [psp-host-network-ports] The specified hostNetwork and hostPort are not allowed",
-    Some(true)
-)]
-#[case::kyverno(
-    400,
-    "admission webhook \"validate.kyverno.svc-fail\" denied the request: resource Pod/m/hp-2 was blocked due to the following policies",
-    Some(true)
-)]
-#[case::pod_security(
-    403,
-    "pods \"hp-2\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"netexec\" uses hostPort 48080)",
-    Some(true)
-)]
-#[case::quota(
-    403,
-    "pods \"srv-1\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10",
-    Some(false)
-)]
-#[case::invalid(
-    422,
-    "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value",
-    Some(false)
-)]
-#[case::rbac(
-    403,
-    "pods \"srv-1\" is forbidden: User \"ci\" cannot patch resource \"pods\" in API group \"\" in the namespace \"m\"",
-    None
-)]
-#[case::unauthenticated(401, "Unauthorized", None)]
-#[case::namespace_gone(404, "namespaces \"m\" not found", None)]
-#[case::server(500, "etcdserver: request timed out", None)]
-fn refusals_are_told_from_a_cluster_the_run_cannot_use(
-    #[case] code: u16,
-    #[case] message: &str,
-    #[case] policy: Option<bool>,
-) {
-    let got = Refusal::of(&api_error(code, message));
-    assert_eq!(got.as_ref().map(|r| r.policy), policy, "{got:?}");
-    if let Some(r) = got {
-        assert!(
-            r.problem().contains(message) && r.problem().contains("--check '!"),
-            "{}",
-            r.problem()
-        );
-    }
-}
 
 /// The hostPort server is the core server's netexec container alone with the hostPort on
 /// its TCP port; no service of the run selects it.
