@@ -14,6 +14,13 @@
 //! `staging/src/k8s.io/apiserver/pkg/registry/rest/create.go`, `AdmissionToValidateObjectFunc`,
 //! "in case the generated name is populated"), so the messages name the pod it would have
 //! created. `store::admission` generates it before asking this module.
+//!
+//! Webhook denials (Gatekeeper, Kyverno) are relayed as `ToStatusErr(webhookName, result)`
+//! words them (`staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/
+//! statuserror.go`): the webhook's message behind `admission webhook "<name>" denied the
+//! request: `, its reason, its code raised to at least 400. A later revision on kubernetes'
+//! master, `ToStatusErr(attr, …)`, also prefixes `<resource> "<name>" is forbidden: ` and
+//! answers 403 Forbidden where the webhook set neither; that form is not modelled.
 
 pub mod gatekeeper;
 pub mod pod_security;
