@@ -242,6 +242,66 @@ async fn a_denied_controller_pod_is_a_failed_create_event() {
     assert!(pods.list(&ListParams::default()).await.expect("pods").items.is_empty());
 }
 
+/// The network add-on runs whatever is denied, whoever refuses it: its DaemonSets' pods — host
+/// network, HostProcess on Windows — are created in its own namespace (flannel's kube-flannel,
+/// Calico's calico-system, ovn-kubernetes), which the policy leaves out like kube-system.
+#[rstest]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_network_add_on_runs_whatever_is_denied(
+    #[values("kubeadm-flannel-hostprocess", "kubeadm-calico", "ovn-kubernetes")] network: &str,
+    #[values(
+        Enforcement::Webhook,
+        Enforcement::ValidatingAdmissionPolicy,
+        Enforcement::PodSecurity
+    )]
+    by: Enforcement,
+) {
+    let (mut topology, ns) = match network {
+        "ovn-kubernetes" => {
+            let yaml = "name: t\nnetwork: {mode: transparent}\nnodes:\n- {name: linux-1, os: linux}\n\
+                        - {name: win-a, os: windows, kernelVersion: 10.0.20348.2762}\n";
+            (Topology::parse(yaml, "t.yaml").expect("topology"), "ovn-kubernetes")
+        }
+        profile => {
+            let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("topologies")
+                .join(format!("{profile}.yaml"));
+            let ns = if profile == "kubeadm-calico" {
+                "calico-system"
+            } else {
+                "kube-flannel"
+            };
+            (Topology::load(&path).expect("topology file"), ns)
+        }
+    };
+    topology = topology.instant().on_wall_clock();
+    topology.admission.by = by;
+    topology.admission.deny = vec![Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess];
+    let (_cluster, client) = common::cluster_and_client(topology, "team").await;
+    let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client.clone(), ns);
+    common::eventually(&format!("every DaemonSet of {ns} has its pods"), || async {
+        let list = daemonsets.list(&ListParams::default()).await.ok()?.items;
+        let complete = |d: &k8s_openapi::api::apps::v1::DaemonSet| {
+            d.status.as_ref().is_some_and(|s| {
+                s.desired_number_scheduled > 0 && s.current_number_scheduled == s.desired_number_scheduled
+            })
+        };
+        (!list.is_empty() && list.iter().all(complete)).then_some(())
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(client, ns);
+    let refused: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedCreate"))
+        .filter_map(|e| e.message)
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+}
+
 /// The message Kyverno's `deny-privileged-profile` policy answers for namespace `name`, as the
 /// API server relays it.
 fn kyverno_denial(name: &str) -> String {

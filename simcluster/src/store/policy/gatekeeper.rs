@@ -14,10 +14,11 @@
 //!   (`library/pod-security-policy/host-network-ports`): `The specified hostNetwork and hostPort
 //!   are not allowed, pod: <name>. Allowed values: <parameters>`;
 //! - kube-system is exempt, as Azure Policy's built-in Kubernetes definitions exclude it by
-//!   default (`excludedNamespaces`) and Gatekeeper deployments exempt it; so is the namespace
-//!   of a network add-on that runs in its own (`kube-flannel`), as an admin exempts it with
-//!   the same `excludedNamespaces` parameter — or the cluster would have no pod network
-//!   (`super::SYSTEM_NAMESPACES`, applied before this module is asked).
+//!   default (`excludedNamespaces`) and Gatekeeper deployments exempt it; so are the namespaces
+//!   of network add-ons that run in their own (`kube-flannel`, `calico-system`,
+//!   `ovn-kubernetes`), as an admin exempts them with the same `excludedNamespaces` parameter —
+//!   or the cluster would have no pod network (`super::SYSTEM_NAMESPACES`, applied before this
+//!   module is asked).
 
 use serde_json::Value;
 

@@ -33,10 +33,14 @@ use crate::config::topology::{Admission, Enforcement, Privilege};
 use crate::store::api_error::ApiError;
 use crate::vocab::json as j;
 
-/// Namespaces whose pods no policy reviews: kube-system, and the namespace of a network add-on
-/// that runs in its own (`kube-flannel`) — or the cluster would have no pod network. How each
+/// Namespaces whose pods no policy reviews: kube-system, and the namespaces the network
+/// add-ons run in when they have their own — flannel's `kube-flannel`, Calico's
+/// `calico-system` (which the Tigera operator labels for the privileged Pod Security level),
+/// `ovn-kubernetes` — or the cluster would have no pod network: their agents use the host's
+/// network, and HostProcess on Windows. Administrators exempt them the same way (Rancher's
+/// restricted PodSecurityConfiguration lists kube-system and calico-system, for one). How each
 /// mechanism leaves them out is said in its module.
-pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-flannel"];
+pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-flannel", "calico-system", "ovn-kubernetes"];
 
 /// Whether the pod uses `privilege`: a `hostPort` on a container or init container,
 /// `spec.hostNetwork`, or `windowsOptions.hostProcess` on the pod or a container.

@@ -12,8 +12,9 @@
 //! stands for one where the harness's credentials are not exempt, so it applies to every
 //! request here. The namespaces Kyverno's default `resourceFilters` leave out (kyverno/kyverno
 //! `charts/kyverno/values.yaml`: kube-system, kube-public, kube-node-lease; a Namespace
-//! request's namespace is the namespace itself) and the network add-on's own (kube-flannel,
-//! added to those filters by its admin) are never refused.
+//! request's namespace is the namespace itself) and the network add-ons' own
+//! (`super::SYSTEM_NAMESPACES`, which flannel and Calico label privileged; added to those
+//! filters by the admin) are never refused.
 //!
 //! The denial, Kyverno 1.10 to 1.18 (kyverno/kyverno, read at `v1.18.0`):
 //! - the webhook is `validate.kyverno.svc-fail` (`pkg/config/config.go`
@@ -46,8 +47,8 @@ pub const WEBHOOK: &str = "validate.kyverno.svc-fail";
 /// The Pod Security label the policy reads, as a JSON pointer below the object.
 const ENFORCE_LABEL: &str = "/metadata/labels/pod-security.kubernetes.io~1enforce";
 
-/// Namespaces the policy engine does not review.
-pub const EXEMPT_NAMESPACES: &[&str] = &["kube-system", "kube-public", "kube-node-lease", "kube-flannel"];
+/// Namespaces Kyverno's default resource filters leave out, besides `super::SYSTEM_NAMESPACES`.
+pub const FILTERED_NAMESPACES: &[&str] = &["kube-public", "kube-node-lease"];
 
 /// The failed rule as yaml.v2 writes it: the message passes column 80 after "the" and is
 /// folded there.
@@ -58,7 +59,8 @@ const FAILED_RULES: &str = "deny-privileged-profile:\n  check-privileged: Only c
 pub fn review(policy: &Admission, namespace: &Value) -> Result<(), ApiError> {
     let name = super::name_of(namespace);
     if policy.privileged_namespaces
-        || EXEMPT_NAMESPACES.contains(&name)
+        || super::SYSTEM_NAMESPACES.contains(&name)
+        || FILTERED_NAMESPACES.contains(&name)
         || j::opt_str(namespace, ENFORCE_LABEL) != Some("privileged")
     {
         return Ok(());
@@ -118,6 +120,8 @@ mod tests {
     #[case::unlabelled("team", None, false)]
     #[case::kube_system("kube-system", Some("privileged"), false)]
     #[case::kube_flannel("kube-flannel", Some("privileged"), false)]
+    #[case::calico_system("calico-system", Some("privileged"), false)]
+    #[case::kube_public("kube-public", Some("privileged"), false)]
     fn privileged_namespaces_are_refused(#[case] name: &str, #[case] level: Option<&str>, #[case] refused: bool) {
         let got = review(&locked(), &namespace(name, level));
         if refused {

@@ -9,7 +9,8 @@
 //! `<policy>-binding` with `validationActions: [Deny]` (kyverno/kyverno
 //! `pkg/controllers/admissionpolicygenerator/utils.go`, `constructBindingName`; the samples'
 //! chainsaw tests assert those names). Each validation's message is the sample's, and none sets
-//! a `reason`. kube-system and kube-flannel are left out by the policies' namespace selector
+//! a `reason`. kube-system and the network add-ons' namespaces (`super::SYSTEM_NAMESPACES`)
+//! are left out by the policies' namespace selector
 //! (`kubernetes.io/metadata.name NotIn`), which the generator carries over to the policy's
 //! match constraints (kyverno/kyverno `pkg/admissionpolicy/builder.go`). One adaptation, said
 //! plainly: the sample `disallow-host-process` reads only the containers' `windowsOptions`;
