@@ -2,14 +2,15 @@
 //! validatingAdmissionPolicy`): a pod using a denied privilege is refused at create time by the
 //! API server's own ValidatingAdmissionPolicy plugin, with no webhook involved.
 //!
-//! The policies are the ones Kyverno generates from the CEL versions of its Pod Security
+//! The policies are the ones Kyverno (1.14 and later, with its admission controller's
+//! `--generateValidatingAdmissionPolicy`) generates from the CEL versions of its Pod Security
 //! Standards (baseline) samples (kyverno/policies `pod-security-cel/baseline/
-//! disallow-host-namespaces`, `disallow-host-ports`, `disallow-host-process`) once they are
-//! set to Enforce: a ValidatingAdmissionPolicy named as the ClusterPolicy, bound by
-//! `<policy>-binding` with `validationActions: [Deny]` (kyverno/kyverno
-//! `pkg/controllers/admissionpolicygenerator/utils.go`, `constructBindingName`; the samples'
-//! chainsaw tests assert those names). Each validation's message is the sample's, and none sets
-//! a `reason`. kube-system and the network add-ons' namespaces (`super::SYSTEM_NAMESPACES`)
+//! disallow-host-namespaces`, `disallow-host-ports`, `disallow-host-process`) once they are set
+//! to Enforce: a ValidatingAdmissionPolicy named `cpol-<ClusterPolicy>`, bound by
+//! `cpol-<ClusterPolicy>-binding` with `validationActions: [Deny]` (kyverno/kyverno `v1.18.0`
+//! `pkg/controllers/admissionpolicygenerator/generate-vap.go` and `utils.go`,
+//! `constructBindingName`; `pkg/admissionpolicy/builder.go`; before 1.14 the names had no
+//! `cpol-`). Each validation's message is the sample's, and none sets a `reason`. kube-system and the network add-ons' namespaces (`super::SYSTEM_NAMESPACES`)
 //! are left out by the policies' namespace selector
 //! (`kubernetes.io/metadata.name NotIn`), which the generator carries over to the policy's
 //! match constraints (kyverno/kyverno `pkg/admissionpolicy/builder.go`). One adaptation, said
@@ -42,7 +43,7 @@ struct Policy {
     message: &'static str,
 }
 
-/// The policies, in name order.
+/// The policies, in name order (the ClusterPolicies' names; the generated ones add `cpol-`).
 const POLICIES: &[Policy] = &[
     Policy {
         name: "disallow-host-namespaces",
@@ -68,7 +69,7 @@ pub fn denial(policy: &Admission, pod: &Value) -> Option<String> {
         .find(|p| policy.deny.contains(&p.privilege) && uses(pod, p.privilege))
         .map(|p| {
             format!(
-                "ValidatingAdmissionPolicy '{name}' with binding '{name}-binding' denied request: {}",
+                "ValidatingAdmissionPolicy 'cpol-{name}' with binding 'cpol-{name}-binding' denied request: {}",
                 p.message,
                 name = p.name
             )
@@ -119,8 +120,9 @@ mod tests {
             (status["code"].clone(), status["reason"].clone()),
             (json!(422), json!("Invalid"))
         );
-        let denial =
-            format!("ValidatingAdmissionPolicy '{policy}' with binding '{policy}-binding' denied request: {message}");
+        let denial = format!(
+            "ValidatingAdmissionPolicy 'cpol-{policy}' with binding 'cpol-{policy}-binding' denied request: {message}"
+        );
         let text = status["message"].as_str().unwrap_or_default();
         assert!(
             text.starts_with(&format!("pods \"p\" is forbidden: {denial}")),
@@ -140,7 +142,7 @@ mod tests {
         let pod = json!({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]}});
         assert_eq!(
             review(&all(), &pod).expect_err("refused").to_string(),
-            "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'disallow-host-ports' with binding 'disallow-host-ports-binding' denied request: Use of host ports is disallowed. The fields spec.containers[*].ports[*].hostPort, spec.initContainers[*].ports[*].hostPort, and spec.ephemeralContainers[*].ports[*].hostPort must either be unset or set to `0`."
+            "pods \"web\" is forbidden: ValidatingAdmissionPolicy 'cpol-disallow-host-ports' with binding 'cpol-disallow-host-ports-binding' denied request: Use of host ports is disallowed. The fields spec.containers[*].ports[*].hostPort, spec.initContainers[*].ports[*].hostPort, and spec.ephemeralContainers[*].ports[*].hostPort must either be unset or set to `0`."
         );
     }
 
