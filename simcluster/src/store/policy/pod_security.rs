@@ -4,9 +4,9 @@
 //!
 //! The model: the administrators fixed the Pod Security level of user namespaces at
 //! `baseline` in the plugin's AdmissionConfiguration (`defaults.enforce: baseline`, version
-//! `latest`), with kube-system and the network add-ons' namespaces (`super::SYSTEM_NAMESPACES`)
-//! as `exemptions.namespaces` (kubernetes/website
-//! `content/en/docs/tasks/configure-pod-container/enforce-standards-admission-controller.md`).
+//! `latest`), with kube-system and the network add-ons' namespaces
+//! (`super::SYSTEM_NAMESPACES`) as `exemptions.namespaces` (kubernetes/website `content/en/docs/
+//! tasks/configure-pod-container/enforce-standards-admission-controller.md`).
 //! Two simplifications, said plainly: a namespace's own `pod-security.kubernetes.io/enforce`
 //! label, which would override that default on a real cluster, is not read here (pair this with
 //! `privilegedNamespaces: false` for a cluster that also refuses such labels); and only the

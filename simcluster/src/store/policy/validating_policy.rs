@@ -10,10 +10,11 @@
 //! `cpol-<ClusterPolicy>-binding` with `validationActions: [Deny]` (kyverno/kyverno `v1.18.0`
 //! `pkg/controllers/admissionpolicygenerator/generate-vap.go` and `utils.go`,
 //! `constructBindingName`; `pkg/admissionpolicy/builder.go`; before 1.14 the names had no
-//! `cpol-`). Each validation's message is the sample's, and none sets a `reason`. kube-system and the network add-ons' namespaces (`super::SYSTEM_NAMESPACES`)
-//! are left out by the policies' namespace selector
-//! (`kubernetes.io/metadata.name NotIn`), which the generator carries over to the policy's
-//! match constraints (kyverno/kyverno `pkg/admissionpolicy/builder.go`). One adaptation, said
+//! `cpol-`). Each validation's message is the sample's, and none sets a `reason`. kube-system
+//! and the network add-ons' namespaces (`super::SYSTEM_NAMESPACES`) are left out by the
+//! policies' namespace selector (`kubernetes.io/metadata.name NotIn`), which the generator
+//! carries over to the policy's match constraints (kyverno/kyverno
+//! `pkg/admissionpolicy/builder.go`). One adaptation, said
 //! plainly: the sample `disallow-host-process` reads only the containers' `windowsOptions`;
 //! this cluster's copy also reads the pod's, which its containers inherit, and keeps the
 //! sample's message — so a HostProcess pod that sets it only at pod level is refused too.
