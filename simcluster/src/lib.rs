@@ -16,7 +16,7 @@ pub use cluster::{Cluster, ClusterConfig, ClusterError};
 pub use config::faults::{self, Fault};
 pub use config::platform::{NetworkMode, Os, Platform, PodNetwork};
 pub use config::profile::{NodeProfile, profiles};
-pub use config::topology::{Admission, DEFAULT_TOPOLOGY, PROFILES, Privilege, Topology, TopologyError};
+pub use config::topology::{Admission, DEFAULT_TOPOLOGY, Enforcement, PROFILES, Privilege, Topology, TopologyError};
 pub use vocab::quantity::Quantity;
 
 /// The parts below the façade that this crate's benchmarks (`examples/`) and integration tests

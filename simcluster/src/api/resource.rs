@@ -37,6 +37,11 @@ impl Selectors {
     }
 }
 
+/// Whether the resource is the core `namespaces` (its writes pass the namespace admission).
+fn is_namespace(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "namespaces"
+}
+
 /// Validates an object, including the Windows pod rules that depend on the cluster version
 /// (for pods and for the pod templates of workloads).
 fn validate(state: &ApiState, rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
@@ -277,6 +282,10 @@ pub(crate) fn create(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
     if t.rt.kind == "Pod" {
         admission::admit_pod(&state.store, t.ns(), &mut obj)?;
     }
+    if is_namespace(t.rt) {
+        state.store.generate_name(t.rt, "", &mut obj);
+        admission::admit_namespace(&state.store, &obj)?;
+    }
     let created = create_object(state, t.rt, t.ns(), obj)?;
     Ok(with_warnings(object_response(StatusCode::CREATED, &created), &warnings))
 }
@@ -308,6 +317,9 @@ pub(crate) fn update(state: &ApiState, t: &Target, q: &Query, ct: &str, bytes: &
     }
     if part(t) == Part::Main {
         validate(state, t.rt, &obj)?;
+        if is_namespace(t.rt) {
+            admission::admit_namespace(&state.store, &obj)?;
+        }
     }
     let updated = state.store.update(t.rt, t.ns(), name(t), part(t), obj)?;
     Ok(with_warnings(object_response(StatusCode::OK, &updated), &warnings))
@@ -400,6 +412,9 @@ pub(crate) fn patch(
         if p == Part::Main {
             warnings = check_fields(rt, &mut next, Some(cur), mode, None)?;
             validate(state, rt, &next)?;
+            if is_namespace(rt) {
+                admission::admit_namespace(&state.store, &next)?;
+            }
         }
         *cur = next;
         Ok(())
@@ -481,6 +496,9 @@ fn server_side_apply(
             patch::strategic_merge(&mut next, &patch_body, rt.kind).map_err(|e| patch_failed(rt, &obj_name, e))?;
             if p == Part::Main {
                 validate(state, rt, &next)?;
+                if is_namespace(rt) {
+                    admission::admit_namespace(&state.store, &next)?;
+                }
             }
             *cur = next;
             Ok(())
@@ -496,6 +514,9 @@ fn server_side_apply(
                 validate(state, rt, &obj)?;
                 if rt.kind == "Pod" {
                     admission::admit_pod(&state.store, t.ns(), &mut obj)?;
+                }
+                if is_namespace(rt) {
+                    admission::admit_namespace(&state.store, &obj)?;
                 }
                 match create_object(state, rt, t.ns(), obj) {
                     Ok(created) => {

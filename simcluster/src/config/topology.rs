@@ -31,7 +31,11 @@
 //!   windowsPull: 20s               # first pull of an image on a Windows node (Linux: a tenth); 0: fast
 //!   transientEvents: false         # true: the Warning events real clusters emit on the way to Running
 //! admission:
-//!   deny: [hostPort, hostNetwork, hostProcess]   # a policy webhook refuses these outside kube-system
+//!   deny: [hostPort, hostNetwork, hostProcess]   # refused outside the system namespaces
+//!   by: webhook                    # who refuses them: webhook (Gatekeeper, 403) |
+//!                                  # validatingAdmissionPolicy (422 Invalid) | podSecurity (403)
+//!   privilegedNamespaces: true     # false: a Kyverno policy refuses namespaces labelled
+//!                                  # pod-security.kubernetes.io/enforce=privileged
 //! nodes:
 //!   - name: win2022-1
 //!     os: windows                  # linux | windows
@@ -414,13 +418,49 @@ pub enum Privilege {
     HostProcess,
 }
 
-/// The cluster's admission policy: a validating webhook (Gatekeeper, Azure Policy, Kyverno)
-/// that refuses pods using the listed privileges outside the system namespace.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+/// Which part of the API server refuses the denied privileges (`admission.by`); each answers
+/// with its own status code, reason and message (`store::policy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Enforcement {
+    /// A policy engine's validating webhook (Gatekeeper's denial, 403 Forbidden).
+    #[default]
+    Webhook,
+    /// The API server's own ValidatingAdmissionPolicy plugin (422 Invalid).
+    ValidatingAdmissionPolicy,
+    /// Pod Security admission at level baseline (403 Forbidden).
+    PodSecurity,
+}
+
+/// The cluster's admission policy: pods using the listed privileges are refused outside the
+/// system namespaces, by a policy webhook, a ValidatingAdmissionPolicy or Pod Security
+/// admission (`by`); with `privileged_namespaces: false`, namespaces labelled for the
+/// `privileged` Pod Security level are refused as well.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Admission {
     #[serde(default)]
     pub deny: Vec<Privilege>,
+    #[serde(default)]
+    pub by: Enforcement,
+    /// Whether a namespace may carry `pod-security.kubernetes.io/enforce=privileged`.
+    #[serde(default = "yes")]
+    pub privileged_namespaces: bool,
+}
+
+impl Admission {
+    /// Nothing denied, namespaces unrestricted: a cluster without admission policy.
+    pub const OPEN: Admission = Admission {
+        deny: Vec::new(),
+        by: Enforcement::Webhook,
+        privileged_namespaces: true,
+    };
+}
+
+impl Default for Admission {
+    fn default() -> Self {
+        Self::OPEN
+    }
 }
 
 /// `timing.programmingDelay`: `{linux: 200ms, windows: 3s}`.
@@ -1033,6 +1073,8 @@ mod tests {
         assert_eq!(t.timing.first_pull(Os::Windows), None);
         assert!(!t.timing.transient_events);
         assert!(t.admission.deny.is_empty());
+        assert_eq!(t.admission.by, Enforcement::Webhook);
+        assert!(t.admission.privileged_namespaces);
         assert_eq!(t.nodes[0].max_pods, None);
         let text = "name: x\nnetwork: {egress: false, nodeAddressesReachable: false}\n\
             timing: {scale: 0.5, windowsPull: 20s, transientEvents: true}\n\
@@ -1051,6 +1093,20 @@ mod tests {
             [Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess]
         );
         assert_eq!(t.nodes[0].max_pods, Some(8));
+    }
+
+    /// `admission.by` names who refuses the denied privileges; `privilegedNamespaces` works alone.
+    #[rstest]
+    #[case::webhook("by: webhook", Enforcement::Webhook, true)]
+    #[case::policy("by: validatingAdmissionPolicy", Enforcement::ValidatingAdmissionPolicy, true)]
+    #[case::pod_security("by: podSecurity", Enforcement::PodSecurity, true)]
+    #[case::namespaces_alone("privilegedNamespaces: false", Enforcement::Webhook, false)]
+    fn admission_fields_parse(#[case] field: &str, #[case] by: Enforcement, #[case] privileged: bool) {
+        let text = format!("name: x\nadmission: {{{field}}}\nnodes:\n- {{name: a, os: linux}}\n");
+        let t = Topology::parse(&text, "t.yaml").expect("parses");
+        assert_eq!(t.admission.by, by);
+        assert_eq!(t.admission.privileged_namespaces, privileged);
+        assert!(t.admission.deny.is_empty());
     }
 
     /// Malformed realism fields name their file, line and column like every other field.
@@ -1081,6 +1137,16 @@ mod tests {
         "hostPID"
     )]
     #[case::admission_field("name: x\nadmission:\n  allow: []\nnodes:\n- {name: a, os: linux}\n", 3, "allow")]
+    #[case::admission_by(
+        "name: x\nadmission:\n  by: gatekeeper\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "unknown variant `gatekeeper`, expected one of webhook, validatingAdmissionPolicy, podSecurity"
+    )]
+    #[case::privileged_namespaces(
+        "name: x\nadmission:\n  privilegedNamespaces: never\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "boolean"
+    )]
     #[case::max_pods("name: x\nnodes:\n- name: a\n  os: linux\n  maxPods: many\n", 5, "u32")]
     fn realism_field_errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
         match Topology::parse(text, "topo.yaml") {

@@ -1,6 +1,8 @@
-//! Pod admission as the apiserver's plugins do it at create time: RuntimeClass `scheduling`
-//! merged into the pod (nodeSelector and tolerations) and `overhead` applied, for pods from
-//! clients and from controllers alike.
+//! Admission as the apiserver's plugins do it: at pod create time, RuntimeClass `scheduling`
+//! merged into the pod (nodeSelector and tolerations) and `overhead` applied, then the cluster's
+//! policy on host privileges (`store::policy`), for pods from clients and from controllers
+//! alike; at namespace create, replace and patch time, the cluster's policy on Pod Security
+//! labels.
 
 use serde_json::{Value, json};
 
@@ -9,11 +11,18 @@ use crate::store::api_error::ApiError;
 use crate::store::resources;
 
 /// Admits a pod about to be created in `namespace`: merges its RuntimeClass's scheduling
-/// constraints (mutating), then asks the cluster's policy webhook (validating, after mutation as
-/// upstream orders them).
+/// constraints (mutating), gives it its generated name, then asks the cluster's policy
+/// (validating, after mutation and naming as upstream orders them).
 pub fn admit_pod(store: &Store, namespace: &str, pod: &mut Value) -> Result<(), ApiError> {
     runtime_class(store, pod)?;
+    store.generate_name(resources::core("pods"), namespace, pod);
     crate::store::policy::review(store.admission_policy(), namespace, pod)
+}
+
+/// Admits a namespace about to be created, or replaced or patched into `namespace`: the
+/// cluster's policy on the Pod Security level its labels ask for.
+pub fn admit_namespace(store: &Store, namespace: &Value) -> Result<(), ApiError> {
+    crate::store::policy::review_namespace(store.admission_policy(), namespace)
 }
 
 /// Merges the pod's RuntimeClass scheduling constraints and overhead.

@@ -124,12 +124,25 @@ pub enum ApiError {
     #[error("Internal error occurred: {0}")]
     Internal(String),
     /// A validating admission webhook refused the request: the apiserver relays its status code
-    /// and message (`webhook/errors/statuserror.go`, `ToStatusErr`).
+    /// (at least 400) and reason (empty when the webhook set none: the Status then has no
+    /// `reason`) and prefixes its message (`webhook/errors/statuserror.go`, `ToStatusErr`).
     #[error("admission webhook {webhook:?} denied the request: {message}")]
     WebhookDenied {
         webhook: String,
         message: String,
         code: u16,
+        reason: &'static str,
+    },
+    /// A ValidatingAdmissionPolicy refused the request: worded as `NewForbidden` words it
+    /// (`pods "p" is forbidden: ValidatingAdmissionPolicy '…' …`), but with the validation's
+    /// reason — `Invalid` (422) when it sets none, as the policies here do — and the denial
+    /// again as a cause (`admission/plugin/policy/validating/dispatcher.go`, `Dispatch`).
+    #[error("{}", forbidden(.resource, .group, .name, .message))]
+    PolicyDenied {
+        group: String,
+        resource: String,
+        name: String,
+        message: String,
     },
 }
 
@@ -150,6 +163,17 @@ fn forbidden(resource: &str, group: &str, name: &str, reason: &str) -> String {
     } else {
         format!("{} {name:?} is forbidden: {reason}", qualified(resource, group))
     }
+}
+
+/// `NewForbidden`'s details, without the empty fields.
+fn forbidden_details(group: &str, resource: &str, name: &str) -> serde_json::Map<String, Value> {
+    let mut d = serde_json::Map::new();
+    for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
+        if !v.is_empty() {
+            d.insert(k.into(), json!(v));
+        }
+    }
+    d
 }
 
 fn render_causes(causes: &[Cause]) -> String {
@@ -175,7 +199,7 @@ impl ApiError {
         match self {
             Self::NotFound { .. } | Self::UnknownPath => 404,
             Self::AlreadyExists { .. } | Self::Conflict { .. } | Self::Precondition { .. } => 409,
-            Self::Invalid { .. } => 422,
+            Self::Invalid { .. } | Self::PolicyDenied { .. } => 422,
             Self::BadRequest(_) => 400,
             Self::Forbidden { .. } => 403,
             Self::Unauthorized => 401,
@@ -195,7 +219,7 @@ impl ApiError {
             Self::NotFound { .. } | Self::UnknownPath => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } | Self::Precondition { .. } => "Conflict",
-            Self::Invalid { .. } => "Invalid",
+            Self::Invalid { .. } | Self::PolicyDenied { .. } => "Invalid",
             Self::BadRequest(_) => "BadRequest",
             Self::Forbidden { .. } => "Forbidden",
             Self::Unauthorized => "Unauthorized",
@@ -205,8 +229,7 @@ impl ApiError {
             Self::TooLarge { .. } => "RequestEntityTooLarge",
             Self::Expired { .. } => "Expired",
             Self::Internal(_) => "InternalError",
-            Self::WebhookDenied { code: 403, .. } => "Forbidden",
-            Self::WebhookDenied { .. } => "BadRequest",
+            Self::WebhookDenied { reason, .. } => reason,
         }
     }
 
@@ -221,6 +244,12 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code(),
         });
+        // `reason` is `omitempty` upstream: a webhook that sets none leaves the Status without it.
+        if self.reason().is_empty()
+            && let Some(obj) = status.as_object_mut()
+        {
+            obj.remove("reason");
+        }
         let details = match self {
             Self::NotFound { group, resource, name }
             | Self::AlreadyExists { group, resource, name }
@@ -231,13 +260,15 @@ impl ApiError {
             // Upstream leaves out the empty fields (`"details":{"kind":"pods"}`).
             Self::Forbidden {
                 group, resource, name, ..
+            } => Some(Value::Object(forbidden_details(group, resource, name))),
+            Self::PolicyDenied {
+                group,
+                resource,
+                name,
+                message,
             } => {
-                let mut d = serde_json::Map::new();
-                for (k, v) in [("name", name), ("group", group), ("kind", resource)] {
-                    if !v.is_empty() {
-                        d.insert(k.into(), json!(v));
-                    }
-                }
+                let mut d = forbidden_details(group, resource, name);
+                d.insert("causes".into(), json!([{"message": message}]));
                 Some(Value::Object(d))
             }
             Self::Invalid {
@@ -300,6 +331,15 @@ mod tests {
         403, "Forbidden", "forbidden: no"
     )]
     #[case(ApiError::Expired { requested: 3, oldest: 9 }, 410, "Expired", "too old resource version: 3 (9)")]
+    #[case(
+        ApiError::WebhookDenied { webhook: "validation.gatekeeper.sh".into(), message: "[c] no".into(), code: 403, reason: "Forbidden" },
+        403, "Forbidden", r#"admission webhook "validation.gatekeeper.sh" denied the request: [c] no"#
+    )]
+    #[case(
+        ApiError::PolicyDenied { group: "".into(), resource: "pods".into(), name: "p".into(),
+            message: "ValidatingAdmissionPolicy 'v' with binding 'b' denied request: no".into() },
+        422, "Invalid", r#"pods "p" is forbidden: ValidatingAdmissionPolicy 'v' with binding 'b' denied request: no"#
+    )]
     fn status_shape(#[case] err: ApiError, #[case] code: u16, #[case] reason: &str, #[case] message: &str) {
         let status = err.to_status();
         assert_eq!(status["kind"], "Status");
@@ -325,6 +365,38 @@ mod tests {
             reason: "x".into(),
         };
         assert_eq!(err.to_status()["details"], json!({}));
+    }
+
+    /// A webhook that sets no reason (Kyverno) leaves the Status without one; its code stays.
+    #[test]
+    fn a_webhook_without_reason_has_none_on_the_wire() {
+        let err = ApiError::WebhookDenied {
+            webhook: "validate.kyverno.svc-fail".into(),
+            message: "no".into(),
+            code: 400,
+            reason: "",
+        };
+        let status = err.to_status();
+        assert_eq!(status["code"], 400);
+        assert!(status.get("reason").is_none(), "{status}");
+        assert!(status.get("details").is_none(), "{status}");
+    }
+
+    /// A ValidatingAdmissionPolicy's denial keeps `NewForbidden`'s details and adds the denial
+    /// as a cause.
+    #[test]
+    fn a_policy_denial_names_its_message_as_a_cause() {
+        let err = ApiError::PolicyDenied {
+            group: String::new(),
+            resource: "pods".into(),
+            name: "p".into(),
+            message: "ValidatingAdmissionPolicy 'v' with binding 'b' denied request: no".into(),
+        };
+        assert_eq!(
+            err.to_status()["details"],
+            json!({"name": "p", "kind": "pods",
+                   "causes": [{"message": "ValidatingAdmissionPolicy 'v' with binding 'b' denied request: no"}]})
+        );
     }
 
     #[test]

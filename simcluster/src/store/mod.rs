@@ -265,7 +265,7 @@ pub struct Store {
     config: StoreConfig,
     /// The service-account tokens issued so far (they are not API objects).
     tokens: tokens::TokenBook,
-    /// The policy webhook's denied privileges (`admission.deny`), set once at start.
+    /// The cluster's admission policy (`admission`), set once at start.
     admission: std::sync::OnceLock<crate::config::topology::Admission>,
 }
 
@@ -325,7 +325,7 @@ impl Store {
 
     /// The cluster's admission policy (nothing denied unless set).
     pub fn admission_policy(&self) -> &crate::config::topology::Admission {
-        static NONE: crate::config::topology::Admission = crate::config::topology::Admission { deny: Vec::new() };
+        static NONE: crate::config::topology::Admission = crate::config::topology::Admission::OPEN;
         self.admission.get().unwrap_or(&NONE)
     }
 
@@ -383,6 +383,28 @@ impl Store {
             },
         };
         (items, inner.rv)
+    }
+
+    /// Gives `value` a name from its `generateName` when it has none: the prefix and five
+    /// random characters no object of the kind in `ns` has yet. The API server's registry does
+    /// this before validating admission runs (`rest.BeforeCreate`), so admission names the
+    /// object that would be created; `create` keeps the name.
+    pub fn generate_name(&self, rt: &ResourceType, ns: &str, value: &mut Value) {
+        let (name, generate) = (meta_str(value, "name"), meta_str(value, "generateName"));
+        if !name.is_empty() || generate.is_empty() {
+            return;
+        }
+        let generate = generate.to_string();
+        let inner = self.read();
+        let table = inner.tables.get(&key(rt));
+        for _ in 0..8 {
+            let candidate = format!("{generate}{}", random_suffix());
+            if !table.is_some_and(|t| t.contains_key(&obj_key(rt, ns, &candidate))) {
+                drop(inner);
+                set_meta(value, "name", json!(candidate));
+                return;
+            }
+        }
     }
 
     /// Creates an object, assigning name (from generateName), uid, resourceVersion,

@@ -1,5 +1,6 @@
-//! The real-cluster behaviours a topology can switch on (all off by default): a policy
-//! webhook denying host privileges (`admission.deny`), the kubelet's `maxPods`, slow Windows
+//! The real-cluster behaviours a topology can switch on (all off by default): an admission
+//! policy denying host privileges (`admission.deny`, refused as `admission.by` refuses them)
+//! and privileged namespaces (`admission.privilegedNamespaces`), the kubelet's `maxPods`, slow Windows
 //! pulls and the node's image cache (`timing.windowsPull`), the transient Warning events on the
 //! way to Running (`timing.transientEvents`), and node addresses the machine cannot reach
 //! (`network.nodeAddressesReachable`).
@@ -9,12 +10,12 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use rstest::rstest;
 use serde_json::{Value, json};
-use simcluster::{Privilege, Topology};
+use simcluster::{Enforcement, Privilege, Topology};
 
 const WIN_TOLERATION: &str = r#"{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}"#;
 
@@ -39,38 +40,167 @@ fn denying() -> Topology {
     t
 }
 
-/// `admission.deny` (real-clusters: Azure Policy, Gatekeeper or Kyverno baseline refuse host
-/// privileges): Gatekeeper's denial as the apiserver relays it (403, `admission webhook
-/// "validation.gatekeeper.sh" denied the request: [constraint] …`); kube-system is exempt; a
-/// pod without those privileges is created.
-#[rstest]
-#[case::host_port("team", json!({"containers": [{"name": "c", "image": "busybox:1.36", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}), Some("[psp-host-network-ports]"))]
-#[case::host_network("team", json!({"hostNetwork": true, "containers": [{"name": "c", "image": "busybox:1.36"}]}), Some("[psp-host-network-ports]"))]
-#[case::host_process("team", json!({"securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}}, "hostNetwork": true,
-    "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": [toleration()],
-    "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}]}), Some("[psp-windows-hostprocess]"))]
-#[case::system_namespace_exempt("kube-system", json!({"hostNetwork": true, "containers": [{"name": "c", "image": "busybox:1.36"}]}), None)]
-#[case::no_privileges("team", json!({"containers": [{"name": "c", "image": "busybox:1.36", "ports": [{"containerPort": 80}]}]}), None)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_policy_webhook_denies_host_privileges(#[case] ns: &str, #[case] spec: Value, #[case] denied: Option<&str>) {
-    let (_cluster, client) = common::cluster_and_client(denying(), "team").await;
-    let pods: Api<Pod> = Api::namespaced(client, ns);
-    let got = pods.create(&PostParams::default(), &pod("p", spec)).await;
-    match (denied, got) {
-        (None, Ok(_)) => {}
-        (Some(needle), Err(kube::Error::Api(status))) => {
-            assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"), "{status:?}");
-            assert!(
-                status
-                    .message
-                    .starts_with("admission webhook \"validation.gatekeeper.sh\" denied the request: "),
-                "{}",
-                status.message
-            );
-            assert!(status.message.contains(needle), "{}", status.message);
+fn denying_by(by: Enforcement, deny: &[Privilege]) -> Topology {
+    let mut t = denying();
+    t.admission.by = by;
+    t.admission.deny = deny.to_vec();
+    t
+}
+
+/// The pods every enforcer is asked about: one per host privilege (a HostProcess pod needs
+/// `hostNetwork` too, as validation requires), and one without any.
+fn host_pod(name: &str) -> Pod {
+    let busybox = |extra: Value| {
+        let mut c = json!({"name": "c", "image": "busybox:1.36"});
+        if let (Some(c), Some(extra)) = (c.as_object_mut(), extra.as_object()) {
+            c.extend(extra.clone());
         }
-        (d, other) => panic!("expected denial {d:?}, got {other:?}"),
+        c
+    };
+    let spec = match name {
+        "host-port" => json!({"containers": [busybox(json!({"ports": [{"containerPort": 80, "hostPort": 8080}]}))]}),
+        "host-network" => json!({"hostNetwork": true, "containers": [busybox(json!({}))]}),
+        "host-process" => {
+            json!({"securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+            "hostNetwork": true, "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": [toleration()],
+            "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}]})
+        }
+        _ => json!({"containers": [busybox(json!({"ports": [{"containerPort": 80}]}))]}),
+    };
+    pod(name, spec)
+}
+
+const GATEKEEPER: &str = "admission webhook \"validation.gatekeeper.sh\" denied the request: ";
+const NETWORKING: &str = "The specified hostNetwork and hostPort are not allowed";
+const ALL_DENIED: &str = "Allowed values: {\"hostNetwork\": false, \"max\": 0, \"min\": 0}";
+const VAP_NAMESPACES: &str = "ValidatingAdmissionPolicy 'cpol-disallow-host-namespaces' with binding 'cpol-disallow-host-namespaces-binding' denied request: Sharing the host namespaces is disallowed. The fields spec.hostNetwork, spec.hostIPC, and spec.hostPID must be unset or set to `false`.";
+const VAP_PORTS: &str = "ValidatingAdmissionPolicy 'cpol-disallow-host-ports' with binding 'cpol-disallow-host-ports-binding' denied request: Use of host ports is disallowed. The fields spec.containers[*].ports[*].hostPort, spec.initContainers[*].ports[*].hostPort, and spec.ephemeralContainers[*].ports[*].hostPort must either be unset or set to `0`.";
+const VAP_PROCESS: &str = "ValidatingAdmissionPolicy 'cpol-disallow-host-process' with binding 'cpol-disallow-host-process-binding' denied request: HostProcess containers are disallowed. The field spec.containers[*].securityContext.windowsOptions.hostProcess, spec.initContainers[*].securityContext.windowsOptions.hostProcess, and spec.ephemeralContainers[*].securityContext.windowsOptions.hostProcess must either be undefined or set to `false`.";
+const PSA: &str = "is forbidden: violates PodSecurity \"baseline:latest\": ";
+const PSA_PROCESS: &str = "hostProcess (pod must not set securityContext.windowsOptions.hostProcess=true)";
+
+/// Creates `pod` in `ns`: None when admitted, else the refusal's (code, reason, message, the
+/// message of its first cause).
+async fn refusal(client: &kube::Client, ns: &str, pod: &Pod) -> Option<(u16, String, String, String)> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    match pods.create(&PostParams::default(), pod).await {
+        Ok(_) => None,
+        Err(kube::Error::Api(status)) => {
+            let cause = status
+                .details
+                .as_ref()
+                .and_then(|d| d.causes.first())
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            Some((status.code, status.reason.clone(), status.message.clone(), cause))
+        }
+        Err(other) => panic!("creating {}: {other}", pod.name_any()),
     }
+}
+
+/// `admission.deny` with each `admission.by` (real clusters: Gatekeeper or Azure Policy,
+/// Kyverno's generated ValidatingAdmissionPolicies, Pod Security admission at baseline): a pod
+/// using a host privilege in a user namespace is refused with that mechanism's status code,
+/// reason and message; the same pods are created in kube-system; a pod without privileges is
+/// created anywhere.
+#[rstest]
+#[case::webhook(Enforcement::Webhook, 403, "Forbidden", [
+    format!("{GATEKEEPER}[psp-host-network-ports] {NETWORKING}, pod: host-port. {ALL_DENIED}"),
+    format!("{GATEKEEPER}[psp-host-network-ports] {NETWORKING}, pod: host-network. {ALL_DENIED}"),
+    format!("{GATEKEEPER}[psp-host-network-ports] {NETWORKING}, pod: host-process. {ALL_DENIED}\n[psp-windows-hostprocess] HostProcess containers are not allowed, pod: host-process"),
+])]
+#[case::validating_admission_policy(Enforcement::ValidatingAdmissionPolicy, 422, "Invalid", [
+    format!("pods \"host-port\" is forbidden: {VAP_PORTS}"),
+    format!("pods \"host-network\" is forbidden: {VAP_NAMESPACES}"),
+    format!("pods \"host-process\" is forbidden: {VAP_NAMESPACES}"),
+])]
+#[case::pod_security(Enforcement::PodSecurity, 403, "Forbidden", [
+    format!("pods \"host-port\" {PSA}hostPort (container \"c\" uses hostPort 8080)"),
+    format!("pods \"host-network\" {PSA}host namespaces (hostNetwork=true)"),
+    format!("pods \"host-process\" {PSA}host namespaces (hostNetwork=true), {PSA_PROCESS}"),
+])]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_privileges_are_refused_as_the_enforcer_refuses_them(
+    #[case] by: Enforcement,
+    #[case] code: u16,
+    #[case] reason: &str,
+    #[case] messages: [String; 3],
+) {
+    let all = [Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess];
+    let (_cluster, client) = common::cluster_and_client(denying_by(by, &all), "team").await;
+    for (name, message) in ["host-port", "host-network", "host-process"].into_iter().zip(messages) {
+        let (got_code, got_reason, got_message, cause) = refusal(&client, "team", &host_pod(name))
+            .await
+            .unwrap_or_else(|| panic!("{name} admitted in team"));
+        assert_eq!((got_code, got_reason.as_str()), (code, reason), "{name}: {got_message}");
+        assert_eq!(got_message, message, "{name}");
+        if by == Enforcement::ValidatingAdmissionPolicy {
+            // The denial again as a cause, without the prefix.
+            assert_eq!(format!("pods \"{name}\" is forbidden: {cause}"), got_message);
+        }
+        assert_eq!(
+            refusal(&client, "kube-system", &host_pod(name)).await,
+            None,
+            "{name} in kube-system"
+        );
+    }
+    assert_eq!(refusal(&client, "team", &host_pod("plain")).await, None);
+}
+
+/// Only the listed privileges are refused, whoever refuses them: with `deny: [hostProcess]` a
+/// host-network or host-port pod is created, a HostProcess pod refused by its own check.
+#[rstest]
+#[case::webhook(Enforcement::Webhook, format!("{GATEKEEPER}[psp-windows-hostprocess] HostProcess containers are not allowed, pod: host-process"))]
+#[case::validating_admission_policy(Enforcement::ValidatingAdmissionPolicy, format!("pods \"host-process\" is forbidden: {VAP_PROCESS}"))]
+#[case::pod_security(Enforcement::PodSecurity, format!("pods \"host-process\" {PSA}{PSA_PROCESS}"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_privilege_not_denied_is_admitted(#[case] by: Enforcement, #[case] message: String) {
+    let (_cluster, client) = common::cluster_and_client(denying_by(by, &[Privilege::HostProcess]), "team").await;
+    for name in ["host-port", "host-network"] {
+        assert_eq!(refusal(&client, "team", &host_pod(name)).await, None, "{name}");
+    }
+    let (_, _, got, _) = refusal(&client, "team", &host_pod("host-process"))
+        .await
+        .expect("host-process refused");
+    assert_eq!(got, message);
+}
+
+/// Pod Security names the pod a controller would have created: the name generated from the
+/// template's `generateName` (the registry generates it before validating admission), in the
+/// controller's `FailedCreate` event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_security_names_the_generated_pod_of_a_controller() {
+    let (_cluster, client) =
+        common::cluster_and_client(denying_by(Enforcement::PodSecurity, &[Privilege::HostNetwork]), "team").await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "team");
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"hostNetwork": true,
+            "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}))
+    .expect("deployment");
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("deployment created");
+    let events: Api<Event> = Api::namespaced(client.clone(), "team");
+    let message = common::eventually("FailedCreate on the ReplicaSet", || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find_map(|e| (e.reason.as_deref() == Some("FailedCreate")).then(|| e.message.unwrap_or_default()))
+    })
+    .await;
+    let (name, rest) = message
+        .strip_prefix("Error creating: pods \"")
+        .and_then(|m| m.split_once('"'))
+        .unwrap_or_else(|| panic!("{message}"));
+    assert_eq!(rest, format!(" {PSA}host namespaces (hostNetwork=true)"));
+    // web-<template hash>-<five generated characters>
+    let suffix = name.rsplit('-').next().unwrap_or_default();
+    assert!(name.starts_with("web-") && suffix.len() == 5, "{name}");
 }
 
 /// A controller's pods are refused the same way, and the controller says so in a
@@ -110,6 +240,161 @@ async fn a_denied_controller_pod_is_a_failed_create_event() {
     );
     let pods: Api<Pod> = Api::namespaced(client, "team");
     assert!(pods.list(&ListParams::default()).await.expect("pods").items.is_empty());
+}
+
+/// The network add-on runs whatever is denied, whoever refuses it: its DaemonSets' pods — host
+/// network, HostProcess on Windows — are created in its own namespace (flannel's kube-flannel,
+/// Calico's calico-system, ovn-kubernetes), which the policy leaves out like kube-system.
+#[rstest]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_network_add_on_runs_whatever_is_denied(
+    #[values("kubeadm-flannel-hostprocess", "kubeadm-calico", "ovn-kubernetes")] network: &str,
+    #[values(
+        Enforcement::Webhook,
+        Enforcement::ValidatingAdmissionPolicy,
+        Enforcement::PodSecurity
+    )]
+    by: Enforcement,
+) {
+    let (mut topology, ns) = match network {
+        "ovn-kubernetes" => {
+            let yaml = "name: t\nnetwork: {mode: transparent}\nnodes:\n- {name: linux-1, os: linux}\n\
+                        - {name: win-a, os: windows, kernelVersion: 10.0.20348.2762}\n";
+            (Topology::parse(yaml, "t.yaml").expect("topology"), "ovn-kubernetes")
+        }
+        profile => {
+            let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("topologies")
+                .join(format!("{profile}.yaml"));
+            let ns = if profile == "kubeadm-calico" {
+                "calico-system"
+            } else {
+                "kube-flannel"
+            };
+            (Topology::load(&path).expect("topology file"), ns)
+        }
+    };
+    topology = topology.instant().on_wall_clock();
+    topology.admission.by = by;
+    topology.admission.deny = vec![Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess];
+    let (_cluster, client) = common::cluster_and_client(topology, "team").await;
+    let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client.clone(), ns);
+    common::eventually(&format!("every DaemonSet of {ns} has its pods"), || async {
+        let list = daemonsets.list(&ListParams::default()).await.ok()?.items;
+        let complete = |d: &k8s_openapi::api::apps::v1::DaemonSet| {
+            d.status.as_ref().is_some_and(|s| {
+                s.desired_number_scheduled > 0 && s.current_number_scheduled == s.desired_number_scheduled
+            })
+        };
+        (!list.is_empty() && list.iter().all(complete)).then_some(())
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(client, ns);
+    let refused: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedCreate"))
+        .filter_map(|e| e.message)
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
+}
+
+/// The message Kyverno's `deny-privileged-profile` policy answers for namespace `name`, as the
+/// API server relays it.
+fn kyverno_denial(name: &str) -> String {
+    format!(
+        "admission webhook \"validate.kyverno.svc-fail\" denied the request: \n\nresource Namespace//{name} was blocked due to the following policies \n\ndeny-privileged-profile:\n  check-privileged: Only cluster-admins may create Namespaces that allow setting the\n    privileged level.\n"
+    )
+}
+
+fn namespace(name: &str, level: Option<&str>) -> Namespace {
+    let labels = level.map_or_else(|| json!({}), |l| json!({"pod-security.kubernetes.io/enforce": l}));
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).expect("namespace")
+}
+
+/// The (code, reason, message) of a refused namespace write.
+fn refused<T: std::fmt::Debug>(got: Result<T, kube::Error>) -> (u16, String, String) {
+    match got {
+        Err(kube::Error::Api(status)) => (status.code, status.reason.clone(), status.message.clone()),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// `admission.privilegedNamespaces: false` (on its own, nothing denied): creating, replacing,
+/// patching or applying a namespace into `pod-security.kubernetes.io/enforce=privileged` is
+/// refused as the API server relays Kyverno's denial (400, no reason); baseline, restricted
+/// and unlabelled namespaces are created; kube-system may carry the label. With the default
+/// (true) nothing is refused.
+#[rstest]
+#[case::locked(false)]
+#[case::open(true)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn privileged_namespaces_are_refused_by_a_policy(#[case] allowed: bool) {
+    let mut topology = Topology::default_cluster().instant().on_wall_clock();
+    topology.admission.privileged_namespaces = allowed;
+    let (_cluster, client) = common::cluster_and_client(topology, "team").await;
+    let namespaces: Api<Namespace> = Api::all(client);
+    let pp = PostParams::default();
+    for (name, level) in [
+        ("ns-baseline", Some("baseline")),
+        ("ns-restricted", Some("restricted")),
+        ("ns-plain", None),
+    ] {
+        namespaces.create(&pp, &namespace(name, level)).await.expect(name);
+    }
+    let privileged = Some("privileged");
+    let to_privileged = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}});
+    let writes = [
+        (
+            "ns-new",
+            namespaces.create(&pp, &namespace("ns-new", privileged)).await.map(drop),
+        ),
+        (
+            "ns-baseline",
+            namespaces
+                .patch("ns-baseline", &PatchParams::default(), &Patch::Merge(&to_privileged))
+                .await
+                .map(drop),
+        ),
+        (
+            "ns-plain",
+            namespaces
+                .replace("ns-plain", &pp, &namespace("ns-plain", privileged))
+                .await
+                .map(drop),
+        ),
+        (
+            "ns-applied",
+            namespaces
+                .patch(
+                    "ns-applied",
+                    &PatchParams::apply("test"),
+                    &Patch::Apply(namespace("ns-applied", privileged)),
+                )
+                .await
+                .map(drop),
+        ),
+    ];
+    for (name, got) in writes {
+        if allowed {
+            got.unwrap_or_else(|e| panic!("{name}: {e}"));
+        } else {
+            assert_eq!(refused(got), (400, String::new(), kyverno_denial(name)), "{name}");
+        }
+    }
+    namespaces
+        .patch("kube-system", &PatchParams::default(), &Patch::Merge(&to_privileged))
+        .await
+        .expect("kube-system may be privileged");
+    let level = |ns: Namespace| ns.labels().get("pod-security.kubernetes.io/enforce").cloned();
+    let expected = if allowed { "privileged" } else { "baseline" };
+    assert_eq!(
+        level(namespaces.get("ns-baseline").await.expect("get")).as_deref(),
+        Some(expected)
+    );
 }
 
 fn active_on(pods: &[Pod], node: &str) -> usize {

@@ -1,66 +1,37 @@
-//! A policy engine's validating admission webhook (`admission.deny`): pods using a denied
-//! privilege — hostPort, hostNetwork, HostProcess — are refused at create time outside the
-//! system namespace, with the denial a real apiserver relays from Gatekeeper.
+//! A policy engine's validating admission webhook (`admission.by: webhook`, the default): pods
+//! using a denied privilege — hostPort, hostNetwork, HostProcess — are refused at create time
+//! with the denial a real apiserver relays from Gatekeeper.
 //!
 //! Shapes, from upstream:
 //! - the apiserver wraps a webhook's refusal as `admission webhook "<name>" denied the request:
-//!   <message>` with the webhook's status code (kubernetes `staging/src/k8s.io/apiserver/pkg/
-//!   admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`);
-//! - Gatekeeper's webhook is `validation.gatekeeper.sh`, answers 403 Forbidden, and prefixes each
-//!   violation with its constraint's name in brackets (open-policy-agent/gatekeeper
-//!   `pkg/webhook/policy.go`);
+//!   <message>` with the webhook's status code and reason (kubernetes `staging/src/k8s.io/
+//!   apiserver/pkg/admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`);
+//! - Gatekeeper's webhook is `validation.gatekeeper.sh`, answers 403 with reason `Forbidden`,
+//!   and prefixes each violation with its constraint's name in brackets
+//!   (open-policy-agent/gatekeeper `pkg/webhook/policy.go`; the reason since
+//!   open-policy-agent/gatekeeper#1692);
 //! - the host networking message is gatekeeper-library's `k8spsphostnetworkingports`
 //!   (`library/pod-security-policy/host-network-ports`): `The specified hostNetwork and hostPort
 //!   are not allowed, pod: <name>. Allowed values: <parameters>`;
 //! - kube-system is exempt, as Azure Policy's built-in Kubernetes definitions exclude it by
-//!   default (`excludedNamespaces`) and Gatekeeper deployments exempt it; so is the namespace
-//!   of a network add-on that runs in its own (`kube-flannel`), as an admin exempts it with
-//!   the same `excludedNamespaces` parameter — or the cluster would have no pod network.
+//!   default (`excludedNamespaces`) and Gatekeeper deployments exempt it; so are the namespaces
+//!   of network add-ons that run in their own (`kube-flannel`, `calico-system`,
+//!   `ovn-kubernetes`), as an admin exempts them with the same `excludedNamespaces` parameter —
+//!   or the cluster would have no pod network (`super::SYSTEM_NAMESPACES`, applied before this
+//!   module is asked).
 
 use serde_json::Value;
 
+use super::{name_of, uses};
 use crate::config::topology::{Admission, Privilege};
 use crate::store::api_error::ApiError;
-use crate::vocab::json as j;
 
 /// The webhook's name, as the apiserver quotes it.
 pub const WEBHOOK: &str = "validation.gatekeeper.sh";
 
-/// Namespaces the policy engine does not review.
-pub const EXEMPT_NAMESPACES: &[&str] = &["kube-system", "kube-flannel"];
-
-/// Whether the pod uses `privilege`.
-fn uses(pod: &Value, privilege: Privilege) -> bool {
-    let containers = || {
-        ["/spec/containers", "/spec/initContainers"]
-            .into_iter()
-            .flat_map(move |p| j::array(pod, p))
-    };
-    match privilege {
-        Privilege::HostNetwork => j::bool(pod, "/spec/hostNetwork") == Some(true),
-        Privilege::HostPort => containers().any(|c| {
-            j::array(c, "/ports")
-                .iter()
-                .any(|p| p.get("hostPort").and_then(Value::as_i64).is_some_and(|h| h > 0))
-        }),
-        Privilege::HostProcess => {
-            j::bool(pod, "/spec/securityContext/windowsOptions/hostProcess") == Some(true)
-                || containers().any(|c| j::bool(c, "/securityContext/windowsOptions/hostProcess") == Some(true))
-        }
-    }
-}
-
-/// The violations of `pod` in namespace `namespace`, one message per constraint.
-pub fn violations(policy: &Admission, namespace: &str, pod: &Value) -> Vec<String> {
-    if policy.deny.is_empty() || EXEMPT_NAMESPACES.contains(&namespace) {
-        return Vec::new();
-    }
-    let name = j::str(pod, "/metadata/name");
-    let name = if name.is_empty() {
-        j::str(pod, "/metadata/generateName")
-    } else {
-        name
-    };
+/// The violations of `pod`, one message per constraint.
+pub fn violations(policy: &Admission, pod: &Value) -> Vec<String> {
+    let name = name_of(pod);
     let denies = |p: Privilege| policy.deny.contains(&p);
     let mut out = Vec::new();
     let networking = (denies(Privilege::HostNetwork) && uses(pod, Privilege::HostNetwork))
@@ -85,8 +56,8 @@ pub fn violations(policy: &Admission, namespace: &str, pod: &Value) -> Vec<Strin
 }
 
 /// Refuses `pod` if it violates the policy: Gatekeeper joins its violations with newlines.
-pub fn review(policy: &Admission, namespace: &str, pod: &Value) -> Result<(), ApiError> {
-    let found = violations(policy, namespace, pod);
+pub fn review(policy: &Admission, pod: &Value) -> Result<(), ApiError> {
+    let found = violations(policy, pod);
     if found.is_empty() {
         return Ok(());
     }
@@ -94,6 +65,7 @@ pub fn review(policy: &Admission, namespace: &str, pod: &Value) -> Result<(), Ap
         webhook: WEBHOOK.into(),
         message: found.join("\n"),
         code: 403,
+        reason: "Forbidden",
     })
 }
 
@@ -106,6 +78,7 @@ mod tests {
     fn all() -> Admission {
         Admission {
             deny: vec![Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess],
+            ..Admission::OPEN
         }
     }
 
@@ -144,6 +117,7 @@ mod tests {
         None
     )]
     fn denied_privileges(#[case] spec: Value, #[case] ns: &str, #[case] refused: Option<&str>) {
+        let review = crate::store::policy::review;
         let got = review(&all(), ns, &pod(spec.clone()));
         match refused {
             None => assert_eq!(got, Ok(())),
@@ -166,11 +140,12 @@ mod tests {
     fn only_listed_privileges_are_denied() {
         let policy = Admission {
             deny: vec![Privilege::HostPort],
+            ..Admission::OPEN
         };
         let host_network = pod(json!({"hostNetwork": true, "containers": [{"name": "c"}]}));
-        assert_eq!(review(&policy, "default", &host_network), Ok(()));
+        assert_eq!(review(&policy, &host_network), Ok(()));
         let host_port = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 2}]}]}));
-        let err = review(&policy, "default", &host_port).expect_err("refused");
+        let err = review(&policy, &host_port).expect_err("refused");
         assert!(
             err.to_string()
                 .ends_with("Allowed values: {\"hostNetwork\": true, \"max\": 0, \"min\": 0}"),
