@@ -16,6 +16,11 @@ use crate::store::resources;
 pub fn admit_pod(store: &Store, namespace: &str, pod: &mut Value) -> Result<(), ApiError> {
     runtime_class(store, pod)?;
     store.generate_name(resources::core("pods"), namespace, pod);
+    // The built-in PodSecurity plugin validates before ValidatingAdmissionPolicy and the
+    // webhooks (kubernetes `pkg/kubeapiserver/options/plugins.go`, `AllOrderedPlugins`).
+    if let Ok(ns) = store.get(resources::core("namespaces"), "", namespace) {
+        crate::store::policy::pod_security::review_namespace_level(ns.value(), pod)?;
+    }
     crate::store::policy::review(store.admission_policy(), namespace, pod)
 }
 

@@ -132,7 +132,40 @@ pub fn violations(policy: &Admission, pod: &Value) -> Vec<String> {
 
 /// Refuses `pod` if it fails a check of a denied privilege.
 pub fn review(policy: &Admission, pod: &Value) -> Result<(), ApiError> {
-    let found = violations(policy, pod);
+    refuse(LEVEL, violations(policy, pod), pod)
+}
+
+/// The built-in plugin enforcing a namespace's own level: its `pod-security.kubernetes.io/
+/// enforce` label (`baseline` or `restricted`; `privileged` or no label under the default
+/// AdmissionConfiguration enforces nothing) at its `enforce-version` (default `latest`),
+/// whatever the topology's `admission` says — every API server from 1.25 runs it
+/// (kubernetes/website `content/en/docs/concepts/security/pod-security-admission.md`). The
+/// host checks of the baseline level are modelled (host namespaces, host ports, HostProcess);
+/// `restricted` includes them; its other checks (non-root, seccomp, capabilities, …) are not.
+pub fn review_namespace_level(namespace: &Value, pod: &Value) -> Result<(), ApiError> {
+    let labels = namespace.pointer("/metadata/labels");
+    let label = |key: &str| {
+        labels
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let level = label("pod-security.kubernetes.io/enforce");
+    if !matches!(level, "baseline" | "restricted") {
+        return Ok(());
+    }
+    let version = match label("pod-security.kubernetes.io/enforce-version") {
+        "" => "latest",
+        v => v,
+    };
+    let every = Admission {
+        deny: vec![Privilege::HostNetwork, Privilege::HostPort, Privilege::HostProcess],
+        ..Admission::OPEN
+    };
+    refuse(&format!("{level}:{version}"), violations(&every, pod), pod)
+}
+
+fn refuse(level: &str, found: Vec<String>, pod: &Value) -> Result<(), ApiError> {
     if found.is_empty() {
         return Ok(());
     }
@@ -140,7 +173,7 @@ pub fn review(policy: &Admission, pod: &Value) -> Result<(), ApiError> {
         group: String::new(),
         resource: "pods".into(),
         name: name_of(pod).into(),
-        reason: format!("violates PodSecurity \"{LEVEL}\": {}", found.join(", ")),
+        reason: format!("violates PodSecurity \"{level}\": {}", found.join(", ")),
     })
 }
 
@@ -203,6 +236,32 @@ mod tests {
             format!("pods \"p\" is forbidden: violates PodSecurity \"baseline:latest\": {detail}")
         );
         assert_eq!(status["details"], json!({"name": "p", "kind": "pods"}));
+    }
+
+    /// A namespace's own label is enforced at its level and version; privileged, unlabelled or
+    /// another label's namespace enforces nothing.
+    #[rstest]
+    #[case::baseline(json!({"pod-security.kubernetes.io/enforce": "baseline"}), Some("baseline:latest"))]
+    #[case::restricted_versioned(
+        json!({"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "v1.30"}),
+        Some("restricted:v1.30")
+    )]
+    #[case::privileged(json!({"pod-security.kubernetes.io/enforce": "privileged"}), None)]
+    #[case::warn_only(json!({"pod-security.kubernetes.io/warn": "baseline"}), None)]
+    #[case::unlabelled(json!({}), None)]
+    fn a_namespaces_own_level_is_enforced(#[case] labels: Value, #[case] refused_at: Option<&str>) {
+        let ns = json!({"metadata": {"name": "team", "labels": labels}});
+        let host = json!({"metadata": {"name": "p"}, "spec": {"hostNetwork": true, "containers": [{"name": "c"}]}});
+        let got = review_namespace_level(&ns, &host);
+        match refused_at {
+            Some(level) => assert_eq!(
+                got.expect_err("refused").to_string(),
+                format!("pods \"p\" is forbidden: violates PodSecurity \"{level}\": host namespaces (hostNetwork=true)")
+            ),
+            None => assert_eq!(got, Ok(())),
+        }
+        let plain = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}});
+        assert_eq!(review_namespace_level(&ns, &plain), Ok(()));
     }
 
     /// Only the listed privileges are checked: with hostPort alone, a host-network pod passes
