@@ -147,12 +147,14 @@ mod tests {
     /// errors say the run cannot work with the cluster (real-clusters reference §7).
     #[rstest]
     #[case::gatekeeper(
-        403, "",
+        403,
+        "",
         "admission webhook \"validation.gatekeeper.sh\" denied the request: [psp-host-network-ports] The specified hostNetwork and hostPort are not allowed",
         Some(webhook("validation.gatekeeper.sh"))
     )]
     #[case::kyverno(
-        400, "BadRequest",
+        400,
+        "BadRequest",
         "admission webhook \"validate.kyverno.svc-fail\" denied the request: resource Pod/m/hp-2 was blocked due to the following policies",
         Some(webhook("validate.kyverno.svc-fail"))
     )]
@@ -172,15 +174,22 @@ mod tests {
         Some(Some(Policy::PodSecurity { level: "baseline:latest".into() }))
     )]
     #[case::quota(
-        403, "Forbidden",
+        403,
+        "Forbidden",
         "pods \"srv-1\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10",
         Some(None)
     )]
-    #[case::invalid(422, "Invalid", "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value", Some(None))]
+    #[case::invalid(
+        422,
+        "Invalid",
+        "Pod \"srv-1\" is invalid: spec.containers[0].image: Required value",
+        Some(None)
+    )]
     // A policy's words quoted in a validation error are not that policy's refusal.
     #[case::words_in_a_500(500, "InternalError", "admission webhook \"x\" denied the request: no", None)]
     #[case::rbac(
-        403, "Forbidden",
+        403,
+        "Forbidden",
         "pods \"srv-1\" is forbidden: User \"ci\" cannot patch resource \"pods\" in API group \"\" in the namespace \"m\"",
         None
     )]
@@ -197,7 +206,11 @@ mod tests {
         assert_eq!(got.as_ref().map(|r| r.by.clone()), expected, "{got:?}");
         if let Some(r) = got {
             assert_eq!(r.policy, r.by.is_some());
-            assert!(r.problem().contains(message) && r.problem().contains("--check '!"), "{}", r.problem());
+            assert!(
+                r.problem().contains(message) && r.problem().contains("--check '!"),
+                "{}",
+                r.problem()
+            );
             if let Some(p) = &r.by {
                 assert!(r.problem().contains(&p.to_string()), "{}", r.problem());
             }

@@ -838,3 +838,60 @@ fn a_kept_bundled_cluster_runs_the_printed_reproduce_commands() {
     );
     assert!(!Path::new(&kubeconfig).exists(), "the kubeconfig goes with the cluster");
 }
+
+fn denied_by_validating_admission_policy(t: &str) -> String {
+    format!("{t}admission:\n  deny: [hostPort, hostProcess]\n  by: validatingAdmissionPolicy\n")
+}
+
+fn denied_by_pod_security(t: &str) -> String {
+    format!("{t}admission:\n  deny: [hostPort, hostProcess]\n  by: podSecurity\n")
+}
+
+fn no_privileged_namespaces(t: &str) -> String {
+    format!("{t}admission:\n  privilegedNamespaces: false\n")
+}
+
+/// Policy denials of every shape (real-clusters reference §7: a ValidatingAdmissionPolicy
+/// answers 422 Invalid; Pod Security 403 `violates PodSecurity`; a Kyverno policy refusing
+/// privileged namespaces, after which the run's namespace is created at baseline and Pod
+/// Security refuses its host pods): the run completes and passes its gate; every cell that
+/// changes from the default cluster's verdict is `indeterminate` naming the refusal or the
+/// node-side probe it could not start; the cells of the refused privileges are among them.
+#[rstest::rstest]
+#[case::validating_admission_policy(denied_by_validating_admission_policy, "ValidatingAdmissionPolicy cpol-disallow-host", &["NET-HOSTPORT", "SEC-HOSTPROCESS"])]
+#[case::pod_security(denied_by_pod_security, "Pod Security admission (baseline:latest)", &["NET-HOSTPORT", "SEC-HOSTPROCESS"])]
+#[case::privileged_namespaces_refused(no_privileged_namespaces, "Pod Security admission (baseline:latest)", &["NET-HOSTPORT", "SEC-HOSTPROCESS", "NET-HOSTNETWORK"])]
+fn policy_denials_of_every_shape_leave_their_cells_indeterminate(
+    #[case] edit: fn(&str) -> String,
+    #[case] policy: &str,
+    #[case] rules: &[&str],
+) {
+    let plain_dir = tempfile::tempdir().expect("tempdir");
+    let plain = passing_run(plain_dir.path(), &["run", "--quiet"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topology = default_topology_with(dir.path(), edit);
+    let topology = topology.to_str().expect("a UTF-8 path");
+    let report = passing_run(dir.path(), &["run", "--quiet", "--topology", topology]);
+    assert!(report["aborted"].is_null(), "{:#}", report["aborted"]);
+    let before = verdicts(&plain);
+    let mut changed_rules = std::collections::BTreeSet::new();
+    for c in cells(&report) {
+        let id = c["id"].as_str().unwrap_or_default();
+        let verdict = c["verdict"].as_str().unwrap_or_default();
+        assert!(verdict != "fail" && verdict != "error", "{id}: {c:#}");
+        if before.get(id).map(String::as_str) == Some(verdict) {
+            continue;
+        }
+        assert_eq!(verdict, "indeterminate", "{id}: {c:#}");
+        let text = format!("{} {}", c["reason"], c["observed"]["summary"]);
+        assert!(
+            text.contains(policy) || text.contains("not run"),
+            "{id} names neither the policy nor the probe it could not start: {text}"
+        );
+        changed_rules.insert(c["rule_id"].as_str().unwrap_or_default().to_string());
+    }
+    for rule in rules {
+        assert!(changed_rules.contains(*rule), "{rule} not among {changed_rules:?}");
+    }
+    assert_eq!(cells(&report).len(), before.len());
+}

@@ -58,7 +58,6 @@ fn a_pending_pod_says_why_the_scheduler_left_it() {
 }
 use serde_json::json;
 
-
 /// The hostPort server is the core server's netexec container alone with the hostPort on
 /// its TCP port; no service of the run selects it.
 #[test]

@@ -144,12 +144,7 @@ pub fn review(policy: &Admission, pod: &Value) -> Result<(), ApiError> {
 /// `restricted` includes them; its other checks (non-root, seccomp, capabilities, …) are not.
 pub fn review_namespace_level(namespace: &Value, pod: &Value) -> Result<(), ApiError> {
     let labels = namespace.pointer("/metadata/labels");
-    let label = |key: &str| {
-        labels
-            .and_then(|l| l.get(key))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
+    let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str).unwrap_or("");
     let level = label("pod-security.kubernetes.io/enforce");
     if !matches!(level, "baseline" | "restricted") {
         return Ok(());
@@ -256,7 +251,9 @@ mod tests {
         match refused_at {
             Some(level) => assert_eq!(
                 got.expect_err("refused").to_string(),
-                format!("pods \"p\" is forbidden: violates PodSecurity \"{level}\": host namespaces (hostNetwork=true)")
+                format!(
+                    "pods \"p\" is forbidden: violates PodSecurity \"{level}\": host namespaces (hostNetwork=true)"
+                )
             ),
             None => assert_eq!(got, Ok(())),
         }
