@@ -145,8 +145,10 @@ pub struct RunArgs {
     /// window ends.
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub egress: Option<bool>,
-    /// The whole run's deadline (e.g. 10m, 90s).
-    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    /// The whole run's deadline (e.g. 20m, 90s). The default fits a first run on a Windows
+    /// Server 2025 pool with cold pulls: 15 minutes for the fixtures (the e2e framework's
+    /// `podStartSlowTimeout` for pods pulling a large image) and 5 for the cells.
+    #[arg(long, value_name = "DURATION", default_value = "20m")]
     pub timeout: String,
     /// How long a flow that does not work yet is tried again before it is judged (pod and
     /// Service flows; NodePorts and LoadBalancers twice that), counted from when the fixtures

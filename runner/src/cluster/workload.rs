@@ -97,8 +97,12 @@ enum Attempt {
     OutOfPods,
 }
 
-/// How long a created pod may take to show what it does.
+/// How long a created Linux pod may take to show what it does.
 const SETTLE: Duration = Duration::from_secs(120);
+/// How long a created Windows pod may take: its image may be a first pull of several GB
+/// (Server Core `ltsc2025`), the e2e framework's wait for a pod "pulling a large image"
+/// (kubernetes `test/e2e/framework/timeouts.go`, `podStartSlowTimeout`, 15 minutes).
+const SETTLE_WINDOWS: Duration = Duration::from_secs(15 * 60);
 
 /// What happened to a created pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -514,7 +518,7 @@ impl<'a> Workloads<'a> {
     /// these in time (what it was still doing).
     async fn settle(&self, name: &str, os: mixcheck_reports::Os) -> Result<Observed, String> {
         let limit = if os == mixcheck_reports::Os::Windows {
-            SETTLE * 2
+            SETTLE_WINDOWS
         } else {
             SETTLE
         };

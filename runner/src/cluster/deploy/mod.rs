@@ -182,7 +182,10 @@ pub async fn create_namespace(client: &kube::Client, ns: &str, run_id: &str) -> 
 fn ready_timeout(os: Os) -> Duration {
     match os {
         Os::Linux => Duration::from_secs(180),
-        Os::Windows => Duration::from_secs(600),
+        // A first pull of a Windows image may take many minutes (Server Core `ltsc2025` is
+        // several GB): the e2e framework's wait for a pod "pulling a large image" (kubernetes
+        // `test/e2e/framework/timeouts.go`, `podStartSlowTimeout`).
+        Os::Windows => Duration::from_secs(15 * 60),
     }
 }
 
