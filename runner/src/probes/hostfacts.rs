@@ -48,13 +48,27 @@ pub struct Reading {
 
 /// Runs the commands on every Windows node with a host probe of the run, concurrently.
 pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> Vec<Reading> {
-    let nodes: Vec<(&String, &str)> = cluster
+    let nodes: Vec<(&String, &crate::cluster::deploy::Placed)> = cluster
         .nodes
         .iter()
         .filter(|n| n.os == Os::Windows)
-        .filter_map(|n| dep.hosts.get(&n.name).map(|p| (&n.name, p.name.as_str())))
+        .filter_map(|n| dep.hosts.get(&n.name).map(|p| (&n.name, p)))
         .collect();
-    futures::future::join_all(nodes.into_iter().map(|(node, pod)| async move {
+    futures::future::join_all(nodes.into_iter().map(|(node, placed)| async move {
+        // A node-side probe that never ran (refused by policy, never ready) answers nothing:
+        // every fact it would read is unknown for that reason.
+        if let Some(problem) = &placed.problem {
+            let why = || Err(format!("{}the node-side probe is not usable: {problem}", outcome::NOT_RUN));
+            return Reading {
+                node: node.clone(),
+                hns_types: why(),
+                kube_proxy: why(),
+                version: why(),
+                kubelet: why(),
+                cni_conf: why(),
+            };
+        }
+        let pod = placed.name.as_str();
         let (hns_types, kube_proxy, version, kubelet, cni_conf) = futures::future::join5(
             run(pods, pod, HNS_TYPES),
             run(pods, pod, KUBE_PROXY_CMDLINE),
