@@ -16,5 +16,6 @@ pub mod podwatch;
 pub mod progress;
 pub mod proxy;
 pub mod reach;
+pub mod startup;
 pub mod target;
 pub mod workload;

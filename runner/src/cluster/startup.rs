@@ -1,0 +1,282 @@
+//! How long a fixture pod took to start on its node — each image's pull, read from the kubelet's
+//! `Pulled` event, and the time from scheduling to its sandbox and to Ready, read from the pod's
+//! conditions — and what a pod still waiting is pulling: the start-up figures operators ask
+//! for on Windows pools (Server Core images pull for minutes).
+//!
+//! Texts, from upstream (kubernetes `pkg/kubelet/images/image_manager.go`): `Pulling image
+//! "<image>"` when a pull starts; `Successfully pulled image "<image>" in <duration> (<duration>
+//! including waiting). Image size: <n> bytes.` when it ends, the duration printed as Go prints a
+//! `time.Duration` (`2m10.512s`, `845ms`); `Container image "<image>" already present on
+//! machine` when no pull was needed. Conditions (kubernetes `pkg/kubelet/status/generate.go`):
+//! `PodScheduled`, `PodReadyToStartContainers` (from 1.29; the sandbox and its network are up),
+//! `Ready`.
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use serde::Serialize;
+
+/// One image of a pod: how long its pull took, or that it was on the node already.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImagePull {
+    pub image: String,
+    /// Seconds the pull took as the kubelet reported it; None when the image was present.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_seconds: Option<f64>,
+}
+
+/// How one pod started on its node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Startup {
+    pub pod: String,
+    pub pulls: Vec<ImagePull>,
+    /// Seconds from scheduled to sandbox ready (the pod's network set up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_seconds: Option<f64>,
+    /// Seconds from scheduled to Ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_seconds: Option<f64>,
+}
+
+/// The events about pod `name`, oldest first.
+fn about<'e>(events: &'e [Event], name: &str) -> Vec<&'e Event> {
+    let mut mine: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .collect();
+    mine.sort_by_key(|e| e.last_timestamp.as_ref().map(|t| t.0));
+    mine
+}
+
+/// The image quoted in an event message after `prefix` (`Pulling image "x"`).
+fn quoted_image<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    let rest = message.strip_prefix(prefix)?.strip_prefix('"')?;
+    rest.split('"').next()
+}
+
+/// How pod `pod` started, from its conditions and the namespace's `events`.
+pub fn of(pod: &Pod, events: &[Event]) -> Startup {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let mut pulls: Vec<ImagePull> = Vec::new();
+    for e in about(events, &name) {
+        let message = e.message.as_deref().unwrap_or("");
+        let pull = match e.reason.as_deref() {
+            Some("Pulled") => {
+                if let Some(image) = quoted_image(message, "Successfully pulled image ") {
+                    let seconds = message
+                        .split_once(" in ")
+                        .and_then(|(_, rest)| rest.split_whitespace().next())
+                        .and_then(go_duration_seconds);
+                    Some(ImagePull {
+                        image: image.to_string(),
+                        pull_seconds: seconds,
+                    })
+                } else {
+                    quoted_image(message, "Container image ").map(|image| ImagePull {
+                        image: image.to_string(),
+                        pull_seconds: None,
+                    })
+                }
+            }
+            _ => None,
+        };
+        if let Some(p) = pull
+            && !pulls.iter().any(|q| q.image == p.image)
+        {
+            pulls.push(p);
+        }
+    }
+    let since_scheduled = |kind: &str| {
+        let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+        let at = |t: &str| {
+            conditions
+                .iter()
+                .find(|c| c.type_ == t && c.status == "True")
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0)
+        };
+        let (from, to) = (at("PodScheduled")?, at(kind)?);
+        let ms = to.as_millisecond() - from.as_millisecond();
+        (ms >= 0).then(|| ms as f64 / 1000.0)
+    };
+    Startup {
+        pod: name,
+        pulls,
+        sandbox_seconds: since_scheduled("PodReadyToStartContainers"),
+        ready_seconds: since_scheduled("Ready"),
+    }
+}
+
+/// What pod `name` is pulling now: the image of its latest `Pulling` event with no `Pulled` or
+/// `Failed` after it, and when that pull started (milliseconds since the epoch).
+pub fn pulling(events: &[Event], name: &str) -> Option<(String, i64)> {
+    let mut current: Option<(String, i64)> = None;
+    for e in about(events, name) {
+        let message = e.message.as_deref().unwrap_or("");
+        match e.reason.as_deref() {
+            Some("Pulling") => {
+                if let (Some(image), Some(at)) = (quoted_image(message, "Pulling image "), e.last_timestamp.as_ref()) {
+                    current = Some((image.to_string(), at.0.as_millisecond()));
+                }
+            }
+            Some("Pulled" | "Failed" | "BackOff") => current = None,
+            _ => {}
+        }
+    }
+    current
+}
+
+/// `repo/name:tag` of an image reference without its registry, for a progress line.
+pub fn short_image(image: &str) -> &str {
+    match image.split_once('/') {
+        Some((first, rest)) if first.contains('.') || first.contains(':') || first == "localhost" => rest,
+        _ => image,
+    }
+    .rsplit('/')
+    .next()
+    .unwrap_or(image)
+}
+
+/// Seconds in a Go `time.Duration` string (`2m10.512s`, `845ms`, `1h2m`, `1.5µs`); None when
+/// it is not one.
+pub fn go_duration_seconds(text: &str) -> Option<f64> {
+    let text = text.trim_end_matches([',', '.', ')']);
+    if text == "0" {
+        return Some(0.0);
+    }
+    let mut total = 0.0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|&n| n > 0)?;
+        let value: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let (unit, scale) = [
+            ("ns", 1e-9),
+            ("us", 1e-6),
+            ("µs", 1e-6),
+            ("μs", 1e-6),
+            ("ms", 1e-3),
+            ("s", 1.0),
+            ("m", 60.0),
+            ("h", 3600.0),
+        ]
+        .into_iter()
+        .find(|(u, _)| rest.starts_with(u))?;
+        total += value * scale;
+        rest = &rest[unit.len()..];
+    }
+    Some(total)
+}
+
+/// `2 m 10 s`, `45 s`: an elapsed time for a progress line.
+pub fn elapsed_words(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    if seconds >= 60 {
+        format!("{} m {:02} s", seconds / 60, seconds % 60)
+    } else {
+        format!("{seconds} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+    use serde_json::json;
+
+    use super::*;
+
+    #[rstest]
+    #[case::real_kubelet("2m10.512s", Some(130.512))]
+    #[case::bundled("1.234s", Some(1.234))]
+    #[case::millis("845ms", Some(0.845))]
+    #[case::hours("1h2m3s", Some(3723.0))]
+    #[case::micro("1.5µs", Some(0.0000015))]
+    #[case::zero("0", Some(0.0))]
+    #[case::trailing_paren("3.2s)", Some(3.2))]
+    #[case::no_unit("12", None)]
+    #[case::words("quickly", None)]
+    #[case::empty("", None)]
+    fn go_durations_parse(#[case] text: &str, #[case] seconds: Option<f64>) {
+        let got = go_duration_seconds(text);
+        match (got, seconds) {
+            (Some(g), Some(s)) => assert!((g - s).abs() < 1e-9, "{text}: {g} != {s}"),
+            _ => assert_eq!(got, seconds, "{text}"),
+        }
+    }
+
+    fn event(pod: &str, reason: &str, message: &str, at: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("{pod}.{reason}.{at}")},
+            "involvedObject": {"kind": "Pod", "name": pod},
+            "reason": reason, "message": message, "type": "Normal",
+            "lastTimestamp": at,
+        }))
+        .expect("event")
+    }
+
+    #[test]
+    fn a_pods_pulls_and_start_up_are_read_from_its_events_and_conditions() {
+        let events = vec![
+            event("srv-2", "Pulling", "Pulling image \"registry.k8s.io/e2e-test-images/agnhost:2.53\"", "2026-12-02T10:00:00Z"),
+            event(
+                "srv-2",
+                "Pulled",
+                "Successfully pulled image \"registry.k8s.io/e2e-test-images/agnhost:2.53\" in 2m10.512s (2m10.512s including waiting). Image size: 45321876 bytes.",
+                "2026-12-02T10:02:10Z",
+            ),
+            event("srv-2", "Pulled", "Container image \"registry.k8s.io/pause:3.10\" already present on machine", "2026-12-02T10:02:11Z"),
+            event("srv-3", "Pulling", "Pulling image \"mcr.microsoft.com/windows/servercore:ltsc2025\"", "2026-12-02T10:00:05Z"),
+        ];
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "srv-2"},
+            "status": {"conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-02T09:59:58Z"},
+                {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": "2026-12-02T10:00:00Z"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-02T10:02:14Z"}
+            ]}
+        }))
+        .expect("pod");
+        let s = of(&pod, &events);
+        assert_eq!(
+            s.pulls,
+            vec![
+                ImagePull {
+                    image: "registry.k8s.io/e2e-test-images/agnhost:2.53".into(),
+                    pull_seconds: Some(130.512)
+                },
+                ImagePull {
+                    image: "registry.k8s.io/pause:3.10".into(),
+                    pull_seconds: None
+                },
+            ]
+        );
+        assert_eq!(s.sandbox_seconds, Some(2.0));
+        assert_eq!(s.ready_seconds, Some(136.0));
+        // srv-2's pull is over; srv-3 is pulling Server Core since 10:00:05.
+        assert_eq!(pulling(&events, "srv-2"), None);
+        let (image, since) = pulling(&events, "srv-3").expect("pulling");
+        assert_eq!(short_image(&image), "servercore:ltsc2025");
+        let expected: k8s_openapi::jiff::Timestamp = "2026-12-02T10:00:05Z".parse().expect("t");
+        assert_eq!(since, expected.as_millisecond());
+    }
+
+    #[rstest]
+    #[case("mcr.microsoft.com/windows/servercore:ltsc2025", "servercore:ltsc2025")]
+    #[case("registry.k8s.io/e2e-test-images/agnhost:2.53", "agnhost:2.53")]
+    #[case("busybox:1.36", "busybox:1.36")]
+    #[case("harbor.corp:8443/k8s/pause:3.10", "pause:3.10")]
+    fn images_are_shortened_for_the_progress_line(#[case] image: &str, #[case] short: &str) {
+        assert_eq!(short_image(image), short);
+    }
+
+    #[rstest]
+    #[case(45, "45 s")]
+    #[case(130, "2 m 10 s")]
+    #[case(-3, "0 s")]
+    fn elapsed_times_read_as_words(#[case] seconds: i64, #[case] words: &str) {
+        assert_eq!(elapsed_words(seconds), words);
+    }
+}
