@@ -111,6 +111,35 @@ pub struct NodeFacts {
     /// `spec.podCIDR`: the node's pod subnet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_cidr: Option<Fact<String>>,
+    /// How the run's fixture pods started on the node: each image's pull (the kubelet's
+    /// `Pulled` event), and the time from scheduled to sandbox and to Ready.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub startup: Vec<PodStartup>,
+}
+
+/// How one of the run's pods started on its node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodStartup {
+    /// The pod's name.
+    pub pod: String,
+    /// Its images, in the order the kubelet reported them.
+    pub pulls: Vec<ImagePull>,
+    /// Milliseconds from scheduled to sandbox ready (`PodReadyToStartContainers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_ms: Option<u64>,
+    /// Milliseconds from scheduled to Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_ms: Option<u64>,
+}
+
+/// One image of a pod: how long its pull took, or that it was on the node already.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImagePull {
+    /// The image reference as the pod names it.
+    pub image: String,
+    /// Milliseconds the pull took as the kubelet reported it; None when the image was present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_ms: Option<u64>,
 }
 
 /// What the run learnt about the cluster before judging any cell.

@@ -456,6 +456,7 @@ fn node_facts(n: &Node, node: &ClusterNode) -> NodeFacts {
             .and_then(|s| s.pod_cidr.clone())
             .filter(|c| !c.is_empty())
             .map(|c| Fact::new(c, format!("{src} spec.podCIDR"))),
+        startup: Vec::new(),
     }
 }
 

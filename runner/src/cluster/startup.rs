@@ -12,29 +12,8 @@
 //! `Ready`.
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use serde::Serialize;
 
-/// One image of a pod: how long its pull took, or that it was on the node already.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ImagePull {
-    pub image: String,
-    /// Seconds the pull took as the kubelet reported it; None when the image was present.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pull_seconds: Option<f64>,
-}
-
-/// How one pod started on its node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Startup {
-    pub pod: String,
-    pub pulls: Vec<ImagePull>,
-    /// Seconds from scheduled to sandbox ready (the pod's network set up).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sandbox_seconds: Option<f64>,
-    /// Seconds from scheduled to Ready.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ready_seconds: Option<f64>,
-}
+pub use mixcheck_reports::facts::{ImagePull, PodStartup as Startup};
 
 /// The events about pod `name`, oldest first.
 fn about<'e>(events: &'e [Event], name: &str) -> Vec<&'e Event> {
@@ -61,18 +40,19 @@ pub fn of(pod: &Pod, events: &[Event]) -> Startup {
         let pull = match e.reason.as_deref() {
             Some("Pulled") => {
                 if let Some(image) = quoted_image(message, "Successfully pulled image ") {
-                    let seconds = message
+                    let ms = message
                         .split_once(" in ")
                         .and_then(|(_, rest)| rest.split_whitespace().next())
-                        .and_then(go_duration_seconds);
+                        .and_then(go_duration_seconds)
+                        .map(|s| (s * 1000.0).round() as u64);
                     Some(ImagePull {
                         image: image.to_string(),
-                        pull_seconds: seconds,
+                        pull_ms: ms,
                     })
                 } else {
                     quoted_image(message, "Container image ").map(|image| ImagePull {
                         image: image.to_string(),
-                        pull_seconds: None,
+                        pull_ms: None,
                     })
                 }
             }
@@ -94,14 +74,13 @@ pub fn of(pod: &Pod, events: &[Event]) -> Startup {
                 .map(|t| t.0)
         };
         let (from, to) = (at("PodScheduled")?, at(kind)?);
-        let ms = to.as_millisecond() - from.as_millisecond();
-        (ms >= 0).then(|| ms as f64 / 1000.0)
+        u64::try_from(to.as_millisecond() - from.as_millisecond()).ok()
     };
     Startup {
         pod: name,
         pulls,
-        sandbox_seconds: since_scheduled("PodReadyToStartContainers"),
-        ready_seconds: since_scheduled("Ready"),
+        sandbox_ms: since_scheduled("PodReadyToStartContainers"),
+        ready_ms: since_scheduled("Ready"),
     }
 }
 
@@ -122,6 +101,42 @@ pub fn pulling(events: &[Event], name: &str) -> Option<(String, i64)> {
         }
     }
     current
+}
+
+/// How each of the run's fixture pods started, by node: one list of the namespace's pods and one
+/// of its events. Unreadable, nothing (the figures are a report's extra, never a verdict's).
+pub async fn of_fixtures(
+    client: &kube::Client,
+    ns: &str,
+    dep: &crate::cluster::deploy::Deployment,
+) -> std::collections::BTreeMap<String, Vec<Startup>> {
+    use kube::api::{Api, ListParams};
+    let wait = std::time::Duration::from_secs(20);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default();
+    let (Ok(Ok(pods)), Ok(Ok(events))) = futures::future::join(
+        tokio::time::timeout(wait, pods.list(&lp)),
+        tokio::time::timeout(wait, events.list(&lp)),
+    )
+    .await
+    else {
+        return std::collections::BTreeMap::new();
+    };
+    let by_name: std::collections::BTreeMap<&str, &Pod> = pods
+        .items
+        .iter()
+        .filter_map(|p| p.metadata.name.as_deref().map(|n| (n, p)))
+        .collect();
+    let mut out: std::collections::BTreeMap<String, Vec<Startup>> = std::collections::BTreeMap::new();
+    for placed in [&dep.servers, &dep.clients, &dep.hosts] {
+        for (node, p) in placed {
+            if let Some(pod) = by_name.get(p.name.as_str()) {
+                out.entry(node.clone()).or_default().push(of(pod, &events.items));
+            }
+        }
+    }
+    out
 }
 
 /// `repo/name:tag` of an image reference without its registry, for a progress line.
@@ -220,15 +235,30 @@ mod tests {
     #[test]
     fn a_pods_pulls_and_start_up_are_read_from_its_events_and_conditions() {
         let events = vec![
-            event("srv-2", "Pulling", "Pulling image \"registry.k8s.io/e2e-test-images/agnhost:2.53\"", "2026-12-02T10:00:00Z"),
+            event(
+                "srv-2",
+                "Pulling",
+                "Pulling image \"registry.k8s.io/e2e-test-images/agnhost:2.53\"",
+                "2026-12-02T10:00:00Z",
+            ),
             event(
                 "srv-2",
                 "Pulled",
                 "Successfully pulled image \"registry.k8s.io/e2e-test-images/agnhost:2.53\" in 2m10.512s (2m10.512s including waiting). Image size: 45321876 bytes.",
                 "2026-12-02T10:02:10Z",
             ),
-            event("srv-2", "Pulled", "Container image \"registry.k8s.io/pause:3.10\" already present on machine", "2026-12-02T10:02:11Z"),
-            event("srv-3", "Pulling", "Pulling image \"mcr.microsoft.com/windows/servercore:ltsc2025\"", "2026-12-02T10:00:05Z"),
+            event(
+                "srv-2",
+                "Pulled",
+                "Container image \"registry.k8s.io/pause:3.10\" already present on machine",
+                "2026-12-02T10:02:11Z",
+            ),
+            event(
+                "srv-3",
+                "Pulling",
+                "Pulling image \"mcr.microsoft.com/windows/servercore:ltsc2025\"",
+                "2026-12-02T10:00:05Z",
+            ),
         ];
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": "srv-2"},
@@ -245,16 +275,16 @@ mod tests {
             vec![
                 ImagePull {
                     image: "registry.k8s.io/e2e-test-images/agnhost:2.53".into(),
-                    pull_seconds: Some(130.512)
+                    pull_ms: Some(130_512)
                 },
                 ImagePull {
                     image: "registry.k8s.io/pause:3.10".into(),
-                    pull_seconds: None
+                    pull_ms: None
                 },
             ]
         );
-        assert_eq!(s.sandbox_seconds, Some(2.0));
-        assert_eq!(s.ready_seconds, Some(136.0));
+        assert_eq!(s.sandbox_ms, Some(2_000));
+        assert_eq!(s.ready_ms, Some(136_000));
         // srv-2's pull is over; srv-3 is pulling Server Core since 10:00:05.
         assert_eq!(pulling(&events, "srv-2"), None);
         let (image, since) = pulling(&events, "srv-3").expect("pulling");

@@ -58,7 +58,12 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
         // A node-side probe that never ran (refused by policy, never ready) answers nothing:
         // every fact it would read is unknown for that reason.
         if let Some(problem) = &placed.problem {
-            let why = || Err(format!("{}the node-side probe is not usable: {problem}", outcome::NOT_RUN));
+            let why = || {
+                Err(format!(
+                    "{}the node-side probe is not usable: {problem}",
+                    outcome::NOT_RUN
+                ))
+            };
             return Reading {
                 node: node.clone(),
                 hns_types: why(),

@@ -171,9 +171,18 @@ async fn deploy_scope(
 /// What only the Windows nodes themselves show (managed platforms), read before the cells that
 /// depend on it are judged: the facts refined by it, kept in `probing`.
 async fn read_nodes<'a>(run: &Run<'_>, ctx: &Ctx<'_>, dep: &Deployment, probing: &'a Probing) -> &'a ClusterFacts {
-    let read_now = hostfacts::read(&ctx.pods, dep, run.facts).await;
+    let (read_now, startups) = futures::future::join(
+        hostfacts::read(&ctx.pods, dep, run.facts),
+        crate::cluster::startup::of_fixtures(&ctx.client, ctx.ns, dep),
+    )
+    .await;
     let mut read = run.facts.clone();
     hostfacts::refine(&mut read, &read_now);
+    for (node, list) in startups {
+        if let Some(n) = read.report.nodes.get_mut(&node) {
+            n.startup = list;
+        }
+    }
     let _ = probing.readings.set(read_now);
     if let Some(line) = hostfacts::describe(run.facts, &read) {
         run.say(&line);

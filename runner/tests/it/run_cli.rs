@@ -895,3 +895,56 @@ fn policy_denials_of_every_shape_leave_their_cells_indeterminate(
     }
     assert_eq!(cells(&report).len(), before.len());
 }
+
+/// Windows pulls that take minutes on the cluster's clock (Server Core on a cold node).
+fn slow_windows_pulls(t: &str) -> String {
+    t.replacen("  scale: 0.05\n", "  scale: 0.05\n  windowsPull: 200s\n", 1)
+}
+
+/// A cold Windows pool (real-clusters reference §7, "Time"): while fixtures wait for their
+/// first pulls, the progress names the node, the image and how long it has been pulling; the
+/// pull and start-up times of each fixture pod go into results.json's node facts.
+#[test]
+fn pulls_in_progress_are_named_per_node_and_their_times_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topology = default_topology_with(dir.path(), slow_windows_pulls);
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--topology",
+            topology.to_str().expect("utf-8"),
+            "--check",
+            "NET-POD-SVC-CLUSTERIP",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let line = regex::Regex::new(r"(?m)^    \S+ on win\S+: pulling agnhost:2\.53, \d+ s$").expect("re");
+    assert!(line.is_match(&stderr), "no per-node pull line:\n{stderr}");
+    let report = results(dir.path());
+    // Every worker got fixtures (the control plane none).
+    for (node, facts) in report["facts"]["nodes"]
+        .as_object()
+        .expect("nodes")
+        .iter()
+        .filter(|(n, _)| n.as_str() != "control-plane")
+    {
+        let startup = facts["startup"].as_array().cloned().unwrap_or_default();
+        assert!(!startup.is_empty(), "{node}: {facts:#}");
+        let pulls: Vec<&Value> = startup
+            .iter()
+            .flat_map(|s| s["pulls"].as_array().into_iter().flatten())
+            .collect();
+        assert!(!pulls.is_empty(), "{node}: {startup:#?}");
+        assert!(
+            startup.iter().all(|s| s["ready_ms"].as_u64().is_some()),
+            "{node}: {startup:#?}"
+        );
+        if node.starts_with("win") {
+            // 200 s on the cluster's clock, 10 s of wall time: the kubelet's report.
+            let slowest = pulls.iter().filter_map(|p| p["pull_ms"].as_u64()).max().unwrap_or(0);
+            assert!(slowest >= 5_000, "{node}: {pulls:#?}");
+        }
+    }
+}

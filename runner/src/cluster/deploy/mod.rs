@@ -301,6 +301,16 @@ fn waiting_on(p: Option<&Pod>, node: &str, events: &[Event]) -> String {
         ))
     });
     let name = p.metadata.name.as_deref().unwrap_or_default();
+    // A pull in progress says what and for how long ("win-1: pulling servercore:ltsc2025,
+    // 2 m 10 s"): on a Windows pool the first pulls take minutes.
+    if let Some((image, since_ms)) = crate::cluster::startup::pulling(events, name) {
+        let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+        return format!(
+            "on {node}: pulling {}, {}",
+            crate::cluster::startup::short_image(&image),
+            crate::cluster::startup::elapsed_words((now_ms - since_ms) / 1000)
+        );
+    }
     let warning = events
         .iter()
         .rfind(|e| e.involved_object.name.as_deref() == Some(name) && e.type_.as_deref() == Some("Warning"))
