@@ -13,5 +13,6 @@ pub mod leftovers;
 pub mod podwatch;
 pub mod progress;
 pub mod reach;
+pub mod registry;
 pub mod target;
 pub mod workload;

@@ -128,7 +128,8 @@ pub struct Workloads<'a> {
     pub ns: String,
     pub fixtures: &'a Fixtures,
     pub labels: std::collections::BTreeMap<String, String>,
-    pub registry: Option<String>,
+    /// The run's mirrors and pull secrets.
+    pub registry: crate::cluster::registry::Registry,
     ready: Mutex<HashMap<String, Ready>>,
     watch: PodWatch,
     /// The node's pod slots (allocatable pods less what is there).
@@ -145,7 +146,7 @@ impl<'a> Workloads<'a> {
         ns: &str,
         fixtures: &'a Fixtures,
         labels: std::collections::BTreeMap<String, String>,
-        registry: Option<String>,
+        registry: crate::cluster::registry::Registry,
         budget: Budget,
     ) -> Self {
         Self {
@@ -241,7 +242,7 @@ impl<'a> Workloads<'a> {
             .ok_or_else(|| format!("fixture {fixture:?} has no {} pod", node.os))?;
         let name = format!("{fixture}-{index}{suffix}");
         let name: String = name.chars().take(63).collect();
-        let mut p = fixture::stamp(pod, &name, node, &self.labels, self.registry.as_deref());
+        let mut p = fixture::stamp(pod, &name, node, &self.labels, &self.registry);
         p["apiVersion"] = Value::from("v1");
         p["kind"] = Value::from("Pod");
         Ok((name, p))

@@ -66,7 +66,7 @@ pub(super) async fn probe(
         ns,
         run.fixtures,
         deploy::run_labels(run.run_id),
-        run.plan.image_registry.clone(),
+        run.plan.registry.clone(),
         budget,
     );
     for c in &prepared.cells {
@@ -148,7 +148,7 @@ async fn deploy_scope(
         run.run_id,
         run.facts,
         run.fixtures,
-        run.plan.image_registry.as_deref(),
+        &run.plan.registry,
         prepared.needs,
         deploy::Scope { full, before },
         prepared.deadline,

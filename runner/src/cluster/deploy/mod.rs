@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
 use crate::cluster::fixture::{self, Fixture, Fixtures, MANAGED_BY, RUN_LABEL};
 use crate::cluster::progress::{Phase, Progress};
+use crate::cluster::registry::Registry;
 
 /// The field manager of the run's server-side applies.
 pub const MANAGER: &str = "mixcheck";
@@ -494,7 +495,7 @@ struct Plan<'a> {
     run_id: &'a str,
     facts: &'a ClusterFacts,
     kit: Kit<'a>,
-    registry: Option<&'a str>,
+    registry: &'a Registry,
     needs: Needs,
     scope: Scope<'a>,
     /// The labels of everything the run creates.
@@ -508,7 +509,7 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// `pod` stamped for `node` under `name` with `labels` and the run's image registry.
+    /// `pod` stamped for `node` under `name` with `labels`, the run's mirrors and pull secrets.
     fn stamp(
         &self,
         pod: &serde_json::Value,
@@ -1045,7 +1046,7 @@ pub async fn deploy(
     run_id: &str,
     facts: &ClusterFacts,
     fixtures: &Fixtures,
-    registry: Option<&str>,
+    registry: &Registry,
     needs: Needs,
     scope: Scope<'_>,
     deadline: Instant,
