@@ -12,6 +12,8 @@ pub mod job;
 pub mod leftovers;
 pub mod podwatch;
 pub mod progress;
+pub mod pulls;
+pub mod pullsecret;
 pub mod reach;
 pub mod registry;
 pub mod target;

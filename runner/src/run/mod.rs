@@ -86,6 +86,14 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         run.say(&line);
     }
     let prepared = Prepared::new(plan, &facts, &run_id, start.began());
+    // A pull secret the run cannot use stops it before it creates anything.
+    if let Err((code, why)) =
+        crate::cluster::pullsecret::check(&run.client, &prepared.ns, &plan.registry.pull_secrets).await
+    {
+        let seen = Some(target.report.clone());
+        target.stop().await;
+        return start.refused((code, why, seen));
+    }
     if let Some(line) = prepared.coverage_line() {
         run.say(&line);
     }

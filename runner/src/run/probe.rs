@@ -60,6 +60,14 @@ pub(super) async fn probe(
     deploy::create_namespace(client, ns, run.run_id)
         .await
         .map_err(|e| e.to_string())?;
+    // Before any pod: the pods name the pull secrets.
+    crate::cluster::pullsecret::copy(
+        client,
+        ns,
+        &deploy::run_labels(run.run_id),
+        &run.plan.registry.pull_secrets,
+    )
+    .await?;
     let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
     let workloads = Workloads::new(
         client.clone(),

@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
 use crate::cluster::fixture::{self, Fixture, Fixtures, MANAGED_BY, RUN_LABEL};
 use crate::cluster::progress::{Phase, Progress};
+use crate::cluster::pulls;
 use crate::cluster::registry::Registry;
 
 /// The field manager of the run's server-side applies.
@@ -40,6 +41,18 @@ pub struct Placed {
     /// refused the pod): the checks that need it cannot run here, which says nothing about the
     /// rule (`indeterminate`, not `error`).
     pub policy: bool,
+    /// The problem is an image the nodes cannot pull from its registry (refused, unreachable,
+    /// missing; [`crate::cluster::pulls`]): the checks that need the pod cannot run until the run
+    /// is given the credentials or mirror the problem names (`indeterminate`, not `error`).
+    pub unpullable: bool,
+}
+
+impl Placed {
+    /// Whether the pod's problem says nothing about the rules (the cluster's policy, or an
+    /// image the run could not have): the cells that need it are `indeterminate`.
+    pub fn indeterminate(&self) -> bool {
+        self.policy || self.unpullable
+    }
 }
 
 /// The cluster refused to create one object of the run — an admission webhook, Pod Security, a
@@ -924,6 +937,7 @@ fn place(applied: Applied, mut placed: BTreeMap<String, Placed>) -> Placement {
                 ipv6: None,
                 problem: Some(r.problem()),
                 policy: r.policy,
+                unpullable: false,
             },
         );
     }
@@ -1133,8 +1147,24 @@ pub fn ingress_of(s: &Service) -> Option<String> {
         .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()))
 }
 
-/// Why a pod is not (yet) usable, or None when it is running and ready.
-fn pod_state(p: &Pod) -> (bool, Option<String>) {
+/// The Warning events about pod `name`, as (reason, message, count).
+fn pod_warnings(events: &[Event], name: &str) -> Vec<(String, String, i32)> {
+    events
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.type_.as_deref() == Some("Warning"))
+        .map(|e| {
+            (
+                e.reason.clone().unwrap_or_default(),
+                e.message.clone().unwrap_or_default(),
+                e.count.unwrap_or(1),
+            )
+        })
+        .collect()
+}
+
+/// Why a pod is not (yet) usable, or None when it is running and ready; `pull_failures` is how
+/// often the kubelet failed its image pulls.
+fn pod_state(p: &Pod, pull_failures: i32) -> (bool, Option<String>) {
     let status = p.status.clone().unwrap_or_default();
     let phase = status.phase.clone().unwrap_or_default();
     let ready = crate::cluster::podwatch::is_ready(&status);
@@ -1152,7 +1182,11 @@ fn pod_state(p: &Pod) -> (bool, Option<String>) {
     for c in status.container_statuses.unwrap_or_default() {
         if let Some(w) = c.state.and_then(|s| s.waiting)
             && let Some(reason) = w.reason
-            && crate::cluster::podwatch::terminal_waiting(&reason, w.message.as_deref().unwrap_or_default())
+            && crate::cluster::podwatch::terminal_waiting(
+                &reason,
+                w.message.as_deref().unwrap_or_default(),
+                pull_failures,
+            )
         {
             return (
                 true,
@@ -1218,7 +1252,15 @@ async fn await_pods(
                 }
                 continue;
             };
-            let (mut settled, mut problem) = pod_state(p);
+            let owned = pod_warnings(&ns_events, name);
+            let warnings: Vec<pulls::Warning<'_>> =
+                owned.iter().map(|(r, m, c)| (r.as_str(), m.as_str(), *c)).collect();
+            // An image its registry will not give is settled at once, naming the flag for it.
+            let unpullable = pulls::unpullable(p, &warnings);
+            let (mut settled, mut problem) = match &unpullable {
+                Some(u) => (true, Some(u.problem())),
+                None => pod_state(p, pulls::failures(&warnings, None)),
+            };
             if !settled && let Some(why) = sandbox_failure(&ns_events, name) {
                 settled = true;
                 problem = Some(why);
@@ -1253,6 +1295,7 @@ async fn await_pods(
                     problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
                 let mut p = placed(name, &ip, problem);
                 p.ipv6 = ipv6;
+                p.unpullable = unpullable.is_some();
                 done.insert(name.clone(), p);
             } else {
                 pending += 1;
@@ -1318,6 +1361,7 @@ fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
         ipv6: None,
         problem,
         policy: false,
+        unpullable: false,
     }
 }
 
