@@ -116,8 +116,30 @@ impl Unpullable {
     /// The problem of a pod that cannot have its image: the image, the node, the registry's
     /// words and the flag that fixes it.
     pub fn problem(&self) -> String {
+        let (what, fix) = self.what_and_fix();
+        format!(
+            "image {} cannot be pulled on {}: registry {} {what} ({} failed pulls): {}; {fix}",
+            self.image,
+            self.node,
+            registry_of(&self.image),
+            self.failures,
+            self.words
+        )
+    }
+
+    /// The registry's words without the runtime's wrapping (what follows `failed to resolve
+    /// reference "…": `, where it is there).
+    fn gist(&self) -> &str {
+        self.words
+            .rsplit_once("\": ")
+            .filter(|(head, _)| head.contains("failed to resolve reference"))
+            .map_or(self.words.as_str(), |(_, tail)| tail)
+    }
+
+    /// What the registry did, and the flag that gets the image.
+    fn what_and_fix(&self) -> (&'static str, String) {
         let registry = registry_of(&self.image);
-        let (what, fix) = match self.failure {
+        match self.failure {
             Failure::Refused => (
                 "refused the pull",
                 format!(
@@ -136,12 +158,40 @@ impl Unpullable {
                     "mirror it (`mixcheck images` lists the images) and pull from there with --image-registry-map {registry}=MIRROR or --image-registry MIRROR"
                 ),
             ),
-        };
-        format!(
-            "image {} cannot be pulled on {}: registry {registry} {what} ({} failed pulls): {}; {fix}",
-            self.image, self.node, self.failures, self.words
-        )
+        }
     }
+}
+
+/// One line per registry and what it did, for the terminal: the images and nodes, the
+/// registry's words and the flag that gets them.
+pub fn summary(unpullable: &[&Unpullable]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    type Group<'a> = (
+        std::collections::BTreeSet<&'a str>,
+        std::collections::BTreeSet<&'a str>,
+        &'a Unpullable,
+    );
+    let mut groups: BTreeMap<(&str, u8), Group<'_>> = BTreeMap::new();
+    for u in unpullable {
+        let key = (registry_of(&u.image), u.failure as u8);
+        let entry = groups
+            .entry(key)
+            .or_insert_with(|| (Default::default(), Default::default(), u));
+        entry.0.insert(u.image.as_str());
+        entry.1.insert(u.node.as_str());
+    }
+    groups
+        .into_iter()
+        .map(|((registry, _), (images, nodes, first))| {
+            let (what, fix) = first.what_and_fix();
+            format!(
+                "  registry {registry} {what} for {} on {} ({}): {fix}",
+                images.into_iter().collect::<Vec<_>>().join(", "),
+                nodes.into_iter().collect::<Vec<_>>().join(", "),
+                first.gist()
+            )
+        })
+        .collect()
 }
 
 /// The image of `pod` that cannot be pulled, once the kubelet has failed its pull
@@ -348,5 +398,38 @@ mod tests {
         assert_eq!(unpullable(&waiting("linux-1", "ErrImagePull", WORDS), &[]), None);
         assert_eq!(failures(&warnings, None), 3);
         assert_eq!(failures(&warnings, Some("other:1")), 0);
+    }
+
+    /// The terminal's summary: one line per registry and what it did, with the images, the
+    /// nodes, the registry's own words and the flag.
+    #[test]
+    fn the_summary_groups_by_registry() {
+        let u = |image: &str, node: &str, failure: Failure, words: &str| Unpullable {
+            image: image.into(),
+            node: node.into(),
+            failure,
+            words: words.into(),
+            failures: 3,
+        };
+        let a = u(AGNHOST, "linux-1", Failure::Refused, WORDS);
+        let b = u(AGNHOST, "win2019-1", Failure::Refused, WORDS);
+        let c = u(
+            "mcr.microsoft.com/windows/nanoserver:ltsc2022",
+            "win2022-1",
+            Failure::Unreachable,
+            "rpc error: code = Unknown desc = failed to pull and unpack image \"x\": failed to resolve reference \"x\": failed to do request: Head \"https://mcr.microsoft.com/v2/x\": dial tcp: lookup mcr.microsoft.com: no such host",
+        );
+        let lines = summary(&[&a, &b, &c]);
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(lines[0].starts_with("  registry mcr.microsoft.com did not answer for mcr.microsoft.com/windows/nanoserver:ltsc2022 on win2022-1 (dial tcp: lookup mcr.microsoft.com: no such host): "), "{}", lines[0]);
+        assert!(
+            lines[0].ends_with(
+                "--image-registry-map mcr.microsoft.com=MIRROR (or --image-registry MIRROR for every image)"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].contains(&format!("refused the pull for {AGNHOST} on linux-1, win2019-1 (unexpected status from HEAD request to https://registry.k8s.io/v2/e2e-test-images/agnhost/manifests/2.53: 401 Unauthorized)")), "{}", lines[1]);
+        assert!(lines[1].contains("--image-pull-secret"), "{}", lines[1]);
     }
 }

@@ -44,14 +44,14 @@ pub struct Placed {
     /// The problem is an image the nodes cannot pull from its registry (refused, unreachable,
     /// missing; [`crate::cluster::pulls`]): the checks that need the pod cannot run until the run
     /// is given the credentials or mirror the problem names (`indeterminate`, not `error`).
-    pub unpullable: bool,
+    pub unpullable: Option<pulls::Unpullable>,
 }
 
 impl Placed {
     /// Whether the pod's problem says nothing about the rules (the cluster's policy, or an
     /// image the run could not have): the cells that need it are `indeterminate`.
     pub fn indeterminate(&self) -> bool {
-        self.policy || self.unpullable
+        self.policy || self.unpullable.is_some()
     }
 }
 
@@ -879,10 +879,26 @@ fn say_deployed(applied: &Applied, ns: &str, progress: &Progress) {
 /// Says which awaited pods will not start and why (the first [`WAITING_SHOWN`]), with a hint
 /// where a host port or the pod slots are taken.
 fn say_unstarted(awaited: &[Wanted], placed: &BTreeMap<String, Placed>, progress: &Progress) {
+    let unpullable: Vec<&pulls::Unpullable> = awaited
+        .iter()
+        .filter_map(|(name, _, _)| placed.get(name)?.unpullable.as_ref())
+        .collect();
+    if !unpullable.is_empty() {
+        let mut lines = vec![format!(
+            "{} fixture pod{} cannot have {} images; the checks that need {} are indeterminate:",
+            unpullable.len(),
+            if unpullable.len() == 1 { "" } else { "s" },
+            if unpullable.len() == 1 { "its" } else { "their" },
+            if unpullable.len() == 1 { "it" } else { "them" }
+        )];
+        lines.extend(pulls::summary(&unpullable));
+        progress.say(&lines.join("\n"));
+    }
     let broken: Vec<String> = awaited
         .iter()
         .filter_map(|(name, node, _)| {
-            let why = placed.get(name)?.problem.as_deref()?;
+            let p = placed.get(name).filter(|p| p.unpullable.is_none())?;
+            let why = p.problem.as_deref()?;
             Some(format!(
                 "    {name} for {node}: {}",
                 crate::cluster::progress::shorten(why, 200)
@@ -937,7 +953,7 @@ fn place(applied: Applied, mut placed: BTreeMap<String, Placed>) -> Placement {
                 ipv6: None,
                 problem: Some(r.problem()),
                 policy: r.policy,
-                unpullable: false,
+                unpullable: None,
             },
         );
     }
@@ -1295,7 +1311,7 @@ async fn await_pods(
                     problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
                 let mut p = placed(name, &ip, problem);
                 p.ipv6 = ipv6;
-                p.unpullable = unpullable.is_some();
+                p.unpullable = unpullable.clone();
                 done.insert(name.clone(), p);
             } else {
                 pending += 1;
@@ -1361,7 +1377,7 @@ fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
         ipv6: None,
         problem,
         policy: false,
-        unpullable: false,
+        unpullable: None,
     }
 }
 
