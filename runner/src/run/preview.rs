@@ -274,7 +274,9 @@ mod tests {
         .expect("registry");
         assert_eq!(
             images_line(&registry).as_deref(),
-            Some("  Images:     registry.k8s.io → harbor.corp/k8s; other images → mirror.local/all; pull secrets default/regcred")
+            Some(
+                "  Images:     registry.k8s.io → harbor.corp/k8s; other images → mirror.local/all; pull secrets default/regcred"
+            )
         );
         assert_eq!(human(Duration::from_millis(200)), "1 s");
     }

@@ -399,7 +399,7 @@ impl Catalogue {
         (0..segments.len()).find_map(|start| {
             let suffix = segments[start..].join("/");
             self.repos()
-                .find(|r| repository_paths(r).iter().any(|p| *p == suffix))
+                .find(|r| repository_paths(r).contains(&suffix))
                 .map(str::to_string)
         })
     }

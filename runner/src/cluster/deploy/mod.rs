@@ -1163,19 +1163,38 @@ pub fn ingress_of(s: &Service) -> Option<String> {
         .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()))
 }
 
-/// The Warning events about pod `name`, as (reason, message, count).
-fn pod_warnings(events: &[Event], name: &str) -> Vec<(String, String, i32)> {
-    events
-        .iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.type_.as_deref() == Some("Warning"))
-        .map(|e| {
-            (
-                e.reason.clone().unwrap_or_default(),
-                e.message.clone().unwrap_or_default(),
-                e.count.unwrap_or(1),
-            )
-        })
-        .collect()
+/// The Warning events by the pod they are about, each as (reason, message, count).
+fn warnings_by_pod(events: &[Event]) -> BTreeMap<String, Vec<(String, String, i32)>> {
+    let mut by_pod: BTreeMap<String, Vec<(String, String, i32)>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.type_.as_deref() == Some("Warning")) {
+        let pod = e.involved_object.name.clone().unwrap_or_default();
+        by_pod.entry(pod).or_default().push((
+            e.reason.clone().unwrap_or_default(),
+            e.message.clone().unwrap_or_default(),
+            e.count.unwrap_or(1),
+        ));
+    }
+    by_pod
+}
+
+/// A pod's state with its Warnings: settled or not, its problem, and the image its registry
+/// will not give (settled at once, naming the flag that gets it).
+fn pull_state(
+    p: &Pod,
+    warned: Option<&Vec<(String, String, i32)>>,
+) -> (bool, Option<String>, Option<pulls::Unpullable>) {
+    let warnings: Vec<pulls::Warning<'_>> = warned
+        .into_iter()
+        .flatten()
+        .map(|(r, m, c)| (r.as_str(), m.as_str(), *c))
+        .collect();
+    match pulls::unpullable(p, &warnings) {
+        Some(u) => (true, Some(u.problem()), Some(u)),
+        None => {
+            let (settled, problem) = pod_state(p, pulls::failures(&warnings, None));
+            (settled, problem, None)
+        }
+    }
 }
 
 /// Why a pod is not (yet) usable, or None when it is running and ready; `pull_failures` is how
@@ -1233,6 +1252,7 @@ async fn await_pods(
     let mut done: BTreeMap<String, Placed> = BTreeMap::new();
     let mut last_report = started;
     let mut ns_events: Vec<Event> = Vec::new();
+    let mut warned = BTreeMap::new();
     let mut last_events: Option<Instant> = None;
     let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
     loop {
@@ -1248,6 +1268,7 @@ async fn await_pods(
                 .await
                 .map(|l| l.items)
                 .unwrap_or_default();
+            warned = warnings_by_pod(&ns_events);
             last_events = Some(Instant::now());
         }
         let by_name: BTreeMap<String, &Pod> = list
@@ -1268,15 +1289,7 @@ async fn await_pods(
                 }
                 continue;
             };
-            let owned = pod_warnings(&ns_events, name);
-            let warnings: Vec<pulls::Warning<'_>> =
-                owned.iter().map(|(r, m, c)| (r.as_str(), m.as_str(), *c)).collect();
-            // An image its registry will not give is settled at once, naming the flag for it.
-            let unpullable = pulls::unpullable(p, &warnings);
-            let (mut settled, mut problem) = match &unpullable {
-                Some(u) => (true, Some(u.problem())),
-                None => pod_state(p, pulls::failures(&warnings, None)),
-            };
+            let (mut settled, mut problem, unpullable) = pull_state(p, warned.get(name));
             if !settled && let Some(why) = sandbox_failure(&ns_events, name) {
                 settled = true;
                 problem = Some(why);
@@ -1311,7 +1324,7 @@ async fn await_pods(
                     problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
                 let mut p = placed(name, &ip, problem);
                 p.ipv6 = ipv6;
-                p.unpullable = unpullable.clone();
+                p.unpullable = unpullable;
                 done.insert(name.clone(), p);
             } else {
                 pending += 1;
