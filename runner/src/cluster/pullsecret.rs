@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
 
 use crate::cluster::registry::PullSecret;
-use crate::errors::Code;
 
 /// The limit on each API call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -19,40 +18,46 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// (`pkg/credentialprovider/secrets`: `.dockerconfigjson`, and the legacy `.dockercfg`).
 const PULL_SECRET_TYPES: [&str; 2] = ["kubernetes.io/dockerconfigjson", "kubernetes.io/dockercfg"];
 
+/// Why a pull secret cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PullSecretError {
+    /// The Secret does not exist or is not a registry credential (a setup error, exit 2).
+    #[error("{0}")]
+    Unusable(String),
+    /// The credentials may not read it, or the API did not answer (exit 3).
+    #[error("{0}")]
+    Unreadable(String),
+}
+
 /// Where the run reads `secret` from: its own namespace, or the run namespace.
 fn source_namespace<'a>(secret: &'a PullSecret, run_ns: &'a str) -> &'a str {
     secret.namespace.as_deref().unwrap_or(run_ns)
 }
 
-/// Reads a pull secret, or says why it cannot be used, with the exit code of that: a Secret
-/// that does not exist or is not a registry credential is a setup error (2), one the
-/// credentials may not read or an API that does not answer is 3.
-async fn read(client: &kube::Client, secret: &PullSecret, run_ns: &str) -> Result<Secret, (Code, String)> {
+/// Reads a pull secret, or says why it cannot be used.
+async fn read(client: &kube::Client, secret: &PullSecret, run_ns: &str) -> Result<Secret, PullSecretError> {
     let ns = source_namespace(secret, run_ns);
     let flag = format!("--image-pull-secret {}", secret.shown());
     let api: Api<Secret> = Api::namespaced(client.clone(), ns);
     let got = match tokio::time::timeout(CALL_TIMEOUT, api.get_opt(&secret.name)).await {
         Ok(Ok(got)) => got,
         Ok(Err(kube::Error::Api(s))) if s.code == 403 => {
-            return Err((
-                Code::Unreachable,
-                format!(
-                    "{flag}: the credentials may not read Secret {ns}/{} (get secrets in namespace {ns}: {})",
-                    secret.name, s.message
-                ),
-            ));
+            return Err(PullSecretError::Unreadable(format!(
+                "{flag}: the credentials may not read Secret {ns}/{} (get secrets in namespace {ns}: {})",
+                secret.name, s.message
+            )));
         }
         Ok(Err(e)) => {
-            return Err((
-                Code::Unreachable,
-                format!("{flag}: reading Secret {ns}/{}: {e}", secret.name),
-            ));
+            return Err(PullSecretError::Unreadable(format!(
+                "{flag}: reading Secret {ns}/{}: {e}",
+                secret.name
+            )));
         }
         Err(_) => {
-            return Err((
-                Code::Unreachable,
-                format!("{flag}: reading Secret {ns}/{} timed out", secret.name),
-            ));
+            return Err(PullSecretError::Unreadable(format!(
+                "{flag}: reading Secret {ns}/{} timed out",
+                secret.name
+            )));
         }
     };
     let Some(found) = got else {
@@ -64,26 +69,23 @@ async fn read(client: &kube::Client, secret: &PullSecret, run_ns: &str) -> Resul
         } else {
             String::new()
         };
-        return Err((
-            Code::Usage,
-            format!("{flag}: there is no Secret {:?} in namespace {ns}{hint}", secret.name),
-        ));
+        return Err(PullSecretError::Unusable(format!(
+            "{flag}: there is no Secret {:?} in namespace {ns}{hint}",
+            secret.name
+        )));
     };
     let kind = found.type_.clone().unwrap_or_default();
     if !PULL_SECRET_TYPES.contains(&kind.as_str()) {
-        return Err((
-            Code::Usage,
-            format!(
-                "{flag}: Secret {ns}/{} is of type {kind:?}; the kubelet reads registry credentials only from kubernetes.io/dockerconfigjson Secrets (kubectl create secret docker-registry)",
-                secret.name
-            ),
-        ));
+        return Err(PullSecretError::Unusable(format!(
+            "{flag}: Secret {ns}/{} is of type {kind:?}; the kubelet reads registry credentials only from kubernetes.io/dockerconfigjson Secrets (kubectl create secret docker-registry)",
+            secret.name
+        )));
     }
     Ok(found)
 }
 
 /// Checks every pull secret before the run creates anything (see [`read`]).
-pub async fn check(client: &kube::Client, run_ns: &str, secrets: &[PullSecret]) -> Result<(), (Code, String)> {
+pub async fn check(client: &kube::Client, run_ns: &str, secrets: &[PullSecret]) -> Result<(), PullSecretError> {
     for s in secrets {
         read(client, s, run_ns).await?;
     }
@@ -116,7 +118,7 @@ pub async fn copy(
 ) -> Result<(), String> {
     let here: Api<Secret> = Api::namespaced(client.clone(), run_ns);
     for s in secrets.iter().filter(|s| source_namespace(s, run_ns) != run_ns) {
-        let source = read(client, s, run_ns).await.map_err(|(_, why)| why)?;
+        let source = read(client, s, run_ns).await.map_err(|e| e.to_string())?;
         let copy = copy_of(&source, &s.name, labels, &s.shown());
         match tokio::time::timeout(CALL_TIMEOUT, here.create(&PostParams::default(), &copy)).await {
             Ok(Ok(_)) => {}

@@ -87,12 +87,11 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     }
     let prepared = Prepared::new(plan, &facts, &run_id, start.began());
     // A pull secret the run cannot use stops it before it creates anything.
-    if let Err((code, why)) =
-        crate::cluster::pullsecret::check(&run.client, &prepared.ns, &plan.registry.pull_secrets).await
-    {
+    if let Err(e) = crate::cluster::pullsecret::check(&run.client, &prepared.ns, &plan.registry.pull_secrets).await {
+        let e = crate::errors::Error::from(e);
         let seen = Some(target.report.clone());
         target.stop().await;
-        return start.refused((code, why, seen));
+        return start.refused((e.process_exit_code(), e.to_string(), seen));
     }
     if let Some(line) = prepared.coverage_line() {
         run.say(&line);
