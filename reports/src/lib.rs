@@ -18,6 +18,7 @@
 //! │                              network mode, DSR, kube-proxy, HostProcess, egress —
 //! │                              each an optional Fact { value, source }
 //! ├─ selection                   suites and check regexes
+//! ├─ images?                     registry mirrors and pull secrets the images came through
 //! ├─ aborted?                    reason + exit code of a run that stopped early
 //! ├─ cells: Vec<Cell>            one per judged matrix point = one JUnit test case
 //!    ├─ id: CellId               suite/RULE-ID[source→destination,locality,protocol,variant]
@@ -104,5 +105,5 @@ pub use cell::{Cell, CellId, CellIdError, Coordinates, Expectation, Locality, No
 pub use diagnosis::{Cause, Diagnosis, EvidenceItem, NodeEvidence};
 pub use evidence::{Evidence, Excerpt, PodEvent};
 pub use facts::{Fact, Facts, NodeFacts, Os, Taint};
-pub use report::{Aborted, RunReport, SCHEMA_VERSION, Selection, Target};
+pub use report::{Aborted, Images, RunReport, SCHEMA_VERSION, Selection, Target};
 pub use verdict::{Counts, Expected, Outcome, Verdict, decide};

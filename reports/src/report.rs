@@ -38,6 +38,22 @@ pub struct Selection {
     pub checks: Vec<String>,
 }
 
+/// Where the run's images came from: the registry mirrors and pull secrets it was given
+/// (`--image-registry`, `--image-registry-map`, `--image-pull-secret`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Images {
+    /// The prefix the images no mapping matched got (`--image-registry`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    /// Upstream registry (or registry path) → its mirror (`--image-registry-map`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub registry_map: std::collections::BTreeMap<String, String>,
+    /// The pull secrets every pod of the run named, as given (`NAME` or `NAMESPACE/NAME`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pull_secrets: Vec<String>,
+}
+
 /// Why a run stopped before judging everything. Such a run still writes its report, with the
 /// cells judged so far (often none).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +90,10 @@ pub struct RunReport {
     /// What was selected.
     #[serde(default)]
     pub selection: Selection,
+    /// The mirrors and pull secrets the run's images came through; absent for the upstream
+    /// images without pull secrets (and in files of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Images>,
     /// Set when the run stopped early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted: Option<Aborted>,
@@ -113,6 +133,7 @@ impl RunReport {
             target,
             facts: Facts::default(),
             selection: Selection::default(),
+            images: None,
             aborted: None,
             cells: Vec::new(),
             diagnosis: None,

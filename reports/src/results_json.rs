@@ -301,6 +301,11 @@ mod tests {
         json(&sample_diagnosis().evidence[0].items[0])
     )]
     #[case::node_ref("/$defs/nodeRef", json(&sample_report().cells[0].nodes[0]), json(&sample_report().cells[0].nodes[1]))]
+    #[case::images(
+        "/properties/images",
+        json(sample_report().images),
+        json(crate::Images::default())
+    )]
     #[case::observed(
         "/$defs/cell/properties/observed",
         json(&sample_report().cells[0].observed),

@@ -71,6 +71,11 @@ pub(crate) fn sample_report() -> RunReport {
         suites: vec!["net".into(), "mem".into()],
         checks: vec!["^pod-to-.*".into()],
     };
+    report.images = Some(crate::Images {
+        registry: Some("mirror.example.com/all".into()),
+        registry_map: [("registry.k8s.io".to_string(), "harbor.corp/k8s".to_string())].into(),
+        pull_secrets: vec!["default/regcred".into()],
+    });
 
     // The bases (`..Default::default()`) keep the sample compiling when the facts gain a field;
     // a new field is left unknown here until the sample sets it.

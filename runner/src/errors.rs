@@ -1,6 +1,6 @@
 //! The error that ends a command, and the exit code each ends it with — decided in one `match`
 //! ([`Error::process_exit_code`]), the table of `docs/design.md`: 0 gate passed · 1 some cell
-//! failed or errored · 2 bad usage, suite, fixture, topology or kubeconfig · 3 cluster
+//! failed or errored · 2 bad usage, suite, fixture, topology, kubeconfig or pull secret · 3 cluster
 //! unreachable or unauthorised · 4 no check selected · 130 interrupted (after cleanup).
 
 use mixcheck_reports::results_json;
@@ -8,6 +8,7 @@ use mixcheck_reports::results_json;
 use crate::catalogue::rules::RulesError;
 use crate::catalogue::suite::SuiteError;
 use crate::cluster::job::JobError;
+use crate::cluster::pullsecret::PullSecretError;
 use crate::cluster::target::TargetError;
 
 /// A process exit code of mixcheck.
@@ -57,6 +58,9 @@ pub enum Error {
     /// An in-cluster Job's results could not be read.
     #[error(transparent)]
     Job(#[from] JobError),
+    /// A pull secret of `--image-pull-secret` cannot be used.
+    #[error(transparent)]
+    PullSecret(#[from] PullSecretError),
     /// The standalone bundled cluster did not start.
     #[error(transparent)]
     Cluster(#[from] simcluster::ClusterError),
@@ -83,9 +87,12 @@ impl Error {
             | Error::Target(TargetError::Kubeconfig { .. })
             | Error::Job(JobError::NoResults { .. } | JobError::Report(_))
             | Error::Results(R::Read { .. } | R::Syntax { .. } | R::Content { .. } | R::UnsupportedSchema { .. })
-            | Error::Cluster(simcluster::ClusterError::Listen { .. }) => Code::Usage,
+            | Error::Cluster(simcluster::ClusterError::Listen { .. })
+            | Error::PullSecret(PullSecretError::Unusable(_)) => Code::Usage,
             Error::NothingSelected(_) => Code::NothingSelected,
-            Error::Target(TargetError::Unreachable { .. }) | Error::Job(JobError::Api { .. }) => Code::Unreachable,
+            Error::Target(TargetError::Unreachable { .. })
+            | Error::Job(JobError::Api { .. })
+            | Error::PullSecret(PullSecretError::Unreadable(_)) => Code::Unreachable,
             Error::Rules(_)
             | Error::Results(_)
             | Error::Target(TargetError::Bundled(_))
@@ -111,6 +118,8 @@ mod tests {
     #[case::job_api(Error::Job(JobError::Api { namespace: "n".into(), name: "j".into(), cause: "x".into() }), Code::Unreachable)]
     #[case::job_empty(Error::Job(JobError::NoResults { namespace: "n".into(), name: "j".into(), message: "x".into() }), Code::Usage)]
     #[case::suite(Error::Suite(SuiteError::Invalid { path: "s.yaml".into(), message: "x".into() }), Code::Usage)]
+    #[case::pull_secret_missing(Error::PullSecret(PullSecretError::Unusable("no Secret".into())), Code::Usage)]
+    #[case::pull_secret_forbidden(Error::PullSecret(PullSecretError::Unreadable("forbidden".into())), Code::Unreachable)]
     #[case::other(Error::Failed("broke".into()), Code::Failed)]
     fn each_error_ends_a_command_with_its_documented_code(#[case] e: Error, #[case] code: Code) {
         assert_eq!(e.process_exit_code(), code);

@@ -74,9 +74,13 @@ pub struct LintArgs {
 
 #[derive(Debug, Args)]
 pub struct ImagesArgs {
-    /// Print the images as rewritten for this registry mirror.
+    /// Print the images as rewritten for this registry mirror (see `run --image-registry`).
     #[arg(long, value_name = "REGISTRY")]
     pub image_registry: Option<String>,
+    /// Print the images of one upstream registry as rewritten for its mirror (repeatable; see
+    /// `run --image-registry-map`).
+    #[arg(long = "image-registry-map", value_name = "FROM=TO")]
+    pub image_registry_map: Vec<String>,
     /// One row per image and fixture (default: each image once per OS, with the Windows builds
     /// that pull it and how many fixtures use it — the list to mirror).
     #[arg(long)]
@@ -187,9 +191,22 @@ pub struct RunArgs {
     /// rule, and the report files hold the rest.
     #[arg(long)]
     pub details: bool,
-    /// Rewrite fixture images to this registry (air-gapped mirrors), e.g. `mirror.example.com/k8s`.
+    /// Rewrite fixture images to this registry prefix (air-gapped mirrors), e.g.
+    /// `mirror.example.com/k8s`: the registry host is replaced, the repository path kept. With
+    /// --image-registry-map, only the images no mapping matches.
     #[arg(long, value_name = "REGISTRY")]
     pub image_registry: Option<String>,
+    /// Rewrite the images of one upstream registry to its mirror, the repository path kept
+    /// (repeatable), e.g. `registry.k8s.io=harbor.corp/k8s`, `mcr.microsoft.com=harbor.corp/mcr`;
+    /// Docker Hub is `docker.io`. The longest matching FROM wins.
+    #[arg(long = "image-registry-map", value_name = "FROM=TO")]
+    pub image_registry_map: Vec<String>,
+    /// A pull secret (type kubernetes.io/dockerconfigjson) every pod of the run names in
+    /// imagePullSecrets (repeatable): NAME in the run namespace, or NAMESPACE/NAME, which the run
+    /// copies into its namespace first. A missing Secret stops the run before it creates
+    /// anything.
+    #[arg(long = "image-pull-secret", value_name = "[NAMESPACE/]NAME")]
+    pub image_pull_secrets: Vec<String>,
     /// Only the summary; no progress lines.
     #[arg(long, short)]
     pub quiet: bool,

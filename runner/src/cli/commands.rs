@@ -257,10 +257,9 @@ fn yaml_files(dir: &std::path::Path) -> usize {
 pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
     use crate::cluster::images;
     let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
-    let shown = |image: &str| match &args.image_registry {
-        Some(reg) => crate::cluster::fixture::rewrite_image(image, reg),
-        None => image.to_string(),
-    };
+    let mirrors = crate::cluster::registry::Mirrors::parse(args.image_registry.as_deref(), &args.image_registry_map)
+        .map_err(Error::Usage)?;
+    let shown = |image: &str| mirrors.rewrite(image);
     let build = match args.build.as_deref() {
         None => None,
         Some(text) => {
@@ -317,7 +316,7 @@ pub fn images(args: &ImagesArgs) -> Result<Code, Error> {
         );
     }
     eprintln!(
-        "{} images; mirror them with --image-registry (docs/images.md: the images per Windows build)",
+        "{} images; mirror them and point the run at the mirror with --image-registry-map or --image-registry (docs/images.md: the images per Windows build)",
         rows.len()
     );
     Ok(Code::Passed)

@@ -54,8 +54,13 @@ impl RunPlan {
         check_network_mode(args)?;
         let (deadline, settle) = durations(args)?;
         check_concurrency(args)?;
-        check_image_registry(args)?;
         check_namespace(args)?;
+        let registry = crate::cluster::registry::Registry::parse(
+            args.image_registry.as_deref(),
+            &args.image_registry_map,
+            &args.image_pull_secrets,
+        )
+        .map_err(Error::Usage)?;
         let filters = check_filters(args)?;
         check_bundle(args)?;
         let baseline = match &args.baseline {
@@ -87,8 +92,8 @@ impl RunPlan {
             strict: args.strict,
             quiet: args.quiet,
             report_dir: args.report_dir.clone(),
-            image_registry: args.image_registry.clone(),
             namespace: args.namespace.clone(),
+            registry,
             network_mode: args.network_mode.clone(),
             egress: args.egress,
             causes,
@@ -175,18 +180,6 @@ fn check_namespace(args: &RunArgs) -> Result<(), Error> {
             "--namespace {ns:?}: not a namespace name (lower-case letters, digits and '-', at most 63 characters)"
         )))
     }
-}
-
-/// `--image-registry` is a registry prefix: not empty, no whitespace, no trailing slash.
-fn check_image_registry(args: &RunArgs) -> Result<(), Error> {
-    if let Some(reg) = &args.image_registry
-        && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
-    {
-        return Err(Error::Usage(format!(
-            "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
-        )));
-    }
-    Ok(())
 }
 
 /// The `--check` expressions compiled (`!` negates one).
@@ -354,11 +347,42 @@ mod tests {
     #[case::bad_timeout(&["--timeout", "soon"], "--timeout")]
     #[case::unknown_suite(&["--suite", "nope"], "no such suite")]
     #[case::unknown_fault(&["--fault", "win2019-1:gremlins"], "unknown fault")]
+    #[case::registry_map_without_to(&["--image-registry-map", "registry.k8s.io"], "--image-registry-map")]
+    #[case::registry_mapped_twice(
+        &["--image-registry-map", "registry.k8s.io=a.corp/k8s", "--image-registry-map", "registry.k8s.io=b.corp/k8s"],
+        "mapped twice"
+    )]
+    #[case::registry_prefix_without_host(&["--image-registry", "mirror"], "--image-registry")]
+    #[case::pull_secret_name(&["--image-pull-secret", "Reg_Cred"], "--image-pull-secret")]
+    #[case::pull_secrets_colliding(
+        &["--image-pull-secret", "a/regcred", "--image-pull-secret", "b/regcred"],
+        "both would be"
+    )]
     fn usage_errors(#[case] args: &[&str], #[case] needle: &str) {
         match plan(args) {
             Err(Error::Usage(m)) => assert!(m.contains(needle), "{m}"),
             other => panic!("expected a usage error, got {other:?}"),
         }
+    }
+
+    /// The mirrors and pull secrets reach the plan as given.
+    #[test]
+    fn registry_flags_reach_the_plan() {
+        let p = plan(&[
+            "--image-registry",
+            "mirror.local/all",
+            "--image-registry-map",
+            "mcr.microsoft.com=harbor.corp/mcr",
+            "--image-pull-secret",
+            "default/regcred",
+            "--image-pull-secret",
+            "local",
+        ])
+        .expect("plan");
+        assert_eq!(p.registry.mirrors.prefix.as_deref(), Some("mirror.local/all"));
+        assert_eq!(p.registry.mirrors.map["mcr.microsoft.com"], "harbor.corp/mcr");
+        assert_eq!(p.registry.secret_names(), ["regcred", "local"]);
+        assert!(plan(&[]).expect("plan").registry.report().is_none());
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Fixtures: the Kubernetes manifests the checks deploy (`fixtures/*.yaml`, embedded), real
 //! multi-OS workloads that run unchanged on a real cluster. Each Pod document names its OS in the
 //! annotation `mixcheck.io/os`; the runner stamps a copy per node: its name, the run's labels,
-//! the node's hostname/OS/build selectors and tolerations for the node's taints, and the image
-//! registry of `--image-registry`.
+//! the node's hostname/OS/build selectors and tolerations for the node's taints, the images as
+//! the run's mirrors rewrite them and the run's pull secrets ([`crate::cluster::registry`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::catalogue::suite::VersionRange;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::images;
+use crate::cluster::registry::Registry;
 
 /// The fixtures built into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -463,27 +464,15 @@ pub const WINDOWS_BUILDS: [u32; 5] = [
     images::WINDOWS_BUILDS[4].build,
 ];
 
-/// `registry.k8s.io/e2e-test-images/agnhost:2.53` with `--image-registry mirror.local/k8s` →
-/// `mirror.local/k8s/e2e-test-images/agnhost:2.53` (the first path segment is the registry
-/// when it has a dot, a colon or is `localhost`).
-pub fn rewrite_image(image: &str, registry: &str) -> String {
-    let (first, rest) = image.split_once('/').unwrap_or(("", image));
-    let path = if first.contains('.') || first.contains(':') || first == "localhost" {
-        rest
-    } else {
-        image
-    };
-    format!("{registry}/{path}")
-}
-
 /// A copy of `pod` for `node`: named `name`, labelled for the run, pinned to the node by its
-/// hostname, OS and build labels, tolerating the node's taints, images rewritten.
+/// hostname, OS and build labels, tolerating the node's taints, images rewritten for the run's
+/// mirrors and its pull secrets named (besides any the fixture names).
 pub fn stamp(
     pod: &Value,
     name: &str,
     node: &ClusterNode,
     labels: &BTreeMap<String, String>,
-    registry: Option<&str>,
+    registry: &Registry,
 ) -> Value {
     let mut p = pod.clone();
     if let Some(run_id) = labels.get(RUN_LABEL) {
@@ -544,15 +533,37 @@ pub fn stamp(
                     let mut image = image
                         .replace("{{windows-tag}}", windows_tag_for(image, build))
                         .replace("{{other-windows-tag}}", other_windows_tag(build));
-                    if let Some(reg) = registry {
-                        image = rewrite_image(&image, reg);
+                    if !registry.mirrors.is_empty() {
+                        image = registry.mirrors.rewrite(&image);
                     }
                     c["image"] = json!(image);
                 }
             }
         }
     }
+    name_pull_secrets(&mut p, &registry.secret_names());
     p
+}
+
+/// Adds `names` to the pod's `imagePullSecrets` (those it names already stay, once each).
+fn name_pull_secrets(pod: &mut Value, names: &[&str]) {
+    if names.is_empty() {
+        return;
+    }
+    let mut secrets: Vec<Value> = pod
+        .pointer("/spec/imagePullSecrets")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for name in names {
+        if !secrets
+            .iter()
+            .any(|s| s.get("name").and_then(Value::as_str) == Some(name))
+        {
+            secrets.push(json!({"name": name}));
+        }
+    }
+    pod["spec"]["imagePullSecrets"] = json!(secrets);
 }
 
 #[cfg(test)]
@@ -746,7 +757,8 @@ mod tests {
         );
         let mut labels = BTreeMap::new();
         labels.insert(RUN_LABEL.to_string(), "abc".to_string());
-        let p = stamp(pod, "srv-n1", &n, &labels, Some("mirror.local/k8s"));
+        let mirror = Registry::parse(Some("mirror.local/k8s"), &[], &[]).expect("registry");
+        let p = stamp(pod, "srv-n1", &n, &labels, &mirror);
         assert_eq!(p["metadata"]["name"], "srv-n1");
         assert_eq!(p["metadata"]["labels"][RUN_LABEL], "abc");
         assert_eq!(
@@ -782,7 +794,7 @@ mod tests {
             Some(20348),
             vec![taint("os", Some("windows")), taint(key, value)],
         );
-        let p = stamp(pod, "srv-n1", &n, &BTreeMap::new(), None);
+        let p = stamp(pod, "srv-n1", &n, &BTreeMap::new(), &Registry::default());
         let keys: Vec<&str> = p["spec"]["tolerations"]
             .as_array()
             .expect("tolerations")
@@ -808,7 +820,7 @@ mod tests {
         let n = node(Os::Windows, build, vec![]);
         for name in ["netexec-server", "netexec-client", "affinity-backend"] {
             let pod = f.get(name).and_then(|fx| fx.pod_for(&n)).expect(name);
-            let p = stamp(pod, "x", &n, &BTreeMap::new(), None);
+            let p = stamp(pod, "x", &n, &BTreeMap::new(), &Registry::default());
             for c in containers(&p) {
                 assert_eq!(c["image"], image, "{name} on {build:?}");
                 let text = c.to_string();
@@ -899,7 +911,7 @@ mod tests {
             "x",
             &node(Os::Windows, Some(build), vec![]),
             &BTreeMap::new(),
-            None,
+            &Registry::default(),
         );
         assert_eq!(p["spec"]["containers"][0]["image"], stamped);
     }
@@ -919,11 +931,44 @@ mod tests {
         assert!(err.to_string().contains("Windows pods only"), "{err}");
     }
 
+    /// Every pod the run stamps names the run's pull secrets, on each OS, and keeps the ones
+    /// its fixture names; its images take the run's mirrors.
     #[rstest]
-    #[case("registry.k8s.io/pause:3.10", "m.io/x", "m.io/x/pause:3.10")]
-    #[case("busybox:1.36", "m.io/x", "m.io/x/busybox:1.36")]
-    #[case("localhost:5000/a/b:1", "m.io", "m.io/a/b:1")]
-    fn image_rewrites(#[case] image: &str, #[case] reg: &str, #[case] out: &str) {
-        assert_eq!(rewrite_image(image, reg), out);
+    #[case::linux_server("netexec-server", Os::Linux, None)]
+    #[case::windows_server("netexec-server", Os::Windows, Some(20348))]
+    #[case::windows_2019_client("netexec-client", Os::Windows, Some(17763))]
+    #[case::host_probe("host-probe", Os::Windows, Some(20348))]
+    fn stamped_pods_name_the_pull_secrets_and_take_the_mirrors(
+        #[case] fixture: &str,
+        #[case] os: Os,
+        #[case] build: Option<u32>,
+    ) {
+        let f = Fixtures::load(None).expect("fixtures");
+        let n = node(os, build, vec![]);
+        let registry = Registry::parse(
+            None,
+            &[
+                "registry.k8s.io=harbor.corp/k8s".into(),
+                "mcr.microsoft.com=harbor.corp/mcr".into(),
+            ],
+            &["default/regcred".into(), "local".into()],
+        )
+        .expect("registry");
+        let mut pod = f.get(fixture).and_then(|fx| fx.pod_for(&n)).cloned().expect(fixture);
+        pod["spec"]["imagePullSecrets"] = json!([{"name": "own"}, {"name": "local"}]);
+        let p = stamp(&pod, "x", &n, &BTreeMap::new(), &registry);
+        assert_eq!(
+            p["spec"]["imagePullSecrets"],
+            json!([{"name": "own"}, {"name": "local"}, {"name": "regcred"}])
+        );
+        for c in containers(&p) {
+            let image = c["image"].as_str().expect("image");
+            assert!(image.starts_with("harbor.corp/"), "{fixture}: {image}");
+        }
+        let plain = stamp(&pod, "x", &n, &BTreeMap::new(), &Registry::default());
+        assert_eq!(
+            plain["spec"]["imagePullSecrets"],
+            json!([{"name": "own"}, {"name": "local"}])
+        );
     }
 }

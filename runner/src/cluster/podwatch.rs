@@ -11,6 +11,8 @@ use kube::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio::task::JoinHandle;
 
+use crate::cluster::pulls;
+
 /// What the watches have seen so far.
 #[derive(Debug, Default)]
 struct Seen {
@@ -41,24 +43,21 @@ const TERMINAL_WAITING: &[&str] = &[
     "ErrImageNeverPull",
 ];
 
-/// What a pull error says when the image or its platform does not exist (a retry cannot help);
-/// any other pull error (a registry timeout, throttling) is retried by the kubelet.
-const IMAGE_MISSING: &[&str] = &[
-    "not found",
-    "no match for platform",
-    "no matching manifest",
-    "manifest unknown",
-    "does not exist",
-    "image operating system",
-];
-
 /// Whether a container waiting for `reason` (with `message`) will never start by itself: a
-/// terminal reason, or a pull error saying the image or its platform does not exist. Other
-/// pull errors (a registry timeout, throttling) are retried by the kubelet and decide nothing.
-pub fn terminal_waiting(reason: &str, message: &str) -> bool {
-    let missing_image = matches!(reason, "ErrImagePull" | "ImagePullBackOff")
-        && IMAGE_MISSING.iter().any(|s| message.to_lowercase().contains(s));
-    TERMINAL_WAITING.contains(&reason) || missing_image
+/// terminal reason; a pull error saying the image has no variant for the node's platform; or,
+/// once the kubelet has failed the pod's pulls `pull_failures` ≥ [`pulls::PULL_FAILURES`]
+/// times, one saying the registry refused the pull, did not answer or has no such image (see
+/// [`crate::cluster::pulls`]). Before that, and for other pull errors (throttling), the
+/// kubelet's retries decide.
+pub fn terminal_waiting(reason: &str, message: &str, pull_failures: i32) -> bool {
+    let pull = matches!(reason, "ErrImagePull" | "ImagePullBackOff");
+    let final_pull = pull
+        && match pulls::classify(message) {
+            Some(pulls::Failure::Platform) => true,
+            Some(_) => pull_failures >= pulls::PULL_FAILURES,
+            None => false,
+        };
+    TERMINAL_WAITING.contains(&reason) || final_pull
 }
 
 /// Whether a pod's Ready condition is True.
@@ -190,27 +189,54 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    /// A pull the registry failed for now (a timeout, throttling) is retried by the kubelet — a
-    /// transient signal real clusters show on the way to Running; a pull of an image or
-    /// platform that does not exist, a bad configuration or a crash loop is not.
+    /// A pull the registry failed for now (a timeout, a 401, a name that does not resolve, a
+    /// missing tag) is retried by the kubelet — a blip real clusters show on the way to Running
+    /// — until it has failed three times; throttling never decides; a platform without a
+    /// variant, a bad configuration or a crash loop decides at once.
     #[rstest]
     #[case::pull_timeout(
         "ErrImagePull",
         "failed to pull and unpack image \"x\": dial tcp 10.0.0.1:443: i/o timeout",
+        1,
         false
     )]
-    #[case::pull_backoff("ImagePullBackOff", "Back-off pulling image \"x\"", false)]
-    #[case::throttled("ErrImagePull", "429 Too Many Requests", false)]
-    #[case::creating("ContainerCreating", "", false)]
-    #[case::no_such_image("ErrImagePull", "failed to resolve reference \"x\": not found", true)]
+    #[case::pull_timeout_thrice(
+        "ErrImagePull",
+        "failed to pull and unpack image \"x\": dial tcp 10.0.0.1:443: i/o timeout",
+        3,
+        true
+    )]
+    #[case::unauthorized_once(
+        "ErrImagePull",
+        "unexpected status from HEAD request to https://r/v2/x/manifests/1: 401 Unauthorized",
+        1,
+        false
+    )]
+    #[case::unauthorized_thrice(
+        "ImagePullBackOff",
+        "Back-off pulling image \"x\": ErrImagePull: 401 Unauthorized",
+        3,
+        true
+    )]
+    #[case::pull_backoff("ImagePullBackOff", "Back-off pulling image \"x\"", 9, false)]
+    #[case::throttled("ErrImagePull", "429 Too Many Requests", 9, false)]
+    #[case::creating("ContainerCreating", "", 0, false)]
+    #[case::no_such_image_once("ErrImagePull", "failed to resolve reference \"x\": not found", 1, false)]
+    #[case::no_such_image_thrice("ErrImagePull", "failed to resolve reference \"x\": not found", 3, true)]
     #[case::wrong_platform(
         "ErrImagePull",
         "no matching manifest for windows/amd64 10.0.17763 in the manifest list entries",
+        1,
         true
     )]
-    #[case::config("CreateContainerConfigError", "secret \"s\" not found", true)]
-    #[case::crash_loop("CrashLoopBackOff", "back-off 10s restarting failed container", true)]
-    fn only_terminal_waiting_reasons_end_a_pod(#[case] reason: &str, #[case] message: &str, #[case] terminal: bool) {
-        assert_eq!(terminal_waiting(reason, message), terminal);
+    #[case::config("CreateContainerConfigError", "secret \"s\" not found", 0, true)]
+    #[case::crash_loop("CrashLoopBackOff", "back-off 10s restarting failed container", 0, true)]
+    fn only_terminal_waiting_reasons_end_a_pod(
+        #[case] reason: &str,
+        #[case] message: &str,
+        #[case] failures: i32,
+        #[case] terminal: bool,
+    ) {
+        assert_eq!(terminal_waiting(reason, message, failures), terminal);
     }
 }

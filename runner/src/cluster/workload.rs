@@ -18,6 +18,7 @@ use crate::cluster::deploy::{Refusal, SANDBOX_FAILURES};
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::fixture::{self, Fixtures};
 use crate::cluster::podwatch::{PodView, PodWatch};
+use crate::cluster::pulls;
 
 /// A fixture pod for exec probes, created once: its name, or why it never ran.
 type Ready = Arc<OnceCell<Result<String, NotReady>>>;
@@ -31,8 +32,12 @@ const IMAGE_PROBLEMS: &[&str] = &[
 ];
 
 /// Why a fixture pod that did not run is not ready: the node failed it, unless its image could
-/// not be pulled (the fixture's problem, not the node's answer) or it never settled.
+/// not be pulled (the fixture's problem, not the node's answer; one its registry will not give
+/// says which flag gets it) or it never settled.
 fn not_ready(name: &str, seen: &Observed) -> NotReady {
+    if let Some(problem) = &seen.unpullable {
+        return NotReady::Unpullable(format!("the fixture pod {name} did not start: {problem}"));
+    }
     let why = format!("the fixture pod {name} did not start: {}", seen.message);
     match seen.outcome {
         CreateOutcome::Fails if !IMAGE_PROBLEMS.iter().any(|r| seen.message.contains(r)) => NotReady::Failed(why),
@@ -47,6 +52,9 @@ pub enum NotReady {
     Failed(String),
     /// The cluster's admission policy refused it: the check cannot run here.
     Refused(String),
+    /// Its image cannot be pulled from its registry (refused, unreachable, missing): the check
+    /// cannot run until the run is given the credentials or the mirror the message names.
+    Unpullable(String),
     /// Anything else: an API error, unschedulable, not settled in time.
     Other(String),
 }
@@ -64,7 +72,7 @@ impl NotReady {
 impl std::fmt::Display for NotReady {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Failed(why) | Self::Refused(why) | Self::Other(why) => f.write_str(why),
+            Self::Failed(why) | Self::Refused(why) | Self::Unpullable(why) | Self::Other(why) => f.write_str(why),
         }
     }
 }
@@ -113,6 +121,9 @@ pub struct Observed {
     /// The termination messages the kubelet reported for the pod's terminated containers
     /// (`state.terminated.message`), one a line; empty when none did.
     pub termination: String,
+    /// The image the pod could not get from its registry, when that stopped it
+    /// ([`pulls::Unpullable::problem`]): the fixture's problem, not the node's answer.
+    pub unpullable: Option<String>,
 }
 
 /// How a deleted pod went ([`Workloads::stop_timed`]).
@@ -132,7 +143,8 @@ pub struct Workloads<'a> {
     pub ns: String,
     pub fixtures: &'a Fixtures,
     pub labels: std::collections::BTreeMap<String, String>,
-    pub registry: Option<String>,
+    /// The run's mirrors and pull secrets.
+    pub registry: crate::cluster::registry::Registry,
     ready: Mutex<HashMap<String, Ready>>,
     watch: PodWatch,
     /// The node's pod slots (allocatable pods less what is there).
@@ -149,7 +161,7 @@ impl<'a> Workloads<'a> {
         ns: &str,
         fixtures: &'a Fixtures,
         labels: std::collections::BTreeMap<String, String>,
-        registry: Option<String>,
+        registry: crate::cluster::registry::Registry,
         budget: Budget,
     ) -> Self {
         Self {
@@ -245,7 +257,7 @@ impl<'a> Workloads<'a> {
             .ok_or_else(|| format!("fixture {fixture:?} has no {} pod", node.os))?;
         let name = format!("{fixture}-{index}{suffix}");
         let name: String = name.chars().take(63).collect();
-        let mut p = fixture::stamp(pod, &name, node, &self.labels, self.registry.as_deref());
+        let mut p = fixture::stamp(pod, &name, node, &self.labels, &self.registry);
         p["apiVersion"] = Value::from("v1");
         p["kind"] = Value::from("Pod");
         Ok((name, p))
@@ -499,6 +511,7 @@ impl<'a> Workloads<'a> {
                     outcome: CreateOutcome::RejectedByApi,
                     message: s.message.clone(),
                     termination: String::new(),
+                    unpullable: None,
                 }));
             }
             Err(e) => return Err(NotReady::Other(format!("creating pod {name}: {e}"))),
@@ -511,6 +524,9 @@ impl<'a> Workloads<'a> {
             return Ok(Attempt::OutOfPods);
         }
         let seen = seen.map_err(|why| NotReady::Other(format!("pod {name}: {why}")))?;
+        if let Some(problem) = seen.unpullable {
+            return Err(NotReady::Unpullable(format!("pod {name}: {problem}")));
+        }
         Ok(Attempt::Seen(seen))
     }
 
@@ -545,6 +561,31 @@ impl<'a> Workloads<'a> {
 /// undecided; at `limit`, `Err` says what the pod was still doing — a harness error, never the
 /// rule's failure.
 fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Result<Observed, String>> {
+    let pull_warnings: Vec<pulls::Warning<'_>> = view
+        .warnings
+        .iter()
+        .map(|w| (w.reason.as_str(), w.message.as_str(), w.count))
+        .collect();
+    // An image its registry will not give: the fixture cannot run here, whatever the rule says.
+    if let Some(u) = view.pod.as_ref().and_then(|p| pulls::unpullable(p, &pull_warnings)) {
+        return Some(Ok(Observed {
+            outcome: CreateOutcome::Fails,
+            message: u.problem(),
+            termination: String::new(),
+            unpullable: Some(u.problem()),
+        }));
+    }
+    judge_state(view, elapsed, limit, pulls::failures(&pull_warnings, None))
+}
+
+/// [`judge_pod`] for a pod whose images its registries give, or not yet: `pull_failures` is how
+/// often the kubelet failed its pulls.
+fn judge_state(
+    view: &PodView,
+    elapsed: Duration,
+    limit: Duration,
+    pull_failures: i32,
+) -> Option<Result<Observed, String>> {
     let warnings = &view.warnings;
     let events_text = warnings
         .iter()
@@ -584,7 +625,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
             let r = w.reason.unwrap_or_default();
             let m = w.message.unwrap_or_default();
             let text = format!("{r}: {m}");
-            if crate::cluster::podwatch::terminal_waiting(&r, &m) {
+            if crate::cluster::podwatch::terminal_waiting(&r, &m, pull_failures) {
                 terminal.push(text);
             } else if r != "ContainerCreating" && r != "PodInitializing" {
                 waiting.push(text);
@@ -612,6 +653,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
             outcome: CreateOutcome::Fails,
             message,
             termination,
+            unpullable: None,
         }));
     }
     let ready = crate::cluster::podwatch::is_ready(&status);
@@ -622,6 +664,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
             outcome: CreateOutcome::Runs,
             message,
             termination,
+            unpullable: None,
         }));
     }
     // A node out of pod slots frees one when a judged pod is deleted: wait for it.
@@ -633,6 +676,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
             outcome: CreateOutcome::Unschedulable,
             message,
             termination,
+            unpullable: None,
         }));
     }
     if elapsed > limit {
@@ -677,6 +721,7 @@ mod tests {
             outcome,
             message: message.into(),
             termination: String::new(),
+            unpullable: None,
         };
         let got = not_ready("p", &seen);
         assert_eq!(matches!(got, NotReady::Failed(_)), node_failed, "{got:?}");

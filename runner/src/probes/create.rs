@@ -24,7 +24,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, fixture: &str, expected: Ex
     };
     let (name, seen) = match ctx.workloads.create(fixture, node, node_idx, case.index).await {
         Ok(x) => x,
-        Err(NotReady::Refused(why)) => return Probed::Unknown(why),
+        Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Probed::Unknown(why),
         Err(why) => return Probed::Error(why.to_string()),
     };
     let (observation, summary) = judge(&name, &seen, expected);
@@ -96,6 +96,7 @@ mod tests {
             outcome: CreateOutcome::Runs,
             message: String::new(),
             termination: termination.into(),
+            unpullable: None,
         };
         let (observation, summary) = judge("p", &seen, RUNS_WITH_MESSAGE);
         if reached {
@@ -116,6 +117,7 @@ mod tests {
             outcome: CreateOutcome::Fails,
             message: "Error: exit 1".into(),
             termination: String::new(),
+            unpullable: None,
         };
         let (observation, _) = judge("p", &seen, RUNS_WITH_MESSAGE);
         assert!(matches!(observation, Observation::Failed(FailureClass::PodFailed)));

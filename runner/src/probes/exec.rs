@@ -49,7 +49,7 @@ pub async fn observe(
         // The node refused the fixture's pod (not an image it could not pull): what the check's
         // spec asks for failed — a probe result the suite may document.
         Err(NotReady::Failed(why)) => return Probed::seen(Observation::Failed(FailureClass::PodFailed), why),
-        Err(NotReady::Refused(why)) => return Probed::Unknown(why),
+        Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Probed::Unknown(why),
         Err(why) => return Probed::Error(why.to_string()),
     };
     let argv: Vec<String> = argv.iter().map(|a| a.replace("{{namespace}}", ctx.ns)).collect();

@@ -20,13 +20,14 @@ pub(super) struct Start {
 }
 
 /// Why the `what` on `node` cannot serve a probe: `indeterminate` when the cluster's policy
-/// refused it (nothing is said about the rule), an error otherwise.
+/// refused it or its image could not be pulled (nothing is said about the rule), an error
+/// otherwise.
 fn unusable(p: &deploy::Placed, what: &str, node: &str) -> Unprobed {
     let why = format!(
         "the {what} on {node} is not usable: {}",
         p.problem.clone().unwrap_or_default()
     );
-    if p.policy {
+    if p.indeterminate() {
         Unprobed::Unknown(why)
     } else {
         Unprobed::Error(why)

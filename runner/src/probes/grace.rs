@@ -39,7 +39,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, fixture: &str, shutdown_sec
             )),
         },
         Err(NotReady::Failed(why)) => Probed::seen(Observation::Failed(FailureClass::PodFailed), why),
-        Err(NotReady::Refused(why)) => Probed::Unknown(why),
+        Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => Probed::Unknown(why),
         Err(why) => Probed::Error(why.to_string()),
     }
 }

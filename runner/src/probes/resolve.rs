@@ -158,7 +158,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
             Err(NotReady::Failed(why)) if plain_client_runs(ctx, src) => {
                 return Probed::seen(Observation::Failed(FailureClass::PodFailed), why);
             }
-            Err(NotReady::Refused(why)) => return Probed::Unknown(why),
+            Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Probed::Unknown(why),
             Err(why) => return Probed::Error(why.to_string()),
         }
     };

@@ -79,7 +79,7 @@ async fn diagnose_nodes(
         ns,
         &deploy::run_labels(run.run_id),
         run.fixtures,
-        run.plan.image_registry.as_deref(),
+        &run.plan.registry,
         &run.plan.causes,
         &on,
         evidence,

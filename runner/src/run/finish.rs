@@ -58,6 +58,7 @@ impl Start {
         let mut report = RunReport::new(env!("CARGO_PKG_VERSION"), run_id.clone(), placeholder, started);
         report.strict = plan.strict;
         report.selection = plan.selection.clone();
+        report.images = plan.registry.report();
         Start {
             run_id,
             report,

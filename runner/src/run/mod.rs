@@ -86,6 +86,13 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         run.say(&line);
     }
     let prepared = Prepared::new(plan, &facts, &run_id, start.began());
+    // A pull secret the run cannot use stops it before it creates anything.
+    if let Err(e) = crate::cluster::pullsecret::check(&run.client, &prepared.ns, &plan.registry.pull_secrets).await {
+        let e = crate::errors::Error::from(e);
+        let seen = Some(target.report.clone());
+        target.stop().await;
+        return start.refused((e.process_exit_code(), e.to_string(), seen));
+    }
     if let Some(line) = prepared.coverage_line() {
         run.say(&line);
     }

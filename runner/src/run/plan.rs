@@ -28,9 +28,11 @@ pub struct RunPlan {
     pub strict: bool,
     pub quiet: bool,
     pub report_dir: PathBuf,
-    pub image_registry: Option<String>,
     /// An existing namespace to run in (`--namespace`); None: the run creates its own.
     pub namespace: Option<String>,
+    /// The registry mirrors the fixture images are rewritten for and the pull secrets every pod
+    /// of the run names.
+    pub registry: crate::cluster::registry::Registry,
     pub network_mode: Option<String>,
     /// Whether pods reach the internet, as the user said (None: detected).
     pub egress: Option<bool>,

@@ -200,6 +200,9 @@ fn render(
         p.workload_pods.values().sum::<u32>()
     ));
     lines.push(format!("  Services:   about {}", p.services));
+    if let Some(line) = images_line(&plan.registry) {
+        lines.push(line);
+    }
     lines.push(format!("  API calls:  about {}", p.api_calls));
     let rtt = p.round_trip;
     // A probe is an exec: about three round trips (upgrade, command, close) plus the command.
@@ -219,6 +222,23 @@ fn render(
             .to_string(),
     );
     lines.join("\n") + "\n"
+}
+
+/// Where the pods' images come from, when the run was given mirrors or pull secrets.
+fn images_line(registry: &crate::cluster::registry::Registry) -> Option<String> {
+    let images = registry.report()?;
+    let mut parts: Vec<String> = images
+        .registry_map
+        .iter()
+        .map(|(from, to)| format!("{from} → {to}"))
+        .collect();
+    if let Some(prefix) = &images.registry {
+        parts.push(format!("other images → {prefix}"));
+    }
+    if !images.pull_secrets.is_empty() {
+        parts.push(format!("pull secrets {}", images.pull_secrets.join(", ")));
+    }
+    Some(format!("  Images:     {}", parts.join("; ")))
 }
 
 fn human(d: Duration) -> String {
@@ -245,6 +265,19 @@ mod tests {
             "4 pods on 1 node, 2 pods on 2 nodes, 1 pod on 1 node"
         );
         assert_eq!(human(Duration::from_secs(300)), "5 min");
+        assert_eq!(images_line(&crate::cluster::registry::Registry::default()), None);
+        let registry = crate::cluster::registry::Registry::parse(
+            Some("mirror.local/all"),
+            &["registry.k8s.io=harbor.corp/k8s".into()],
+            &["default/regcred".into()],
+        )
+        .expect("registry");
+        assert_eq!(
+            images_line(&registry).as_deref(),
+            Some(
+                "  Images:     registry.k8s.io → harbor.corp/k8s; other images → mirror.local/all; pull secrets default/regcred"
+            )
+        );
         assert_eq!(human(Duration::from_millis(200)), "1 s");
     }
 }

@@ -70,13 +70,21 @@ pub(super) async fn probe(
             ));
         }
     }
+    // Before any pod: the pods name the pull secrets.
+    crate::cluster::pullsecret::copy(
+        client,
+        ns,
+        &deploy::run_labels(run.run_id),
+        &run.plan.registry.pull_secrets,
+    )
+    .await?;
     let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
     let workloads = Workloads::new(
         client.clone(),
         ns,
         run.fixtures,
         deploy::run_labels(run.run_id),
-        run.plan.image_registry.clone(),
+        run.plan.registry.clone(),
         budget,
     );
     for c in &prepared.cells {
@@ -158,7 +166,7 @@ async fn deploy_scope(
         run.run_id,
         run.facts,
         run.fixtures,
-        run.plan.image_registry.as_deref(),
+        &run.plan.registry,
         prepared.needs,
         deploy::Scope { full, before },
         prepared.deadline,

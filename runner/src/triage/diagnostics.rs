@@ -75,7 +75,7 @@ pub async fn run(
     ns: &str,
     labels: &BTreeMap<String, String>,
     fixtures: &Fixtures,
-    registry: Option<&str>,
+    registry: &crate::cluster::registry::Registry,
     catalogue: &Catalogue,
     nodes: &[Suspect<'_>],
     evidence: &mut Vec<NodeEvidence>,

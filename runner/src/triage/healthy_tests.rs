@@ -56,7 +56,7 @@ async fn a_healthy_node_confirms_no_cause(#[case] profile: &str) {
         ns,
         &crate::cluster::deploy::run_labels("healthy"),
         &fixtures,
-        None,
+        &crate::cluster::registry::Registry::default(),
         &catalogue,
         &suspects,
         &mut evidence,

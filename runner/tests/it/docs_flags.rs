@@ -10,7 +10,8 @@ use std::process::Command;
 use rstest::rstest;
 
 /// Flags the documents give tools other than mixcheck: cargo (`--workspace`, `--example`, …),
-/// the benchmarks' examples (`--nodes`, `--pods`, …), kubectl (`--for`, `--as`, …) and the node
+/// the benchmarks' examples (`--nodes`, `--pods`, …), kubectl (`--for`, `--as`, `create secret
+/// docker-registry --docker-server`, …) and the node
 /// agents whose flags the causes name (kube-proxy's `--hostname-override`, `--enable-dsr`).
 const OTHER_TOOLS: &[&str] = &[
     "addons",
@@ -20,6 +21,9 @@ const OTHER_TOOLS: &[&str] = &[
     "children",
     "concurrency",
     "current-replicas",
+    "docker-password",
+    "docker-server",
+    "docker-username",
     "duration",
     "enable-dsr",
     "example",

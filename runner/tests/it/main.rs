@@ -4,6 +4,8 @@
 //! - `coverage_cli` — `--coverage`: light nodes, promotion, `--coverage full`; `run --plan`
 //! - `run_cli` — `mixcheck run` against the bundled cluster and through a kubeconfig; bad input
 //!   and its exit codes
+//! - `registries_cli` — `registries:` locked down: unpullable fixtures named with the flag that
+//!   fixes them, `--image-pull-secret`, `--image-registry-map`, bad registry flags
 //! - `reports_cli` — the report files, `-o`, `mixcheck report --from`, snapshots
 //! - `baseline_cli` — the gate against a baseline, `mixcheck diff`
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
@@ -41,6 +43,7 @@ mod new_checks;
 mod profiles;
 mod proxy_cli;
 mod rbac_cli;
+mod registries_cli;
 mod reports_cli;
 mod run_cli;
 mod seed_network;

@@ -1,7 +1,9 @@
 //! What a bundled cluster is made of: its topology (nodes, network, versions), the node
-//! profiles each OS and release gets, and the faults a node can carry.
+//! profiles each OS and release gets, the faults a node can carry and what its registries do
+//! with pulls.
 
 pub mod faults;
 pub mod platform;
 pub mod profile;
+pub mod registry;
 pub mod topology;

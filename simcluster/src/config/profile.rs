@@ -40,6 +40,8 @@ pub struct NodeProfile {
     /// Windows build number (17763, 20348, …); None on Linux.
     pub build: Option<u32>,
     pub kernel_version: String,
+    /// The node's `osImage` (`Ubuntu 22.04.5 LTS`, `Windows Server 2022 Datacenter`).
+    pub os_image: String,
     /// The kubelet's `major.minor`.
     pub kubelet: (u32, u32),
     pub kubelet_version: String,
@@ -92,6 +94,9 @@ pub struct NodeProfile {
     pub kube_proxy_version: String,
     pub index: usize,
     pub timing: Timing,
+    /// The cluster's registries: which want credentials, which do not resolve (the node's
+    /// runtime pulls from them).
+    pub registries: crate::config::registry::Registries,
 }
 
 fn runtime_of(s: &str) -> (RuntimeKind, (u32, u32)) {
@@ -194,6 +199,7 @@ impl NodeProfile {
             arch: spec.arch.clone(),
             build: spec.build_number(),
             kernel_version: spec.kernel_version(),
+            os_image: spec.os_image(),
             kubelet,
             kubelet_version,
             runtime,
@@ -241,6 +247,7 @@ impl NodeProfile {
             kube_proxy_version,
             index,
             timing: topology.timing.clone(),
+            registries: topology.registries.clone(),
         }
     }
 
@@ -379,6 +386,16 @@ impl NodeProfile {
     pub fn backoff(&self, restarts: u32) -> Duration {
         let secs = (10.0 * 2f64.powi(restarts.min(10) as i32)).min(300.0);
         Duration::from_secs_f64(secs * 0.1 * self.timing.scale)
+    }
+
+    /// The kubelet's image pull back-off after the `failures`-th failed pull of an image: 10 s,
+    /// doubling up to 5 min (`pkg/kubelet/kubelet.go`: the image manager's
+    /// `flowcontrol.NewBackOff(backOffPeriod, MaxContainerBackOff)`, 10 s and 300 s), upstream's
+    /// own sizes on the cluster's clock (`timing.scale`).
+    pub fn pull_backoff(&self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(10);
+        let secs = (10.0 * 2f64.powi(doublings as i32)).min(300.0);
+        Duration::from_secs_f64(secs * self.timing.scale)
     }
 
     /// The pause before the kubelet tries a pod's sandbox or volumes again after `attempt`
@@ -557,6 +574,24 @@ mod tests {
         let mut p = default_profile("win2022-1");
         p.timing.scale = 1.0;
         assert_eq!(p.setup_retry(mount, attempt), Duration::from_millis(ms));
+    }
+
+    /// The image pull back-off is upstream's own (10 s doubling to 5 min) on the cluster's
+    /// clock: the default cluster's twentyfold clock makes the first a half second.
+    #[rstest]
+    #[case::first(1, 1.0, 10_000)]
+    #[case::second(2, 1.0, 20_000)]
+    #[case::third(3, 1.0, 40_000)]
+    #[case::capped(6, 1.0, 300_000)]
+    #[case::long_after(40, 1.0, 300_000)]
+    #[case::fast_clock(1, 0.05, 500)]
+    #[case::fast_clock_third(3, 0.05, 2_000)]
+    fn pull_back_off_is_upstreams_on_the_clusters_clock(#[case] failures: u32, #[case] scale: f64, #[case] ms: u64) {
+        for node in ["linux-1", "win2019-1"] {
+            let mut p = default_profile(node);
+            p.timing.scale = scale;
+            assert_eq!(p.pull_backoff(failures).as_millis(), u128::from(ms), "{node}");
+        }
     }
 
     #[test]

@@ -36,6 +36,9 @@
 //!                                  # validatingAdmissionPolicy (422 Invalid) | podSecurity (403)
 //!   privilegedNamespaces: true     # false: a Kyverno policy refuses namespaces labelled
 //!                                  # pod-security.kubernetes.io/enforce=privileged
+//! registries:                      # unlisted registries answer every pull (config::registry)
+//!   registry.k8s.io: {auth: required}       # none | required: pulls need a matching imagePullSecret
+//!   mcr.microsoft.com: {reachable: false}   # the host name does not resolve on the nodes
 //! nodes:
 //!   - name: win2022-1
 //!     os: windows                  # linux | windows
@@ -62,6 +65,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::config::platform::{NetworkMode, Os, Platform, PodNetwork};
+use crate::config::registry::Registries;
 
 /// The built-in profiles: the default cluster and the clusters the seed documents describe.
 pub const PROFILES: &[(&str, &str)] = &[
@@ -552,6 +556,9 @@ pub struct Topology {
     pub timing: Timing,
     #[serde(default)]
     pub admission: Admission,
+    /// The registries that want credentials or do not resolve (`crate::config::registry`).
+    #[serde(default)]
+    pub registries: Registries,
     /// Images added to the built-in catalogue.
     #[serde(default)]
     pub images: Vec<ImageSpec>,
@@ -1075,10 +1082,12 @@ mod tests {
         assert!(t.admission.deny.is_empty());
         assert_eq!(t.admission.by, Enforcement::Webhook);
         assert!(t.admission.privileged_namespaces);
+        assert!(t.registries.is_empty());
         assert_eq!(t.nodes[0].max_pods, None);
         let text = "name: x\nnetwork: {egress: false, nodeAddressesReachable: false}\n\
             timing: {scale: 0.5, windowsPull: 20s, transientEvents: true}\n\
             admission: {deny: [hostPort, hostNetwork, hostProcess]}\n\
+            registries: {registry.k8s.io: {auth: required}, mcr.microsoft.com: {reachable: false}}\n\
             nodes:\n- {name: a, os: linux, maxPods: 8}\n";
         let t = Topology::parse(text, "t.yaml").expect("parses");
         assert!(!t.network.egress && !t.network.node_addresses_reachable);
@@ -1093,6 +1102,11 @@ mod tests {
             [Privilege::HostPort, Privilege::HostNetwork, Privilege::HostProcess]
         );
         assert_eq!(t.nodes[0].max_pods, Some(8));
+        assert_eq!(
+            t.registries.get("registry.k8s.io").auth,
+            crate::config::registry::Auth::Required
+        );
+        assert!(!t.registries.get("mcr.microsoft.com").reachable);
     }
 
     /// `admission.by` names who refuses the denied privileges; `privilegedNamespaces` works alone.
@@ -1148,6 +1162,31 @@ mod tests {
         "boolean"
     )]
     #[case::max_pods("name: x\nnodes:\n- name: a\n  os: linux\n  maxPods: many\n", 5, "u32")]
+    #[case::registry_auth(
+        "name: x\nregistries:\n  registry.k8s.io: {auth: sometimes}\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "sometimes"
+    )]
+    #[case::registry_reachable(
+        "name: x\nregistries:\n  mcr.microsoft.com:\n    reachable: perhaps\nnodes:\n- {name: a, os: linux}\n",
+        4,
+        "boolean"
+    )]
+    #[case::registry_field(
+        "name: x\nregistries:\n  registry.k8s.io:\n    password: hunter2\nnodes:\n- {name: a, os: linux}\n",
+        4,
+        "password"
+    )]
+    #[case::registry_host(
+        "name: x\nregistries:\n  https://registry.k8s.io: {auth: required}\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "not a registry host"
+    )]
+    #[case::registry_path(
+        "name: x\nregistries:\n  registry.k8s.io/e2e-test-images: {}\nnodes:\n- {name: a, os: linux}\n",
+        3,
+        "no path"
+    )]
     fn realism_field_errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
         match Topology::parse(text, "topo.yaml") {
             Err(TopologyError::Parse {

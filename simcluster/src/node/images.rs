@@ -17,6 +17,16 @@
 //! — the HCS "container operating system does not match the host" *start* error (what a
 //! locally built or re-tagged image without an `os.version` gives) — can be produced.
 //!
+//! **Mirrors keep the repository path.** A registry mirror (Harbor, Artifactory, a pull-through
+//! cache, `crane copy`) serves a copy of an upstream image under its own host and a prefix of its
+//! choosing, the repository path kept: `harbor.corp/k8s/e2e-test-images/agnhost:2.53` is
+//! `registry.k8s.io/e2e-test-images/agnhost:2.53`, `harbor.corp/mcr/windows/nanoserver:ltsc2022`
+//! is `mcr.microsoft.com/windows/nanoserver:ltsc2022` (Docker Hub's `busybox` is
+//! `library/busybox` or `busybox` there). A reference the catalogue does not file under its own
+//! name is looked up by its path without the registry host, the longest suffix that is the path of
+//! a catalogue repository first; the copy has the original's platforms, manifest kind, user and
+//! entrypoint, and its unpublished tags stay unpublished.
+//!
 //! **Unknown images** (neither built in nor added by the topology's `images:`) are modelled as
 //! Linux-only amd64 manifest lists whose default entrypoint keeps running: on Linux they run,
 //! on Windows they fail to pull with the realistic `no match for platform in manifest` error.
@@ -185,6 +195,23 @@ fn unpublished_tag(reference: &Reference) -> bool {
     !revision_tag
 }
 
+/// Whether the first segment of a reference names a registry (a dot, a port or `localhost`), as
+/// Docker and containerd decide it; otherwise the reference is a Docker Hub repository.
+fn is_registry_host(segment: &str) -> bool {
+    segment.contains('.') || segment.contains(':') || segment == "localhost"
+}
+
+/// The paths a catalogue repository has on any registry: without its registry host
+/// (`registry.k8s.io/pause` → `pause`); a Docker Hub repository as it is and, for an official
+/// image, under `library/` (`busybox` → `busybox`, `library/busybox`).
+fn repository_paths(repo: &str) -> Vec<String> {
+    match repo.split_once('/') {
+        Some((host, path)) if is_registry_host(host) => vec![path.to_string()],
+        Some(_) => vec![repo.to_string()],
+        None => vec![repo.to_string(), format!("library/{repo}")],
+    }
+}
+
 #[cfg(test)] // used by the tests only
 /// The normalised name of a reference (`docker.io/library/nginx` → `nginx:latest`).
 pub fn normalise(image: &str) -> String {
@@ -314,9 +341,9 @@ impl Catalogue {
     pub fn lookup(&self, image: &str) -> ImageInfo {
         let reference = Reference::parse(image);
         let name = reference.normalised();
-        let found = self
-            .find(&reference.repo, &reference)
-            .or_else(|| self.find(&reference.catalogue_repo(), &reference));
+        let repo = self.canonical(&reference);
+        let found = self.find(&repo, &reference);
+        let reference = Reference { repo, ..reference };
         match found {
             Some(mut i) => {
                 i.name = name;
@@ -336,6 +363,45 @@ impl Catalogue {
                 name,
             },
         }
+    }
+
+    /// The repository the catalogue files `reference` under: its own, the old registry's
+    /// (`k8s.gcr.io`), the original of a mirror's copy (see the module doc), else its own.
+    fn canonical(&self, reference: &Reference) -> String {
+        let alias = reference.catalogue_repo();
+        [reference.repo.clone(), alias]
+            .into_iter()
+            .find(|r| self.has_repo(r))
+            .or_else(|| self.mirrored(&reference.repo))
+            .unwrap_or_else(|| reference.repo.clone())
+    }
+
+    /// Every repository the catalogue has an entry of.
+    fn repos(&self) -> impl Iterator<Item = &str> {
+        self.exact
+            .keys()
+            .filter_map(|k| k.rsplit_once(':').map(|(repo, _)| repo))
+            .chain(self.patterns.iter().map(|p| p.repo.as_str()))
+    }
+
+    fn has_repo(&self, repo: &str) -> bool {
+        self.repos().any(|r| r == repo)
+    }
+
+    /// The catalogue repository whose path (the repository without its registry host) is the
+    /// longest suffix of `repo`'s path, where `repo` names a registry host.
+    fn mirrored(&self, repo: &str) -> Option<String> {
+        let (host, path) = repo.split_once('/')?;
+        if !is_registry_host(host) {
+            return None;
+        }
+        let segments: Vec<&str> = path.split('/').collect();
+        (0..segments.len()).find_map(|start| {
+            let suffix = segments[start..].join("/");
+            self.repos()
+                .find(|r| repository_paths(r).contains(&suffix))
+                .map(str::to_string)
+        })
     }
 
     fn find(&self, repo: &str, reference: &Reference) -> Option<ImageInfo> {
@@ -875,6 +941,63 @@ mod tests {
     #[case::other_repository("example.com/team/app:ltsc2019", true)]
     fn unpublished_tags(#[case] image: &str, #[case] published: bool) {
         assert_eq!(Catalogue::builtin().lookup(image).published, published, "{image}");
+    }
+
+    /// A mirror's copy keeps the repository path and is served as the original: the same
+    /// platforms, manifest kind, user and entrypoint, and the same unpublished tags.
+    #[rstest]
+    #[case::agnhost(
+        "harbor.corp/k8s/e2e-test-images/agnhost:2.53",
+        "registry.k8s.io/e2e-test-images/agnhost:2.53"
+    )]
+    #[case::nanoserver(
+        "harbor.corp/mcr/windows/nanoserver:ltsc2022",
+        "mcr.microsoft.com/windows/nanoserver:ltsc2022"
+    )]
+    #[case::servercore_port(
+        "harbor.corp:5000/windows/servercore:ltsc2025",
+        "mcr.microsoft.com/windows/servercore:ltsc2025"
+    )]
+    #[case::one_prefix("mirror.local/k8s/pause:3.10", "registry.k8s.io/pause:3.10")]
+    #[case::host_process(
+        "harbor.corp/mcr/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0",
+        "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0"
+    )]
+    #[case::hub_library("harbor.corp/hub/library/busybox:1.36", "busybox:1.36")]
+    #[case::hub_plain("mirror.local/busybox:1.36", "busybox:1.36")]
+    #[case::single_manifest(
+        "harbor.corp/mcr/windows/servercore:10.0.17763.6414",
+        "mcr.microsoft.com/windows/servercore:10.0.17763.6414"
+    )]
+    #[case::unpublished(
+        "harbor.corp/mcr/windows/nanoserver:ltsc2019",
+        "mcr.microsoft.com/windows/nanoserver:ltsc2019"
+    )]
+    fn mirrors_serve_the_original(#[case] mirror: &str, #[case] original: &str) {
+        let c = Catalogue::builtin();
+        let (copy, upstream) = (c.lookup(mirror), c.lookup(original));
+        assert_eq!(copy.name, normalise(mirror));
+        assert_eq!(
+            ImageInfo {
+                name: String::new(),
+                ..copy
+            },
+            ImageInfo {
+                name: String::new(),
+                ..upstream
+            },
+            "{mirror}"
+        );
+    }
+
+    /// Only a registry's copy is read as a mirror: a Docker Hub repository of the same last
+    /// segment is its own image, and an unknown path stays unknown.
+    #[rstest]
+    #[case::hub_user("someone/agnhost:2.53")]
+    #[case::unknown_path("harbor.corp/team/app:1.0")]
+    #[case::unknown_tag("harbor.corp/mcr/windows/servercore:nope")]
+    fn other_references_are_not_mirrors(#[case] image: &str) {
+        assert!(!Catalogue::builtin().lookup(image).known, "{image}");
     }
 
     #[rstest]

@@ -1,4 +1,4 @@
-//! The simulated nodes: their objects, images and logs, the kube-system agents that run on them,
+//! The simulated nodes: their objects, images, registries and logs, the kube-system agents that run on them,
 //! each node's kubelet (the pod plan and the process model), a Windows node's host as its
 //! HostProcess containers see it, and what runs in a container when a command is exec'd in it.
 
@@ -11,5 +11,6 @@ pub mod kubelet;
 pub mod logs;
 pub mod nodelogs;
 pub mod objects;
+pub mod registry;
 pub mod runtime;
 pub mod stats;

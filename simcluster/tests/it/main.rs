@@ -7,6 +7,7 @@
 //! - `services` — ClusterIP/NodePort allocation, Endpoints and EndpointSlices
 //! - `nodes` — scheduling, controllers, kubelet and Windows admission rules
 //! - `realism` — real-cluster behaviours a topology switches on (policy, maxPods, pulls, transient events, node reachability)
+//! - `registries` — registries that want credentials or do not resolve, pull secrets, mirrors
 //! - `volumes` — emptyDir, readOnly mounts, hostPath
 //! - `kube_system` — the add-ons a real cluster of each profile shows
 //! - `faults` — kubelet-side node faults and the node log proxy
@@ -29,6 +30,7 @@ mod nodes;
 mod protobuf;
 mod rbac;
 mod realism;
+mod registries;
 mod robustness;
 mod services;
 mod volumes;

@@ -15,6 +15,8 @@ use serde_json::json;
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
 use crate::cluster::fixture::{self, Fixture, Fixtures, MANAGED_BY, RUN_LABEL};
 use crate::cluster::progress::{Phase, Progress};
+use crate::cluster::pulls;
+use crate::cluster::registry::Registry;
 
 /// The field manager of the run's server-side applies.
 pub const MANAGER: &str = "mixcheck";
@@ -39,6 +41,18 @@ pub struct Placed {
     /// refused the pod): the checks that need it cannot run here, which says nothing about the
     /// rule (`indeterminate`, not `error`).
     pub policy: bool,
+    /// The problem is an image the nodes cannot pull from its registry (refused, unreachable,
+    /// missing; [`crate::cluster::pulls`]): the checks that need the pod cannot run until the run
+    /// is given the credentials or mirror the problem names (`indeterminate`, not `error`).
+    pub unpullable: Option<pulls::Unpullable>,
+}
+
+impl Placed {
+    /// Whether the pod's problem says nothing about the rules (the cluster's policy, or an
+    /// image the run could not have): the cells that need it are `indeterminate`.
+    pub fn indeterminate(&self) -> bool {
+        self.policy || self.unpullable.is_some()
+    }
 }
 
 pub use crate::cluster::admission::Refusal;
@@ -497,7 +511,7 @@ struct Plan<'a> {
     run_id: &'a str,
     facts: &'a ClusterFacts,
     kit: Kit<'a>,
-    registry: Option<&'a str>,
+    registry: &'a Registry,
     needs: Needs,
     scope: Scope<'a>,
     /// The labels of everything the run creates.
@@ -511,7 +525,7 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// `pod` stamped for `node` under `name` with `labels` and the run's image registry.
+    /// `pod` stamped for `node` under `name` with `labels`, the run's mirrors and pull secrets.
     fn stamp(
         &self,
         pod: &serde_json::Value,
@@ -868,10 +882,26 @@ fn say_deployed(applied: &Applied, ns: &str, progress: &Progress) {
 /// Says which awaited pods will not start and why (the first [`WAITING_SHOWN`]), with a hint
 /// where a host port or the pod slots are taken.
 fn say_unstarted(awaited: &[Wanted], placed: &BTreeMap<String, Placed>, progress: &Progress) {
+    let unpullable: Vec<&pulls::Unpullable> = awaited
+        .iter()
+        .filter_map(|(name, _, _)| placed.get(name)?.unpullable.as_ref())
+        .collect();
+    if !unpullable.is_empty() {
+        let mut lines = vec![format!(
+            "{} fixture pod{} cannot have {} images; the checks that need {} are indeterminate:",
+            unpullable.len(),
+            if unpullable.len() == 1 { "" } else { "s" },
+            if unpullable.len() == 1 { "its" } else { "their" },
+            if unpullable.len() == 1 { "it" } else { "them" }
+        )];
+        lines.extend(pulls::summary(&unpullable));
+        progress.say(&lines.join("\n"));
+    }
     let broken: Vec<String> = awaited
         .iter()
         .filter_map(|(name, node, _)| {
-            let why = placed.get(name)?.problem.as_deref()?;
+            let p = placed.get(name).filter(|p| p.unpullable.is_none())?;
+            let why = p.problem.as_deref()?;
             Some(format!(
                 "    {name} for {node}: {}",
                 crate::cluster::progress::shorten(why, 200)
@@ -926,6 +956,7 @@ fn place(applied: Applied, mut placed: BTreeMap<String, Placed>) -> Placement {
                 ipv6: None,
                 problem: Some(r.problem()),
                 policy: r.policy,
+                unpullable: None,
             },
         );
     }
@@ -1048,7 +1079,7 @@ pub async fn deploy(
     run_id: &str,
     facts: &ClusterFacts,
     fixtures: &Fixtures,
-    registry: Option<&str>,
+    registry: &Registry,
     needs: Needs,
     scope: Scope<'_>,
     deadline: Instant,
@@ -1135,8 +1166,43 @@ pub fn ingress_of(s: &Service) -> Option<String> {
         .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()))
 }
 
-/// Why a pod is not (yet) usable, or None when it is running and ready.
-fn pod_state(p: &Pod) -> (bool, Option<String>) {
+/// The Warning events by the pod they are about, each as (reason, message, count).
+fn warnings_by_pod(events: &[Event]) -> BTreeMap<String, Vec<(String, String, i32)>> {
+    let mut by_pod: BTreeMap<String, Vec<(String, String, i32)>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.type_.as_deref() == Some("Warning")) {
+        let pod = e.involved_object.name.clone().unwrap_or_default();
+        by_pod.entry(pod).or_default().push((
+            e.reason.clone().unwrap_or_default(),
+            e.message.clone().unwrap_or_default(),
+            e.count.unwrap_or(1),
+        ));
+    }
+    by_pod
+}
+
+/// A pod's state with its Warnings: settled or not, its problem, and the image its registry
+/// will not give (settled at once, naming the flag that gets it).
+fn pull_state(
+    p: &Pod,
+    warned: Option<&Vec<(String, String, i32)>>,
+) -> (bool, Option<String>, Option<pulls::Unpullable>) {
+    let warnings: Vec<pulls::Warning<'_>> = warned
+        .into_iter()
+        .flatten()
+        .map(|(r, m, c)| (r.as_str(), m.as_str(), *c))
+        .collect();
+    match pulls::unpullable(p, &warnings) {
+        Some(u) => (true, Some(u.problem()), Some(u)),
+        None => {
+            let (settled, problem) = pod_state(p, pulls::failures(&warnings, None));
+            (settled, problem, None)
+        }
+    }
+}
+
+/// Why a pod is not (yet) usable, or None when it is running and ready; `pull_failures` is how
+/// often the kubelet failed its image pulls.
+fn pod_state(p: &Pod, pull_failures: i32) -> (bool, Option<String>) {
     let status = p.status.clone().unwrap_or_default();
     let phase = status.phase.clone().unwrap_or_default();
     let ready = crate::cluster::podwatch::is_ready(&status);
@@ -1154,7 +1220,11 @@ fn pod_state(p: &Pod) -> (bool, Option<String>) {
     for c in status.container_statuses.unwrap_or_default() {
         if let Some(w) = c.state.and_then(|s| s.waiting)
             && let Some(reason) = w.reason
-            && crate::cluster::podwatch::terminal_waiting(&reason, w.message.as_deref().unwrap_or_default())
+            && crate::cluster::podwatch::terminal_waiting(
+                &reason,
+                w.message.as_deref().unwrap_or_default(),
+                pull_failures,
+            )
         {
             return (
                 true,
@@ -1185,6 +1255,7 @@ async fn await_pods(
     let mut done: BTreeMap<String, Placed> = BTreeMap::new();
     let mut last_report = started;
     let mut ns_events: Vec<Event> = Vec::new();
+    let mut warned = BTreeMap::new();
     let mut last_events: Option<Instant> = None;
     let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
     loop {
@@ -1200,6 +1271,7 @@ async fn await_pods(
                 .await
                 .map(|l| l.items)
                 .unwrap_or_default();
+            warned = warnings_by_pod(&ns_events);
             last_events = Some(Instant::now());
         }
         let by_name: BTreeMap<String, &Pod> = list
@@ -1220,7 +1292,7 @@ async fn await_pods(
                 }
                 continue;
             };
-            let (mut settled, mut problem) = pod_state(p);
+            let (mut settled, mut problem, unpullable) = pull_state(p, warned.get(name));
             if !settled && let Some(why) = sandbox_failure(&ns_events, name) {
                 settled = true;
                 problem = Some(why);
@@ -1255,6 +1327,7 @@ async fn await_pods(
                     problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
                 let mut p = placed(name, &ip, problem);
                 p.ipv6 = ipv6;
+                p.unpullable = unpullable;
                 done.insert(name.clone(), p);
             } else {
                 pending += 1;
@@ -1320,6 +1393,7 @@ fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {
         ipv6: None,
         problem,
         policy: false,
+        unpullable: None,
     }
 }
 

@@ -60,6 +60,9 @@ impl PodRun {
         let image = self.containers[i].plan.image.clone();
         let name = self.containers[i].plan.name.clone();
         if let ContainerOutcome::PullFails { message, .. } = self.containers[i].plan.outcome.clone() {
+            // The registry answers before the manifest is read: a refusal (401, a name that
+            // does not resolve) comes before "not found" or the platform match.
+            let message = self.registry_refusal(&image).unwrap_or(message);
             self.pull_forever(i, &image, &message).await;
             return None;
         }

@@ -6,6 +6,7 @@
 
 mod admission;
 mod containers;
+mod credentials;
 pub mod eviction;
 mod memory;
 pub mod outcome;
@@ -114,6 +115,7 @@ impl Kubelets {
     /// Runs every node's kubelet until the store closes.
     pub async fn run(self: Arc<Self>) {
         self.mark_stopped_nodes();
+        self.preload_system_images();
         let stuck_flanneld = self.start_node_logs();
         tokio::spawn(self.clone().renew_leases());
         let mut feed = self.store.subscribe();

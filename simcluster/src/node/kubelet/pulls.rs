@@ -1,12 +1,14 @@
 //! Image pulls: the node's image cache (an image pulled there, or being pulled, and when it is
-//! ready), each container's pull policy, the pull events, a transient failed attempt, and an
-//! image that never pulls (ErrImagePull, ImagePullBackOff).
+//! ready), each container's pull policy, the pull events, a transient failed attempt, a registry
+//! that refuses the pull or does not resolve ([`crate::node::registry`], with the pod's pull
+//! secrets), and an image that never pulls (ErrImagePull, ImagePullBackOff with the kubelet's
+//! image back-off).
 
 use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Kubelets, PodRun, transient};
+use super::{Kubelets, PodRun, credentials, transient};
 use crate::config::profile::Step;
 use crate::control::events::Kind;
 use crate::vocab::json;
@@ -30,6 +32,35 @@ impl Kubelets {
     pub(super) fn known_image(&self, node: &str, image: &str) -> bool {
         let pulled = self.pulled.lock().unwrap_or_else(|p| p.into_inner());
         pulled.get(node).is_some_and(|images| images.contains_key(image))
+    }
+
+    /// Puts the images of the cluster's own workloads (the kube-system DaemonSets and
+    /// Deployments the add-ons created) in every node's cache, where a registry wants
+    /// credentials or does not resolve: the cluster was built while its nodes could pull them
+    /// (kubeadm pre-pulls its images, managed node images ship them), and a locked-down
+    /// registry does not take them back. Elsewhere they are pulled as any image is.
+    pub(super) fn preload_system_images(&self) {
+        if !self.profiles.iter().any(|p| p.registries.restricted()) {
+            return;
+        }
+        let mut images = std::collections::BTreeSet::new();
+        for plural in ["daemonsets", "deployments"] {
+            for workload in self.store.list(crate::store::resources::named("apps", plural), None).0 {
+                for path in ["/spec/template/spec/initContainers", "/spec/template/spec/containers"] {
+                    for c in json::array(workload.value(), path) {
+                        images.insert(json::str(c, "/image").to_string());
+                    }
+                }
+            }
+        }
+        let now = std::time::Instant::now();
+        let mut pulled = self.pulled.lock().unwrap_or_else(|p| p.into_inner());
+        for profile in self.profiles.iter() {
+            let cache = pulled.entry(profile.name.clone()).or_default();
+            for image in images.iter().filter(|i| !i.is_empty()) {
+                cache.entry(image.clone()).or_insert(now);
+            }
+        }
     }
 }
 
@@ -58,9 +89,16 @@ impl PodRun {
         let always = self.pull_policy(i) == "Always";
         let short = self.profile.delay(Step::Pull, self.pod.uid());
         let full = self.profile.timing.first_pull(self.profile.os).unwrap_or(short);
-        // A pull that asks the registry (an image not here yet, or policy Always) may fail once.
-        if (always || !self.k.known_image(&node, image)) && !self.failed_pull_attempt(i, image).await {
-            return false;
+        // A pull that asks the registry (an image not here yet, or policy Always) gets its
+        // answer: a refusal for good, or (transient events) one failed attempt.
+        if always || !self.k.known_image(&node, image) {
+            if let Some(refusal) = self.registry_refusal(image) {
+                self.pull_forever(i, image, &refusal).await;
+                return false;
+            }
+            if !self.failed_pull_attempt(i, image).await {
+                return false;
+            }
         }
         let started = std::time::Instant::now();
         let d = match self.k.claim_pull(&node, image, full) {
@@ -132,13 +170,39 @@ impl PodRun {
         true
     }
 
+    /// Why the registry does not give the pod `image` (the runtime's error), asking the pod's
+    /// pull secrets for credentials when the registry wants them; a pull secret the namespace
+    /// does not have is reported as the kubelet reports it (`getPullSecretsForPod`).
+    pub(super) fn registry_refusal(&self, image: &str) -> Option<String> {
+        let repository = crate::node::registry::Manifest::of(image).repository();
+        let secrets = credentials::for_repository(&self.k.store, self.v(), &repository);
+        if !secrets.missing.is_empty() {
+            self.event(
+                Kind::Warning,
+                "FailedToRetrieveImagePullSecret",
+                &format!(
+                    "Unable to retrieve some image pull secrets ({}); attempting to pull the image may not succeed.",
+                    secrets.missing.join(", ")
+                ),
+            );
+        }
+        crate::node::registry::refusal(&self.profile, image, secrets.found)
+    }
+
+    /// Pulls that fail with `message` until the pod is deleted, as the kubelet's image manager
+    /// retries them (`pkg/kubelet/images/image_manager.go`): each attempt `Pulling`, then the
+    /// Warning `Failed to pull image …` and `Error: ErrImagePull`; the image back-off
+    /// ([`crate::config::profile::NodeProfile::pull_backoff`]) starts, the next sync within it
+    /// reports `BackOff` and `Error: ImagePullBackOff`, and the pull is tried again once it has
+    /// passed. Repeated events count up (the event recorder's aggregation).
     pub(super) async fn pull_forever(&mut self, i: usize, image: &str, message: &str) {
-        let mut attempt = 0;
+        let mut failures = 0;
         loop {
             self.event(Kind::Normal, "Pulling", &format!("Pulling image \"{image}\""));
             if !self.wait(self.profile.delay(Step::Pull, self.pod.uid())).await {
                 return;
             }
+            failures += 1;
             self.event(
                 Kind::Warning,
                 "Failed",
@@ -147,17 +211,17 @@ impl PodRun {
             self.event(Kind::Warning, "Failed", "Error: ErrImagePull");
             self.containers[i].state = json!({"waiting": {"reason": "ErrImagePull", "message": message}});
             self.write_status();
-            if !self.wait(self.profile.backoff(attempt) / 2).await {
+            let backoff = self.profile.pull_backoff(failures);
+            if !self.wait(backoff / 2).await {
                 return;
             }
             self.event(Kind::Normal, "BackOff", &format!("Back-off pulling image \"{image}\""));
             self.event(Kind::Warning, "Failed", "Error: ImagePullBackOff");
             self.containers[i].state = json!({"waiting": {"reason": "ImagePullBackOff", "message": format!("Back-off pulling image \"{image}\": ErrImagePull: {message}")}});
             self.write_status();
-            if !self.wait(self.profile.backoff(attempt)).await {
+            if !self.wait(backoff / 2).await {
                 return;
             }
-            attempt += 1;
         }
     }
 }

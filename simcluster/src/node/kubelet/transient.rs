@@ -14,7 +14,6 @@
 use std::time::Duration;
 
 use crate::config::profile::{NodeProfile, unit_hash};
-use crate::node::images::Reference;
 
 /// How long after its namespace's creation a pod's `kube-root-ca.crt` may not be registered
 /// yet, at `timing.scale` 1 (the root CA publisher and the kubelet's ConfigMap watch catch up
@@ -47,25 +46,14 @@ pub fn failed_mount_message(volume: &str, namespace: &str) -> String {
     format!("MountVolume.SetUp failed for volume {volume:?} : object {namespace:?}/\"kube-root-ca.crt\" not registered")
 }
 
-/// The registry host containerd dials for `image` (`registry-1.docker.io` for Docker Hub).
-fn registry_host(fully_qualified: &str) -> &str {
-    match fully_qualified.split('/').next() {
-        Some("docker.io") | None => "registry-1.docker.io",
-        Some(host) => host,
-    }
-}
-
 /// The failed attempt's `Failed` event message: containerd could not reach the registry.
 pub fn pull_timeout_message(image: &str) -> String {
-    let fq = Reference::parse(image).fully_qualified();
-    let host = registry_host(&fq);
-    let rest = fq.split_once('/').map_or(fq.as_str(), |(_, r)| r);
-    let (path, tag) = match rest.rsplit_once(':') {
-        Some((p, t)) if !t.contains('/') => (p, t),
-        _ => (rest, "latest"),
-    };
+    let m = crate::node::registry::Manifest::of(image);
     format!(
-        "Failed to pull image {image:?}: failed to pull and unpack image {fq:?}: failed to resolve reference {fq:?}: failed to do request: Head \"https://{host}/v2/{path}/manifests/{tag}\": dial tcp 20.0.2.14:443: i/o timeout"
+        "Failed to pull image {image:?}: failed to pull and unpack image {:?}: failed to resolve reference {:?}: failed to do request: Head {:?}: dial tcp 20.0.2.14:443: i/o timeout",
+        m.reference,
+        m.reference,
+        m.url()
     )
 }
 
