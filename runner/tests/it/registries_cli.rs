@@ -203,7 +203,8 @@ fn a_pull_secret_gives_the_run_the_open_clusters_verdicts(#[case] profile: &str)
         .expect("run");
     assert_eq!(bare.status.code(), Some(2), "{}", text(&bare));
     assert!(
-        text(&bare).contains("name the Secret's own namespace: --image-pull-secret NAMESPACE/regcred"),
+        text(&bare).contains("there is no Secret \"regcred\" in namespace mixcheck-")
+            && text(&bare).contains("name the Secret's own namespace, --image-pull-secret NAMESPACE/regcred"),
         "{}",
         text(&bare)
     );
