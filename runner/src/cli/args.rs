@@ -102,6 +102,10 @@ pub struct CleanupArgs {
     /// Only list the namespaces that would be deleted.
     #[arg(long)]
     pub dry_run: bool,
+    /// Delete what runs left in this existing namespace (`run --namespace`): their pods,
+    /// Services and Secrets, by label; the namespace itself stays.
+    #[arg(long, short = 'n', value_name = "NAME")]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -365,6 +365,16 @@ fn parse_windows_build(text: &str) -> Option<u32> {
 /// `mixcheck cleanup`: deletes (or lists) the run namespaces left on a cluster.
 pub async fn cleanup(args: &CleanupArgs) -> Result<Code, Error> {
     let target = real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
+    if let Some(ns) = &args.namespace {
+        let (key, value) = crate::cluster::fixture::MANAGED_BY;
+        let selector = format!("{key}={value}");
+        if args.dry_run {
+            outln!("would delete the pods, Services and Secrets labelled {selector} in namespace {ns}");
+            return Ok(Code::Passed);
+        }
+        crate::run::remove_labelled(&target.client, ns, &selector, &|line| outln!("{line}")).await;
+        return Ok(Code::Passed);
+    }
     if args.dry_run {
         for (name, phase) in crate::run::leftovers(&target.client)
             .await

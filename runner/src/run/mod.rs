@@ -19,7 +19,7 @@ pub mod preview;
 mod probe;
 
 pub(crate) use connect::open;
-pub use namespace::{cleanup_all, leftovers};
+pub use namespace::{cleanup_all, leftovers, remove_labelled};
 
 use mixcheck_reports::RunReport;
 

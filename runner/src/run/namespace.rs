@@ -23,7 +23,13 @@ pub async fn cleanup(client: &kube::Client, ns: &str, say: &dyn Fn(&str)) {
 /// and Secrets, by its run label; the namespace and everything else in it stay.
 pub async fn remove_run_objects(client: &kube::Client, ns: &str, run_id: &str, say: &dyn Fn(&str)) {
     let selector = format!("{}={run_id}", crate::cluster::fixture::RUN_LABEL);
-    let params = ListParams::default().labels(&selector);
+    remove_labelled(client, ns, &selector, say).await;
+}
+
+/// Deletes the pods, Services and Secrets labelled `selector` in namespace `ns` (what runs
+/// created there); `mixcheck cleanup -n NS` uses it for what killed runs left.
+pub async fn remove_labelled(client: &kube::Client, ns: &str, selector: &str, say: &dyn Fn(&str)) {
+    let params = ListParams::default().labels(selector);
     let dp = DeleteParams::background();
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let services: Api<Service> = Api::namespaced(client.clone(), ns);

@@ -400,4 +400,29 @@ fn a_namespace_only_identity_runs_in_its_namespace_and_leaves_it_as_it_was() {
         objects_in(&client, ns).await
     });
     assert_eq!(after, before, "the run deleted what it created in {ns}, and only that");
+
+    // What a killed run left there goes with `mixcheck cleanup -n`, and nothing else does.
+    runtime.block_on(async {
+        use k8s_openapi::api::core::v1::Pod;
+        let pods = Api::<Pod>::namespaced(client.clone(), ns);
+        for (name, labels) in [
+            ("left-behind", serde_json::json!({"app.kubernetes.io/managed-by": "mixcheck"})),
+            ("the-teams-own", serde_json::json!({"app": "web"})),
+        ] {
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"nodeSelector": {"kubernetes.io/os": "linux"}, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+            }))
+            .expect("pod");
+            pods.create(&PostParams::default(), &pod).await.expect("create pod");
+        }
+    });
+    let out = mixcheck(dir.path())
+        .args(["cleanup", "--kubeconfig", &sa_kc, "-n", ns])
+        .output()
+        .expect("cleanup");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let left = runtime.block_on(objects_in(&client, ns));
+    assert!(left.contains(&"pod/the-teams-own".to_string()), "{left:?}");
+    assert!(!left.contains(&"pod/left-behind".to_string()), "{left:?}");
 }
