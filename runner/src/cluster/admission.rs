@@ -21,7 +21,7 @@
 
 /// Which admission mechanism refused an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Policy {
+pub enum Mechanism {
     /// A validating admission webhook, by name.
     Webhook { name: String },
     /// A ValidatingAdmissionPolicy and its binding (None when the message names none).
@@ -30,18 +30,18 @@ pub enum Policy {
     PodSecurity { level: String },
 }
 
-impl std::fmt::Display for Policy {
+impl std::fmt::Display for Mechanism {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Policy::Webhook { name } => write!(f, "the admission webhook {name}"),
-            Policy::ValidatingAdmissionPolicy {
+            Mechanism::Webhook { name } => write!(f, "the admission webhook {name}"),
+            Mechanism::ValidatingAdmissionPolicy {
                 policy,
                 binding: Some(b),
             } => write!(f, "ValidatingAdmissionPolicy {policy} (binding {b})"),
-            Policy::ValidatingAdmissionPolicy { policy, binding: None } => {
+            Mechanism::ValidatingAdmissionPolicy { policy, binding: None } => {
                 write!(f, "ValidatingAdmissionPolicy {policy}")
             }
-            Policy::PodSecurity { level } => write!(f, "Pod Security admission ({level})"),
+            Mechanism::PodSecurity { level } => write!(f, "Pod Security admission ({level})"),
         }
     }
 }
@@ -52,7 +52,7 @@ impl std::fmt::Display for Policy {
 pub struct Refusal {
     pub message: String,
     /// The deliberate policy that refused it (None: a limit or a validation error).
-    pub by: Option<Policy>,
+    pub by: Option<Mechanism>,
     /// A deliberate policy, not a limit or a bug.
     pub policy: bool,
 }
@@ -93,11 +93,11 @@ impl Refusal {
 }
 
 /// The admission mechanism a refusal's status shows, if any.
-fn policy_of(code: u16, reason: &str, message: &str) -> Option<Policy> {
+fn policy_of(code: u16, reason: &str, message: &str) -> Option<Mechanism> {
     if let Some(name) = quoted_after(message, "admission webhook \"", '"')
         && message.contains("denied the request")
     {
-        return Some(Policy::Webhook { name: name.to_string() });
+        return Some(Mechanism::Webhook { name: name.to_string() });
     }
     if let Some(policy) = quoted_after(message, "ValidatingAdmissionPolicy '", '\'')
         && message.contains("denied request")
@@ -109,7 +109,7 @@ fn policy_of(code: u16, reason: &str, message: &str) -> Option<Policy> {
             (422, "Invalid" | "") | (403, "Forbidden" | "") | (401, "Unauthorized") | (413, "RequestEntityTooLarge")
         );
         if expected {
-            return Some(Policy::ValidatingAdmissionPolicy {
+            return Some(Mechanism::ValidatingAdmissionPolicy {
                 policy: policy.to_string(),
                 binding: quoted_after(message, "with binding '", '\'').map(str::to_string),
             });
@@ -119,7 +119,7 @@ fn policy_of(code: u16, reason: &str, message: &str) -> Option<Policy> {
         && matches!(reason, "Forbidden" | "")
         && let Some(level) = quoted_after(message, "violates PodSecurity \"", '"')
     {
-        return Some(Policy::PodSecurity {
+        return Some(Mechanism::PodSecurity {
             level: level.to_string(),
         });
     }
@@ -138,8 +138,8 @@ mod tests {
 
     use super::*;
 
-    fn webhook(name: &str) -> Option<Policy> {
-        Some(Policy::Webhook { name: name.into() })
+    fn webhook(name: &str) -> Option<Mechanism> {
+        Some(Mechanism::Webhook { name: name.into() })
     }
 
     /// Each admission mechanism's real status is its policy; a quota or a validation error is a
@@ -161,17 +161,17 @@ mod tests {
     #[case::vap_default_reason(
         422, "Invalid",
         "pods \"hp-2\" is forbidden: ValidatingAdmissionPolicy 'deny-host-namespaces' with binding 'deny-host-namespaces-binding' denied request: hostNetwork is not allowed",
-        Some(Some(Policy::ValidatingAdmissionPolicy { policy: "deny-host-namespaces".into(), binding: Some("deny-host-namespaces-binding".into()) }))
+        Some(Some(Mechanism::ValidatingAdmissionPolicy { policy: "deny-host-namespaces".into(), binding: Some("deny-host-namespaces-binding".into()) }))
     )]
     #[case::vap_forbidden_reason(
         403, "Forbidden",
         "pods \"hp-2\" is forbidden: ValidatingAdmissionPolicy 'no-hostport' denied request: hostPort is not allowed",
-        Some(Some(Policy::ValidatingAdmissionPolicy { policy: "no-hostport".into(), binding: None }))
+        Some(Some(Mechanism::ValidatingAdmissionPolicy { policy: "no-hostport".into(), binding: None }))
     )]
     #[case::pod_security(
         403, "Forbidden",
         "pods \"hp-2\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"netexec\" uses hostPort 48080)",
-        Some(Some(Policy::PodSecurity { level: "baseline:latest".into() }))
+        Some(Some(Mechanism::PodSecurity { level: "baseline:latest".into() }))
     )]
     #[case::quota(
         403,
@@ -200,7 +200,7 @@ mod tests {
         #[case] code: u16,
         #[case] reason: &str,
         #[case] message: &str,
-        #[case] expected: Option<Option<Policy>>,
+        #[case] expected: Option<Option<Mechanism>>,
     ) {
         let got = Refusal::of_status(code, reason, message);
         assert_eq!(got.as_ref().map(|r| r.by.clone()), expected, "{got:?}");

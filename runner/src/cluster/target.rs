@@ -93,13 +93,13 @@ pub enum TargetError {
     #[error("the bundled cluster did not start: {0}")]
     Bundled(#[from] simcluster::ClusterError),
     /// The API server did not answer or refused the credentials (exit code 3).
-    #[error("{}", unreachable(.server, .context, .cause, .proxy.as_ref()))]
+    #[error("{}", unreachable(.server, .context, .cause, .proxy.as_deref()))]
     Unreachable {
         server: String,
         context: String,
         cause: String,
         /// The proxy the client went through, if any.
-        proxy: Option<ChosenProxy>,
+        proxy: Option<Box<ChosenProxy>>,
     },
 }
 
@@ -363,7 +363,7 @@ impl Target {
                 server: server.clone(),
                 context: context.to_string(),
                 cause: e.to_string(),
-                proxy: proxy.clone(),
+                proxy: proxy.clone().map(Box::new),
             }
         })?;
         let api_calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -401,7 +401,7 @@ impl Target {
             server: self.server.clone(),
             context: context.to_string(),
             cause,
-            proxy: self.proxy.clone(),
+            proxy: self.proxy.clone().map(Box::new),
         };
         match tokio::time::timeout(
             CONNECT_TIMEOUT + Duration::from_secs(5),
