@@ -418,7 +418,17 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
         )));
     }
     let images = crate::cluster::fixture::Fixtures::load(None)?.images();
-    let target = real_cluster(args.kubeconfig.as_ref(), args.context.as_ref()).await?;
+    let spec = crate::cluster::target::TargetSpec::Kubeconfig {
+        path: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let quiet = args.quiet;
+    let target = crate::cluster::target::connect(&spec, &|m| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    })
+    .await?;
     let options = prepull::Options {
         namespace: args.namespace.clone(),
         image_registry: args.image_registry.clone(),

@@ -199,7 +199,7 @@ pub fn images_for(
             (Os::Windows, Some(host), Some(p)) if !runs_on(p.windows, host) => left_out.push(LeftOut {
                 image: image.to_string(),
                 why: format!(
-                    "no variant build {host} runs ({}); the fixtures that pull it expect the pull or start to fail",
+                    "{}, none of which build {host} runs with process isolation; the fixtures that pull it expect the pull or start to fail",
                     variants(p.windows)
                 ),
             }),
@@ -226,10 +226,10 @@ fn runs_on(builds: Builds, host: u32) -> bool {
 
 fn variants(builds: Builds) -> String {
     match builds {
-        Builds::Any => "any build".into(),
+        Builds::Any => "published for any build".into(),
         Builds::Only(list) => {
             let names: Vec<String> = list.iter().map(u32::to_string).collect();
-            format!("variants: {}", names.join(", "))
+            format!("published for build {} only", names.join(", "))
         }
     }
 }

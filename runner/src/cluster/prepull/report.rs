@@ -136,7 +136,7 @@ impl NodeReport {
             node: node.to_string(),
             group: group.to_string(),
             done: images.iter().all(|i| matches!(i.result, "pulled" | "present")),
-            pull_seconds: images.iter().filter_map(|i| i.seconds).sum(),
+            pull_seconds: images.iter().filter_map(|i| i.seconds).fold(0.0, |a, b| a + b),
             images,
         }
     }
@@ -169,11 +169,11 @@ impl Report {
         }
     }
 
-    /// The slowest node of each group (by the kubelet's pull times).
+    /// The slowest node of a group (by the kubelet's pull times; None when nothing was pulled).
     pub fn slowest(nodes: &[NodeReport], group: &str) -> Option<Slowest> {
         nodes
             .iter()
-            .filter(|n| n.group == group)
+            .filter(|n| n.group == group && n.pull_seconds > 0.0)
             .max_by(|a, b| a.pull_seconds.total_cmp(&b.pull_seconds))
             .map(|n| Slowest {
                 node: n.node.clone(),
@@ -244,11 +244,24 @@ impl Report {
                 "Every node has every image: {nodes} node{}, {pulled} pulled, {present} already present",
                 plural(nodes)
             ),
-            Outcome::Failed => format!(
-                "Some pulls failed: {} image(s) on {}",
-                images().filter(|i| i.result == "failed").count(),
-                not_done.join(", ")
-            ),
+            Outcome::Failed => {
+                let failed_on: Vec<&str> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.images.iter().any(|i| i.result == "failed"))
+                    .map(|n| n.node.as_str())
+                    .collect();
+                let unfinished = images().filter(|i| i.result == "not-done").count();
+                let mut line = format!(
+                    "Some pulls failed: {} image(s) on {}",
+                    images().filter(|i| i.result == "failed").count(),
+                    failed_on.join(", ")
+                );
+                if unfinished > 0 {
+                    let _ = write!(line, "; {unfinished} image(s) not pulled when the pre-pull ended");
+                }
+                line
+            }
             Outcome::Deadline => format!(
                 "The deadline (--timeout) came first: not done on {}",
                 not_done.join(", ")
