@@ -537,3 +537,95 @@ fn an_unreachable_cluster_exits_3() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the cluster"));
 }
+
+const RBAC: &str = include_str!("../../../deploy/rbac.yaml");
+
+impl Observer {
+    /// Applies deploy/rbac.yaml, its ClusterRole less the rules `drop` matches, and writes a
+    /// kubeconfig like `admin`'s authenticated as its ServiceAccount (a TokenRequest's token).
+    fn service_account(&self, admin: &str, drop: impl Fn(&k8s_openapi::api::rbac::v1::PolicyRule) -> bool, out: &Path) {
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+        let pp = PostParams::default();
+        let c = &self.client;
+        self.runtime.block_on(async {
+            let docs: Vec<Value> = serde_saphyr::from_multiple(RBAC).expect("deploy/rbac.yaml parses");
+            for doc in docs {
+                match doc["kind"].as_str() {
+                    Some("Namespace") => created(Api::<Namespace>::all(c.clone()).create(&pp, &from(doc)).await),
+                    Some("ServiceAccount") => {
+                        let api = Api::<ServiceAccount>::namespaced(c.clone(), "mixcheck");
+                        created(api.create(&pp, &from(doc)).await);
+                    }
+                    Some("ClusterRole") => {
+                        let mut role: ClusterRole = from(doc);
+                        role.rules.get_or_insert_with(Vec::new).retain(|r| !drop(r));
+                        created(Api::<ClusterRole>::all(c.clone()).create(&pp, &role).await);
+                    }
+                    Some("ClusterRoleBinding") => {
+                        created(Api::<ClusterRoleBinding>::all(c.clone()).create(&pp, &from(doc)).await);
+                    }
+                    other => panic!("deploy/rbac.yaml holds an unexpected kind {other:?}"),
+                }
+            }
+            let request: TokenRequest =
+                from(serde_json::json!({"spec": {"audiences": [], "expirationSeconds": 3600}}));
+            let minted = Api::<ServiceAccount>::namespaced(c.clone(), "mixcheck")
+                .create_token_request("mixcheck", &pp, &request)
+                .await
+                .expect("TokenRequest");
+            let token = minted.status.expect("status").token;
+            let kc = kube::config::Kubeconfig::read_from(admin).expect("kubeconfig");
+            let mut v = serde_json::to_value(&kc).expect("kubeconfig json");
+            for user in v["users"].as_array_mut().into_iter().flatten() {
+                user["user"] = serde_json::json!({"token": token});
+            }
+            std::fs::write(out, serde_json::to_string_pretty(&v).expect("json")).expect("write kubeconfig");
+        });
+    }
+}
+
+fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).expect("an object of its kind")
+}
+
+fn drop_ok<T>(r: Result<T, kube::Error>) {
+    r.expect("create");
+}
+
+/// deploy/rbac.yaml's ServiceAccount pre-pulls; without the DaemonSet rule it exits 3 naming the
+/// refusal, and leaves no namespace behind.
+#[rstest]
+#[case::whole_role(false)]
+#[case::without_the_daemonset_rule(true)]
+fn the_least_privilege_role_prepulls(#[case] without_daemonsets: bool) {
+    let serve = Serve::start();
+    let observer = Observer::new(&serve.kubeconfig());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sa = dir.path().join("sa.kubeconfig");
+    let drop = |r: &k8s_openapi::api::rbac::v1::PolicyRule| {
+        without_daemonsets
+            && r.resources.iter().flatten().any(|x| x == "daemonsets")
+            && r.verbs.iter().any(|v| v == "create")
+    };
+    observer.service_account(&serve.kubeconfig(), drop, &sa);
+    let sa = sa.display().to_string();
+    let out = prepull(dir.path(), &["--kubeconfig", &sa]);
+    if without_daemonsets {
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("creating DaemonSet") && stderr.contains("(403)"), "{stderr}");
+    } else {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let out = mixcheck(dir.path())
+        .args(["cleanup", "--dry-run", "--kubeconfig", &serve.kubeconfig()])
+        .output()
+        .expect("cleanup");
+    let left = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        left.lines().all(|l| !l.starts_with("mixcheck-prepull-") || l.contains("Terminating")),
+        "{left}"
+    );
+}

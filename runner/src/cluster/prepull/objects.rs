@@ -137,10 +137,19 @@ impl Objects<'_> {
                 failed.push(format!("{name}: {e}"));
             }
         }
-        // The garbage collector deletes the pods with their DaemonSet; this makes sure of it.
+        // The garbage collector deletes the pods with their DaemonSet; this makes sure of it,
+        // one by one (deploy/rbac.yaml grants pods list and delete, not deletecollection).
         let params = ListParams::default().labels(&selector);
-        if let Err(e) = deleted(pods.delete_collection(&DeleteParams::background(), &params)).await {
-            failed.push(format!("pods: {e}"));
+        match tokio::time::timeout(CALL_TIMEOUT, pods.list(&params)).await {
+            Ok(Ok(list)) => {
+                for name in list.items.into_iter().filter_map(|p| p.metadata.name) {
+                    if let Err(e) = deleted(pods.delete(&name, &DeleteParams::background())).await {
+                        failed.push(format!("pod {name}: {e}"));
+                    }
+                }
+            }
+            Ok(Err(e)) => failed.push(format!("pods: {e}")),
+            Err(_) => failed.push(format!("pods: no answer within {} s", CALL_TIMEOUT.as_secs())),
         }
         if failed.is_empty() {
             say(&format!("Deleted the DaemonSets in namespace {ns} ({selector})"));
