@@ -105,7 +105,11 @@ impl Observer {
 }
 
 fn prepull(dir: &Path, args: &[&str]) -> Output {
-    mixcheck(dir).arg("prepull").args(args).output().expect("run mixcheck prepull")
+    mixcheck(dir)
+        .arg("prepull")
+        .args(args)
+        .output()
+        .expect("run mixcheck prepull")
 }
 
 /// The JSON report of a pre-pull, with its exit code and standard error.
@@ -114,7 +118,11 @@ fn json_prepull(dir: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
     all.extend(["-o", "json"]);
     let out = prepull(dir, &all);
     let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
-    (out.status.code(), report, String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        report,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// node → (image → result object).
@@ -154,7 +162,10 @@ fn strings(v: &Value) -> Vec<String> {
 
 /// What `mixcheck images --build BUILD` lists (the images a node of that build pulls).
 fn images_of_build(dir: &Path, build: &str) -> BTreeSet<String> {
-    let out = mixcheck(dir).args(["images", "--build", build]).output().expect("images");
+    let out = mixcheck(dir)
+        .args(["images", "--build", build])
+        .output()
+        .expect("images");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -231,7 +242,10 @@ fn every_schedulable_node_gets_every_image_with_its_pull_time_and_a_second_pull_
     );
     // Nothing left behind: the namespace it created goes, and with it the DaemonSets.
     let ns = report["namespace"].as_str().expect("namespace").to_string();
-    assert!(ns.starts_with("mixcheck-prepull-") && report["namespace_created"] == true, "{ns}");
+    assert!(
+        ns.starts_with("mixcheck-prepull-") && report["namespace_created"] == true,
+        "{ns}"
+    );
     assert!(stderr.contains(&format!("Deleted namespace {ns}")), "{stderr}");
     observer.eventually("the namespace's deletion", |o| !o.namespace_lives(&ns));
     observer.eventually("the DaemonSets' deletion", |o| o.mixcheck_daemonsets().is_empty());
@@ -240,14 +254,17 @@ fn every_schedulable_node_gets_every_image_with_its_pull_time_and_a_second_pull_
     let out = prepull(dir.path(), &["--kubeconfig", &kc, "--quiet"]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let rows: Vec<&str> = table
-        .lines()
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .collect();
-    assert_eq!(rows.len(), by_node.values().map(BTreeMap::len).sum::<usize>(), "{table}");
+    let rows: Vec<&str> = table.lines().skip(1).take_while(|l| !l.is_empty()).collect();
+    assert_eq!(
+        rows.len(),
+        by_node.values().map(BTreeMap::len).sum::<usize>(),
+        "{table}"
+    );
     assert!(rows.iter().all(|r| r.ends_with("already present")), "{table}");
-    assert!(table.contains("Every node has every image: 4 nodes, 0 pulled, 12 already present"), "{table}");
+    assert!(
+        table.contains("Every node has every image: 4 nodes, 0 pulled, 12 already present"),
+        "{table}"
+    );
     assert!(out.stderr.is_empty(), "quiet: {}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -279,7 +296,10 @@ fn edited_default(dir: &Path) -> String {
 }
 
 /// (group → nodes) a topology's pre-pull must have, and the nodes it must skip.
-type Expected = (&'static [(&'static str, &'static [&'static str])], &'static [&'static str]);
+type Expected = (
+    &'static [(&'static str, &'static [&'static str])],
+    &'static [&'static str],
+);
 
 const PROFILE_2022_2025: Expected = (
     &[
@@ -336,7 +356,9 @@ fn each_windows_build_gets_a_daemonset_of_its_own(#[case] topology: &str, #[case
         .collect();
     assert_eq!(skipped_nodes, skipped);
     assert!(
-        skipped.iter().all(|n| stderr.contains(&format!("{n}: skipped, cordoned"))),
+        skipped
+            .iter()
+            .all(|n| stderr.contains(&format!("{n}: skipped, cordoned"))),
         "{stderr}"
     );
     for (name, _) in groups.iter().filter(|(g, _)| g.starts_with("windows-")) {
@@ -401,17 +423,24 @@ fn a_mirror_without_the_windows_images_fails_those_nodes_naming_image_node_and_t
             assert_eq!(f["cause"], "no-manifest", "{f}");
             assert!(f["attempts"].as_u64().is_some_and(|a| a >= 3), "{f}");
             assert!(
-                f["message"].as_str().is_some_and(|m| m.contains("no match for platform")),
+                f["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("no match for platform")),
                 "{f}"
             );
             assert!(
-                stderr.contains(&format!("{node}: {image} failed after 3 attempt(s), no such manifest: ")),
+                stderr.contains(&format!(
+                    "{node}: {image} failed after 3 attempt(s), no such manifest: "
+                )),
                 "{stderr}"
             );
         }
     }
     // A single failed attempt was reported as retried, not as the end.
-    assert!(stderr.contains("failed (attempt 1 of 3; the kubelet retries)"), "{stderr}");
+    assert!(
+        stderr.contains("failed (attempt 1 of 3; the kubelet retries)"),
+        "{stderr}"
+    );
     let ns = report["namespace"].as_str().expect("namespace").to_string();
     observer.eventually("the namespace's deletion", |o| !o.namespace_lives(&ns));
 }
@@ -474,8 +503,14 @@ fn ctrl_c_deletes_the_daemonsets_and_exits_130() {
             break;
         }
     }
-    assert!(ns.starts_with("mixcheck-prepull-"), "the pre-pull announced its namespace");
-    assert!(!observer.mixcheck_daemonsets().is_empty(), "the DaemonSets exist while pulling");
+    assert!(
+        ns.starts_with("mixcheck-prepull-"),
+        "the pre-pull announced its namespace"
+    );
+    assert!(
+        !observer.mixcheck_daemonsets().is_empty(),
+        "the DaemonSets exist while pulling"
+    );
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -484,7 +519,11 @@ fn ctrl_c_deletes_the_daemonsets_and_exits_130() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(130), "{rest:#?}");
-    assert!(rest.iter().any(|l| l == &format!("Deleted namespace {ns} (and its DaemonSets)")), "{rest:#?}");
+    assert!(
+        rest.iter()
+            .any(|l| l == &format!("Deleted namespace {ns} (and its DaemonSets)")),
+        "{rest:#?}"
+    );
     observer.eventually("the namespace's deletion", |o| !o.namespace_lives(&ns));
     observer.eventually("the DaemonSets' deletion", |o| o.mixcheck_daemonsets().is_empty());
 }
@@ -569,8 +608,7 @@ impl Observer {
                     other => panic!("deploy/rbac.yaml holds an unexpected kind {other:?}"),
                 }
             }
-            let request: TokenRequest =
-                from(serde_json::json!({"spec": {"audiences": [], "expirationSeconds": 3600}}));
+            let request: TokenRequest = from(serde_json::json!({"spec": {"audiences": [], "expirationSeconds": 3600}}));
             let minted = Api::<ServiceAccount>::namespaced(c.clone(), "mixcheck")
                 .create_token_request("mixcheck", &pp, &request)
                 .await
@@ -590,7 +628,7 @@ fn from<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("an object of its kind")
 }
 
-fn drop_ok<T>(r: Result<T, kube::Error>) {
+fn created<T>(r: Result<T, kube::Error>) {
     r.expect("create");
 }
 
@@ -615,7 +653,10 @@ fn the_least_privilege_role_prepulls(#[case] without_daemonsets: bool) {
     if without_daemonsets {
         assert_eq!(out.status.code(), Some(3), "{}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("creating DaemonSet") && stderr.contains("(403)"), "{stderr}");
+        assert!(
+            stderr.contains("creating DaemonSet") && stderr.contains("(403)"),
+            "{stderr}"
+        );
     } else {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
@@ -625,7 +666,8 @@ fn the_least_privilege_role_prepulls(#[case] without_daemonsets: bool) {
         .expect("cleanup");
     let left = String::from_utf8_lossy(&out.stdout);
     assert!(
-        left.lines().all(|l| !l.starts_with("mixcheck-prepull-") || l.contains("Terminating")),
+        left.lines()
+            .all(|l| !l.starts_with("mixcheck-prepull-") || l.contains("Terminating")),
         "{left}"
     );
 }

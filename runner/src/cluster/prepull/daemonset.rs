@@ -57,9 +57,10 @@ pub fn container_name(index: usize, image: &str) -> String {
 /// image stays pulled either way.
 fn args_for(image: &str) -> Option<Value> {
     let repository = image.split(['@']).next().unwrap_or(image);
-    let path = repository.rsplit_once(':').map_or(repository, |(p, tag)| {
-        if tag.contains('/') { repository } else { p }
-    });
+    let path =
+        repository
+            .rsplit_once(':')
+            .map_or(repository, |(p, tag)| if tag.contains('/') { repository } else { p });
     path.ends_with("/agnhost").then(|| json!(["pause"]))
 }
 
@@ -150,8 +151,8 @@ mod tests {
         assert_eq!(spec["nodeSelector"]["node.kubernetes.io/windows-build"], "10.0.20348");
         assert_eq!(spec["tolerations"], json!([{"operator": "Exists"}]));
         assert_eq!(
-            spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0]
-                ["values"],
+            spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                ["matchFields"][0]["values"],
             json!(["win2022-1", "win2022-2"])
         );
         let containers = spec["containers"].as_array().expect("containers");

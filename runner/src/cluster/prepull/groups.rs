@@ -310,13 +310,21 @@ mod tests {
                 (BUILD_LABEL.to_string(), "10.0.20348".to_string()),
             ])
         );
-        assert!(ws2022.images.contains(&"mcr.microsoft.com/windows/nanoserver:ltsc2022".to_string()));
+        assert!(
+            ws2022
+                .images
+                .contains(&"mcr.microsoft.com/windows/nanoserver:ltsc2022".to_string())
+        );
         assert!(ws2022.images.contains(&crate::cluster::images::AGNHOST.to_string()));
         // 1809 has no variant a 2022 host runs: the build-mismatch fixture expects it to fail.
         assert!(ws2022.left_out.iter().any(|l| l.image.ends_with("nanoserver:1809")));
         assert!(!ws2022.images.iter().any(|i| i.ends_with("nanoserver:1809")));
         let linux = &groups[0];
-        assert!(linux.images.iter().all(|i| !i.contains("/windows/")), "{:?}", linux.images);
+        assert!(
+            linux.images.iter().all(|i| !i.contains("/windows/")),
+            "{:?}",
+            linux.images
+        );
         assert!(linux.images.contains(&crate::cluster::images::AGNHOST.to_string()));
     }
 
@@ -329,7 +337,11 @@ mod tests {
             node("linux-1", "linux", "6.8.0", json!({})),
             node("linux-2", "linux", "6.8.0", extra),
         ]);
-        assert!(ns[1].skipped.as_deref().is_some_and(|s| s.contains(why)), "{:?}", ns[1].skipped);
+        assert!(
+            ns[1].skipped.as_deref().is_some_and(|s| s.contains(why)),
+            "{:?}",
+            ns[1].skipped
+        );
         let groups = plan(&ns, &images(), None);
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].nodes, ["linux-1"]);
@@ -354,7 +366,11 @@ mod tests {
         assert_eq!(g.name, format!("windows-{build}"));
         assert_eq!(g.pulls_as, Some(images::row(build).build));
         assert!(g.images.iter().any(|i| i == pulled), "{build}: {:?}", g.images);
-        assert!(g.left_out.iter().any(|l| l.image.ends_with(left)), "{build}: {:?}", g.left_out);
+        assert!(
+            g.left_out.iter().any(|l| l.image.ends_with(left)),
+            "{build}: {:?}",
+            g.left_out
+        );
         assert!(!g.images.iter().any(|i| i.ends_with(left)), "{build}: {:?}", g.images);
         // Every image pulled has a variant the host runs, where the table knows the image.
         for i in &g.images {
@@ -368,7 +384,11 @@ mod tests {
     fn a_2025_host_pulls_the_2022_nano_server_it_runs() {
         let ns = nodes(&[node("w", "windows", "10.0.26100.1", json!({}))]);
         let g = &plan(&ns, &images(), None)[0];
-        assert!(g.images.iter().any(|i| i.ends_with("nanoserver:ltsc2022")), "{:?}", g.images);
+        assert!(
+            g.images.iter().any(|i| i.ends_with("nanoserver:ltsc2022")),
+            "{:?}",
+            g.images
+        );
     }
 
     #[test]

@@ -76,11 +76,13 @@ impl Objects<'_> {
             return Ok(ns.to_string());
         }
         let ns = format!("mixcheck-prepull-{}", self.id);
-        let object: Namespace = serde_json::from_value(json!({"metadata": {"name": ns, "labels": labels(self.id, None)}}))
-            .map_err(|e| PrepullError::Api {
-                what: format!("namespace {ns}"),
-                cause: e.to_string(),
-            })?;
+        let object: Namespace = serde_json::from_value(
+            json!({"metadata": {"name": ns, "labels": labels(self.id, None)}}),
+        )
+        .map_err(|e| PrepullError::Api {
+            what: format!("namespace {ns}"),
+            cause: e.to_string(),
+        })?;
         self.record(|c| c.namespace = Some((ns.clone(), true)));
         within(
             &format!("creating namespace {ns}"),

@@ -40,7 +40,10 @@ fn pod_node(p: &Pod) -> Option<&str> {
 
 /// How often an event happened (core `count`, or the events.k8s.io series' count).
 fn times(e: &Event) -> u32 {
-    let count = e.count.unwrap_or(1).max(e.series.as_ref().and_then(|s| s.count).unwrap_or(1));
+    let count = e
+        .count
+        .unwrap_or(1)
+        .max(e.series.as_ref().and_then(|s| s.count).unwrap_or(1));
     u32::try_from(count).unwrap_or(1).max(1)
 }
 
@@ -95,14 +98,14 @@ pub fn node_pulls(group: &Group, daemonset: &str, node: &str, seen: &Seen) -> Ve
                 .find(|s| &s.name == container);
             let image_id = status.is_some_and(|s| !s.image_id.is_empty());
             let waiting = status.and_then(|s| s.state.as_ref()?.waiting.as_ref());
-            let refused = waiting.filter(|w| {
-                matches!(
-                    w.reason.as_deref(),
-                    Some("InvalidImageName" | "ErrImageNeverPull")
-                )
-            });
+            let refused =
+                waiting.filter(|w| matches!(w.reason.as_deref(), Some("InvalidImageName" | "ErrImageNeverPull")));
             let own = steps.get(image.as_str()).map(Vec::as_slice).unwrap_or_default();
-            let mut pull = Pull::from_steps(own, image_id, &waiting_for(&pods, waiting.and_then(|w| w.reason.clone())));
+            let mut pull = Pull::from_steps(
+                own,
+                image_id,
+                &waiting_for(&pods, waiting.and_then(|w| w.reason.clone())),
+            );
             if let (false, Some(w)) = (pull.settled(), refused) {
                 pull = Pull::Failed {
                     cause: Cause::Invalid,
@@ -151,7 +154,11 @@ fn waiting_for(pods: &[&Pod], reason: Option<String>) -> String {
     let Some(pod) = pods.first() else {
         return "no pod yet".into();
     };
-    let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+    let bound = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
     if !bound {
         let why = pod
             .status
@@ -224,16 +231,48 @@ mod tests {
                         "state": {"waiting": {"reason": "ErrImagePull"}}}]),
             )],
             events: vec![
-                event("Pod", "u1", Some("spec.containers{c0-agnhost-2-53}"), "Pulling", "Pulling image \"r/agnhost:2.53\"", 1),
-                event("Pod", "u1", Some("spec.containers{c0-agnhost-2-53}"), "Pulled",
-                    "Successfully pulled image \"r/agnhost:2.53\" in 2m10.5s (2m10.5s including waiting). Image size: 1 bytes.", 1),
-                event("Pod", "u1", Some("spec.containers{c1-nanoserver-ltsc2022}"), "Failed",
-                    "Failed to pull image \"r/nanoserver:ltsc2022\": failed to resolve reference: 401 Unauthorized", 3),
-                event("Pod", "other", None, "Pulled", "Container image \"r/nanoserver:ltsc2022\" already present on machine", 1),
+                event(
+                    "Pod",
+                    "u1",
+                    Some("spec.containers{c0-agnhost-2-53}"),
+                    "Pulling",
+                    "Pulling image \"r/agnhost:2.53\"",
+                    1,
+                ),
+                event(
+                    "Pod",
+                    "u1",
+                    Some("spec.containers{c0-agnhost-2-53}"),
+                    "Pulled",
+                    "Successfully pulled image \"r/agnhost:2.53\" in 2m10.5s (2m10.5s including waiting). Image size: 1 bytes.",
+                    1,
+                ),
+                event(
+                    "Pod",
+                    "u1",
+                    Some("spec.containers{c1-nanoserver-ltsc2022}"),
+                    "Failed",
+                    "Failed to pull image \"r/nanoserver:ltsc2022\": failed to resolve reference: 401 Unauthorized",
+                    3,
+                ),
+                event(
+                    "Pod",
+                    "other",
+                    None,
+                    "Pulled",
+                    "Container image \"r/nanoserver:ltsc2022\" already present on machine",
+                    1,
+                ),
             ],
         };
         let pulls = node_pulls(&group(), "prepull-windows-20348-x", "win2022-1", &seen);
-        assert_eq!(pulls[0], ("r/agnhost:2.53".into(), Pull::Pulled(Some(Duration::from_millis(130_500)))));
+        assert_eq!(
+            pulls[0],
+            (
+                "r/agnhost:2.53".into(),
+                Pull::Pulled(Some(Duration::from_millis(130_500)))
+            )
+        );
         assert_eq!(
             pulls[1],
             (
@@ -255,7 +294,10 @@ mod tests {
             events: Vec::new(),
         };
         let pulls = node_pulls(&group(), "ds", "win2022-1", &seen);
-        assert_eq!(pulls[0].1, Pull::Waiting("not scheduled: 0/4 nodes are available".into()));
+        assert_eq!(
+            pulls[0].1,
+            Pull::Waiting("not scheduled: 0/4 nodes are available".into())
+        );
     }
 
     #[test]
@@ -263,9 +305,23 @@ mod tests {
         let words = "pods \"x\" is forbidden: violates PodSecurity \"restricted:latest\"";
         let once = Seen {
             pods: Vec::new(),
-            events: vec![event("DaemonSet", "d", None, "FailedCreate", &format!("Error creating: {words}"), 1)],
+            events: vec![event(
+                "DaemonSet",
+                "d",
+                None,
+                "FailedCreate",
+                &format!("Error creating: {words}"),
+                1,
+            )],
         };
-        let mut e = event("DaemonSet", "d", None, "FailedCreate", &format!("Error creating: {words}"), 3);
+        let mut e = event(
+            "DaemonSet",
+            "d",
+            None,
+            "FailedCreate",
+            &format!("Error creating: {words}"),
+            3,
+        );
         e.involved_object.name = Some("ds".into());
         let thrice = Seen {
             pods: Vec::new(),
@@ -273,10 +329,16 @@ mod tests {
         };
         let mut first = once.clone();
         first.events[0].involved_object.name = Some("ds".into());
-        assert!(matches!(&node_pulls(&group(), "ds", "win2022-1", &first)[0].1, Pull::Waiting(w) if w.contains("forbidden")));
+        assert!(
+            matches!(&node_pulls(&group(), "ds", "win2022-1", &first)[0].1, Pull::Waiting(w) if w.contains("forbidden"))
+        );
         assert!(matches!(
             &node_pulls(&group(), "ds", "win2022-1", &thrice)[0].1,
-            Pull::Failed { cause: Cause::NotCreated, attempts: 3, .. }
+            Pull::Failed {
+                cause: Cause::NotCreated,
+                attempts: 3,
+                ..
+            }
         ));
         assert_eq!(
             node_pulls(&group(), "ds", "win2022-1", &Seen::default())[0].1,

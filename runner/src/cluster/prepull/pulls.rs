@@ -23,7 +23,10 @@ pub enum Step {
     Pulled(Option<Duration>),
     Present,
     /// `Failed to pull image …: words`, `count` times.
-    Failed { count: u32, words: String },
+    Failed {
+        count: u32,
+        words: String,
+    },
     /// The image cannot be pulled at all: a reference the kubelet cannot parse or inspect, or
     /// pull policy Never.
     Refused(String),
@@ -101,7 +104,14 @@ impl Cause {
     pub fn of(words: &str) -> Self {
         let w = words.to_ascii_lowercase();
         let any = |needles: &[&str]| needles.iter().any(|n| w.contains(n));
-        if any(&["401", "403", "unauthorized", "denied", "forbidden", "authorization failed"]) {
+        if any(&[
+            "401",
+            "403",
+            "unauthorized",
+            "denied",
+            "forbidden",
+            "authorization failed",
+        ]) {
             Self::Refused
         } else if any(&[
             "no such host",
@@ -115,7 +125,12 @@ impl Cause {
             "connection reset",
         ]) {
             Self::Unreachable
-        } else if any(&["not found", "manifest unknown", "no match for platform", "no matching manifest"]) {
+        } else if any(&[
+            "not found",
+            "manifest unknown",
+            "no match for platform",
+            "no matching manifest",
+        ]) {
             Self::NoManifest
         } else {
             Self::Other
@@ -140,13 +155,20 @@ pub enum Pull {
     /// No pull began: why (no pod yet, not scheduled, the kubelet has not reached it).
     Waiting(String),
     /// Pulling, after `failed` failed attempts (the last one's words).
-    Pulling { failed: u32, last: Option<String> },
+    Pulling {
+        failed: u32,
+        last: Option<String>,
+    },
     /// Pulled, in the time the kubelet reported (None: not reported, as when only the
     /// container's imageID shows it).
     Pulled(Option<Duration>),
     Present,
     /// Failed for good.
-    Failed { cause: Cause, attempts: u32, words: String },
+    Failed {
+        cause: Cause,
+        attempts: u32,
+        words: String,
+    },
 }
 
 impl Pull {
@@ -216,12 +238,18 @@ mod tests {
         "Successfully pulled image \"mcr.microsoft.com/windows/servercore:ltsc2022\" in 1.234s (1.234s including waiting). Image size: 45321876 bytes.",
         Some(1_234)
     )]
-    #[case::before_1_28("Successfully pulled image \"mcr.microsoft.com/windows/servercore:ltsc2022\" in 850ms", Some(850))]
+    #[case::before_1_28(
+        "Successfully pulled image \"mcr.microsoft.com/windows/servercore:ltsc2022\" in 850ms",
+        Some(850)
+    )]
     #[case::kubelet_1_28(
         "Successfully pulled image \"mcr.microsoft.com/windows/servercore:ltsc2022\" in 1h2m3s (1h2m4s including waiting)",
         Some(3_723_000)
     )]
-    #[case::unreadable("Successfully pulled image \"mcr.microsoft.com/windows/servercore:ltsc2022\" in a while", None)]
+    #[case::unreadable(
+        "Successfully pulled image \"mcr.microsoft.com/windows/servercore:ltsc2022\" in a while",
+        None
+    )]
     fn a_pulled_event_gives_the_kubelets_time(#[case] message: &str, #[case] millis: Option<u64>) {
         let (image, step) = read_event("Pulled", message, 1).expect("a pull event");
         assert_eq!(image, SERVERCORE);
@@ -262,8 +290,14 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unauthorized("failed to authorize: failed to fetch oauth token: unexpected status: 401 Unauthorized", Cause::Refused)]
-    #[case::denied("pull access denied, repository does not exist or may require authorization", Cause::Refused)]
+    #[case::unauthorized(
+        "failed to authorize: failed to fetch oauth token: unexpected status: 401 Unauthorized",
+        Cause::Refused
+    )]
+    #[case::denied(
+        "pull access denied, repository does not exist or may require authorization",
+        Cause::Refused
+    )]
     #[case::forbidden("unexpected status from HEAD request: 403 Forbidden", Cause::Refused)]
     #[case::no_host("dial tcp: lookup mirror.example.com: no such host", Cause::Unreachable)]
     #[case::timeout("dial tcp 10.0.0.1:443: i/o timeout", Cause::Unreachable)]
@@ -286,7 +320,16 @@ mod tests {
     #[test]
     fn one_failed_attempt_is_retried_and_the_third_is_terminal() {
         let once = Pull::from_steps(&[Step::Pulling, failed(1)], false, "");
-        assert!(matches!(once, Pull::Pulling { failed: 1, last: Some(_) }), "{once:?}");
+        assert!(
+            matches!(
+                once,
+                Pull::Pulling {
+                    failed: 1,
+                    last: Some(_)
+                }
+            ),
+            "{once:?}"
+        );
         assert!(!once.settled());
         let twice = Pull::from_steps(&[failed(2)], false, "");
         assert!(matches!(twice, Pull::Pulling { failed: 2, .. }), "{twice:?}");

@@ -197,7 +197,16 @@ impl Report {
         let header = ["NODE", "GROUP", "IMAGE", "RESULT"].map(String::from);
         write_columns(&mut out, &header, &rows);
         out.push('\n');
-        let header = ["GROUP", "NODES", "IMAGES", "PULLED", "PRESENT", "FAILED", "SLOWEST NODE"].map(String::from);
+        let header = [
+            "GROUP",
+            "NODES",
+            "IMAGES",
+            "PULLED",
+            "PRESENT",
+            "FAILED",
+            "SLOWEST NODE",
+        ]
+        .map(String::from);
         let rows: Vec<[String; 7]> = self.groups.iter().map(|g| self.group_row(g)).collect();
         write_columns(&mut out, &header, &rows);
         for g in &self.groups {
@@ -213,7 +222,11 @@ impl Report {
     }
 
     fn group_row(&self, g: &GroupReport) -> [String; 7] {
-        let images = self.nodes.iter().filter(|n| n.group == g.group.name).flat_map(|n| &n.images);
+        let images = self
+            .nodes
+            .iter()
+            .filter(|n| n.group == g.group.name)
+            .flat_map(|n| &n.images);
         let count = |result: &str| images.clone().filter(|i| i.result == result).count().to_string();
         let slowest = match &g.slowest {
             Some(s) => format!("{} ({})", s.node, human(Duration::from_secs_f64(s.seconds))),
@@ -307,7 +320,10 @@ mod tests {
 
     #[test]
     fn the_outcome_follows_the_images_unless_interrupted() {
-        let done = node("a", &[("x", Pull::Present), ("y", Pull::Pulled(Some(Duration::from_secs(2))))]);
+        let done = node(
+            "a",
+            &[("x", Pull::Present), ("y", Pull::Pulled(Some(Duration::from_secs(2))))],
+        );
         let failed = node(
             "b",
             &[(
@@ -321,7 +337,10 @@ mod tests {
         );
         let pulling = node("c", &[("x", Pull::Pulling { failed: 0, last: None })]);
         assert_eq!(Report::outcome_of(std::slice::from_ref(&done), None), Outcome::Pulled);
-        assert_eq!(Report::outcome_of(&[done.clone(), failed.clone()], None), Outcome::Failed);
+        assert_eq!(
+            Report::outcome_of(&[done.clone(), failed.clone()], None),
+            Outcome::Failed
+        );
         assert_eq!(
             Report::outcome_of(&[done.clone(), pulling.clone()], Some(Outcome::Deadline)),
             Outcome::Deadline
@@ -331,14 +350,20 @@ mod tests {
             Outcome::Pulled,
             "everything was done when the deadline came"
         );
-        assert_eq!(Report::outcome_of(&[failed], Some(Outcome::Interrupted)), Outcome::Interrupted);
+        assert_eq!(
+            Report::outcome_of(&[failed], Some(Outcome::Interrupted)),
+            Outcome::Interrupted
+        );
         assert_eq!(done.pull_seconds, 2.0);
     }
 
     #[test]
     fn the_table_has_a_row_per_node_and_image_and_the_groups_slowest_node() {
         let nodes = vec![
-            node("linux-1", &[("agnhost", Pull::Pulled(Some(Duration::from_millis(130_512))))]),
+            node(
+                "linux-1",
+                &[("agnhost", Pull::Pulled(Some(Duration::from_millis(130_512))))],
+            ),
             node("linux-2", &[("agnhost", Pull::Present)]),
         ];
         let group = Group {
@@ -369,11 +394,20 @@ mod tests {
             nodes,
         };
         let table = report.table();
-        assert!(table.contains("linux-1  linux-amd64  agnhost  pulled in 2 m 10 s"), "{table}");
-        assert!(table.contains("linux-2  linux-amd64  agnhost  already present"), "{table}");
+        assert!(
+            table.contains("linux-1  linux-amd64  agnhost  pulled in 2 m 10 s"),
+            "{table}"
+        );
+        assert!(
+            table.contains("linux-2  linux-amd64  agnhost  already present"),
+            "{table}"
+        );
         assert!(table.contains("linux-1 (2 m 10 s)"), "{table}");
         assert!(table.contains("linux-3: skipped, cordoned"), "{table}");
-        assert!(table.ends_with("Every node has every image: 2 nodes, 1 pulled, 1 already present\n"), "{table}");
+        assert!(
+            table.ends_with("Every node has every image: 2 nodes, 1 pulled, 1 already present\n"),
+            "{table}"
+        );
         let json = serde_json::to_value(&report).expect("json");
         assert_eq!(json["outcome"], "pulled");
         assert_eq!(json["groups"][0]["name"], "linux-amd64");

@@ -98,11 +98,18 @@ impl Tracker {
                     } else if changed {
                         Some(format!("{node}: pulling {image}"))
                     } else if before.is_some_and(|s| now.duration_since(s.at) >= HEARTBEAT) {
-                        Some(format!("{node}: pulling {image}, {}", elapsed(now.duration_since(since))))
+                        Some(format!(
+                            "{node}: pulling {image}, {}",
+                            elapsed(now.duration_since(since))
+                        ))
                     } else {
                         None
                     };
-                    let at = if line.is_some() { now } else { before.map_or(now, |s| s.at) };
+                    let at = if line.is_some() {
+                        now
+                    } else {
+                        before.map_or(now, |s| s.at)
+                    };
                     self.said.insert(
                         key,
                         Said {
@@ -165,7 +172,11 @@ async fn look(client: &kube::Client, ns: &str, id: &str) -> Result<Seen, super::
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let selector = format!("{}={id}", crate::cluster::fixture::RUN_LABEL);
-    let pods = within("listing the pre-pull's pods", pods.list(&ListParams::default().labels(&selector))).await?;
+    let pods = within(
+        "listing the pre-pull's pods",
+        pods.list(&ListParams::default().labels(&selector)),
+    )
+    .await?;
     let events = within("listing the events", events.list(&ListParams::default())).await?;
     Ok(Seen {
         pods: pods.items,
@@ -273,6 +284,9 @@ mod tests {
     #[test]
     fn a_scheduling_problem_is_said_once() {
         let w = || at(Pull::Waiting("not scheduled: 0/4 nodes are available".into()));
-        assert_eq!(lines(&[w(), w()]), ["win2022-1: not scheduled: 0/4 nodes are available"]);
+        assert_eq!(
+            lines(&[w(), w()]),
+            ["win2022-1: not scheduled: 0/4 nodes are available"]
+        );
     }
 }
