@@ -57,10 +57,10 @@ pub fn container_name(index: usize, image: &str) -> String {
 /// image stays pulled either way.
 fn args_for(image: &str) -> Option<Value> {
     let repository = image.split(['@']).next().unwrap_or(image);
-    let path =
-        repository
-            .rsplit_once(':')
-            .map_or(repository, |(p, tag)| if tag.contains('/') { repository } else { p });
+    let path = match repository.rsplit_once(':') {
+        Some((p, tag)) if !tag.contains('/') => p,
+        _ => repository,
+    };
     path.ends_with("/agnhost").then(|| json!(["pause"]))
 }
 
