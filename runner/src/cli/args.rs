@@ -29,6 +29,9 @@ pub enum Command {
     Images(ImagesArgs),
     /// Delete the namespaces earlier runs left behind (label app.kubernetes.io/managed-by=mixcheck).
     Cleanup(CleanupArgs),
+    /// Pull the fixture images onto every node once (a DaemonSet per OS and Windows build),
+    /// report each node's pull times, and delete the DaemonSets again.
+    Prepull(PrepullArgs),
     /// Render a saved run (results.json) again, without a cluster.
     Report(ReportArgs),
     /// Diagnose a saved run (results.json) again, offline: rank the likely causes of its
@@ -106,6 +109,43 @@ pub struct CleanupArgs {
     /// Services and Secrets, by label; the namespace itself stays.
     #[arg(long, short = 'n', value_name = "NAME")]
     pub namespace: Option<String>,
+}
+
+/// `mixcheck prepull`.
+#[derive(Debug, Args)]
+pub struct PrepullArgs {
+    /// Kubeconfig of the cluster (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Pull in this existing namespace (never created or deleted; only the DaemonSets go).
+    /// Default: a namespace mixcheck-prepull-<id> created for the pull and deleted after it.
+    #[arg(long, short = 'n', value_name = "NAME")]
+    pub namespace: Option<String>,
+    /// Pull the fixture images as rewritten for this registry mirror, as `mixcheck run` does.
+    #[arg(long, value_name = "REGISTRY")]
+    pub image_registry: Option<String>,
+    /// How long the pulls may take in all (e.g. 30m, 90s); then the DaemonSets are deleted
+    /// and the nodes not done are reported.
+    #[arg(long, value_name = "DURATION", default_value = "30m")]
+    pub timeout: String,
+    /// Only the report; no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// What goes to standard output.
+    #[arg(long, short = 'o', value_enum, default_value_t = PrepullOutput::Table)]
+    pub output: PrepullOutput,
+}
+
+/// `mixcheck prepull -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrepullOutput {
+    /// One row per node and image, then the totals per group.
+    Table,
+    /// The same as JSON.
+    Json,
 }
 
 #[derive(Debug, Args)]

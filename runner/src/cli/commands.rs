@@ -1,8 +1,10 @@
 //! The commands: `run` (plan, run, report), and the small ones that read a saved run, the
-//! catalogue or a cluster (report, diagnose, diff, results, list, lint, images, cleanup).
+//! catalogue or a cluster (report, diagnose, diff, results, list, lint, images, cleanup,
+//! prepull).
 
 use crate::cli::args::{
-    CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, ImagesArgs, LintArgs, ListArgs, ReportArgs, ResultsArgs, RunArgs,
+    CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, ImagesArgs, LintArgs, ListArgs, PrepullArgs, PrepullOutput,
+    ReportArgs, ResultsArgs, RunArgs,
 };
 use crate::cli::output::{Detail, render, show_saved, write_reports};
 use crate::cli::stdout::{out, outln};
@@ -395,4 +397,86 @@ pub async fn cleanup(args: &CleanupArgs) -> Result<Code, Error> {
         })?;
     eprintln!("deleted {n} namespace{}", if n == 1 { "" } else { "s" });
     Ok(Code::Passed)
+}
+
+/// `mixcheck prepull`: the fixture images pulled onto every schedulable node, each node's pull
+/// times reported; exit 0 when every node has every image, 1 when a pull failed or the deadline
+/// came first, 3 for a cluster that does not answer or refuses the credentials, 130 on Ctrl-C.
+pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
+    use crate::cluster::prepull::{self, Outcome, PrepullError};
+    let timeout = crate::cli::plan::parse_duration(&args.timeout)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--timeout {:?}: expected a duration such as 30m or 90s",
+                args.timeout
+            ))
+        })?;
+    if let Some(reg) = &args.image_registry
+        && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
+    {
+        return Err(Error::Usage(format!(
+            "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
+        )));
+    }
+    if let Some(ns) = &args.namespace
+        && !is_dns_label(ns)
+    {
+        return Err(Error::Usage(format!(
+            "--namespace {ns:?}: not a namespace name (lower-case letters, digits and '-', at most 63)"
+        )));
+    }
+    let images = crate::cluster::fixture::Fixtures::load(None)?.images();
+    let spec = crate::cluster::target::TargetSpec::Kubeconfig {
+        path: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let quiet = args.quiet;
+    let target = crate::cluster::target::connect(&spec, &|m| {
+        if !quiet {
+            eprintln!("{m}");
+        }
+    })
+    .await?;
+    let options = prepull::Options {
+        namespace: args.namespace.clone(),
+        image_registry: args.image_registry.clone(),
+        timeout,
+        quiet: args.quiet,
+    };
+    let report = match prepull::run(&target.client, &images, &options).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mixcheck: {e}");
+            return Ok(match e {
+                PrepullError::Usage(_) => Code::Usage,
+                PrepullError::Unreachable { .. } => Code::Unreachable,
+                PrepullError::Api { .. } | PrepullError::NoNodes(_) => Code::Failed,
+            });
+        }
+    };
+    match args.output {
+        PrepullOutput::Table => out!("{}", report.table()),
+        PrepullOutput::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| Error::Failed(e.to_string()))?
+        ),
+    }
+    Ok(match report.outcome {
+        Outcome::Pulled => Code::Passed,
+        Outcome::Failed | Outcome::Deadline => Code::Failed,
+        Outcome::Interrupted => Code::Interrupted,
+    })
+}
+
+/// An RFC 1123 label, as namespace names are.
+fn is_dns_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first() != Some(&b'-')
+        && bytes.last() != Some(&b'-')
 }

@@ -19,6 +19,7 @@ pub async fn dispatch(command: args::Command) -> Result<Code, Error> {
         Command::Lint(lint) => commands::lint(&lint),
         Command::Images(images) => commands::images(&images),
         Command::Cleanup(args) => commands::cleanup(&args).await,
+        Command::Prepull(args) => commands::prepull(&args).await,
         Command::Report(args) => commands::report(&args),
         Command::Diagnose(args) => commands::diagnose(&args),
         Command::Diff(args) => commands::diff(&args),

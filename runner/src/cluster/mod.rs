@@ -1,7 +1,7 @@
 //! The cluster under test: opening it ([`target::Target`]), reading its facts
 //! ([`facts::ClusterFacts`]), the fixtures deployed into it ([`deploy::Deployment`]), the pods
 //! a check creates ([`workload::Workloads`]) and the watch over them, progress on the terminal,
-//! and an in-cluster Job's results.
+//! an in-cluster Job's results, and the fixture images pulled ahead of a run ([`prepull`]).
 
 pub mod access;
 pub mod admission;
@@ -13,6 +13,7 @@ pub mod images;
 pub mod job;
 pub mod leftovers;
 pub mod podwatch;
+pub mod prepull;
 pub mod progress;
 pub mod proxy;
 pub mod pulls;

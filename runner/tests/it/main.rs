@@ -15,6 +15,8 @@
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
 //! - `proxy_cli` — proxy variables and a kubeconfig's `proxy-url`, as kubectl honours them
 //! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
+//! - `prepull_cli` — `mixcheck prepull`: every image on every node, a DaemonSet per Windows build,
+//!   failed pulls, the deadline and Ctrl-C, nothing left behind
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
 //! - `support_cli` — support boundaries fail the gate; node-scoped cells name their nodes
@@ -40,6 +42,7 @@ mod hygiene_cli;
 mod job_cli;
 mod layout;
 mod new_checks;
+mod prepull_cli;
 mod profiles;
 mod proxy_cli;
 mod rbac_cli;
