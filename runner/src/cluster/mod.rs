@@ -7,6 +7,7 @@ pub mod access;
 pub mod admission;
 pub mod budget;
 pub mod deploy;
+pub mod duration;
 pub mod facts;
 pub mod fixture;
 pub mod images;

@@ -43,8 +43,8 @@ pub fn of(pod: &Pod, events: &[Event]) -> Startup {
                     let ms = message
                         .split_once(" in ")
                         .and_then(|(_, rest)| rest.split_whitespace().next())
-                        .and_then(go_duration_seconds)
-                        .map(|s| (s * 1000.0).round() as u64);
+                        .and_then(|d| crate::cluster::duration::parse_go(d.trim_end_matches([',', ')'])))
+                        .and_then(|d| u64::try_from(d.as_millis()).ok());
                     Some(ImagePull {
                         image: image.to_string(),
                         pull_ms: ms,
@@ -150,77 +150,12 @@ pub fn short_image(image: &str) -> &str {
     .unwrap_or(image)
 }
 
-/// Seconds in a Go `time.Duration` string (`2m10.512s`, `845ms`, `1h2m`, `1.5µs`); None when
-/// it is not one.
-pub fn go_duration_seconds(text: &str) -> Option<f64> {
-    let text = text.trim_end_matches([',', '.', ')']);
-    if text == "0" {
-        return Some(0.0);
-    }
-    let mut total = 0.0;
-    let mut rest = text;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter(|&n| n > 0)?;
-        let value: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let (unit, scale) = [
-            ("ns", 1e-9),
-            ("us", 1e-6),
-            ("µs", 1e-6),
-            ("μs", 1e-6),
-            ("ms", 1e-3),
-            ("s", 1.0),
-            ("m", 60.0),
-            ("h", 3600.0),
-        ]
-        .into_iter()
-        .find(|(u, _)| rest.starts_with(u))?;
-        total += value * scale;
-        rest = &rest[unit.len()..];
-    }
-    Some(total)
-}
-
-/// `2 m 10 s`, `45 s`: an elapsed time for a progress line.
-pub fn elapsed_words(seconds: i64) -> String {
-    let seconds = seconds.max(0);
-    if seconds >= 60 {
-        format!("{} m {:02} s", seconds / 60, seconds % 60)
-    } else {
-        format!("{seconds} s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use rstest::rstest;
     use serde_json::json;
 
     use super::*;
-
-    #[rstest]
-    #[case::real_kubelet("2m10.512s", Some(130.512))]
-    #[case::bundled("1.234s", Some(1.234))]
-    #[case::millis("845ms", Some(0.845))]
-    #[case::hours("1h2m3s", Some(3723.0))]
-    #[case::micro("1.5µs", Some(0.0000015))]
-    #[case::zero("0", Some(0.0))]
-    #[case::trailing_paren("3.2s)", Some(3.2))]
-    #[case::no_unit("12", None)]
-    #[case::words("quickly", None)]
-    #[case::empty("", None)]
-    fn go_durations_parse(#[case] text: &str, #[case] seconds: Option<f64>) {
-        let got = go_duration_seconds(text);
-        match (got, seconds) {
-            (Some(g), Some(s)) => assert!((g - s).abs() < 1e-9, "{text}: {g} != {s}"),
-            _ => assert_eq!(got, seconds, "{text}"),
-        }
-    }
 
     fn event(pod: &str, reason: &str, message: &str, at: &str) -> Event {
         serde_json::from_value(json!({
@@ -300,13 +235,5 @@ mod tests {
     #[case("harbor.corp:8443/k8s/pause:3.10", "pause:3.10")]
     fn images_are_shortened_for_the_progress_line(#[case] image: &str, #[case] short: &str) {
         assert_eq!(short_image(image), short);
-    }
-
-    #[rstest]
-    #[case(45, "45 s")]
-    #[case(130, "2 m 10 s")]
-    #[case(-3, "0 s")]
-    fn elapsed_times_read_as_words(#[case] seconds: i64, #[case] words: &str) {
-        assert_eq!(elapsed_words(seconds), words);
     }
 }

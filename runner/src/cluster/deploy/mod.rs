@@ -322,7 +322,9 @@ fn waiting_on(p: Option<&Pod>, node: &str, events: &[Event]) -> String {
         return format!(
             "on {node}: pulling {}, {}",
             crate::cluster::startup::short_image(&image),
-            crate::cluster::startup::elapsed_words((now_ms - since_ms) / 1000)
+            crate::cluster::duration::elapsed(std::time::Duration::from_millis(
+                u64::try_from(now_ms - since_ms).unwrap_or(0)
+            ))
         );
     }
     let warning = events

@@ -5,7 +5,6 @@
 //! node's pull times ([`report`]).
 
 mod daemonset;
-mod duration;
 mod groups;
 mod objects;
 mod observe;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::duration::parse_go;
+use crate::cluster::duration::parse_go;
 
 /// How many failed attempts make a pull terminal: the kubelet's first attempt and two retries
 /// after back-off (as mixcheck run counts FailedCreatePodSandBox).

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::duration::human;
 use super::groups::Group;
 use super::pulls::{Cause, Pull};
+use crate::cluster::duration::human;
 
 /// How a pre-pull ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

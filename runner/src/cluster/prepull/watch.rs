@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
 
 use super::daemonset;
-use super::duration::{elapsed, human};
 use super::groups::Group;
 use super::objects::within;
 use super::observe::{Seen, node_pulls};
 use super::pulls::{ATTEMPTS, Pull};
+use crate::cluster::duration::{elapsed, human};
 
 /// How often the pods and events are read.
 const POLL: Duration = Duration::from_secs(2);
