@@ -127,6 +127,10 @@ pub struct PrepullArgs {
     /// Pull the fixture images as rewritten for this registry mirror, as `mixcheck run` does.
     #[arg(long, value_name = "REGISTRY")]
     pub image_registry: Option<String>,
+    /// Pull from a mirror per upstream registry (repeatable), as `mixcheck run` does, e.g.
+    /// `mcr.microsoft.com=harbor.corp/mcr`.
+    #[arg(long = "image-registry-map", value_name = "FROM=TO")]
+    pub image_registry_map: Vec<String>,
     /// How long the pulls may take in all (e.g. 30m, 90s); then the DaemonSets are deleted
     /// and the nodes not done are reported.
     #[arg(long, value_name = "DURATION", default_value = "30m")]

@@ -412,13 +412,8 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
                 args.timeout
             ))
         })?;
-    if let Some(reg) = &args.image_registry
-        && (reg.is_empty() || reg.contains(char::is_whitespace) || reg.ends_with('/'))
-    {
-        return Err(Error::Usage(format!(
-            "--image-registry {reg:?}: expected a registry prefix such as mirror.example.com/k8s"
-        )));
-    }
+    let mirrors = crate::cluster::registry::Mirrors::parse(args.image_registry.as_deref(), &args.image_registry_map)
+        .map_err(Error::Usage)?;
     if let Some(ns) = &args.namespace
         && !is_dns_label(ns)
     {
@@ -440,7 +435,7 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
     .await?;
     let options = prepull::Options {
         namespace: args.namespace.clone(),
-        image_registry: args.image_registry.clone(),
+        mirrors,
         timeout,
         quiet: args.quiet,
     };
@@ -470,7 +465,7 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
 }
 
 /// An RFC 1123 label, as namespace names are.
-fn is_dns_label(name: &str) -> bool {
+pub(crate) fn is_dns_label(name: &str) -> bool {
     let bytes = name.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 63

@@ -165,20 +165,11 @@ fn check_concurrency(args: &RunArgs) -> Result<(), Error> {
 /// `--namespace` names a namespace: a DNS-1123 label (lower-case letters, digits and `-`,
 /// starting and ending with a letter or digit, at most 63 characters).
 fn check_namespace(args: &RunArgs) -> Result<(), Error> {
-    let Some(ns) = &args.namespace else { return Ok(()) };
-    let label = !ns.is_empty()
-        && ns.len() <= 63
-        && ns
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !ns.starts_with('-')
-        && !ns.ends_with('-');
-    if label {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
+    match &args.namespace {
+        Some(ns) if !crate::cli::commands::is_dns_label(ns) => Err(Error::Usage(format!(
             "--namespace {ns:?}: not a namespace name (lower-case letters, digits and '-', at most 63 characters)"
-        )))
+        ))),
+        _ => Ok(()),
     }
 }
 

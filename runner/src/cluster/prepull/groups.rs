@@ -9,8 +9,9 @@ use mixcheck_reports::Os;
 use serde::Serialize;
 
 use crate::cluster::facts::build_of;
-use crate::cluster::fixture::{FixtureImage, rewrite_image};
+use crate::cluster::fixture::FixtureImage;
 use crate::cluster::images::{self, Builds};
+use crate::cluster::registry::Mirrors;
 
 /// The OS label (`kubernetes.io/os`; `beta.kubernetes.io/os` before Kubernetes 1.14).
 const OS_LABELS: [&str; 2] = ["kubernetes.io/os", "beta.kubernetes.io/os"];
@@ -121,7 +122,7 @@ fn os_name<S: serde::Serializer>(os: &Os, s: S) -> Result<S::Ok, S::Error> {
 
 /// The groups of the nodes that are not skipped, in name order: Linux per architecture,
 /// Windows per build (and architecture), each with the fixture images its nodes pull.
-pub fn plan(nodes: &[PullNode], fixture_images: &[FixtureImage], registry: Option<&str>) -> Vec<Group> {
+pub fn plan(nodes: &[PullNode], fixture_images: &[FixtureImage], mirrors: &Mirrors) -> Vec<Group> {
     let mut by_key: BTreeMap<String, Vec<&PullNode>> = BTreeMap::new();
     for n in nodes.iter().filter(|n| n.skipped.is_none()) {
         let name = match (n.os, n.build) {
@@ -137,7 +138,7 @@ pub fn plan(nodes: &[PullNode], fixture_images: &[FixtureImage], registry: Optio
         .filter_map(|(name, members)| {
             let first = members.first()?;
             let pulls_as = first.build.map(|b| images::row(b).build);
-            let (images, left_out) = images_for(first.os, pulls_as, fixture_images, registry);
+            let (images, left_out) = images_for(first.os, pulls_as, fixture_images, mirrors);
             Some(Group {
                 name,
                 os: first.os,
@@ -174,13 +175,13 @@ fn selector(members: &[&PullNode]) -> BTreeMap<String, String> {
 }
 
 /// The images a node of `os` (Windows: pulling as `pulls_as`) pulls, as `mixcheck images
-/// --build` lists them, rewritten for `registry`; and those left out — a Windows image with no
+/// --build` lists them, rewritten for the `mirrors`; and those left out — a Windows image with no
 /// variant such a node can run (a fixture that pulls it on purpose expects the pull to fail).
 pub fn images_for(
     os: Os,
     pulls_as: Option<u32>,
     fixture_images: &[FixtureImage],
-    registry: Option<&str>,
+    mirrors: &Mirrors,
 ) -> (Vec<String>, Vec<LeftOut>) {
     let mut chosen: Vec<&str> = fixture_images
         .iter()
@@ -203,10 +204,7 @@ pub fn images_for(
                     variants(p.windows)
                 ),
             }),
-            _ => pulled.push(match registry {
-                Some(r) => rewrite_image(image, r),
-                None => image.to_string(),
-            }),
+            _ => pulled.push(mirrors.rewrite(image)),
         }
     }
     (pulled, left_out)
@@ -288,7 +286,7 @@ mod tests {
             node("win2022-1", "windows", "10.0.20348.2762", json!({})),
             node("win2022-2", "windows", "10.0.20348.2700", json!({})),
         ]);
-        let groups = plan(&ns, &images(), None);
+        let groups = plan(&ns, &images(), &Mirrors::default());
         let names: Vec<(&str, Vec<&str>)> = groups
             .iter()
             .map(|g| (g.name.as_str(), g.nodes.iter().map(String::as_str).collect()))
@@ -342,7 +340,7 @@ mod tests {
             "{:?}",
             ns[1].skipped
         );
-        let groups = plan(&ns, &images(), None);
+        let groups = plan(&ns, &images(), &Mirrors::default());
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].nodes, ["linux-1"]);
     }
@@ -361,7 +359,7 @@ mod tests {
     ) {
         let kernel = format!("10.0.{build}.1");
         let ns = nodes(&[node("w", "windows", &kernel, json!({}))]);
-        let groups = plan(&ns, &images(), None);
+        let groups = plan(&ns, &images(), &Mirrors::default());
         let g = &groups[0];
         assert_eq!(g.name, format!("windows-{build}"));
         assert_eq!(g.pulls_as, Some(images::row(build).build));
@@ -383,7 +381,7 @@ mod tests {
     #[test]
     fn a_2025_host_pulls_the_2022_nano_server_it_runs() {
         let ns = nodes(&[node("w", "windows", "10.0.26100.1", json!({}))]);
-        let g = &plan(&ns, &images(), None)[0];
+        let g = &plan(&ns, &images(), &Mirrors::default())[0];
         assert!(
             g.images.iter().any(|i| i.ends_with("nanoserver:ltsc2022")),
             "{:?}",
@@ -397,7 +395,11 @@ mod tests {
             node("l", "linux", "6.8.0", json!({})),
             node("w", "windows", "10.0.20348.1", json!({})),
         ]);
-        for g in plan(&ns, &images(), Some("mirror.example.com/k8s")) {
+        for g in plan(
+            &ns,
+            &images(),
+            &Mirrors::parse(Some("mirror.example.com/k8s"), &[]).expect("mirror"),
+        ) {
             assert!(!g.images.is_empty());
             for i in &g.images {
                 assert!(i.starts_with("mirror.example.com/k8s/"), "{i}");
@@ -412,7 +414,7 @@ mod tests {
             l.remove(BUILD_LABEL);
         }
         let ns = nodes(&[n]);
-        let g = &plan(&ns, &images(), None)[0];
+        let g = &plan(&ns, &images(), &Mirrors::default())[0];
         assert_eq!(g.name, "windows-17763");
         assert!(!g.node_selector.contains_key(BUILD_LABEL));
         assert_eq!(g.node_selector["kubernetes.io/os"], "windows");
@@ -426,7 +428,7 @@ mod tests {
         }
         let ns = nodes(&[n]);
         assert!(ns[0].skipped.as_deref().is_some_and(|s| s.contains("build unknown")));
-        assert!(plan(&ns, &images(), None).is_empty());
+        assert!(plan(&ns, &images(), &Mirrors::default()).is_empty());
     }
 
     #[rstest]

@@ -67,7 +67,8 @@ impl PrepullError {
 pub struct Options {
     /// An existing namespace to pull in (None: create one).
     pub namespace: Option<String>,
-    pub image_registry: Option<String>,
+    /// The registry mirrors the images are pulled from (`--image-registry`, `--image-registry-map`).
+    pub mirrors: crate::cluster::registry::Mirrors,
     /// How long the whole pre-pull may take.
     pub timeout: Duration,
     pub quiet: bool,
@@ -121,7 +122,7 @@ pub async fn run(client: &kube::Client, images: &[FixtureImage], options: &Optio
     let progress = Progress::new(options.quiet, false);
     let say = |m: &str| progress.say(m);
     let nodes = read_nodes(client).await?;
-    let groups = groups::plan(&nodes, images, options.image_registry.as_deref());
+    let groups = groups::plan(&nodes, images, &options.mirrors);
     describe(&nodes, &groups, &progress);
     if groups.is_empty() {
         return Err(PrepullError::NoNodes(if nodes.is_empty() {
