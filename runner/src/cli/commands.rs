@@ -415,7 +415,7 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
     let mirrors = crate::cluster::registry::Mirrors::parse(args.image_registry.as_deref(), &args.image_registry_map)
         .map_err(Error::Usage)?;
     if let Some(ns) = &args.namespace
-        && !is_dns_label(ns)
+        && !crate::cli::plan::is_dns_label(ns)
     {
         return Err(Error::Usage(format!(
             "--namespace {ns:?}: not a namespace name (lower-case letters, digits and '-', at most 63)"
@@ -462,16 +462,4 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
         Outcome::Failed | Outcome::Deadline => Code::Failed,
         Outcome::Interrupted => Code::Interrupted,
     })
-}
-
-/// An RFC 1123 label, as namespace names are.
-pub(crate) fn is_dns_label(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first() != Some(&b'-')
-        && bytes.last() != Some(&b'-')
 }

@@ -166,7 +166,7 @@ fn check_concurrency(args: &RunArgs) -> Result<(), Error> {
 /// starting and ending with a letter or digit, at most 63 characters).
 fn check_namespace(args: &RunArgs) -> Result<(), Error> {
     match &args.namespace {
-        Some(ns) if !crate::cli::commands::is_dns_label(ns) => Err(Error::Usage(format!(
+        Some(ns) if !is_dns_label(ns) => Err(Error::Usage(format!(
             "--namespace {ns:?}: not a namespace name (lower-case letters, digits and '-', at most 63 characters)"
         ))),
         _ => Ok(()),
@@ -289,6 +289,18 @@ fn target_spec(args: &RunArgs, real: bool) -> Result<TargetSpec, Error> {
             topology: Box::new(topology),
         }
     })
+}
+
+/// An RFC 1123 label, as namespace names are.
+pub(crate) fn is_dns_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first() != Some(&b'-')
+        && bytes.last() != Some(&b'-')
 }
 
 #[cfg(test)]

@@ -103,12 +103,12 @@ pub fn pulling(events: &[Event], name: &str) -> Option<(String, i64)> {
     current
 }
 
-/// How each of the run's fixture pods started, by node: one list of the namespace's pods and one
+/// How each of the run's fixture pods (`placed`: node, pod name) started, by node: one list of the namespace's pods and one
 /// of its events. Unreadable, nothing (the figures are a report's extra, never a verdict's).
-pub async fn of_fixtures(
+pub async fn of_fixtures<'p>(
     client: &kube::Client,
     ns: &str,
-    dep: &crate::cluster::deploy::Deployment,
+    placed: impl IntoIterator<Item = (&'p String, &'p str)>,
 ) -> std::collections::BTreeMap<String, Vec<Startup>> {
     use kube::api::{Api, ListParams};
     let wait = std::time::Duration::from_secs(20);
@@ -129,11 +129,9 @@ pub async fn of_fixtures(
         .filter_map(|p| p.metadata.name.as_deref().map(|n| (n, p)))
         .collect();
     let mut out: std::collections::BTreeMap<String, Vec<Startup>> = std::collections::BTreeMap::new();
-    for placed in [&dep.servers, &dep.clients, &dep.hosts] {
-        for (node, p) in placed {
-            if let Some(pod) = by_name.get(p.name.as_str()) {
-                out.entry(node.clone()).or_default().push(of(pod, &events.items));
-            }
+    for (node, name) in placed {
+        if let Some(pod) = by_name.get(name) {
+            out.entry(node.clone()).or_default().push(of(pod, &events.items));
         }
     }
     out

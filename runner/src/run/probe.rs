@@ -181,7 +181,14 @@ async fn deploy_scope(
 async fn read_nodes<'a>(run: &Run<'_>, ctx: &Ctx<'_>, dep: &Deployment, probing: &'a Probing) -> &'a ClusterFacts {
     let (read_now, startups) = futures::future::join(
         hostfacts::read(&ctx.pods, dep, run.facts),
-        crate::cluster::startup::of_fixtures(&ctx.client, ctx.ns, dep),
+        crate::cluster::startup::of_fixtures(
+            &ctx.client,
+            ctx.ns,
+            [&dep.servers, &dep.clients, &dep.hosts]
+                .into_iter()
+                .flatten()
+                .map(|(node, p)| (node, p.name.as_str())),
+        ),
     )
     .await;
     let mut read = run.facts.clone();
