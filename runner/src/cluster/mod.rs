@@ -21,6 +21,7 @@ pub mod pulls;
 pub mod pullsecret;
 pub mod reach;
 pub mod registry;
+pub mod signal;
 pub mod startup;
 pub mod target;
 pub mod workload;

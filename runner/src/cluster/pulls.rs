@@ -45,6 +45,8 @@ const REFUSED: &[&str] = &[
     "pull access denied",
     "access to the resource is denied",
     "authentication required",
+    "denied",
+    "forbidden",
 ];
 /// Words of a registry that does not answer (Go's resolver and dialer).
 const UNREACHABLE: &[&str] = &[
@@ -56,6 +58,8 @@ const UNREACHABLE: &[&str] = &[
     "tls handshake timeout",
     "server misbehaving",
     "registry is unavailable",
+    "context deadline exceeded",
+    "connection reset",
 ];
 /// Words of a manifest the registry does not have.
 const MISSING: &[&str] = &["not found", "manifest unknown", "name unknown", "does not exist"];

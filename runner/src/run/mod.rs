@@ -100,7 +100,7 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
     let probing = Probing::default();
     let ended = tokio::select! {
         r = work(&run, &start.report, &prepared, budget, &probing) => Ended::Done(r),
-        _ = interrupted() => Ended::Interrupted,
+        _ = crate::cluster::signal::interrupted() => Ended::Interrupted,
         _ = tokio::time::sleep_until(prepared.deadline.into()) => Ended::Deadline,
     };
     let kept = clean_up(&run, target, &prepared.ns, &ended).await;
@@ -156,29 +156,6 @@ async fn clean_up(run: &Run<'_>, target: Target, ns: &str, ended: &Ended) -> Opt
         api_calls.load(std::sync::atomic::Ordering::Relaxed)
     ));
     kept
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn interrupted() {
-    #[cfg(unix)]
-    {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 /// The guarded value, also after a panic elsewhere poisoned the lock.

@@ -149,7 +149,7 @@ pub async fn run(client: &kube::Client, images: &[FixtureImage], options: &Optio
     };
     let ended = tokio::select! {
         r = work => Ended::Done(r),
-        () = interrupted() => Ended::Cut(Outcome::Interrupted),
+        () = crate::cluster::signal::interrupted() => Ended::Cut(Outcome::Interrupted),
         () = tokio::time::sleep_until(deadline.into()) => Ended::Cut(Outcome::Deadline),
     };
     if let Ended::Cut(Outcome::Interrupted) = ended {
@@ -197,27 +197,4 @@ pub async fn run(client: &kube::Client, images: &[FixtureImage], options: &Optio
             .collect(),
         nodes: nodes_report,
     })
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn interrupted() {
-    #[cfg(unix)]
-    {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = term => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -100,40 +100,15 @@ pub enum Cause {
 }
 
 impl Cause {
-    /// The cause of a failed pull, from the runtime's words.
+    /// The cause of a failed pull, from the runtime's words: the kinds a run tells apart
+    /// ([`crate::cluster::pulls::classify`]), anything else the runtime said.
     pub fn of(words: &str) -> Self {
-        let w = words.to_ascii_lowercase();
-        let any = |needles: &[&str]| needles.iter().any(|n| w.contains(n));
-        if any(&[
-            "401",
-            "403",
-            "unauthorized",
-            "denied",
-            "forbidden",
-            "authorization failed",
-        ]) {
-            Self::Refused
-        } else if any(&[
-            "no such host",
-            "i/o timeout",
-            "connection refused",
-            "network is unreachable",
-            "no route to host",
-            "tls handshake timeout",
-            "server misbehaving",
-            "context deadline exceeded",
-            "connection reset",
-        ]) {
-            Self::Unreachable
-        } else if any(&[
-            "not found",
-            "manifest unknown",
-            "no match for platform",
-            "no matching manifest",
-        ]) {
-            Self::NoManifest
-        } else {
-            Self::Other
+        use crate::cluster::pulls::{Failure, classify};
+        match classify(words) {
+            Some(Failure::Refused) => Self::Refused,
+            Some(Failure::Unreachable) => Self::Unreachable,
+            Some(Failure::Platform | Failure::Missing) => Self::NoManifest,
+            None => Self::Other,
         }
     }
 
