@@ -35,6 +35,10 @@ pub enum ClusterError {
     Seed(#[from] ApiError),
     #[error("cannot write the kubeconfig {path}: {cause}")]
     Kubeconfig { path: String, cause: std::io::Error },
+    /// A fault added after the topology was loaded cannot occur on its node
+    /// ([`Topology::check_fault`]).
+    #[error("{0}")]
+    Fault(String),
 }
 
 /// How to start a cluster.
@@ -114,6 +118,9 @@ fn version_doc(topology: &Topology) -> Value {
 impl Cluster {
     /// Starts the API server and registers the topology's nodes.
     pub async fn start(config: ClusterConfig) -> Result<Self, ClusterError> {
+        // Faults may have been added after loading (`--fault NODE:FAULT`): each must be one that
+        // can occur on its node of this platform, else it would silently change nothing.
+        config.topology.check_faults().map_err(ClusterError::Fault)?;
         let listener = std::net::TcpListener::bind(config.listen).map_err(|cause| ClusterError::Listen {
             addr: config.listen,
             cause,

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::config::platform::{NetworkMode, Os, PodNetwork};
+use crate::config::platform::{Dataplane, NetworkMode, Os, Platform, PodNetwork};
 
 /// One injectable node fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,7 +127,7 @@ pub const FAULTS: &[FaultSpec] = &[
         rule: "NET-HNS-NETWORK-PRESENT",
         os: Some(Os::Windows),
         modes: FLANNEL_MODES,
-        symptom: "the HNS network of the pod network (cbr0; vxlan0 on overlay) does not exist: no network adapter for pods, the CNI plugin fails (FailedCreatePodSandBox), pods stay ContainerCreating (HostProcess pods still start)",
+        symptom: "the HNS network of the pod network (flannel: cbr0, vxlan0 on overlay; GKE: l2bridge) does not exist: no network adapter for pods, the CNI plugin fails (FailedCreatePodSandBox), pods stay ContainerCreating (HostProcess pods still start)",
     },
     FaultSpec {
         fault: Fault::DnsUnreachable,
@@ -240,14 +240,38 @@ impl Fault {
 
     /// Whether the fault can occur with this pod network plugin: flanneld's faults (its subnet
     /// file, its wait for the HNS network, its VXLAN backend, the stale source VIP of its
-    /// re-join) need flannel; MAC spoofing is a Hyper-V VM NIC setting, which EC2 and GCE
-    /// instances (EKS, GKE) do not have; the ExceptionList faults live in a CNI configuration's
-    /// OutBoundNAT policy, which the VPC CNI's vpc-bridge does not write.
+    /// re-join) need flannel; the ExceptionList faults live in a CNI configuration's
+    /// OutBoundNAT policy, which the VPC CNI's vpc-bridge does not write. A missing HNS network
+    /// stays missing only where the network is created once at node set-up and the CNI plugin
+    /// only looks it up: flannel (flanneld creates it, win-bridge/win-overlay look it up) and
+    /// GKE (`k8s-node-setup.psm1` creates `l2bridge`, `sdnbridge` looks it up). Azure CNI, the
+    /// VPC CNI and Calico create their network when a pod is set up and it is missing.
     pub fn check_network(self, network: PodNetwork) -> Result<(), String> {
+        if self == Self::HnsNetworkMissing {
+            let recreated = match network {
+                PodNetwork::AzureCni | PodNetwork::AzureCniOverlay => Some(
+                    "Azure CNI's azure-vnet plugin creates its HNS network azure when a pod is set up and the network is missing (Azure/azure-container-networking cni/network/network.go, network/network_windows.go)",
+                ),
+                PodNetwork::VpcCni => Some(
+                    "the VPC CNI's vpc-bridge plugin creates its HNS network vpcbr… when a pod is set up and the network is missing (aws/amazon-vpc-cni-plugins plugins/vpc-bridge/network/bridge_windows.go)",
+                ),
+                PodNetwork::Calico => Some(
+                    "Calico's CNI plugin creates its HNS network Calico when a pod is set up and the network is missing (projectcalico/calico cni-plugin, EnsureNetworkExists)",
+                ),
+                PodNetwork::Transparent => Some("a transparent network's HNS network is not modelled"),
+                PodNetwork::Flannel | PodNetwork::GkeWinBridge => None,
+            };
+            return match recreated {
+                Some(why) => Err(format!(
+                    "{self} cannot last on a pod network of {}: {why}",
+                    network.as_str()
+                )),
+                None => Ok(()),
+            };
+        }
         let allowed: &[PodNetwork] = match self {
             Self::FlannelSubnetEnvMissing
             | Self::FlanneldWaiting
-            | Self::HnsNetworkMissing
             | Self::FlannelRejoinStaleSourceVip
             | Self::VxlanParamsMismatch => &[PodNetwork::Flannel],
             Self::MacSpoofingDisabled => &[PodNetwork::Flannel, PodNetwork::Calico, PodNetwork::AzureCni],
@@ -255,6 +279,7 @@ impl Fault {
                 PodNetwork::Flannel,
                 PodNetwork::Calico,
                 PodNetwork::AzureCni,
+                PodNetwork::AzureCniOverlay,
                 PodNetwork::GkeWinBridge,
             ],
             _ => return Ok(()),
@@ -267,6 +292,24 @@ impl Fault {
                 allowed.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" or "),
                 network.as_str()
             ))
+        }
+    }
+
+    /// Whether the fault can occur on this platform and dataplane, the error saying why not:
+    /// MAC spoofing is a setting of a Hyper-V VM's NIC (`Set-VMNetworkAdapter -MacAddressSpoofing`,
+    /// WNET: needed for l2bridge on Hyper-V hosts), which the VMs of AKS, EKS and GKE do not
+    /// expose to their users; GKE Dataplane V2 runs no kube-proxy (GKE docs "About GKE Dataplane
+    /// V2": "implemented without kube-proxy"), so kube-proxy's faults cannot occur there.
+    pub fn check_platform(self, platform: Platform, dataplane: Dataplane) -> Result<(), String> {
+        match self {
+            Self::MacSpoofingDisabled if platform.managed() => Err(format!(
+                "{self} cannot occur on platform {}: MAC spoofing is a Hyper-V VM NIC setting (Set-VMNetworkAdapter -MacAddressSpoofing) that a managed platform's VMs do not expose",
+                platform.as_str()
+            )),
+            Self::KubeProxyStopped | Self::KubeProxyNoHostnameOverride if dataplane == Dataplane::V2 => Err(format!(
+                "{self} cannot occur with network.dataplane v2: Dataplane V2 runs no kube-proxy (anetd programs Services; GKE docs \"About GKE Dataplane V2\")"
+            )),
+            _ => Ok(()),
         }
     }
 

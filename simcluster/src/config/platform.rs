@@ -30,7 +30,10 @@ pub enum NetworkMode {
     L2bridge,
     /// flannel vxlan / win-overlay (HNS Overlay).
     Overlay,
-    /// Azure CNI (HNS L2Tunnel).
+    /// HNS L2Tunnel: Azure CNI's `tunnel` mode (Azure/azure-container-networking
+    /// `docs/network.md`: "l2-tunnel" and "l2-bridge" modes; `network/network_windows.go`:
+    /// `hnsL2tunnel`), which a user-built (aks-engine-style) kubeadm cluster may choose. AKS runs
+    /// bridge mode ([`Platform::modes`]).
     L2tunnel,
     /// ovn-kubernetes, or the 1.5-era transparent network.
     Transparent,
@@ -116,15 +119,29 @@ impl Platform {
         self != Self::Kubeadm
     }
 
-    /// The network modes the platform's own CNI gives Windows pods: Azure CNI's HNS network is
-    /// `L2Tunnel` (the Windows network drivers of WNET: "L2Tunnel (Azure only)"); EKS's
-    /// vpc-bridge plugin and GKE's win-bridge set-up (kubernetes `cluster/gce/windows`,
-    /// `k8s-node-setup.psm1`) use `L2Bridge`. None: any (kubeadm).
+    /// The network modes the platform's own CNI gives Windows pods, all `L2Bridge`: AKS's Azure
+    /// CNI runs in bridge mode on Windows for VNet and Overlay alike (Azure/azure-container-networking
+    /// `cni/azure-windows.conflist` `"mode": "bridge"`, `network/network_windows.go`
+    /// `opModeBridge` → `hnsL2bridge`; AgentBaker's overlay conflist `"mode": "bridge"`); EKS's
+    /// vpc-bridge plugin (aws/amazon-vpc-cni-plugins `plugins/vpc-bridge/network/bridge_windows.go`:
+    /// `hnsL2Bridge`); GKE's `l2bridge` network (kubernetes `cluster/gce/windows/k8s-node-setup.psm1`:
+    /// `KUBE_NETWORK = "l2bridge"`). None: any (kubeadm).
     pub fn modes(self) -> Option<&'static [NetworkMode]> {
         match self {
             Self::Kubeadm => None,
-            Self::Aks => Some(&[NetworkMode::L2tunnel]),
-            Self::Eks | Self::Gke => Some(&[NetworkMode::L2bridge]),
+            Self::Aks | Self::Eks | Self::Gke => Some(&[NetworkMode::L2bridge]),
+        }
+    }
+
+    /// The source [`Platform::modes`] follows, for the error that refuses another mode.
+    pub fn modes_source(self) -> &'static str {
+        match self {
+            Self::Kubeadm => "",
+            Self::Aks => {
+                "Azure CNI runs in bridge mode on Windows for VNet and Overlay alike: Azure/azure-container-networking cni/azure-windows.conflist \"mode\": \"bridge\", network_windows.go opModeBridge -> hnsL2bridge; AgentBaker's overlay conflist"
+            }
+            Self::Eks => "the VPC CNI's vpc-bridge plugin creates an HNS L2Bridge network: aws/amazon-vpc-cni-plugins plugins/vpc-bridge/network/bridge_windows.go",
+            Self::Gke => "GKE's Windows set-up creates the HNS L2Bridge network l2bridge: kubernetes cluster/gce/windows/k8s-node-setup.psm1",
         }
     }
 
@@ -153,6 +170,23 @@ impl Platform {
     }
 }
 
+/// The start of the HNS network's name the VPC CNI's vpc-bridge plugin creates: its CNI
+/// network's name (`vpc`), `br`, then the ENI's MAC address without colons
+/// (aws/amazon-vpc-cni-plugins `plugins/vpc-bridge/network/bridge_windows.go`:
+/// `hcnNetworkNameFormat = "%sbr%s"`).
+pub const VPC_BRIDGE_PREFIX: &str = "vpcbr";
+
+/// GKE's dataplane (`network.dataplane`): v1 runs kube-proxy; v2 runs `anetd` (Linux) and
+/// `anetd-win` (Windows), which program Services themselves — GKE docs "About GKE Dataplane
+/// V2": "GKE Dataplane V2 is implemented without kube-proxy".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Dataplane {
+    #[default]
+    V1,
+    V2,
+}
+
 /// The plugin that runs the pod network, as the platform and `network.cni` choose it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -161,11 +195,17 @@ pub enum PodNetwork {
     Flannel,
     /// Calico for Windows (VXLAN over the HNS dataplane; CAL, WT).
     Calico,
-    /// Azure CNI (AKS, and aks-engine before it).
+    /// Azure CNI (AKS, and aks-engine before it): pods get VNet addresses.
     AzureCni,
+    /// Azure CNI Overlay (AKS, `network.cni: azure-cni-overlay`): pods get addresses of a
+    /// private overlay CIDR that nothing outside the cluster routes to; `azure-cns` and
+    /// `azure-cns-win` hand them out (AKS docs "Configure Azure CNI Overlay networking").
+    AzureCniOverlay,
     /// The Amazon VPC CNI; on Windows its `vpc-bridge` plugin (EKS).
     VpcCni,
-    /// GKE's Windows set-up: win-bridge on an `l2bridge` HNS network.
+    /// GKE's Windows set-up: the `sdnbridge` plugin (microsoft/windows-container-networking)
+    /// on an `l2bridge` HNS network (kubernetes `cluster/gce/windows/k8s-node-setup.psm1`,
+    /// `l2bridge.conf`).
     GkeWinBridge,
     /// ovn-kubernetes, or the 1.5-era transparent network with routes set by hand.
     Transparent,
@@ -175,6 +215,7 @@ impl PodNetwork {
     /// The plugin of a platform's cluster in a network mode (`chosen`: `network.cni`).
     pub fn of(platform: Platform, mode: NetworkMode, chosen: Option<PodNetwork>) -> Self {
         match platform {
+            Platform::Aks if chosen == Some(Self::AzureCniOverlay) => Self::AzureCniOverlay,
             Platform::Aks => Self::AzureCni,
             Platform::Eks => Self::VpcCni,
             Platform::Gke => Self::GkeWinBridge,
@@ -191,6 +232,7 @@ impl PodNetwork {
             Self::Flannel => "flannel",
             Self::Calico => "calico",
             Self::AzureCni => "azure-cni",
+            Self::AzureCniOverlay => "azure-cni-overlay",
             Self::VpcCni => "vpc-cni",
             Self::GkeWinBridge => "gke-win-bridge",
             Self::Transparent => "transparent",
@@ -199,17 +241,26 @@ impl PodNetwork {
 
     /// The HNS network the plugin creates on a Windows node: (name, HNS type). Calico names
     /// its VXLAN network `Calico` (Calico for Windows' `config.ps1`: `KUBE_NETWORK = "Calico.*"`);
-    /// the VPC CNI's vpc-bridge names it after the ENI (`vpcbr…`); GKE's set-up `l2bridge`.
+    /// Azure CNI `azure`, of type L2Bridge in bridge mode and L2Tunnel in tunnel mode
+    /// (Azure/azure-container-networking `network/network_windows.go`); the VPC CNI's vpc-bridge
+    /// names it `vpcbr` + the ENI's MAC ([`VPC_BRIDGE_PREFIX`]; the name here is the prefix, the
+    /// node's host adds the MAC); GKE's set-up `l2bridge`.
     pub fn hns_network(self, mode: NetworkMode) -> Option<(&'static str, &'static str)> {
         Some(match (self, mode) {
             (Self::Flannel, NetworkMode::Overlay) => ("vxlan0", "Overlay"),
             (Self::Flannel, _) => ("cbr0", "L2Bridge"),
             (Self::Calico, NetworkMode::Overlay) => ("Calico", "Overlay"),
             (Self::Calico, _) => ("Calico", "L2Bridge"),
-            (Self::AzureCni, _) => ("azure", "L2Tunnel"),
-            (Self::VpcCni, _) => ("vpcbr0", "L2Bridge"),
+            (Self::AzureCni | Self::AzureCniOverlay, NetworkMode::L2tunnel) => ("azure", "L2Tunnel"),
+            (Self::AzureCni | Self::AzureCniOverlay, _) => ("azure", "L2Bridge"),
+            (Self::VpcCni, _) => (VPC_BRIDGE_PREFIX, "L2Bridge"),
             (Self::GkeWinBridge, _) => ("l2bridge", "L2Bridge"),
             (Self::Transparent, _) => return None,
         })
+    }
+
+    /// Whether the plugin is Azure CNI (VNet or Overlay).
+    pub fn azure(self) -> bool {
+        matches!(self, Self::AzureCni | Self::AzureCniOverlay)
     }
 }

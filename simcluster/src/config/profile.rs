@@ -84,8 +84,11 @@ pub struct NodeProfile {
     pub service_cidr: String,
     /// Whether kube-proxy runs on the node: on every pod network but ovn-kubernetes, which
     /// implements Services itself (a transparent network whose Windows nodes all run their
-    /// agents as HostProcess pods, as `crate::node::addons` deploys it).
+    /// agents as HostProcess pods, as `crate::node::addons` deploys it), and GKE Dataplane V2,
+    /// whose `anetd`/`anetd-win` do ("implemented without kube-proxy", GKE docs).
     pub runs_kube_proxy: bool,
+    /// GKE Dataplane V2 (`network.dataplane: v2`): anetd programs the node's Services.
+    pub dataplane_v2: bool,
     /// Whether the Windows kube-proxy runs with `--enable-dsr` (`network.dsr`).
     pub dsr: bool,
     /// The Windows kubelet's `--windows-priorityclass`, if it passes one.
@@ -236,7 +239,9 @@ impl NodeProfile {
                 .flatten(),
             cluster_cidr: topology.network.cluster_cidr.clone(),
             service_cidr: topology.network.service_cidr.clone(),
-            runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology)),
+            runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology))
+                && !topology.dataplane_v2(),
+            dataplane_v2: topology.dataplane_v2(),
             dsr: topology.network.dsr,
             windows_priority_class: match &spec.kubelet.windows_priority_class {
                 _ if !windows => None,

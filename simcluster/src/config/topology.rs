@@ -11,14 +11,20 @@
 //! platform: kubeadm                # kubeadm | aks | eks | gke (where the Windows agents run, providerID)
 //! network:
 //!   mode: l2bridge                 # l2bridge | overlay | l2tunnel | transparent
-//!   cni: flannel                   # kubeadm only: flannel | calico (default by mode)
+//!   cni: flannel                   # kubeadm: flannel | calico (default by mode); aks: azure-cni
+//!                                  # (VNet, the default) | azure-cni-overlay (Azure CNI Overlay:
+//!                                  # azure-cns/azure-cns-win, pod IPs from a private overlay CIDR)
 //!   clusterDomain: cluster.local   # the kubelets' clusterDomain (configz) and the DNS zone
 //!   clusterCidr: 10.244.0.0/16
 //!   serviceCidr: 10.96.0.0/12
 //!   ipFamilies: [IPv4]             # [IPv4, IPv6]: dual-stack (IPv4 primary; from Kubernetes 1.21)
 //!   clusterCidrV6: fd00:10:244::/56  # dual-stack: each node's IPv6 pod CIDR is a /64 of it
 //!   serviceCidrV6: fd00:10:96::/112  # dual-stack: IPv6 ClusterIPs
-//!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local)
+//!   dataplane: v1                  # gke only: v2 is Dataplane V2 (anetd/anetd-win, no kube-proxy)
+//!   dsr: false                     # Windows kube-proxy --enable-dsr (externalTrafficPolicy: Local);
+//!                                  # default: true on aks (Azure/AKS#2073), false elsewhere
+//!   egressPorts: [443]             # only these outside TCP/UDP ports answer (default: all)
+//!   loadBalancersReachable: true   # false: LoadBalancer ingress addresses do not answer this machine
 //!   flannelVersion: v0.26.1        # overlay: a Windows node reaches its own pods from v0.12
 //!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
 //!   egress: true                   # false: flows to outside addresses are dropped (names still resolve)
@@ -64,7 +70,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::config::platform::{NetworkMode, Os, Platform, PodNetwork};
+use crate::config::faults::Fault;
+use crate::config::platform::{Dataplane, NetworkMode, Os, Platform, PodNetwork};
 use crate::config::registry::Registries;
 
 /// The built-in profiles: the default cluster and the clusters the seed documents describe.
@@ -85,8 +92,10 @@ pub const PROFILES: &[(&str, &str)] = &[
         include_str!("../../topologies/current-ws2022-ws2025.yaml"),
     ),
     ("aks", include_str!("../../topologies/aks.yaml")),
+    ("aks-overlay", include_str!("../../topologies/aks-overlay.yaml")),
     ("eks", include_str!("../../topologies/eks.yaml")),
     ("gke", include_str!("../../topologies/gke.yaml")),
+    ("gke-dpv2", include_str!("../../topologies/gke-dpv2.yaml")),
     (
         "kubeadm-flannel-hostprocess",
         include_str!("../../topologies/kubeadm-flannel-hostprocess.yaml"),
@@ -243,9 +252,31 @@ pub struct Network {
     #[serde(default = "default_service_cidr_v6")]
     pub service_cidr_v6: String,
     /// kube-proxy on Windows runs with `--enable-dsr` (WinDSR): needed for
-    /// `externalTrafficPolicy: Local` and client-IP preservation (NET-DSR).
-    #[serde(default)]
+    /// `externalTrafficPolicy: Local` and client-IP preservation (NET-DSR). As written; absent:
+    /// on for AKS (Azure/AKS#2073: WinDSR on by default; AgentBaker's `kubeproxystart.ps1`
+    /// passes `--enable-dsr=true`), off elsewhere — the resolved value is [`Network::dsr`].
+    #[serde(default, rename = "dsr")]
+    pub dsr_given: Option<bool>,
+    /// Whether the Windows kube-proxy runs with DSR: `dsr` as written, else the platform's default.
+    #[serde(skip)]
     pub dsr: bool,
+    /// GKE's dataplane: `v1` (kube-proxy) or `v2` (Dataplane V2: `anetd`/`anetd-win`, no
+    /// kube-proxy on any node). Only on platform gke.
+    #[serde(default)]
+    pub dataplane: Dataplane,
+    /// The outside TCP/UDP ports that answer flows from pods and nodes to outside addresses
+    /// (a firewall that allows only these, e.g. `[443]`: Azure Firewall's application rules,
+    /// a corporate egress proxy); the others are dropped (the client times out). The node
+    /// subnet's resolver still answers. Absent: every port.
+    #[serde(default)]
+    pub egress_ports: Option<Vec<u16>>,
+    /// Whether LoadBalancer ingress addresses answer a client outside the cluster (this
+    /// machine: the runner). `false` models an internal load balancer or a runner whose route
+    /// to it is blocked: from outside nothing answers (the client times out), while flows to
+    /// the address from pods and nodes work as before (kube-proxy short-circuits them). Default
+    /// true.
+    #[serde(default = "yes")]
+    pub load_balancers_reachable: bool,
     /// The flannel version on Windows nodes (overlay: node → local pod needs ≥ 0.12,
     /// NET-NODE-POD-OVERLAY). Absent: a current flannel.
     #[serde(default)]
@@ -293,7 +324,11 @@ impl Default for Network {
             ip_families: default_ip_families(),
             cluster_cidr_v6: default_cluster_cidr_v6(),
             service_cidr_v6: default_service_cidr_v6(),
+            dsr_given: None,
             dsr: false,
+            dataplane: Dataplane::V1,
+            egress_ports: None,
+            load_balancers_reachable: true,
             flannel_version: None,
             port_mappings: None,
             egress: true,
@@ -651,6 +686,10 @@ impl Topology {
             }
         })?;
         let mut topology = topology;
+        topology.network.dsr = topology
+            .network
+            .dsr_given
+            .unwrap_or(topology.platform == Platform::Aks);
         topology.expand_counts();
         topology.validate(origin)?;
         Ok(topology)
@@ -705,19 +744,33 @@ impl Topology {
             && !modes.contains(&self.network.mode)
         {
             return Err(invalid(format!(
-                "platform {} runs network.mode {}, not {}",
+                "platform {} runs network.mode {}, not {} ({})",
                 self.platform.as_str(),
                 modes.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" or "),
-                self.network.mode.as_str()
+                self.network.mode.as_str(),
+                self.platform.modes_source()
             )));
         }
+        if self.network.dataplane == Dataplane::V2 && self.platform != Platform::Gke {
+            return Err(invalid(format!(
+                "network.dataplane v2 is GKE Dataplane V2 (anetd, no kube-proxy): only on platform gke, not {}",
+                self.platform.as_str()
+            )));
+        }
+        if let Some(ports) = &self.network.egress_ports
+            && ports.contains(&0)
+        {
+            return Err(invalid("network.egressPorts: port 0 is not a port".into()));
+        }
         match (self.platform, self.network.cni) {
-            (_, None) | (Platform::Kubeadm, Some(PodNetwork::Flannel)) => {}
+            (_, None)
+            | (Platform::Kubeadm, Some(PodNetwork::Flannel))
+            | (Platform::Aks, Some(PodNetwork::AzureCni | PodNetwork::AzureCniOverlay)) => {}
             (Platform::Kubeadm, Some(PodNetwork::Calico))
                 if matches!(self.network.mode, NetworkMode::Overlay | NetworkMode::L2bridge) => {}
             (platform, Some(cni)) => {
                 return Err(invalid(format!(
-                    "network.cni {} is not a choice on platform {} in mode {} (kubeadm: flannel, or calico on overlay or l2bridge)",
+                    "network.cni {} is not a choice on platform {} in mode {} (kubeadm: flannel, or calico on overlay or l2bridge; aks: azure-cni or azure-cni-overlay)",
                     cni.as_str(),
                     platform.as_str(),
                     self.network.mode.as_str()
@@ -731,7 +784,6 @@ impl Topology {
                 self.network.cluster_domain
             )));
         }
-        let pod_network = self.pod_network();
         let mut seen = std::collections::BTreeSet::new();
         for node in &self.nodes {
             if !crate::vocab::names::is_dns_subdomain(&node.name) {
@@ -751,17 +803,14 @@ impl Topology {
                 )));
             }
             for name in &node.faults {
-                let Some(fault) = crate::config::faults::Fault::parse(name) else {
+                let Some(fault) = Fault::parse(name) else {
                     return Err(invalid(format!(
                         "node {:?}: unknown fault {name:?} (known: {})",
                         node.name,
                         crate::config::faults::names()
                     )));
                 };
-                if let Err(why) = fault
-                    .check(node.os, self.network.mode)
-                    .and_then(|()| fault.check_network(pod_network))
-                {
+                if let Err(why) = self.check_fault(node.os, fault) {
                     return Err(invalid(format!("node {:?}: {why}", node.name)));
                 }
             }
@@ -814,6 +863,53 @@ impl Topology {
                 self.network.service_cidr_v6
             ))),
         }
+    }
+
+    /// Whether `fault` can be injected on a node of this OS of this cluster, the error saying
+    /// why not: the fault's OS and network modes ([`Fault::check`]), its pod network plugin
+    /// ([`Fault::check_network`]) and its platform and dataplane ([`Fault::check_platform`]).
+    pub fn check_fault(&self, os: Os, fault: Fault) -> Result<(), String> {
+        fault
+            .check(os, self.network.mode)
+            .and_then(|()| fault.check_network(self.pod_network()))
+            .and_then(|()| fault.check_platform(self.platform, self.network.dataplane))
+    }
+
+    /// Adds fault `fault` (its name) to node `node`, as `--fault NODE:FAULT` does; the error
+    /// says why not (no such node or fault, or [`Topology::check_fault`]'s reason).
+    pub fn add_fault(&mut self, node: &str, fault: &str) -> Result<(), String> {
+        let Some(known) = Fault::parse(fault) else {
+            return Err(format!(
+                "unknown fault {fault:?} (known: {})",
+                crate::config::faults::names()
+            ));
+        };
+        let Some(os) = self.nodes.iter().find(|n| n.name == node).map(|n| n.os) else {
+            return Err(format!("the topology has no node {node:?}"));
+        };
+        self.check_fault(os, known).map_err(|why| format!("{why} (node {node})"))?;
+        if let Some(target) = self.nodes.iter_mut().find(|n| n.name == node) {
+            target.faults.push(fault.to_string());
+        }
+        Ok(())
+    }
+
+    /// Every node's faults checked again ([`Topology::check_fault`]): a caller may have added
+    /// faults after the topology was loaded.
+    pub fn check_faults(&self) -> Result<(), String> {
+        for node in &self.nodes {
+            for name in &node.faults {
+                let fault = Fault::parse(name).ok_or_else(|| format!("node {:?}: unknown fault {name:?}", node.name))?;
+                self.check_fault(node.os, fault)
+                    .map_err(|why| format!("node {:?}: {why}", node.name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the cluster runs GKE Dataplane V2 (anetd programs Services; no kube-proxy).
+    pub fn dataplane_v2(&self) -> bool {
+        self.network.dataplane == Dataplane::V2
     }
 
     /// The plugin running the pod network.

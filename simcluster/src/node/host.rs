@@ -4,17 +4,20 @@
 //! the files the node's agents keep on disk — all derived from the node's profile and faults
 //! and from the store, like every other behaviour of the simulator.
 //!
-//! The HNS network is the one the pod network's CNI plugin delegates to: flannel host-gw over
-//! win-bridge creates `cbr0` (HNS type `L2Bridge`), flannel vxlan over win-overlay `vxlan0`
-//! (`Overlay`, VNI 4096 on UDP 4789), Azure CNI `azure` (`L2Tunnel`); transparent networks'
-//! HNS networks are not modelled. kube-proxy (winkernel) programs one load balancer per
+//! The HNS network is the one the pod network's CNI plugin uses
+//! ([`crate::config::platform::PodNetwork::hns_network`]): flannel host-gw over win-bridge
+//! creates `cbr0` (HNS type `L2Bridge`), flannel vxlan over win-overlay `vxlan0` (`Overlay`,
+//! VNI 4096 on UDP 4789), Calico `Calico`, Azure CNI `azure` (`L2Bridge` in the bridge mode AKS
+//! runs, VNet and Overlay alike; `L2Tunnel` in its tunnel mode), the VPC CNI's vpc-bridge
+//! `vpcbr<ENI MAC>` and GKE's set-up `l2bridge` (both `L2Bridge`); transparent networks' HNS
+//! networks are not modelled. kube-proxy (winkernel) programs one load balancer per
 //! Service that has a cluster IP (headless and ExternalName Services have none).
 //!
 //! What each fault changes here (its other symptoms are in the kubelet model, the network
 //! fabric and [`crate::node::nodelogs`]):
-//! - [`Fault::HnsNetworkMissing`]: no HNS network for pods, so no `vEthernet (cbr0)` /
-//!   `vEthernet (vxlan0)` adapter and no load-balancer policies (kube-proxy waits for the
-//!   network it is told to use);
+//! - [`Fault::HnsNetworkMissing`]: no HNS network for pods (flannel's `cbr0`/`vxlan0`, GKE's
+//!   `l2bridge`), so no `vEthernet (…)` adapter and no load-balancer policies (kube-proxy
+//!   waits for the network it is told to use);
 //! - [`Fault::FlanneldWaiting`]: flanneld never created that network and never wrote
 //!   `C:\run\flannel\subnet.env`: no network, no adapter, no subnet file, no policies;
 //! - [`Fault::FlannelSubnetEnvMissing`]: no subnet file. Where flanneld runs as a HostProcess
@@ -183,7 +186,7 @@ fn management_subnet(profile: &NodeProfile) -> String {
 /// One HNS network.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HnsNetwork {
-    pub name: &'static str,
+    pub name: String,
     pub id: String,
     /// The HNS type (`L2Bridge`, `Overlay`, `L2Tunnel`).
     pub kind: &'static str,
@@ -197,27 +200,34 @@ pub(crate) struct HnsNetwork {
     pub adapter: &'static str,
 }
 
-/// Whether flanneld ever created the pod network's HNS network on the node.
-fn flannel_network_created(profile: &NodeProfile) -> bool {
+/// Whether the pod network's HNS network was created on the node (and not removed since):
+/// flanneld never created it while it waits or, as a node service, never started; the fault
+/// [`Fault::HnsNetworkMissing`] removed it.
+fn network_created(profile: &NodeProfile) -> bool {
+    let flannel = profile.flannel().is_some();
     !(profile.has_fault(Fault::HnsNetworkMissing)
-        || profile.has_fault(Fault::FlanneldWaiting)
-        || (profile.has_fault(Fault::FlannelSubnetEnvMissing) && nodelogs::runs_node_services(profile)))
+        || (flannel && profile.has_fault(Fault::FlanneldWaiting))
+        || (flannel && profile.has_fault(Fault::FlannelSubnetEnvMissing) && nodelogs::runs_node_services(profile)))
+}
+
+/// The name of the pod network's HNS network on this node (None where it is not modelled):
+/// the plugin's name, the VPC CNI's with the ENI's MAC address appended, without separators,
+/// lower case (aws/amazon-vpc-cni-plugins `bridge_windows.go`: `hcnNetworkNameFormat`).
+pub(crate) fn pod_network_name(profile: &NodeProfile) -> Option<(String, &'static str)> {
+    let (name, kind) = profile.pod_network.hns_network(profile.network_mode)?;
+    if profile.pod_network == crate::config::platform::PodNetwork::VpcCni {
+        let mac = mac(profile, "Ethernet").replace('-', "").to_ascii_lowercase();
+        return Some((format!("{name}{mac}"), kind));
+    }
+    Some((name.to_string(), kind))
 }
 
 /// The HNS network of the pod network on this node, if it exists.
 pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
-    if !profile.is_windows() {
+    if !profile.is_windows() || !network_created(profile) {
         return None;
     }
-    let (name, kind) = match profile.network_mode {
-        NetworkMode::L2bridge => ("cbr0", "L2Bridge"),
-        NetworkMode::Overlay => ("vxlan0", "Overlay"),
-        NetworkMode::L2tunnel => ("azure", "L2Tunnel"),
-        NetworkMode::Transparent => return None,
-    };
-    if profile.flannel().is_some() && !flannel_network_created(profile) {
-        return None;
-    }
+    let (name, kind) = pod_network_name(profile)?;
     let vxlan = (profile.network_mode == NetworkMode::Overlay).then(|| {
         let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
             nodelogs::VXLAN_MISMATCHED_VNI
@@ -227,8 +237,8 @@ pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
         (vni, crate::config::platform::VXLAN_PORT)
     });
     Some(HnsNetwork {
+        id: guid(&[&profile.name, "hns-network", &name]),
         name,
-        id: guid(&[&profile.name, "hns-network", name]),
         kind,
         management_ip: profile.ip,
         address_prefix: profile.pod_cidr.clone(),
@@ -240,16 +250,19 @@ pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
 
 /// Whether kube-proxy has programmed its load balancers on the node: it runs there (the pod
 /// network has one, it is not stopped, and where it is a HostProcess pod the kubelet started
-/// it), it found its HNS network, and on overlay it could create its source VIP endpoint.
+/// it), it found its HNS network, and on overlay it could create its source VIP endpoint. On
+/// GKE Dataplane V2 `anetd-win` programs the node's Services instead of kube-proxy (GKE docs:
+/// Dataplane V2 "is implemented without kube-proxy"); how it keeps them in HNS is not public,
+/// so they are shown as the same load balancers (Services work on the node either way).
 pub(crate) fn kube_proxy_programs(profile: &NodeProfile) -> bool {
     // A kube-proxy pod needs its kubelet; a node service does not.
     let started = nodelogs::runs_node_services(profile) || !profile.has_fault(Fault::KubeletStopped);
     profile.is_windows()
-        && profile.runs_kube_proxy
+        && (profile.runs_kube_proxy || profile.dataplane_v2)
         && started
         && !profile.has_fault(Fault::KubeProxyStopped)
         && !profile.has_fault(Fault::FlannelRejoinStaleSourceVip)
-        && (profile.flannel().is_none() || pod_network(profile).is_some())
+        && (pod_network_name(profile).is_none() || pod_network(profile).is_some())
 }
 
 /// The Windows kube-proxy's process as `Win32_Process` shows it on the host: its executable
@@ -274,12 +287,7 @@ pub(crate) fn kube_proxy_process(profile: &NodeProfile) -> Option<(String, Strin
     if !profile.is_windows() || !profile.runs_kube_proxy || !started || profile.has_fault(Fault::KubeProxyStopped) {
         return None;
     }
-    let network = match (profile.pod_network, profile.network_mode) {
-        (crate::config::platform::PodNetwork::Calico, _) => "Calico",
-        (_, NetworkMode::Overlay) => "vxlan0",
-        (_, NetworkMode::L2tunnel) => "azure",
-        _ => "cbr0",
-    };
+    let network = pod_network_name(profile).map(|(name, _)| name).unwrap_or_default();
     let sandbox = format!(
         r"C:\C\{}",
         guid(&[&profile.name, "kube-proxy-sandbox"]).to_ascii_lowercase()
@@ -460,7 +468,7 @@ pub(crate) fn adapters(profile: &NodeProfile) -> Vec<Adapter> {
             name: format!("vEthernet ({})", net.name),
             description: "Hyper-V Virtual Ethernet Adapter #2",
             if_index: 17,
-            mac: mac(profile, net.name),
+            mac: mac(profile, &net.name),
             link_speed: "10 Gbps",
         });
     }

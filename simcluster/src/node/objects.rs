@@ -31,10 +31,20 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
     for (k, v) in &spec.labels {
         labels.insert(k.clone(), json!(v));
     }
-    let cri_socket = match spec.os {
-        Os::Linux => "unix:///run/containerd/containerd.sock",
-        Os::Windows => "npipe:////./pipe/containerd-containerd",
+    // kubeadm's CRI socket annotation (kubeadm `constants.go`: `AnnotationKubeadmCRISocket`),
+    // written by `kubeadm init`/`join` from 1.12 (dockershim's socket while the runtime is
+    // Docker) and no longer from 1.34, where the NodeLocalCRISocket gate (KEP-4656, beta, on by
+    // default) keeps the socket in the kubelet's instance config and `kubeadm upgrade` removes
+    // the annotation (kubernetes/kubernetes#129279). Managed platforms do not join with kubeadm.
+    let docker = profile.runtime == crate::config::profile::RuntimeKind::Docker;
+    let cri_socket = match (spec.os, docker) {
+        (Os::Linux, false) => "unix:///run/containerd/containerd.sock",
+        (Os::Linux, true) => "/var/run/dockershim.sock",
+        (Os::Windows, false) => "npipe:////./pipe/containerd-containerd",
+        (Os::Windows, true) => "npipe:////./pipe/dockershim",
     };
+    let kubeadm_annotation = profile.platform == crate::config::platform::Platform::Kubeadm
+        && ((1, 12)..(1, 34)).contains(&profile.kubelet);
     let capacity = json!(profile.capacity);
     let allocatable = json!(profile.allocatable);
     let mut taints: Vec<Value> = spec
@@ -63,7 +73,6 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
             "annotations": {
                 "node.alpha.kubernetes.io/ttl": "0",
                 "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-                "kubeadm.alpha.kubernetes.io/cri-socket": cri_socket,
             },
         },
         "spec": {
@@ -103,6 +112,9 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
             },
         },
     });
+    if kubeadm_annotation {
+        node["metadata"]["annotations"]["kubeadm.alpha.kubernetes.io/cri-socket"] = json!(cri_socket);
+    }
     if spec.unschedulable {
         node["spec"]["unschedulable"] = json!(true);
         taints.push(json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}));

@@ -103,6 +103,11 @@ pub struct NetFacts {
     /// outside addresses are dropped, as behind a firewall that denies (AKS outbound type
     /// `userDefinedRouting`).
     pub egress: bool,
+    /// The only outside TCP/UDP ports that answer (`network.egressPorts`); None: all.
+    pub egress_ports: Option<Vec<u16>>,
+    /// Whether LoadBalancer ingress addresses answer clients outside the cluster
+    /// (`network.loadBalancersReachable`).
+    pub load_balancers_reachable: bool,
 }
 
 impl NetFacts {
@@ -129,6 +134,8 @@ impl NetFacts {
                 prefix: 12,
             }),
             egress: n.egress,
+            egress_ports: n.egress_ports.clone(),
+            load_balancers_reachable: n.load_balancers_reachable,
         }
     }
 }
@@ -932,6 +939,16 @@ impl Fabric {
         if !matches!(flow.src, Src::Outside(_)) {
             return self.to_cluster_ip(flow, svc);
         }
+        if !self.net.load_balancers_reachable {
+            // An internal load balancer, or a client whose route to it is blocked: nothing
+            // answers, not even a refusal (AKS "Use an internal load balancer": reachable only
+            // from the VNet).
+            return Decision::fail(
+                Failure::Timeout,
+                "SVC-TYPES",
+                "the load balancer's address does not answer clients outside the cluster",
+            );
+        }
         let s = &self.services[svc];
         let Some(sp) = s
             .ports
@@ -1288,6 +1305,19 @@ impl Fabric {
                 Failure::Timeout,
                 "NET-POD-EXT-IP",
                 "the cluster has no egress: its outbound route drops traffic to outside addresses",
+            );
+        }
+        if let Some(ports) = &self.net.egress_ports
+            && !resolver
+            && flow.proto != Proto::Icmp
+            && !ports.contains(&flow.port)
+        {
+            // A firewall that allows only these ports drops the rest silently (Azure Firewall
+            // application rules, a corporate egress proxy; real-clusters.md §7).
+            return Decision::fail(
+                Failure::Timeout,
+                "NET-POD-EXT-IP",
+                "the cluster's egress allows only network.egressPorts: the outbound firewall drops traffic to other ports",
             );
         }
         let is_pod = matches!(flow.src, Src::Pod { .. });

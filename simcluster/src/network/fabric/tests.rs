@@ -133,6 +133,8 @@ impl World {
             cluster_cidr: Cidr::parse("10.244.0.0/16").expect("cidr"),
             service_cidr: Cidr::parse("10.96.0.0/12").expect("cidr"),
             egress: self.egress,
+            egress_ports: None,
+            load_balancers_reachable: true,
         });
         for n in 0..4 {
             let windows = n >= WIN1;

@@ -42,7 +42,7 @@ pub(super) fn kube_proxy_image(a: &Addons) -> String {
             a.kubernetes_version
         );
     }
-    if matches!(a.cni, Cni::Azure | Cni::Aks) {
+    if matches!(a.cni, Cni::Azure | Cni::Aks { .. }) {
         return format!("mcr.microsoft.com/oss/kubernetes/kube-proxy:{}", a.kubernetes_version);
     }
     let name = if a.version >= (1, 12) {
@@ -112,9 +112,9 @@ pub(super) fn objects(a: &Addons) -> Vec<Object> {
             }
         }
         Cni::Azure => azure_cni(a, &mut out),
-        Cni::Aks => super::platforms::aks(a, &mut out),
+        Cni::Aks { overlay } => super::platforms::aks(a, *overlay, &mut out),
         Cni::Eks => super::platforms::eks(a, &mut out),
-        Cni::Gke => super::platforms::gke(a, &mut out),
+        Cni::Gke { dataplane_v2 } => super::platforms::gke(a, *dataplane_v2, &mut out),
         Cni::Calico { version } => {
             super::platforms::calico(a, version, &mut out);
             if a.windows_daemonsets() {
@@ -123,6 +123,9 @@ pub(super) fn objects(a: &Addons) -> Vec<Object> {
         }
         Cni::OvnKubernetes => ovn_kubernetes(a, &mut out),
         Cni::HostRoutes => {}
+    }
+    if a.platform == crate::config::platform::Platform::Kubeadm {
+        out.extend(super::kubeadm::kubeadm_config(a));
     }
     out
 }
@@ -731,8 +734,9 @@ fn windows_kube_proxy(a: &Addons, out: &mut Vec<Object>) {
     }
 }
 
-/// What an AKS cluster with Azure CNI shows in kube-system: the network monitor and the IP
-/// masquerade agent with its reconciled configuration.
+/// What an aks-engine-built cluster with Azure CNI showed in kube-system (Azure/AKS#820, before
+/// AKS retired it): the network monitor and the IP masquerade agent with its reconciled
+/// configuration. AKS itself: [`super::platforms::aks`].
 fn azure_cni(a: &Addons, out: &mut Vec<Object>) {
     let ns = "kube-system";
     out.push(config_map(

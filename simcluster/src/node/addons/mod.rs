@@ -34,6 +34,7 @@
 //! earlier manifests, so that the configured DSR is readable from the API. kubeadm writes
 //! `mode: ""` (iptables) in the Linux configuration; here it says `iptables`.
 
+mod kubeadm;
 mod manifests;
 mod objects;
 mod platforms;
@@ -77,12 +78,14 @@ pub enum Cni {
     Azure,
     /// Azure CNI on AKS today: `azure-cns`, `azure-ip-masq-agent`, the cloud node managers; the
     /// Windows kube-proxy and CNI are node services (Azure/AKS#820 retired the network monitor).
-    Aks,
+    /// With Azure CNI Overlay (`overlay`) also `azure-cns-win`, a HostProcess DaemonSet.
+    Aks { overlay: bool },
     /// The Amazon VPC CNI on EKS: the Linux-only `aws-node` DaemonSet and the `amazon-vpc-cni`
     /// ConfigMap with `enable-windows-ipam: "true"` (EKS user guide, "Windows support").
     Eks,
-    /// GKE: nothing of the pod network in the API (its Windows set-up runs on the node).
-    Gke,
+    /// GKE: nothing of the pod network in the API (its Windows set-up runs on the node); with
+    /// Dataplane V2 (`dataplane_v2`) the `anetd` and `anetd-win` DaemonSets and no kube-proxy.
+    Gke { dataplane_v2: bool },
     /// Calico for Windows (operator install): `calico-node` and `calico-node-windows` in
     /// `calico-system`, VXLAN; sig-windows-tools' HostProcess kube-proxy with DSR.
     Calico { version: String },
@@ -150,10 +153,13 @@ impl Addons {
             (PodNetwork::Calico, _, _) => Cni::Calico {
                 version: "v3.29.1".into(),
             },
-            (PodNetwork::AzureCni, _, _) if topology.platform == Platform::Aks => Cni::Aks,
+            (PodNetwork::AzureCniOverlay, _, _) => Cni::Aks { overlay: true },
+            (PodNetwork::AzureCni, _, _) if topology.platform == Platform::Aks => Cni::Aks { overlay: false },
             (PodNetwork::AzureCni, _, _) => Cni::Azure,
             (PodNetwork::VpcCni, _, _) => Cni::Eks,
-            (PodNetwork::GkeWinBridge, _, _) => Cni::Gke,
+            (PodNetwork::GkeWinBridge, _, _) => Cni::Gke {
+                dataplane_v2: topology.dataplane_v2(),
+            },
             (PodNetwork::Flannel, _, _) => {
                 let flannel = topology
                     .network
@@ -235,9 +241,9 @@ impl Addons {
         }
     }
 
-    /// Whether kube-proxy runs on the nodes (everything but ovn-kubernetes).
+    /// Whether kube-proxy runs on the nodes (everything but ovn-kubernetes and GKE Dataplane V2).
     pub fn has_kube_proxy(&self) -> bool {
-        self.cni != Cni::OvnKubernetes
+        !matches!(self.cni, Cni::OvnKubernetes | Cni::Gke { dataplane_v2: true })
     }
 
     /// Whether the Linux kube-proxy is a DaemonSet: kubeadm, AKS and EKS deploy one; GKE runs

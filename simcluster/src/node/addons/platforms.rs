@@ -5,7 +5,10 @@
 //!
 //! - AKS (Azure/AKS#820; AKS "Windows Server node pools" FAQ): `azure-cns`,
 //!   `azure-ip-masq-agent`, `cloud-node-manager` and `cloud-node-manager-windows`; the Windows
-//!   kube-proxy and Azure CNI are node services, so no Windows kube-proxy DaemonSet exists.
+//!   kube-proxy and Azure CNI are node services (AgentBaker `kubeletfunc.ps1`: the nssm services
+//!   `Kubelet` and `Kubeproxy`), so no Windows kube-proxy DaemonSet exists. Azure CNI Overlay
+//!   (AKS "Configure Azure CNI Overlay networking"; real-clusters.md §7) adds `azure-cns-win`,
+//!   a HostProcess DaemonSet: CNS hands out the overlay pod addresses on Windows nodes too.
 //! - AKS's CSI drivers (AKS "Container Storage Interface (CSI) drivers on AKS": Azure Disk and
 //!   Azure Files enabled by default from 1.21, Windows node pools included): the node plugins
 //!   `csi-azuredisk-node` and `csi-azurefile-node` on Linux and `…-win` on Windows, where they
@@ -20,7 +23,9 @@
 //!   `start-kube-proxy`): kube-proxy on Linux nodes is a static pod from the node's manifest
 //!   directory, which the kubelet mirrors into the API as `kube-system/kube-proxy-<node>`
 //!   (annotation `kubernetes.io/config.mirror`, labels `component: kube-proxy`, `tier: node`);
-//!   on Windows it is a node service.
+//!   on Windows it is a node service. With Dataplane V2 (GKE docs "About GKE Dataplane V2":
+//!   "GKE Dataplane V2 is implemented without kube-proxy"; real-clusters.md §7) `anetd` runs on
+//!   Linux nodes and `anetd-win` on Windows nodes, and no node runs kube-proxy: no mirror pods.
 //! - Calico for Windows (CAL; WT `capz/templates/calico/values.yaml`): the operator's
 //!   `calico-system` namespace with `calico-node` (Linux) and `calico-node-windows` (a
 //!   HostProcess DaemonSet), VXLAN.
@@ -51,8 +56,22 @@ fn agent(name: &str, labels: serde_json::Value, os: &str, image: &str, host_proc
 }
 
 /// GKE: the mirror pods of the Linux nodes' kube-proxy static pods (the kubelet creates one per
-/// static pod, bound to its node).
-pub(super) fn gke(a: &Addons, out: &mut Vec<Object>) {
+/// static pod, bound to its node); with Dataplane V2 the `anetd` and `anetd-win` DaemonSets
+/// instead (images representative).
+pub(super) fn gke(a: &Addons, dataplane_v2: bool, out: &mut Vec<Object>) {
+    if dataplane_v2 {
+        for (name, os, image, host_process) in [
+            ("anetd", "linux", "gke.gcr.io/cilium/cilium:v1.14.13-gke.100", false),
+            ("anetd-win", "windows", "gke.gcr.io/anetd-windows:v1.14.13-gke.100", true),
+        ] {
+            out.push(object(
+                apps("daemonsets"),
+                "kube-system",
+                agent(name, json!({"k8s-app": name}), os, image, host_process),
+            ));
+        }
+        return;
+    }
     let image = format!("gke.gcr.io/kube-proxy-amd64:{}-gke.1000", a.kubernetes_version);
     for node in &a.linux_nodes {
         let pod = json!({
@@ -81,8 +100,8 @@ pub(super) fn gke(a: &Addons, out: &mut Vec<Object>) {
     }
 }
 
-/// AKS with Azure CNI today.
-pub(super) fn aks(a: &Addons, out: &mut Vec<Object>) {
+/// AKS with Azure CNI today (`overlay`: Azure CNI Overlay, with `azure-cns-win`).
+pub(super) fn aks(a: &Addons, overlay: bool, out: &mut Vec<Object>) {
     let ns = "kube-system";
     out.push(config_map(
         ns,
@@ -116,7 +135,16 @@ pub(super) fn aks(a: &Addons, out: &mut Vec<Object>) {
             format!("mcr.microsoft.com/oss/kubernetes/azure-cloud-node-manager:{v}"),
             true,
         ),
-    ] {
+    ]
+    .into_iter()
+    .chain(overlay.then(|| {
+        (
+            "azure-cns-win",
+            "windows",
+            "mcr.microsoft.com/containernetworking/azure-cns:v1.6.18".to_string(),
+            true,
+        )
+    })) {
         out.push(object(
             apps("daemonsets"),
             ns,

@@ -632,10 +632,23 @@ fn pause_image(
 /// (NET-HNS-NETWORK-PRESENT). The plugin's error reaches the event as containerd (libcni's
 /// `plugin type=… name=… failed (add)`) or dockershim (`networkPlugin cni failed …`) wraps it;
 /// dockershim-era plugins did not yet prefix `loadFlannelSubnetEnv failed` / `failed to
-/// delegate add`.
+/// delegate add`. On GKE the `sdnbridge` plugin of `l2bridge.conf` (kubernetes
+/// `cluster/gce/windows/k8s-node-setup.psm1`) looks the `l2bridge` network up and returns the
+/// lookup's error (microsoft/windows-container-networking `cni/network`; hcsshim `hcn`'s
+/// `NetworkNotFoundError`: `Network name "…" not found`).
 fn pod_network(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodFate> {
     if !profile.is_windows() {
         return None;
+    }
+    let sandbox_id = container_id(&view.uid, "POD");
+    if profile.pod_network == crate::config::platform::PodNetwork::GkeWinBridge {
+        if !profile.has_fault(Fault::HnsNetworkMissing) {
+            return None;
+        }
+        let message = format!(
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox {sandbox_id:?}: plugin type=\"sdnbridge\" name=\"l2bridge\" failed (add): Network name \"l2bridge\" not found"
+        );
+        return sandbox_failure(message, "NET-HNS-NETWORK-PRESENT");
     }
     let flannel = profile.flannel()?;
     let docker = profile.runtime == RuntimeKind::Docker;
@@ -660,7 +673,6 @@ fn pod_network(profile: &NodeProfile, view: &PodView<'_>) -> Option<PodFate> {
         } else {
             return None;
         };
-    let sandbox_id = container_id(&view.uid, "POD");
     let message = if docker {
         format!(
             "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to set up sandbox container {sandbox_id:?} network for pod {:?}: networkPlugin cni failed to set up pod \"{}_{}\" network: {error}",
