@@ -183,6 +183,18 @@ pub struct Facts {
     /// Whether the pod network is Calico (its `calico-node` DaemonSets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calico: Option<Fact<bool>>,
+    /// The pod network's plugin (`flannel`, `calico`, `azure-cni`, `vpc-cni`, `anetd`,
+    /// `ovn-kubernetes`), from its ConfigMap or DaemonSets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_network: Option<Fact<String>>,
+    /// What programs Services on the nodes: `kube-proxy`, or `anetd` where GKE Dataplane V2
+    /// runs ("implemented without kube-proxy").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_proxy: Option<Fact<String>>,
+    /// Facts where the nodes' own reading and the API objects disagree, by fact name: the
+    /// node's reading is used, and this says what the objects suggested.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub disagreements: BTreeMap<String, String>,
     /// Facts the run could not read, and why (a permission it goes without).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unread: BTreeMap<String, String>,

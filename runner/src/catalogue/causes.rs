@@ -167,6 +167,23 @@ pub struct Confirm {
     /// `--node-diagnostics`); false for commands of the VM's host or the user's own machine.
     #[serde(default = "yes")]
     pub on_node: bool,
+    /// The platforms where the command applies (`kubeadm`, `aks`, `eks`, `gke`); empty: any.
+    #[serde(default)]
+    pub platforms: Vec<String>,
+}
+
+/// The platforms a cause or command may be scoped to, as the `platform` fact names them.
+pub const PLATFORMS: &[&str] = &["kubeadm", "aks", "eks", "gke"];
+
+/// The managed platforms: their node set-up, CNI and agents belong to the provider.
+pub const MANAGED: &[&str] = &["aks", "eks", "gke"];
+
+/// Whether a scope (empty: any) admits `platform`; an unknown platform is admitted everywhere.
+pub fn in_scope(scope: &[String], platform: Option<&str>) -> bool {
+    match platform {
+        Some(p) if PLATFORMS.contains(&p) => scope.is_empty() || scope.iter().any(|s| s == p),
+        _ => true,
+    }
 }
 
 fn yes() -> bool {
@@ -187,6 +204,10 @@ pub const PLACEHOLDERS: &[&str] = &[
     "sourceVip",
     "flannelSubnetEnv",
     "computerName",
+    "kubeletService",
+    "kubeletLog",
+    "kubeProxyService",
+    "kubeProxyLog",
 ];
 
 /// A `confirms` pattern with its placeholders filled (values regex-escaped), compiled; and
@@ -225,6 +246,14 @@ pub struct Cause {
     /// The network modes where it occurs (`l2bridge`, `overlay`, …); empty: any.
     #[serde(default)]
     pub network_modes: Vec<String>,
+    /// The platforms where it can occur (`kubeadm`, `aks`, `eks`, `gke`); empty: any. A cluster
+    /// whose platform is unknown may have any cause.
+    #[serde(default)]
+    pub platforms: Vec<String>,
+    /// What must program Services for the cause to exist (`kube-proxy`; `anetd` is GKE
+    /// Dataplane V2, which runs no kube-proxy); empty: any.
+    #[serde(default)]
+    pub service_proxies: Vec<String>,
     pub fails: Vec<CellMatch>,
     #[serde(default)]
     pub keeps: Vec<CellMatch>,
@@ -246,10 +275,35 @@ pub struct Cause {
     #[serde(default)]
     pub refuted_by: Vec<String>,
     pub remedy: String,
+    /// The remedy on a platform where `remedy` is not the user's to act on, by platform
+    /// (`aks`, `eks`, `gke`, `kubeadm`) or `managed` (any of AKS, EKS, GKE). May hold the
+    /// placeholders of `confirm`.
+    #[serde(default)]
+    pub remedies: BTreeMap<String, String>,
     #[serde(default)]
     pub confirm: Vec<Confirm>,
     #[serde(default)]
     pub sources: Vec<String>,
+}
+
+impl Cause {
+    /// The remedy for a cluster of `platform`: its own, else the managed platforms' where it is
+    /// one, else the general one.
+    pub fn remedy_for(&self, platform: Option<&str>) -> &str {
+        let own = platform.and_then(|p| self.remedies.get(p));
+        let managed = platform
+            .filter(|p| MANAGED.contains(p))
+            .and_then(|_| self.remedies.get("managed"));
+        own.or(managed).unwrap_or(&self.remedy).trim()
+    }
+
+    /// Whether the cause can occur on a cluster of `platform` whose Services `service_proxy`
+    /// programs (None: unknown, which admits it).
+    pub fn possible(&self, platform: Option<&str>, service_proxy: Option<&str>) -> bool {
+        let proxy = service_proxy
+            .is_none_or(|p| self.service_proxies.is_empty() || self.service_proxies.iter().any(|s| s == p));
+        in_scope(&self.platforms, platform) && proxy
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -289,7 +343,8 @@ struct NodeSymptomRow {
 struct NodeRemedy {
     symptom: NodeSymptom,
     message: Option<Regex>,
-    remedy: String,
+    /// The indexes of the row's causes in the catalogue.
+    causes: Vec<usize>,
 }
 
 /// A cause with its regular expressions compiled.
@@ -367,6 +422,7 @@ impl Checker<'_> {
         }
         self.cell_sets(&cause)?;
         self.network_modes(&cause)?;
+        self.platforms(&cause)?;
         let patterns = |list: &[String]| -> Result<Vec<Regex>, SuiteError> {
             list.iter().map(|p| compile(self.origin, &id, p)).collect()
         };
@@ -439,6 +495,44 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// The platforms the cause, its remedies and its commands name are known; the service
+    /// proxies are `kube-proxy` or `anetd`; the remedies' placeholders are known.
+    fn platforms(&self, cause: &Cause) -> Result<(), SuiteError> {
+        let id = &cause.id;
+        let named = cause
+            .platforms
+            .iter()
+            .chain(cause.confirm.iter().flat_map(|c| &c.platforms))
+            .map(String::as_str)
+            .chain(cause.remedies.keys().map(String::as_str).filter(|k| *k != "managed"));
+        for p in named {
+            if !PLATFORMS.contains(&p) {
+                return Err(self.invalid(format!(
+                    "cause {id}: unknown platform {p} (known: {}; remedies also take managed)",
+                    PLATFORMS.join(", ")
+                )));
+            }
+        }
+        if let Some(p) = cause
+            .service_proxies
+            .iter()
+            .find(|p| !["kube-proxy", "anetd"].contains(&p.as_str()))
+        {
+            return Err(self.invalid(format!(
+                "cause {id}: unknown service proxy {p} (known: kube-proxy, anetd)"
+            )));
+        }
+        for text in std::iter::once(&cause.remedy).chain(cause.remedies.values()) {
+            if let Some(name) = placeholders_in(text).into_iter().find(|n| !PLACEHOLDERS.contains(n)) {
+                return Err(self.invalid(format!(
+                    "cause {id}: unknown placeholder {{{name}}} in a remedy (known: {})",
+                    PLACEHOLDERS.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The confirming commands use known placeholders, and their `confirms` patterns compile
     /// once filled with `sample`.
     fn confirms(&self, cause: &Cause, sample: &BTreeMap<&str, String>) -> Result<(), SuiteError> {
@@ -487,15 +581,15 @@ impl Checker<'_> {
         let mut node_remedies = Vec::new();
         for row in rows {
             let what = format!("node symptom {:?}", row.symptom);
-            let mut remedy = Vec::new();
+            let mut found = Vec::new();
             for id in &row.causes {
-                let cause = causes
+                let index = causes
                     .iter()
-                    .find(|c: &&Compiled| &c.cause.id == id)
+                    .position(|c: &Compiled| &c.cause.id == id)
                     .ok_or_else(|| self.invalid(format!("{what}: no cause {id}")))?;
-                remedy.push(cause.cause.remedy.trim().to_string());
+                found.push(index);
             }
-            if remedy.is_empty() {
+            if found.is_empty() {
                 return Err(self.invalid(format!("{what} names no cause")));
             }
             let message = row
@@ -506,7 +600,7 @@ impl Checker<'_> {
             node_remedies.push(NodeRemedy {
                 symptom: row.symptom,
                 message,
-                remedy: remedy.join(" "),
+                causes: found,
             });
         }
         Ok(node_remedies)
@@ -541,27 +635,41 @@ impl Catalogue {
         Ok(Catalogue { causes, node_remedies })
     }
 
-    /// The remedy for a cell on a node that is not Ready: its causes' (kubelet-stopped).
-    pub fn not_ready_remedy(&self) -> Option<&str> {
+    /// A node symptom row's remedy on `platform`: its causes' that can occur there, joined.
+    fn row_remedy(&self, row: &NodeRemedy, platform: Option<&str>) -> Option<String> {
+        let texts: Vec<&str> = row
+            .causes
+            .iter()
+            .filter_map(|&i| self.causes.get(i))
+            .filter(|c| in_scope(&c.cause.platforms, platform))
+            .map(|c| c.cause.remedy_for(platform))
+            .collect();
+        (!texts.is_empty()).then(|| texts.join(" "))
+    }
+
+    /// The remedy for a cell on a node that is not Ready on a cluster of `platform`: its
+    /// causes' (kubelet-stopped).
+    pub fn not_ready_remedy(&self, platform: Option<&str>) -> Option<String> {
         self.node_remedies
             .iter()
             .find(|r| r.symptom == NodeSymptom::NotReady)
-            .map(|r| r.remedy.as_str())
+            .and_then(|r| self.row_remedy(r, platform))
     }
 
     /// The remedy for an observation that shows a pod never got a sandbox
-    /// (FailedCreatePodSandBox) for a node-wide cause its message names; None for any other
-    /// observation (a sandbox can also fail for the pod's own spec, e.g. an unknown
-    /// runAsUserName), or when the check's own remedy already deals with sandbox failures.
-    pub fn sandbox_remedy(&self, observed: &str, own: Option<&str>) -> Option<&str> {
+    /// (FailedCreatePodSandBox) for a node-wide cause its message names, on a cluster of
+    /// `platform`; None for any other observation (a sandbox can also fail for the pod's own
+    /// spec, e.g. an unknown runAsUserName), or when the check's own remedy already deals with
+    /// sandbox failures.
+    pub fn sandbox_remedy(&self, observed: &str, own: Option<&str>, platform: Option<&str>) -> Option<String> {
         if !observed.contains("FailedCreatePodSandBox") || own.is_some_and(|r| r.contains("FailedCreatePodSandBox")) {
             return None;
         }
         self.node_remedies
             .iter()
             .filter(|r| r.symptom == NodeSymptom::Sandbox)
-            .find(|r| r.message.as_ref().is_none_or(|m| m.is_match(observed)))
-            .map(|r| r.remedy.as_str())
+            .filter(|r| r.message.as_ref().is_none_or(|m| m.is_match(observed)))
+            .find_map(|r| self.row_remedy(r, platform))
     }
 
     /// The embedded catalogue, or the file given instead of it.
@@ -700,13 +808,93 @@ mod tests {
         Catalogue::load(None, &rules, &suites).expect("causes")
     }
 
-    #[test]
-    fn a_node_that_is_not_ready_gets_the_remedy_of_a_stopped_kubelet() {
-        let remedy = embedded().not_ready_remedy().expect("a remedy").to_string();
+    /// A node that is not Ready gets the stopped kubelet's remedy, in the platform's terms: the
+    /// start scripts on kubeadm (or an unknown platform), the node's replacement on a managed one.
+    #[rstest]
+    #[case::kubeadm(Some("kubeadm"), "kubelet and kube-proxy processes run on the node")]
+    #[case::unknown(None, "kubelet and kube-proxy processes run on the node")]
+    #[case::aks(Some("aks"), "az vmss reimage")]
+    #[case::eks(Some("eks"), "support case")]
+    #[case::gke(Some("gke"), "node pool")]
+    fn a_node_that_is_not_ready_gets_the_remedy_of_a_stopped_kubelet(
+        #[case] platform: Option<&str>,
+        #[case] says: &str,
+    ) {
+        let remedy = embedded().not_ready_remedy(platform).expect("a remedy");
+        assert!(remedy.contains(says), "{remedy}");
+    }
+
+    /// On a managed platform no remedy a cause can give there asks for what the provider owns:
+    /// a Hyper-V setting, MAC spoofing, a cni.conf edit, a start script (real-clusters.md §7,
+    /// "The diagnosis ignores the platform"); and the node-symptom remedies follow.
+    #[rstest]
+    fn managed_remedies_ask_nothing_the_provider_owns(#[values("aks", "eks", "gke")] platform: &str) {
+        let forbidden = regex::RegexBuilder::new(
+            r"mac address spoofing|macaddressspoofing|set-vmnetworkadapter|promiscuous|cni\.conf|start[ -]?scripts?|start\.ps1|hyper-v role|\bnssm\b|sc\.exe",
+        )
+        .case_insensitive(true)
+        .build()
+        .expect("a pattern");
+        let c = embedded();
+        let mut seen = 0;
+        for cause in c
+            .causes
+            .iter()
+            .map(|c| &c.cause)
+            .filter(|c| c.possible(Some(platform), None))
+        {
+            let remedy = cause.remedy_for(Some(platform));
+            assert!(!forbidden.is_match(remedy), "{} on {platform}: {remedy}", cause.id);
+            seen += 1;
+        }
+        assert!(seen > 10, "{seen} causes possible on {platform}");
+        for r in [c.not_ready_remedy(Some(platform))].into_iter().flatten() {
+            assert!(!forbidden.is_match(&r), "{r}");
+        }
         assert!(
-            remedy.contains("kubelet and kube-proxy processes run on the node"),
-            "{remedy}"
+            !c.causes
+                .iter()
+                .any(|x| x.cause.id == "mac-spoofing-disabled" && x.cause.possible(Some(platform), None))
         );
+    }
+
+    /// Causes scoped to a platform or a service proxy are possible only there; an unknown
+    /// platform or proxy admits them.
+    #[rstest]
+    #[case::flannel_on_kubeadm("flanneld-waiting", Some("kubeadm"), None, true)]
+    #[case::flannel_on_aks("flanneld-waiting", Some("aks"), None, false)]
+    #[case::flannel_unknown("flanneld-waiting", Some("unknown"), None, true)]
+    #[case::kube_proxy_on_dpv2("kube-proxy-stopped", Some("gke"), Some("anetd"), false)]
+    #[case::kube_proxy_on_gke("kube-proxy-stopped", Some("gke"), Some("kube-proxy"), true)]
+    #[case::kube_proxy_unknown_proxy("kube-proxy-stopped", Some("aks"), None, true)]
+    fn causes_are_scoped(
+        #[case] id: &str,
+        #[case] platform: Option<&str>,
+        #[case] proxy: Option<&str>,
+        #[case] possible: bool,
+    ) {
+        let c = embedded();
+        let cause = c.causes.iter().find(|c| c.cause.id == id).expect("the cause");
+        assert_eq!(cause.cause.possible(platform, proxy), possible);
+    }
+
+    /// A platform, service proxy or remedy key the catalogue does not know is refused.
+    #[rstest]
+    #[case::platform("platforms: [openshift]\n", "unknown platform openshift")]
+    #[case::proxy("serviceProxies: [cilium]\n", "unknown service proxy cilium")]
+    #[case::remedy_key("remedies: {rke2: x}\n", "unknown platform rke2")]
+    #[case::remedy_placeholder(
+        "remedies: {managed: 'restart {kubeProxyServce}'}\n",
+        "unknown placeholder {kubeProxyServce}"
+    )]
+    fn scopes_are_validated(#[case] extra: &str, #[case] message: &str) {
+        let (rules, suites) = context();
+        let text = format!(
+            "apiVersion: mixcheck/v1\nkind: CauseCatalogue\ncauses:\n  - id: x\n    title: t\n    remedy: r\n    fails: [{{rules: [NET-POD-SVC-CLUSTERIP]}}]\n{}",
+            extra.lines().map(|l| format!("    {l}\n")).collect::<String>()
+        );
+        let err = Catalogue::parse(&text, "causes.yaml", &rules, &suites).expect_err("invalid");
+        assert!(err.to_string().contains(message), "{err}");
     }
 
     const PREFIX: &str = "the client pod on win2022-1 is not usable: FailedCreatePodSandBox (3 times): \
@@ -728,7 +916,7 @@ mod tests {
     fn sandbox_failures_get_the_remedy_of_their_causes(#[case] message: &str, #[case] names: &str) {
         let causes = embedded();
         let remedy = causes
-            .sandbox_remedy(&format!("{PREFIX}{message}"), Some("Check the CNI."))
+            .sandbox_remedy(&format!("{PREFIX}{message}"), Some("Check the CNI."), Some("kubeadm"))
             .expect("a remedy");
         assert!(remedy.contains(names), "{remedy}");
     }
@@ -736,7 +924,7 @@ mod tests {
     #[test]
     fn other_failures_and_checks_about_sandboxes_keep_their_own_remedy() {
         let causes = embedded();
-        let sandbox = |observed: &str, own| causes.sandbox_remedy(observed, own);
+        let sandbox = |observed: &str, own| causes.sandbox_remedy(observed, own, None);
         assert_eq!(sandbox("cli-3 → 10.96.0.2:80 tcp: timeout", None), None);
         assert_eq!(
             sandbox(&format!("{PREFIX}The user name or password is incorrect."), None),

@@ -122,9 +122,10 @@ pub struct ClusterFacts {
     pub feature_gates: Option<BTreeMap<String, bool>>,
     /// The cluster's RuntimeClasses (node.k8s.io/v1), or why they could not be listed.
     pub runtime_classes: Result<Vec<RuntimeClassFact>, String>,
-    /// The HNS network types each Windows node's host probe listed (`Get-HnsNetwork`), or why it
-    /// could not, by node; a node without a host probe is absent.
-    pub hns_networks: BTreeMap<String, Result<Vec<String>, String>>,
+    /// The HNS network types each Windows node's host probe listed (`Get-HnsNetwork`, or
+    /// `hnsdiag` without the cmdlets), or why it could not, by node; a node without a host probe
+    /// is absent.
+    pub hns_networks: BTreeMap<String, Result<HnsNetworks, String>>,
     /// The kubelet's command line each Windows node's host probe listed (`Win32_Process`), or
     /// why it could not, by node; a node without a host probe is absent.
     pub kubelet_cmdlines: BTreeMap<String, Result<String, String>>,
@@ -134,6 +135,14 @@ pub struct ClusterFacts {
     pub flannel_delegates: BTreeMap<String, Result<CniDelegate, String>>,
     /// The facts as the report records them.
     pub report: Facts,
+}
+
+/// The HNS network types a node's host probe listed, and the command that listed them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HnsNetworks {
+    pub types: Vec<String>,
+    /// `Get-HnsNetwork`, or `hnsdiag list networks` where the cmdlets are missing.
+    pub via: &'static str,
 }
 
 /// The CNI plugin flannel delegates to on a Windows node, as its configuration file says (read
@@ -532,7 +541,9 @@ pub async fn collect(
     report.egress = egress.clone();
     report.dual_stack = dual_stack.clone();
     report.calico = Some(addons.calico.clone());
-    report.platform = Some(platform_of(&node_list.items));
+    report.platform = Some(platform_of(&node_list.items, has_kubeadm_config(client).await));
+    report.service_proxy = addons.service_proxy.clone();
+    report.pod_network = addons.pod_network.clone();
     report.cluster_domain = cluster_domain_fact(&nodes);
     Ok(ClusterFacts {
         version: server,
@@ -615,10 +626,13 @@ async fn kubernetes_service_families(client: &kube::Client) -> Option<Fact<bool>
 
 /// The platform that built the cluster, from the first node whose `spec.providerID` or labels
 /// name one: `azure://` or `kubernetes.azure.com/*` labels (AKS), `aws://` or
-/// `eks.amazonaws.com/*` (EKS), `gce://` or `cloud.google.com/gke-*` (GKE); kubeadm's
-/// `kubeadm.alpha.kubernetes.io/cri-socket` annotation otherwise; else `unknown`. An `azure://`
-/// providerID alone is not AKS (aks-engine and CAPZ clusters have it too): the AKS labels decide.
-pub fn platform_of(nodes: &[Node]) -> Fact<String> {
+/// `eks.amazonaws.com/*` (EKS), `gce://` or `cloud.google.com/gke-*` (GKE); otherwise kubeadm
+/// where the cluster has kubeadm's `kube-system/kubeadm-config` ConfigMap (`kubeadm_config`:
+/// whether it was found), then where a node keeps the `kubeadm.alpha.kubernetes.io/cri-socket`
+/// annotation (deprecated, and removed on upgrade: KEP-4656, kubernetes#129279); else
+/// `unknown`. An `azure://` providerID alone is not AKS (aks-engine and CAPZ clusters have it
+/// too): the AKS labels decide.
+pub fn platform_of(nodes: &[Node], kubeadm_config: bool) -> Fact<String> {
     for n in nodes {
         let name = n.metadata.name.clone().unwrap_or_default();
         let labels = n.metadata.labels.clone().unwrap_or_default();
@@ -641,6 +655,9 @@ pub fn platform_of(nodes: &[Node]) -> Fact<String> {
             return Fact::new(platform.to_string(), source);
         }
     }
+    if kubeadm_config {
+        return Fact::new("kubeadm".to_string(), format!("configmap kube-system/{KUBEADM_CONFIG}"));
+    }
     match nodes.iter().find(|n| {
         n.metadata
             .annotations
@@ -656,9 +673,21 @@ pub fn platform_of(nodes: &[Node]) -> Fact<String> {
         ),
         None => Fact::new(
             "unknown".to_string(),
-            "no node's providerID, labels or annotations name a platform",
+            format!(
+                "no node's providerID, labels or annotations name a platform, and there is no configmap kube-system/{KUBEADM_CONFIG}"
+            ),
         ),
     }
+}
+
+/// kubeadm's record of the cluster's configuration (`kubeadm init` uploads it: kubeadm
+/// `cmd/kubeadm/app/phases/uploadconfig`).
+const KUBEADM_CONFIG: &str = "kubeadm-config";
+
+/// Whether `kube-system/kubeadm-config` exists (false where it does not or cannot be read).
+async fn has_kubeadm_config(client: &kube::Client) -> bool {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    matches!(api.get_opt(KUBEADM_CONFIG).await, Ok(Some(_)))
 }
 
 /// `kubernetes_feature_enabled{name="X",stage="…"} 1` lines of the API server's `/metrics`.
@@ -699,6 +728,10 @@ struct Addons {
     win_dsr_gate: Option<Fact<bool>>,
     kube_proxy_version: Option<Fact<String>>,
     flannel_version: Option<Fact<String>>,
+    /// `anetd` where GKE Dataplane V2 programs Services (no kube-proxy runs there).
+    service_proxy: Option<Fact<String>>,
+    /// The pod network's plugin, by its ConfigMap or DaemonSet.
+    pod_network: Option<Fact<String>>,
 }
 
 fn ds_key(ds: &DaemonSet) -> String {
@@ -745,6 +778,21 @@ fn ds_args(ds: &DaemonSet) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The pod network plugin a DaemonSet's name shows: the node agents as each project names
+/// them (flannel's `kube-flannel-ds`, Calico's `calico-node`, Azure CNI's `azure-cni*` /
+/// `azure-cns*`, the VPC CNI's `aws-node`, GKE Dataplane V2's `anetd`, `ovnkube-node`).
+fn plugin_of_daemonset(name: &str) -> Option<&'static str> {
+    Some(match name {
+        n if n.contains("flannel") => "flannel",
+        n if n.starts_with("calico-node") => "calico",
+        n if n.starts_with("azure-cni") || n.starts_with("azure-cns") || n == "azure-vnet" => "azure-cni",
+        "aws-node" | "aws-node-windows" => "vpc-cni",
+        n if n == "anetd" || n.starts_with("anetd-") => "anetd",
+        n if n.starts_with("ovnkube-node") => "ovn-kubernetes",
+        _ => return None,
+    })
+}
+
 /// `enableDSR: true` inside a KubeProxyConfiguration's `winkernel` section.
 pub fn dsr_in_config(text: &str) -> Option<bool> {
     text.lines().find_map(|l| {
@@ -784,6 +832,8 @@ async fn addons(client: &kube::Client) -> Addons {
         win_dsr_gate: None,
         kube_proxy_version: None,
         flannel_version: None,
+        service_proxy: None,
+        pod_network: None,
     };
     let daemonsets: Vec<DaemonSet> = Api::<DaemonSet>::all(client.clone())
         .list(&ListParams::default())
@@ -838,6 +888,10 @@ impl Addons {
             mode.to_string(),
             format!("{ns}/kube-flannel-cfg net-conf.json Backend.Type"),
         ));
+        self.pod_network = Some(Fact::new(
+            "flannel".to_string(),
+            format!("configmap {ns}/kube-flannel-cfg"),
+        ));
         self.cluster_cidr = v
             .pointer("/Network")
             .and_then(Value::as_str)
@@ -855,11 +909,28 @@ impl Addons {
         if name.starts_with("calico-node") && !self.calico.value {
             self.calico = Fact::new(true, format!("daemonset {key}"));
         }
+        if self.pod_network.is_none()
+            && let Some(plugin) = plugin_of_daemonset(&name)
+        {
+            self.pod_network = Some(Fact::new(plugin.to_string(), format!("daemonset {key}")));
+        }
+        // GKE Dataplane V2: `anetd` (and `anetd-win` on Windows nodes) "is implemented without
+        // kube-proxy" (GKE docs "About Dataplane V2").
+        if name == "anetd" || name.starts_with("anetd-") {
+            self.service_proxy = Some(Fact::new(
+                "anetd".to_string(),
+                format!("daemonset {key} (GKE Dataplane V2, which runs no kube-proxy)"),
+            ));
+        }
+        // An inference from object names, used only where no node reads its own HNS network
+        // (`crate::probes::hostfacts::refine`): Azure CNI runs in bridge mode on Windows, for VNet
+        // and Overlay alike (Azure/azure-container-networking `cni/azure-windows.conflist`
+        // "mode": "bridge"; `network/network_windows.go` opModeBridge → L2Bridge).
         if self.network_mode.is_none() {
-            if name.starts_with("azure-cni") || name == "azure-vnet" {
+            if name.starts_with("azure-cni") || name == "azure-vnet" || name.starts_with("azure-cns") {
                 self.network_mode = Some(Fact::new(
-                    "l2tunnel".to_string(),
-                    format!("daemonset {key} (Azure CNI)"),
+                    "l2bridge".to_string(),
+                    format!("daemonset {key} (Azure CNI: bridge mode on Windows)"),
                 ));
             } else if name.starts_with("ovnkube-node") {
                 self.network_mode = Some(Fact::new(
@@ -1045,7 +1116,25 @@ mod tests {
         #[case] platform: &str,
         #[case] source: &str,
     ) {
-        let f = platform_of(&[node(provider, labels, kubeadm)]);
+        let f = platform_of(&[node(provider, labels, kubeadm)], false);
+        assert_eq!(f.value, platform);
+        assert!(f.source.contains(source), "{}", f.source);
+    }
+
+    /// kubeadm's ConfigMap names the platform where the deprecated annotation is gone (an
+    /// upgraded cluster: kubernetes#129279); managed platforms' labels still decide first.
+    #[rstest]
+    #[case::upgraded_kubeadm("", &[], false, "kubeadm", "configmap kube-system/kubeadm-config")]
+    #[case::capz("azure:///subscriptions/x/vm/0", &[], true, "kubeadm", "configmap kube-system/kubeadm-config")]
+    #[case::aks_first("azure:///subscriptions/x/vm/0", &["kubernetes.azure.com/agentpool"], false, "aks", "label")]
+    fn kubeadm_config_names_kubeadm(
+        #[case] provider: &str,
+        #[case] labels: &[&str],
+        #[case] annotation: bool,
+        #[case] platform: &str,
+        #[case] source: &str,
+    ) {
+        let f = platform_of(&[node(provider, labels, annotation)], true);
         assert_eq!(f.value, platform);
         assert!(f.source.contains(source), "{}", f.source);
     }

@@ -302,12 +302,32 @@ fn pressure_conditions(node: &ClusterNode) -> Judged {
     ))
 }
 
-/// A Windows node carries the `os=windows:NoSchedule` taint.
+/// Taints the node lifecycle controller and the cloud providers add and remove on their own
+/// (kubernetes `pkg/apis/core/well_known_taints.go`, the cluster autoscaler's deletion mark):
+/// they say what state a node is in, not where Linux workloads may go.
+const TRANSIENT_TAINTS: &[&str] = &[
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/network-unavailable",
+    "node.kubernetes.io/out-of-service",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    "node.cloudprovider.kubernetes.io/shutdown",
+    "ToBeDeletedByClusterAutoscaler",
+    "DeletionCandidateOfClusterAutoscaler",
+];
+
+/// A Windows node carries a NoSchedule or NoExecute taint that keeps Linux pods without a
+/// toleration off it: the documented `os=windows:NoSchedule`, GKE's
+/// `node.kubernetes.io/os=windows:NoSchedule` ("Windows Server node pools"), or any other
+/// placement taint — never one of the node-state taints, which come and go.
 fn windows_taint(node: &ClusterNode) -> Judged {
-    let tainted = node
-        .taints
-        .iter()
-        .any(|t| t.key == "os" && t.value.as_deref() == Some("windows") && t.effect == "NoSchedule");
+    let tainted = node.taints.iter().any(|t| {
+        matches!(t.effect.as_str(), "NoSchedule" | "NoExecute") && !TRANSIENT_TAINTS.contains(&t.key.as_str())
+    });
     Ok((
         tainted || node.os == Os::Linux,
         format!(
@@ -352,11 +372,12 @@ fn overlay_kb(node: &ClusterNode) -> Judged {
 
 /// NET-HNS-NETWORK-PRESENT: the host probe lists a pod network among the node's HNS networks.
 fn hns_network(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
-    let types = host_read(
+    let read = host_read(
         node,
         facts.hns_networks.get(&node.name),
         "the node's HNS networks (Get-HnsNetwork)",
     )?;
+    let types = &read.types;
     let pod: Vec<&str> = types
         .iter()
         .map(String::as_str)
@@ -364,7 +385,8 @@ fn hns_network(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
         .collect();
     let seen = if pod.is_empty() {
         format!(
-            "Get-HnsNetwork lists {}: no pod network (L2Bridge, Overlay, L2Tunnel or Transparent)",
+            "{} lists {}: no pod network (L2Bridge, Overlay, L2Tunnel or Transparent)",
+            read.via,
             if types.is_empty() {
                 "nothing".to_string()
             } else {
@@ -372,7 +394,11 @@ fn hns_network(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
             }
         )
     } else {
-        format!("HNS network of type {}", pod.join(", "))
+        let via = match read.via {
+            "Get-HnsNetwork" => String::new(),
+            other => format!(" ({other})"),
+        };
+        format!("HNS network of type {}{via}", pod.join(", "))
     };
     Ok((!pod.is_empty(), seen))
 }
@@ -694,6 +720,30 @@ mod tests {
             unknown,
             Err("the RuntimeClasses (list runtimeclasses.node.k8s.io: forbidden)".into())
         );
+    }
+
+    /// Any placement taint keeps Linux pods off a Windows node: the documented `os` key, GKE's
+    /// `node.kubernetes.io/os` (GKE "Windows Server node pools": "node.kubernetes.io/os=windows:NoSchedule"),
+    /// a team's own NoExecute taint; PreferNoSchedule and the node-state taints do not.
+    #[rstest]
+    #[case::documented("os", "NoSchedule", true)]
+    #[case::gke("node.kubernetes.io/os", "NoSchedule", true)]
+    #[case::no_execute("dedicated", "NoExecute", true)]
+    #[case::prefer("os", "PreferNoSchedule", false)]
+    #[case::not_ready("node.kubernetes.io/not-ready", "NoExecute", false)]
+    #[case::cordoned("node.kubernetes.io/unschedulable", "NoSchedule", false)]
+    fn a_placement_taint_keeps_linux_pods_off(#[case] key: &str, #[case] effect: &str, #[case] kept: bool) {
+        let mut node = windows_node("10.0.20348.2762");
+        node.taints = vec![mixcheck_reports::Taint {
+            key: key.into(),
+            value: Some("windows".into()),
+            effect: effect.into(),
+        }];
+        let got = windows_taint(&node).map(|(ok, _)| ok);
+        assert_eq!(got, Ok(kept));
+        let mut linux = ClusterNode::sample("l1", Os::Linux, "10.0.0.1");
+        linux.taints.clear();
+        assert_eq!(windows_taint(&linux).map(|(ok, _)| ok), Ok(true));
     }
 
     fn rc(name: &str, selector: &[(&str, &str)], tolerations: &[(&str, &str, &str, &str)]) -> RuntimeClassFact {

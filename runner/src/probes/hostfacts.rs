@@ -20,8 +20,16 @@ use crate::probes::outcome;
 /// The limit on one command.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What every host-probe command starts with: no progress records (Windows PowerShell writes
+/// them to stderr the first time a module loads, which would read as an error), and the HNS
+/// module where the host has it — `HostNetworkingService` (Windows Server 2019 on), or AKS's own
+/// `c:\k\hns.v2.psm1` (Azure/AgentBaker `kubeletstart.ps1`: `ipmo $global:HNSModule`).
+const PREAMBLE: &str = "$ProgressPreference = 'SilentlyContinue'; Import-Module HostNetworkingService -ErrorAction SilentlyContinue; if (Test-Path 'C:\\k\\hns.v2.psm1') { Import-Module 'C:\\k\\hns.v2.psm1' -DisableNameChecking -ErrorAction SilentlyContinue }; ";
 /// The pod network's HNS network types (the built-in `nat` network is not one).
 const HNS_TYPES: &str = "Get-HnsNetwork -ErrorAction Stop | Select-Object -ExpandProperty Type";
+/// The same from `hnsdiag` (in System32 wherever HNS runs), for hosts without the HNS cmdlets
+/// (projectcalico/calico#6843).
+const HNS_DIAG: &str = "hnsdiag list networks";
 /// The Windows kube-proxy's command line (nothing when it is not running).
 const KUBE_PROXY_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
 /// The kubelet's command line (`--windows-priorityclass`, CPU-KUBELET-PRIORITY).
@@ -38,7 +46,11 @@ const KUBE_PROXY_VERSION: &str = "$exe = (Get-CimInstance Win32_Process -Filter 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     pub node: String,
+    /// The HNS network types, one per line, or why they could not be listed.
     pub hns_types: Result<String, String>,
+    /// The command that listed them (`Get-HnsNetwork`, or `hnsdiag list networks` where the
+    /// cmdlets are missing).
+    pub hns_via: &'static str,
     pub kube_proxy: Result<String, String>,
     pub version: Result<String, String>,
     pub kubelet: Result<String, String>,
@@ -67,6 +79,7 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
             return Reading {
                 node: node.clone(),
                 hns_types: why(),
+                hns_via: "Get-HnsNetwork",
                 kube_proxy: why(),
                 version: why(),
                 kubelet: why(),
@@ -74,17 +87,19 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
             };
         }
         let pod = placed.name.as_str();
-        let (hns_types, kube_proxy, version, kubelet, cni_conf) = futures::future::join5(
-            run(pods, pod, HNS_TYPES),
+        let (hns, kube_proxy, version, kubelet, cni_conf) = futures::future::join5(
+            hns_types(pods, pod),
             run(pods, pod, KUBE_PROXY_CMDLINE),
             run(pods, pod, KUBE_PROXY_VERSION),
             run(pods, pod, KUBELET_CMDLINE),
             run(pods, pod, FLANNEL_CNI_CONF),
         )
         .await;
+        let (hns_types, hns_via) = hns;
         Reading {
             node: node.clone(),
             hns_types,
+            hns_via,
             kube_proxy,
             version,
             kubelet,
@@ -94,26 +109,95 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
     .await
 }
 
-/// One command's standard output, or why it did not run to success.
+/// The node's HNS network types (one per line) and the command that listed them: the cmdlet,
+/// else `hnsdiag`; Err names why neither could.
+async fn hns_types(pods: &Api<Pod>, pod: &str) -> (Result<String, String>, &'static str) {
+    let cmdlet = match run(pods, pod, HNS_TYPES).await {
+        Ok(types) => return (Ok(types), "Get-HnsNetwork"),
+        Err(why) => why,
+    };
+    match run(pods, pod, HNS_DIAG).await {
+        Ok(text) => (Ok(hnsdiag_types(&text).join("\n")), HNS_DIAG),
+        Err(diag) => (Err(format!("{cmdlet}; {HNS_DIAG}: {diag}")), "Get-HnsNetwork"),
+    }
+}
+
+/// The network types `hnsdiag list networks` shows. It prints a Name and an ID column only
+/// (sample output in kubernetes-sigs/sig-windows-tools#84), so the type is inferred from the
+/// names each pod network gives its HNS network: Azure CNI's `azure` (L2Bridge, hard-coded in
+/// Azure/azure-container-networking `network/network_windows.go`), the VPC CNI's `vpcbr…`
+/// (vpc-bridge, L2Bridge), GKE's `l2bridge`, flannel's `cbr0` (win-bridge, L2Bridge) and
+/// `vxlan0` (win-overlay, Overlay); the host's `nat`. A `Type :` field, where a newer hnsdiag
+/// prints one, is taken as written. Names that say nothing (Calico's `Calico`, which is
+/// either) are left out.
+pub fn hnsdiag_types(text: &str) -> Vec<String> {
+    let fields: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim()
+                .trim_matches('"')
+                .eq_ignore_ascii_case("type")
+                .then(|| value.trim().trim_matches(|c| c == '"' || c == ',').to_string())
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !fields.is_empty() {
+        return fields;
+    }
+    text.lines()
+        .filter_map(|line| {
+            let name = line.split_whitespace().next()?.to_ascii_lowercase();
+            let t = match name.as_str() {
+                "azure" | "l2bridge" | "cbr0" => "L2Bridge",
+                n if n.starts_with("vpcbr") => "L2Bridge",
+                "vxlan0" => "Overlay",
+                "nat" => "nat",
+                _ => return None,
+            };
+            Some(format!("{t} (network {name})"))
+        })
+        .collect()
+}
+
+/// One command's standard output, or why it did not run to success. The host probe reads what
+/// a command printed whatever else it wrote to stderr (a warning, a progress record): only an
+/// exit code other than 0, or an error with nothing printed, leaves the command "not run".
 async fn run(pods: &Api<Pod>, pod: &str, command: &str) -> Result<String, String> {
-    let argv = outcome::argv(Os::Windows, command);
-    let text = match tokio::time::timeout(
+    let argv = outcome::argv(Os::Windows, &format!("{PREAMBLE}{command}"));
+    match tokio::time::timeout(
         COMMAND_TIMEOUT,
         crate::probes::transport::exec_retrying(pods, pod, None, &argv),
     )
     .await
     {
-        Ok(Ok((out, _))) => outcome::evidence(Os::Windows, out.exit_code, &out.stdout_text(), &out.stderr_text()),
-        Ok(Err(e)) => format!("{}exec failed: {e}", outcome::NOT_RUN),
-        Err(_) => format!("{}timed out after {}s", outcome::NOT_RUN, COMMAND_TIMEOUT.as_secs()),
-    };
+        Ok(Ok((out, _))) => output_of(out.exit_code, &out.stdout_text(), &out.stderr_text()),
+        Ok(Err(e)) => Err(format!("{}exec failed: {e}", outcome::NOT_RUN)),
+        Err(_) => Err(format!(
+            "{}timed out after {}s",
+            outcome::NOT_RUN,
+            COMMAND_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// A host command's stdout when it exited 0 and printed something (or printed nothing and wrote
+/// no error); else why not, as [`outcome::evidence`] says it.
+fn output_of(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Result<String, String> {
+    if exit_code == Some(0) && !stdout.trim().is_empty() {
+        return Ok(stdout.to_string());
+    }
+    let text = outcome::evidence(Os::Windows, exit_code, stdout, stderr);
     if outcome::not_run(&text) { Err(text) } else { Ok(text) }
 }
 
-/// The network mode of an HNS network type (`L2Bridge` → `l2bridge`); None for the host's own
+/// The network mode of an HNS network type (`L2Bridge` → `l2bridge`, `L2Bridge (network azure)`
+/// too); None for the host's own
 /// networks (`nat`, `ICS`, `Internal`, `Private`).
 pub fn mode_of(hns_type: &str) -> Option<&'static str> {
-    match hns_type.trim().to_ascii_lowercase().as_str() {
+    // `hnsdiag`'s inferred types carry their network's name after the type.
+    let word = hns_type.split_whitespace().next().unwrap_or_default();
+    match word.to_ascii_lowercase().as_str() {
         "l2bridge" => Some("l2bridge"),
         "overlay" => Some("overlay"),
         "l2tunnel" => Some("l2tunnel"),
@@ -151,27 +235,28 @@ fn version_of(text: &str) -> Option<String> {
     facts::major_minor(v).map(|_| v.to_string())
 }
 
-/// What the readings add to the facts: the network mode, DSR and the WinDSR gate where the
-/// API did not show them, from the first node (in the facts' order) whose command ran; each
-/// node's own kube-proxy version.
+/// What the readings add to the facts. The node's own reading decides wherever one node could
+/// read it — the network mode (its HNS network's type), DSR and the WinDSR gate (its
+/// kube-proxy's command line) — from the first node (in the facts' order) whose command ran;
+/// what API objects or `--network-mode` suggested stays only where no node could say, and a
+/// suggestion the node contradicts is kept in the report's `disagreements`. Each node's own
+/// kube-proxy version, its HNS networks, kubelet command line and flannel delegate.
 pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
-    let stated = |f: &Option<Fact<String>>| f.as_ref().is_none_or(|f| f.source == "--network-mode");
-    if stated(&cluster.network_mode) {
-        let found = readings.iter().find_map(|r| {
-            let types = r.hns_types.as_ref().ok()?;
-            types.lines().find_map(|t| {
-                mode_of(t).map(|m| {
-                    Fact::new(
-                        m.to_string(),
-                        format!("node {}: Get-HnsNetwork Type {}", r.node, t.trim()),
-                    )
-                })
+    let found = readings.iter().find_map(|r| {
+        let types = r.hns_types.as_ref().ok()?;
+        types.lines().find_map(|t| {
+            mode_of(t).map(|m| {
+                Fact::new(
+                    m.to_string(),
+                    format!("node {}: {} Type {}", r.node, r.hns_via, t.trim()),
+                )
             })
-        });
-        if let Some(mode) = found {
-            cluster.report.network_mode = Some(mode.clone());
-            cluster.network_mode = Some(mode);
-        }
+        })
+    });
+    if let Some(mode) = found {
+        disagree(cluster, "network_mode", &cluster.network_mode.clone(), &mode);
+        cluster.report.network_mode = Some(mode.clone());
+        cluster.network_mode = Some(mode);
     }
     let cmdlines = || {
         readings.iter().filter_map(|r| {
@@ -185,26 +270,26 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
             Some((r.node.as_str(), line))
         })
     };
-    if cluster.dsr.is_none()
-        && let Some(dsr) = cmdlines().find_map(|(node, line)| {
-            dsr_of(line).map(|d| {
-                let how = if flag(line, "enable-dsr").is_some() {
-                    "--enable-dsr"
-                } else {
-                    "no --enable-dsr (off by default)"
-                };
-                Fact::new(d, format!("node {node}: kube-proxy.exe command line, {how}"))
-            })
+    if let Some(dsr) = cmdlines().find_map(|(node, line)| {
+        dsr_of(line).map(|d| {
+            let how = if flag(line, "enable-dsr").is_some() {
+                "--enable-dsr"
+            } else {
+                "no --enable-dsr (off by default)"
+            };
+            Fact::new(d, format!("node {node}: kube-proxy.exe command line, {how}"))
         })
-    {
+    }) {
+        disagree(cluster, "dsr", &cluster.dsr.clone(), &dsr);
         cluster.report.dsr = Some(dsr.clone());
         cluster.dsr = Some(dsr);
     }
-    if cluster.win_dsr_gate.is_none() {
-        cluster.win_dsr_gate = cmdlines().find_map(|(node, line)| {
-            let gate = facts::gate_in_flag(flag(line, "feature-gates")?, "WinDSR")?;
-            Some(Fact::new(gate, format!("node {node}: kube-proxy.exe --feature-gates")))
-        });
+    if let Some(gate) = cmdlines().find_map(|(node, line)| {
+        let gate = facts::gate_in_flag(flag(line, "feature-gates")?, "WinDSR")?;
+        Some(Fact::new(gate, format!("node {node}: kube-proxy.exe --feature-gates")))
+    }) {
+        disagree(cluster, "win_dsr_gate", &cluster.win_dsr_gate.clone(), &gate);
+        cluster.win_dsr_gate = Some(gate);
     }
     for r in readings {
         let lines = |out: &Result<String, String>| -> Result<Vec<String>, String> {
@@ -218,7 +303,8 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
                 })
                 .map_err(Clone::clone)
         };
-        cluster.hns_networks.insert(r.node.clone(), lines(&r.hns_types));
+        let hns = lines(&r.hns_types).map(|types| facts::HnsNetworks { types, via: r.hns_via });
+        cluster.hns_networks.insert(r.node.clone(), hns);
         let kubelet = lines(&r.kubelet).map(|l| l.into_iter().next().unwrap_or_default());
         cluster.kubelet_cmdlines.insert(r.node.clone(), kubelet);
         let cni = r.cni_conf.clone().and_then(|text| flannel_delegate(&text));
@@ -238,6 +324,25 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
         {
             node.kube_proxy_version = Some(Fact::new(version, format!("node {}: kube-proxy.exe --version", r.node)));
         }
+    }
+}
+
+/// Records that what the API objects (or the user) suggested for `name` differs from the node's
+/// reading, which is used.
+fn disagree<T: PartialEq + std::fmt::Debug>(
+    cluster: &mut ClusterFacts,
+    name: &str,
+    before: &Option<Fact<T>>,
+    node: &Fact<T>,
+) {
+    if let Some(before) = before.as_ref().filter(|b| b.value != node.value) {
+        cluster.report.disagreements.insert(
+            name.to_string(),
+            format!(
+                "{} reads {:?}; {} said {:?}",
+                node.source, node.value, before.source, before.value
+            ),
+        );
     }
 }
 
@@ -368,6 +473,7 @@ mod tests {
         Reading {
             node: node.into(),
             hns_types: hns.map(str::to_string).map_err(str::to_string),
+            hns_via: "Get-HnsNetwork",
             kube_proxy: cmdline.map(str::to_string).map_err(str::to_string),
             version: version.map(str::to_string).map_err(str::to_string),
             kubelet: Ok("C:\\k\\kubelet.exe --windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS".to_string()),
@@ -431,13 +537,48 @@ mod tests {
         assert!(f.report.nodes["w1"].kube_proxy_version.is_none());
     }
 
-    /// What the API showed stays; a mode the user merely stated gives way to the node's.
+    /// The node's reading wins over what API objects suggested (an `azure-cni` DaemonSet, a
+    /// flannel ConfigMap) and over `--network-mode`; a suggestion it contradicts is kept as a
+    /// disagreement, one it confirms is not. Where no node could read, the API's stays.
     #[rstest]
-    #[case::api("kube-flannel/kube-flannel-cfg net-conf.json Backend.Type", "overlay")]
-    #[case::stated("--network-mode", "l2bridge")]
-    fn api_facts_stay(#[case] source: &str, #[case] want: &str) {
+    #[case::azure_cni_name(
+        "daemonset kube-system/azure-cni (Azure CNI)",
+        "l2tunnel",
+        Ok("L2Bridge\r\n"),
+        "l2bridge",
+        true
+    )]
+    #[case::flannel_config(
+        "kube-flannel/kube-flannel-cfg net-conf.json Backend.Type",
+        "overlay",
+        Ok("nat\r\nL2Bridge\r\n"),
+        "l2bridge",
+        true
+    )]
+    #[case::stated("--network-mode", "overlay", Ok("L2Bridge\r\n"), "l2bridge", true)]
+    #[case::agrees(
+        "kube-flannel/kube-flannel-cfg net-conf.json Backend.Type",
+        "l2bridge",
+        Ok("L2Bridge\r\n"),
+        "l2bridge",
+        false
+    )]
+    #[case::node_could_not_read(
+        "kube-flannel/kube-flannel-cfg net-conf.json Backend.Type",
+        "overlay",
+        Err("not run: exit code 1"),
+        "overlay",
+        false
+    )]
+    fn the_nodes_reading_wins(
+        #[case] source: &str,
+        #[case] suggested: &str,
+        #[case] hns: Result<&str, &str>,
+        #[case] want: &str,
+        #[case] disagreement: bool,
+    ) {
         let mut f = cluster();
-        f.network_mode = Some(Fact::new("overlay".to_string(), source));
+        f.network_mode = Some(Fact::new(suggested.to_string(), source));
         f.dsr = Some(Fact::new(
             false,
             "configmap kube-system/kube-proxy-windows winkernel.enableDSR",
@@ -446,13 +587,64 @@ mod tests {
             &mut f,
             &[reading(
                 "w1",
-                Ok("L2Bridge\r\n"),
+                hns,
                 Ok("kube-proxy.exe --enable-dsr=true"),
                 Ok("Kubernetes v1.32.3"),
             )],
         );
-        assert_eq!(f.network_mode.map(|m| m.value).as_deref(), Some(want));
-        assert_eq!(f.dsr.map(|d| d.value), Some(false));
+        assert_eq!(f.network_mode.as_ref().map(|m| m.value.as_str()), Some(want));
+        assert_eq!(
+            f.report.disagreements.contains_key("network_mode"),
+            disagreement,
+            "{:?}",
+            f.report.disagreements
+        );
+        if disagreement {
+            let text = &f.report.disagreements["network_mode"];
+            assert!(text.contains(source) && text.contains("node w1"), "{text}");
+        }
+        // The node's kube-proxy command line decides DSR over the ConfigMap.
+        assert_eq!(f.dsr.as_ref().map(|d| d.value), Some(true));
+        assert!(f.report.disagreements.contains_key("dsr"));
+    }
+
+    /// `hnsdiag list networks` in its list and table forms: the types, the host's own networks
+    /// included (the judge leaves those out).
+    #[rstest]
+    #[case::eks("Networks:\r\nName             ID\r\nvpcbr06684cbed472 B5A22566-BEBC-400C-ABEF-B6717DE7AF59\r\nnat              F413E630-CC75-4B89-9ED4-FCD57324153B\r\n", &["L2Bridge (network vpcbr06684cbed472)", "nat (network nat)"])]
+    #[case::aks("Networks:\r\nName  ID\r\nazure 9F2E0F00-0000-0000-0000-000000000002\r\n", &["L2Bridge (network azure)"])]
+    #[case::flannel_overlay("Networks:\r\nName ID\r\nvxlan0 3A7C0F00-0000-0000-0000-000000000001\r\n", &["Overlay (network vxlan0)"])]
+    #[case::calico_says_nothing("Networks:\r\nName ID\r\nCalico 3A7C0F00-0000-0000-0000-000000000001\r\n", &[])]
+    #[case::typed("Network : 9F2E-02\r\n    Name : azure\r\n    Type : L2Bridge\r\n", &["L2Bridge"])]
+    #[case::empty("", &[])]
+    fn hnsdiag_lists_types(#[case] text: &str, #[case] want: &[&str]) {
+        assert_eq!(hnsdiag_types(text), want);
+    }
+
+    /// A host command's stdout counts whatever stderr says (a progress record on first module
+    /// load); a failure or an error with nothing printed does not.
+    #[rstest]
+    #[case::progress(Some(0), "L2Bridge\r\n", "Preparing modules for first use.\r\n", Ok("L2Bridge\r\n"))]
+    #[case::clean(Some(0), "L2Bridge\r\n", "", Ok("L2Bridge\r\n"))]
+    #[case::nothing(Some(0), "", "", Ok(""))]
+    #[case::error_only(
+        Some(0),
+        "",
+        "Get-HnsNetwork : not recognized\r\n",
+        Err("not run: the command wrote an error")
+    )]
+    #[case::failed(Some(1), "partial\r\n", "boom\r\n", Err("not run: exit code 1: boom"))]
+    fn host_output_is_read_from_stdout(
+        #[case] code: Option<i32>,
+        #[case] stdout: &str,
+        #[case] stderr: &str,
+        #[case] want: Result<&str, &str>,
+    ) {
+        match (output_of(code, stdout, stderr), want) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want),
+            (Err(got), Err(want)) => assert!(got.starts_with(want), "{got}"),
+            (got, want) => panic!("got {got:?}, want {want:?}"),
+        }
     }
 
     /// The host's process list is evidence: kube-proxy.exe running (with its flags) or not.

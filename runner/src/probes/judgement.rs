@@ -246,7 +246,7 @@ pub fn not_ready(
             node.name
         ),
     );
-    j.remedy = causes.not_ready_remedy().map(str::to_string);
+    j.remedy = causes.not_ready_remedy(facts.report.platform.as_ref().map(|p| p.value.as_str()));
     Some(j)
 }
 
@@ -266,10 +266,7 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
             .as_ref()
             .and_then(|f| facts::major_minor(&f.value)),
         flannel_present: facts.flannel_version.is_some()
-            || facts
-                .network_mode
-                .as_ref()
-                .is_some_and(|f| f.source.contains("kube-flannel-cfg")),
+            || facts.report.pod_network.as_ref().is_some_and(|f| f.value == "flannel"),
         egress: facts.egress.as_ref().is_none_or(|f| f.value),
         dual_stack: facts.dual_stack.as_ref().map(|f| f.value),
         calico: facts.calico.as_ref().is_some_and(|f| f.value),

@@ -325,10 +325,16 @@ fn assemble(
                 .map(crate::catalogue::remedies::Remedy::text);
             // A pod that never got a sandbox says nothing about the check: the node's remedy.
             let node = match j.verdict {
-                Verdict::Fail | Verdict::Error => causes.and_then(|c| c.sandbox_remedy(&j.summary, own)),
+                Verdict::Fail | Verdict::Error => causes.and_then(|c| {
+                    c.sandbox_remedy(
+                        &j.summary,
+                        own,
+                        facts.report.platform.as_ref().map(|p| p.value.as_str()),
+                    )
+                }),
                 _ => None,
             };
-            node.or(own).map(str::to_string)
+            node.or(own.map(str::to_string))
         }
         _ => None,
     };

@@ -445,10 +445,17 @@ pub fn confirmation(pattern: &str, vars: &BTreeMap<&str, String>, output: &str) 
     Some((confirms, line))
 }
 
+/// The key under which [`node_vars`] keeps the cluster's platform (not a placeholder: commands
+/// cannot name it; it scopes them).
+pub const PLATFORM_VAR: &str = "platform";
+
 /// The values of the catalogue's placeholders for `node` (see [`crate::catalogue::causes::PLACEHOLDERS`]):
-/// what the run's facts know.
+/// what the run's facts know; and the platform under [`PLATFORM_VAR`].
 pub fn node_vars<'a>(facts: &mixcheck_reports::Facts, node: &str) -> BTreeMap<&'a str, String> {
     let mut vars = BTreeMap::from([("node", node.to_string())]);
+    if let Some(platform) = &facts.platform {
+        vars.insert(PLATFORM_VAR, platform.value.clone());
+    }
     if let Some(cidr) = facts.nodes.get(node).and_then(|n| n.pod_cidr.as_ref()) {
         vars.insert("podCidr", cidr.value.clone());
         if let Some((prefix, _)) = cidr.value.rsplit_once('.') {
@@ -474,6 +481,8 @@ pub fn implicated_nodes(cells: &[Cell]) -> BTreeSet<String> {
 /// Every cause that explains some failing cell on some node, scored.
 fn candidates<'a>(report: &RunReport, catalogue: &'a Catalogue, evidence: &[NodeEvidence]) -> Vec<Candidate<'a>> {
     let mode = report.facts.network_mode.as_ref().map(|f| f.value.as_str());
+    let platform = report.facts.platform.as_ref().map(|f| f.value.as_str());
+    let proxy = report.facts.service_proxy.as_ref().map(|f| f.value.as_str());
     let empty = Vec::new();
     let mut out = Vec::new();
     for node in &implicated_nodes(&report.cells) {
@@ -481,7 +490,7 @@ fn candidates<'a>(report: &RunReport, catalogue: &'a Catalogue, evidence: &[Node
         let os = os_of(report, node);
         for cause in &catalogue.causes {
             let c = &cause.cause;
-            if !os_fits(c.os, os) {
+            if !os_fits(c.os, os) || !c.possible(platform, proxy) {
                 continue;
             }
             if let Some(mode) = mode
@@ -610,6 +619,7 @@ pub fn diagnose(
 ) -> Diagnosis {
     let candidates = candidates(report, catalogue, &evidence);
     let (picked, remaining) = pick(report, &candidates);
+    let platform = report.facts.platform.as_ref().map(|f| f.value.as_str());
     // One entry per cause: the same cause on several nodes is one finding on those nodes.
     let mut order: Vec<String> = Vec::new();
     let mut by_id: BTreeMap<String, Found> = BTreeMap::new();
@@ -629,11 +639,16 @@ pub fn diagnose(
                 explains: Vec::new(),
                 contradicted_by: Vec::new(),
                 evidence: Vec::new(),
-                remedy: c.remedy.trim().to_string(),
+                remedy: {
+                    let remedy = c.remedy_for(platform);
+                    let vars = node_vars(&report.facts, &cand.node);
+                    crate::catalogue::causes::fill(remedy, &vars).unwrap_or_else(|| remedy.to_string())
+                },
                 confirm: c
                     .confirm
                     .iter()
                     .filter(|x| os_fits(Some(x.os), os_of(report, &cand.node)))
+                    .filter(|x| crate::catalogue::causes::in_scope(&x.platforms, platform))
                     .map(|x| {
                         let vars = node_vars(&report.facts, &cand.node);
                         let command =

@@ -36,9 +36,10 @@ pub fn commands(
     vars: &BTreeMap<&str, String>,
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
+    let platform = vars.get(crate::triage::diagnose::PLATFORM_VAR).map(String::as_str);
     for cause in catalogue.causes.iter().filter(|c| causes.contains(&c.cause.id)) {
         for c in &cause.cause.confirm {
-            if c.os != os || !c.on_node {
+            if c.os != os || !c.on_node || !crate::catalogue::causes::in_scope(&c.platforms, platform) {
                 continue;
             }
             let Some(resolved) = crate::catalogue::causes::fill(&c.command, vars) else {
@@ -112,6 +113,10 @@ pub async fn run(
                 .filter(|c| suspected.contains(&c.cause.id))
                 .flat_map(|c| &c.cause.confirm)
                 .filter(|c| c.os == os && !c.on_node)
+                .filter(|c| {
+                    let platform = vars.get(crate::triage::diagnose::PLATFORM_VAR).map(String::as_str);
+                    crate::catalogue::causes::in_scope(&c.platforms, platform)
+                })
                 .filter_map(|c| crate::catalogue::causes::fill(&c.command, vars))
                 .collect();
             items.push(item(

@@ -9,6 +9,17 @@
 //! `C:\k\SourceVip.json`. HostProcess containers need kubelet 1.23+ on containerd 1.6+
 //! (SEC-HOSTPROCESS). EKS names nodes by their private DNS name and GKE by its instance name,
 //! neither the Windows computer name; kubeadm and AKS nodes register under the computer name.
+//!
+//! The Windows node agents' service names and log files per platform: AKS installs the nssm
+//! services `Kubelet` and `Kubeproxy` logging to `C:\k\kubelet.err.log` and
+//! `C:\k\kubeproxy.err.log` (Azure/AgentBaker `staging/cse/windows/kubeletfunc.ps1`); EKS runs
+//! the services `kubelet` and `kube-proxy` and logs to the `EKS` event log
+//! (awslabs/amazon-eks-ami `Start-EKSBootstrap.ps1`); GKE's Windows set-up runs the services
+//! `kubelet` and `kube-proxy` logging under `C:\etc\kubernetes\logs` (kubernetes
+//! `cluster/gce/windows/k8s-node-setup.psm1`), with no kube-proxy under Dataplane V2;
+//! sig-windows-tools runs the kubelet as the nssm service `kubelet` logging to
+//! `C:\var\log\kubelet\kubelet.err.log` (`kubeadm/scripts/PrepareNode.ps1`) and kube-proxy as
+//! the HostProcess DaemonSet `kube-proxy-windows` (its log is the pod's).
 
 use std::collections::BTreeMap;
 
@@ -60,15 +71,37 @@ pub fn era(facts: &Facts, node: &str) -> Option<Era> {
 /// flannel's subnet file on Windows (flanneld writes it, the flannel CNI plugin reads it).
 pub const FLANNEL_SUBNET_ENV: &str = r"C:\run\flannel\subnet.env";
 
-/// Whether flannel is the pod network: the network mode was read from its `kube-flannel-cfg`.
+/// Whether flannel is the pod network: its `kube-flannel-cfg` ConfigMap or DaemonSet was seen.
 fn flannel(facts: &Facts) -> bool {
-    facts
-        .network_mode
-        .as_ref()
-        .is_some_and(|m| m.source.contains("kube-flannel-cfg"))
+    facts.pod_network.as_ref().is_some_and(|m| m.value == "flannel")
 }
 
-/// Adds `cniConfig`, `sourceVip`, `flannelSubnetEnv` and `computerName` to `vars` where the
+/// A platform's Windows agents: (kubelet service, kubelet log, kube-proxy service, kube-proxy
+/// log); None where the platform has no such thing (kube-proxy as a DaemonSet, logs in the
+/// event log).
+fn agents(platform: &str, dataplane_v2: bool) -> [Option<&'static str>; 4] {
+    match platform {
+        "aks" => [
+            Some("Kubelet"),
+            Some(r"C:\k\kubelet.err.log"),
+            Some("Kubeproxy"),
+            Some(r"C:\k\kubeproxy.err.log"),
+        ],
+        "eks" => [Some("kubelet"), None, Some("kube-proxy"), None],
+        "gke" if dataplane_v2 => [Some("kubelet"), Some(r"C:\etc\kubernetes\logs\kubelet.log"), None, None],
+        "gke" => [
+            Some("kubelet"),
+            Some(r"C:\etc\kubernetes\logs\kubelet.log"),
+            Some("kube-proxy"),
+            Some(r"C:\etc\kubernetes\logs\kube-proxy.log"),
+        ],
+        "kubeadm" => [Some("kubelet"), Some(r"C:\var\log\kubelet\kubelet.err.log"), None, None],
+        _ => [None; 4],
+    }
+}
+
+/// Adds `cniConfig`, `sourceVip`, `flannelSubnetEnv`, `computerName` and the Windows agents'
+/// `kubeletService`, `kubeletLog`, `kubeProxyService` and `kubeProxyLog` to `vars` where the
 /// facts decide them.
 /// The paths are flannel's on kubeadm clusters (other platforms' CNIs keep theirs elsewhere);
 /// an unknown platform leaves all three out.
@@ -81,6 +114,20 @@ pub fn extend(vars: &mut BTreeMap<&str, String>, facts: &Facts, node: &str) {
     };
     if matches!(platform, "kubeadm" | "aks") {
         vars.insert("computerName", node.to_string());
+    }
+    let windows = facts
+        .nodes
+        .get(node)
+        .and_then(|n| n.os.as_ref())
+        .is_none_or(|os| os.value == mixcheck_reports::Os::Windows);
+    let dataplane_v2 = facts.service_proxy.as_ref().is_some_and(|p| p.value == "anetd");
+    if windows {
+        let names = ["kubeletService", "kubeletLog", "kubeProxyService", "kubeProxyLog"];
+        for (name, value) in names.into_iter().zip(agents(platform, dataplane_v2)) {
+            if let Some(value) = value {
+                vars.insert(name, value.to_string());
+            }
+        }
     }
     if platform != "kubeadm" {
         return;
@@ -169,16 +216,42 @@ mod tests {
         );
     }
 
+    /// The Windows agents' services and logs follow the platform (AKS's nssm `Kubeproxy`, GKE's
+    /// log directory, none for kube-proxy under Dataplane V2 or as a DaemonSet).
     #[rstest]
-    #[case::flannel("kube-system/kube-flannel-cfg net-conf.json Backend.Type", true)]
-    #[case::azure("daemonset kube-system/azure-cni (Azure CNI)", false)]
-    #[case::given("--network-mode", false)]
-    fn the_subnet_file_is_looked_for_where_flannel_runs(#[case] source: &str, #[case] looked: bool) {
+    #[case::aks(Some("aks"), None, Some("Kubeproxy"), Some(r"C:\k\kubelet.err.log"))]
+    #[case::eks(Some("eks"), None, Some("kube-proxy"), None)]
+    #[case::gke(Some("gke"), None, Some("kube-proxy"), Some(r"C:\etc\kubernetes\logs\kubelet.log"))]
+    #[case::gke_dpv2(Some("gke"), Some("anetd"), None, Some(r"C:\etc\kubernetes\logs\kubelet.log"))]
+    #[case::kubeadm(Some("kubeadm"), None, None, Some(r"C:\var\log\kubelet\kubelet.err.log"))]
+    #[case::unknown(None, None, None, None)]
+    fn agents_follow_the_platform(
+        #[case] platform: Option<&str>,
+        #[case] proxy: Option<&str>,
+        #[case] kube_proxy_service: Option<&str>,
+        #[case] kubelet_log: Option<&str>,
+    ) {
+        let mut f = facts(platform, "v1.32.3", "containerd://1.7.20");
+        f.service_proxy = proxy.and_then(fact);
+        let mut vars = BTreeMap::new();
+        extend(&mut vars, &f, "win-1");
+        assert_eq!(vars.get("kubeProxyService").map(String::as_str), kube_proxy_service);
+        assert_eq!(vars.get("kubeletLog").map(String::as_str), kubelet_log);
+    }
+
+    /// flannel's subnet file is looked for where flannel runs, whatever the network mode's
+    /// source (a node's HNS reading replaces the ConfigMap's).
+    #[rstest]
+    #[case::flannel(Some("flannel"), true)]
+    #[case::azure(Some("azure-cni"), false)]
+    #[case::unknown(None, false)]
+    fn the_subnet_file_is_looked_for_where_flannel_runs(#[case] plugin: Option<&str>, #[case] looked: bool) {
         let mut f = facts(Some("kubeadm"), "v1.32.3", "containerd://1.7.20");
         f.network_mode = Some(Fact {
             value: "overlay".into(),
-            source: source.into(),
+            source: "node win-1: Get-HnsNetwork Type Overlay".into(),
         });
+        f.pod_network = plugin.and_then(fact);
         let mut vars = BTreeMap::new();
         extend(&mut vars, &f, "win-1");
         assert_eq!(vars.contains_key("flannelSubnetEnv"), looked);
