@@ -718,8 +718,24 @@ pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
     serde_json::to_string_pretty(&doc).ok()
 }
 
-/// The node's log files under `C:\var\log` with the log book's lines.
+/// The node's log files under `C:\var\log` with the log book's lines, and the files its agents'
+/// services write where the platform puts them ([`crate::node::winservices::log_files`]).
 fn log_files(profile: &NodeProfile, logs: &LogBook) -> Vec<(String, Vec<u8>)> {
+    let read = |key: &str| {
+        let mut text = String::new();
+        for line in logs.read("", &profile.name, key, false).unwrap_or_default() {
+            let _ = writeln!(text, "{}", line.text);
+        }
+        text.into_bytes()
+    };
+    let services = crate::node::winservices::log_files(profile).into_iter().map(|f| {
+        let key = match f.agent {
+            crate::node::winservices::Agent::Kubelet => nodelogs::KUBELET,
+            crate::node::winservices::Agent::KubeProxy => nodelogs::KUBE_PROXY,
+        };
+        let text = if f.lines { read(key) } else { Vec::new() };
+        (f.path.to_string(), text)
+    });
     nodelogs::log_files(profile)
         .into_iter()
         .filter_map(|(path, entry)| match entry {
@@ -732,6 +748,7 @@ fn log_files(profile: &NodeProfile, logs: &LogBook) -> Vec<(String, Vec<u8>)> {
             }
             LogEntry::Dir | LogEntry::Syslog => None,
         })
+        .chain(services)
         .collect()
 }
 

@@ -10,6 +10,7 @@ pub mod images;
 pub mod kubelet;
 pub mod logs;
 pub mod nodelogs;
+pub(crate) mod winservices;
 pub mod objects;
 pub mod registry;
 pub mod runtime;

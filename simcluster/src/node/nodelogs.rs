@@ -56,9 +56,11 @@ pub fn log_files(profile: &NodeProfile) -> Vec<(&'static str, LogEntry)> {
     if profile.is_windows() {
         files.push(("kubelet/", LogEntry::Dir));
         files.push(("kubelet/kubelet.log", LogEntry::Component(KUBELET)));
-        if runs_node_services(profile) {
+        if runs_node_services(profile) && profile.runs_kube_proxy {
             files.push(("kube-proxy/", LogEntry::Dir));
             files.push(("kube-proxy/kube-proxy.log", LogEntry::Component(KUBE_PROXY)));
+        }
+        if runs_node_services(profile) {
             if profile.flannel().is_some() {
                 files.push(("flanneld/", LogEntry::Dir));
                 files.push(("flanneld/flanneld.log", LogEntry::Component(FLANNELD)));
@@ -97,7 +99,8 @@ pub fn syslog_line(profile: &NodeProfile, at: DateTime<Utc>, line: &str) -> Stri
 /// [`Fault::KubeProxyNoHostnameOverride`] the flag is empty; with [`Fault::KubeProxyStopped`]
 /// the service never ran: nothing.
 pub fn kube_proxy_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<String>> {
-    if !runs_node_services(profile) {
+    // GKE Dataplane V2 runs no kube-proxy.
+    if !runs_node_services(profile) || !profile.runs_kube_proxy {
         return None;
     }
     if profile.has_fault(Fault::KubeProxyStopped) {
@@ -116,7 +119,10 @@ pub fn kube_proxy_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<
     } else {
         "userspace"
     };
-    let network = profile.flannel().map_or("", |f| f.network);
+    let network = profile
+        .pod_network
+        .hns_network(profile.network_mode)
+        .map_or("", |(name, _)| name);
     Some(vec![
         line("flags.go:33", &format!("FLAG: --hostname-override=\"{hostname}\"")),
         line("flags.go:33", "FLAG: --kubeconfig=\"c:\\k\\config\""),

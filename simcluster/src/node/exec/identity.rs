@@ -429,3 +429,30 @@ pub(super) fn kube_proxy(s: &Arc<Session>, call: Call) -> Reply {
     };
     o.into()
 }
+
+/// `hnsdiag list networks` on the host: the built-in HNS diagnostic tool, there whatever the
+/// HostNetworkingService module (real-clusters.md §4; Microsoft's Kubernetes troubleshooting
+/// guide: `hnsdiag list networks`, `hnsdiag list endpoints`). Its plain-text table has the
+/// networks' names and ids only, no type (as pasted from nodes in
+/// kubernetes-sigs/sig-windows-tools#84 and #168: `Name             ID`, then one row per network);
+/// the pod network's HNS network ([`crate::node::host::pod_network`]) is its one row, none when
+/// it does not exist. Other sub-commands print the usage line and fail.
+pub(super) fn hnsdiag(s: &Arc<Session>, call: Call) -> Reply {
+    let words: Vec<String> = call.args().iter().map(|a| a.to_ascii_lowercase()).collect();
+    let o = match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["list", "networks"] => {
+            let mut text = format!("{:<16} ID\r\n", "Name");
+            let network = s.ctx.node.as_ref().and_then(crate::node::host::pod_network);
+            if let Some(n) = network {
+                text.push_str(&format!("{:<16} {}\r\n", n.name, n.id));
+            }
+            ExecOutput::ok(text)
+        }
+        _ => out(
+            "Usage: hnsdiag list <networks|endpoints|policies|namespaces|all> [-d]\r\n",
+            "",
+            1,
+        ),
+    };
+    o.into()
+}

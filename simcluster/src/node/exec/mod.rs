@@ -67,7 +67,7 @@ use self::archive::tar;
 use self::cmd::cmd;
 use self::environment::{echo, env, fail_quietly, printenv, printf, succeed, test};
 use self::files::{cat, findstr, grep, icacls, ls, stat};
-use self::identity::{hostname, id, ip, ipconfig, kube_proxy, netsh, uname, whoami_linux, whoami_windows};
+use self::identity::{hnsdiag, hostname, id, ip, ipconfig, kube_proxy, netsh, uname, whoami_linux, whoami_windows};
 use self::mounts::{VolumeKind, pod_volumes, volume_data};
 use self::nettools::Wire;
 use self::ps_entry::{powershell, pwsh};
@@ -284,6 +284,9 @@ enum Needs {
     /// The Windows kube-proxy's binary: on the host (a HostProcess container) of a node whose
     /// pod network runs kube-proxy.
     HostKubeProxy,
+    /// A tool of the Windows host's System32 (`hnsdiag.exe`): on the host (a HostProcess
+    /// container) only.
+    Host,
 }
 
 /// An executable: the names it answers to, what must be in the image, its handler.
@@ -341,6 +344,7 @@ static WINDOWS: &[Command] = &[
     command(&["pwsh"], Needs::Pwsh, pwsh),
     command(&["agnhost"], Needs::Agnhost, agnhost),
     command(&["kube-proxy"], Needs::HostKubeProxy, kube_proxy),
+    command(&["hnsdiag"], Needs::Host, hnsdiag),
     command(&["sh", "ash"], Needs::Applets, sh),
     command(&["cat"], Needs::Applets, cat),
     command(&["ls"], Needs::Applets, ls),

@@ -162,6 +162,7 @@ impl Session {
             Needs::Pwsh => !hpc && matches!(self.kind, K::Agnhost | K::Busybox | K::PowerShell),
             Needs::Applets => !hpc && matches!(self.kind, K::Agnhost | K::Busybox),
             Needs::HostKubeProxy => hpc && self.ctx.node.as_ref().is_some_and(|n| n.runs_kube_proxy),
+            Needs::Host => hpc,
         }
     }
 

@@ -263,6 +263,19 @@ impl Ps {
                     self.stdout.extend(text.into_bytes());
                     Vec::new()
                 }
+                Run::GetService => {
+                    let (found, errs) = super::system::get_service(call, &session, &e.text);
+                    for err in errs {
+                        errors.add(err);
+                    }
+                    found
+                }
+                Run::ImportModule => {
+                    if let Some(err) = super::system::import_module(call, &session, &e.text) {
+                        errors.add(err);
+                    }
+                    Vec::new()
+                }
                 Run::GetProcess => {
                     let (found, errs) = get_process(call, &processes(&session), &e.text);
                     for err in errs {

@@ -34,6 +34,8 @@ pub(super) enum Run {
     GetNetAdapter,
     GetNetTcpConnection,
     GetProcess,
+    GetService,
+    ImportModule,
     NewObject,
 }
 
@@ -142,6 +144,20 @@ pub(super) static CMDLETS: &[Cmdlet] = &[
         params: &["name", "processname", "id"],
         switches: &["includeusername", "module", "fileversioninfo"],
         run: Run::GetProcess,
+    },
+    Cmdlet {
+        names: &["get-service", "gsv"],
+        desktop_only: false,
+        params: &["name", "displayname", "include", "exclude"],
+        switches: &["dependentservices", "requiredservices"],
+        run: Run::GetService,
+    },
+    Cmdlet {
+        names: &["import-module", "ipmo"],
+        desktop_only: false,
+        params: &["name", "prefix", "minimumversion", "requiredversion"],
+        switches: &["force", "global", "passthru", "disablenamechecking"],
+        run: Run::ImportModule,
     },
     Cmdlet {
         names: &["new-object"],

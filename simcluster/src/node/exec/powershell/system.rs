@@ -247,6 +247,93 @@ pub(super) fn get_process(call: &Invocation, table: &[V], text: &str) -> (Vec<V>
     (found, errors)
 }
 
+/// `Get-Service [[-Name] name…]`: the node's services ([`crate::node::winservices`]) on the host
+/// of a HostProcess container (a container's own service control manager is not modelled: it
+/// lists none), as `ServiceController` rows (`Status`, `Name`, `DisplayName`, the columns of
+/// the default table view); names match case-insensitively with wildcards, as the service
+/// control manager's do. A name without wildcards that matches nothing writes PowerShell's
+/// non-terminating `NoServiceFoundForGivenName` error.
+pub(super) fn get_service(call: &Invocation, session: &Session, text: &str) -> (Vec<V>, Vec<String>) {
+    let host = session.ctx.node.as_ref().filter(|_| session.ctx.host_process);
+    let all: Vec<V> = host
+        .map(crate::node::winservices::services)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|svc| {
+            obj(
+                Kind::Row("System.ServiceProcess.ServiceController"),
+                vec![
+                    ("Status", s(if svc.running { "Running" } else { "Stopped" })),
+                    ("Name", s(svc.name)),
+                    ("DisplayName", s(svc.display)),
+                ],
+            )
+        })
+        .collect();
+    let names = texts(call.value(&["name"], 0));
+    if names.is_empty() {
+        return (all, Vec::new());
+    }
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for name in &names {
+        let hits: Vec<V> = all
+            .iter()
+            .filter(|v| glob(name, &v.member("Name").text(), false))
+            .cloned()
+            .collect();
+        if hits.is_empty() && !name.contains(['*', '?', '[']) {
+            errors.push(ps_error(
+                text,
+                "Get-Service",
+                &format!("Cannot find any service with service name '{name}'."),
+                &format!("ObjectNotFound: ({name}:String) [Get-Service], ServiceCommandException"),
+                "NoServiceFoundForGivenName,Microsoft.PowerShell.Commands.GetServiceCommand",
+            ));
+        }
+        found.extend(hits);
+    }
+    (found, errors)
+}
+
+/// The modules a host's Windows PowerShell can import: the in-box `HostNetworkingService`
+/// where the host has the HNS cmdlets (`hnsCmdlets`; projectcalico/calico#6843), and the
+/// platform's own copy of microsoft/SDN's HNS module on disk — AKS `C:\k\hns.v2.psm1`
+/// (AgentBaker `kubeletstart.ps1`: `ipmo $global:HNSModule`), GKE's `C:\etc\kubernetes\hns.psm1`
+/// (kubernetes `cluster/gce/windows/k8s-node-setup.psm1`). Importing a path does not add cmdlets
+/// here (the HNS cmdlets are the host's `hnsCmdlets`); modules PowerShell ships
+/// (`Microsoft.PowerShell.*`, `NetTCPIP`, `NetAdapter`, `CimCmdlets`) import everywhere.
+/// Elsewhere: PowerShell's `Modules_ModuleNotFound` error (non-terminating;
+/// `-ErrorAction SilentlyContinue` drops it).
+pub(super) fn import_module(call: &Invocation, session: &Session, text: &str) -> Option<String> {
+    let host = session.ctx.node.as_ref().filter(|_| session.ctx.host_process);
+    for name in texts(call.value(&["name"], 0)) {
+        let lower = name.to_ascii_lowercase();
+        let shipped = lower.starts_with("microsoft.powershell")
+            || matches!(lower.as_str(), "nettcpip" | "netadapter" | "cimcmdlets" | "dnsclient");
+        let found = shipped
+            || host.is_some_and(|node| match lower.as_str() {
+                "hostnetworkingservice" => node.hns_cmdlets,
+                r"c:\k\hns.v2.psm1" => node.platform == crate::config::platform::Platform::Aks,
+                r"c:\etc\kubernetes\hns.psm1" => node.platform == crate::config::platform::Platform::Gke,
+                _ => false,
+            });
+        if !found {
+            let message = format!(
+                "The specified module '{name}' was not loaded because no valid module file was found in any module directory."
+            );
+            return Some(ps_error(
+                text,
+                "Import-Module",
+                &message,
+                &format!("ResourceUnavailable: ({name}:String) [Import-Module], FileNotFoundException"),
+                "Modules_ModuleNotFound,Microsoft.PowerShell.Commands.ImportModuleCommand",
+            ));
+        }
+    }
+    None
+}
+
 /// What calling a .NET static member did not give.
 #[derive(Debug)]
 pub(super) enum DotNetMiss {
