@@ -197,6 +197,13 @@ pub struct RunArgs {
     /// window ends.
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub egress: Option<bool>,
+    /// An address outside the cluster the outbound checks (and egress detection) aim at, on TCP
+    /// 443 and 53 and with ping: one your egress firewall allows.
+    #[arg(long, value_name = "IP", default_value = crate::probes::egress::DEFAULT_ADDRESS)]
+    pub outside_address: String,
+    /// A name outside the cluster the outbound checks resolve and connect to on TCP 443.
+    #[arg(long, value_name = "NAME", default_value = crate::probes::egress::DEFAULT_NAME)]
+    pub outside_name: String,
     /// The whole run's deadline (e.g. 20m, 90s). The default fits a first run on a Windows
     /// Server 2025 pool with cold pulls: 15 minutes for the fixtures (the e2e framework's
     /// `podStartSlowTimeout` for pods pulling a large image) and 5 for the cells.

@@ -96,6 +96,7 @@ impl RunPlan {
             registry,
             network_mode: args.network_mode.clone(),
             egress: args.egress,
+            outside: outside(args)?,
             causes,
             node_diagnostics: args.node_diagnostics,
             bundle: args.bundle.clone(),
@@ -133,6 +134,31 @@ fn check_network_mode(args: &RunArgs) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// The outside targets: `--outside-address` an IP address (it is pinged and connected to as
+/// is), `--outside-name` a DNS name.
+fn outside(args: &RunArgs) -> Result<crate::probes::egress::Outside, Error> {
+    let address = args.outside_address.trim();
+    if address.parse::<std::net::IpAddr>().is_err() {
+        return Err(Error::Usage(format!(
+            "--outside-address {address:?}: expected an IP address (a name goes in --outside-name)"
+        )));
+    }
+    let name = args.outside_name.trim().trim_end_matches('.');
+    let label_ok = |l: &str| {
+        !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && !l.starts_with('-')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err(Error::Usage(format!(
+            "--outside-name {:?}: expected a DNS name such as www.example.com",
+            args.outside_name
+        )));
+    }
+    Ok(crate::probes::egress::Outside {
+        address: address.to_string(),
+        name: name.to_string(),
+    })
 }
 
 /// The run's `--timeout` (not zero) and its `--settle`, if given.
@@ -347,6 +373,8 @@ mod tests {
     #[case::profile_on_real_cluster(&["--kubeconfig", "kc", "--profile", "default"], "bundled cluster only")]
     #[case::bad_regex(&["--check", "("], "--check")]
     #[case::bad_mode(&["--network-mode", "mesh"], "--network-mode")]
+    #[case::outside_address_not_ip(&["--outside-address", "dns.google"], "--outside-address")]
+    #[case::outside_name_not_dns(&["--outside-name", "http://x"], "--outside-name")]
     #[case::bad_timeout(&["--timeout", "soon"], "--timeout")]
     #[case::unknown_suite(&["--suite", "nope"], "no such suite")]
     #[case::unknown_fault(&["--fault", "win2019-1:gremlins"], "unknown fault")]

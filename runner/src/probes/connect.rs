@@ -2,19 +2,14 @@
 //! IP, a Service by IP or name, a NodePort, a hostPort, a LoadBalancer, the node, localhost or
 //! the outside world — and what a successful connection must also show (`verify`).
 
-use mixcheck_reports::Os;
 
 use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
-use crate::probes::flow::{self, OUTSIDE_NAME, http, server_ip, service};
+use crate::probes::flow::{self, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation, Request};
-
-/// The outside address the outbound checks use (TCP 53 and ICMP on a public resolver).
-const OUTSIDE_IP: &str = "1.1.1.1";
-const OUTSIDE_IP_PORT: u16 = 53;
 
 /// The destination pool of a flow to the `kubernetes` Service.
 pub const API_SERVER: &str = "api-server";
@@ -155,12 +150,22 @@ async fn request(
             r.tls = true;
             r
         }
+        // The outside address on the port egress was found on (TCP 443, else 53), the name on
+        // 443: raw TCP connects, since neither port need speak plain HTTP.
         Destination::OutsideIp => {
-            let r = get(OUTSIDE_IP.to_string(), OUTSIDE_IP_PORT, "/");
-            // A raw TCP connect: the port speaks DNS, not HTTP.
+            let port = ctx
+                .egress
+                .borrow()
+                .as_ref()
+                .map_or(crate::probes::egress::ADDRESS_PORTS[0], |e| e.address_port);
+            let r = get(ctx.outside.address.clone(), port, "/");
             if r.protocol == Protocol::Tcp { raw_tcp(r) } else { r }
         }
-        Destination::OutsideName => get(OUTSIDE_NAME.to_string(), 80, "/"),
+        Destination::OutsideName => raw_tcp(get(
+            ctx.outside.name.clone(),
+            crate::probes::egress::NAME_PORT,
+            "/",
+        )),
         Destination::LoadBalancer => get(flow::lb_ingress(ctx, dst).await?, 80, path),
         Destination::Localhost => get("127.0.0.1".to_string(), 8080, "/hostname"),
         Destination::KubernetesService => {
@@ -198,68 +203,6 @@ async fn kubernetes_cluster_ip(ctx: &Ctx<'_>) -> Result<String, Unprobed> {
         .and_then(|s| s.cluster_ip)
         .filter(|ip| !ip.is_empty() && ip != "None")
         .ok_or_else(|| Unprobed::Unknown("service default/kubernetes has no ClusterIP".into()))
-}
-
-/// Whether pods reach the internet: a raw TCP connect to the outside address from the client
-/// pod of one node per OS, each retried through the outside-flow settle window (upstream retries
-/// its internet checks too: E2E/hybrid_network `externalMaxTries`). True when any pod got out —
-/// a pool that cannot is then the outbound checks' failure, not a cluster without egress; false
-/// only when none did (a private cluster behind a firewall: real-clusters reference §2).
-pub async fn detect_egress(ctx: &Ctx<'_>) -> mixcheck_reports::Fact<bool> {
-    let tried: Vec<_> = [Os::Linux, Os::Windows]
-        .into_iter()
-        .filter_map(|os| {
-            ctx.facts
-                .nodes
-                .iter()
-                .filter(|n| n.probed() && n.os == os)
-                .find_map(|n| flow::start(ctx, n, Origin::Pod, false).ok().map(|s| (n, s)))
-        })
-        .collect();
-    if tried.is_empty() {
-        return mixcheck_reports::Fact::new(
-            true,
-            "assumed: no client pod could try an outside address (say --egress=false if pods cannot reach the internet)",
-        );
-    }
-    let req = raw_tcp(http(OUTSIDE_IP.to_string(), OUTSIDE_IP_PORT, Protocol::Tcp, "/"));
-    let attempts = tried.iter().map(|(node, start)| {
-        let argv = transport::command(start.runner, &req);
-        let req = &req;
-        async move {
-            let settled = settle::until_works(ctx.settle_until(FlowKind::Outside), || async {
-                ctx.exec(&start.pod, start.container.as_deref(), &argv)
-                    .await
-                    .map(|(out, _)| (transport::classify(req, &out), ()))
-            })
-            .await;
-            let reached = settled
-                .as_ref()
-                .is_ok_and(|s| matches!(s.observation, Observation::Reached(_)));
-            (*node, reached, start.pod.clone())
-        }
-    });
-    let results = futures::future::join_all(attempts).await;
-    let target = format!("{OUTSIDE_IP}:{OUTSIDE_IP_PORT}");
-    match results.iter().find(|(_, reached, _)| *reached) {
-        Some((node, _, pod)) => mixcheck_reports::Fact::new(
-            true,
-            format!("detected: pod {pod} on {} ({}) reached {target}", node.name, node.os),
-        ),
-        None => {
-            let from: Vec<String> = results
-                .iter()
-                .map(|(n, _, pod)| format!("{pod} on {} ({})", n.name, n.os))
-                .collect();
-            mixcheck_reports::Fact::new(
-                false,
-                format!(
-                    "detected: no pod reached {target} within its settle window (tried from {}); --egress=true overrides",
-                    from.join(", ")
-                ),
-            )
-        }
-    }
 }
 
 /// A connection ready to be tried: the pod it starts in and the command that makes it.

@@ -9,9 +9,6 @@ use crate::cluster::facts::ClusterNode;
 use crate::probes::judgement::{Ctx, Unprobed};
 use crate::probes::transport::{Observation, Request, Runner};
 
-/// A name outside the cluster (the outbound checks' web site).
-pub(super) const OUTSIDE_NAME: &str = "www.microsoft.com";
-
 /// Where a flow starts: the pod (and container) to exec in, and the tools it has.
 pub(super) struct Start {
     pub(super) pod: String,

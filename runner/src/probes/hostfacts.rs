@@ -385,8 +385,10 @@ pub fn flannel_delegate(text: &str) -> Result<CniDelegate, String> {
 
 /// What a node's reading adds to its evidence (for the diagnosis): whether the Windows
 /// kube-proxy runs there and with what command line — on a platform where it is a node service
-/// this is the one sign of it the run has without `--node-diagnostics`.
-pub fn evidence(readings: &[Reading], node: &str) -> Vec<EvidenceItem> {
+/// this is the one sign of it the run has without `--node-diagnostics`. Where another data
+/// plane programs Services (`service_proxy`: GKE Dataplane V2's anetd), no kube-proxy.exe is
+/// how it should be.
+pub fn evidence(readings: &[Reading], node: &str, service_proxy: Option<&str>) -> Vec<EvidenceItem> {
     let Some(r) = readings.iter().find(|r| r.node == node) else {
         return Vec::new();
     };
@@ -398,7 +400,10 @@ pub fn evidence(readings: &[Reading], node: &str) -> Vec<EvidenceItem> {
             format!("kube-proxy.exe is running without --hostname-override: {line}")
         }
         Some(line) => format!("kube-proxy.exe is running: {line}"),
-        None => "kube-proxy.exe is not running (Win32_Process lists no kube-proxy.exe on the host)".to_string(),
+        None => match service_proxy.filter(|p| *p != "kube-proxy") {
+            Some(proxy) => format!("no kube-proxy.exe on the host, as designed: {proxy} programs Services"),
+            None => "kube-proxy.exe is not running (Win32_Process lists no kube-proxy.exe on the host)".to_string(),
+        },
     };
     vec![EvidenceItem {
         source: "host Win32_Process".into(),
@@ -664,9 +669,14 @@ mod tests {
     #[case::not_run(Err("not run: exit code 1"), None)]
     fn the_process_list_is_evidence(#[case] out: Result<&str, &str>, #[case] text: Option<&str>) {
         let r = reading("w1", Ok(""), out, Ok(""));
-        let items = evidence(&[r], "w1");
+        let items = evidence(std::slice::from_ref(&r), "w1", Some("kube-proxy"));
         assert_eq!(items.first().map(|i| i.text.as_str()), text);
-        assert!(evidence(&[], "w1").is_empty());
+        assert!(evidence(&[], "w1", None).is_empty());
+        // Under GKE Dataplane V2 no kube-proxy.exe is the design, never a stopped kube-proxy.
+        let dpv2 = evidence(&[r], "w1", Some("anetd"));
+        if let Some(item) = dpv2.first() {
+            assert!(!item.text.as_str().contains("not running"), "{}", item.text.as_str());
+        }
     }
 
     /// The delegate of flannel's CNI configuration: a `.conf` (sig-windows-tools, the 2019

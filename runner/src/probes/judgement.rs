@@ -35,7 +35,9 @@ pub struct Ctx<'a> {
     pub clock: crate::probes::clock::Clock,
     /// Whether pods reach the internet, once detected from the fixtures (None until then); the
     /// checks that depend on it wait for it.
-    pub egress: &'a tokio::sync::watch::Sender<Option<mixcheck_reports::Fact<bool>>>,
+    pub egress: &'a tokio::sync::watch::Sender<Option<crate::probes::egress::Egress>>,
+    /// The targets outside the cluster the outbound checks aim at.
+    pub outside: &'a crate::probes::egress::Outside,
     /// Whether this machine reaches each node's address (the outside-client view).
     pub reach: &'a crate::cluster::reach::Reach,
 }
@@ -58,6 +60,7 @@ impl<'a> Ctx<'a> {
             settle: self.settle,
             clock: self.clock,
             egress: self.egress,
+            outside: self.outside,
             reach: self.reach,
         }
     }
@@ -276,11 +279,15 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
 
 /// Whether pods reach the internet: as the user said (`--egress`), or as detected once the
 /// fixtures run; assumed where no fixture could try.
-async fn egress(ctx: &Ctx<'_>) -> mixcheck_reports::Fact<bool> {
+async fn egress(ctx: &Ctx<'_>) -> crate::probes::egress::Egress {
     if let Some(stated) = &ctx.facts.egress {
-        return stated.clone();
+        return crate::probes::egress::Egress::stated(stated.value);
     }
-    let assumed = || mixcheck_reports::Fact::new(true, "assumed: no pod of the run could try an outside address");
+    let assumed = || crate::probes::egress::Egress {
+        fact: mixcheck_reports::Fact::new(true, "assumed: no pod of the run could try an outside address"),
+        determined: true,
+        address_port: crate::probes::egress::ADDRESS_PORTS[0],
+    };
     if ctx.dep.ready_at.is_none() {
         return assumed();
     }
@@ -301,8 +308,13 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         true => Some(egress(ctx).await),
         false => None,
     };
-    if let Some(f) = &egress {
-        cell_facts.egress = f.value;
+    if let Some(e) = &egress {
+        if let Some(why) = e.unknown_because() {
+            let mut j = judgement(Verdict::Indeterminate, format!("unknown: {why}"));
+            j.sources = check.sources.clone();
+            return j;
+        }
+        cell_facts.egress = e.fact.value;
     }
     let e = match expectation::expectation(check, &cell_facts) {
         Ok(e) => e,
@@ -321,7 +333,7 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
     let Some(kind) = expectation::expected(e.result) else {
         // A cell left out for the cluster's egress says how that was found.
         let says = match (&egress, e.when.egress, &ctx.facts.dual_stack, &ctx.facts.calico) {
-            (Some(f), Some(_), _, _) => format!("{} ({})", e.says, f.source),
+            (Some(f), Some(_), _, _) => format!("{} ({})", e.says, f.fact.source),
             // Left out for the cluster's IP families or its CNI: the fact's source says how.
             (_, _, Some(f), _) if e.when.dual_stack.is_some() => format!("{} ({})", e.says, f.source),
             (_, _, _, Some(f)) if e.when.calico.is_some() => format!("{} ({})", e.says, f.source),
@@ -340,6 +352,17 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         j.sources = sources.clone();
         j
     };
+    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read.
+    if check.probe.reads_kube_proxy()
+        && let Some(proxy) = ctx.facts.report.service_proxy.as_ref().filter(|p| p.value != "kube-proxy")
+    {
+        let mut j = judgement(
+            Verdict::NotApplicable,
+            format!("kube-proxy is not used: {} programs Services ({})", proxy.value, proxy.source),
+        );
+        j.sources = sources;
+        return j;
+    }
     if let Some(down) = not_ready(ctx.facts, ctx.causes, case.pair, &check.probe) {
         return with(down, Some(expected));
     }

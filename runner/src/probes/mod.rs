@@ -11,6 +11,7 @@ pub mod clock;
 pub mod connect;
 pub mod create;
 pub mod csinode;
+pub mod egress;
 pub mod exec;
 pub mod expectation;
 pub mod fact;
@@ -55,6 +56,20 @@ pub enum NodeChoice {
 }
 
 impl Probe {
+    /// Whether the probe reads kube-proxy itself (its version, its log): nothing to read where
+    /// another data plane programs Services (GKE Dataplane V2's anetd).
+    pub fn reads_kube_proxy(&self) -> bool {
+        matches!(
+            self,
+            Probe::Fact {
+                fact: crate::catalogue::suite::FactCheck::KubeProxySkew
+            } | Probe::Logs {
+                agent: crate::catalogue::suite::Agent::KubeProxy,
+                ..
+            }
+        )
+    }
+
     /// How the kind's cells are laid over the cluster.
     pub fn shape(&self) -> Shape {
         match self {

@@ -9,7 +9,7 @@ use crate::catalogue::suite::{DnsVariant, FailureClass, NameForm, Origin, Protoc
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::workload::NotReady;
-use crate::probes::flow::{self, OUTSIDE_NAME, http, server_ip, service};
+use crate::probes::flow::{self, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation, Request};
@@ -43,7 +43,7 @@ fn request(ctx: &Ctx<'_>, dst: &ClusterNode, name: NameForm) -> Result<Request, 
         NameForm::Short => service(dep, dst, false)?.name.clone(),
         NameForm::Dotted => format!("{}.{}", service(dep, dst, false)?.name, ctx.ns),
         NameForm::OtherNamespaceDotted => "kubernetes.default".to_string(),
-        NameForm::Outside => OUTSIDE_NAME.to_string(),
+        NameForm::Outside => ctx.outside.name.clone(),
     };
     let port = match name {
         NameForm::PodFqdn => 8080,

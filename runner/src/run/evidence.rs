@@ -35,7 +35,8 @@ pub(super) async fn gather(
     let mut evidence = crate::triage::evidence::gather(&run.client, ns, &nodes).await;
     if let Some(read) = readings {
         for e in &mut evidence {
-            e.items.extend(hostfacts::evidence(read, &e.node));
+            let proxy = facts.report.service_proxy.as_ref().map(|p| p.value.as_str());
+            e.items.extend(hostfacts::evidence(read, &e.node, proxy));
         }
     }
     if run.plan.node_diagnostics {

@@ -125,7 +125,12 @@ impl Start {
             note_deleted(report, matches!(plan.target, TargetSpec::Bundled { .. }));
         }
         if let Some(detected) = probing.egress.borrow().clone() {
-            report.facts.egress = Some(detected);
+            match detected.unknown_because() {
+                None => report.facts.egress = Some(detected.fact),
+                Some(why) => {
+                    report.facts.unread.insert("egress".to_string(), why);
+                }
+            }
         }
         if let Some((code, reason)) = aborted {
             return self.abort(code, reason, kept);

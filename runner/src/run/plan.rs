@@ -36,6 +36,9 @@ pub struct RunPlan {
     pub network_mode: Option<String>,
     /// Whether pods reach the internet, as the user said (None: detected).
     pub egress: Option<bool>,
+    /// The targets outside the cluster the outbound checks aim at (`--outside-address`,
+    /// `--outside-name`).
+    pub outside: crate::probes::egress::Outside,
     /// The cause catalogue the failing cells are diagnosed with.
     pub causes: crate::catalogue::causes::Catalogue,
     /// Run the causes' confirmation commands on the implicated nodes.

@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use kube::api::Api;
-use mixcheck_reports::Fact;
 
 use crate::cluster::budget::Budget;
 use crate::cluster::deploy::{self, Deployment};
@@ -28,7 +27,7 @@ pub(super) struct Probing {
     /// Each cell's verdict as it was judged.
     pub judged: Judged,
     /// Whether pods reach the internet, once detected from the fixtures.
-    pub egress: tokio::sync::watch::Sender<Option<Fact<bool>>>,
+    pub egress: tokio::sync::watch::Sender<Option<crate::probes::egress::Egress>>,
     /// Whether this machine reaches each node's address.
     pub reach: Reach,
     /// The facts once the Windows nodes' own readings refined them.
@@ -103,6 +102,7 @@ pub(super) async fn probe(
         settle: prepared.settle,
         clock: prepared.clock,
         egress: &probing.egress,
+        outside: &run.plan.outside,
         reach: &probing.reach,
     };
     // Cells that create their own pods need none of the shared fixtures: they start at once,
@@ -136,7 +136,7 @@ pub(super) async fn probe(
             if facts.egress.is_none() {
                 probing
                     .egress
-                    .send_replace(Some(crate::probes::connect::detect_egress(&ctx).await));
+                    .send_replace(Some(crate::probes::egress::detect(&ctx).await));
             }
         };
         futures::future::join(
