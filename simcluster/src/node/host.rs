@@ -101,12 +101,21 @@ pub(crate) fn source_vip_path(profile: &NodeProfile) -> &'static str {
     }
 }
 
-/// Where the node keeps flannel's CNI configuration.
+/// AKS's Azure CNI configuration (AgentBaker `kuberneteswindowssetup.ps1.template`:
+/// `$global:AzureCNIConfDir` = `c:\k\azurecni\netconf`; `azurecnifunc.ps1` `Set-AzureCNIConfig`:
+/// `10-azure.conflist`).
+pub(crate) const CNI_CONF_AKS: &str = r"C:\k\azurecni\netconf\10-azure.conflist";
+/// GKE's CNI configuration (kubernetes `cluster/gce/windows/k8s-node-setup.psm1`:
+/// `${env:CNI_CONFIG_DIR}\l2bridge.conf`, `CNI_CONFIG_DIR` = `C:\etc\kubernetes\cni\config`).
+pub(crate) const CNI_CONF_GKE: &str = r"C:\etc\kubernetes\cni\config\l2bridge.conf";
+
+/// Where the node keeps its pod network's CNI configuration.
 pub(crate) fn cni_conf_path(profile: &NodeProfile) -> &'static str {
-    if hostprocess_install(profile) {
-        CNI_CONF_HOSTPROCESS
-    } else {
-        CNI_CONF
+    match profile.platform {
+        crate::config::platform::Platform::Aks => CNI_CONF_AKS,
+        crate::config::platform::Platform::Gke => CNI_CONF_GKE,
+        _ if hostprocess_install(profile) => CNI_CONF_HOSTPROCESS,
+        _ => CNI_CONF,
     }
 }
 /// The node's log directory (served by the node proxy under `/logs/`).
@@ -687,13 +696,59 @@ pub(crate) fn exception_list(profile: &NodeProfile) -> Vec<String> {
     list
 }
 
+/// The platform's own CNI configuration with its OutBoundNAT ExceptionList
+/// ([`exception_list`]): AKS's Azure CNI conflist (AgentBaker `Set-AzureCNIConfig`: `azure-vnet`
+/// in `"mode": "bridge"`, IPAM `azure-vnet-ipam`, or `azure-cns` in `v4overlay` mode on Azure CNI
+/// Overlay; its policies in `AdditionalArgs`; with WinDSR `windowsSettings.enableLoopbackDSR`
+/// and no ROUTE policy for the Service CIDR) and GKE's `l2bridge.conf` (`sdnbridge`,
+/// k8s-node-setup.psm1); None elsewhere.
+fn platform_cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
+    use crate::config::platform::PodNetwork;
+    let policy = |value: Value| json!({"Name": "EndpointPolicy", "Value": value});
+    let dns = json!({"Nameservers": [cluster_dns(store)], "Search": [format!("svc.{}", profile.cluster_domain)]});
+    let outbound = policy(json!({"Type": "OutBoundNAT", "ExceptionList": exception_list(profile)}));
+    let services = policy(json!({"Type": "ROUTE", "DestinationPrefix": profile.service_cidr, "NeedEncap": true}));
+    let doc = match profile.pod_network {
+        PodNetwork::AzureCni | PodNetwork::AzureCniOverlay => {
+            let ipam = if profile.pod_network == PodNetwork::AzureCniOverlay {
+                json!({"type": "azure-cns", "mode": "v4overlay"})
+            } else {
+                json!({"type": "azure-vnet-ipam"})
+            };
+            let mut args = vec![outbound];
+            if !profile.dsr {
+                args.push(services);
+            }
+            json!({"cniVersion": "0.3.0", "name": "azure", "adapterName": "", "plugins": [{
+                "type": "azure-vnet", "mode": "bridge", "bridge": "azure0",
+                "capabilities": {"portMappings": true, "dns": true},
+                "ipam": ipam, "dns": dns, "AdditionalArgs": args,
+                "windowsSettings": {"enableLoopbackDSR": profile.dsr},
+            }]})
+        }
+        PodNetwork::GkeWinBridge => json!({
+            "cniVersion": "0.2.0", "name": "l2bridge", "type": "sdnbridge", "master": "Ethernet",
+            "capabilities": {"portMappings": true, "dns": true},
+            "ipam": {"subnet": profile.pod_cidr, "routes": [{"GW": pod_address(profile, 1)}]},
+            "dns": dns,
+            "AdditionalArgs": [outbound, services,
+                policy(json!({"Type": "ROUTE", "DestinationPrefix": format!("{}/32", profile.ip), "NeedEncap": true}))],
+        }),
+        _ => return None,
+    };
+    serde_json::to_string_pretty(&doc).ok()
+}
+
 /// `C:\k\cni\config\cni.conf`: the flannel CNI plugin's configuration on nodes of a flannel
-/// network, delegating to win-bridge or win-overlay with the OutBoundNAT and ROUTE policies.
+/// network, delegating to win-bridge or win-overlay with the OutBoundNAT and ROUTE policies;
+/// the managed platforms' own configuration ([`platform_cni_conf`]) on AKS and GKE.
 pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
-    let flannel = profile.flannel()?;
     if !profile.is_windows() {
         return None;
     }
+    let Some(flannel) = profile.flannel() else {
+        return platform_cni_conf(profile, store);
+    };
     let policy = |value: Value| json!({"Name": "EndpointPolicy", "Value": value});
     let mut policies = vec![
         policy(json!({"Type": "OutBoundNAT", "ExceptionList": exception_list(profile)})),

@@ -10,8 +10,11 @@ pub mod images;
 pub mod kubelet;
 pub mod logs;
 pub mod nodelogs;
-pub(crate) mod winservices;
 pub mod objects;
 pub mod registry;
 pub mod runtime;
 pub mod stats;
+pub(crate) mod winservices;
+
+#[cfg(test)]
+mod fault_matrix;

@@ -226,7 +226,7 @@ mod tests {
     #[test]
     fn kubelets_register_their_csinode_with_the_platforms_drivers() {
         let topology = |platform: &str, version: &str| {
-            let mode = if platform == "aks" { "l2tunnel" } else { "l2bridge" };
+            let mode = "l2bridge";
             let yaml = format!(
                 "name: t\nplatform: {platform}\nkubernetesVersion: {version}\nnetwork: {{mode: {mode}}}\nnodes:\n  - name: win-1\n    os: windows\n    kernelVersion: 10.0.20348.1\n    containerRuntime: containerd://1.7.20\n"
             );

@@ -421,7 +421,7 @@ async fn unmatched_filters_fail_like_the_cim_cmdlets() {
 #[rstest]
 #[case::count("1,2,3 | Measure-Object", &["Count    : 3", "Average  : ", "Property : "])]
 #[case::sum("1,2,3 | Measure-Object -Sum -Maximum", &["Count    : 3", "Sum      : 6", "Maximum  : 3", "Minimum  : "])]
-#[case::property("Get-ChildItem C:\\var\\log -Recurse -File | Measure-Object -Property Length -Average", &["Count    : 1", "Property : Length"])]
+#[case::property("Get-ChildItem C:\\var\\log -Recurse -File | Measure-Object -Property Length -Average", &["Count    : 3", "Property : Length"])]
 #[case::alias("@() | measure", &["Count    : 0"])]
 #[case::member("(Get-HnsPolicyList | Measure-Object).Count", &["3"])]
 #[tokio::test]
@@ -473,4 +473,151 @@ async fn error_action_stop_ends_the_script(#[case] script: &str, #[case] stdout:
     assert_eq!(text(&o.stdout), stdout);
     assert!(text(&o.stderr).contains("Cannot find path"), "{}", text(&o.stderr));
     assert_eq!(o.exit, ExitStatus::Code(code));
+}
+
+/// The suspect node as a node of another platform's pod network (its services, HNS network
+/// and CNI configuration follow), DSR as that platform runs it.
+fn on_platform(platform: &str) -> impl Fn(&mut NodeProfile) {
+    use crate::config::platform::{Platform, PodNetwork};
+    let (p, net, dsr) = match platform {
+        "aks" => (Platform::Aks, PodNetwork::AzureCni, true),
+        "aks-overlay" => (Platform::Aks, PodNetwork::AzureCniOverlay, true),
+        "eks" => (Platform::Eks, PodNetwork::VpcCni, false),
+        "gke" => (Platform::Gke, PodNetwork::GkeWinBridge, false),
+        _ => (Platform::Kubeadm, PodNetwork::Flannel, false),
+    };
+    move |n: &mut NodeProfile| {
+        n.platform = p;
+        n.pod_network = net;
+        n.dsr = dsr;
+    }
+}
+
+/// `hnsdiag list networks` answers on every Windows host, with or without the HNS module, in
+/// its own format (names and ids, no type: kubernetes-sigs/sig-windows-tools#84, #168), with
+/// the platform's network; nothing but the header when the network is missing.
+#[rstest]
+#[case::kubeadm("kubeadm", None, true, r"\AName             ID\r\ncbr0             [0-9A-F-]{36}\r\n\z")]
+#[case::kubeadm_no_module("kubeadm", None, false, r"\AName             ID\r\ncbr0             [0-9A-F-]{36}\r\n\z")]
+#[case::missing("kubeadm", Some(Fault::HnsNetworkMissing), true, r"\AName             ID\r\n\z")]
+#[case::aks("aks", None, true, r"\AName             ID\r\nazure            [0-9A-F-]{36}\r\n\z")]
+#[case::aks_overlay("aks-overlay", None, false, r"(?m)^azure            [0-9A-F-]{36}\r$")]
+#[case::eks("eks", None, false, r"(?m)^vpcbr[0-9a-f]{12} [0-9A-F-]{36}\r$")]
+#[case::gke("gke", None, false, r"(?m)^l2bridge         [0-9A-F-]{36}\r$")]
+#[tokio::test]
+async fn hnsdiag_lists_the_platforms_network(
+    #[case] platform: &str,
+    #[case] fault: Option<Fault>,
+    #[case] module: bool,
+    #[case] expected: &str,
+) {
+    let platform_edit = on_platform(platform);
+    let f = HostFixture::with(L2, fault, |p| {
+        platform_edit(p);
+        p.hns_cmdlets = module;
+    });
+    for argv in [
+        &["hnsdiag", "list", "networks"][..],
+        &["powershell", "-NoProfile", "-Command", "hnsdiag list networks"][..],
+    ] {
+        let probe = f.probe();
+        let o = f.run(&probe, argv).await;
+        let stdout = text(&o.stdout);
+        assert!(Regex::new(expected).expect("a regex").is_match(&stdout), "{argv:?}:\n{stdout}");
+        assert_eq!(text(&o.stderr), "");
+        assert_eq!(o.exit, ExitStatus::Code(0));
+    }
+}
+
+/// The HNS network's type on AKS is L2Bridge (Azure CNI's bridge mode), its name `azure`;
+/// kube-proxy runs with DSR and the WinDSR gate, as AgentBaker's kubeproxystart.ps1 starts it.
+#[rstest]
+#[case::aks("aks")]
+#[case::aks_overlay("aks-overlay")]
+#[tokio::test]
+async fn aks_is_l2bridge_with_dsr(#[case] platform: &str) {
+    let f = HostFixture::with(L2, None, on_platform(platform));
+    let o = f.confirm("Get-HnsNetwork | Format-List Name, Type").await;
+    assert_eq!(text(&o.stdout), "\r\nName : azure\r\nType : L2Bridge\r\n\r\n\r\n");
+    let o = f.confirm(KUBE_PROXY_CMDLINE).await;
+    let line = text(&o.stdout);
+    for needle in [r"C:\k\kube-proxy.exe", "--enable-dsr=true", "--feature-gates=WinDSR=true", "--network-name=azure"] {
+        assert!(line.contains(needle), "{needle} not in {line}");
+    }
+    let o = f.confirm(r"Get-Content C:\k\azurecni\netconf\10-azure.conflist -Raw").await;
+    let conf = text(&o.stdout);
+    assert!(conf.contains(r#""mode": "bridge""#), "{conf}");
+    assert!(conf.contains(r#""enableLoopbackDSR": true"#), "{conf}");
+    assert_eq!(conf.contains("v4overlay"), platform == "aks-overlay", "{conf}");
+}
+
+/// `Get-Service` answers with the platform's service names and the Status its faults give;
+/// a name the platform does not use is PowerShell's NoServiceFoundForGivenName error.
+#[rstest]
+#[case::aks("aks", None, "Get-Service KubeProxy", r"(?m)^Running\s+Kubeproxy\s+Kubeproxy\r$", 0)]
+#[case::aks_stopped("aks", Some(Fault::KubeProxyStopped), "(Get-Service kubeproxy).Status", r"\AStopped\r\n\z", 0)]
+#[case::aks_kubelet("aks", Some(Fault::KubeletStopped), "(Get-Service kubelet).Status", r"\AStopped\r\n\z", 0)]
+#[case::eks("eks", None, "(Get-Service kube-proxy).Status", r"\ARunning\r\n\z", 0)]
+#[case::eks_stopped("eks", Some(Fault::KubeProxyStopped), "(Get-Service kube-proxy).Status", r"\AStopped\r\n\z", 0)]
+#[case::gke("gke", None, "Get-Service kubelet, kube-proxy | ForEach-Object Name", r"\Akubelet\r\nkube-proxy\r\n\z", 0)]
+#[case::kubeadm("kubeadm", None, "(Get-Service kubelet).Status", r"\ARunning\r\n\z", 0)]
+#[case::kubeadm_no_kube_proxy_service("kubeadm", None, "Get-Service kube-proxy", r"\A\z", 1)]
+#[tokio::test]
+async fn get_service_answers_per_platform(
+    #[case] platform: &str,
+    #[case] fault: Option<Fault>,
+    #[case] script: &str,
+    #[case] expected: &str,
+    #[case] code: i32,
+) {
+    let f = HostFixture::with(L2, fault, on_platform(platform));
+    let o = f.confirm(script).await;
+    let stdout = text(&o.stdout);
+    assert!(Regex::new(expected).expect("a regex").is_match(&stdout), "{stdout}");
+    assert_eq!(o.exit, ExitStatus::Code(code));
+    if code == 1 {
+        assert!(
+            text(&o.stderr).starts_with("Get-Service : Cannot find any service with service name 'kube-proxy'."),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
+
+/// The agents' log files where the platform writes them, with the kubelet's lines in its
+/// stderr file (klog writes to stderr).
+#[rstest]
+#[case::aks("aks", r"C:\k\kubelet.err.log")]
+#[case::gke("gke", r"C:\etc\kubernetes\logs\kubelet.log")]
+#[case::kubeadm("kubeadm", r"C:\var\log\kubelet\kubelet.err.log")]
+#[tokio::test]
+async fn the_kubelets_log_is_where_the_platform_puts_it(#[case] platform: &str, #[case] path: &str) {
+    let f = HostFixture::with(L2, None, on_platform(platform));
+    let o = f.confirm(&format!("Get-Content {path} -Tail 1")).await;
+    assert!(text(&o.stdout).contains("RunPodSandbox from runtime service failed"), "{}", text(&o.stdout));
+    assert_eq!(o.exit, ExitStatus::Code(0));
+}
+
+/// The host probe's preamble is accepted: the progress preference, and the HNS module imported
+/// where present (silently skipped where absent, projectcalico/calico#6843), then the cmdlets
+/// or the hnsdiag fallback.
+#[rstest]
+#[case::module(true, "Get-HnsNetwork | ForEach-Object Type", "L2Bridge\r\n")]
+#[case::no_module(false, "hnsdiag list networks", "")]
+#[tokio::test]
+async fn the_probe_preamble_is_accepted(#[case] module: bool, #[case] rest: &str, #[case] stdout: &str) {
+    let f = HostFixture::with(L2, None, |p| p.hns_cmdlets = module);
+    let script = format!(
+        "$ProgressPreference='SilentlyContinue'; Import-Module HostNetworkingService -ErrorAction SilentlyContinue; {rest}"
+    );
+    let o = f.confirm(&script).await;
+    assert_eq!(text(&o.stderr), "");
+    if stdout.is_empty() {
+        assert!(text(&o.stdout).starts_with("Name             ID\r\ncbr0 "), "{}", text(&o.stdout));
+    } else {
+        assert_eq!(text(&o.stdout), stdout);
+    }
+    assert_eq!(o.exit, ExitStatus::Code(0));
+    let o = f.confirm("Import-Module HostNetworkingService").await;
+    assert_eq!(o.exit, ExitStatus::Code(if module { 0 } else { 1 }), "{}", text(&o.stderr));
 }
