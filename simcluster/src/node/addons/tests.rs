@@ -165,7 +165,7 @@ fn net_conf_names_the_backend(#[case] mode: &str, #[case] needle: &str, #[case] 
 }
 
 #[rstest]
-#[case::aks("l2tunnel", "azure-cni-networkmonitor", "kube-system", true)]
+#[case::aks_engine("l2tunnel", "azure-cni-networkmonitor", "kube-system", true)]
 #[case::ovn("transparent", "ovnkube-node", "ovn-kubernetes", false)]
 fn other_cnis_show_their_markers(#[case] mode: &str, #[case] ds: &str, #[case] ns: &str, #[case] kube_proxy: bool) {
     let text = format!(
@@ -311,8 +311,10 @@ fn flannel_follows_its_eras_manifest(#[case] name: &str, #[case] ns: &str, #[cas
 /// the kubeadm ones have sig-windows-tools' HostProcess DaemonSets.
 #[rstest]
 #[case::aks("aks", &["azure-cns", "azure-ip-masq-agent", "cloud-node-manager", "cloud-node-manager-windows", "kube-proxy"], &["azure-cni-networkmonitor", "kube-proxy-windows"])]
+#[case::aks_overlay("aks-overlay", &["azure-cns", "azure-cns-win", "azure-ip-masq-agent", "cloud-node-manager-windows", "kube-proxy"], &["azure-cni-networkmonitor", "kube-proxy-windows"])]
 #[case::eks("eks", &["aws-node", "kube-proxy"], &["kube-proxy-windows"])]
-#[case::gke("gke", &[], &["kube-proxy", "kube-proxy-windows"])]
+#[case::gke("gke", &[], &["kube-proxy", "kube-proxy-windows", "anetd", "anetd-win"])]
+#[case::gke_dpv2("gke-dpv2", &["anetd", "anetd-win"], &["kube-proxy", "kube-proxy-windows"])]
 #[case::kubeadm_flannel("kubeadm-flannel-hostprocess", &["kube-proxy", "kube-proxy-windows"], &[])]
 #[case::kubeadm_calico("kubeadm-calico", &["kube-proxy", "kube-proxy-windows"], &[])]
 fn platform_profiles_list_their_own_kube_system(#[case] name: &str, #[case] present: &[&str], #[case] absent: &[&str]) {
@@ -335,10 +337,34 @@ fn platform_profiles_list_their_own_kube_system(#[case] name: &str, #[case] pres
             && o.value.pointer("/metadata/name").and_then(Value::as_str) == Some("kube-flannel-cfg")
     });
     assert_eq!(flannel_cm, name == "kubeadm-flannel-hostprocess", "{name}");
-    let managed = matches!(name, "aks" | "eks" | "gke");
+    let managed = matches!(name, "aks" | "aks-overlay" | "eks" | "gke" | "gke-dpv2");
     assert_eq!(a.era == Era::NodeServices, managed, "{name}");
+    // kubeadm's own ConfigMap on kubeadm clusters only (kubeadm `uploadconfig`).
+    let kubeadm_config = find(&objects, "configmaps", "kube-system", "kubeadm-config");
+    assert_eq!(kubeadm_config.is_some(), !managed, "{name}");
+    if name == "aks" {
+        let cns_win = find(&objects, "daemonsets", "kube-system", "azure-cns-win");
+        assert!(cns_win.is_none(), "azure-cns-win comes with Azure CNI Overlay");
+    }
+    if name == "aks-overlay" {
+        let cns_win = find(&objects, "daemonsets", "kube-system", "azure-cns-win").expect("azure-cns-win");
+        assert_eq!(
+            cns_win.pointer("/spec/template/spec/securityContext/windowsOptions/hostProcess"),
+            Some(&serde_json::json!(true))
+        );
+    }
+    // Dataplane V2 runs no kube-proxy: not even the Linux static pods' mirrors.
+    let mirrors = objects.iter().any(|o| {
+        o.resource.plural == "pods"
+            && o.value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n.starts_with("kube-proxy-"))
+    });
+    assert_eq!(mirrors, name == "gke", "{name}");
+    assert_eq!(a.has_kube_proxy(), name != "gke-dpv2", "{name}");
     match name {
-        "gke" => assert!(matches!(a.dns, ClusterDns::KubeDns), "GKE serves DNS with kube-dns"),
+        "gke" | "gke-dpv2" => assert!(matches!(a.dns, ClusterDns::KubeDns), "GKE serves DNS with kube-dns"),
         _ => assert!(matches!(a.dns, ClusterDns::CoreDns { .. }), "{name}"),
     }
     if name == "eks" {
@@ -372,7 +398,9 @@ fn windows_kube_proxy_config_of(a: &Addons) -> String {
 /// EKS Windows nodes' ENI-limited maxPods, and the agents as node services where managed.
 #[rstest]
 #[case::aks("aks", "azure:///", true, None)]
+#[case::aks_overlay("aks-overlay", "azure:///", true, None)]
 #[case::eks("eks", "aws:///", false, Some("9"))]
+#[case::gke_dpv2("gke-dpv2", "gce://", false, None)]
 #[case::gke("gke", "gce://", false, None)]
 #[case::kubeadm("kubeadm-calico", "mixcheck-sim://", true, None)]
 fn platform_nodes(
@@ -387,6 +415,11 @@ fn platform_nodes(
         let node = crate::node::objects::node_object(spec, p);
         let id = node.pointer("/spec/providerID").and_then(Value::as_str).unwrap_or("");
         assert!(id.starts_with(provider), "{name}/{}: {id}", p.name);
+        // Only kubeadm joins a node with the CRI socket annotation.
+        let annotated = node
+            .pointer("/metadata/annotations/kubeadm.alpha.kubernetes.io~1cri-socket")
+            .is_some();
+        assert_eq!(annotated, !topology.platform.managed(), "{name}/{}", p.name);
         if p.is_windows() {
             assert_eq!(
                 crate::node::host::host_name(p) == p.name,
@@ -406,4 +439,53 @@ fn platform_nodes(
             }
         }
     }
+}
+
+/// kubeadm's `kubeadm-config` as kubeadm uploads it: the ClusterConfiguration with the cluster's
+/// version and networking, in the API version of the cluster's kubeadm.
+#[rstest]
+#[case::current("default", "kubeadm.k8s.io/v1beta4", "kubernetesVersion: v1.32.3", false)]
+#[case::seed_1_14("k8s-1.14-ws2019-host-gw", "kubeadm.k8s.io/v1beta1", "kubernetesVersion: v1.14", true)]
+fn kubeadm_config_is_what_kubeadm_uploads(
+    #[case] name: &str,
+    #[case] api: &str,
+    #[case] version: &str,
+    #[case] status: bool,
+) {
+    let (a, _) = profile(name);
+    let objects = a.objects();
+    let cm = find(&objects, "configmaps", "kube-system", "kubeadm-config").expect("kubeadm-config");
+    let config = cm
+        .pointer("/data/ClusterConfiguration")
+        .and_then(Value::as_str)
+        .expect("ClusterConfiguration");
+    for needle in [
+        &format!("apiVersion: {api}\n")[..],
+        "kind: ClusterConfiguration\n",
+        version,
+        "networking:\n  dnsDomain: cluster.local\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/12\n",
+    ] {
+        assert!(config.contains(needle), "{needle} not in\n{config}");
+    }
+    assert_eq!(cm.pointer("/data/ClusterStatus").is_some(), status, "{name}");
+}
+
+/// The deprecated CRI socket annotation: written by kubeadm from 1.12 until NodeLocalCRISocket
+/// (KEP-4656) went on by default in 1.34; never by a managed platform.
+#[rstest]
+#[case::v1_33("v1.33.1", true)]
+#[case::v1_34("v1.34.0", false)]
+#[case::v1_9("v1.9.11", false)]
+fn the_cri_socket_annotation_follows_kubeadm(#[case] version: &str, #[case] annotated: bool) {
+    let text = format!(
+        "name: x\nkubernetesVersion: {version}\nnodes:\n- {{name: a, os: linux, role: control-plane}}\n"
+    );
+    let topology = Topology::parse(&text, "t").expect("topology");
+    let (_, profiles) = addons_of(&topology);
+    let node = crate::node::objects::node_object(&topology.nodes[0], &profiles[0]);
+    assert_eq!(
+        node.pointer("/metadata/annotations/kubeadm.alpha.kubernetes.io~1cri-socket")
+            .and_then(Value::as_str),
+        annotated.then_some("unix:///run/containerd/containerd.sock")
+    );
 }
