@@ -14,7 +14,7 @@ pub(crate) mod vocab;
 
 pub use cluster::{Cluster, ClusterConfig, ClusterError};
 pub use config::faults::{self, Fault};
-pub use config::platform::{NetworkMode, Os, Platform, PodNetwork};
+pub use config::platform::{Dataplane, NetworkMode, Os, Platform, PodNetwork};
 pub use config::profile::{NodeProfile, profiles};
 pub use config::topology::{Admission, DEFAULT_TOPOLOGY, Enforcement, PROFILES, Privilege, Topology, TopologyError};
 pub use vocab::quantity::Quantity;

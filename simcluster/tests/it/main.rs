@@ -12,6 +12,7 @@
 //! - `kube_system` — the add-ons a real cluster of each profile shows
 //! - `faults` — kubelet-side node faults and the node log proxy
 //! - `network_faults` — network node faults seen from exec'd commands
+//! - `platforms` — GKE Dataplane V2 without kube-proxy, egress ports, unreachable load balancers
 //! - `protobuf` — protobuf request bodies store what their JSON stores
 //! - `robustness` — bad input never panics
 //! - `rbac` — deploy/rbac.yaml, TokenRequest tokens, RBAC enforcement and its 403s, impersonation
@@ -26,6 +27,7 @@ mod kube_client;
 mod kube_system;
 mod kubectl;
 mod network_faults;
+mod platforms;
 mod nodes;
 mod protobuf;
 mod rbac;
