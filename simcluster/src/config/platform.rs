@@ -140,8 +140,12 @@ impl Platform {
             Self::Aks => {
                 "Azure CNI runs in bridge mode on Windows for VNet and Overlay alike: Azure/azure-container-networking cni/azure-windows.conflist \"mode\": \"bridge\", network_windows.go opModeBridge -> hnsL2bridge; AgentBaker's overlay conflist"
             }
-            Self::Eks => "the VPC CNI's vpc-bridge plugin creates an HNS L2Bridge network: aws/amazon-vpc-cni-plugins plugins/vpc-bridge/network/bridge_windows.go",
-            Self::Gke => "GKE's Windows set-up creates the HNS L2Bridge network l2bridge: kubernetes cluster/gce/windows/k8s-node-setup.psm1",
+            Self::Eks => {
+                "the VPC CNI's vpc-bridge plugin creates an HNS L2Bridge network: aws/amazon-vpc-cni-plugins plugins/vpc-bridge/network/bridge_windows.go"
+            }
+            Self::Gke => {
+                "GKE's Windows set-up creates the HNS L2Bridge network l2bridge: kubernetes cluster/gce/windows/k8s-node-setup.psm1"
+            }
         }
     }
 

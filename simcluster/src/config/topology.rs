@@ -686,10 +686,7 @@ impl Topology {
             }
         })?;
         let mut topology = topology;
-        topology.network.dsr = topology
-            .network
-            .dsr_given
-            .unwrap_or(topology.platform == Platform::Aks);
+        topology.network.dsr = topology.network.dsr_given.unwrap_or(topology.platform == Platform::Aks);
         topology.expand_counts();
         topology.validate(origin)?;
         Ok(topology)
@@ -887,7 +884,8 @@ impl Topology {
         let Some(os) = self.nodes.iter().find(|n| n.name == node).map(|n| n.os) else {
             return Err(format!("the topology has no node {node:?}"));
         };
-        self.check_fault(os, known).map_err(|why| format!("{why} (node {node})"))?;
+        self.check_fault(os, known)
+            .map_err(|why| format!("{why} (node {node})"))?;
         if let Some(target) = self.nodes.iter_mut().find(|n| n.name == node) {
             target.faults.push(fault.to_string());
         }
@@ -899,7 +897,8 @@ impl Topology {
     pub fn check_faults(&self) -> Result<(), String> {
         for node in &self.nodes {
             for name in &node.faults {
-                let fault = Fault::parse(name).ok_or_else(|| format!("node {:?}: unknown fault {name:?}", node.name))?;
+                let fault =
+                    Fault::parse(name).ok_or_else(|| format!("node {:?}: unknown fault {name:?}", node.name))?;
                 self.check_fault(node.os, fault)
                     .map_err(|why| format!("node {:?}: {why}", node.name))?;
             }

@@ -57,7 +57,11 @@ fn assert_effect(fault: Fault, platform: &str, healthy: &NodeProfile, broken: &N
     let store = crate::store::Store::default();
     match fault {
         Fault::KubeletStopped => {
-            let name = if platform.starts_with("aks") { "Kubelet" } else { "kubelet" };
+            let name = if platform.starts_with("aks") {
+                "Kubelet"
+            } else {
+                "kubelet"
+            };
             assert_eq!(service_running(healthy, name), Some(true), "{platform}");
             assert_eq!(service_running(broken, name), Some(false), "{platform}");
         }
@@ -96,7 +100,11 @@ fn assert_effect(fault: Fault, platform: &str, healthy: &NodeProfile, broken: &N
             let after = host::cni_conf(broken, &store).expect("a CNI configuration");
             assert_ne!(before, after, "{platform}");
             let covers = after.contains("0.0.0.0/0");
-            assert_eq!(covers, fault == Fault::ExceptionListCoversOutside, "{platform}: {after}");
+            assert_eq!(
+                covers,
+                fault == Fault::ExceptionListCoversOutside,
+                "{platform}: {after}"
+            );
             assert_eq!(
                 after.contains(&broken.cluster_cidr),
                 fault == Fault::ExceptionListCoversOutside,

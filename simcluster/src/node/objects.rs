@@ -43,8 +43,8 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
         (Os::Windows, false) => "npipe:////./pipe/containerd-containerd",
         (Os::Windows, true) => "npipe:////./pipe/dockershim",
     };
-    let kubeadm_annotation = profile.platform == crate::config::platform::Platform::Kubeadm
-        && ((1, 12)..(1, 34)).contains(&profile.kubelet);
+    let kubeadm_annotation =
+        profile.platform == crate::config::platform::Platform::Kubeadm && ((1, 12)..(1, 34)).contains(&profile.kubelet);
     let capacity = json!(profile.capacity);
     let allocatable = json!(profile.allocatable);
     let mut taints: Vec<Value> = spec

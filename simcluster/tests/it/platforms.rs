@@ -69,7 +69,10 @@ async fn netexec_behind(client: &kube::Client, ns: &str, node: &str, kind: &str)
 /// reaches a Service by its name (anetd programs Services and the DNS ClusterIP).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dataplane_v2_serves_services_without_kube_proxy() {
-    let topology = Topology::profile("gke-dpv2").expect("gke-dpv2").instant().on_wall_clock();
+    let topology = Topology::profile("gke-dpv2")
+        .expect("gke-dpv2")
+        .instant()
+        .on_wall_clock();
     let windows = topology
         .nodes
         .iter()
@@ -103,15 +106,33 @@ async fn dataplane_v2_serves_services_without_kube_proxy() {
         .expect("cli");
     running(&pods, "host").await;
     running(&pods, "cli").await;
-    let (ok, out) = exec(&pods, "cli", &["curl.exe", "-s", "http://srv.dp.svc.cluster.local/hostname"]).await;
+    let (ok, out) = exec(
+        &pods,
+        "cli",
+        &["curl.exe", "-s", "http://srv.dp.svc.cluster.local/hostname"],
+    )
+    .await;
     assert!(ok && out.trim() == "srv", "{out}");
-    let (ok, out) = exec(&pods, "host", &["powershell", "-NoProfile", "-Command", "Get-Service kube-proxy"]).await;
-    assert!(!ok && out.contains("Cannot find any service with service name 'kube-proxy'."), "{out}");
+    let (ok, out) = exec(
+        &pods,
+        "host",
+        &["powershell", "-NoProfile", "-Command", "Get-Service kube-proxy"],
+    )
+    .await;
+    assert!(
+        !ok && out.contains("Cannot find any service with service name 'kube-proxy'."),
+        "{out}"
+    );
     // No kube-proxy.exe on the host (the exit code is the failed Get-Process's, as PowerShell's).
     let (_, out) = exec(
         &pods,
         "host",
-        &["powershell", "-NoProfile", "-Command", "Get-Process -Name kube-proxy -ErrorAction SilentlyContinue | Measure-Object | ForEach-Object Count"],
+        &[
+            "powershell",
+            "-NoProfile",
+            "-Command",
+            "Get-Process -Name kube-proxy -ErrorAction SilentlyContinue | Measure-Object | ForEach-Object Count",
+        ],
     )
     .await;
     assert_eq!(out.trim(), "0", "{out}");

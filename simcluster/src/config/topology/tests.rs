@@ -379,21 +379,36 @@ fn platform_network_fields_parse_and_default() {
     assert_eq!(t.network.egress_ports, Some(vec![443]));
     assert!(!t.network.load_balancers_reachable);
     // l2tunnel stays a choice of a user-built kubeadm cluster (Azure CNI's tunnel mode).
-    let t = Topology::parse("name: x\nnetwork: {mode: l2tunnel}\nnodes:\n- {name: a, os: linux}\n", "t")
-        .expect("kubeadm l2tunnel");
+    let t = Topology::parse(
+        "name: x\nnetwork: {mode: l2tunnel}\nnodes:\n- {name: a, os: linux}\n",
+        "t",
+    )
+    .expect("kubeadm l2tunnel");
     assert_eq!(t.pod_network(), PodNetwork::AzureCni);
 }
 
 #[rstest]
-#[case::egress_ports("name: x\nnetwork:\n  egressPorts: [https]\nnodes:\n- {name: a, os: linux}\n", 3, "u16")]
-#[case::egress_ports_range("name: x\nnetwork:\n  egressPorts: [70000]\nnodes:\n- {name: a, os: linux}\n", 3, "u16")]
+#[case::egress_ports(
+    "name: x\nnetwork:\n  egressPorts: [https]\nnodes:\n- {name: a, os: linux}\n",
+    3,
+    "u16"
+)]
+#[case::egress_ports_range(
+    "name: x\nnetwork:\n  egressPorts: [70000]\nnodes:\n- {name: a, os: linux}\n",
+    3,
+    "u16"
+)]
 #[case::lb_reachable(
     "name: x\nnetwork:\n  loadBalancersReachable: sometimes\nnodes:\n- {name: a, os: linux}\n",
     3,
     "boolean"
 )]
 #[case::dataplane("name: x\nnetwork:\n  dataplane: v3\nnodes:\n- {name: a, os: linux}\n", 3, "v3")]
-#[case::cni("name: x\nnetwork:\n  cni: azure-overlay\nnodes:\n- {name: a, os: linux}\n", 3, "azure-overlay")]
+#[case::cni(
+    "name: x\nnetwork:\n  cni: azure-overlay\nnodes:\n- {name: a, os: linux}\n",
+    3,
+    "azure-overlay"
+)]
 fn new_network_field_errors_name_line_and_column(#[case] text: &str, #[case] line: u64, #[case] needle: &str) {
     match Topology::parse(text, "t.yaml") {
         Err(TopologyError::Parse {
@@ -411,7 +426,10 @@ fn new_network_field_errors_name_line_and_column(#[case] text: &str, #[case] lin
 }
 
 #[rstest]
-#[case::dpv2_on_aks("name: x\nplatform: aks\nnetwork: {dataplane: v2}\nnodes:\n- {name: a, os: linux}\n", "only on platform gke")]
+#[case::dpv2_on_aks(
+    "name: x\nplatform: aks\nnetwork: {dataplane: v2}\nnodes:\n- {name: a, os: linux}\n",
+    "only on platform gke"
+)]
 #[case::overlay_on_gke(
     "name: x\nplatform: gke\nnetwork: {cni: azure-cni-overlay}\nnodes:\n- {name: a, os: linux}\n",
     "network.cni azure-cni-overlay is not a choice on platform gke"
@@ -435,12 +453,25 @@ fn platform_semantic_errors(#[case] text: &str, #[case] needle: &str) {
 #[test]
 fn faults_added_later_are_checked_like_the_topologys_own() {
     let mut gke = Topology::profile("gke").expect("gke");
-    let win = gke.nodes.iter().find(|n| n.os == Os::Windows).map(|n| n.name.clone()).expect("a Windows node");
+    let win = gke
+        .nodes
+        .iter()
+        .find(|n| n.os == Os::Windows)
+        .map(|n| n.name.clone())
+        .expect("a Windows node");
     assert_eq!(gke.add_fault(&win, "hns-network-missing"), Ok(()));
     let err = gke.add_fault(&win, "mac-spoofing-disabled").expect_err("refused");
     assert!(err.contains("Hyper-V") && err.contains(&win), "{err}");
-    assert!(gke.add_fault("nope", "kubelet-stopped").expect_err("no node").contains("no node"));
-    assert!(gke.add_fault(&win, "nope").expect_err("no fault").contains("unknown fault"));
+    assert!(
+        gke.add_fault("nope", "kubelet-stopped")
+            .expect_err("no node")
+            .contains("no node")
+    );
+    assert!(
+        gke.add_fault(&win, "nope")
+            .expect_err("no fault")
+            .contains("unknown fault")
+    );
     // A fault pushed by hand is refused when the cluster starts.
     gke.nodes.iter_mut().for_each(|n| {
         if n.name == win {

@@ -62,7 +62,12 @@ pub(super) fn gke(a: &Addons, dataplane_v2: bool, out: &mut Vec<Object>) {
     if dataplane_v2 {
         for (name, os, image, host_process) in [
             ("anetd", "linux", "gke.gcr.io/cilium/cilium:v1.14.13-gke.100", false),
-            ("anetd-win", "windows", "gke.gcr.io/anetd-windows:v1.14.13-gke.100", true),
+            (
+                "anetd-win",
+                "windows",
+                "gke.gcr.io/anetd-windows:v1.14.13-gke.100",
+                true,
+            ),
         ] {
             out.push(object(
                 apps("daemonsets"),

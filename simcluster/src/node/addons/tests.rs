@@ -445,7 +445,12 @@ fn platform_nodes(
 /// version and networking, in the API version of the cluster's kubeadm.
 #[rstest]
 #[case::current("default", "kubeadm.k8s.io/v1beta4", "kubernetesVersion: v1.32.3", false)]
-#[case::seed_1_14("k8s-1.14-ws2019-host-gw", "kubeadm.k8s.io/v1beta1", "kubernetesVersion: v1.14", true)]
+#[case::seed_1_14(
+    "k8s-1.14-ws2019-host-gw",
+    "kubeadm.k8s.io/v1beta1",
+    "kubernetesVersion: v1.14",
+    true
+)]
 fn kubeadm_config_is_what_kubeadm_uploads(
     #[case] name: &str,
     #[case] api: &str,
@@ -477,9 +482,8 @@ fn kubeadm_config_is_what_kubeadm_uploads(
 #[case::v1_34("v1.34.0", false)]
 #[case::v1_9("v1.9.11", false)]
 fn the_cri_socket_annotation_follows_kubeadm(#[case] version: &str, #[case] annotated: bool) {
-    let text = format!(
-        "name: x\nkubernetesVersion: {version}\nnodes:\n- {{name: a, os: linux, role: control-plane}}\n"
-    );
+    let text =
+        format!("name: x\nkubernetesVersion: {version}\nnodes:\n- {{name: a, os: linux, role: control-plane}}\n");
     let topology = Topology::parse(&text, "t").expect("topology");
     let (_, profiles) = addons_of(&topology);
     let node = crate::node::objects::node_object(&topology.nodes[0], &profiles[0]);

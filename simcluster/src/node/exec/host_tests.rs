@@ -497,8 +497,18 @@ fn on_platform(platform: &str) -> impl Fn(&mut NodeProfile) {
 /// its own format (names and ids, no type: kubernetes-sigs/sig-windows-tools#84, #168), with
 /// the platform's network; nothing but the header when the network is missing.
 #[rstest]
-#[case::kubeadm("kubeadm", None, true, r"\AName             ID\r\ncbr0             [0-9A-F-]{36}\r\n\z")]
-#[case::kubeadm_no_module("kubeadm", None, false, r"\AName             ID\r\ncbr0             [0-9A-F-]{36}\r\n\z")]
+#[case::kubeadm(
+    "kubeadm",
+    None,
+    true,
+    r"\AName             ID\r\ncbr0             [0-9A-F-]{36}\r\n\z"
+)]
+#[case::kubeadm_no_module(
+    "kubeadm",
+    None,
+    false,
+    r"\AName             ID\r\ncbr0             [0-9A-F-]{36}\r\n\z"
+)]
 #[case::missing("kubeadm", Some(Fault::HnsNetworkMissing), true, r"\AName             ID\r\n\z")]
 #[case::aks("aks", None, true, r"\AName             ID\r\nazure            [0-9A-F-]{36}\r\n\z")]
 #[case::aks_overlay("aks-overlay", None, false, r"(?m)^azure            [0-9A-F-]{36}\r$")]
@@ -523,7 +533,10 @@ async fn hnsdiag_lists_the_platforms_network(
         let probe = f.probe();
         let o = f.run(&probe, argv).await;
         let stdout = text(&o.stdout);
-        assert!(Regex::new(expected).expect("a regex").is_match(&stdout), "{argv:?}:\n{stdout}");
+        assert!(
+            Regex::new(expected).expect("a regex").is_match(&stdout),
+            "{argv:?}:\n{stdout}"
+        );
         assert_eq!(text(&o.stderr), "");
         assert_eq!(o.exit, ExitStatus::Code(0));
     }
@@ -541,10 +554,17 @@ async fn aks_is_l2bridge_with_dsr(#[case] platform: &str) {
     assert_eq!(text(&o.stdout), "\r\nName : azure\r\nType : L2Bridge\r\n\r\n\r\n");
     let o = f.confirm(KUBE_PROXY_CMDLINE).await;
     let line = text(&o.stdout);
-    for needle in [r"C:\k\kube-proxy.exe", "--enable-dsr=true", "--feature-gates=WinDSR=true", "--network-name=azure"] {
+    for needle in [
+        r"C:\k\kube-proxy.exe",
+        "--enable-dsr=true",
+        "--feature-gates=WinDSR=true",
+        "--network-name=azure",
+    ] {
         assert!(line.contains(needle), "{needle} not in {line}");
     }
-    let o = f.confirm(r"Get-Content C:\k\azurecni\netconf\10-azure.conflist -Raw").await;
+    let o = f
+        .confirm(r"Get-Content C:\k\azurecni\netconf\10-azure.conflist -Raw")
+        .await;
     let conf = text(&o.stdout);
     assert!(conf.contains(r#""mode": "bridge""#), "{conf}");
     assert!(conf.contains(r#""enableLoopbackDSR": true"#), "{conf}");
@@ -555,11 +575,35 @@ async fn aks_is_l2bridge_with_dsr(#[case] platform: &str) {
 /// a name the platform does not use is PowerShell's NoServiceFoundForGivenName error.
 #[rstest]
 #[case::aks("aks", None, "Get-Service KubeProxy", r"(?m)^Running\s+Kubeproxy\s+Kubeproxy\r$", 0)]
-#[case::aks_stopped("aks", Some(Fault::KubeProxyStopped), "(Get-Service kubeproxy).Status", r"\AStopped\r\n\z", 0)]
-#[case::aks_kubelet("aks", Some(Fault::KubeletStopped), "(Get-Service kubelet).Status", r"\AStopped\r\n\z", 0)]
+#[case::aks_stopped(
+    "aks",
+    Some(Fault::KubeProxyStopped),
+    "(Get-Service kubeproxy).Status",
+    r"\AStopped\r\n\z",
+    0
+)]
+#[case::aks_kubelet(
+    "aks",
+    Some(Fault::KubeletStopped),
+    "(Get-Service kubelet).Status",
+    r"\AStopped\r\n\z",
+    0
+)]
 #[case::eks("eks", None, "(Get-Service kube-proxy).Status", r"\ARunning\r\n\z", 0)]
-#[case::eks_stopped("eks", Some(Fault::KubeProxyStopped), "(Get-Service kube-proxy).Status", r"\AStopped\r\n\z", 0)]
-#[case::gke("gke", None, "Get-Service kubelet, kube-proxy | ForEach-Object Name", r"\Akubelet\r\nkube-proxy\r\n\z", 0)]
+#[case::eks_stopped(
+    "eks",
+    Some(Fault::KubeProxyStopped),
+    "(Get-Service kube-proxy).Status",
+    r"\AStopped\r\n\z",
+    0
+)]
+#[case::gke(
+    "gke",
+    None,
+    "Get-Service kubelet, kube-proxy | ForEach-Object Name",
+    r"\Akubelet\r\nkube-proxy\r\n\z",
+    0
+)]
 #[case::kubeadm("kubeadm", None, "(Get-Service kubelet).Status", r"\ARunning\r\n\z", 0)]
 #[case::kubeadm_no_kube_proxy_service("kubeadm", None, "Get-Service kube-proxy", r"\A\z", 1)]
 #[tokio::test]
@@ -594,7 +638,11 @@ async fn get_service_answers_per_platform(
 async fn the_kubelets_log_is_where_the_platform_puts_it(#[case] platform: &str, #[case] path: &str) {
     let f = HostFixture::with(L2, None, on_platform(platform));
     let o = f.confirm(&format!("Get-Content {path} -Tail 1")).await;
-    assert!(text(&o.stdout).contains("RunPodSandbox from runtime service failed"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("RunPodSandbox from runtime service failed"),
+        "{}",
+        text(&o.stdout)
+    );
     assert_eq!(o.exit, ExitStatus::Code(0));
 }
 
@@ -613,11 +661,50 @@ async fn the_probe_preamble_is_accepted(#[case] module: bool, #[case] rest: &str
     let o = f.confirm(&script).await;
     assert_eq!(text(&o.stderr), "");
     if stdout.is_empty() {
-        assert!(text(&o.stdout).starts_with("Name             ID\r\ncbr0 "), "{}", text(&o.stdout));
+        assert!(
+            text(&o.stdout).starts_with("Name             ID\r\ncbr0 "),
+            "{}",
+            text(&o.stdout)
+        );
     } else {
         assert_eq!(text(&o.stdout), stdout);
     }
     assert_eq!(o.exit, ExitStatus::Code(0));
     let o = f.confirm("Import-Module HostNetworkingService").await;
-    assert_eq!(o.exit, ExitStatus::Code(if module { 0 } else { 1 }), "{}", text(&o.stderr));
+    assert_eq!(
+        o.exit,
+        ExitStatus::Code(if module { 0 } else { 1 }),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Loading a module for the first time prints PowerShell's progress record to stderr as CLIXML
+/// when the shell has a profile (inspec/train#153), unless `$ProgressPreference` silences it
+/// first; stdout and the exit code are the script's either way.
+#[rstest]
+#[case::with_profile(&["powershell", "-Command"], "Import-Module HostNetworkingService; 'ok'", true)]
+#[case::no_profile(&["powershell", "-NoProfile", "-Command"], "Import-Module HostNetworkingService; 'ok'", false)]
+#[case::silenced(&["powershell", "-Command"], "$ProgressPreference = 'SilentlyContinue'; Import-Module HostNetworkingService; 'ok'", false)]
+#[case::no_module(&["powershell", "-Command"], "'ok'", false)]
+#[tokio::test]
+async fn first_module_load_progress_goes_to_stderr(
+    #[case] shell: &[&str],
+    #[case] script: &str,
+    #[case] progress: bool,
+) {
+    let f = HostFixture::new(L2, None);
+    let probe = f.probe();
+    let mut argv = shell.to_vec();
+    argv.push(script);
+    let o = f.run(&probe, &argv).await;
+    assert_eq!(text(&o.stdout), "ok\r\n");
+    assert_eq!(
+        text(&o.stderr).starts_with("#< CLIXML\r\n<Objs"),
+        progress,
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(text(&o.stderr).contains("Preparing modules for first use."), progress);
+    assert_eq!(o.exit, ExitStatus::Code(0));
 }

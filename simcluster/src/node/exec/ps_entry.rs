@@ -119,5 +119,50 @@ pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
             return ExecOutput::ok(format!("{banner}PS {}> ", s.cwd())).into();
         }
     };
-    Reply::Later(Box::pin(super::powershell::run(s.clone(), script, call.env, core)))
+    let progress = !core && s.ctx.host_process && first_use_progress(call.args(), &script);
+    let run = super::powershell::run(s.clone(), script, call.env, core);
+    if !progress {
+        return Reply::Later(Box::pin(run));
+    }
+    Reply::Later(Box::pin(async move {
+        let mut o = run.await;
+        let mut stderr = FIRST_USE_PROGRESS.as_bytes().to_vec();
+        stderr.extend(o.stderr);
+        o.stderr = stderr;
+        o
+    }))
+}
+
+/// What a non-interactive Windows PowerShell writes to stderr when a script loads a module for
+/// the first time: the progress record "Preparing modules for first use." serialized as CLIXML
+/// (inspec/train#153, from `powershell -Command` over WinRM; the exit code stays 0).
+pub(crate) const FIRST_USE_PROGRESS: &str = "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\"><Obj S=\"progress\" RefId=\"0\"><TN RefId=\"0\"><T>System.Management.Automation.PSCustomObject</T><T>System.Object</T></TN><MS><I64 N=\"SourceId\">1</I64><PR N=\"Record\"><AV>Preparing modules for first use.</AV><AI>0</AI><Nil /><PI>-1</PI><PC>-1</PC><T>Completed</T><SR>-1</SR><SD> </SD></PR></MS></Obj></Objs>";
+
+/// Whether Windows PowerShell on a host prints [`FIRST_USE_PROGRESS`] for this script: it imports
+/// a module (`Import-Module`/`ipmo`), the shell was started with a profile (inspec/train#153:
+/// `-NoProfile` is what kept the text away there), and the script did not first set
+/// `$ProgressPreference` to `SilentlyContinue` or `Ignore` (PowerShell/PowerShell#20725: the
+/// preference variable silences the module-loading progress where `-ProgressAction` does not;
+/// inspec/train#153 reports SilentlyContinue not helping in its case — modelled as helping,
+/// the documented meaning of the preference).
+fn first_use_progress(args: &[String], script: &str) -> bool {
+    if args
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case("-noprofile") || a.eq_ignore_ascii_case("-nop"))
+    {
+        return false;
+    }
+    let lower = script.to_ascii_lowercase();
+    let Some(import) = ["import-module", "ipmo "].iter().filter_map(|w| lower.find(w)).min() else {
+        return false;
+    };
+    let before: String = lower[..import].chars().filter(|c| !c.is_whitespace()).collect();
+    ![
+        "$progresspreference='silentlycontinue'",
+        "$progresspreference=\"silentlycontinue\"",
+        "$progresspreference='ignore'",
+        "$progresspreference=\"ignore\"",
+    ]
+    .iter()
+    .any(|set| before.contains(set))
 }
