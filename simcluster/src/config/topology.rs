@@ -10,7 +10,7 @@
 //! kubernetesVersion: v1.32.3       # reported by /version and the kubelets
 //! platform: kubeadm                # kubeadm | aks | eks | gke (where the Windows agents run, providerID)
 //! network:
-//!   mode: l2bridge                 # l2bridge | overlay | l2tunnel | transparent
+//!   mode: l2bridge                 # l2bridge | overlay | l2tunnel (kubeadm only) | transparent
 //!   cni: flannel                   # kubeadm: flannel | calico (default by mode); aks: azure-cni
 //!                                  # (VNet, the default) | azure-cni-overlay (Azure CNI Overlay:
 //!                                  # azure-cns/azure-cns-win, pod IPs from a private overlay CIDR)
