@@ -239,8 +239,8 @@ impl NodeProfile {
                 .flatten(),
             cluster_cidr: topology.network.cluster_cidr.clone(),
             service_cidr: topology.network.service_cidr.clone(),
-            runs_kube_proxy: !(topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology))
-                && !topology.dataplane_v2(),
+            runs_kube_proxy: !(topology.dataplane_v2()
+                || topology.network.mode == NetworkMode::Transparent && windows_agents_are_pods(topology)),
             dataplane_v2: topology.dataplane_v2(),
             dsr: topology.network.dsr,
             windows_priority_class: match &spec.kubelet.windows_priority_class {

@@ -196,7 +196,11 @@ fn add_outside(f: &mut Fabric) {
         // "DNS over HTTPS" docs: `https://1.1.1.1/dns-query`; Google Public DNS "DNS-over-HTTPS":
         // `https://dns.google/dns-query`, served on 8.8.8.8).
         let serves = if OUTSIDE_RESOLVERS.contains(&ip) {
-            vec![(53, Proto::Udp, App::Dns), (53, Proto::Tcp, App::Dns), (443, Proto::Tcp, App::Web)]
+            vec![
+                (53, Proto::Udp, App::Dns),
+                (53, Proto::Tcp, App::Dns),
+                (443, Proto::Tcp, App::Web),
+            ]
         } else {
             vec![(80, Proto::Tcp, App::Web), (443, Proto::Tcp, App::Web)]
         };

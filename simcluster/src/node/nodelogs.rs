@@ -60,11 +60,9 @@ pub fn log_files(profile: &NodeProfile) -> Vec<(&'static str, LogEntry)> {
             files.push(("kube-proxy/", LogEntry::Dir));
             files.push(("kube-proxy/kube-proxy.log", LogEntry::Component(KUBE_PROXY)));
         }
-        if runs_node_services(profile) {
-            if profile.flannel().is_some() {
-                files.push(("flanneld/", LogEntry::Dir));
-                files.push(("flanneld/flanneld.log", LogEntry::Component(FLANNELD)));
-            }
+        if runs_node_services(profile) && profile.flannel().is_some() {
+            files.push(("flanneld/", LogEntry::Dir));
+            files.push(("flanneld/flanneld.log", LogEntry::Component(FLANNELD)));
         }
     } else {
         files.push(("journal/", LogEntry::Dir));
