@@ -147,7 +147,10 @@ fn outside(args: &RunArgs) -> Result<crate::probes::egress::Outside, Error> {
     }
     let name = args.outside_name.trim().trim_end_matches('.');
     let label_ok = |l: &str| {
-        !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') && !l.starts_with('-')
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
     };
     if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
         return Err(Error::Usage(format!(

@@ -21,6 +21,7 @@ pub mod pulls;
 pub mod pullsecret;
 pub mod reach;
 pub mod registry;
+pub mod scheduling;
 pub mod signal;
 pub mod startup;
 pub mod target;

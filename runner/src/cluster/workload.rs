@@ -670,7 +670,7 @@ fn judge_state(
     // A node out of pod slots frees one when a judged pod is deleted: wait for it.
     let unschedulable = warnings
         .iter()
-        .any(|w| w.reason == "FailedScheduling" && !w.message.contains("Too many pods"));
+        .any(|w| w.reason == "FailedScheduling" && !crate::cluster::scheduling::room_frees_up(&w.message));
     if unschedulable && elapsed > Duration::from_millis(500) {
         return Some(Ok(Observed {
             outcome: CreateOutcome::Unschedulable,

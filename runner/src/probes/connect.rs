@@ -2,7 +2,6 @@
 //! IP, a Service by IP or name, a NodePort, a hostPort, a LoadBalancer, the node, localhost or
 //! the outside world — and what a successful connection must also show (`verify`).
 
-
 use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
@@ -161,11 +160,7 @@ async fn request(
             let r = get(ctx.outside.address.clone(), port, "/");
             if r.protocol == Protocol::Tcp { raw_tcp(r) } else { r }
         }
-        Destination::OutsideName => raw_tcp(get(
-            ctx.outside.name.clone(),
-            crate::probes::egress::NAME_PORT,
-            "/",
-        )),
+        Destination::OutsideName => raw_tcp(get(ctx.outside.name.clone(), crate::probes::egress::NAME_PORT, "/")),
         Destination::LoadBalancer => get(flow::lb_ingress(ctx, dst).await?, 80, path),
         Destination::Localhost => get("127.0.0.1".to_string(), 8080, "/hostname"),
         Destination::KubernetesService => {

@@ -243,7 +243,11 @@ mod tests {
         let mut attempts = Vec::new();
         for os in [Os::Linux, Os::Windows] {
             for &(p, reached) in results {
-                let (host, p) = if p == 0 { (DEFAULT_NAME, NAME_PORT) } else { (DEFAULT_ADDRESS, p) };
+                let (host, p) = if p == 0 {
+                    (DEFAULT_NAME, NAME_PORT)
+                } else {
+                    (DEFAULT_ADDRESS, p)
+                };
                 attempts.push(attempt(os, host, p, reached));
             }
         }
@@ -253,7 +257,10 @@ mod tests {
         assert!(e.fact.source.contains(names), "{}", e.fact.source);
         if want.is_none() {
             let why = e.unknown_because().expect("unknown");
-            assert!(why.contains("--egress=false") && why.contains("cli-w1 on w1 (windows)"), "{why}");
+            assert!(
+                why.contains("--egress=false") && why.contains("cli-w1 on w1 (windows)"),
+                "{why}"
+            );
         } else {
             assert!(e.unknown_because().is_none());
         }

@@ -354,11 +354,19 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
     };
     // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read.
     if check.probe.reads_kube_proxy()
-        && let Some(proxy) = ctx.facts.report.service_proxy.as_ref().filter(|p| p.value != "kube-proxy")
+        && let Some(proxy) = ctx
+            .facts
+            .report
+            .service_proxy
+            .as_ref()
+            .filter(|p| p.value != "kube-proxy")
     {
         let mut j = judgement(
             Verdict::NotApplicable,
-            format!("kube-proxy is not used: {} programs Services ({})", proxy.value, proxy.source),
+            format!(
+                "kube-proxy is not used: {} programs Services ({})",
+                proxy.value, proxy.source
+            ),
         );
         j.sources = sources;
         return j;

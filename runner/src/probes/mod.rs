@@ -62,7 +62,7 @@ impl Probe {
         matches!(
             self,
             Probe::Fact {
-                fact: crate::catalogue::suite::FactCheck::KubeProxySkew
+                fact: crate::catalogue::suite::FactCheck::KubeProxySkew | crate::catalogue::suite::FactCheck::DsrConfig
             } | Probe::Logs {
                 agent: crate::catalogue::suite::Agent::KubeProxy,
                 ..

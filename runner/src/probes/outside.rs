@@ -4,7 +4,8 @@
 //! does not (node addresses are private on AKS, EKS and GKE), the nearest client outside the
 //! cluster's pod network is another node's host network: the NodePort or hostPort is judged
 //! from there, as upstream's e2e tests do (a host-network exec pod → nodeIP:nodePort), and the
-//! observation says so.
+//! observation says so. A LoadBalancer whose address does not answer this machine (an internal
+//! load balancer, a proxy or firewall on the way) is judged from inside the cluster the same way.
 
 use std::time::Duration;
 
@@ -70,6 +71,22 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         Err(never) => match never {},
     };
     let note = settled.note();
+    // Nothing answered at the load balancer's address: a runner outside the network an internal
+    // load balancer serves, or behind a proxy or firewall (real-clusters.md §7, "LoadBalancer
+    // cells have no reachability fallback"). That says nothing about the cluster: the cell is
+    // judged from inside it, and says so.
+    if to == Destination::LoadBalancer
+        && matches!(
+            settled.observation,
+            Observation::Failed(FailureClass::Timeout | FailureClass::Other)
+        )
+    {
+        let why = format!(
+            "this machine got no answer from {url} ({}{note}: an internal load balancer, or a proxy or firewall between this machine and it)",
+            settled.value
+        );
+        return from_another_host(ctx, case, to, &why).await;
+    }
     Probed::seen(
         settled.observation,
         format!("this machine → {url}: {}{note}", settled.value),
@@ -79,14 +96,20 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
 /// The node whose host network stands in for an outside client of the node `to` (an index
 /// into the facts): another node with a usable node-side probe, a Linux one first (its probe
 /// needs no HostProcess support); None when there is none.
-fn vantage(ctx: &Ctx<'_>, to: usize) -> Option<usize> {
+/// A load balancer's address is no node's: the destination's own host may stand in too (a Linux
+/// node's kube-proxy serves ingress addresses to local clients as to any other).
+fn vantage(ctx: &Ctx<'_>, to: usize, lb: bool) -> Option<usize> {
     let usable = |i: &usize| {
         ctx.facts.nodes.get(*i).is_some_and(|n| {
             ctx.dep.hosts.get(&n.name).is_some_and(|p| p.problem.is_none())
                 && (n.os == mixcheck_reports::Os::Linux || n.host_process() == Some(true))
         })
     };
-    let others = || (0..ctx.facts.nodes.len()).filter(move |i| *i != to).filter(usable);
+    let others = || {
+        (0..ctx.facts.nodes.len())
+            .filter(move |i| *i != to || lb)
+            .filter(usable)
+    };
     others()
         .find(|i| {
             ctx.facts
@@ -97,13 +120,14 @@ fn vantage(ctx: &Ctx<'_>, to: usize) -> Option<usize> {
         .or_else(|| others().next())
 }
 
-/// The node's NodePort or hostPort from another node's host network, for a runner that does not
-/// reach the node's address (`why`); unknown, with `why`, when no other node can stand in.
+/// The node's NodePort, hostPort or its pool's LoadBalancer from another node's host network, for
+/// a runner that does not reach the node's (or the load balancer's) address (`why`); unknown,
+/// with `why`, when no other node can stand in.
 async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why: &str) -> Probed {
     let Ok((i, node)) = case.node(ctx.facts) else {
         return Probed::Unknown(why.to_string());
     };
-    let Some(v) = vantage(ctx, i) else {
+    let Some(v) = vantage(ctx, i, to == Destination::LoadBalancer) else {
         return Probed::Unknown(format!("{why}; no other node's host network can stand in"));
     };
     let inside = Case {
@@ -127,11 +151,16 @@ async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why:
     )
     .await;
     let from = ctx.facts.nodes.get(v).map_or("another node", |n| n.name.as_str());
-    let stand_in = format!(
-        "this machine does not reach {}'s address {} (private, as on most managed clusters); judged from node {from}'s host network, the nearest client outside the pod network: ",
-        node.name,
-        node.outside_address()
-    );
+    let stand_in = match to {
+        Destination::LoadBalancer => {
+            format!("{why}; judged from inside the cluster, from node {from}'s host network: ")
+        }
+        _ => format!(
+            "this machine does not reach {}'s address {} (private, as on most managed clusters); judged from node {from}'s host network, the nearest client outside the pod network: ",
+            node.name,
+            node.outside_address()
+        ),
+    };
     match &mut probed {
         Probed::Seen { summary, .. } | Probed::Error(summary) => summary.insert_str(0, &stand_in),
         Probed::Unknown(u) => *u = format!("{why}; from node {from}'s host network: {u}"),

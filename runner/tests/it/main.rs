@@ -12,6 +12,8 @@
 //! - `diagnostics_cli` — `--node-diagnostics` where a command cannot run: "not run", no confirmation
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `new_checks` — the checks of issue #22 part 4 (no NAT, port-forward, stats, …) per setup
+//! - `platforms_cli` — facts from the node, managed remedies, Dataplane V2, GKE's taint, egress
+//!   and load balancers judged where the runner stands
 //! - `profiles` — every seed-era profile passes its gate with the documented verdicts
 //! - `proxy_cli` — proxy variables and a kubeconfig's `proxy-url`, as kubectl honours them
 //! - `job_cli` — `--in-cluster` and `mixcheck results --from-job`
@@ -42,6 +44,7 @@ mod hygiene_cli;
 mod job_cli;
 mod layout;
 mod new_checks;
+mod platforms_cli;
 mod prepull_cli;
 mod profiles;
 mod proxy_cli;

@@ -233,16 +233,6 @@ const WAITING_SHOWN: usize = 5;
 /// never starting: long enough for the scheduler's retry after a conflicting pod is deleted.
 const UNSCHEDULABLE_GRACE: Duration = Duration::from_secs(10);
 
-/// Scheduler messages that clear up without anyone acting: a node's pod slots free up as
-/// terminating pods go (the pod budget waits for them), and a node's transient taints (not
-/// ready, unreachable, network unavailable) go when it settles.
-const TRANSIENT_UNSCHEDULABLE: &[&str] = &[
-    "Too many pods",
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/network-unavailable",
-];
-
 /// Why the scheduler cannot place the pod, when it says so: the PodScheduled condition's
 /// message (reason Unschedulable), else its latest FailedScheduling warning. None while it is
 /// scheduled or nothing was said yet.
@@ -278,7 +268,8 @@ fn scheduling_failure<'a>(p: &Pod, events: impl IntoIterator<Item = &'a Event>) 
     })
 }
 
-/// Whether a scheduler message names only what clears up by itself ([`TRANSIENT_UNSCHEDULABLE`]).
+/// Whether a scheduler message names only what clears up by itself
+/// ([`crate::cluster::scheduling::TRANSIENT_UNSCHEDULABLE`]).
 fn transient_unschedulable(message: &str) -> bool {
     // `0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match …`: the node the pod
     // is meant for is one of the listed reasons; decide by the reasons that are not about
@@ -292,9 +283,11 @@ fn transient_unschedulable(message: &str) -> bool {
         .filter(|r| !r.contains("didn't match Pod's node affinity/selector"))
         .collect();
     !reasons.is_empty()
-        && reasons
-            .iter()
-            .all(|r| TRANSIENT_UNSCHEDULABLE.iter().any(|t| r.contains(t)))
+        && reasons.iter().all(|r| {
+            crate::cluster::scheduling::TRANSIENT_UNSCHEDULABLE
+                .iter()
+                .any(|t| r.contains(t))
+        })
 }
 
 /// One line about a pod still awaited: where it should run and what holds it up.
@@ -928,7 +921,7 @@ fn say_unstarted(awaited: &[Wanted], placed: &BTreeMap<String, Placed>, progress
     }
     if broken
         .iter()
-        .any(|l| l.contains("didn't have free ports") || l.contains("Too many pods"))
+        .any(|l| l.contains("didn't have free ports") || crate::cluster::scheduling::room_frees_up(l))
     {
         lines.push(
             "  a host port or the node's pod slots are taken — by a kept or killed mixcheck run? `mixcheck cleanup` deletes its namespaces"

@@ -13,6 +13,10 @@ use rstest::rstest;
     "0/4 nodes are available: 1 Too many pods, 3 node(s) didn't match Pod's node affinity/selector.",
     true
 )]
+#[case::eks_out_of_ips(
+    "0/3 nodes are available: 1 Insufficient vpc.amazonaws.com/PrivateIPv4Address, 2 node(s) didn't match Pod's node affinity/selector.",
+    true
+)]
 #[case::not_ready(
     "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 node(s) didn't match Pod's node affinity/selector.",
     true
