@@ -235,7 +235,7 @@ fn main() -> Result<(), String> {
     let topologies = list_arg(
         &args,
         "--topologies",
-        "default,overlay,aks,eks,gke,kubeadm-flannel-hostprocess,kubeadm-calico,realistic",
+        "default,overlay,aks,aks-overlay,eks,gke,gke-dpv2,kubeadm-flannel-hostprocess,kubeadm-calico,realistic",
     );
     let selections = list_arg(&args, "--selections", "all,network,version");
     let jobs: usize = list_arg(&args, "--jobs", "2")

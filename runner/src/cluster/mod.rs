@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod agents;
 pub mod budget;
 pub mod deploy;
 pub mod duration;

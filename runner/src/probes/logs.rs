@@ -1,6 +1,7 @@
 //! `logs`: the log of a node agent — its pod's (the HostProcess kube-proxy and flanneld
 //! DaemonSets of current Windows set-ups) or, where it runs as a node service, its log file
-//! under the kubelet's `/logs/` — read through the API and judged line by line.
+//! under the kubelet's `/logs/`, else what the kubelet's node log query answers for its service
+//! where the node enables it — read through the API and judged line by line.
 
 use std::time::Duration;
 
@@ -28,8 +29,14 @@ pub struct AgentLog {
 
 /// The log of `agent` on `node`: its pod's (the previous container's when the current one has
 /// logged nothing yet, as after a crash) or, without a pod, its log file under the kubelet's
-/// `/logs/`; None when neither exists.
-pub async fn log_of(client: &kube::Client, node: &str, agent: Agent) -> Result<Option<AgentLog>, String> {
+/// `/logs/`, else the node log query's answer for `query` (the agent's service name, where the
+/// node's kubelet enables the query); None when none exists.
+pub async fn log_of(
+    client: &kube::Client,
+    node: &str,
+    agent: Agent,
+    query: Option<&str>,
+) -> Result<Option<AgentLog>, String> {
     let all: Api<Pod> = Api::all(client.clone());
     let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
     let pods = tokio::time::timeout(CALL_TIMEOUT, all.list(&params))
@@ -45,7 +52,10 @@ pub async fn log_of(client: &kube::Client, node: &str, agent: Agent) -> Result<O
             .unwrap_or_default();
         agent.is(name, &images)
     }) else {
-        return node_log(client, node, agent).await;
+        return match (node_log(client, node, agent).await?, query) {
+            (None, Some(service)) => queried_log(client, node, service).await,
+            (found, _) => Ok(found),
+        };
     };
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
@@ -98,6 +108,50 @@ async fn node_log(client: &kube::Client, node: &str, agent: Agent) -> Result<Opt
     }
 }
 
+/// The node log query's path for a service (KEP-2258 NodeLogQuery: `/logs/?query=NAME`; on
+/// Windows the Application event log's entries of provider NAME, or a log file of that name
+/// under `C:\var\log`).
+pub fn query_path(node: &str, service: &str) -> String {
+    let encoded: String = service
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect();
+    format!("/api/v1/nodes/{node}/proxy/logs/?query={encoded}")
+}
+
+/// Whether a node's kubelet answers the node log query: its configz has
+/// `enableSystemLogQuery` (with `enableSystemLogHandler`, on by default) and the NodeLogQuery
+/// gate on (alpha 1.27, beta 1.30, off by default). None when its configz was not read.
+pub fn log_query_enabled(configz: Option<&serde_json::Value>) -> Option<bool> {
+    let c = configz?.get("kubeletconfig")?;
+    let on = |p: &str| c.pointer(p).and_then(serde_json::Value::as_bool);
+    Some(
+        on("/enableSystemLogQuery") == Some(true)
+            && on("/enableSystemLogHandler") != Some(false)
+            && on("/featureGates/NodeLogQuery") == Some(true),
+    )
+}
+
+/// What the node log query answers for `service`, or None where the kubelet does not (the
+/// feature is off, nothing by that name).
+async fn queried_log(client: &kube::Client, node: &str, service: &str) -> Result<Option<AgentLog>, String> {
+    let path = query_path(node, service);
+    let request = http::Request::get(&path)
+        .body(Vec::new())
+        .map_err(|e| format!("{path}: {e}"))?;
+    match tokio::time::timeout(CALL_TIMEOUT, client.request_text(request)).await {
+        Err(_) => Err(format!("reading {path} timed out")),
+        Ok(Ok(text)) if !text.trim().is_empty() => Ok(Some(AgentLog {
+            pod: format!("node {node}, node log query {service}"),
+            text,
+        })),
+        Ok(_) => Ok(None),
+    }
+}
+
 /// Reads the agent's log on the pair's node and judges it against the rule.
 pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRule<'_>) -> Probed {
     let (_, node) = match case.node(ctx.facts) {
@@ -111,8 +165,30 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
     // could not answer yet) is waited for a little longer than the settle window: an empty log
     // says nothing, and on a busy cluster the agents may start after the run does.
     let empty_until = until.max(tokio::time::Instant::now() + EMPTY_LOG_WAIT);
+    // Where the node's kubelet answers the node log query, the agent's service by the name the
+    // platform gives it.
+    let query = (log_query_enabled(node.configz.as_ref()) == Some(true)).then(|| {
+        let platform = ctx
+            .facts
+            .report
+            .platform
+            .as_ref()
+            .map_or("unknown", |p| p.value.as_str());
+        let v2 = ctx
+            .facts
+            .report
+            .service_proxy
+            .as_ref()
+            .is_some_and(|p| p.value == "anetd");
+        let agents = crate::cluster::agents::windows(platform, v2);
+        match agent {
+            Agent::KubeProxy => agents.kube_proxy_service.unwrap_or("kube-proxy"),
+            Agent::Flanneld => "flanneld",
+        }
+        .to_string()
+    });
     let (log, finding) = loop {
-        let log = match log_of(&ctx.client, &node.name, agent).await {
+        let log = match log_of(&ctx.client, &node.name, agent, query.as_deref()).await {
             Err(why) => return Probed::Error(why),
             Ok(None) => {
                 return Probed::Unknown(format!(
@@ -412,5 +488,21 @@ mod tests {
         #[case] is: bool,
     ) {
         assert_eq!(agent.is(pod, images), is);
+    }
+
+    /// The node log query is used only where the kubelet enables it, by the service's name.
+    #[rstest]
+    #[case::on(serde_json::json!({"kubeletconfig": {"enableSystemLogQuery": true, "featureGates": {"NodeLogQuery": true}}}), Some(true))]
+    #[case::gate_off(serde_json::json!({"kubeletconfig": {"enableSystemLogQuery": true}}), Some(false))]
+    #[case::handler_off(serde_json::json!({"kubeletconfig": {"enableSystemLogQuery": true, "enableSystemLogHandler": false, "featureGates": {"NodeLogQuery": true}}}), Some(false))]
+    #[case::not_set(serde_json::json!({"kubeletconfig": {}}), Some(false))]
+    fn the_node_log_query_where_enabled(#[case] configz: serde_json::Value, #[case] on: Option<bool>) {
+        assert_eq!(log_query_enabled(Some(&configz)), on);
+        assert_eq!(log_query_enabled(None), None);
+        assert_eq!(
+            query_path("akswin000000", "Kubeproxy"),
+            "/api/v1/nodes/akswin000000/proxy/logs/?query=Kubeproxy"
+        );
+        assert_eq!(query_path("n", "a b"), "/api/v1/nodes/n/proxy/logs/?query=a%20b");
     }
 }

@@ -10,16 +10,7 @@
 //! (SEC-HOSTPROCESS). EKS names nodes by their private DNS name and GKE by its instance name,
 //! neither the Windows computer name; kubeadm and AKS nodes register under the computer name.
 //!
-//! The Windows node agents' service names and log files per platform: AKS installs the nssm
-//! services `Kubelet` and `Kubeproxy` logging to `C:\k\kubelet.err.log` and
-//! `C:\k\kubeproxy.err.log` (Azure/AgentBaker `staging/cse/windows/kubeletfunc.ps1`); EKS runs
-//! the services `kubelet` and `kube-proxy` and logs to the `EKS` event log
-//! (awslabs/amazon-eks-ami `Start-EKSBootstrap.ps1`); GKE's Windows set-up runs the services
-//! `kubelet` and `kube-proxy` logging under `C:\etc\kubernetes\logs` (kubernetes
-//! `cluster/gce/windows/k8s-node-setup.psm1`), with no kube-proxy under Dataplane V2;
-//! sig-windows-tools runs the kubelet as the nssm service `kubelet` logging to
-//! `C:\var\log\kubelet\kubelet.err.log` (`kubeadm/scripts/PrepareNode.ps1`) and kube-proxy as
-//! the HostProcess DaemonSet `kube-proxy-windows` (its log is the pod's).
+//! The Windows node agents' service names and log files per platform: `crate::cluster::agents`.
 
 use std::collections::BTreeMap;
 
@@ -76,30 +67,6 @@ fn flannel(facts: &Facts) -> bool {
     facts.pod_network.as_ref().is_some_and(|m| m.value == "flannel")
 }
 
-/// A platform's Windows agents: (kubelet service, kubelet log, kube-proxy service, kube-proxy
-/// log); None where the platform has no such thing (kube-proxy as a DaemonSet, logs in the
-/// event log).
-fn agents(platform: &str, dataplane_v2: bool) -> [Option<&'static str>; 4] {
-    match platform {
-        "aks" => [
-            Some("Kubelet"),
-            Some(r"C:\k\kubelet.err.log"),
-            Some("Kubeproxy"),
-            Some(r"C:\k\kubeproxy.err.log"),
-        ],
-        "eks" => [Some("kubelet"), None, Some("kube-proxy"), None],
-        "gke" if dataplane_v2 => [Some("kubelet"), Some(r"C:\etc\kubernetes\logs\kubelet.log"), None, None],
-        "gke" => [
-            Some("kubelet"),
-            Some(r"C:\etc\kubernetes\logs\kubelet.log"),
-            Some("kube-proxy"),
-            Some(r"C:\etc\kubernetes\logs\kube-proxy.log"),
-        ],
-        "kubeadm" => [Some("kubelet"), Some(r"C:\var\log\kubelet\kubelet.err.log"), None, None],
-        _ => [None; 4],
-    }
-}
-
 /// Adds `cniConfig`, `sourceVip`, `flannelSubnetEnv`, `computerName` and the Windows agents'
 /// `kubeletService`, `kubeletLog`, `kubeProxyService` and `kubeProxyLog` to `vars` where the
 /// facts decide them.
@@ -122,8 +89,10 @@ pub fn extend(vars: &mut BTreeMap<&str, String>, facts: &Facts, node: &str) {
         .is_none_or(|os| os.value == mixcheck_reports::Os::Windows);
     let dataplane_v2 = facts.service_proxy.as_ref().is_some_and(|p| p.value == "anetd");
     if windows {
+        let a = crate::cluster::agents::windows(platform, dataplane_v2);
+        let values = [a.kubelet_service, a.kubelet_log, a.kube_proxy_service, a.kube_proxy_log];
         let names = ["kubeletService", "kubeletLog", "kubeProxyService", "kubeProxyLog"];
-        for (name, value) in names.into_iter().zip(agents(platform, dataplane_v2)) {
+        for (name, value) in names.into_iter().zip(values) {
             if let Some(value) = value {
                 vars.insert(name, value.to_string());
             }

@@ -129,8 +129,9 @@ const OVERLAY: &str = "  mode: overlay\n";
     ("[windows-17763→]", "pass", "HNS network of type L2Bridge"),
     ("[windows-20348→]", "pass", "HNS network of type L2Bridge"),
 ])]
+// Azure CNI runs in bridge mode on Windows (Azure/azure-container-networking network_windows.go).
 #[case::hns_network_aks("NET-HNS-NETWORK-PRESENT", Setup::Profile("aks"), &[
-    ("[windows-20348→]", "pass", "HNS network of type L2Tunnel"),
+    ("[windows-20348→]", "pass", "HNS network of type L2Bridge"),
 ])]
 #[case::hns_network_missing("NET-HNS-NETWORK-PRESENT", Setup::Fault("win2019-1:hns-network-missing"), &[
     ("[windows-17763→]", "fail", "Get-HnsNetwork lists nothing"),

@@ -376,7 +376,7 @@ fn default_report() -> &'static Value {
 }
 
 /// Each platform profile as a managed cluster is (real-clusters.md §2–§5): the platform fact
-/// names the platform and its source (providerID, labels, kubeadm's annotation); the network
+/// names the platform and its source (providerID, labels, kubeadm's ConfigMap); the network
 /// mode, DSR and every Windows node's kube-proxy version are known with their source — read on
 /// the node where no API object shows them; no more of its cells are indeterminate than on the
 /// default cluster. Where this machine does not reach the private node addresses (AKS, EKS,
@@ -384,15 +384,17 @@ fn default_report() -> &'static Value {
 /// so; on Azure CNI a hostPort answers from other nodes (Azure/azure-container-networking#256).
 #[rstest]
 #[case::aks("aks", "aks", "kubernetes.azure.com/", true)]
+#[case::aks_overlay("aks-overlay", "aks", "kubernetes.azure.com/", true)]
 #[case::eks("eks", "eks", "eks.amazonaws.com/", true)]
 #[case::gke("gke", "gke", "cloud.google.com/gke-", true)]
+// kubeadm by its kube-system/kubeadm-config (its node annotation is deprecated: KEP-4656).
 #[case::flannel_hostprocess(
     "kubeadm-flannel-hostprocess",
     "kubeadm",
-    "kubeadm.alpha.kubernetes.io/cri-socket",
+    "configmap kube-system/kubeadm-config",
     false
 )]
-#[case::calico("kubeadm-calico", "kubeadm", "kubeadm.alpha.kubernetes.io/cri-socket", false)]
+#[case::calico("kubeadm-calico", "kubeadm", "configmap kube-system/kubeadm-config", false)]
 fn a_platform_profile_is_known_from_its_own_sources(
     #[case] profile: &str,
     #[case] platform: &str,
