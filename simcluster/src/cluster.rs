@@ -152,11 +152,14 @@ impl Cluster {
             crate::api::custom::CustomResources::default()
         };
         let node_ips = profiles.iter().map(|p| (p.name.clone(), p.ip)).collect();
-        let simnet = Arc::new(crate::network::apps::SimNet::new(
-            store.clone(),
-            profiles.clone(),
-            crate::network::fabric::NetFacts::from_topology(&config.topology),
-        ));
+        let simnet = Arc::new(
+            crate::network::apps::SimNet::new(
+                store.clone(),
+                profiles.clone(),
+                crate::network::fabric::NetFacts::from_topology(&config.topology),
+            )
+            .with_policy_engine(config.topology.policy_engine()),
+        );
 
         let catalogue = Arc::new(Catalogue::with_extra(&config.topology.images));
         let volumes = Arc::new(crate::node::exec::volumes::VolumeStore::new());

@@ -23,6 +23,7 @@ pub enum Fault {
     PortExhaustion,
     FlannelRejoinStaleSourceVip,
     VxlanParamsMismatch,
+    NetpolAgentStopped,
 }
 
 /// What the table says about one fault.
@@ -161,11 +162,19 @@ pub const FAULTS: &[FaultSpec] = &[
         modes: Some(&[NetworkMode::Overlay]),
         symptom: "the node's flannel VXLAN backend does not use VNI 4096 / UDP 4789 like the other nodes: pods on the node reach only pods on the same node; host traffic works",
     },
+    FaultSpec {
+        fault: Fault::NetpolAgentStopped,
+        name: "netpol-agent-stopped",
+        rule: "NETPOL-DENY-INGRESS",
+        os: None,
+        modes: None,
+        symptom: "the policy engine's agent on the node (calico-node/Felix, antrea-agent, azure-npm, the VPC CNI's network policy agent) is not running: NetworkPolicies are not programmed there, so its pods' ingress and egress stay open whatever the policies say; every other flow works",
+    },
 ];
 
 // The rows are in the enum's order, one per variant: a fault's row is `FAULTS[fault as usize]`.
 const _: () = {
-    assert!(FAULTS.len() == Fault::VxlanParamsMismatch as usize + 1);
+    assert!(FAULTS.len() == Fault::NetpolAgentStopped as usize + 1);
     let mut i = 0;
     while i < FAULTS.len() {
         assert!(FAULTS[i].fault as usize == i);
@@ -363,12 +372,13 @@ mod tests {
             Fault::PortExhaustion => 11,
             Fault::FlannelRejoinStaleSourceVip => 12,
             Fault::VxlanParamsMismatch => 13,
+            Fault::NetpolAgentStopped => 14,
         }
     }
 
     #[test]
     fn the_table_has_one_row_per_fault_in_order() {
-        assert_eq!(FAULTS.len(), position(Fault::VxlanParamsMismatch) + 1);
+        assert_eq!(FAULTS.len(), position(Fault::NetpolAgentStopped) + 1);
         assert_eq!(FAULTS.len(), ALL.len());
         let mut names = std::collections::HashSet::new();
         for (i, (row, fault)) in FAULTS.iter().zip(ALL).enumerate() {

@@ -4,6 +4,7 @@
 
 pub mod faults;
 pub mod platform;
+pub mod policy_engine;
 pub mod profile;
 pub mod registry;
 pub mod topology;

@@ -72,6 +72,7 @@ use serde::Deserialize;
 
 use crate::config::faults::Fault;
 use crate::config::platform::{Dataplane, NetworkMode, Os, Platform, PodNetwork};
+use crate::config::policy_engine::PolicyEngine;
 use crate::config::registry::Registries;
 
 /// The built-in profiles: the default cluster and the clusters the seed documents describe.
@@ -311,6 +312,11 @@ pub struct Network {
     /// cluster has none, and such Services stay `<pending>`.
     #[serde(default)]
     pub load_balancers: bool,
+    /// What enforces NetworkPolicy (`none`, `calico`, `antrea`, `azure-npm`, `vpc-cni`), with
+    /// each engine's documented reach on Windows ([`PolicyEngine::enforces_on`]). Absent: the
+    /// pod network's own ([`PolicyEngine::resolve`]: `calico` with Calico, else `none`).
+    #[serde(default)]
+    pub policy_engine: Option<PolicyEngine>,
 }
 
 impl Default for Network {
@@ -334,6 +340,7 @@ impl Default for Network {
             egress: true,
             node_addresses_reachable: true,
             load_balancers: false,
+            policy_engine: None,
         }
     }
 }
@@ -807,7 +814,10 @@ impl Topology {
                         crate::config::faults::names()
                     )));
                 };
-                if let Err(why) = self.check_fault(node.os, fault) {
+                if let Err(why) = self
+                    .check_fault(node.os, fault)
+                    .and_then(|()| self.check_node_fault(node, fault))
+                {
                     return Err(invalid(format!("node {:?}: {why}", node.name)));
                 }
             }
@@ -872,6 +882,18 @@ impl Topology {
             .and_then(|()| fault.check_network(self.pod_network()))
     }
 
+    /// Whether `fault` can occur on node `node` under the cluster's policy engine.
+    fn check_node_fault(&self, node: &NodeSpec, fault: Fault) -> Result<(), String> {
+        let kernel = node.kernel_version();
+        let build = kernel.split('.').nth(2).and_then(|b| b.parse::<u32>().ok());
+        self.policy_engine().check_fault(fault, node.os, build)
+    }
+
+    /// The cluster's NetworkPolicy engine: `network.policyEngine`, else the pod network's.
+    pub fn policy_engine(&self) -> PolicyEngine {
+        PolicyEngine::resolve(self.network.policy_engine, self.pod_network())
+    }
+
     /// Adds fault `fault` (its name) to node `node`, as `--fault NODE:FAULT` does; the error
     /// says why not (no such node or fault, or [`Topology::check_fault`]'s reason).
     pub fn add_fault(&mut self, node: &str, fault: &str) -> Result<(), String> {
@@ -881,10 +903,11 @@ impl Topology {
                 crate::config::faults::names()
             ));
         };
-        let Some(os) = self.nodes.iter().find(|n| n.name == node).map(|n| n.os) else {
+        let Some(spec) = self.nodes.iter().find(|n| n.name == node) else {
             return Err(format!("the topology has no node {node:?}"));
         };
-        self.check_fault(os, known)
+        self.check_fault(spec.os, known)
+            .and_then(|()| self.check_node_fault(spec, known))
             .map_err(|why| format!("{why} (node {node})"))?;
         if let Some(target) = self.nodes.iter_mut().find(|n| n.name == node) {
             target.faults.push(fault.to_string());
@@ -900,6 +923,7 @@ impl Topology {
                 let fault =
                     Fault::parse(name).ok_or_else(|| format!("node {:?}: unknown fault {name:?}", node.name))?;
                 self.check_fault(node.os, fault)
+                    .and_then(|()| self.check_node_fault(node, fault))
                     .map_err(|why| format!("node {:?}: {why}", node.name))?;
             }
         }

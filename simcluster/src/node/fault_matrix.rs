@@ -127,7 +127,10 @@ fn assert_effect(fault: Fault, platform: &str, healthy: &NodeProfile, broken: &N
         Fault::PortExhaustion => {
             assert!(host::tcp_connections(broken, &store).len() > 10_000, "{platform}");
         }
-        Fault::MacSpoofingDisabled | Fault::PauseImageWrongBuild | Fault::DnsUnreachable => {
+        Fault::MacSpoofingDisabled
+        | Fault::PauseImageWrongBuild
+        | Fault::DnsUnreachable
+        | Fault::NetpolAgentStopped => {
             assert!(broken.has_fault(fault));
         }
     }
@@ -161,7 +164,8 @@ fn every_fault_on_every_platform_acts_or_is_refused(
         Fault::DnsUnreachable,
         Fault::PortExhaustion,
         Fault::FlannelRejoinStaleSourceVip,
-        Fault::VxlanParamsMismatch
+        Fault::VxlanParamsMismatch,
+        Fault::NetpolAgentStopped
     )]
     fault: Fault,
 ) {
@@ -182,6 +186,8 @@ fn every_fault_on_every_platform_acts_or_is_refused(
         Fault::FlannelRejoinStaleSourceVip | Fault::VxlanParamsMismatch if platform != "kubeadm-overlay" => {
             "needs network.mode overlay"
         }
+        // None of these platforms enforces NetworkPolicy by default (policy_engine::resolve).
+        Fault::NetpolAgentStopped => "needs a policy engine that runs on the node",
         _ => ACCEPTED,
     };
     let mut t = topology(platform);

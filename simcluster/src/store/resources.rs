@@ -164,6 +164,8 @@ static RESOURCES: &[ResourceType] = &[
         printer: Event),
     resource!("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", true,
         short: [], cat: [], sub: [], spec: false, fields: ["addressType"], printer: Generic),
+    resource!("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", true,
+        short: ["netpol"], cat: [], sub: [], spec: true, fields: [], printer: Generic),
     resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true,
         short: [], cat: [], sub: [], spec: false, fields: [], printer: Generic),
     resource!("apps", "v1", "deployments", "deployment", "Deployment", true,

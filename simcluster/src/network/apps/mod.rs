@@ -50,6 +50,10 @@ pub struct SimNet {
     /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
     /// proxies last saw it, and when that changed: the start of every node's programming delay.
     programmed: Mutex<HashMap<String, Programmed>>,
+    /// The cluster's NetworkPolicy engine (`network.policyEngine`, resolved).
+    policy_engine: crate::config::policy_engine::PolicyEngine,
+    /// Each NetworkPolicy's versions as the nodes' agents program them.
+    policy_clock: crate::network::fabric::policy::Clock,
 }
 
 /// The fabric and the DNS records (built on first lookup) for one revision of the pods,
@@ -70,7 +74,10 @@ pub async fn keep_stamped(store: Arc<Store>, net: Arc<SimNet>) {
     let mut feed = store.subscribe();
     loop {
         match feed.recv().await {
-            Ok(e) if e.resource.group.is_empty() && matches!(e.resource.plural, "pods" | "services" | "endpoints") => {
+            Ok(e)
+                if (e.resource.group.is_empty() && matches!(e.resource.plural, "pods" | "services" | "endpoints"))
+                    || e.resource.plural == "networkpolicies" =>
+            {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 // One rebuild for the whole batch.
                 while feed.try_recv().is_ok() {}
@@ -93,7 +100,15 @@ impl SimNet {
             cache: Mutex::new(None),
             pods: Mutex::new(snapshot::PodCache::default()),
             programmed: Mutex::new(HashMap::new()),
+            policy_engine: crate::config::policy_engine::PolicyEngine::None,
+            policy_clock: crate::network::fabric::policy::Clock::default(),
         }
+    }
+
+    /// The same network with NetworkPolicies enforced by `engine`.
+    pub fn with_policy_engine(mut self, engine: crate::config::policy_engine::PolicyEngine) -> SimNet {
+        self.policy_engine = engine;
+        self
     }
 
     /// Marks everything the cluster runs now as programmed on every node long ago: a cluster is
@@ -128,6 +143,8 @@ impl SimNet {
             resources::core("pods"),
             resources::core("services"),
             resources::core("endpoints"),
+            resources::core("namespaces"),
+            resources::named("networking.k8s.io", "networkpolicies"),
         ]);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, snap)) = cache.as_ref()
@@ -139,6 +156,9 @@ impl SimNet {
         let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.net, &mut pods);
         drop(pods);
         self.stamp_changes(&mut fabric);
+        fabric.policies =
+            crate::network::fabric::policy::from_store(&self.store, self.policy_engine, &fabric, &self.policy_clock)
+                .map(Arc::new);
         let snap = Snapshot {
             fabric: Arc::new(fabric),
             records: Arc::new(OnceLock::new()),

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+pub mod policy;
+
 /// A flow's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Proto {
@@ -416,6 +418,8 @@ pub struct Fabric {
     /// Dual-stack: each IPv6 address of a pod or Service (`status.podIPs`, `spec.clusterIPs`)
     /// to the IPv4 address of the same pod or Service; empty on a single-stack cluster.
     pub ipv6: HashMap<Ipv6Addr, Ipv4Addr>,
+    /// The NetworkPolicies and the engine that enforces them (None: the cluster has none).
+    pub policies: Option<std::sync::Arc<policy::Policies>>,
 }
 
 /// The kubelet's read-only port, always open on every node.
@@ -438,7 +442,36 @@ impl Fabric {
             api_server: None,
             managed_api_server: None,
             ipv6: HashMap::new(),
+            policies: None,
         }
+    }
+
+    /// Whether the NetworkPolicies let `src` reach pod `pod` (a Decision naming the policy rule
+    /// when they do not).
+    fn policy_denies(&self, src: Src, pod: usize, port: u16, proto: Proto) -> Option<Decision> {
+        let policies = self.policies.as_ref()?;
+        let end = |pod: Option<usize>, ip: Ipv4Addr, node: Option<usize>| policy::End {
+            pod: pod.and_then(|p| policies.pods.get(p)),
+            ip,
+            node,
+        };
+        let from = match src {
+            Src::Pod { pod: p, .. } => end(Some(p), self.source_ip(src), self.src_node(src)),
+            Src::Node(n) => end(None, self.source_ip(src), Some(n)),
+            Src::Outside(ip) => end(None, ip, None),
+        };
+        let dst = &self.pods[pod];
+        let to = end((!dst.host_network).then_some(pod), dst.ip, Some(dst.node));
+        self.policy_verdict(from, to, port, proto)
+    }
+
+    /// The policies' decision between two ends.
+    fn policy_verdict(&self, from: policy::End<'_>, to: policy::End<'_>, port: u16, proto: Proto) -> Option<Decision> {
+        let policies = self.policies.as_ref()?;
+        policies
+            .decide(&self.nodes, from, to, port, proto)
+            .err()
+            .map(|(rule, why)| Decision::fail(Failure::Timeout, rule, why))
     }
 
     /// Builds the address maps; call after adding everything.
@@ -789,6 +822,9 @@ impl Fabric {
                 if let Some(v) = self.dns_blocked(pod, port, proto, sn) {
                     return v;
                 }
+                if let Some(v) = self.policy_denies(src, pod, port, proto) {
+                    return v;
+                }
                 let (rule, why) = if snat {
                     (
                         Fault::ExceptionListMissingCluster.rule(),
@@ -827,6 +863,9 @@ impl Fabric {
                     return v;
                 }
                 if let Some(v) = self.dns_blocked(pod, port, proto, n) {
+                    return v;
+                }
+                if let Some(v) = self.policy_denies(src, pod, port, proto) {
                     return v;
                 }
                 let (rule, why) = if overlay_windows {

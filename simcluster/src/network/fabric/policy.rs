@@ -1,0 +1,444 @@
+//! NetworkPolicy (`networking.k8s.io/v1`) as the cluster's policy engine enforces it, one
+//! decision per pod flow: a pod selected by a policy of a type (Ingress, Egress) is isolated for
+//! that direction, and a connection gets through only when the source's egress and the
+//! destination's ingress both allow it; rules allow by pod selector, namespace selector and
+//! `ipBlock` (with `except`), on ports by number, name (the destination pod's container port
+//! names) or range, per protocol (KNP: kubernetes.io "Network Policies"). Ingress is enforced by
+//! the destination node's agent and egress by the source node's, each only where the engine
+//! runs ([`PolicyEngine::enforces_on`]) and its agent is up (`netpol-agent-stopped`), and a
+//! policy takes effect on a node only once that node's programming delay has passed since it
+//! changed — until then the node keeps the policy's previous version, as agents program
+//! asynchronously. Traffic from a pod's own node is always allowed (KNP: "traffic to and from
+//! the node where a Pod is running is always allowed").
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::{Cidr, NodeFacts, Proto};
+use crate::config::faults::Fault;
+use crate::config::platform::Os;
+use crate::config::policy_engine::PolicyEngine;
+use crate::store::selector::LabelSelector;
+
+/// The rule a denied ingress decision names.
+pub const INGRESS_RULE: &str = "NETPOL-DENY-INGRESS";
+/// The rule a denied egress decision names.
+pub const EGRESS_RULE: &str = "NETPOL-DENY-EGRESS";
+
+/// A port a rule names.
+#[derive(Debug, Clone, PartialEq)]
+enum PortRef {
+    Any,
+    Number(u16, Option<u16>),
+    Name(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct PortRule {
+    proto: Proto,
+    port: PortRef,
+}
+
+#[derive(Debug, Clone)]
+enum Peer {
+    /// Pods selected by `pods` in the namespaces `namespaces` selects (None: the policy's own).
+    Pods {
+        namespaces: Option<LabelSelector>,
+        pods: LabelSelector,
+    },
+    Block {
+        cidr: Cidr,
+        except: Vec<Cidr>,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    /// Empty: every peer.
+    peers: Vec<Peer>,
+    /// Empty: every port.
+    ports: Vec<PortRule>,
+}
+
+/// One policy's spec.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    namespace: String,
+    selector: LabelSelector,
+    /// None: the policy is not of type Ingress.
+    ingress: Option<Vec<Rule>>,
+    egress: Option<Vec<Rule>>,
+}
+
+fn proto_of(v: &Value) -> Option<Proto> {
+    match v.get("protocol").and_then(Value::as_str).unwrap_or("TCP") {
+        "TCP" => Some(Proto::Tcp),
+        "UDP" => Some(Proto::Udp),
+        _ => None,
+    }
+}
+
+fn selector(v: Option<&Value>) -> Option<LabelSelector> {
+    match v {
+        None => None,
+        Some(v) => LabelSelector::from_label_selector_object(v).ok(),
+    }
+}
+
+fn rules(v: Option<&Value>, peer_key: &str) -> Vec<Rule> {
+    let list = v.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    list.iter()
+        .map(|r| {
+            let peers = r
+                .get(peer_key)
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter_map(|p| {
+                    if let Some(block) = p.get("ipBlock") {
+                        let cidr = Cidr::parse(block.get("cidr")?.as_str()?)?;
+                        let except = block
+                            .get("except")
+                            .and_then(Value::as_array)
+                            .map_or(&[][..], Vec::as_slice)
+                            .iter()
+                            .filter_map(|e| e.as_str().and_then(Cidr::parse))
+                            .collect();
+                        return Some(Peer::Block { cidr, except });
+                    }
+                    let namespaces = selector(p.get("namespaceSelector"));
+                    let pods = selector(p.get("podSelector")).unwrap_or_default();
+                    Some(Peer::Pods { namespaces, pods })
+                })
+                .collect();
+            let ports = r
+                .get("ports")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter_map(|p| {
+                    let proto = proto_of(p)?;
+                    let end = p
+                        .get("endPort")
+                        .and_then(Value::as_u64)
+                        .and_then(|e| u16::try_from(e).ok());
+                    let port = match p.get("port") {
+                        None => PortRef::Any,
+                        Some(Value::String(name)) => PortRef::Name(name.clone()),
+                        Some(n) => PortRef::Number(n.as_u64().and_then(|n| u16::try_from(n).ok())?, end),
+                    };
+                    Some(PortRule { proto, port })
+                })
+                .collect();
+            Rule { peers, ports }
+        })
+        .collect()
+}
+
+impl Spec {
+    /// Reads a NetworkPolicy object; None when its pod selector cannot be read.
+    pub fn read(obj: &Value) -> Option<Spec> {
+        let namespace = obj.pointer("/metadata/namespace")?.as_str()?.to_string();
+        let spec = obj.get("spec")?;
+        let selector = selector(Some(spec.get("podSelector").unwrap_or(&Value::Object(Map::new()))))?;
+        let types: Vec<&str> = spec
+            .get("policyTypes")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        // Without policyTypes: Ingress always, Egress when the policy has egress rules (KNP).
+        let ingress_type = types.is_empty() || types.contains(&"Ingress");
+        let egress_type = types.contains(&"Egress") || (types.is_empty() && spec.get("egress").is_some());
+        Some(Spec {
+            namespace,
+            ingress: ingress_type.then(|| rules(spec.get("ingress"), "from")),
+            egress: egress_type.then(|| rules(spec.get("egress"), "to")),
+            selector,
+        })
+    }
+}
+
+/// What a policy decision needs to know of a pod.
+#[derive(Debug, Clone, Default)]
+pub struct PodMeta {
+    pub namespace: String,
+    pub labels: Map<String, Value>,
+    /// Container ports by name (`name`, port, protocol).
+    pub ports: Vec<(String, u16, Proto)>,
+}
+
+/// One end of a flow.
+#[derive(Debug, Clone, Copy)]
+pub struct End<'a> {
+    /// The pod (None: a node's host network or an outside client).
+    pub pod: Option<&'a PodMeta>,
+    pub ip: Ipv4Addr,
+    /// The node it is on (None: outside the cluster).
+    pub node: Option<usize>,
+}
+
+/// One policy as each node has it programmed: its spec now, the one before its last change,
+/// and when that change happened.
+#[derive(Debug, Clone)]
+struct Versions {
+    now: Spec,
+    before: Option<Spec>,
+    changed: Instant,
+}
+
+/// The policies of the cluster, the engine that enforces them and what selectors read.
+#[derive(Debug, Clone)]
+pub struct Policies {
+    engine: PolicyEngine,
+    policies: Vec<Versions>,
+    namespaces: HashMap<String, Map<String, Value>>,
+    /// The fabric's pods' labels and port names, by the fabric's pod index.
+    pub pods: Vec<PodMeta>,
+}
+
+/// Each policy's versions as the agents last saw them (`namespace/name` → state text, spec,
+/// previous spec, when it changed): kept between fabric rebuilds.
+#[derive(Debug, Default)]
+pub struct Clock(Mutex<HashMap<String, (String, Versions)>>);
+
+impl Policies {
+    /// The policies of `objects` (NetworkPolicy objects) with the namespaces' labels, stamped
+    /// through `clock`.
+    pub fn read(
+        engine: PolicyEngine,
+        objects: &[Value],
+        namespaces: HashMap<String, Map<String, Value>>,
+        pods: Vec<PodMeta>,
+        clock: &Clock,
+    ) -> Policies {
+        let mut seen = HashMap::new();
+        let mut known = clock.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut policies = Vec::new();
+        for obj in objects {
+            let Some(spec) = Spec::read(obj) else { continue };
+            let key = format!(
+                "{}/{}",
+                spec.namespace,
+                obj.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            );
+            let state = obj.get("spec").map(Value::to_string).unwrap_or_default();
+            let entry = known.entry(key.clone()).or_insert_with(|| {
+                (
+                    state.clone(),
+                    Versions {
+                        now: spec.clone(),
+                        before: None,
+                        changed: Instant::now(),
+                    },
+                )
+            });
+            if entry.0 != state {
+                let before = std::mem::replace(&mut entry.1.now, spec.clone());
+                entry.1.before = Some(before);
+                entry.1.changed = Instant::now();
+                entry.0 = state;
+            }
+            policies.push(entry.1.clone());
+            seen.insert(key, ());
+        }
+        known.retain(|k, _| seen.contains_key(k));
+        Policies {
+            engine,
+            policies,
+            namespaces,
+            pods,
+        }
+    }
+
+    /// Whether the node's agent enforces policies (the engine runs there and is up).
+    fn enforced(&self, node: &NodeFacts) -> bool {
+        let os = if node.windows { Os::Windows } else { Os::Linux };
+        self.engine.enforces_on(os, node.build) && !node.faults.contains(&Fault::NetpolAgentStopped)
+    }
+
+    /// The specs node `node` has programmed.
+    fn programmed<'a>(&'a self, node: &'a NodeFacts) -> impl Iterator<Item = &'a Spec> + 'a {
+        self.policies.iter().filter_map(move |v| {
+            if v.changed.elapsed() >= node.programming {
+                Some(&v.now)
+            } else {
+                v.before.as_ref()
+            }
+        })
+    }
+
+    fn peer_matches(&self, peer: &Peer, policy_ns: &str, other: End<'_>) -> bool {
+        match peer {
+            Peer::Block { cidr, except } => cidr.contains(other.ip) && !except.iter().any(|e| e.contains(other.ip)),
+            Peer::Pods { namespaces, pods } => {
+                let Some(pod) = other.pod else { return false };
+                let ns_ok = match namespaces {
+                    None => pod.namespace == policy_ns,
+                    Some(sel) => sel.matches(self.namespaces.get(&pod.namespace)),
+                };
+                ns_ok && pods.matches(Some(&pod.labels))
+            }
+        }
+    }
+
+    fn port_matches(rule: &PortRule, port: u16, proto: Proto, dst: End<'_>) -> bool {
+        if rule.proto != proto {
+            return false;
+        }
+        match &rule.port {
+            PortRef::Any => true,
+            PortRef::Number(p, end) => port >= *p && port <= end.unwrap_or(*p),
+            PortRef::Name(name) => dst
+                .pod
+                .is_some_and(|d| d.ports.iter().any(|(n, p, pr)| n == name && *p == port && *pr == proto)),
+        }
+    }
+
+    /// Whether one direction's rules of the specs selecting `pod` allow the flow; None when no
+    /// spec selects it for that direction (not isolated).
+    fn allowed<'a>(
+        &self,
+        specs: impl Iterator<Item = &'a Spec>,
+        pod: &PodMeta,
+        ingress: bool,
+        peer: End<'_>,
+        dst: End<'_>,
+        port: u16,
+        proto: Proto,
+    ) -> Option<bool> {
+        let mut isolated = false;
+        for spec in specs {
+            if spec.namespace != pod.namespace || !spec.selector.matches(Some(&pod.labels)) {
+                continue;
+            }
+            let Some(rules) = (if ingress { &spec.ingress } else { &spec.egress }) else {
+                continue;
+            };
+            isolated = true;
+            let allows = rules.iter().any(|r| {
+                (r.peers.is_empty() || r.peers.iter().any(|p| self.peer_matches(p, &spec.namespace, peer)))
+                    && (r.ports.is_empty() || r.ports.iter().any(|pr| Self::port_matches(pr, port, proto, dst)))
+            });
+            if allows {
+                return Some(true);
+            }
+        }
+        isolated.then_some(false)
+    }
+
+    /// Whether the policies let `src` reach `dst` on `port`/`proto`: Err names the rule and why
+    /// not. ICMP is left alone (NetworkPolicy names TCP, UDP and SCTP only).
+    pub fn decide(
+        &self,
+        nodes: &[NodeFacts],
+        src: End<'_>,
+        dst: End<'_>,
+        port: u16,
+        proto: Proto,
+    ) -> Result<(), (&'static str, &'static str)> {
+        if proto == Proto::Icmp || self.policies.is_empty() {
+            return Ok(());
+        }
+        if let (Some(pod), Some(n)) = (src.pod, src.node.and_then(|n| nodes.get(n)))
+            && self.enforced(n)
+            && self.allowed(self.programmed(n), pod, false, dst, dst, port, proto) == Some(false)
+        {
+            return Err((
+                EGRESS_RULE,
+                "a NetworkPolicy isolates the source pod for egress and none of its rules allows this destination and port",
+            ));
+        }
+        let Some(pod) = dst.pod else { return Ok(()) };
+        let Some(n) = dst.node.and_then(|n| nodes.get(n)) else {
+            return Ok(());
+        };
+        // The pod's own node is always let in (KNP).
+        if src.pod.is_none() && src.node == dst.node {
+            return Ok(());
+        }
+        if self.enforced(n) && self.allowed(self.programmed(n), pod, true, src, dst, port, proto) == Some(false) {
+            return Err((
+                INGRESS_RULE,
+                "a NetworkPolicy isolates the destination pod for ingress and none of its rules allows this source and port",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The cluster's policies from the store, with what selectors read of the fabric's pods and the
+/// namespaces; None when there is no NetworkPolicy (nothing to decide).
+pub fn from_store(
+    store: &crate::store::Store,
+    engine: PolicyEngine,
+    fabric: &super::Fabric,
+    clock: &Clock,
+) -> Option<Policies> {
+    use crate::store::resources;
+    let objects: Vec<Value> = store
+        .list(resources::named("networking.k8s.io", "networkpolicies"), None)
+        .0
+        .iter()
+        .map(|o| o.value().clone())
+        .collect();
+    if objects.is_empty() {
+        clock.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        return None;
+    }
+    let namespaces = store
+        .list(resources::core("namespaces"), None)
+        .0
+        .iter()
+        .map(|ns| {
+            let labels = ns
+                .value()
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            (ns.name().to_string(), labels)
+        })
+        .collect();
+    let pods = fabric
+        .pods
+        .iter()
+        .map(|p| {
+            let Ok(obj) = store.get(resources::core("pods"), &p.namespace, &p.name) else {
+                return PodMeta {
+                    namespace: p.namespace.clone(),
+                    ..PodMeta::default()
+                };
+            };
+            let v = obj.value();
+            let labels = v
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let ports = v
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .flat_map(|c| c.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice))
+                .filter_map(|port| {
+                    let name = port.get("name")?.as_str()?.to_string();
+                    let number = u16::try_from(port.get("containerPort")?.as_u64()?).ok()?;
+                    Some((name, number, proto_of(port)?))
+                })
+                .collect();
+            PodMeta {
+                namespace: p.namespace.clone(),
+                labels,
+                ports,
+            }
+        })
+        .collect();
+    Some(Policies::read(engine, &objects, namespaces, pods, clock))
+}
