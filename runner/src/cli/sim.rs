@@ -60,15 +60,14 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
                 simcluster::faults::names()
             )));
         };
-        let target = topology
-            .nodes
-            .iter_mut()
-            .find(|n| n.name == node)
-            .ok_or_else(|| Error::Usage(format!("--fault {spec:?}: the topology has no node {node:?}")))?;
-        if let Err(why) = known.check(target.os, topology.network.mode) {
-            return Err(Error::Usage(format!("--fault {spec:?}: {why} (node {node})")));
+        if !topology.nodes.iter().any(|n| n.name == node) {
+            return Err(Error::Usage(format!("--fault {spec:?}: the topology has no node {node:?}")));
         }
-        target.faults.push(fault.to_string());
+        // The topology's own check: the node's OS, the network mode, the pod network's plugin,
+        // the platform and its dataplane (a fault a platform cannot have is refused, naming why).
+        topology
+            .add_fault(node, known.name())
+            .map_err(|why| Error::Usage(format!("--fault {spec:?}: {why}")))?;
     }
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! IP, a Service by IP or name, a NodePort, a hostPort, a LoadBalancer, the node, localhost or
 //! the outside world — and what a successful connection must also show (`verify`).
 
+use mixcheck_reports::Os;
+
 use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
@@ -198,6 +200,45 @@ async fn kubernetes_cluster_ip(ctx: &Ctx<'_>) -> Result<String, Unprobed> {
         .and_then(|s| s.cluster_ip)
         .filter(|ip| !ip.is_empty() && ip != "None")
         .ok_or_else(|| Unprobed::Unknown("service default/kubernetes has no ClusterIP".into()))
+}
+
+/// Whether pods reach outside the cluster: every outside target tried from the client pod of one
+/// node per OS, each retried through the outside-flow settle window (upstream retries its
+/// internet checks too: E2E/hybrid_network `externalMaxTries`), all at once; what they found is
+/// [`crate::probes::egress::conclude`]'s.
+pub async fn detect_egress(ctx: &Ctx<'_>) -> crate::probes::egress::Egress {
+    use crate::probes::egress;
+    let starts: Vec<_> = [Os::Linux, Os::Windows]
+        .into_iter()
+        .filter_map(|os| {
+            ctx.facts
+                .nodes
+                .iter()
+                .filter(|n| n.probed() && n.os == os)
+                .find_map(|n| flow::start(ctx, n, Origin::Pod, false).ok().map(|s| (n, s)))
+        })
+        .collect();
+    let list = egress::targets(ctx.outside);
+    let tries = starts.iter().flat_map(|(node, start)| {
+        list.iter().map(move |target| {
+            let req = raw_tcp(http(target.host.clone(), target.port, Protocol::Tcp, "/"));
+            async move {
+                let argv = transport::command(start.runner, &req);
+                let settled = settle::until_works(ctx.settle_until(FlowKind::Outside), || async {
+                    ctx.exec(&start.pod, start.container.as_deref(), &argv)
+                        .await
+                        .map(|(out, _)| (transport::classify(&req, &out), ()))
+                })
+                .await;
+                let reached = settled
+                    .as_ref()
+                    .is_ok_and(|s| matches!(s.observation, Observation::Reached(_)));
+                (node.name.clone(), node.os, start.pod.clone(), target.clone(), reached)
+            }
+        })
+    });
+    let attempts = futures::future::join_all(tries).await;
+    egress::conclude(&attempts, ctx.outside)
 }
 
 /// A connection ready to be tried: the pod it starts in and the command that makes it.

@@ -1,7 +1,8 @@
 //! Whether pods reach the world outside the cluster: the outside targets the outbound checks aim
-//! at (`--outside-address`, `--outside-name`), how egress is detected from the fixtures (TCP 443
-//! to the address and the name, TCP 53 to the address, from a client pod of each OS), and what a
-//! cell that needs it is told when nothing got out.
+//! at (`--outside-address`, `--outside-name`), what the detection's attempts (TCP 443 to the
+//! address and the name, TCP 53 to the address, from a client pod of each OS: made by
+//! [`crate::probes::connect::detect_egress`]) conclude, and what a cell that needs it is told
+//! when nothing got out.
 //!
 //! Firewalls that allow only web traffic out (Azure Firewall's application rules, corporate
 //! egress proxies; real-clusters.md §7 "Egress probe on port 53 only") answer on 443 and drop 53:
@@ -12,12 +13,6 @@
 //! said `--egress=false`.
 
 use mixcheck_reports::{Fact, Os};
-
-use crate::catalogue::suite::{Origin, Protocol};
-use crate::probes::flow::{self, http};
-use crate::probes::judgement::Ctx;
-use crate::probes::settle::{self, FlowKind};
-use crate::probes::transport::{self, Observation, RAW_TCP, Request};
 
 /// The outside address by default: a public resolver that answers TCP 53 and HTTPS on 443.
 pub const DEFAULT_ADDRESS: &str = "1.1.1.1";
@@ -82,25 +77,22 @@ impl Egress {
 
 /// One target tried.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Target {
-    host: String,
-    port: u16,
+pub struct Target {
+    pub host: String,
+    pub port: u16,
 }
 
 impl Target {
     fn shown(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
-
-    fn request(&self) -> Request {
-        let mut r = http(self.host.clone(), self.port, Protocol::Tcp, "/");
-        r.path = RAW_TCP.to_string();
-        r
-    }
 }
 
+/// One attempt's outcome: (node, its OS, the pod tried from, the target, whether it got out).
+pub type Attempt = (String, Os, String, Target, bool);
+
 /// The targets in the order a working one is preferred.
-fn targets(outside: &Outside) -> Vec<Target> {
+pub fn targets(outside: &Outside) -> Vec<Target> {
     let mut out: Vec<Target> = ADDRESS_PORTS
         .iter()
         .map(|&port| Target {
@@ -115,8 +107,8 @@ fn targets(outside: &Outside) -> Vec<Target> {
     out
 }
 
-/// What the attempts found: (node, OS, pod, target, reached) each.
-fn conclude(attempts: &[(String, Os, String, Target, bool)], outside: &Outside) -> Egress {
+/// What the attempts found.
+pub fn conclude(attempts: &[Attempt], outside: &Outside) -> Egress {
     if attempts.is_empty() {
         return Egress {
             fact: Fact::new(
@@ -168,50 +160,13 @@ fn conclude(attempts: &[(String, Os, String, Target, bool)], outside: &Outside) 
     }
 }
 
-/// Tries every target from the client pod of one node per OS, each retried through the
-/// outside-flow settle window (upstream retries its internet checks too: E2E/hybrid_network
-/// `externalMaxTries`), all at once.
-pub async fn detect(ctx: &Ctx<'_>) -> Egress {
-    let starts: Vec<_> = [Os::Linux, Os::Windows]
-        .into_iter()
-        .filter_map(|os| {
-            ctx.facts
-                .nodes
-                .iter()
-                .filter(|n| n.probed() && n.os == os)
-                .find_map(|n| flow::start(ctx, n, Origin::Pod, false).ok().map(|s| (n, s)))
-        })
-        .collect();
-    let list = targets(ctx.outside);
-    let tries = starts.iter().flat_map(|(node, start)| {
-        list.iter().map(move |target| {
-            let req = target.request();
-            async move {
-                let argv = transport::command(start.runner, &req);
-                let settled = settle::until_works(ctx.settle_until(FlowKind::Outside), || async {
-                    ctx.exec(&start.pod, start.container.as_deref(), &argv)
-                        .await
-                        .map(|(out, _)| (transport::classify(&req, &out), ()))
-                })
-                .await;
-                let reached = settled
-                    .as_ref()
-                    .is_ok_and(|s| matches!(s.observation, Observation::Reached(_)));
-                (node.name.clone(), node.os, start.pod.clone(), target.clone(), reached)
-            }
-        })
-    });
-    let attempts = futures::future::join_all(tries).await;
-    conclude(&attempts, ctx.outside)
-}
-
 #[cfg(test)]
 mod tests {
     use rstest::rstest;
 
     use super::*;
 
-    fn attempt(os: Os, host: &str, port: u16, reached: bool) -> (String, Os, String, Target, bool) {
+    fn attempt(os: Os, host: &str, port: u16, reached: bool) -> Attempt {
         let node = if os == Os::Linux { "l1" } else { "w1" };
         (
             node.to_string(),

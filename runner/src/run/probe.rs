@@ -136,7 +136,7 @@ pub(super) async fn probe(
             if facts.egress.is_none() {
                 probing
                     .egress
-                    .send_replace(Some(crate::probes::egress::detect(&ctx).await));
+                    .send_replace(Some(crate::probes::connect::detect_egress(&ctx).await));
             }
         };
         futures::future::join(

@@ -264,7 +264,7 @@ fn unreachable_load_balancers_are_judged_from_inside() {
             c["observed"]["summary"]
                 .as_str()
                 .unwrap_or_default()
-                .contains("judged from inside the cluster"),
+                .contains("not observed from outside the cluster: judged from inside it"),
             "{c}"
         );
     }
