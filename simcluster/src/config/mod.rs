@@ -2,6 +2,7 @@
 //! profiles each OS and release gets, the faults a node can carry and what its registries do
 //! with pulls.
 
+pub mod delegate;
 pub mod faults;
 pub mod platform;
 pub mod policy_engine;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::config::delegate::CniDelegate;
 use crate::config::faults::Fault;
 use crate::config::platform::{Flannel, NetworkMode, Os, Platform, PodNetwork};
 use crate::config::topology::{NodeSpec, Timing, Topology, parse_version};
@@ -70,8 +71,15 @@ pub struct NodeProfile {
     pub cluster_domain: String,
     /// The most backends per Service a Windows HNS load balancer takes (NET-SVC-BACKEND-LIMIT).
     pub service_backend_limit: usize,
-    /// Whether the node's CNI maps hostPorts (NET-HOSTPORT).
+    /// Whether the node's CNI maps hostPorts (NET-HOSTPORT): `network.portMappings`, else the
+    /// delegate's documented behaviour ([`CniDelegate::maps_host_ports`]), else by era.
     pub port_mappings: bool,
+    /// Windows: the CNI plugin the pod network delegates to (`cniDelegate`, else
+    /// [`CniDelegate::by_default`]); None on Linux and on transparent networks.
+    pub cni_delegate: Option<CniDelegate>,
+    /// flannel's VXLAN VNI on this node (`network.vxlanVni`; the fault
+    /// [`Fault::VxlanParamsMismatch`] makes it differ, [`NodeProfile::vxlan_vni`]).
+    pub cluster_vxlan_vni: u32,
     pub ip: Ipv4Addr,
     /// This node's pod CIDR (`10.244.<index>.0/24`).
     pub pod_cidr: String,
@@ -196,6 +204,13 @@ impl NodeProfile {
         };
         let capacity = capacity(spec);
         let allocatable = allocatable(&capacity, &system_reserved, &kube_reserved, &eviction_hard);
+        // The install era of a kubeadm node: sig-windows-tools' HostProcess DaemonSets where the
+        // node runs HostProcess containers (as `crate::node::host` finds its files).
+        let host_process = !topology.platform.managed() && host_process_capable(kubelet, runtime, runtime_version);
+        let cni_delegate = spec
+            .cni_delegate
+            .or_else(|| CniDelegate::by_default(topology.pod_network(), topology.network.mode, host_process));
+        let cni_delegate = cni_delegate.filter(|_| windows);
         Self {
             name: spec.name.clone(),
             os: spec.os,
@@ -226,10 +241,13 @@ impl NodeProfile {
             pod_network: topology.pod_network(),
             cluster_domain: topology.network.cluster_domain.clone(),
             service_backend_limit: spec.service_backend_limit.map_or(64, |l| l as usize),
-            port_mappings: topology
-                .network
-                .port_mappings
-                .unwrap_or_else(|| port_mappings_by_era(topology.version(), topology.network.mode)),
+            port_mappings: topology.network.port_mappings.unwrap_or_else(|| {
+                cni_delegate
+                    .and_then(|d| d.maps_host_ports(topology.version()))
+                    .unwrap_or_else(|| port_mappings_by_era(topology.version(), topology.network.mode))
+            }),
+            cni_delegate,
+            cluster_vxlan_vni: topology.network.vxlan_vni,
             ip,
             pod_cidr: crate::config::topology::node_pod_cidr(index).unwrap_or_default(),
             pod_cidr_v6: topology
@@ -254,6 +272,40 @@ impl NodeProfile {
             timing: topology.timing.clone(),
             registries: topology.registries.clone(),
         }
+    }
+
+    /// The VNI the node's flannel VXLAN backend runs with: the cluster's (`network.vxlanVni`),
+    /// or with [`Fault::VxlanParamsMismatch`] one that differs from it (the next, or the one
+    /// below at the top of the 24-bit range) — the fault is a node unlike the others.
+    pub fn vxlan_vni(&self) -> u32 {
+        let vni = self.cluster_vxlan_vni;
+        if !self.has_fault(Fault::VxlanParamsMismatch) {
+            vni
+        } else if vni < 0x00ff_ffff {
+            vni + 1
+        } else {
+            vni - 1
+        }
+    }
+
+    /// Whether a Secret's data reaches the node's containers at all (environment variables from
+    /// `secretKeyRef`/`secretRef`, and Secret volumes). Not on a Windows kubelet of the 1.5 era:
+    /// WGSG15, the 1.5 guide, "Secrets currently do not work because of a bug in Windows Server
+    /// Containers" (moby#28401). How a real 1.5 node failed an environment variable is not
+    /// documented; the variable is simply absent here.
+    pub fn secrets_reach_containers(&self) -> bool {
+        !(self.is_windows() && self.kubelet < (1, 6))
+    }
+
+    /// Whether a container reads the files of its Secret and ConfigMap volumes. Not on a Windows
+    /// kubelet of the 1.9 era or before: WGSG19, the 1.9 guide, "Using Secrets and ConfigMaps as
+    /// volume mounts is not supported" (Secrets and ConfigMaps "must be used as environment
+    /// variables"); the kubelet writes a volume's keys as symbolic links into its `..data`
+    /// directory, which a Windows container cannot follow (moby#28401, "Unable to read a symlink
+    /// in a mounted volume from inside a Windows Container"; kubernetes#52419 on 1709). The files
+    /// stay on the node's disk; the container finds none.
+    pub fn api_volume_files_readable(&self) -> bool {
+        !(self.is_windows() && self.kubelet < (1, 10))
     }
 
     pub fn is_windows(&self) -> bool {
@@ -725,5 +777,58 @@ mod tests {
         assert_eq!(fast.delay(Step::Start, "u1"), Duration::ZERO);
         assert_eq!(NodeProfile::backoff_label(2), "40s");
         assert_eq!(NodeProfile::backoff_label(5), "5m0s");
+    }
+
+    /// Each built-in profile's Windows nodes: the CNI delegate their configuration names and
+    /// whether it maps hostPorts (NET-HOSTPORT): win-bridge by era (1.9 yes, 1.14 no, current
+    /// yes), win-overlay never, sdnoverlay (sig-windows-tools HostProcess flannel) and sdnbridge
+    /// (GKE) and Azure CNI yes, vpc-bridge (EKS) no, Calico by the era's mode rule; no delegate
+    /// on the 1.5 transparent network.
+    #[rstest]
+    #[case::k1_5("k8s-1.5-ws2016", None, true)]
+    #[case::k1_9("k8s-1.9-ws1709", Some(CniDelegate::WinBridge), true)]
+    #[case::k1_14_host_gw("k8s-1.14-ws2019-host-gw", Some(CniDelegate::WinBridge), false)]
+    #[case::k1_14_vxlan("k8s-1.14-ws2019-vxlan", Some(CniDelegate::WinOverlay), false)]
+    #[case::default("default", Some(CniDelegate::WinBridge), true)]
+    #[case::hostprocess_flannel("kubeadm-flannel-hostprocess", Some(CniDelegate::Sdnoverlay), true)]
+    #[case::calico("kubeadm-calico", Some(CniDelegate::Calico), false)]
+    #[case::aks("aks", Some(CniDelegate::AzureCni), true)]
+    #[case::aks_overlay("aks-overlay", Some(CniDelegate::AzureCni), true)]
+    #[case::eks("eks", Some(CniDelegate::VpcBridge), false)]
+    #[case::gke("gke", Some(CniDelegate::Sdnbridge), true)]
+    fn profiles_delegates_and_host_ports(
+        #[case] name: &str,
+        #[case] delegate: Option<CniDelegate>,
+        #[case] host_ports: bool,
+    ) {
+        let topology = Topology::profile(name).expect("profile");
+        let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
+            .map(|i| Ipv4Addr::new(10, 1, 0, 10 + u8::try_from(i).expect("few nodes")))
+            .collect();
+        for p in profiles(&topology, &ips) {
+            if p.is_windows() {
+                assert_eq!(p.cni_delegate, delegate, "{name}/{}", p.name);
+                assert_eq!(p.port_mappings, host_ports, "{name}/{}", p.name);
+            } else {
+                assert_eq!(p.cni_delegate, None, "{name}/{}", p.name);
+            }
+        }
+    }
+
+    /// The node's VXLAN VNI is the cluster's (`network.vxlanVni`); a node with
+    /// `vxlan-params-mismatch` runs another one, whatever the cluster's.
+    #[rstest]
+    #[case::default(4096)]
+    #[case::vni_4097(4097)]
+    #[case::top_of_range(16_777_215)]
+    fn vxlan_vni_follows_the_cluster(#[case] vni: u32) {
+        let text = format!(
+            "name: t\nnetwork: {{mode: overlay, vxlanVni: {vni}}}\nnodes:\n  - {{name: w1, os: windows, kernelVersion: 10.0.17763.6414}}\n  - {{name: w2, os: windows, kernelVersion: 10.0.17763.6414, faults: [vxlan-params-mismatch]}}\n"
+        );
+        let topology = Topology::parse(&text, "t.yaml").expect("topology");
+        let ps = profiles(&topology, &[Ipv4Addr::new(10, 1, 0, 10), Ipv4Addr::new(10, 1, 0, 11)]);
+        assert_eq!(ps[0].vxlan_vni(), vni);
+        assert_ne!(ps[1].vxlan_vni(), vni);
+        assert!(ps[1].vxlan_vni() >= 4096 && ps[1].vxlan_vni() <= 16_777_215);
     }
 }

@@ -26,6 +26,8 @@
 //!   egressPorts: [443]             # only these outside TCP/UDP ports answer (default: all)
 //!   loadBalancersReachable: true   # false: LoadBalancer ingress addresses do not answer this machine
 //!   flannelVersion: v0.26.1        # overlay: a Windows node reaches its own pods from v0.12
+//!   vxlanVni: 4096                 # flannel's VXLAN VNI on every node; on Windows >= 4096 (flannel
+//!                                  # Documentation/backends.md)
 //!   portMappings: true             # Windows CNI maps hostPorts; default by era (not 1.10–1.17)
 //!   egress: true                   # false: flows to outside addresses are dropped (names still resolve)
 //!   nodeAddressesReachable: true   # false: nothing answers this machine at a node's address
@@ -62,6 +64,8 @@
 //!     kubelet: {systemReserved: {memory: 2Gi}}   # default: nothing reserved; also
 //!                                  # windowsPriorityClass (default ABOVE_NORMAL_PRIORITY_CLASS, "": no flag)
 //!     serviceBackendLimit: 1024    # Windows HNS backends per Service: 64, 1024 with the OS fix
+//!     cniDelegate: win-bridge      # Windows: win-bridge | win-overlay | sdnbridge | sdnoverlay |
+//!                                  # vpc-bridge | azure-cni | calico (default by platform, mode, era)
 //!     faults: [mac-spoofing-disabled] # see `mixcheck sim faults`
 //! ```
 
@@ -70,6 +74,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::config::delegate::CniDelegate;
 use crate::config::faults::Fault;
 use crate::config::platform::{Dataplane, NetworkMode, Os, Platform, PodNetwork};
 use crate::config::policy_engine::PolicyEngine;
@@ -201,6 +206,10 @@ pub struct NodeSpec {
     /// `capacity.pods`). EKS Windows nodes allow the IPv4 addresses of their one ENI minus one
     /// (<https://docs.aws.amazon.com/eks/latest/userguide/windows-support.html>). Default 110.
     pub max_pods: Option<u32>,
+    /// The Windows CNI plugin the node's pod network delegates to, which its CNI configuration
+    /// names (`crate::config::delegate`). Absent: the pod network's, by mode and install era
+    /// ([`CniDelegate::by_default`]). Windows only.
+    pub cni_delegate: Option<CniDelegate>,
 }
 
 /// Kubelet configuration knobs that change what the node reports and enforces.
@@ -282,6 +291,12 @@ pub struct Network {
     /// NET-NODE-POD-OVERLAY). Absent: a current flannel.
     #[serde(default)]
     pub flannel_version: Option<String>,
+    /// flannel's VXLAN Network Identifier (`net-conf.json` `Backend.VNI`), the same on every
+    /// node (a node differing is the fault `vxlan-params-mismatch`). flannel
+    /// `Documentation/backends.md`: "On Windows should be greater than or equal to 4096";
+    /// a VXLAN VNI has 24 bits (RFC 7348). Default 4096.
+    #[serde(default = "default_vxlan_vni")]
+    pub vxlan_vni: u32,
     /// Whether the Windows CNI maps `hostPort`s (`portMappings` capability; NET-HOSTPORT).
     /// Absent: by era — the 1.9 guide's PortMapping works, the 1.14-era win-bridge/win-overlay
     /// plugins had no portMappings, current ones do.
@@ -337,6 +352,7 @@ impl Default for Network {
             load_balancers_reachable: true,
             flannel_version: None,
             port_mappings: None,
+            vxlan_vni: default_vxlan_vni(),
             egress: true,
             node_addresses_reachable: true,
             load_balancers: false,
@@ -576,6 +592,10 @@ fn yes() -> bool {
     true
 }
 
+fn default_vxlan_vni() -> u32 {
+    crate::config::platform::VXLAN_VNI
+}
+
 fn default_arch() -> String {
     "amd64".into()
 }
@@ -782,6 +802,7 @@ impl Topology {
             }
         }
         self.validate_families(&invalid)?;
+        self.validate_delegates(&invalid)?;
         if !crate::vocab::names::is_dns_subdomain(&self.network.cluster_domain) {
             return Err(invalid(format!(
                 "network.clusterDomain {:?} is not a DNS domain",
@@ -880,6 +901,60 @@ impl Topology {
             .check(os, self.network.mode)
             .and_then(|()| fault.check_platform(self.platform, self.network.dataplane))
             .and_then(|()| fault.check_network(self.pod_network()))
+    }
+
+    /// `network.vxlanVni` and the nodes' `cniDelegate`: a VNI flannel accepts on Windows
+    /// (flannel `Documentation/backends.md`: "On Windows should be greater than or equal to
+    /// 4096"; 24 bits, RFC 7348), and a delegate only on a Windows node, of a network mode it
+    /// builds and a plugin the pod network delegates to ([`CniDelegate::modes`], [`CniDelegate::serves`]).
+    fn validate_delegates(&self, invalid: &dyn Fn(String) -> TopologyError) -> Result<(), TopologyError> {
+        let vni = self.network.vxlan_vni;
+        if vni > 0x00ff_ffff {
+            return Err(invalid(format!(
+                "network.vxlanVni {vni}: a VXLAN network identifier has 24 bits (at most 16777215, RFC 7348)"
+            )));
+        }
+        if vni < crate::config::platform::VXLAN_VNI && self.nodes.iter().any(|n| n.os == Os::Windows) {
+            return Err(invalid(format!(
+                "network.vxlanVni {vni}: flannel's VXLAN VNI on Windows must be at least 4096 (flannel Documentation/backends.md: \"On Windows should be greater than or equal to 4096\")"
+            )));
+        }
+        for node in &self.nodes {
+            let Some(delegate) = node.cni_delegate else {
+                continue;
+            };
+            if node.os != Os::Windows {
+                return Err(invalid(format!(
+                    "node {:?}: cniDelegate {} names a Windows CNI plugin; the node runs Linux",
+                    node.name,
+                    delegate.as_str()
+                )));
+            }
+            if !delegate.modes().contains(&self.network.mode) {
+                return Err(invalid(format!(
+                    "node {:?}: cniDelegate {} builds {} networks, not network.mode {}",
+                    node.name,
+                    delegate.as_str(),
+                    delegate
+                        .modes()
+                        .iter()
+                        .map(|m| m.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    self.network.mode.as_str()
+                )));
+            }
+            if !delegate.serves(self.pod_network()) {
+                return Err(invalid(format!(
+                    "node {:?}: the pod network {} does not delegate to {} on platform {}",
+                    node.name,
+                    self.pod_network().as_str(),
+                    delegate.as_str(),
+                    self.platform.as_str()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Whether `fault` can occur on node `node` under the cluster's policy engine.

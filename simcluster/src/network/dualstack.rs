@@ -10,11 +10,12 @@ use crate::config::profile::NodeProfile;
 
 /// Whether the node's CNI gives its (pod-network) pods an IPv6 address on a dual-stack cluster.
 /// Linux: flannel and Calico run dual-stack. Windows: dual-stack works on l2bridge (win-bridge;
-/// W20 from 1.19, W22 and WNET on Windows Server 2019 and later); the win-overlay and Azure CNI
-/// configurations hand out IPv6 addresses too, but WNET lists "IPv6 communication between Windows
-/// pods connected to overlay networks" as unsupported (the fabric drops it); Calico for Windows
-/// is IPv4 only (CAL: "IPv6 and dual-stack" not supported), and a build older than Windows
-/// Server 2019 has no dual-stack HNS networking (W22).
+/// W20 from 1.19, W22 and WNET on Windows Server 2019 and later) and with Azure CNI; not on
+/// overlay: the dual-stack page (K8SDS) says "Overlay (VXLAN) networks on Windows do not support
+/// dual-stack networking", so a Windows pod on an overlay network gets its IPv4 address only
+/// (and WNET lists "IPv6 communication between Windows pods connected to overlay networks" as
+/// unsupported); Calico for Windows is IPv4 only (CAL: "IPv6 and dual-stack" not supported), and
+/// a build older than Windows Server 2019 has no dual-stack HNS networking (W22).
 pub fn gives_ipv6(profile: &NodeProfile) -> bool {
     if profile.pod_cidr_v6.is_none() {
         return false;
@@ -24,10 +25,7 @@ pub fn gives_ipv6(profile: &NodeProfile) -> bool {
     }
     profile.pod_network != PodNetwork::Calico
         && profile.build.is_some_and(|b| b >= 17763)
-        && matches!(
-            profile.network_mode,
-            NetworkMode::L2bridge | NetworkMode::Overlay | NetworkMode::L2tunnel
-        )
+        && matches!(profile.network_mode, NetworkMode::L2bridge | NetworkMode::L2tunnel)
 }
 
 #[cfg(test)]
@@ -36,12 +34,12 @@ mod tests {
     use std::net::Ipv4Addr;
 
     /// Which nodes' pods get an IPv6 address on a dual-stack cluster: Linux always; Windows
-    /// Server 2019+ on flannel (l2bridge: W22, WNET; overlay: an address whose traffic the fabric
-    /// drops, WNET); never with Calico for Windows (CAL: IPv4 only); none on a single-stack
-    /// cluster. Node N's IPv6 pod CIDR is the N-th /64.
+    /// Server 2019+ on flannel l2bridge (W22, WNET); never on overlay (K8SDS: "Overlay (VXLAN)
+    /// networks on Windows do not support dual-stack networking") nor with Calico for Windows
+    /// (CAL: IPv4 only); none on a single-stack cluster. Node N's IPv6 pod CIDR is the N-th /64.
     #[rstest::rstest]
     #[case::l2bridge("l2bridge", "", [true, true, true])]
-    #[case::overlay("overlay", "", [true, true, true])]
+    #[case::overlay("overlay", "", [true, false, false])]
     #[case::calico("overlay", "  cni: calico\n", [true, false, false])]
     #[case::ws2016("l2bridge", "", [true, false, true])]
     fn which_pods_get_ipv6(#[case] mode: &str, #[case] cni: &str, #[case] want: [bool; 3]) {

@@ -121,8 +121,8 @@ fn assert_effect(fault: Fault, platform: &str, healthy: &NodeProfile, broken: &N
         }
         Fault::VxlanParamsMismatch => {
             let vni = |p: &NodeProfile| host::pod_network(p).and_then(|n| n.vxlan).map(|(vni, _)| vni);
-            assert_eq!(vni(healthy), Some(4096));
-            assert_ne!(vni(broken), Some(4096));
+            assert_eq!(vni(healthy), Some(healthy.cluster_vxlan_vni));
+            assert_ne!(vni(broken), Some(broken.cluster_vxlan_vni));
         }
         Fault::PortExhaustion => {
             assert!(host::tcp_connections(broken, &store).len() > 10_000, "{platform}");

@@ -6,8 +6,8 @@
 //!
 //! The HNS network is the one the pod network's CNI plugin uses
 //! ([`crate::config::platform::PodNetwork::hns_network`]): flannel host-gw over win-bridge
-//! creates `cbr0` (HNS type `L2Bridge`), flannel vxlan over win-overlay `vxlan0` (`Overlay`,
-//! VNI 4096 on UDP 4789), Calico `Calico`, Azure CNI `azure` (`L2Bridge` in the bridge mode AKS
+//! creates `cbr0` (HNS type `L2Bridge`), flannel vxlan over win-overlay or sdnoverlay `vxlan0`
+//! (`Overlay`, the cluster's `network.vxlanVni`, 4096 by default, on UDP 4789), Calico `Calico`, Azure CNI `azure` (`L2Bridge` in the bridge mode AKS
 //! runs, VNet and Overlay alike; `L2Tunnel` in its tunnel mode), the VPC CNI's vpc-bridge
 //! `vpcbr<ENI MAC>` and GKE's set-up `l2bridge` (both `L2Bridge`); transparent networks' HNS
 //! networks are not modelled. kube-proxy (winkernel) programs one load balancer per
@@ -23,8 +23,8 @@
 //! - [`Fault::FlannelSubnetEnvMissing`]: no subnet file. Where flanneld runs as a HostProcess
 //!   pod it created the network and only failed to write the file; where it is a node service
 //!   it never started ([`crate::node::nodelogs::flanneld_start`]), so there is no network either;
-//! - [`Fault::VxlanParamsMismatch`]: the overlay network runs VNI
-//!   [`nodelogs::VXLAN_MISMATCHED_VNI`], the one flanneld logs;
+//! - [`Fault::VxlanParamsMismatch`]: the overlay network runs a VNI other than the cluster's
+//!   ([`NodeProfile::vxlan_vni`]), the one flanneld logs;
 //! - [`Fault::KubeProxyStopped`]: kube-proxy does not run: no load-balancer policies;
 //! - [`Fault::FlannelRejoinStaleSourceVip`]: the source VIP file ([`source_vip_path`]) still holds the source VIP
 //!   of the node's previous subnet, so kube-proxy cannot create its source VIP endpoint and
@@ -237,14 +237,8 @@ pub(crate) fn pod_network(profile: &NodeProfile) -> Option<HnsNetwork> {
         return None;
     }
     let (name, kind) = pod_network_name(profile)?;
-    let vxlan = (profile.network_mode == NetworkMode::Overlay).then(|| {
-        let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
-            nodelogs::VXLAN_MISMATCHED_VNI
-        } else {
-            crate::config::platform::VXLAN_VNI
-        };
-        (vni, crate::config::platform::VXLAN_PORT)
-    });
+    let vxlan = (profile.network_mode == NetworkMode::Overlay)
+        .then(|| (profile.vxlan_vni(), crate::config::platform::VXLAN_PORT));
     Some(HnsNetwork {
         id: guid(&[&profile.name, "hns-network", &name]),
         name,
@@ -739,9 +733,39 @@ fn platform_cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
     serde_json::to_string_pretty(&doc).ok()
 }
 
-/// `C:\k\cni\config\cni.conf`: the flannel CNI plugin's configuration on nodes of a flannel
-/// network, delegating to win-bridge or win-overlay with the OutBoundNAT and ROUTE policies;
-/// the managed platforms' own configuration ([`platform_cni_conf`]) on AKS and GKE.
+/// `c:/etc/cni/net.d/10-flannel.conf` as sig-windows-tools' HostProcess flannel writes it for
+/// the sdnoverlay delegate (`hostprocess/flannel/flanneld/flannel-overlay.yml`
+/// `cni-conf-containerd.json`, filled in by its `start.ps1`): `portMappings` and `dns`
+/// capabilities, `"delegate": {"type": "sdnoverlay"}` with `AdditionalArgs` — OutBoundNAT
+/// `Settings.Exceptions` (the Service and pod subnets, [`exception_list`]), an SDNROUTE to the
+/// Service subnet, the node's ProviderAddress. The network's name is the HNS network's.
+fn sdnoverlay_conf(profile: &NodeProfile, network: &str) -> Value {
+    let arg = |value: Value| json!({"Name": "EndpointPolicy", "Value": value});
+    let exceptions: Vec<String> = exception_list(profile)
+        .into_iter()
+        .filter(|range| *range != management_subnet(profile))
+        .collect();
+    json!({
+        "name": network,
+        "cniVersion": "0.2.0",
+        "type": "flannel",
+        "capabilities": {"portMappings": true, "dns": true},
+        "delegate": {
+            "type": crate::config::delegate::CniDelegate::Sdnoverlay.plugin_type(),
+            "AdditionalArgs": [
+                arg(json!({"Type": "OutBoundNAT", "Settings": {"Exceptions": exceptions}})),
+                arg(json!({"Type": "SDNROUTE", "Settings": {"DestinationPrefix": profile.service_cidr, "NeedEncap": true}})),
+                arg(json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": profile.ip.to_string()}})),
+            ],
+        },
+    })
+}
+
+/// `C:\k\cni\config\cni.conf` (2019 scripts) or `10-flannel.conf` (HostProcess): the flannel
+/// CNI plugin's configuration on nodes of a flannel network, naming the node's delegate
+/// ([`NodeProfile::cni_delegate`]): win-bridge or win-overlay with the OutBoundNAT and ROUTE
+/// policies, sdnoverlay in sig-windows-tools' form ([`sdnoverlay_conf`]); the managed
+/// platforms' own configuration ([`platform_cni_conf`]) on AKS and GKE.
 pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
     if !profile.is_windows() {
         return None;
@@ -749,6 +773,10 @@ pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
     let Some(flannel) = profile.flannel() else {
         return platform_cni_conf(profile, store);
     };
+    let delegate = profile.cni_delegate.map_or(flannel.delegate, |d| d.plugin_type());
+    if profile.cni_delegate == Some(crate::config::delegate::CniDelegate::Sdnoverlay) {
+        return serde_json::to_string_pretty(&sdnoverlay_conf(profile, flannel.network)).ok();
+    }
     let policy = |value: Value| json!({"Name": "EndpointPolicy", "Value": value});
     let mut policies = vec![
         policy(json!({"Type": "OutBoundNAT", "ExceptionList": exception_list(profile)})),
@@ -765,7 +793,7 @@ pub(crate) fn cni_conf(profile: &NodeProfile, store: &Store) -> Option<String> {
         "type": "flannel",
         "capabilities": {"dns": true},
         "delegate": {
-            "type": flannel.delegate,
+            "type": delegate,
             "dns": {"Nameservers": [cluster_dns(store)], "Search": [format!("svc.{}", profile.cluster_domain)]},
             "policies": policies,
         },
@@ -846,6 +874,57 @@ mod tests {
                 assert_eq!(p.runs_kube_proxy, addons.has_kube_proxy(), "{name}/{}", p.name);
             }
         }
+    }
+
+    /// The node's CNI configuration names its delegate, so a reader of the file learns it:
+    /// the 2019 scripts' flannel `cni.conf` win-bridge/win-overlay, sig-windows-tools'
+    /// HostProcess `10-flannel.conf` sdnoverlay with the `portMappings` capability
+    /// (`hostprocess/flannel/flanneld/flannel-overlay.yml`), GKE's `l2bridge.conf` sdnbridge,
+    /// AKS's conflist azure-vnet; and the overlay network's VNI is the cluster's.
+    #[rstest::rstest]
+    #[case::scripts_host_gw("k8s-1.14-ws2019-host-gw", CNI_CONF, "win-bridge")]
+    #[case::scripts_vxlan("k8s-1.14-ws2019-vxlan", CNI_CONF, "win-overlay")]
+    #[case::hostprocess_vxlan("kubeadm-flannel-hostprocess", CNI_CONF_HOSTPROCESS, "sdnoverlay")]
+    #[case::current_host_gw("default", CNI_CONF_HOSTPROCESS, "win-bridge")]
+    #[case::gke("gke", CNI_CONF_GKE, "sdnbridge")]
+    #[case::aks("aks", CNI_CONF_AKS, "azure-vnet")]
+    fn the_cni_configuration_names_the_delegate(#[case] name: &str, #[case] path: &str, #[case] delegate: &str) {
+        let topology = Topology::profile(name).expect("built-in profile");
+        let ips: Vec<Ipv4Addr> = (0..topology.nodes.len())
+            .map(|i| Ipv4Addr::new(10, 1, 0, 10 + u8::try_from(i).expect("few nodes")))
+            .collect();
+        let profiles = crate::config::profile::profiles(&topology, &ips);
+        let store = Store::default();
+        let windows: Vec<&NodeProfile> = profiles.iter().filter(|p| p.is_windows()).collect();
+        assert!(!windows.is_empty());
+        for p in windows {
+            assert_eq!(cni_conf_path(p), path, "{name}/{}", p.name);
+            let doc: Value = serde_json::from_str(&cni_conf(p, &store).expect("a CNI configuration")).expect("JSON");
+            let named = doc
+                .pointer("/delegate/type")
+                .or_else(|| doc.pointer("/plugins/0/type"))
+                .or_else(|| doc.pointer("/type"))
+                .and_then(Value::as_str);
+            assert_eq!(named, Some(delegate), "{name}/{}: {doc}", p.name);
+            if delegate == "sdnoverlay" {
+                assert_eq!(doc.pointer("/capabilities/portMappings"), Some(&json!(true)));
+                let exceptions = doc.pointer("/delegate/AdditionalArgs/0/Value/Settings/Exceptions");
+                assert_eq!(exceptions, Some(&json!([p.cluster_cidr, p.service_cidr])));
+            }
+        }
+    }
+
+    /// `network.vxlanVni` 4097: every node's overlay network runs it, one with
+    /// `vxlan-params-mismatch` another.
+    #[test]
+    fn overlay_networks_run_the_cluster_vni() {
+        let text = "name: t\nnetwork: {mode: overlay, vxlanVni: 4097}\nnodes:\n  - {name: w1, os: windows, kernelVersion: 10.0.17763.6414}\n  - {name: w2, os: windows, kernelVersion: 10.0.17763.6414, faults: [vxlan-params-mismatch]}\n";
+        let topology = Topology::parse(text, "t.yaml").expect("topology");
+        let ps =
+            crate::config::profile::profiles(&topology, &[Ipv4Addr::new(10, 1, 0, 10), Ipv4Addr::new(10, 1, 0, 11)]);
+        let vni = |p: &NodeProfile| pod_network(p).and_then(|n| n.vxlan).map(|(vni, _)| vni);
+        assert_eq!(vni(&ps[0]), Some(4097));
+        assert_ne!(vni(&ps[1]), Some(4097));
     }
 
     #[test]

@@ -136,9 +136,6 @@ pub fn kube_proxy_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<
 /// The start script's line while the HNS network flanneld should create does not exist.
 pub const FLANNELD_WAITING: &str = "Waiting for the Network to be created";
 
-/// The VNI a node with [`Fault::VxlanParamsMismatch`] runs its VXLAN backend with.
-pub const VXLAN_MISMATCHED_VNI: u32 = 4097;
-
 /// A process id for the node's flanneld, stable per node.
 fn pid(profile: &NodeProfile) -> u64 {
     service_pid(profile, FLANNELD)
@@ -196,12 +193,9 @@ pub fn flanneld_start(profile: &NodeProfile, at: DateTime<Utc>) -> Option<Vec<St
         ),
     ];
     if flannel.backend == "vxlan" {
-        // Windows needs VNI 4096 and port 4789 on every node (NET-FLANNEL-VXLAN-PARAMS).
-        let vni = if profile.has_fault(Fault::VxlanParamsMismatch) {
-            VXLAN_MISMATCHED_VNI
-        } else {
-            crate::config::platform::VXLAN_VNI
-        };
+        // Windows needs the same VNI (>= 4096) and port 4789 on every node
+        // (NET-FLANNEL-VXLAN-PARAMS); a node with the fault differs.
+        let vni = profile.vxlan_vni();
         lines.push(line(
             "vxlan_windows.go:126",
             &format!(

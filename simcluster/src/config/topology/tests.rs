@@ -480,3 +480,56 @@ fn faults_added_later_are_checked_like_the_topologys_own() {
     });
     assert!(gke.check_faults().expect_err("refused").contains("flannel"));
 }
+
+const WINDOWS_NODE: &str = "nodes: [{name: w, os: windows, kernelVersion: 10.0.20348.2762}]\n";
+
+/// `network.vxlanVni`: 4096 by default; any VNI from 4096 on is flannel's on Windows (flannel
+/// Documentation/backends.md: "On Windows should be greater than or equal to 4096"), below it
+/// refused where the cluster has Windows nodes; a VNI has 24 bits (RFC 7348).
+#[rstest]
+#[case::default("", WINDOWS_NODE, Ok(4096))]
+#[case::vni_4097("network: {mode: overlay, vxlanVni: 4097}\n", WINDOWS_NODE, Ok(4097))]
+#[case::below_4096_windows("network: {mode: overlay, vxlanVni: 1}\n", WINDOWS_NODE, Err("at least 4096"))]
+#[case::below_4096_linux_only("network: {mode: overlay, vxlanVni: 1}\n", NODES, Ok(1))]
+#[case::over_24_bits("network: {vxlanVni: 16777216}\n", WINDOWS_NODE, Err("24 bits"))]
+fn vxlan_vni(#[case] network: &str, #[case] nodes: &str, #[case] want: Result<u32, &str>) {
+    let text = format!("name: t\n{network}{nodes}");
+    match (Topology::parse(&text, "t.yaml"), want) {
+        (Ok(t), Ok(vni)) => assert_eq!(t.network.vxlan_vni, vni),
+        (Err(e), Err(needle)) => assert!(e.to_string().contains(needle), "{e}"),
+        (got, want) => panic!("{got:?}, expected {want:?}"),
+    }
+}
+
+/// `nodes[].cniDelegate`: a Windows node's plugin, of a mode it builds and one its pod network
+/// delegates to; an unknown name is a parse error at its line and column.
+#[rstest]
+#[case::sdnoverlay("overlay", "", "sdnoverlay", Ok(()))]
+#[case::win_overlay("overlay", "", "win-overlay", Ok(()))]
+#[case::bridge_on_overlay(
+    "overlay",
+    "",
+    "win-bridge",
+    Err("builds l2bridge networks, not network.mode overlay")
+)]
+#[case::calico_on_flannel("overlay", "", "calico", Err("does not delegate to calico"))]
+#[case::vpc_on_aks("l2bridge", "platform: aks\n", "vpc-bridge", Err("does not delegate to vpc-bridge"))]
+#[case::eks("l2bridge", "platform: eks\n", "vpc-bridge", Ok(()))]
+#[case::unknown("l2bridge", "", "wincni", Err("t.yaml:3:"))]
+fn cni_delegate(#[case] mode: &str, #[case] platform: &str, #[case] delegate: &str, #[case] want: Result<(), &str>) {
+    let text = format!(
+        "name: t\n{platform}network: {{mode: {mode}}}\nnodes: [{{name: w, os: windows, kernelVersion: 10.0.20348.2762, cniDelegate: {delegate}}}]\n"
+    );
+    match (Topology::parse(&text, "t.yaml"), want) {
+        (Ok(t), Ok(())) => assert_eq!(t.nodes[0].cni_delegate.map(|d| d.as_str()), Some(delegate)),
+        (Err(e), Err(needle)) => assert!(e.to_string().contains(needle), "{e}"),
+        (got, want) => panic!("{got:?}, expected {want:?}"),
+    }
+}
+
+#[test]
+fn a_linux_node_has_no_cni_delegate() {
+    let text = "name: t\nnodes: [{name: l, os: linux, cniDelegate: win-bridge}]\n";
+    let e = Topology::parse(text, "t.yaml").expect_err("refused");
+    assert!(e.to_string().contains("the node runs Linux"), "{e}");
+}

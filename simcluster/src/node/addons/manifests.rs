@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::objects::{apps, config_map, namespace, object, service_account};
 use super::{Addons, ClusterDns, Cni, Object, flannel_at_least};
-use crate::config::platform::{NetworkMode, VXLAN_PORT, VXLAN_VNI};
+use crate::config::platform::{NetworkMode, VXLAN_PORT};
 
 /// `env` entries from the downward API.
 fn field_env(name: &str, path: &str) -> Value {
@@ -431,7 +431,8 @@ fn kube_proxy(a: &Addons, out: &mut Vec<Object>) {
     out.push(object(apps("daemonsets"), ns, ds));
 }
 
-/// `net-conf.json`: the cluster CIDR and the backend (VXLAN with the parameters Windows needs).
+/// `net-conf.json`: the cluster CIDR and the backend (VXLAN with the cluster's VNI,
+/// `network.vxlanVni`, and the port Windows needs).
 pub(super) fn net_conf(a: &Addons, backend: &str, version: &str) -> String {
     let mut conf = serde_json::Map::new();
     conf.insert("Network".into(), json!(a.cluster_cidr));
@@ -439,7 +440,7 @@ pub(super) fn net_conf(a: &Addons, backend: &str, version: &str) -> String {
         conf.insert("EnableNFTables".into(), json!(false));
     }
     let backend = if backend == "vxlan" {
-        json!({"Type": "vxlan", "VNI": VXLAN_VNI, "Port": VXLAN_PORT})
+        json!({"Type": "vxlan", "VNI": a.vxlan_vni, "Port": VXLAN_PORT})
     } else {
         json!({"Type": backend})
     };

@@ -128,6 +128,8 @@ pub struct Addons {
     pub dsr: bool,
     pub cluster_cidr: String,
     pub service_cidr: String,
+    /// flannel's VXLAN VNI (`network.vxlanVni`).
+    pub vxlan_vni: u32,
     /// `host:port` of the API server as the nodes reach it (the control plane's address).
     pub api_server: (String, u16),
     /// The Windows kube-proxy versions and the nodes running each, in node order.
@@ -230,6 +232,7 @@ impl Addons {
             kubernetes_version: topology.kubernetes_version.clone(),
             dsr: topology.network.dsr,
             cluster_cidr: topology.network.cluster_cidr.clone(),
+            vxlan_vni: topology.network.vxlan_vni,
             service_cidr: topology.network.service_cidr.clone(),
             api_server: (control_plane, 6443),
             windows_kube_proxy,

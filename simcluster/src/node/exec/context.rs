@@ -309,7 +309,9 @@ impl CommandContext {
             let data = if let Some(cm) = source.get("configMapRef") {
                 config_map_data(&self.store, ns, json::str(cm, "/name"))
             } else if let Some(secret) = source.get("secretRef") {
-                secret_data(&self.store, ns, json::str(secret, "/name"))
+                self.secrets_delivered()
+                    .then(|| secret_data(&self.store, ns, json::str(secret, "/name")))
+                    .flatten()
             } else {
                 None
             };
@@ -343,6 +345,11 @@ impl CommandContext {
         vars.into_vars()
     }
 
+    /// Whether Secrets reach this container ([`NodeProfile::secrets_reach_containers`]).
+    pub(super) fn secrets_delivered(&self) -> bool {
+        self.node.as_ref().is_none_or(NodeProfile::secrets_reach_containers)
+    }
+
     pub(super) fn value_from(&self, from: &Value) -> Option<String> {
         let ns = self.namespace();
         if let Some(field) = from.get("fieldRef") {
@@ -352,6 +359,9 @@ impl CommandContext {
             return resource_field(self.pod.value(), &self.container, res, self.node.as_ref());
         }
         let (data, sel) = if let Some(sel) = from.get("secretKeyRef") {
+            if !self.secrets_delivered() {
+                return None;
+            }
             (secret_data(&self.store, ns, json::str(sel, "/name")), sel)
         } else {
             let sel = from.get("configMapKeyRef")?;

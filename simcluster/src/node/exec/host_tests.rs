@@ -57,6 +57,10 @@ impl HostFixture {
         let mut profiles = crate::config::profile::profiles(&topology, &ips);
         for p in &mut profiles {
             p.network_mode = mode;
+            // The delegate of that mode in the node's (HostProcess) era.
+            p.cni_delegate = p
+                .cni_delegate
+                .and_then(|_| crate::config::delegate::CniDelegate::by_default(p.pod_network, mode, true));
             if p.name == NODE {
                 p.faults.extend(fault);
                 edit(p);
@@ -241,7 +245,10 @@ const KUBE_PROXY_CMDLINE: &str =
 #[case::cni_conf(None, L2, CNI_CONF,
     &[r#""type": "win-bridge""#, r#""name": "cbr0""#, r#""Nameservers": \[\s*"10\.96\.0\.10"\s*\]"#,
       r#""ExceptionList": \[\s*"10\.244\.0\.0/16",\s*"10\.96\.0\.0/12",\s*"10\.1\.0\.0/24"\s*\]"#], &[r"0\.0\.0\.0/0"])]
-#[case::cni_conf_overlay(None, OVERLAY, CNI_CONF, &[r#""type": "win-overlay""#, r#""name": "vxlan0""#], &[])]
+// HostProcess-era flannel vxlan delegates to sdnoverlay (sig-windows-tools flannel-overlay.yml).
+#[case::cni_conf_overlay(None, OVERLAY, CNI_CONF,
+    &[r#""type": "sdnoverlay""#, r#""name": "vxlan0""#, r#""portMappings": true"#,
+      r#""Exceptions": \[\s*"10\.244\.0\.0/16",\s*"10\.96\.0\.0/12"\s*\]"#], &[r#""win-overlay""#])]
 #[case::cni_missing_cluster(Some(Fault::ExceptionListMissingCluster), L2, CNI_CONF,
     &[r#""ExceptionList": \[\s*"10\.96\.0\.0/12",\s*"10\.1\.0\.0/24"\s*\]"#], &[r"10\.244\.0\.0/16"])]
 #[case::cni_covers_outside(Some(Fault::ExceptionListCoversOutside), L2, CNI_CONF,

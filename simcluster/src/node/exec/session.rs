@@ -280,7 +280,19 @@ pub(super) fn build_disk(ctx: &CommandContext, kind: ImageKind) -> (Disk, Vec<Mo
             k @ (VolumeKind::EmptyDir { .. } | VolumeKind::HostPath | VolumeKind::Other) => {
                 writable_volume_data(ctx, &m.volume, k)
             }
-            _ => volume_data(&ctx.store, pod, &m.volume, node),
+            k => {
+                let mut data = volume_data(&ctx.store, pod, &m.volume, node);
+                // What the Windows kubelets of the seed eras could not hand a container
+                // (NodeProfile::secrets_reach_containers, api_volume_files_readable).
+                let unreadable = node.is_some_and(|n| {
+                    (k == VolumeKind::Secret && !n.secrets_reach_containers())
+                        || (matches!(k, VolumeKind::Secret | VolumeKind::ConfigMap) && !n.api_volume_files_readable())
+                });
+                if unreadable {
+                    data.files.clear();
+                }
+                data
+            }
         })
         .collect();
     let point = |m: &Mount, at: String| MountPoint {

@@ -1384,3 +1384,57 @@ async fn powershell_errors_and_exit_codes() {
     let o = exec(&f, &pod, &["powershell", "-Command", "exit 9"]).await;
     assert_eq!(o.exit, ExitStatus::Code(9));
 }
+
+/// The seed eras' Windows kubelets (keyed on the kubelet's version, WGSG15, WGSG19): on 1.5
+/// Secrets reach a Windows container neither as environment variables nor as volume files
+/// ("Secrets currently do not work", moby#28401); on 1.9 environment variables work and Secret
+/// and ConfigMap volume files cannot be read ("Using Secrets and ConfigMaps as volume mounts is
+/// not supported"); from 1.10 both work. Linux pods are not affected.
+#[rstest]
+#[case::k1_5_windows("win2022-1", (1, 5), false, false)]
+#[case::k1_9_windows("win2022-1", (1, 9), true, false)]
+#[case::k1_10_windows("win2022-1", (1, 10), true, true)]
+#[case::current_windows("win2022-1", (1, 32), true, true)]
+#[case::k1_5_linux("linux-1", (1, 5), true, true)]
+#[tokio::test]
+async fn seed_era_secrets(
+    #[case] node: &str,
+    #[case] kubelet: (u32, u32),
+    #[case] env_works: bool,
+    #[case] volume_works: bool,
+) {
+    let f = Fixture::with_profiles(|ps| {
+        for p in ps.iter_mut().filter(|p| p.name == node) {
+            p.kubelet = kubelet;
+        }
+    });
+    let windows = f.profile(node).is_windows();
+    let image = if windows { NANOSERVER } else { BUSYBOX };
+    let pod = f.app("seed", node, image, json!({}));
+    let (env, secret, config): (&[&str], &[&str], &[&str]) = if windows {
+        (
+            &["cmd", "/c", "echo %FROM_SECRET%"],
+            &["cmd", "/c", "type C:\\secrets\\password"],
+            &["cmd", "/c", "type C:\\config\\mode"],
+        )
+    } else {
+        (
+            &["sh", "-c", "echo $FROM_SECRET"],
+            &["cat", "/etc/secret/password"],
+            &["cat", "/etc/config/mode"],
+        )
+    };
+    let out = text(&exec(&f, &pod, env).await.stdout);
+    assert_eq!(out.contains(MARKER), env_works, "env: {out:?}");
+    let read = exec(&f, &pod, secret).await;
+    assert_eq!(
+        text(&read.stdout).contains(MARKER),
+        volume_works && env_works,
+        "secret volume"
+    );
+    if !(volume_works && env_works) {
+        assert_eq!(text(&read.stderr), "The system cannot find the file specified.\r\n");
+    }
+    let read = exec(&f, &pod, config).await;
+    assert_eq!(text(&read.stdout).contains("fast"), volume_works, "configMap volume");
+}
