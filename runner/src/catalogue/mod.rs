@@ -4,6 +4,7 @@
 
 pub mod causes;
 pub mod document;
+pub mod netpol;
 pub mod remedies;
 pub mod rules;
 pub mod suite;

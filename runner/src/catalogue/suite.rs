@@ -39,6 +39,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("node-api.yaml", include_str!("../../../suites/node-api.yaml")),
     ("pod-lifecycle.yaml", include_str!("../../../suites/pod-lifecycle.yaml")),
+    (
+        "network-policy.yaml",
+        include_str!("../../../suites/network-policy.yaml"),
+    ),
 ];
 
 /// One suite document.
@@ -233,6 +237,11 @@ pub enum Probe {
     PortForward,
     /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
     NodeStats,
+    /// A NetworkPolicy case between a client pod on the source node and a server pod on the
+    /// destination node, both created for the cell in the run's namespace: the flow before any
+    /// policy, then the policy's closed form (the flow must be denied once programmed) and, for
+    /// an allow case, its open form (the flow must get through again).
+    NetworkPolicy { case: crate::catalogue::netpol::PolicyCase },
     /// The node's CSINode (`storage.k8s.io/v1`): the kubelet registered it, with the CSI drivers
     /// whose node plugins registered on the node.
     CsiNode,
@@ -552,6 +561,9 @@ pub enum FailureClass {
     Accepted,
     /// A fact differs from the documentation.
     Mismatch,
+    /// A flow a NetworkPolicy denies still got through once the policy had its settle window to
+    /// be programmed.
+    NotEnforced,
 }
 
 impl FailureClass {
@@ -568,6 +580,7 @@ impl FailureClass {
             FailureClass::PodFailed => "pod-failed",
             FailureClass::Accepted => "accepted",
             FailureClass::Mismatch => "mismatch",
+            FailureClass::NotEnforced => "not-enforced",
         }
     }
 }
@@ -631,6 +644,11 @@ pub struct Condition {
     /// The pod network is Calico (its `calico-node` DaemonSets).
     #[serde(default)]
     pub calico: Option<bool>,
+    /// The cluster's NetworkPolicy engine is one of these (`none`, `calico`, `antrea`,
+    /// `azure-npm`, `vpc-cni`, `cilium`, `anetd`), as read from its agents' objects
+    /// (`crate::cluster::netpol`); unknown makes the cell indeterminate.
+    #[serde(default)]
+    pub policy_engine: Vec<String>,
     /// API server feature gates and the state each must have (read from the API server's
     /// `kubernetes_feature_enabled` metric; a gate that cannot be read leaves the cell
     /// indeterminate).
@@ -840,6 +858,7 @@ fn looks_per_node(probe: &Probe) -> bool {
         | Probe::Create { .. }
         | Probe::Fact { .. }
         | Probe::PortForward
+        | Probe::NetworkPolicy { .. }
         | Probe::TerminationGrace { .. } => false,
     }
 }
@@ -961,6 +980,7 @@ impl Condition {
             && self.egress.is_none()
             && self.dual_stack.is_none()
             && self.calico.is_none()
+            && self.policy_engine.is_empty()
             && self.feature_gates.is_empty()
     }
 }

@@ -118,6 +118,9 @@ pub struct ClusterFacts {
     pub dual_stack: Option<Fact<bool>>,
     /// Whether the pod network is Calico (its `calico-node` DaemonSets).
     pub calico: Option<Fact<bool>>,
+    /// The NetworkPolicy engine (`crate::cluster::netpol`), with where it was seen; None when
+    /// nothing says.
+    pub policy_engine: Option<Fact<String>>,
     /// The API server's feature gates, from its `kubernetes_feature_enabled` metric.
     pub feature_gates: Option<BTreeMap<String, bool>>,
     /// The cluster's RuntimeClasses (node.k8s.io/v1), or why they could not be listed.
@@ -168,6 +171,7 @@ impl ClusterFacts {
             egress: None,
             dual_stack: None,
             calico: None,
+            policy_engine: None,
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
             hns_networks: BTreeMap::new(),
@@ -529,6 +533,7 @@ pub async fn collect(
     }
     let dual_stack = dual_stack_of(&node_list.items).or(kubernetes_service_families(client).await);
     let addons = addons(client).await;
+    let policy_engine = crate::cluster::netpol::engine(client).await;
     let network_mode = addons
         .network_mode
         .or_else(|| network_mode.map(|m| Fact::new(m.to_string(), "--network-mode")));
@@ -555,6 +560,7 @@ pub async fn collect(
         egress,
         dual_stack,
         calico: Some(addons.calico),
+        policy_engine,
         feature_gates: feature_gates(client).await,
         runtime_classes: runtime_classes(client).await,
         hns_networks: BTreeMap::new(),

@@ -14,6 +14,7 @@ pub mod fixture;
 pub mod images;
 pub mod job;
 pub mod leftovers;
+pub mod netpol;
 pub mod podwatch;
 pub mod prepull;
 pub mod progress;

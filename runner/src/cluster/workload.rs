@@ -126,6 +126,14 @@ pub struct Observed {
     pub unpullable: Option<String>,
 }
 
+/// A running pod [`Workloads::start`] created: its name, its address and its pod slot.
+#[derive(Debug)]
+pub struct Started {
+    pub name: String,
+    pub ip: String,
+    slot: Option<OwnedSemaphorePermit>,
+}
+
 /// How a deleted pod went ([`Workloads::stop_timed`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stopped {
@@ -360,6 +368,53 @@ impl<'a> Workloads<'a> {
         })
         .await
         .clone()
+    }
+
+    /// Creates a pod of `fixture` on `node` named with `suffix`, changed by `mutate`, and waits
+    /// until it runs: its name and address, holding a pod slot until [`Self::stop`].
+    pub async fn start(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        suffix: &str,
+        mutate: &(dyn Fn(&mut Value) + Sync),
+    ) -> Result<Started, NotReady> {
+        self.others(fixture).await.map_err(NotReady::Other)?;
+        let (name, mut pod) = self.pod_for(fixture, node, index, suffix).map_err(NotReady::Other)?;
+        mutate(&mut pod);
+        let typed: Pod = serde_json::from_value(pod)
+            .map_err(|e| NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}")))?;
+        let slot = self.slot(&node.name).await;
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        pods.create(&PostParams::default(), &typed)
+            .await
+            .map_err(|e| NotReady::of_create(&name, &e))?;
+        let seen = self.settle(&name, node.os).await;
+        let ip = self
+            .watch
+            .view(&name)
+            .pod
+            .and_then(|p| p.status)
+            .and_then(|s| s.pod_ip)
+            .unwrap_or_default();
+        match seen {
+            Ok(seen) if seen.outcome == CreateOutcome::Runs && !ip.is_empty() => Ok(Started { name, ip, slot }),
+            Ok(seen) => {
+                self.delete(&name).await;
+                Err(not_ready(&name, &seen))
+            }
+            Err(why) => {
+                self.delete(&name).await;
+                Err(NotReady::Other(format!("pod {name}: {why}")))
+            }
+        }
+    }
+
+    /// Deletes a pod [`Self::start`] created and gives its slot back.
+    pub async fn stop(&self, started: Started) {
+        self.delete(&started.name).await;
+        drop(started.slot);
     }
 
     /// Creates a pod of `fixture` on `node` and reports what happens to it.

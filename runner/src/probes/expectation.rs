@@ -31,6 +31,8 @@ pub struct CellFacts<'a> {
     pub dual_stack: Option<bool>,
     /// Whether the pod network is Calico.
     pub calico: bool,
+    /// The cluster's NetworkPolicy engine (None: not known).
+    pub policy_engine: Option<&'a str>,
     /// The API server's feature gates (from its `kubernetes_feature_enabled` metric), if read.
     pub feature_gates: Option<&'a std::collections::BTreeMap<String, bool>>,
 }
@@ -122,6 +124,11 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
             "whether the cluster is dual-stack (no node has spec.podCIDRs and the kubernetes Service has one IP family)",
         ),
         eq(c.calico, Some(f.calico)),
+        one_of(
+            &c.policy_engine,
+            f.policy_engine,
+            "the NetworkPolicy engine (no calico-node, antrea-agent, azure-npm, aws-eks-nodeagent, cilium or flannel object says which)",
+        ),
         feature_gates(&c.feature_gates, f.feature_gates),
     ];
     if checks.contains(&Holds::No) {
@@ -155,6 +162,17 @@ fn known<T: PartialEq>(want: Option<T>, has: Option<T>, fact: &str) -> Holds {
         (None, _) => Holds::Yes,
         (Some(want), Some(has)) => bool_holds(has == want),
         (Some(_), None) => Holds::Unknown(fact.into()),
+    }
+}
+
+/// A condition that the fact is one of `wanted` (none listed: any); unknown names `fact`.
+fn one_of(wanted: &[String], has: Option<&str>, fact: &str) -> Holds {
+    if wanted.is_empty() {
+        return Holds::Yes;
+    }
+    match has {
+        Some(v) => bool_holds(wanted.iter().any(|w| w == v)),
+        None => Holds::Unknown(fact.into()),
     }
 }
 
@@ -323,6 +341,7 @@ mod tests {
             egress: true,
             dual_stack: Some(false),
             calico: false,
+            policy_engine: None,
             feature_gates: None,
         }
     }

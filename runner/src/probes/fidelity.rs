@@ -89,6 +89,7 @@ fn judged(suite: &str, check: &str, row: Row) -> (Documented, Vec<String>) {
         egress: true,
         dual_stack: Some(false),
         calico: false,
+        policy_engine: None,
         feature_gates: None,
     };
     let e = expectation::expectation(c, &facts).unwrap_or_else(|why| panic!("{suite}/{check}: {why}"));
@@ -220,6 +221,7 @@ fn a_patch_bound_needs_the_kubelet_patch_release() {
         egress: true,
         dual_stack: Some(false),
         calico: false,
+        policy_engine: None,
         feature_gates: None,
     };
     let why = expectation::expectation(c, &facts).expect_err("indeterminate");

@@ -22,6 +22,7 @@ pub mod grace;
 pub mod hostfacts;
 pub mod judgement;
 pub mod logs;
+pub mod netpol;
 pub mod nodestats;
 pub mod outcome;
 pub mod outside;
@@ -73,7 +74,7 @@ impl Probe {
     /// How the kind's cells are laid over the cluster.
     pub fn shape(&self) -> Shape {
         match self {
-            Probe::Connect { .. } | Probe::Resolve { .. } => Shape::Flow,
+            Probe::Connect { .. } | Probe::Resolve { .. } | Probe::NetworkPolicy { .. } => Shape::Flow,
             Probe::Fact { .. } => Shape::Nodes(NodeChoice::Every),
             Probe::Exec { .. } | Probe::Create { .. } | Probe::PortForward | Probe::TerminationGrace { .. } => {
                 Shape::Nodes(NodeChoice::Sample)
@@ -93,7 +94,8 @@ impl Probe {
     pub fn looks_from_outside(&self) -> bool {
         match self {
             Probe::Outside { .. } => true,
-            Probe::Connect { .. }
+            Probe::NetworkPolicy { .. }
+            | Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Exec { .. }
             | Probe::Create { .. }
@@ -131,6 +133,7 @@ impl Probe {
             } => false,
             Probe::Fact { .. } | Probe::Audit { .. } | Probe::CsiNode => true,
             Probe::Connect { .. }
+            | Probe::NetworkPolicy { .. }
             | Probe::Resolve { .. }
             | Probe::Exec { .. }
             | Probe::Create { .. }
@@ -146,7 +149,11 @@ impl Probe {
     /// own pods starts while they are awaited.
     pub fn needs_fixtures(&self) -> bool {
         match self {
-            Probe::Create { .. } | Probe::NodeStats | Probe::CsiNode | Probe::TerminationGrace { .. } => false,
+            Probe::Create { .. }
+            | Probe::NodeStats
+            | Probe::CsiNode
+            | Probe::TerminationGrace { .. }
+            | Probe::NetworkPolicy { .. } => false,
             Probe::PortForward
             | Probe::Connect { .. }
             | Probe::Resolve { .. }
@@ -171,6 +178,7 @@ impl Probe {
             | Probe::PortForward
             | Probe::NodeStats
             | Probe::CsiNode
+            | Probe::NetworkPolicy { .. }
             | Probe::TerminationGrace { .. } => false,
         };
         crate::cluster::deploy::Needs { host_port }
@@ -195,6 +203,7 @@ impl Probe {
             | Probe::PortForward
             | Probe::NodeStats
             | Probe::CsiNode
+            | Probe::NetworkPolicy { .. }
             | Probe::TerminationGrace { .. } => Vec::new(),
         }
     }
@@ -203,7 +212,10 @@ impl Probe {
     /// first, since waiting holds no probe slot.
     pub fn waits_for_pods(&self) -> bool {
         match self {
-            Probe::Exec { .. } | Probe::Create { .. } | Probe::TerminationGrace { .. } => true,
+            Probe::Exec { .. }
+            | Probe::Create { .. }
+            | Probe::TerminationGrace { .. }
+            | Probe::NetworkPolicy { .. } => true,
             Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Fact { .. }
@@ -231,6 +243,7 @@ impl Probe {
             | Probe::PortForward
             | Probe::NodeStats
             | Probe::CsiNode
+            | Probe::NetworkPolicy { .. }
             | Probe::TerminationGrace { .. } => None,
         }
     }
@@ -268,6 +281,7 @@ impl Probe {
             Probe::Audit { audit } => audit::observe(ctx, *audit).await,
             Probe::PortForward => portforward::observe(ctx, case).await,
             Probe::NodeStats => nodestats::observe(ctx, case).await,
+            Probe::NetworkPolicy { case: policy_case } => netpol::observe(ctx, case, *policy_case).await,
             Probe::CsiNode => csinode::observe(ctx, case).await,
             Probe::TerminationGrace {
                 fixture,

@@ -34,6 +34,7 @@ pub async fn remove_labelled(client: &kube::Client, ns: &str, selector: &str, sa
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> = Api::namespaced(client.clone(), ns);
     let deletions = async {
         let mut failed = Vec::new();
         if let Err(e) = pods.delete_collection(&dp, &params).await {
@@ -45,16 +46,22 @@ pub async fn remove_labelled(client: &kube::Client, ns: &str, selector: &str, sa
         if let Err(e) = secrets.delete_collection(&dp, &params).await {
             failed.push(format!("secrets: {e}"));
         }
+        // The network-policy suite's policies; an identity without the right never made any.
+        match policies.delete_collection(&dp, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {}
+            Err(e) => failed.push(format!("networkpolicies: {e}")),
+        }
         failed
     };
     match tokio::time::timeout(Duration::from_secs(60), deletions).await {
         Ok(failed) if failed.is_empty() => say(&format!("Deleted the run's objects in namespace {ns} ({selector})")),
         Ok(failed) => eprintln!(
-            "mixcheck: could not delete all of the run's objects in namespace {ns}: {} (delete them with `kubectl delete pods,services,secrets -n {ns} -l {selector}`)",
+            "mixcheck: could not delete all of the run's objects in namespace {ns}: {} (delete them with `kubectl delete pods,services,secrets,networkpolicies -n {ns} -l {selector}`)",
             failed.join("; ")
         ),
         Err(_) => eprintln!(
-            "mixcheck: deleting the run's objects in namespace {ns} timed out (delete them with `kubectl delete pods,services,secrets -n {ns} -l {selector}`)"
+            "mixcheck: deleting the run's objects in namespace {ns} timed out (delete them with `kubectl delete pods,services,secrets,networkpolicies -n {ns} -l {selector}`)"
         ),
     }
 }

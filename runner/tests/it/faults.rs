@@ -35,6 +35,9 @@ enum Topology {
     /// Kubernetes 1.14 with flannel vxlan (overlay; win2019-1 and win2019-2 share pool
     /// windows-17763), network suites.
     Overlay,
+    /// kubeadm with Calico for Windows (win2022-1 and win2022-2 share pool windows-20348), the
+    /// network-policy suite.
+    Calico,
 }
 
 pub(crate) const NETWORK_SUITES: &[&str] = &[
@@ -55,6 +58,7 @@ impl Topology {
             Topology::Network => "network",
             Topology::Pods => "pods",
             Topology::Overlay => "overlay",
+            Topology::Calico => "calico",
         }
     }
 
@@ -70,6 +74,7 @@ impl Topology {
                 "network-config",
             ],
             Topology::Overlay => [&["--profile", "k8s-1.14-ws2019-vxlan"][..], NETWORK_SUITES].concat(),
+            Topology::Calico => vec!["--profile", "kubeadm-calico", "--suite", "network-policy"],
         }
     }
 
@@ -78,10 +83,12 @@ impl Topology {
         static NETWORK: OnceLock<Run> = OnceLock::new();
         static PODS: OnceLock<Run> = OnceLock::new();
         static OVERLAY: OnceLock<Run> = OnceLock::new();
+        static CALICO: OnceLock<Run> = OnceLock::new();
         let cell = match self {
             Topology::Network => &NETWORK,
             Topology::Pods => &PODS,
             Topology::Overlay => &OVERLAY,
+            Topology::Calico => &CALICO,
         };
         cell.get_or_init(|| {
             let run = Run::of(self, None);
@@ -540,6 +547,36 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
+    // NETPOL-DENY-INGRESS: Calico's agent is down on win2022-1, so the policies selecting its
+    // pods are not programmed there: ingress to its pods and egress from them stay open (every
+    // deny and allow case whose enforcing end is the node fails as not enforced); flows with no
+    // policy work.
+    Case {
+        fault: "netpol-agent-stopped",
+        cause: "netpol-agent-stopped",
+        cause_remedy: r"calico-node-windows",
+        confirmable: false,
+        topology: Topology::Calico,
+        node: "win2022-1",
+        fails: &[
+            (
+                "netpol-deny-ingress|netpol-allow-.*|netpol-ipblock-except",
+                ".*→windows-20348,.*",
+            ),
+            ("netpol-deny-egress", "windows-20348→.*"),
+        ],
+        keeps: &[
+            ("netpol-no-policy", ".*"),
+            (
+                "netpol-deny-ingress|netpol-allow-.*|netpol-ipblock-except",
+                "windows-20348→linux,.*",
+            ),
+            ("netpol-deny-egress", "linux→.*"),
+        ],
+        remedy: "not enforced|agent",
+        undocumented: &[],
+        varies: &[],
+    },
     // Ephemeral ports exhausted: every new connection from the host fails; the pods' connections to
     // the outside (SNAT) time out, troubleshooting item "pod→external TCP fails, in-cluster works";
     // in-cluster pod traffic works.
@@ -836,6 +873,7 @@ fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
 #[case::port_exhaustion("port-exhaustion")]
 #[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
 #[case::vxlan_params_mismatch("vxlan-params-mismatch")]
+#[case::netpol_agent_stopped("netpol-agent-stopped")]
 fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     let case = case_of(fault);
     let clean = case.topology.clean();
@@ -997,10 +1035,10 @@ fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
 fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
     let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
     let shape = |t: Topology| {
-        let file = if t == Topology::Overlay {
-            "k8s-1.14-ws2019-vxlan.yaml"
-        } else {
-            "default.yaml"
+        let file = match t {
+            Topology::Overlay => "k8s-1.14-ws2019-vxlan.yaml",
+            Topology::Calico => "kubeadm-calico.yaml",
+            Topology::Network | Topology::Pods => "default.yaml",
         };
         std::fs::read_to_string(profiles.join(file)).expect("profile")
     };
@@ -1015,7 +1053,7 @@ fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
                         .topology
                         .args()
                         .into_iter()
-                        .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-"))
+                        .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-") && !a.starts_with("kubeadm-"))
                         .collect();
                     let instant = run_on(
                         &crate::topology_text::with_timing(&shape, ""),
@@ -1234,6 +1272,7 @@ fn top_cause(diagnosis: &Value, node: &str) -> (String, u64, Vec<String>, Vec<St
 #[case::port_exhaustion("port-exhaustion")]
 #[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
 #[case::vxlan_params_mismatch("vxlan-params-mismatch")]
+#[case::netpol_agent_stopped("netpol-agent-stopped")]
 fn node_diagnostics_confirm_the_fault_on_its_node(#[case] fault: &str) {
     let case = case_of(fault);
     let (diagnosis, components) = diagnosed(case, true);

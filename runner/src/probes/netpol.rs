@@ -1,0 +1,323 @@
+//! `network-policy`: one NetworkPolicy case between a client pod on the source node and a server
+//! pod on the destination node, both created for the cell in the run's namespace and labelled
+//! for it alone, so that its policy selects no other pod. The flow must get through before any
+//! policy; under the policy's closed form it must be denied once the nodes' agents had the
+//! settle window to program it (policies are programmed asynchronously, like Services); an allow
+//! case then opens the policy and the flow must get through again. The policy and the pods are
+//! deleted when the cell is judged.
+
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::catalogue::netpol::PolicyCase;
+use crate::catalogue::suite::{FailureClass, Protocol};
+use crate::cluster::facts::{ClusterFacts, ClusterNode};
+use crate::cluster::workload::{NotReady, Started};
+use crate::probes::judgement::{Case, Ctx, Probed};
+use crate::probes::settle::{self, FlowKind};
+use crate::probes::transport::{self, Observation, Request, Runner};
+
+/// The label that ties a cell's pods to its policy.
+pub const LABEL: &str = "mixcheck.io/netpol";
+
+/// The fixture both ends run (agnhost netexec with a `client` container).
+const FIXTURE: &str = "netexec-server";
+
+/// `says` of an expectation chosen by the policy engine, with where the engine was read.
+pub fn says_with_source(facts: &ClusterFacts, says: &str) -> String {
+    match &facts.policy_engine {
+        Some(f) => format!("{says} (policy engine {}: {})", f.value, f.source),
+        None => says.to_string(),
+    }
+}
+
+/// The ports of the server's netexec: TCP `http` 8080, UDP `udp` 8081.
+fn port(protocol: Protocol) -> u16 {
+    if protocol == Protocol::Udp { 8081 } else { 8080 }
+}
+
+/// The NetworkPolicy of `case` for cell `cell`, closed (`open` false) or open.
+pub fn policy(case: PolicyCase, cell: &str, ns: &str, client_ip: &str, open: bool) -> Option<Value> {
+    let server = json!({"matchLabels": {LABEL: format!("{cell}-server")}});
+    let ingress = |rule: Value| json!({"podSelector": server, "policyTypes": ["Ingress"], "ingress": [rule]});
+    let spec = match case {
+        PolicyCase::NoPolicy => return None,
+        PolicyCase::DenyIngress => json!({"podSelector": server, "policyTypes": ["Ingress"]}),
+        PolicyCase::AllowPodSelector => {
+            let who = if open { "client" } else { "nobody" };
+            ingress(json!({"from": [{"podSelector": {"matchLabels": {LABEL: format!("{cell}-{who}")}}}]}))
+        }
+        PolicyCase::AllowNamespaceSelector => {
+            let name = if open { ns.to_string() } else { format!("{ns}-none") };
+            ingress(json!({"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}]}))
+        }
+        PolicyCase::AllowNamedPort => {
+            let name = if open { "http" } else { "no-such-port" };
+            ingress(json!({"ports": [{"protocol": "TCP", "port": name}]}))
+        }
+        PolicyCase::AllowPort => {
+            let p = if open { 8080 } else { 8079 };
+            ingress(json!({"ports": [{"protocol": "TCP", "port": p}]}))
+        }
+        PolicyCase::AllowUdp => {
+            let p = if open { 8081 } else { 8082 };
+            ingress(json!({"ports": [{"protocol": "UDP", "port": p}]}))
+        }
+        PolicyCase::DenyEgress => json!({
+            "podSelector": {"matchLabels": {LABEL: format!("{cell}-client")}},
+            "policyTypes": ["Egress"],
+            "egress": [{"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
+        }),
+        PolicyCase::IpBlockExcept => {
+            let ip: std::net::Ipv4Addr = client_ip.parse().ok()?;
+            let [a, b, c, d] = ip.octets();
+            let except = if open {
+                format!("{a}.{b}.{c}.{}/32", d ^ 1)
+            } else {
+                format!("{ip}/32")
+            };
+            ingress(json!({"from": [{"ipBlock": {"cidr": format!("{a}.{b}.{c}.0/24"), "except": [except]}}]}))
+        }
+    };
+    Some(json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": format!("mixcheck-{cell}"), "namespace": ns},
+        "spec": spec
+    }))
+}
+
+/// The pods of one cell.
+struct Pods {
+    client: Started,
+    server: Started,
+}
+
+/// Probes one pair of a `network-policy` cell.
+pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) -> Probed {
+    let (Some(from), Some(to)) = (case.from(ctx.facts), case.to(ctx.facts)) else {
+        return Probed::Error("the cell has no node pair".into());
+    };
+    // One policy and two pods per pair: a cell of several node pairs probes each on its own.
+    let cell = format!(
+        "np{}-{}-{}",
+        case.index,
+        case.pair.from.unwrap_or(0),
+        case.pair.to.unwrap_or(0)
+    );
+    let pods = match start_pods(ctx, case, &cell, from, to).await {
+        Ok(p) => p,
+        Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Probed::Unknown(why),
+        Err(why) => return Probed::Error(why.to_string()),
+    };
+    let probed = run_case(ctx, case, policy_case, &cell, from, &pods).await;
+    let policies: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ctx.ns);
+    let _ = policies
+        .delete(&format!("mixcheck-{cell}"), &DeleteParams::default())
+        .await;
+    ctx.workloads.stop(pods.client).await;
+    ctx.workloads.stop(pods.server).await;
+    probed
+}
+
+async fn start_pods(
+    ctx: &Ctx<'_>,
+    case: &Case<'_>,
+    cell: &str,
+    from: &ClusterNode,
+    to: &ClusterNode,
+) -> Result<Pods, NotReady> {
+    let label = |role: &'static str| {
+        let value = format!("{cell}-{role}");
+        move |pod: &mut Value| {
+            pod["metadata"]["labels"][LABEL] = Value::from(value.clone());
+        }
+    };
+    let server = ctx
+        .workloads
+        .start(FIXTURE, to, case.index, &format!("-{cell}s"), &label("server"))
+        .await?;
+    match ctx
+        .workloads
+        .start(FIXTURE, from, case.index, &format!("-{cell}c"), &label("client"))
+        .await
+    {
+        Ok(client) => Ok(Pods { client, server }),
+        Err(e) => {
+            ctx.workloads.stop(server).await;
+            Err(e)
+        }
+    }
+}
+
+/// One attempt of the flow from the client to the server.
+async fn attempt(ctx: &Ctx<'_>, runner: Runner, pods: &Pods, req: &Request) -> Result<Observation, String> {
+    let argv = transport::command(runner, req);
+    match ctx.exec(&pods.client.name, Some("client"), &argv).await {
+        Ok((out, _)) => Ok(transport::classify(req, &out)),
+        Err(e) => Err(format!("exec in {}: {}", pods.client.name, e.message)),
+    }
+}
+
+async fn run_case(
+    ctx: &Ctx<'_>,
+    case: &Case<'_>,
+    policy_case: PolicyCase,
+    cell: &str,
+    from: &ClusterNode,
+    pods: &Pods,
+) -> Probed {
+    let protocol = case.protocol.unwrap_or(Protocol::Tcp);
+    let req = Request {
+        host: pods.server.ip.clone(),
+        port: port(protocol),
+        protocol,
+        path: "/hostname".into(),
+        tls: false,
+    };
+    let runner = Runner::in_pod(from);
+    let window = || tokio::time::Instant::now() + ctx.settle.window(FlowKind::Pod);
+    let target = format!("{} → {}:{} {protocol}", pods.client.name, req.host, req.port);
+    // Before any policy: the flow gets through.
+    let before = settle::until_works(window(), || async {
+        attempt(ctx, runner, pods, &req).await.map(|o| (o, ()))
+    })
+    .await;
+    let before = match before {
+        Ok(s) => s,
+        Err(why) => return Probed::Error(why),
+    };
+    if let Observation::Failed(class) = before.observation {
+        return Probed::seen(
+            Observation::Failed(class),
+            format!("{target}: {} before any policy{}", class.name(), before.note()),
+        );
+    }
+    if !policy_case.has_policy() {
+        return Probed::seen(
+            Observation::Reached(String::new()),
+            format!("{target}: reached with no policy"),
+        );
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ctx.ns);
+    let Some(mut closed) = policy(policy_case, cell, ctx.ns, &pods.client.ip, false) else {
+        return Probed::Error(format!("no policy for the client's address {}", pods.client.ip));
+    };
+    closed["metadata"]["labels"] = json!(ctx.workloads.labels);
+    let name = format!("mixcheck-{cell}");
+    if let Err(e) = create(&policies, &closed).await {
+        return Probed::Unknown(format!("creating NetworkPolicy {name}: {e}"));
+    }
+    // Under the closed policy: denied once programmed (a flow that gets through is retried
+    // until the window has passed).
+    let denied = settle::until_works(window(), || async {
+        attempt(ctx, runner, pods, &req).await.map(|o| match o {
+            Observation::Reached(_) => (Observation::Failed(FailureClass::NotEnforced), String::new()),
+            Observation::Failed(c) => (Observation::Reached(c.name().to_string()), String::new()),
+        })
+    })
+    .await;
+    let denied = match denied {
+        Ok(s) => s,
+        Err(why) => return Probed::Error(why),
+    };
+    let how = match &denied.observation {
+        Observation::Failed(_) => {
+            return Probed::seen(
+                Observation::Failed(FailureClass::NotEnforced),
+                format!(
+                    "{target}: still reached under NetworkPolicy {name} ({}) after its settle window: not enforced{}",
+                    policy_case.name(),
+                    denied.note()
+                ),
+            );
+        }
+        Observation::Reached(how) => how.clone(),
+    };
+    if !policy_case.opens() {
+        return Probed::seen(
+            Observation::Reached(String::new()),
+            format!(
+                "{target}: denied ({how}) under NetworkPolicy {name} ({}){}",
+                policy_case.name(),
+                denied.note()
+            ),
+        );
+    }
+    let Some(open) = policy(policy_case, cell, ctx.ns, &pods.client.ip, true) else {
+        return Probed::Error(format!("no policy for the client's address {}", pods.client.ip));
+    };
+    let patch = json!({"spec": open["spec"]});
+    if let Err(e) = policies
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        return Probed::Error(format!("opening NetworkPolicy {name}: {e}"));
+    }
+    let opened = settle::until_works(window(), || async {
+        attempt(ctx, runner, pods, &req).await.map(|o| (o, ()))
+    })
+    .await;
+    match opened {
+        Ok(s) => {
+            let summary = match &s.observation {
+                Observation::Reached(_) => format!(
+                    "{target}: denied ({how}) while closed, reached once NetworkPolicy {name} allowed it ({}){}",
+                    policy_case.name(),
+                    s.note()
+                ),
+                Observation::Failed(c) => format!(
+                    "{target}: denied ({how}) while closed, still {} after NetworkPolicy {name} allowed it ({}){}",
+                    c.name(),
+                    policy_case.name(),
+                    s.note()
+                ),
+            };
+            Probed::seen(s.observation, summary)
+        }
+        Err(why) => Probed::Error(why),
+    }
+}
+
+async fn create(api: &Api<NetworkPolicy>, obj: &Value) -> Result<(), String> {
+    let typed: NetworkPolicy = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+    api.create(&PostParams::default(), &typed)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::deny(PolicyCase::DenyIngress)]
+    #[case::pods(PolicyCase::AllowPodSelector)]
+    #[case::ns(PolicyCase::AllowNamespaceSelector)]
+    #[case::named(PolicyCase::AllowNamedPort)]
+    #[case::port(PolicyCase::AllowPort)]
+    #[case::udp(PolicyCase::AllowUdp)]
+    #[case::egress(PolicyCase::DenyEgress)]
+    #[case::ipblock(PolicyCase::IpBlockExcept)]
+    fn policies_select_only_the_cells_own_pods(#[case] case: PolicyCase) {
+        for open in [false, true] {
+            let p = policy(case, "np7", "mixcheck-x", "10.244.1.5", open).expect("a policy");
+            assert_eq!(p["metadata"]["namespace"], "mixcheck-x");
+            let selected = p["spec"]["podSelector"]["matchLabels"][LABEL]
+                .as_str()
+                .unwrap_or_default();
+            assert!(selected.starts_with("np7-"), "{p}");
+        }
+        let closed = policy(case, "np7", "mixcheck-x", "10.244.1.5", false);
+        let open = policy(case, "np7", "mixcheck-x", "10.244.1.5", true);
+        assert_eq!(closed != open, case.opens());
+    }
+
+    #[test]
+    fn no_policy_has_no_object() {
+        assert!(policy(PolicyCase::NoPolicy, "np1", "ns", "10.0.0.1", false).is_none());
+    }
+}
