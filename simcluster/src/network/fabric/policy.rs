@@ -309,8 +309,7 @@ impl Policies {
         ingress: bool,
         peer: End<'_>,
         dst: End<'_>,
-        port: u16,
-        proto: Proto,
+        (port, proto): (u16, Proto),
     ) -> Option<bool> {
         let mut isolated = false;
         for spec in specs {
@@ -347,7 +346,7 @@ impl Policies {
         }
         if let (Some(pod), Some(n)) = (src.pod, src.node.and_then(|n| nodes.get(n)))
             && self.enforced(n)
-            && self.allowed(self.programmed(n), pod, false, dst, dst, port, proto) == Some(false)
+            && self.allowed(self.programmed(n), pod, false, dst, dst, (port, proto)) == Some(false)
         {
             return Err((
                 EGRESS_RULE,
@@ -362,7 +361,7 @@ impl Policies {
         if src.pod.is_none() && src.node == dst.node {
             return Ok(());
         }
-        if self.enforced(n) && self.allowed(self.programmed(n), pod, true, src, dst, port, proto) == Some(false) {
+        if self.enforced(n) && self.allowed(self.programmed(n), pod, true, src, dst, (port, proto)) == Some(false) {
             return Err((
                 INGRESS_RULE,
                 "a NetworkPolicy isolates the destination pod for ingress and none of its rules allows this source and port",
