@@ -644,6 +644,12 @@ pub struct Condition {
     /// The pod network is Calico (its `calico-node` DaemonSets).
     #[serde(default)]
     pub calico: Option<bool>,
+    /// The CNI plugin on the Windows end of the cell is one of these (`win-bridge`,
+    /// `win-overlay`, `sdnbridge`, `sdnoverlay`, `vpc-bridge`, `azure-cni`, `calico`): flannel's
+    /// delegate or the platform's plugin, as the node's CNI configuration shows it (else as the
+    /// cluster's objects name the platform's plugin); unknown makes the cell indeterminate.
+    #[serde(default)]
+    pub cni_delegate: Vec<String>,
     /// The cluster's NetworkPolicy engine is one of these (`none`, `calico`, `antrea`,
     /// `azure-npm`, `vpc-cni`, `cilium`, `anetd`), as read from its agents' objects
     /// (`crate::cluster::netpol`); unknown makes the cell indeterminate.

@@ -61,7 +61,9 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
             )));
         };
         if !topology.nodes.iter().any(|n| n.name == node) {
-            return Err(Error::Usage(format!("--fault {spec:?}: the topology has no node {node:?}")));
+            return Err(Error::Usage(format!(
+                "--fault {spec:?}: the topology has no node {node:?}"
+            )));
         }
         // The topology's own check: the node's OS, the network mode, the pod network's plugin,
         // the platform and its dataplane (a fault a platform cannot have is refused, naming why).

@@ -136,6 +136,10 @@ pub struct ClusterFacts {
     /// read by the node's host probe, or why it could not be read; a node without a host probe
     /// is absent.
     pub flannel_delegates: BTreeMap<String, Result<CniDelegate, String>>,
+    /// The CNI plugin that sets up pod networking on each Windows node (flannel's delegate, or
+    /// the platform's plugin), from its configuration file read by the node's host probe, or why
+    /// it could not be read; a node without a host probe is absent.
+    pub cni_delegates: BTreeMap<String, Result<CniDelegate, String>>,
     /// The facts as the report records them.
     pub report: Facts,
 }
@@ -177,6 +181,7 @@ impl ClusterFacts {
             hns_networks: BTreeMap::new(),
             kubelet_cmdlines: BTreeMap::new(),
             flannel_delegates: BTreeMap::new(),
+            cni_delegates: BTreeMap::new(),
             report: Default::default(),
         }
     }
@@ -566,6 +571,7 @@ pub async fn collect(
         hns_networks: BTreeMap::new(),
         kubelet_cmdlines: BTreeMap::new(),
         flannel_delegates: BTreeMap::new(),
+        cni_delegates: BTreeMap::new(),
         report,
     })
 }
@@ -1018,7 +1024,8 @@ pub fn supported_builds(k8s: (u32, u32)) -> Option<&'static [u32]> {
         (1, 14..=17) => &[17763],
         (1, 18) => &[17763, 18362, 18363],
         (1, 19..=20) => &[17763, 18363, 19041],
-        (1, 22) => &[17763, 19041, 19042],
+        // W21: "Kubernetes v1.21 | Windows Server 2019 | Windows Server ver 2004, … ver 20H2".
+        (1, 21..=22) => &[17763, 19041, 19042],
         (1, 23..=34) => &[17763, 19042, 20348],
         (1, 35..) => &[20348, 26100],
         _ => return None,

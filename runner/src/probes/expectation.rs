@@ -33,6 +33,9 @@ pub struct CellFacts<'a> {
     pub calico: bool,
     /// The cluster's NetworkPolicy engine (None: not known).
     pub policy_engine: Option<&'a str>,
+    /// The CNI plugin on the Windows end of the cell (the destination when it is Windows, else
+    /// the source): `crate::probes::hostfacts::delegate_of`.
+    pub cni_delegate: Option<String>,
     /// The API server's feature gates (from its `kubernetes_feature_enabled` metric), if read.
     pub feature_gates: Option<&'a std::collections::BTreeMap<String, bool>>,
 }
@@ -128,6 +131,11 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
             &c.policy_engine,
             f.policy_engine,
             "the NetworkPolicy engine (no calico-node, antrea-agent, azure-npm, aws-eks-nodeagent, cilium or flannel object says which)",
+        ),
+        one_of(
+            &c.cni_delegate,
+            f.cni_delegate.as_deref(),
+            "the CNI plugin on the Windows node (its CNI configuration, read by the node's host probe)",
         ),
         feature_gates(&c.feature_gates, f.feature_gates),
     ];
@@ -342,6 +350,7 @@ mod tests {
             dual_stack: Some(false),
             calico: false,
             policy_engine: None,
+            cni_delegate: None,
             feature_gates: None,
         }
     }

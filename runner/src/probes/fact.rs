@@ -202,9 +202,34 @@ fn kube_proxy_skew(node: &ClusterNode, facts: &ClusterFacts, limit: Option<&str>
         .ok_or("the kube-proxy version (kube-proxy DaemonSet image, or kube-proxy.exe --version on the node)")?;
     let (major, server) = facts.version;
     let allowed = skew_limit(limit, if kp.1 < 25 { 2 } else { 3 });
+    // Beside its kubelet: the same minor before 1.28 ("kube-proxy must be the same minor
+    // version as kubelet on the node"), within three minors either way from 1.28 (WSKEW).
+    let kubelet = node
+        .kubelet
+        .ok_or("the node's kubelet version (kube-proxy's skew is judged against it too)")?;
+    let same_minor_era = facts.version < (1, 28);
+    let beside = kp.0 == kubelet.0
+        && if same_minor_era {
+            kp.1 == kubelet.1
+        } else {
+            kp.1.abs_diff(kubelet.1) <= 3
+        };
     Ok((
-        within_skew(kp, facts.version, allowed),
-        format!("kube-proxy {}.{}, API server {}.{}", kp.0, kp.1, major, server),
+        within_skew(kp, facts.version, allowed) && beside,
+        format!(
+            "kube-proxy {}.{}, API server {}.{}, kubelet {}.{} ({})",
+            kp.0,
+            kp.1,
+            major,
+            server,
+            kubelet.0,
+            kubelet.1,
+            if same_minor_era {
+                "before 1.28 kube-proxy must be the kubelet's minor"
+            } else {
+                "kube-proxy within three minors of its kubelet"
+            }
+        ),
     ))
 }
 
@@ -213,6 +238,8 @@ fn runtime(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
     let (kind, v) = node.runtime.clone().ok_or("the node's container runtime")?;
     let k8s = facts.version;
     let ok = match kind.as_str() {
+        // The kubelet needs the v1 CRI API from 1.26 (containerd 1.6+; KCRI), 1.4+ before.
+        "containerd" if k8s >= (1, 26) => v >= (1, 6),
         "containerd" => v >= (1, 4) || k8s < (1, 20),
         "docker" => k8s < (1, 24) || node.os == Os::Windows,
         _ => false,
@@ -431,45 +458,28 @@ fn kubelet_priority(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
     ))
 }
 
-/// The plugin flannel delegates to on the node and what was seen: read on the host, else (where
-/// the node cannot be read) decided by flannel's backend.
+/// The plugin flannel delegates to on the node and what was seen, as read on the host.
 fn flannel_delegate(node: &ClusterNode, facts: &ClusterFacts) -> Result<(String, String), String> {
-    match host_read(
+    // Where the node cannot be read the delegate is unknown: current sig-windows-tools flannel
+    // delegates VXLAN to sdnoverlay, the 2019 scripts to win-overlay, so flannel's backend does
+    // not decide it (third documentation review, row 12).
+    let d = host_read(
         node,
         facts.flannel_delegates.get(&node.name),
         "the plugin flannel's CNI configuration delegates to",
-    ) {
-        Ok(d) => Ok((
-            d.delegate.clone(),
-            format!(
-                "{}: flannel delegates to {}{}",
-                d.path,
-                d.delegate,
-                d.cni_version
-                    .as_deref()
-                    .map(|v| format!(" (cniVersion {v})"))
-                    .unwrap_or_default()
-            ),
-        )),
-        // Where the node cannot be read, flannel's backend decides: its Windows install
-        // scripts delegate host-gw (l2bridge) to win-bridge and VXLAN (overlay) to
-        // win-overlay (sig-windows-tools Update-CNIConfig; W14).
-        Err(why) => {
-            let mode = facts.network_mode.as_ref().ok_or(why.clone())?;
-            let delegate = match mode.value.as_str() {
-                "l2bridge" => "win-bridge",
-                "overlay" => "win-overlay",
-                _ => return Err(why),
-            };
-            Ok((
-                delegate.to_string(),
-                format!(
-                    "flannel's {} network ({}) delegates to {delegate} in flannel's Windows install scripts",
-                    mode.value, mode.source
-                ),
-            ))
-        }
-    }
+    )?;
+    Ok((
+        d.delegate.clone(),
+        format!(
+            "{}: flannel delegates to {}{}",
+            d.path,
+            d.delegate,
+            d.cni_version
+                .as_deref()
+                .map(|v| format!(" (cniVersion {v})"))
+                .unwrap_or_default()
+        ),
+    ))
 }
 
 /// NET-CNI-SPEC-CHECK: the documented limitation (no CNI CHECK) holds for the plugin flannel
@@ -628,16 +638,8 @@ mod tests {
         Some("l2bridge"),
         Err("whether sdnbridge implements CNI CHECK")
     )]
-    #[case::from_the_backend(
-        None,
-        Some("l2bridge"),
-        Ok("flannel's l2bridge network (kube-flannel-cfg) delegates to win-bridge")
-    )]
-    #[case::failed_read_from_the_backend(
-        Some(Err("not run: exit code 1")),
-        Some("overlay"),
-        Ok("delegates to win-overlay")
-    )]
+    #[case::from_the_backend_is_not_assumed(None, Some("l2bridge"), Err("host probe"))]
+    #[case::failed_read_is_not_assumed(Some(Err("not run: exit code 1")), Some("overlay"), Err("not run: exit code 1"))]
     #[case::nothing_known(Some(Err("not run: exit code 1")), None, Err("not run: exit code 1"))]
     #[case::l2tunnel_is_not_flannels(None, Some("l2tunnel"), Err("host probe"))]
     fn cni_check_names_the_delegate(
@@ -744,6 +746,37 @@ mod tests {
         let mut linux = ClusterNode::sample("l1", Os::Linux, "10.0.0.1");
         linux.taints.clear();
         assert_eq!(windows_taint(&linux).map(|(ok, _)| ok), Ok(true));
+    }
+
+    /// VER-KUBEPROXY-SKEW (WSKEW): before 1.28 kube-proxy must be its kubelet's minor; from
+    /// 1.28 within three minors of it — and never newer than the API server.
+    #[rstest]
+    #[case::same_minor_1_27((1, 27), (1, 27), "v1.27.4", true)]
+    #[case::one_behind_1_27((1, 27), (1, 27), "v1.26.9", false)]
+    #[case::kubelet_behind_1_27((1, 27), (1, 26), "v1.27.4", false)]
+    #[case::one_behind_1_32((1, 32), (1, 32), "v1.31.2", true)]
+    #[case::kubelet_three_behind_1_32((1, 32), (1, 29), "v1.32.3", true)]
+    #[case::newer_than_server((1, 32), (1, 32), "v1.33.0", false)]
+    fn kube_proxy_skew_follows_the_policy_of_its_era(
+        #[case] server: (u32, u32),
+        #[case] kubelet: (u32, u32),
+        #[case] kube_proxy: &str,
+        #[case] ok: bool,
+    ) {
+        let mut node = windows_node("10.0.20348.2762");
+        node.kubelet = Some(kubelet);
+        let mut facts = ClusterFacts::of_nodes(vec![node.clone()]);
+        facts.version = server;
+        facts.report.nodes.insert(
+            node.name.clone(),
+            mixcheck_reports::NodeFacts {
+                kube_proxy_version: Some(Fact::new(kube_proxy.to_string(), "test")),
+                ..Default::default()
+            },
+        );
+        let limit = if server < (1, 28) { "2" } else { "3" };
+        let got = kube_proxy_skew(&node, &facts, Some(limit)).map(|(ok, _)| ok);
+        assert_eq!(got, Ok(ok));
     }
 
     fn rc(name: &str, selector: &[(&str, &str)], tolerations: &[(&str, &str, &str, &str)]) -> RuntimeClassFact {

@@ -23,6 +23,9 @@ struct Row {
     mode: &'static str,
     dsr: bool,
     flannel: bool,
+    dual_stack: bool,
+    /// The Windows end's CNI plugin (None: not known).
+    delegate: Option<&'static str>,
 }
 
 const CURRENT: Row = Row {
@@ -37,6 +40,8 @@ const CURRENT: Row = Row {
     mode: "l2bridge",
     dsr: false,
     flannel: true,
+    dual_stack: false,
+    delegate: Some("win-bridge"),
 };
 
 const fn era(k8s: (u32, u32), kernel: &'static str, runtime: (&'static str, (u32, u32))) -> Row {
@@ -75,6 +80,7 @@ fn judged(suite: &str, check: &str, row: Row) -> (Documented, Vec<String>) {
         .find(|(s, c)| s.name == suite && c.name == check)
         .unwrap_or_else(|| panic!("no check {suite}/{check}"));
     let (from, to) = (node(row.from, &row), node(row.to, &row));
+    let row_delegate = row.delegate.map(str::to_string);
     let facts = CellFacts {
         kubernetes: row.k8s,
         from: Some(&from),
@@ -87,9 +93,10 @@ fn judged(suite: &str, check: &str, row: Row) -> (Documented, Vec<String>) {
         flannel: Some((0, 26)),
         flannel_present: row.flannel,
         egress: true,
-        dual_stack: Some(false),
+        dual_stack: Some(row.dual_stack),
         calico: false,
         policy_engine: None,
+        cni_delegate: row_delegate,
         feature_gates: None,
     };
     let e = expectation::expectation(c, &facts).unwrap_or_else(|why| panic!("{suite}/{check}: {why}"));
@@ -127,18 +134,41 @@ use Documented::{Unsupported, Works};
 #[case::ws2022_with_kb5005619("network-flows", "pod-ip-ws2022-l2bridge-dsr", Row { kernel: "10.0.20348.261", dsr: true, ..CURRENT }, Issue, "WNETo")]
 #[case::nodeport_overlay_ws2022_rtm("nodeport", "nodeport-overlay-ws2022", Row { kernel: "10.0.20348.169", mode: "overlay", ..CURRENT }, Na, "WNETo")]
 #[case::np_remote_ws2022_rtm("nodeport", "nodeport-from-other-nodes", Row { kernel: "10.0.20348.169", mode: "overlay", ..CURRENT }, Works, "W14")]
-#[case::np_from_winpod_ws2022_kb("nodeport", "nodeport-from-windows-pod", Row { mode: "overlay", ..CURRENT }, Issue, "WNETo")]
+#[case::np_from_winpod_ws2022_kb("nodeport", "nodeport-from-windows-pod", Row { kernel: "10.0.20348.261", mode: "overlay", ..CURRENT }, Issue, "WNETo")]
+// Third review, row 1: the overlay NodePort OS issue has the fix bound its sources give
+// (image-builder#877, 2022-05-04: 20348.681 is the last update before it) — a patched node is
+// held to the general rule, so a kube-proxy fault there fails.
+#[case::np_remote_ws2022_last_affected("nodeport", "nodeport-from-other-nodes", Row { kernel: "10.0.20348.681", mode: "overlay", ..CURRENT }, Issue, "GH kubernetes-sigs/image-builder#877")]
+#[case::np_remote_ws2022_patched("nodeport", "nodeport-from-other-nodes", Row { kernel: "10.0.20348.707", mode: "overlay", ..CURRENT }, Works, "W14")]
+#[case::np_remote_ws2022_current("nodeport", "nodeport-from-other-nodes", Row { mode: "overlay", ..CURRENT }, Works, "W14")]
+#[case::np_from_winpod_ws2022_current("nodeport", "nodeport-from-windows-pod", Row { mode: "overlay", ..CURRENT }, Works, "E2E/service")]
+#[case::nodeport_overlay_ws2022_current("nodeport", "nodeport-overlay-ws2022", Row { mode: "overlay", ..CURRENT }, Na, "WNETo")]
+// Row 10: the l2bridge DSR pod-to-pod issue, bounded by AKS turning WinDSR on (Azure/AKS#2073).
+#[case::ws2022_dsr_last_affected("network-flows", "pod-ip-ws2022-l2bridge-dsr", Row { kernel: "10.0.20348.768", dsr: true, ..CURRENT }, Issue, "AKS2073")]
+#[case::ws2022_dsr_current("network-flows", "pod-ip-ws2022-l2bridge-dsr", Row { dsr: true, ..CURRENT }, Na, "WNETo")]
 // NET-HOSTPORT — S2 documents 1.9 only; k8s#51354, k8s#66022 for 1.10–1.13.
 #[case::hostport_1_9("nodeport", "hostport", K19, Works, "S2")]
 #[case::hostport_1_12("nodeport", "hostport", K112, Lim, "GH kubernetes#51354")]
 // plugins#530: win-overlay has no portMappings; other CNIs are undocumented.
-#[case::hostport_overlay("nodeport", "hostport", Row { mode: "overlay", ..CURRENT }, Lim, "GH containernetworking/plugins#530")]
+#[case::hostport_overlay("nodeport", "hostport", Row { mode: "overlay", delegate: Some("win-overlay"), ..CURRENT }, Lim, "GH containernetworking/plugins#530")]
+// Third review, rows 2–3: hostPort keys on the CNI plugin, not the network mode — sdnoverlay
+// (current sig-windows-tools flannel) and vpc-bridge are undocumented; win-bridge works.
+#[case::hostport_sdnoverlay("nodeport", "hostport", Row { mode: "overlay", delegate: Some("sdnoverlay"), ..CURRENT }, Undoc, "WCN")]
+#[case::hostport_vpc_bridge("nodeport", "hostport", Row { delegate: Some("vpc-bridge"), ..CURRENT }, Undoc, "GH aws/amazon-vpc-cni-plugins#93")]
+#[case::hostport_win_bridge("nodeport", "hostport", CURRENT, Works, "GH containernetworking/plugins#475")]
+// Row 13: ICMP to outside is the documented limitation for the three named plugins only.
+#[case::icmp_outside_win_bridge("network-flows", "icmp-to-outside", Row { protocol: Protocol::Icmp, ..CURRENT }, Lim, "WNET")]
+#[case::icmp_outside_calico("network-flows", "icmp-to-outside", Row { protocol: Protocol::Icmp, delegate: Some("calico"), ..CURRENT }, Undoc, "WNET")]
+// Row 4: node → local pod over a VXLAN network other than flannel's is undocumented.
+#[case::node_to_pod_overlay_calico("network-flows", "windows-node-to-pod-overlay", Row { mode: "overlay", flannel: false, placement: Placement::SameNode, ..CURRENT }, Undoc, "W14")]
+// §2: CNI CHECK is informational.
+#[case::cni_check_informational("network-config", "cni-check-command", CURRENT, Na, "W14")]
 // The review found no source for other CNIs; Azure CNI (L2Tunnel) has one: it programs a Windows
 // pod's portMappings as HNS NAT policies (Azure/azure-container-networking#256, 2018). A host
 // reaching its own node's hostPort there is a known issue needing CNI and OS fixes (AKS#3620);
 // ovn-kubernetes (transparent) stays undocumented.
-#[case::hostport_azure_cni("nodeport", "hostport", Row { mode: "l2tunnel", ..CURRENT }, Works, "GH Azure/azure-container-networking#256")]
-#[case::hostport_azure_cni_own_node("nodeport", "hostport", Row { mode: "l2tunnel", placement: Placement::SameNode, ..CURRENT }, Undoc, "GH Azure/AKS#3620")]
+#[case::hostport_azure_cni("nodeport", "hostport", Row { delegate: Some("azure-cni"), ..CURRENT }, Works, "GH Azure/azure-container-networking#256")]
+#[case::hostport_azure_cni_own_node("nodeport", "hostport", Row { delegate: Some("azure-cni"), placement: Placement::SameNode, ..CURRENT }, Undoc, "GH Azure/AKS#3620")]
 #[case::hostport_transparent("nodeport", "hostport", Row { mode: "transparent", ..CURRENT }, Undoc, "S2")]
 // plugins#475 speaks of containers reaching their own node's hostPort, not the host.
 #[case::hostport_host_same_node("nodeport", "hostport", Row { placement: Placement::SameNode, kernel: "10.0.17763.6414", ..CURRENT }, Undoc, "GH containernetworking/plugins#475")]
@@ -178,6 +208,21 @@ use Documented::{Unsupported, Works};
 #[case::flannel_absent_l2bridge("network-config", "flannel-subnet-env", Row { flannel: false, ..CURRENT }, Na, "W14")]
 #[case::flannel_absent_overlay("network-config", "flannel-vxlan-parameters", Row { flannel: false, mode: "overlay", ..CURRENT }, Na, "W14")]
 #[case::flannel_overlay("network-config", "flannel-vxlan-parameters", Row { mode: "overlay", ..CURRENT }, Works, "WN17")]
+// Third review (fidelity-review-2026-12.md §1). Row 5: dual-family Services are not documented
+// for Windows ("single-family services"); Linux to Linux works.
+#[case::dual_family_service_windows("network-flows", "pod-to-cluster-ipv6", Row { dual_stack: true, ..CURRENT }, Undoc, "K8SDS")]
+#[case::dual_family_service_linux("network-flows", "pod-to-cluster-ipv6", Row { dual_stack: true, from: Os::Linux, to: Os::Linux, ..CURRENT }, Works, "K8SDS")]
+// Row 8: "Overlay (VXLAN) networks on Windows do not support dual-stack".
+#[case::overlay_dual_stack_hybrid("network-flows", "pod-ipv6-dual-stack", Row { dual_stack: true, from: Os::Linux, mode: "overlay", ..CURRENT }, Lim, "K8SDS")]
+// Row 9: the 1.21 table lists 2019, 2004 and 20H2.
+#[case::os_2004_on_1_21("version-matching", "windows-os-supported", Row { k8s: (1, 21), kernel: "10.0.19041.1", ..CURRENT }, Works, "W21")]
+#[case::os_2022_on_1_21("version-matching", "windows-os-supported", Row { k8s: (1, 21), ..CURRENT }, Unsupported, "W14")]
+// Row 11: the v1 CRI API from 1.26 — containerd 1.6+.
+#[case::containerd_1_5_on_1_26("version-matching", "container-runtime", Row { k8s: (1, 26), runtime: ("containerd", (1, 5)), ..CURRENT }, Unsupported, "W14")]
+#[case::containerd_1_6_on_1_26("version-matching", "container-runtime", Row { k8s: (1, 26), runtime: ("containerd", (1, 6)), ..CURRENT }, Works, "KCRI")]
+#[case::containerd_1_5_on_1_25("version-matching", "container-runtime", Row { k8s: (1, 25), runtime: ("containerd", (1, 5)), ..CURRENT }, Works, "W20")]
+// Row 14: ClusterFirstWithHostNet on ≥ 1.33 agrees with the hostNetwork check (kubernetes#130250).
+#[case::cfwhn_network_1_33("dns", "cluster-first-with-host-net-network", Row { k8s: (1, 33), ..CURRENT }, Lim, "GH kubernetes#130250")]
 fn each_review_row_follows_its_source(
     #[case] suite: &str,
     #[case] check: &str,
@@ -222,8 +267,37 @@ fn a_patch_bound_needs_the_kubelet_patch_release() {
         dual_stack: Some(false),
         calico: false,
         policy_engine: None,
+        cni_delegate: None,
         feature_gates: None,
     };
     let why = expectation::expectation(c, &facts).expect_err("indeterminate");
     assert!(why.contains("patch"), "{why}");
+}
+
+/// Third review, row 16: a rule's level and its checks' results agree — a `recommendation` rule
+/// never fails a cell as a requirement would, and a `requirement` rule never merely warns.
+#[test]
+fn a_rules_level_and_its_checks_results_agree() {
+    use crate::catalogue::rules::Level;
+    let rules = crate::catalogue::rules::Catalogue::embedded().expect("rules");
+    let suites = Suites::load(None, &rules).expect("suites");
+    let mut disagreements = Vec::new();
+    for (suite, check) in suites.checks() {
+        let Some(rule) = rules.iter().find(|r| r.id == check.rule) else {
+            continue;
+        };
+        for e in &check.expect {
+            let contradicts = match rule.level {
+                Level::Requirement => e.result == Documented::Recommendation,
+                Level::Recommendation => matches!(e.result, Documented::Requirement | Documented::Unsupported),
+            };
+            if contradicts {
+                disagreements.push(format!(
+                    "{}/{} ({}, {:?}): {:?}",
+                    suite.name, check.name, rule.id, rule.level, e.result
+                ));
+            }
+        }
+    }
+    assert!(disagreements.is_empty(), "{disagreements:#?}");
 }

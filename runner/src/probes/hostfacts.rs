@@ -34,11 +34,14 @@ const HNS_DIAG: &str = "hnsdiag list networks";
 const KUBE_PROXY_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
 /// The kubelet's command line (`--windows-priorityclass`, CPU-KUBELET-PRIORITY).
 const KUBELET_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'kubelet.exe'\" -ErrorAction Stop | Select-Object -ExpandProperty CommandLine";
-/// Where flannel writes its CNI configuration on a Windows node: sig-windows-tools' HostProcess
-/// flannel (`hostprocess/flannel/flanneld/start.ps1`, `c:/etc/cni/net.d/10-flannel.conf`) and the
-/// 2019 script install (`C:\k\cni\config\cni.conf`) (real-clusters.md §4, W14). Each file
-/// found is printed after a `# <path>` line.
-const FLANNEL_CNI_CONF: &str = "foreach ($p in @('C:\\etc\\cni\\net.d\\10-flannel.conf', 'C:\\k\\cni\\config\\cni.conf')) { if (Test-Path $p) { Write-Output \"# $p\"; Get-Content -Path $p -ErrorAction Stop } }";
+/// Where each pod network writes its CNI configuration on a Windows node: flannel —
+/// sig-windows-tools' HostProcess flannel (`c:/etc/cni/net.d/10-flannel.conf`) and the 2019
+/// script install (`C:\k\cni\config\cni.conf`) (real-clusters.md §4, W14); AKS's Azure CNI
+/// (`C:\k\azurecni\netconf\10-azure.conflist`, AGENTBAKER); GKE's set-up
+/// (`C:\etc\kubernetes\cni\config\l2bridge.conf`, GCEWINSETUP); EKS's vpc-bridge
+/// (`C:\ProgramData\Amazon\EKS\cni\config\vpc-bridge.conf`). Each file found is printed
+/// after a `# <path>` line, flannel's first.
+const CNI_CONF: &str = "foreach ($p in @('C:\\etc\\cni\\net.d\\10-flannel.conf', 'C:\\k\\cni\\config\\cni.conf', 'C:\\k\\azurecni\\netconf\\10-azure.conflist', 'C:\\etc\\kubernetes\\cni\\config\\l2bridge.conf', 'C:\\ProgramData\\Amazon\\EKS\\cni\\config\\vpc-bridge.conf')) { if (Test-Path $p) { Write-Output \"# $p\"; Get-Content -Path $p -ErrorAction Stop } }";
 /// The Windows kube-proxy binary's version (`Kubernetes v1.32.3`).
 const KUBE_PROXY_VERSION: &str = "$exe = (Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop).ExecutablePath; if ($exe) { & $exe --version } else { Write-Error 'kube-proxy.exe is not running' }";
 
@@ -92,7 +95,7 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
             run(pods, pod, KUBE_PROXY_CMDLINE),
             run(pods, pod, KUBE_PROXY_VERSION),
             run(pods, pod, KUBELET_CMDLINE),
-            run(pods, pod, FLANNEL_CNI_CONF),
+            run(pods, pod, CNI_CONF),
         )
         .await;
         let (hns_types, hns_via) = hns;
@@ -309,6 +312,8 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
         cluster.kubelet_cmdlines.insert(r.node.clone(), kubelet);
         let cni = r.cni_conf.clone().and_then(|text| flannel_delegate(&text));
         cluster.flannel_delegates.insert(r.node.clone(), cni);
+        let delegate = r.cni_conf.clone().and_then(|text| cni_delegate(&text));
+        cluster.cni_delegates.insert(r.node.clone(), delegate);
     }
     for r in readings {
         let Some(version) = r.version.as_ref().ok().and_then(|t| version_of(t)) else {
@@ -346,10 +351,8 @@ fn disagree<T: PartialEq + std::fmt::Debug>(
     }
 }
 
-/// The plugin flannel's CNI configuration delegates to, with the file and its `cniVersion`, from
-/// the first configuration file the command printed (`# <path>` then the JSON); Err says why
-/// there is none (no file at the documented paths, or one that is not flannel's JSON).
-pub fn flannel_delegate(text: &str) -> Result<CniDelegate, String> {
+/// The files the CNI configuration command printed: (path, body), in order.
+fn cni_files(text: &str) -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
         if let Some(path) = line.strip_prefix("# ") {
@@ -359,7 +362,75 @@ pub fn flannel_delegate(text: &str) -> Result<CniDelegate, String> {
             body.push('\n');
         }
     }
-    let Some((path, body)) = files.into_iter().next() else {
+    files
+}
+
+/// The CNI plugin that sets up the node's pod networking, from the first configuration file
+/// the command printed: flannel's delegate (win-bridge, win-overlay, sdnbridge, sdnoverlay),
+/// else the main plugin — Azure CNI's `azure-vnet` as `azure-cni`, `vpc-bridge`, `sdnbridge`,
+/// `calico` — the words the suites' `cniDelegate` conditions use.
+pub fn cni_delegate(text: &str) -> Result<CniDelegate, String> {
+    let Some((path, body)) = cni_files(text).into_iter().next() else {
+        return Err("the node's CNI configuration: none at the paths flannel, Azure CNI, GKE and EKS use".into());
+    };
+    let doc: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("the CNI configuration {path}: not JSON ({e})"))?;
+    let first = doc
+        .get("plugins")
+        .and_then(|p| p.as_array())
+        .and_then(|p| p.first())
+        .unwrap_or(&doc);
+    let kind = first
+        .get("type")
+        .and_then(|t| t.as_str())
+        .ok_or_else(|| format!("the CNI configuration {path}: no plugin type"))?;
+    let delegate = match kind {
+        "flannel" => first
+            .pointer("/delegate/type")
+            .and_then(|t| t.as_str())
+            .ok_or_else(|| format!("the CNI configuration {path}: flannel without a delegate type"))?,
+        "azure-vnet" => "azure-cni",
+        other => other,
+    };
+    Ok(CniDelegate {
+        path,
+        delegate: delegate.to_string(),
+        cni_version: doc.get("cniVersion").and_then(|v| v.as_str()).map(str::to_string),
+    })
+}
+
+/// The CNI plugin of `node`'s pod network: what its host probe read, else what the cluster's
+/// objects say of the platform's own plugin (Azure CNI on AKS, vpc-bridge on EKS, Calico,
+/// sdnbridge on GKE without Dataplane V2: GCEWINSETUP); None where neither says (flannel,
+/// whose delegate only the node's configuration shows).
+pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
+    if let Some(Ok(d)) = cluster.cni_delegates.get(node) {
+        return Some(d.delegate.clone());
+    }
+    let plugin = cluster.report.pod_network.as_ref().map(|p| p.value.as_str());
+    let platform = cluster.report.platform.as_ref().map(|p| p.value.as_str());
+    let v2 = cluster
+        .report
+        .service_proxy
+        .as_ref()
+        .is_some_and(|p| p.value == "anetd");
+    Some(
+        match (plugin, platform) {
+            (Some("azure-cni"), _) => "azure-cni",
+            (Some("vpc-cni"), _) => "vpc-bridge",
+            (Some("calico"), _) => "calico",
+            (_, Some("gke")) if !v2 => "sdnbridge",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+/// The plugin flannel's CNI configuration delegates to, with the file and its `cniVersion`, from
+/// the first configuration file the command printed (`# <path>` then the JSON); Err says why
+/// there is none (no file at the documented paths, or one that is not flannel's JSON).
+pub fn flannel_delegate(text: &str) -> Result<CniDelegate, String> {
+    let Some((path, body)) = cni_files(text).into_iter().next() else {
         return Err(
             "flannel's CNI configuration: none at C:\\etc\\cni\\net.d\\10-flannel.conf or C:\\k\\cni\\config\\cni.conf"
                 .into(),
@@ -447,6 +518,11 @@ pub fn describe(before: &ClusterFacts, after: &ClusterFacts) -> Option<String> {
             "the Windows kube-proxy's version on {versions} node{}",
             if versions == 1 { "" } else { "s" }
         ));
+    }
+    for (fact, text) in &after.report.disagreements {
+        if !before.report.disagreements.contains_key(fact) {
+            added.push(format!("{fact} differs from the API objects: {text}"));
+        }
     }
     (!added.is_empty()).then(|| format!("Read on the Windows nodes: {}", added.join("; ")))
 }
@@ -723,5 +799,35 @@ mod tests {
     #[case("garbage", None)]
     fn versions(#[case] text: &str, #[case] want: Option<&str>) {
         assert_eq!(version_of(text).as_deref(), want);
+    }
+
+    /// The node's CNI plugin, whatever the pod network: flannel's delegate, Azure CNI's
+    /// azure-vnet, GKE's sdnbridge, EKS's vpc-bridge; nothing printed or not JSON leaves it
+    /// unknown.
+    #[rstest]
+    #[case::flannel_sdnoverlay(
+        "# C:\\etc\\cni\\net.d\\10-flannel.conf\n{\"type\": \"flannel\", \"delegate\": {\"type\": \"sdnoverlay\"}}\n",
+        Ok("sdnoverlay")
+    )]
+    #[case::aks(
+        "# C:\\k\\azurecni\\netconf\\10-azure.conflist\n{\"cniVersion\": \"0.3.0\", \"name\": \"azure\", \"plugins\": [{\"type\": \"azure-vnet\", \"mode\": \"bridge\"}]}\n",
+        Ok("azure-cni")
+    )]
+    #[case::gke(
+        "# C:\\etc\\kubernetes\\cni\\config\\l2bridge.conf\n{\"cniVersion\": \"0.2.0\", \"name\": \"l2bridge\", \"type\": \"sdnbridge\"}\n",
+        Ok("sdnbridge")
+    )]
+    #[case::eks(
+        "# C:\\ProgramData\\Amazon\\EKS\\cni\\config\\vpc-bridge.conf\n{\"type\": \"vpc-bridge\"}\n",
+        Ok("vpc-bridge")
+    )]
+    #[case::none("", Err("none at"))]
+    #[case::not_json("# C:\\k\\azurecni\\netconf\\10-azure.conflist\n{", Err("not JSON"))]
+    fn the_nodes_cni_plugin_is_read(#[case] text: &str, #[case] want: Result<&str, &str>) {
+        match (cni_delegate(text), want) {
+            (Ok(d), Ok(w)) => assert_eq!(d.delegate, w),
+            (Err(e), Err(w)) => assert!(e.contains(w), "{e}"),
+            (got, want) => panic!("got {got:?}, want {want:?}"),
+        }
     }
 }

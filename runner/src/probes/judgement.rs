@@ -274,6 +274,13 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
         dual_stack: facts.dual_stack.as_ref().map(|f| f.value),
         calico: facts.calico.as_ref().is_some_and(|f| f.value),
         policy_engine: facts.policy_engine.as_ref().map(|f| f.value.as_str()),
+        cni_delegate: {
+            let windows = |n: &&ClusterNode| n.os == mixcheck_reports::Os::Windows;
+            case.to(facts)
+                .filter(windows)
+                .or(case.from(facts).filter(windows))
+                .and_then(|n| crate::probes::hostfacts::delegate_of(facts, &n.name))
+        },
         feature_gates: facts.feature_gates.as_ref(),
     }
 }

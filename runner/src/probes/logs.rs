@@ -152,11 +152,48 @@ async fn queried_log(client: &kube::Client, node: &str, service: &str) -> Result
     }
 }
 
+/// The marker a logs rule's `must` may hold for the cluster's flannel VXLAN VNI: the `VNI` of
+/// `kube-flannel-cfg`'s net-conf.json Backend where the run can read it (every node must use
+/// the same), else any VNI flannel allows on Windows — 4096 or more (flannel
+/// `Documentation/backends.md`: "On Windows should be greater than or equal to 4096").
+pub const CLUSTER_VNI: &str = "CLUSTER_VNI";
+
+/// A VNI of 4096 or more (VXLAN VNIs have 24 bits).
+const WINDOWS_VNI: &str = r"(?:409[6-9]|4[1-9]\d\d|[5-9]\d{3}|[1-9]\d{4,7})";
+
+/// `must` with [`CLUSTER_VNI`] replaced: by the cluster's VNI (`vni`), else by [`WINDOWS_VNI`].
+pub fn with_cluster_vni(must: &str, vni: Option<u32>) -> String {
+    let value = vni.map_or(WINDOWS_VNI.to_string(), |v| v.to_string());
+    must.replace(CLUSTER_VNI, &value)
+}
+
+/// The VNI of flannel's VXLAN backend in the cluster's `kube-flannel-cfg` (kube-flannel or
+/// kube-system), where it is set and readable.
+pub async fn cluster_vni(client: &kube::Client) -> Option<u32> {
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::all(client.clone());
+    let params = ListParams::default().fields("metadata.name=kube-flannel-cfg");
+    let list = tokio::time::timeout(CALL_TIMEOUT, api.list(&params)).await.ok()?.ok()?;
+    list.items.iter().find_map(|cm| {
+        let conf = cm.data.as_ref()?.get("net-conf.json")?;
+        let v: serde_json::Value = serde_json::from_str(conf).ok()?;
+        u32::try_from(v.pointer("/Backend/VNI")?.as_u64()?).ok()
+    })
+}
+
 /// Reads the agent's log on the pair's node and judges it against the rule.
 pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRule<'_>) -> Probed {
     let (_, node) = match case.node(ctx.facts) {
         Ok(n) => n,
         Err(p) => return p.into(),
+    };
+    // The cluster's VNI, where the rule holds the node to it.
+    let must = match rule.must.filter(|m| m.contains(CLUSTER_VNI)) {
+        Some(m) => Some(with_cluster_vni(m, cluster_vni(&ctx.client).await)),
+        None => rule.must.map(str::to_string),
+    };
+    let rule = &LogRule {
+        must: must.as_deref(),
+        ..*rule
     };
     // An agent that just (re)started has not logged everything yet: a log that is empty or not
     // clean is read again until the pod-flow settle window has passed.
@@ -504,5 +541,22 @@ mod tests {
             "/api/v1/nodes/akswin000000/proxy/logs/?query=Kubeproxy"
         );
         assert_eq!(query_path("n", "a b"), "/api/v1/nodes/n/proxy/logs/?query=a%20b");
+    }
+
+    /// The VXLAN rule holds a node to the cluster's VNI where net-conf.json sets one, else to any
+    /// VNI flannel allows on Windows (4096 or more), always with port 4789.
+    #[rstest]
+    #[case::cluster_4096(Some(4096), "VNI=4096 Port=4789", true)]
+    #[case::cluster_4096_node_4097(Some(4096), "VNI=4097 Port=4789", false)]
+    #[case::cluster_4097(Some(4097), "VNI=4097 Port=4789", true)]
+    #[case::unknown_4097(None, "VNI=4097 Port=4789", true)]
+    #[case::unknown_5000(None, "VNI=5000 Port=4789", true)]
+    #[case::unknown_1(None, "VNI=1 Port=4789", false)]
+    #[case::unknown_4095(None, "VNI=4095 Port=4789", false)]
+    #[case::unknown_port(None, "VNI=4096 Port=8472", false)]
+    fn the_vni_is_the_clusters_or_a_windows_one(#[case] vni: Option<u32>, #[case] line: &str, #[case] ok: bool) {
+        let must = with_cluster_vni(r"\bVNI=CLUSTER_VNI\b.*\bPort=4789\b", vni);
+        let re = regex::Regex::new(&must).expect("a pattern");
+        assert_eq!(re.is_match(line), ok, "{must}");
     }
 }

@@ -153,7 +153,9 @@ async fn from_another_host(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination, why:
     let from = ctx.facts.nodes.get(v).map_or("another node", |n| n.name.as_str());
     let stand_in = match to {
         Destination::LoadBalancer => {
-            format!("{why}; not observed from outside the cluster: judged from inside it, from node {from}'s host network: ")
+            format!(
+                "{why}; not observed from outside the cluster: judged from inside it, from node {from}'s host network: "
+            )
         }
         _ => format!(
             "this machine does not reach {}'s address {} (private, as on most managed clusters); not observed from outside the cluster: judged from node {from}'s host network, the nearest client outside the pod network: ",

@@ -10,6 +10,8 @@
 //! - `baseline_cli` — the gate against a baseline, `mixcheck diff`
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
 //! - `diagnostics_cli` — `--node-diagnostics` where a command cannot run: "not run", no confirmation
+//! - `fidelity_cli` — the third documentation review on whole runs (overlay WS2022 NodePorts,
+//!   kube-proxy's skew against its kubelet)
 //! - `faults` — every injectable fault against a clean run, cell by cell
 //! - `new_checks` — the checks of issue #22 part 4 (no NAT, port-forward, stats, …) per setup
 //! - `platforms_cli` — facts from the node, managed remedies, Dataplane V2, GKE's taint, egress
@@ -39,6 +41,7 @@ mod diagnose_cli;
 mod diagnostics_cli;
 mod docs_flags;
 mod faults;
+mod fidelity_cli;
 mod fixture_schemas;
 mod hygiene_cli;
 mod job_cli;

@@ -1,0 +1,108 @@
+//! The third documentation review (issue #35) on whole runs: the overlay Windows Server 2022
+//! NodePort issue no longer hides a kube-proxy fault on a patched node, and kube-proxy's skew
+//! is judged against its own kubelet.
+
+use std::path::Path;
+
+use rstest::rstest;
+use serde_json::Value;
+
+use crate::cli::{mixcheck, text};
+
+/// Runs `mixcheck run --quiet --topology <text> ARGS` in `dir`: exit code, output, results.json.
+fn run(dir: &Path, topology: &str, args: &[&str]) -> (Option<i32>, String, Value) {
+    let file = dir.join("topology.yaml");
+    std::fs::write(&file, topology).expect("write topology");
+    let out = mixcheck(dir)
+        .args(["run", "--quiet", "--topology"])
+        .arg(&file)
+        .args(args)
+        .output()
+        .expect("run mixcheck");
+    let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
+    (
+        out.status.code(),
+        text(&out),
+        serde_json::from_str(&results).unwrap_or(Value::Null),
+    )
+}
+
+fn testdata(name: &str) -> String {
+    let path = format!("{}/../testdata/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The NodePort cells whose destination is the Windows Server 2022 pool.
+fn nodeport_cells_to_ws2022(report: &Value) -> Vec<(String, String)> {
+    report["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| ["NP-REMOTE", "NP-FROM-WINPOD"].contains(&c["rule_id"].as_str().unwrap_or_default()))
+        .filter(|c| c["coordinates"]["destination"] == "windows-20348")
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap_or_default().to_string(),
+                c["verdict"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Overlay, a Windows Server 2022 node at revision 2762 (long past the OS fix): its NodePort
+/// cells pass; with kube-proxy stopped there they fail and the cause is named on it — the
+/// known OS issue no longer reads the fault as a limitation (fidelity review 2026-12, row 1).
+#[rstest]
+#[case::healthy(None)]
+#[case::kube_proxy_stopped(Some("win2022-1:kube-proxy-stopped"))]
+fn a_patched_overlay_ws2022_node_is_held_to_the_rule(#[case] fault: Option<&str>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut args = vec!["--suite", "nodeport"];
+    if let Some(f) = fault {
+        args.extend(["--fault", f]);
+    }
+    let (code, out, report) = run(dir.path(), &testdata("overlay-current.yaml"), &args);
+    let cells = nodeport_cells_to_ws2022(&report);
+    assert!(!cells.is_empty(), "{out}");
+    match fault {
+        None => {
+            assert_eq!(code, Some(0), "{out}");
+            assert!(cells.iter().all(|(_, v)| v == "pass"), "{cells:?}");
+        }
+        Some(_) => {
+            assert_eq!(code, Some(1), "{out}");
+            assert!(cells.iter().any(|(_, v)| v == "fail"), "{cells:?}");
+            assert!(cells.iter().all(|(_, v)| v != "known-limitation"), "{cells:?}");
+            let first = &report["diagnosis"]["causes"][0];
+            assert_eq!(first["id"], "kube-proxy-stopped", "{out}");
+            assert_eq!(first["nodes"], serde_json::json!(["win2022-1"]), "{first}");
+        }
+    }
+}
+
+/// Before 1.28 kube-proxy must be its kubelet's minor (WSKEW): a 1.27 cluster whose Windows node
+/// runs kube-proxy 1.26 fails VER-KUBEPROXY-SKEW for that node only.
+#[test]
+fn kube_proxy_one_minor_behind_its_kubelet_fails_before_1_28() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topology = testdata("overlay-current.yaml")
+        .replace("kubernetesVersion: v1.32.3", "kubernetesVersion: v1.27.16")
+        .replacen(
+            "  - name: win2022-1\n",
+            "  - name: win2022-1\n    kubeProxyVersion: v1.26.15\n",
+            1,
+        );
+    let (_, out, report) = run(dir.path(), &topology, &["--suite", "version-matching"]);
+    let skew: Vec<&Value> = report["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["rule_id"] == "VER-KUBEPROXY-SKEW")
+        .collect();
+    assert!(!skew.is_empty(), "{out}");
+    for c in &skew {
+        let on_it = c["nodes"].to_string().contains("win2022-1");
+        let failed = c["verdict"] == "fail";
+        assert_eq!(failed, on_it, "{c}");
+    }
+}
