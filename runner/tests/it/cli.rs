@@ -21,3 +21,26 @@ pub(crate) fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Runs `mixcheck run --quiet ARGS` in `dir`: its exit code, output and `results.json` (Null when
+/// the run wrote none).
+pub(crate) fn run_report(dir: &Path, args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
+    let out = mixcheck(dir)
+        .args(["run", "--quiet"])
+        .args(args)
+        .output()
+        .expect("run mixcheck");
+    let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
+    let report = serde_json::from_str(&results).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), text(&out), report)
+}
+
+/// The same with `--topology`, the topology's text written to `dir/topology.yaml` first.
+pub(crate) fn run_topology(dir: &Path, topology: &str, args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
+    let file = dir.join("topology.yaml");
+    std::fs::write(&file, topology).expect("write topology");
+    let file = file.to_string_lossy().into_owned();
+    let mut all = vec!["--topology", file.as_str()];
+    all.extend_from_slice(args);
+    run_report(dir, &all)
+}

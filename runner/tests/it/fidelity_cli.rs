@@ -2,30 +2,11 @@
 //! NodePort issue no longer hides a kube-proxy fault on a patched node, and kube-proxy's skew
 //! is judged against its own kubelet.
 
-use std::path::Path;
-
 use rstest::rstest;
 use serde_json::Value;
 
-use crate::cli::{mixcheck, text};
+use crate::cli::run_topology as run;
 
-/// Runs `mixcheck run --quiet --topology <text> ARGS` in `dir`: exit code, output, results.json.
-fn run(dir: &Path, topology: &str, args: &[&str]) -> (Option<i32>, String, Value) {
-    let file = dir.join("topology.yaml");
-    std::fs::write(&file, topology).expect("write topology");
-    let out = mixcheck(dir)
-        .args(["run", "--quiet", "--topology"])
-        .arg(&file)
-        .args(args)
-        .output()
-        .expect("run mixcheck");
-    let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
-    (
-        out.status.code(),
-        text(&out),
-        serde_json::from_str(&results).unwrap_or(Value::Null),
-    )
-}
 
 fn testdata(name: &str) -> String {
     let path = format!("{}/../testdata/{name}", env!("CARGO_MANIFEST_DIR"));

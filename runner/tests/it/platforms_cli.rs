@@ -4,34 +4,13 @@
 //! MAC spoofing or cni.conf step), GKE's Windows taint and Dataplane V2 are no faults, and
 //! egress and load balancers are judged where the runner stands.
 
-use std::path::Path;
 
 use rstest::rstest;
 use serde_json::Value;
 
-use crate::cli::{mixcheck, text};
+use crate::cli::{run_report as run, run_topology};
 
-/// Runs `mixcheck run --quiet ARGS` in `dir`: exit code, output, results.json.
-fn run(dir: &Path, args: &[&str]) -> (Option<i32>, String, Value) {
-    let out = mixcheck(dir)
-        .args(["run", "--quiet"])
-        .args(args)
-        .output()
-        .expect("run mixcheck");
-    let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
-    let report = serde_json::from_str(&results).unwrap_or(Value::Null);
-    (out.status.code(), text(&out), report)
-}
 
-/// Runs a topology text (written to `dir`) with ARGS.
-fn run_topology(dir: &Path, topology: &str, args: &[&str]) -> (Option<i32>, String, Value) {
-    let file = dir.join("topology.yaml");
-    std::fs::write(&file, topology).expect("write topology");
-    let file = file.to_string_lossy().into_owned();
-    let mut all = vec!["--topology", file.as_str()];
-    all.extend_from_slice(args);
-    run(dir, &all)
-}
 
 fn cells(report: &Value) -> Vec<&Value> {
     report["cells"]

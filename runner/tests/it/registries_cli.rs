@@ -37,17 +37,7 @@ fn topology(profile: &str, registries: &str) -> String {
 
 /// Runs `mixcheck run --quiet --topology <file> ARGS` in `dir`: exit code, output, results.json.
 fn run(dir: &Path, topology_text: &str, args: &[&str]) -> (Option<i32>, String, Value) {
-    let file = dir.join("topology.yaml");
-    std::fs::write(&file, topology_text).expect("write topology");
-    let out = mixcheck(dir)
-        .args(["run", "--quiet", "--topology"])
-        .arg(&file)
-        .args(args)
-        .output()
-        .expect("run mixcheck");
-    let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
-    let report = serde_json::from_str(&results).unwrap_or(Value::Null);
-    (out.status.code(), text(&out), report)
+    crate::cli::run_topology(dir, topology_text, args)
 }
 
 type Verdicts = BTreeMap<String, String>;
