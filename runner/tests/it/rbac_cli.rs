@@ -283,6 +283,15 @@ async fn objects_in(client: &kube::Client, ns: &str) -> Vec<String> {
     {
         out.push(format!("secret/{}", s.metadata.name.unwrap_or_default()));
     }
+    // The network-policy suite's policies (issue #38) go with the run too.
+    for p in Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(client.clone(), ns)
+        .list(&lp)
+        .await
+        .expect("networkpolicies")
+        .items
+    {
+        out.push(format!("networkpolicy/{}", p.metadata.name.unwrap_or_default()));
+    }
     out
 }
 
