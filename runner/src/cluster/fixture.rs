@@ -70,6 +70,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../fixtures/os-field-validation.yaml"),
     ),
     (
+        "fsgroup-windows",
+        include_str!("../../../fixtures/fsgroup-windows.yaml"),
+    ),
+    (
         "pod-os-mismatch",
         include_str!("../../../fixtures/pod-os-mismatch.yaml"),
     ),

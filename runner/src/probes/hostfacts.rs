@@ -14,7 +14,7 @@ use kube::Api;
 use mixcheck_reports::{EvidenceItem, Excerpt, Fact, Os};
 
 use crate::cluster::deploy::Deployment;
-use crate::cluster::facts::{self, ClusterFacts, CniDelegate};
+use crate::cluster::facts::{self, ClusterFacts, ClusterNode, CniDelegate};
 use crate::probes::outcome;
 
 /// The limit on one command.
@@ -405,6 +405,20 @@ pub fn cni_delegate(text: &str) -> Result<CniDelegate, String> {
 /// whose delegate only the node's configuration shows).
 pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
     if let Some(Ok(d)) = cluster.cni_delegates.get(node) {
+        return Some(d.delegate.clone());
+    }
+    // A node that could not be read (down, its probe refused) runs the cluster's Windows CNI:
+    // what another node of its pool read, else another Windows node.
+    let pool = cluster.nodes.iter().find(|n| n.name == node).map(ClusterNode::pool);
+    let read_on = |same_pool: bool| {
+        cluster
+            .nodes
+            .iter()
+            .filter(|n| n.name != node && n.os == Os::Windows)
+            .filter(|n| !same_pool || Some(n.pool()) == pool)
+            .find_map(|n| cluster.cni_delegates.get(&n.name).and_then(|r| r.as_ref().ok()))
+    };
+    if let Some(d) = read_on(true).or_else(|| read_on(false)) {
         return Some(d.delegate.clone());
     }
     let plugin = cluster.report.pod_network.as_ref().map(|p| p.value.as_str());

@@ -345,7 +345,11 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
             // Left out for the cluster's IP families or its CNI: the fact's source says how.
             (_, _, Some(f), _) if e.when.dual_stack.is_some() => format!("{} ({})", e.says, f.source),
             (_, _, _, Some(f)) if e.when.calico.is_some() => format!("{} ({})", e.says, f.source),
-            _ if !e.when.policy_engine.is_empty() => crate::probes::netpol::says_with_source(ctx.facts, &e.says),
+            // Left out for the cluster's NetworkPolicy engine: where the engine was read.
+            _ if !e.when.policy_engine.is_empty() => match &ctx.facts.policy_engine {
+                Some(f) => format!("{} (policy engine {}: {})", e.says, f.value, f.source),
+                None => e.says.clone(),
+            },
             _ => e.says.clone(),
         };
         let mut j = judgement(Verdict::NotApplicable, says);

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::catalogue::netpol::PolicyCase;
 use crate::catalogue::suite::{FailureClass, Protocol};
-use crate::cluster::facts::{ClusterFacts, ClusterNode};
+use crate::cluster::facts::ClusterNode;
 use crate::cluster::workload::{NotReady, Started};
 use crate::probes::judgement::{Case, Ctx, Probed};
 use crate::probes::settle::{self, FlowKind};
@@ -23,14 +23,6 @@ pub const LABEL: &str = "mixcheck.io/netpol";
 
 /// The fixture both ends run (agnhost netexec with a `client` container).
 const FIXTURE: &str = "netexec-server";
-
-/// `says` of an expectation chosen by the policy engine, with where the engine was read.
-pub fn says_with_source(facts: &ClusterFacts, says: &str) -> String {
-    match &facts.policy_engine {
-        Some(f) => format!("{says} (policy engine {}: {})", f.value, f.source),
-        None => says.to_string(),
-    }
-}
 
 /// The ports of the server's netexec: TCP `http` 8080, UDP `udp` 8081.
 fn port(protocol: Protocol) -> u16 {

@@ -4,13 +4,10 @@
 //! MAC spoofing or cni.conf step), GKE's Windows taint and Dataplane V2 are no faults, and
 //! egress and load balancers are judged where the runner stands.
 
-
 use rstest::rstest;
 use serde_json::Value;
 
 use crate::cli::{run_report as run, run_topology};
-
-
 
 fn cells(report: &Value) -> Vec<&Value> {
     report["cells"]
