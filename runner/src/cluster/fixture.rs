@@ -35,6 +35,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "emptydir-shared",
         include_str!("../../../fixtures/emptydir-shared.yaml"),
     ),
+    (
+        "fsgroup-windows",
+        include_str!("../../../fixtures/fsgroup-windows.yaml"),
+    ),
     ("graceful-stop", include_str!("../../../fixtures/graceful-stop.yaml")),
     ("host-network", include_str!("../../../fixtures/host-network.yaml")),
     ("host-probe", include_str!("../../../fixtures/host-probe.yaml")),
@@ -68,10 +72,6 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     (
         "os-field-validation",
         include_str!("../../../fixtures/os-field-validation.yaml"),
-    ),
-    (
-        "fsgroup-windows",
-        include_str!("../../../fixtures/fsgroup-windows.yaml"),
     ),
     (
         "pod-os-mismatch",
