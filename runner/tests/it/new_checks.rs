@@ -137,6 +137,11 @@ const OVERLAY: &str = "  mode: overlay\n";
     ("[windows-17763→]", "fail", "Get-HnsNetwork lists nothing"),
     ("[windows-20348→]", "pass", "L2Bridge"),
 ])]
+// WSTO, WI26: no file ownership on Windows; with .spec.os windows the API refuses fsGroup.
+#[case::fsgroup_refused("STO-OWNERSHIP", Setup::Default, &[
+    ("[windows-17763→]", "pass", "spec.securityContext.fsGroup: Forbidden: cannot be set for a windows pod"),
+    ("[windows-20348→]", "pass", "spec.securityContext.fsGroup: Forbidden: cannot be set for a windows pod"),
+])]
 // W14, WNET: win-bridge and win-overlay lack CNI CHECK — informational (third documentation
 // review §2: nothing observable depends on it, so it never fails a --strict gate).
 #[case::cni_check_default("NET-CNI-SPEC-CHECK", Setup::Default, &[
