@@ -423,6 +423,21 @@ pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
     }
     let plugin = cluster.report.pod_network.as_ref().map(|p| p.value.as_str());
     let platform = cluster.report.platform.as_ref().map(|p| p.value.as_str());
+    // Before HostProcess pods (kubelet < 1.23 or Docker) flannel ran from the 2019 scripts,
+    // which delegate host-gw to win-bridge and VXLAN to win-overlay (W14; sig-windows-tools'
+    // `Update-CNIConfig`) — the HostProcess-era manifests delegate VXLAN to sdnoverlay instead.
+    let scripts_era = cluster
+        .nodes
+        .iter()
+        .find(|n| n.name == node)
+        .is_some_and(|n| n.host_process() == Some(false));
+    if plugin == Some("flannel") && scripts_era {
+        match cluster.network_mode.as_ref().map(|m| m.value.as_str()) {
+            Some("l2bridge") => return Some("win-bridge".into()),
+            Some("overlay") => return Some("win-overlay".into()),
+            _ => {}
+        }
+    }
     let v2 = cluster
         .report
         .service_proxy

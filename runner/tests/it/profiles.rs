@@ -357,9 +357,26 @@ fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str
 }
 
 /// The share of a clean run's cells that are indeterminate, from its results.json.
+/// (cells left undecided for a fact the run could not read, cells judged). A documentation gap
+/// (`undocumented: …`: the third review keys hostPort and ICMP on CNI plugins no document
+/// covers) is not an unread fact, and the NetworkPolicy suite is left out: the bundled managed
+/// profiles run none of the engines' agents (AKS's Azure NPM, EKS's node agent), so their engine
+/// is unknown by construction.
 fn indeterminate_share(report: &Value) -> (usize, usize) {
-    let all = cells(report);
-    let unknown = all.iter().filter(|c| c["verdict"] == "indeterminate").count();
+    let all: Vec<&Value> = cells(report)
+        .into_iter()
+        .filter(|c| c["suite"] != "network-policy")
+        .collect();
+    let unknown = all
+        .iter()
+        .filter(|c| c["verdict"] == "indeterminate")
+        .filter(|c| {
+            !c["observed"]["summary"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("undocumented")
+        })
+        .count();
     (unknown, all.len())
 }
 
