@@ -47,8 +47,8 @@ pub fn index(hash: &str) -> Value {
 /// everything it references with the generator; None for a kind without a type.
 fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
-        apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac, scheduling,
-        storage,
+        apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, networking, node, rbac,
+        scheduling, storage,
     };
     fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<String> {
         generator.subschema_for::<T>();
@@ -75,6 +75,7 @@ fn register(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
         ("scheduling.k8s.io", "PriorityClass") => add::<scheduling::v1::PriorityClass>(generator),
         ("node.k8s.io", "RuntimeClass") => add::<node::v1::RuntimeClass>(generator),
         ("storage.k8s.io", "CSINode") => add::<storage::v1::CSINode>(generator),
+        ("networking.k8s.io", "NetworkPolicy") => add::<networking::v1::NetworkPolicy>(generator),
         ("authorization.k8s.io", "SelfSubjectAccessReview") => {
             add::<authorization::v1::SelfSubjectAccessReview>(generator)
         }

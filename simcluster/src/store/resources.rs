@@ -286,7 +286,9 @@ mod tests {
     fn groups_are_listed_once() {
         let groups = groups();
         assert!(groups.iter().any(|(g, v)| *g == "apps" && v == &["v1"]));
-        assert_eq!(groups.len(), 9);
+        // networking.k8s.io serves NetworkPolicy (the network-policy suite, issue #38).
+        assert_eq!(groups.len(), 10);
+        assert!(groups.iter().any(|(g, v)| *g == "networking.k8s.io" && v == &["v1"]));
         assert!(groups.iter().any(|(g, v)| *g == "storage.k8s.io" && v == &["v1"]));
         assert!(groups.iter().any(|(g, v)| *g == "batch" && v == &["v1"]));
         assert!(

@@ -39,8 +39,8 @@ macro_rules! kinds {
 }
 
 use k8s_pb::api::{
-    apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, node, rbac, scheduling,
-    storage,
+    apps, authentication, authorization, autoscaling, batch, coordination, core, discovery, networking, node, rbac,
+    scheduling, storage,
 };
 
 kinds! {
@@ -64,6 +64,7 @@ kinds! {
     ("scheduling.k8s.io", "v1", "PriorityClass") => scheduling::v1::PriorityClass,
     ("node.k8s.io", "v1", "RuntimeClass") => node::v1::RuntimeClass,
     ("storage.k8s.io", "v1", "CSINode") => storage::v1::CSINode,
+    ("networking.k8s.io", "v1", "NetworkPolicy") => networking::v1::NetworkPolicy,
     ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => authorization::v1::SelfSubjectAccessReview,
     ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => authorization::v1::SelfSubjectRulesReview,
     ("authentication.k8s.io", "v1", "TokenRequest") => authentication::v1::TokenRequest,
