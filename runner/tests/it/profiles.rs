@@ -364,7 +364,7 @@ fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str
 /// is unknown by construction.
 fn indeterminate_share(report: &Value) -> (usize, usize) {
     let all: Vec<&Value> = cells(report)
-        .into_iter()
+        .iter()
         .filter(|c| c["suite"] != "network-policy")
         .collect();
     let unknown = all
