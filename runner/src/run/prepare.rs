@@ -110,16 +110,17 @@ fn windows(plan: &RunPlan) -> (Settle, Clock) {
     }
 }
 
-/// The settle window on the bundled cluster: its topology's longest programming delay and a
-/// margin of 200 ms, for every kind of flow (its proxies program all of them within that delay
-/// of the last change, which comes before the fixtures are ready); none on an instant topology
-/// (one attempt decides).
+/// The settle window on the bundled cluster: its topology's longest programming delay twice
+/// and a margin of 200 ms, for every kind of flow. Its proxies program each change within that
+/// delay, but the last endpoint change can land after the run saw the fixtures ready when the
+/// machine is busy (a loaded CI runner starts the simulated kube-proxy's clock late): the second
+/// delay absorbs that. None on an instant topology (one attempt decides).
 fn bundled_settle(topology: &simcluster::Topology) -> Settle {
     let delay = topology.programming_delay();
     let base = if delay.is_zero() {
         Duration::ZERO
     } else {
-        delay + Duration::from_millis(200)
+        delay.saturating_mul(2) + Duration::from_millis(200)
     };
     Settle { base, multiples: false }
 }
