@@ -310,7 +310,8 @@ async fn check_facts_and_placement(topology: Topology) {
     }
 }
 
-async fn exec(pods: &Api<Pod>, pod: &str, argv: &[&str]) -> (bool, String) {
+/// Runs `argv` in `pod`: whether it succeeded, and its stdout then stderr.
+pub(crate) async fn exec(pods: &Api<Pod>, pod: &str, argv: &[&str]) -> (bool, String) {
     let mut proc = pods
         .exec(
             pod,

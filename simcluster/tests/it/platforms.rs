@@ -6,10 +6,9 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Api, AttachParams, ListParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use simcluster::Topology;
-use tokio::io::AsyncReadExt;
 
 use crate::common;
 
@@ -17,25 +16,7 @@ const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.52";
 const HPC: &str = "mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0";
 
 /// Runs `argv` in `pod`: (succeeded, stdout + stderr).
-async fn exec(pods: &Api<Pod>, pod: &str, argv: &[&str]) -> (bool, String) {
-    let mut proc = pods
-        .exec(
-            pod,
-            argv.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            &AttachParams::default().stderr(true),
-        )
-        .await
-        .expect("exec");
-    let mut stdout = proc.stdout().expect("stdout");
-    let mut stderr = proc.stderr().expect("stderr");
-    let status = proc.take_status().expect("status");
-    let (mut out, mut err) = (String::new(), String::new());
-    let (a, b, status) = tokio::join!(stdout.read_to_string(&mut out), stderr.read_to_string(&mut err), status);
-    a.expect("stdout");
-    b.expect("stderr");
-    let ok = status.and_then(|s| s.status).as_deref() == Some("Success");
-    (ok, out + &err)
-}
+use crate::kube_system::exec;
 
 async fn running(pods: &Api<Pod>, name: &str) {
     common::eventually(&format!("{name} running"), || async {
