@@ -34,8 +34,8 @@ pub struct CellFacts<'a> {
     /// The cluster's NetworkPolicy engine (None: not known).
     pub policy_engine: Option<&'a str>,
     /// The CNI plugin on the Windows end of the cell (the destination when it is Windows, else
-    /// the source): `crate::probes::hostfacts::delegate_of`.
-    pub cni_delegate: Option<String>,
+    /// the source), or why it is unknown: `crate::probes::hostfacts::delegate_of`.
+    pub cni_delegate: Result<String, String>,
     /// The API server's feature gates (from its `kubernetes_feature_enabled` metric), if read.
     pub feature_gates: Option<&'a std::collections::BTreeMap<String, bool>>,
 }
@@ -134,8 +134,11 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
         ),
         one_of(
             &c.cni_delegate,
-            f.cni_delegate.as_deref(),
-            "the CNI plugin on the Windows node (its CNI configuration, read by the node's host probe)",
+            f.cni_delegate.as_deref().ok(),
+            &format!(
+                "the CNI plugin on the Windows node ({})",
+                f.cni_delegate.as_ref().err().map_or("", String::as_str)
+            ),
         ),
         feature_gates(&c.feature_gates, f.feature_gates),
     ];
@@ -350,7 +353,7 @@ mod tests {
             dual_stack: Some(false),
             calico: false,
             policy_engine: None,
-            cni_delegate: None,
+            cni_delegate: Err("not read".into()),
             feature_gates: None,
         }
     }

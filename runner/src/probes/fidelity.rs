@@ -80,7 +80,7 @@ fn judged(suite: &str, check: &str, row: Row) -> (Documented, Vec<String>) {
         .find(|(s, c)| s.name == suite && c.name == check)
         .unwrap_or_else(|| panic!("no check {suite}/{check}"));
     let (from, to) = (node(row.from, &row), node(row.to, &row));
-    let row_delegate = row.delegate.map(str::to_string);
+    let row_delegate = row.delegate.map(str::to_string).ok_or_else(|| "not read".to_string());
     let facts = CellFacts {
         kubernetes: row.k8s,
         from: Some(&from),
@@ -267,7 +267,7 @@ fn a_patch_bound_needs_the_kubelet_patch_release() {
         dual_stack: Some(false),
         calico: false,
         policy_engine: None,
-        cni_delegate: None,
+        cni_delegate: Err("not read".into()),
         feature_gates: None,
     };
     let why = expectation::expectation(c, &facts).expect_err("indeterminate");

@@ -401,12 +401,14 @@ pub fn cni_delegate(text: &str) -> Result<CniDelegate, String> {
 
 /// The CNI plugin of `node`'s pod network: what its host probe read, else what the cluster's
 /// objects say of the platform's own plugin (Azure CNI on AKS, vpc-bridge on EKS, Calico,
-/// sdnbridge on GKE without Dataplane V2: GCEWINSETUP); None where neither says (flannel,
-/// whose delegate only the node's configuration shows).
-pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
-    if let Some(Ok(d)) = cluster.cni_delegates.get(node) {
-        return Some(d.delegate.clone());
-    }
+/// sdnbridge on GKE without Dataplane V2: GCEWINSETUP). Where neither says (flannel, whose
+/// delegate only the node's configuration shows): why, with the node's own reading's failure.
+pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Result<String, String> {
+    let own = match cluster.cni_delegates.get(node) {
+        Some(Ok(d)) => return Ok(d.delegate.clone()),
+        Some(Err(why)) => format!("its CNI configuration on {node}: {why}"),
+        None => format!("its CNI configuration on {node}, which no host probe read"),
+    };
     // A node that could not be read (down, its probe refused) runs the cluster's Windows CNI:
     // what another node of its pool read, else another Windows node.
     let pool = cluster.nodes.iter().find(|n| n.name == node).map(ClusterNode::pool);
@@ -419,7 +421,7 @@ pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
             .find_map(|n| cluster.cni_delegates.get(&n.name).and_then(|r| r.as_ref().ok()))
     };
     if let Some(d) = read_on(true).or_else(|| read_on(false)) {
-        return Some(d.delegate.clone());
+        return Ok(d.delegate.clone());
     }
     let plugin = cluster.report.pod_network.as_ref().map(|p| p.value.as_str());
     let platform = cluster.report.platform.as_ref().map(|p| p.value.as_str());
@@ -433,8 +435,8 @@ pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
         .is_some_and(|n| n.host_process() == Some(false));
     if plugin == Some("flannel") && scripts_era {
         match cluster.network_mode.as_ref().map(|m| m.value.as_str()) {
-            Some("l2bridge") => return Some("win-bridge".into()),
-            Some("overlay") => return Some("win-overlay".into()),
+            Some("l2bridge") => return Ok("win-bridge".into()),
+            Some("overlay") => return Ok("win-overlay".into()),
             _ => {}
         }
     }
@@ -443,16 +445,14 @@ pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Option<String> {
         .service_proxy
         .as_ref()
         .is_some_and(|p| p.value == "anetd");
-    Some(
-        match (plugin, platform) {
-            (Some("azure-cni"), _) => "azure-cni",
-            (Some("vpc-cni"), _) => "vpc-bridge",
-            (Some("calico"), _) => "calico",
-            (_, Some("gke")) if !v2 => "sdnbridge",
-            _ => return None,
-        }
-        .to_string(),
-    )
+    Ok(match (plugin, platform) {
+        (Some("azure-cni"), _) => "azure-cni",
+        (Some("vpc-cni"), _) => "vpc-bridge",
+        (Some("calico"), _) => "calico",
+        (_, Some("gke")) if !v2 => "sdnbridge",
+        _ => return Err(own),
+    }
+    .to_string())
 }
 
 /// The plugin flannel's CNI configuration delegates to, with the file and its `cniVersion`, from
@@ -600,6 +600,35 @@ mod tests {
             f.report.nodes.insert(n.into(), Default::default());
         }
         f
+    }
+
+    /// A node's CNI plugin: its own reading, else another Windows node's; where no node could
+    /// read it and no object names the plugin, unknown naming why (the refusal of its probe).
+    #[rstest::rstest]
+    #[case::own(Ok("win-overlay"), Err("not run: refused"), Ok("win-overlay"))]
+    #[case::from_the_other_node(Err("not run: refused"), Ok("win-bridge"), Ok("win-bridge"))]
+    #[case::none_read(
+        Err("not run: the node-side probe is not usable: Pod Security refused it"),
+        Err("not run: refused"),
+        Err("its CNI configuration on w1: not run: the node-side probe is not usable: Pod Security refused it")
+    )]
+    fn a_nodes_plugin_is_read_there_first(
+        #[case] w1: Result<&str, &str>,
+        #[case] w2: Result<&str, &str>,
+        #[case] want: Result<&str, &str>,
+    ) {
+        let mut f = cluster();
+        for (n, r) in [("w1", w1), ("w2", w2)] {
+            let read = r
+                .map(|d| CniDelegate {
+                    path: "C:\\etc\\cni\\net.d\\10-flannel.conf".into(),
+                    delegate: d.into(),
+                    cni_version: None,
+                })
+                .map_err(str::to_string);
+            f.cni_delegates.insert(n.into(), read);
+        }
+        assert_eq!(delegate_of(&f, "w1"), want.map(str::to_string).map_err(str::to_string));
     }
 
     /// A managed platform's node: the mode from the HNS network (not the nat network), DSR and

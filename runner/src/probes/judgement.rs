@@ -279,7 +279,10 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
             case.to(facts)
                 .filter(windows)
                 .or(case.from(facts).filter(windows))
-                .and_then(|n| crate::probes::hostfacts::delegate_of(facts, &n.name))
+                .map_or_else(
+                    || Err("no Windows node at either end".to_string()),
+                    |n| crate::probes::hostfacts::delegate_of(facts, &n.name),
+                )
         },
         feature_gates: facts.feature_gates.as_ref(),
     }

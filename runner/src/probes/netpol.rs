@@ -21,6 +21,10 @@ use crate::probes::transport::{self, Observation, Request, Runner};
 /// The label that ties a cell's pods to its policy.
 pub const LABEL: &str = "mixcheck.io/netpol";
 
+/// What a cell says when its flow failed before any policy existed: the pod network's failure,
+/// not the policy's (the diagnosis reads it so).
+pub const BEFORE_ANY_POLICY: &str = "before any policy";
+
 /// The fixture both ends run (agnhost netexec with a `client` container).
 const FIXTURE: &str = "netexec-server";
 
@@ -183,7 +187,7 @@ async fn run_case(
     if let Observation::Failed(class) = before.observation {
         return Probed::seen(
             Observation::Failed(class),
-            format!("{target}: {} before any policy{}", class.name(), before.note()),
+            format!("{target}: {} {BEFORE_ANY_POLICY}{}", class.name(), before.note()),
         );
     }
     if !policy_case.has_policy() {

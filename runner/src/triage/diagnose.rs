@@ -62,9 +62,26 @@ fn role_fits(wanted: Role, role: NodeRole) -> bool {
     }
 }
 
+/// The pod-to-pod check a cell's failure is a symptom of, where its own rule is not about plain
+/// connectivity: a `network-policy` cell probes the flow between its pods before any policy, and
+/// a failure there is the same pod → pod by IP flow failing (rule and check), whatever the
+/// policy case — so the causes that break pod flows explain it too.
+fn symptom_of(cell: &Cell) -> Option<(&'static str, &'static str)> {
+    if !cell.rule_id.starts_with("NETPOL-") || !cell.observed.summary.contains(crate::probes::netpol::BEFORE_ANY_POLICY)
+    {
+        return None;
+    }
+    Some(match cell.coordinates.locality {
+        Some(mixcheck_reports::Locality::SameNode) => ("NET-POD-POD-IP-SAME", "pod-ip-same-node"),
+        _ => ("NET-POD-POD-IP-CROSS", "pod-ip-cross-node"),
+    })
+}
+
 /// Whether `cell` is one of the set `m` for `node`, among the node references `refs`.
 fn matches(m: &CellMatch, cell: &Cell, refs: &[NodeRef], node: &str, mode: Option<&str>) -> bool {
-    if !m.names(&cell.rule_id, &cell.check) {
+    let named =
+        m.names(&cell.rule_id, &cell.check) || symptom_of(cell).is_some_and(|(rule, check)| m.names(rule, check));
+    if !named {
         return false;
     }
     if let Some(mode) = mode

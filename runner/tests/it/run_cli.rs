@@ -610,15 +610,16 @@ fn eight_pods_per_windows_node(t: &str) -> String {
 }
 
 /// A locked-down or limited cluster (real-clusters reference §2) changes only the cells that
-/// meet the lock, each naming it, and the run passes its gate: no egress → the outbound checks
-/// are not-applicable, saying egress was detected absent; private node addresses → the
+/// meet the lock, each naming it, and the run passes its gate: no egress (not stated with
+/// `--egress=false`, which platforms_cli covers) → the outbound checks are indeterminate, naming
+/// the attempts that found no way out; private node addresses → the
 /// outside-client cells are judged from another node's host network, saying this machine does
 /// not reach the node's address (as upstream e2e probes a NodePort from a host-network pod); a policy
 /// webhook denying hostPorts → only the hostPort cells, indeterminate and naming the denial;
 /// eight pods per Windows node → nothing changes (the run's pods take turns). Every other cell
 /// keeps the default cluster's verdict.
 #[rstest::rstest]
-#[case::no_egress(no_egress, outbound, "not-applicable", "detected: no pod reached")]
+#[case::no_egress(no_egress, outbound, "indeterminate", "no pod reached 1.1.1.1:443")]
 #[case::private_node_addresses(
     private_node_addresses,
     from_outside,

@@ -814,3 +814,54 @@ fn the_node_lease_heartbeat_weighs_on_a_stopped_kubelet(#[case] lease: Option<&s
         }
     }
 }
+
+/// A NetworkPolicy cell whose flow failed before any policy existed is the pod network failing
+/// (the same pod → pod flow): the pod-network cause explains it and the policy agent's cause is
+/// not named; a policy that did not take, with the plain flow working, names the agent's cause
+/// on the enforcing node. Either faulted node of the default topology.
+#[rstest::rstest]
+#[case::on_2022("win2022-1", "win2019-1")]
+#[case::on_2019("win2019-1", "win2022-1")]
+fn network_policy_cells_are_read_by_where_their_flow_failed(#[case] n: &str, #[case] other: &str) {
+    let pre = |src: &str, dst: &str| {
+        flow(
+            "netpol-deny-ingress",
+            "NETPOL-DENY-INGRESS",
+            src,
+            dst,
+            F,
+            "c → 10.244.3.8:8080 tcp: timeout before any policy (3 attempts over 1.5 s)",
+        )
+    };
+    let mut cells = mac_spoofing_run(n, other);
+    cells.extend([pre("linux-1", n), pre(n, other)]);
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), Vec::new(), false);
+    assert_eq!(found(&d), [("mac-spoofing-disabled".to_string(), vec![n.to_string()])]);
+    assert_eq!(d.causes[0].explains.len(), 7, "{:#?}", d.causes[0].explains);
+    assert!(d.unexplained.is_empty(), "{:?}", d.unexplained);
+
+    let not_enforced = |src: &str| {
+        flow(
+            "netpol-deny-ingress",
+            "NETPOL-DENY-INGRESS",
+            src,
+            n,
+            F,
+            "c → 10.244.3.8:8080 tcp: still reached under NetworkPolicy mixcheck-np1 (deny-ingress) after its settle window: not enforced",
+        )
+    };
+    let cells = vec![
+        not_enforced("linux-1"),
+        not_enforced(other),
+        flow(
+            "netpol-no-policy",
+            "NETPOL-NO-POLICY",
+            "linux-1",
+            n,
+            P,
+            "reached with no policy",
+        ),
+    ];
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), Vec::new(), false);
+    assert_eq!(found(&d), [("netpol-agent-stopped".to_string(), vec![n.to_string()])]);
+}
