@@ -31,7 +31,7 @@ fn unusable(p: &deploy::Placed, what: &str, node: &str) -> Unprobed {
     }
 }
 
-fn usable(p: Option<&deploy::Placed>, what: &str, node: &str) -> Result<String, Unprobed> {
+pub(super) fn usable(p: Option<&deploy::Placed>, what: &str, node: &str) -> Result<String, Unprobed> {
     match p {
         Some(p) if p.problem.is_none() => Ok(p.name.clone()),
         Some(p) => Err(unusable(p, what, node)),

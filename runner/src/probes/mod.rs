@@ -149,12 +149,10 @@ impl Probe {
     /// own pods starts while they are awaited.
     pub fn needs_fixtures(&self) -> bool {
         match self {
-            Probe::Create { .. }
-            | Probe::NodeStats
-            | Probe::CsiNode
-            | Probe::TerminationGrace { .. }
-            | Probe::NetworkPolicy { .. } => false,
-            Probe::PortForward
+            Probe::Create { .. } | Probe::NodeStats | Probe::CsiNode | Probe::TerminationGrace { .. } => false,
+            // One end of a policy cell is the run's shared client or server.
+            Probe::NetworkPolicy { .. }
+            | Probe::PortForward
             | Probe::Connect { .. }
             | Probe::Resolve { .. }
             | Probe::Exec { .. }

@@ -1,11 +1,16 @@
 //! `network-policy`: one NetworkPolicy case between a client pod on the source node and a server
-//! pod on the destination node, both created for the cell in the run's namespace and labelled
-//! for it alone, so that its policy selects no other pod. The flow must get through before any
+//! pod on the destination node. The end the policy selects is created for the cell and labelled
+//! for it alone (the server for an ingress policy, the client for an egress one), so that its
+//! policy selects no other pod; the other end is the run's shared fixture on that node (its
+//! client `cli-N` or server `srv-N`), labelled for the cell where a policy's peer selector
+//! names it. One new pod per cell: a node with one free pod slot runs the cells in turn, and two
+//! cells never wait on each other's slots. The flow must get through before any
 //! policy; under the policy's closed form it must be denied once the nodes' agents had the
 //! settle window to program it (policies are programmed asynchronously, like Services); an allow
 //! case then opens the policy and the flow must get through again. The policy and the pods are
 //! deleted when the cell is judged.
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -25,8 +30,14 @@ pub const LABEL: &str = "mixcheck.io/netpol";
 /// not the policy's (the diagnosis reads it so).
 pub const BEFORE_ANY_POLICY: &str = "before any policy";
 
-/// The fixture both ends run (agnhost netexec with a `client` container).
+/// The fixture of the cell's own pod (agnhost netexec with a `client` container).
 const FIXTURE: &str = "netexec-server";
+
+/// The label key that names the shared client as the cell's peer (`client`), one key per cell
+/// so that concurrent cells label the same pod without touching each other's labels.
+fn peer_label(cell: &str) -> String {
+    format!("np.mixcheck.io/{cell}")
+}
 
 /// The ports of the server's netexec: TCP `http` 8080, UDP `udp` 8081.
 fn port(protocol: Protocol) -> u16 {
@@ -42,7 +53,7 @@ pub fn policy(case: PolicyCase, cell: &str, ns: &str, client_ip: &str, open: boo
         PolicyCase::DenyIngress => json!({"podSelector": server, "policyTypes": ["Ingress"]}),
         PolicyCase::AllowPodSelector => {
             let who = if open { "client" } else { "nobody" };
-            ingress(json!({"from": [{"podSelector": {"matchLabels": {LABEL: format!("{cell}-{who}")}}}]}))
+            ingress(json!({"from": [{"podSelector": {"matchLabels": {peer_label(cell): who}}}]}))
         }
         PolicyCase::AllowNamespaceSelector => {
             let name = if open { ns.to_string() } else { format!("{ns}-none") };
@@ -84,10 +95,44 @@ pub fn policy(case: PolicyCase, cell: &str, ns: &str, client_ip: &str, open: boo
     }))
 }
 
+/// One end of a cell's flow: a pod the cell started, or the run's shared fixture on the node.
+struct End {
+    name: String,
+    ip: String,
+    /// The container probes exec in (the own pod's `client`; the shared client's only one).
+    container: Option<&'static str>,
+    /// The pod the cell started (deleted when it is judged); None: the shared fixture.
+    own: Option<Started>,
+}
+
+impl End {
+    fn own(started: Started) -> Self {
+        Self {
+            name: started.name.clone(),
+            ip: started.ip.clone(),
+            container: Some("client"),
+            own: Some(started),
+        }
+    }
+
+    fn shared(p: Option<&crate::cluster::deploy::Placed>, what: &str, node: &str) -> Result<Self, Probed> {
+        let name = crate::probes::flow::usable(p, what, node).map_err(|u| match u {
+            crate::probes::judgement::Unprobed::Unknown(why) => Probed::Unknown(why),
+            crate::probes::judgement::Unprobed::Error(why) => Probed::Error(why),
+        })?;
+        Ok(Self {
+            ip: p.map(|p| p.ip.clone()).unwrap_or_default(),
+            name,
+            container: None,
+            own: None,
+        })
+    }
+}
+
 /// The pods of one cell.
 struct Pods {
-    client: Started,
-    server: Started,
+    client: End,
+    server: End,
 }
 
 /// Probes one pair of a `network-policy` cell.
@@ -102,55 +147,103 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) ->
         case.pair.from.unwrap_or(0),
         case.pair.to.unwrap_or(0)
     );
-    let pods = match start_pods(ctx, case, &cell, from, to).await {
+    let pods = match start_pods(ctx, case, policy_case, &cell, from, to).await {
         Ok(p) => p,
-        Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Probed::Unknown(why),
-        Err(why) => return Probed::Error(why.to_string()),
+        Err(probed) => return probed,
     };
-    let probed = run_case(ctx, case, policy_case, &cell, from, &pods).await;
+    let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), ctx.ns);
+    let peer = policy_case == PolicyCase::AllowPodSelector && pods.client.own.is_none();
+    let peer_patch = |value: Value| json!({"metadata": {"labels": {peer_label(&cell): value}}});
+    let probed = if peer
+        && let Err(e) = pod_api
+            .patch(
+                &pods.client.name,
+                &PatchParams::default(),
+                &Patch::Merge(&peer_patch(json!("client"))),
+            )
+            .await
+    {
+        Probed::Error(format!("labelling {} as the policy's peer: {e}", pods.client.name))
+    } else {
+        run_case(ctx, case, policy_case, &cell, from, &pods).await
+    };
     let policies: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ctx.ns);
     let _ = policies
         .delete(&format!("mixcheck-{cell}"), &DeleteParams::default())
         .await;
-    ctx.workloads.stop(pods.client).await;
-    ctx.workloads.stop(pods.server).await;
+    if peer {
+        let _ = pod_api
+            .patch(
+                &pods.client.name,
+                &PatchParams::default(),
+                &Patch::Merge(&peer_patch(Value::Null)),
+            )
+            .await;
+    }
+    for end in [pods.client, pods.server] {
+        if let Some(started) = end.own {
+            ctx.workloads.stop(started).await;
+        }
+    }
     probed
 }
 
+/// The cell's ends: its own pod where the policy selects (the server, or the client of an
+/// egress policy), labelled for the cell; the run's shared fixture at the other end.
 async fn start_pods(
     ctx: &Ctx<'_>,
     case: &Case<'_>,
+    policy_case: PolicyCase,
     cell: &str,
     from: &ClusterNode,
     to: &ClusterNode,
-) -> Result<Pods, NotReady> {
-    let label = |role: &'static str| {
-        let value = format!("{cell}-{role}");
-        move |pod: &mut Value| {
-            pod["metadata"]["labels"][LABEL] = Value::from(value.clone());
-        }
+) -> Result<Pods, Probed> {
+    let egress = policy_case == PolicyCase::DenyEgress;
+    let (node, role) = if egress { (from, "client") } else { (to, "server") };
+    let value = format!("{cell}-{role}");
+    let label = move |pod: &mut Value| {
+        pod["metadata"]["labels"][LABEL] = Value::from(value.clone());
     };
-    let server = ctx
+    let own = match ctx
         .workloads
-        .start(FIXTURE, to, case.index, &format!("-{cell}s"), &label("server"))
-        .await?;
-    match ctx
-        .workloads
-        .start(FIXTURE, from, case.index, &format!("-{cell}c"), &label("client"))
+        .start(FIXTURE, node, case.index, &format!("-{cell}{}", &role[..1]), &label)
         .await
     {
-        Ok(client) => Ok(Pods { client, server }),
-        Err(e) => {
-            ctx.workloads.stop(server).await;
-            Err(e)
+        Ok(started) => End::own(started),
+        Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Err(Probed::Unknown(why)),
+        Err(why) => return Err(Probed::Error(why.to_string())),
+    };
+    let shared = if egress {
+        End::shared(ctx.dep.servers.get(&to.name), "netexec server", &to.name)
+    } else {
+        End::shared(ctx.dep.clients.get(&from.name), "client pod", &from.name)
+    };
+    let shared = match shared {
+        Ok(end) => end,
+        Err(probed) => {
+            if let Some(started) = own.own {
+                ctx.workloads.stop(started).await;
+            }
+            return Err(probed);
         }
-    }
+    };
+    Ok(if egress {
+        Pods {
+            client: own,
+            server: shared,
+        }
+    } else {
+        Pods {
+            client: shared,
+            server: own,
+        }
+    })
 }
 
 /// One attempt of the flow from the client to the server.
 async fn attempt(ctx: &Ctx<'_>, runner: Runner, pods: &Pods, req: &Request) -> Result<Observation, String> {
     let argv = transport::command(runner, req);
-    match ctx.exec(&pods.client.name, Some("client"), &argv).await {
+    match ctx.exec(&pods.client.name, pods.client.container, &argv).await {
         Ok((out, _)) => Ok(transport::classify(req, &out)),
         Err(e) => Err(format!("exec in {}: {}", pods.client.name, e.message)),
     }
