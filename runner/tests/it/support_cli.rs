@@ -39,6 +39,9 @@ fn node_names(cell: &Value) -> Vec<&str> {
 
 /// WSKEW: "kubelet … may be up to three minor versions older"; the supported-OS lists name no
 /// Windows Server 2016 after 1.13 (W14 on). Both are support boundaries: fail, with the remedy.
+/// The old kubelet's node runs the cluster's kube-proxy (1.32), four minors newer than its
+/// kubelet, where WSKEW allows kube-proxy "up to three minor versions older or newer than the
+/// kubelet instance it runs alongside": that node's kube-proxy cell fails too.
 #[test]
 fn a_kubelet_four_minors_behind_and_ws2016_on_1_32_fail_exactly_those_cells() {
     let (code, report) = run("unsupported-nodes.yaml");
@@ -71,6 +74,10 @@ fn a_kubelet_four_minors_behind_and_ws2016_on_1_32_fail_exactly_those_cells() {
             ),
             (
                 "version-matching/VER-KUBELET-SKEW[windows-20348→]".to_string(),
+                vec!["win2022-old"]
+            ),
+            (
+                "version-matching/VER-KUBEPROXY-SKEW[windows-20348→]".to_string(),
                 vec!["win2022-old"]
             ),
         ],
