@@ -238,7 +238,7 @@ pub enum Probe {
     /// The kubelet's summary API through the API server's node proxy (`/stats/summary`).
     NodeStats,
     /// A NetworkPolicy case between a client pod on the source node and a server pod on the
-    /// destination node, both created for the cell in the run's namespace: the flow before any
+    /// destination node, the one the policy selects created for the cell: the flow before any
     /// policy, then the policy's closed form (the flow must be denied once programmed) and, for
     /// an allow case, its open form (the flow must get through again).
     NetworkPolicy { case: crate::catalogue::netpol::PolicyCase },

@@ -19,7 +19,7 @@ use crate::catalogue::netpol::PolicyCase;
 use crate::catalogue::suite::{FailureClass, Protocol};
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::workload::{NotReady, Started};
-use crate::probes::judgement::{Case, Ctx, Probed};
+use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation, Request, Runner};
 
@@ -115,11 +115,8 @@ impl End {
         }
     }
 
-    fn shared(p: Option<&crate::cluster::deploy::Placed>, what: &str, node: &str) -> Result<Self, Probed> {
-        let name = crate::probes::flow::usable(p, what, node).map_err(|u| match u {
-            crate::probes::judgement::Unprobed::Unknown(why) => Probed::Unknown(why),
-            crate::probes::judgement::Unprobed::Error(why) => Probed::Error(why),
-        })?;
+    fn shared(p: Option<&crate::cluster::deploy::Placed>, what: &str, node: &str) -> Result<Self, Unprobed> {
+        let name = crate::probes::flow::usable(p, what, node)?;
         Ok(Self {
             ip: p.map(|p| p.ip.clone()).unwrap_or_default(),
             name,
@@ -220,11 +217,11 @@ async fn start_pods(
     };
     let shared = match shared {
         Ok(end) => end,
-        Err(probed) => {
+        Err(why) => {
             if let Some(started) = own.own {
                 ctx.workloads.stop(started).await;
             }
-            return Err(probed);
+            return Err(why.into());
         }
     };
     Ok(if egress {
