@@ -201,6 +201,13 @@ async fn start_pods(
     let label = move |pod: &mut Value| {
         pod["metadata"]["labels"][LABEL] = Value::from(value.clone());
     };
+    // The shared end first: a cell that cannot run starts no pod.
+    let shared = if egress {
+        End::shared(ctx.dep.servers.get(&to.name), "netexec server", &to.name)
+    } else {
+        End::shared(ctx.dep.clients.get(&from.name), "client pod", &from.name)
+    }
+    .map_err(Probed::from)?;
     let own = match ctx
         .workloads
         .start(FIXTURE, node, case.index, &format!("-{cell}{}", &role[..1]), &label)
@@ -209,20 +216,6 @@ async fn start_pods(
         Ok(started) => End::own(started),
         Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Err(Probed::Unknown(why)),
         Err(why) => return Err(Probed::Error(why.to_string())),
-    };
-    let shared = if egress {
-        End::shared(ctx.dep.servers.get(&to.name), "netexec server", &to.name)
-    } else {
-        End::shared(ctx.dep.clients.get(&from.name), "client pod", &from.name)
-    };
-    let shared = match shared {
-        Ok(end) => end,
-        Err(why) => {
-            if let Some(started) = own.own {
-                ctx.workloads.stop(started).await;
-            }
-            return Err(why.into());
-        }
     };
     Ok(if egress {
         Pods {
