@@ -427,7 +427,11 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
     let report = passing_run(lagging_dir.path(), &["run", "--quiet", "--topology", topology]);
     let took = started.elapsed();
     let (a, b) = (verdicts(&instant), verdicts(&report));
-    let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
+    let differ: Vec<_> = a
+        .iter()
+        .filter(|(id, v)| b.get(*id) != Some(*v))
+        .map(|(id, v)| (id, v, b.get(id)))
+        .collect();
     assert!(
         differ.is_empty() && a.len() == b.len(),
         "cells whose verdict differs: {differ:#?}"
@@ -449,7 +453,7 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
 }
 
 /// Waiting checks run on the bundled cluster's clock (`timing.scale`) and are judged on it
-/// (`probes/clock.rs`): a cluster whose clock runs twenty (or ten) times as fast gives every cell the verdict
+/// (`probes/clock.rs`): a cluster whose clock runs twenty (or four) times as fast gives every cell the verdict
 /// it has on the wall clock — the default profile (containerd: a process's 8 s shutdown gets its
 /// time, WI26) and a Docker-era profile (Windows stops the process 5 s after
 /// CTRL_SHUTDOWN_EVENT: known-limitation, W14) — and the termination-grace cells say the clock
@@ -461,7 +465,10 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
     "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
     "pass"
 )]
-#[case::docker_era("k8s-1.14-ws2019-vxlan.yaml", "", "timing:\n  scale: 0.1\n", "known-limitation")]
+// Sped up fourfold, not tenfold: the kill at 5 s and the shutdown at 8 s are 0.75 s of wall time
+// apart; at 0.1 the 0.3 s a loaded debug build adds between the delete and the read that finds
+// the pod gone already reads as a shutdown that had its 8 s (docs/design.md).
+#[case::docker_era("k8s-1.14-ws2019-vxlan.yaml", "", "timing:\n  scale: 0.25\n", "known-limitation")]
 fn the_bundled_clusters_clock_changes_no_verdict(
     #[case] profile: &str,
     #[case] wall: &str,
@@ -485,10 +492,14 @@ fn the_bundled_clusters_clock_changes_no_verdict(
         reports.push(report);
     }
     let (a, b) = (verdicts(&reports[0]), verdicts(&reports[1]));
-    let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
+    let differ: Vec<_> = a
+        .iter()
+        .filter(|(id, v)| b.get(*id) != Some(*v))
+        .map(|(id, v)| (id, v, b.get(id)))
+        .collect();
     assert!(
         differ.is_empty() && a.len() == b.len(),
-        "cells whose verdict differs between the wall clock and a tenfold one: {differ:#?}"
+        "cells whose verdict differs between the wall clock and a faster one: {differ:#?}"
     );
     let grace: Vec<&Value> = cells(&reports[1])
         .into_iter()
@@ -504,7 +515,7 @@ fn the_bundled_clusters_clock_changes_no_verdict(
         let summary = c["observed"]["summary"].as_str().unwrap_or_default();
         assert!(
             summary.contains("on the bundled cluster's clock")
-                && (summary.contains("timing.scale 0.05") || summary.contains("timing.scale 0.1")),
+                && (summary.contains("timing.scale 0.05") || summary.contains("timing.scale 0.25")),
             "{summary}"
         );
     }
@@ -539,7 +550,11 @@ fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
     // Their facts are recorded (above) but judged in no cell: the cells are those of the default
     // cluster, cell by cell.
     let (a, b) = (verdicts(&plain), verdicts(&report));
-    let differ: Vec<_> = a.iter().filter(|(id, v)| b.get(*id) != Some(*v)).collect();
+    let differ: Vec<_> = a
+        .iter()
+        .filter(|(id, v)| b.get(*id) != Some(*v))
+        .map(|(id, v)| (id, v, b.get(id)))
+        .collect();
     assert!(differ.is_empty(), "cells whose verdict differs: {differ:#?}");
 }
 
