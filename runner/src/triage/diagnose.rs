@@ -180,6 +180,9 @@ struct Candidate<'a> {
     node: String,
     /// The failing cells it predicts.
     explained: Vec<usize>,
+    /// Those of `explained` that are a stand-in's observation counted with its twin (weighed
+    /// once: [`twins`]).
+    doubles: BTreeSet<usize>,
     /// The cells it predicts to fail that worked.
     contradicted: Vec<usize>,
     /// The failing cells it says keep working.
@@ -360,6 +363,44 @@ impl Weighing {
     }
 }
 
+/// What a stand-in's summary starts its observation with: another node's host network standing
+/// in for a client outside the cluster ([`crate::probes::outside`]).
+const STAND_IN: &str = "not observed from outside the cluster";
+
+/// The attempt a flow cell's summary names: `CLIENT → ADDRESS:PORT PROTOCOL`.
+fn attempt_of(summary: &str) -> Option<&str> {
+    static ATTEMPT: std::sync::LazyLock<Option<Regex>> =
+        std::sync::LazyLock::new(|| Regex::new(r"\S+ → \S+:\d+ (?:tcp|udp|sctp)\b").ok());
+    ATTEMPT.as_ref()?.find(summary).map(|m| m.as_str())
+}
+
+/// The stand-in cells among `cells` whose twin is among them too: a cell judged from another
+/// node's host network because this machine does not reach the node is the same attempt (same
+/// client, address and nodes) as a node → NodePort cell of the run, so the two are one
+/// observation and weigh once (fidelity review 2026-12 §2).
+fn twins(report: &RunReport, cells: &[usize]) -> BTreeSet<usize> {
+    let attempt = |i: usize| {
+        let c = &report.cells[i];
+        let after = c.observed.summary.split_once(STAND_IN).map_or("", |(_, rest)| rest);
+        attempt_of(after).map(|a| (a, observed_on(c)))
+    };
+    cells
+        .iter()
+        .copied()
+        .filter(|&i| report.cells[i].observed.summary.contains(STAND_IN))
+        .filter(|&i| {
+            let Some((what, on)) = attempt(i) else { return false };
+            cells.iter().any(|&j| {
+                let twin = &report.cells[j];
+                j != i
+                    && !twin.observed.summary.contains(STAND_IN)
+                    && attempt_of(&twin.observed.summary) == Some(what)
+                    && observed_on(twin) == on
+            })
+        })
+        .collect()
+}
+
 /// `cause` as a candidate on `node`: the cells it explains and contradicts, the evidence for
 /// and against it, its confidence. None when it explains no failing cell or a message it
 /// needs is missing.
@@ -373,6 +414,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
     if explained.is_empty() {
         return None;
     }
+    let doubles = twins(report, &explained);
     let texts: Vec<(&CellId, String)> = explained
         .iter()
         .map(|&i| (&report.cells[i].id, cell_text(&report.cells[i])))
@@ -396,6 +438,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         cause,
         node: node.to_string(),
         explained,
+        doubles,
         contradicted,
         violated,
         confidence: 0.0,
@@ -414,7 +457,11 @@ impl Candidate<'_> {
     /// already named on another node explains), halved by each node diagnostic that refuted
     /// it and raised by one that confirmed it.
     fn confidence(&self, aside: &BTreeSet<usize>) -> f64 {
-        let held = self.explained.iter().filter(|i| !aside.contains(i)).count() as f64;
+        let held = self
+            .explained
+            .iter()
+            .filter(|i| !aside.contains(i) && !self.doubles.contains(i))
+            .count() as f64;
         if held == 0.0 {
             return 0.0;
         }
@@ -575,7 +622,11 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<Picked>, BTree
             .iter()
             .enumerate()
             .filter_map(|(k, c)| {
-                let left = c.explained.iter().filter(|i| remaining.contains(i)).count();
+                let left = c
+                    .explained
+                    .iter()
+                    .filter(|i| remaining.contains(i) && !c.doubles.contains(i))
+                    .count();
                 if left == 0 {
                     return None;
                 }

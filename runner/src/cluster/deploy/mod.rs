@@ -27,6 +27,10 @@ pub const SUBDOMAIN: &str = "mixcheck-pods";
 pub const HOST_PORT: u16 = 48080;
 /// The `externalTrafficPolicy: Local` NodePort service over every server.
 pub const LOCAL_SERVICE: &str = "local";
+/// The label only the shared servers `srv-N` carry, which the services over every server select:
+/// a check's own netexec pod (a NetworkPolicy cell's denied server, a start-up probe) is never
+/// one of their backends.
+const SHARED_SERVER: (&str, &str) = ("mixcheck.io/shared", "server");
 
 /// A fixture pod of the run, once awaited.
 #[derive(Debug, Clone)]
@@ -697,6 +701,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         let name = format!("srv-{i}");
         let mut l = plan.labels.clone();
         l.insert("mixcheck.io/server".into(), i.to_string());
+        l.insert(SHARED_SERVER.0.into(), SHARED_SERVER.1.into());
         if let Some(pi) = plan.affinity_pool_of(node) {
             l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
         }
@@ -778,7 +783,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         let plan = self.plan;
         let headless = plan.service(
             SUBDOMAIN,
-            json!({"clusterIP": "None", "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: plan.run_id},
+            json!({"clusterIP": "None", "selector": {SHARED_SERVER.0: SHARED_SERVER.1, RUN_LABEL: plan.run_id},
                 "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}),
         );
         self.service(SUBDOMAIN, &headless).await?;
@@ -787,7 +792,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         let local = plan.service(
             LOCAL_SERVICE,
             json!({"type": "NodePort", "externalTrafficPolicy": "Local",
-                "selector": {"app.kubernetes.io/component": "netexec-server", RUN_LABEL: plan.run_id},
+                "selector": {SHARED_SERVER.0: SHARED_SERVER.1, RUN_LABEL: plan.run_id},
                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
         );
         self.service(LOCAL_SERVICE, &local).await

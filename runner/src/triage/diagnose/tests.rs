@@ -865,3 +865,63 @@ fn network_policy_cells_are_read_by_where_their_flow_failed(#[case] n: &str, #[c
     let d = diagnose(&report(cells, "l2bridge"), &catalogue(), Vec::new(), false);
     assert_eq!(found(&d), [("netpol-agent-stopped".to_string(), vec![n.to_string()])]);
 }
+
+/// A private NodePort judged from another node's host network is the same attempt as the run's
+/// node → NodePort cell from that host (fidelity review 2026-12 §2): the two weigh once. A
+/// stand-in of another attempt, or a cell that is no stand-in, weighs on its own.
+#[rstest::rstest]
+#[case::same_attempt("host-0 → 10.0.0.5:31087 tcp: timeout", "linux-1", true)]
+#[case::other_port("host-0 → 10.0.0.5:31999 tcp: timeout", "linux-1", false)]
+#[case::other_nodes("host-0 → 10.0.0.5:31087 tcp: timeout", "win2019-1", false)]
+fn a_stand_in_and_its_twin_weigh_once(#[case] attempt: &str, #[case] from: &str, #[case] twin: bool) {
+    let n = "win2022-1";
+    let inside = flow(
+        "nodeport-from-other-nodes",
+        "NP-REMOTE",
+        "linux-1",
+        n,
+        F,
+        "host-0 → 10.0.0.5:31087 tcp: timeout",
+    );
+    let mut outside = flow(
+        "nodeport-from-outside",
+        "NP-REMOTE",
+        from,
+        n,
+        F,
+        &format!(
+            "this machine does not reach {n}'s address 10.0.0.5 (private, as on most managed clusters); {STAND_IN}: judged from node {from}'s host network, the nearest client outside the pod network: {attempt}"
+        ),
+    );
+    outside.coordinates.source = Some(Pool::named("external"));
+    outside.id = CellId::new("net", "NP-REMOTE", &outside.coordinates).expect("id");
+    let run = report(vec![inside.clone(), outside], "l2bridge");
+    let expected: BTreeSet<usize> = if twin { [1].into() } else { BTreeSet::new() };
+    assert_eq!(twins(&run, &[0, 1]), expected);
+    // A cell that is no stand-in is never the double, whatever it repeats.
+    assert!(twins(&report(vec![inside.clone(), inside], "l2bridge"), &[0, 1]).is_empty());
+    // The diagnosis weighs the twin once: the same confidence as from the inside cell alone.
+    // The cause it points at weighs the pair once: with a worked NodePort from the same host
+    // against it, one held prediction in two, not two in three.
+    let worked = flow(
+        "nodeport-from-other-nodes",
+        "NP-REMOTE",
+        "linux-1",
+        "win2019-1",
+        P,
+        "ok",
+    );
+    let mut cells = run.cells.clone();
+    cells.push(worked);
+    let run = report(cells, "l2bridge");
+    let catalogue = catalogue();
+    let cause = catalogue.get("port-exhaustion").expect("port-exhaustion");
+    let c = score(&run, cause, "linux-1", &[]).expect("a candidate on linux-1");
+    let explained: &[usize] = if from == "linux-1" { &[0, 1] } else { &[0] };
+    assert_eq!(c.explained, explained);
+    assert_eq!(c.contradicted, [2]);
+    assert_eq!(c.doubles, expected);
+    let held = (explained.len() - expected.len()) as f64;
+    let share = held / (held + 1.0);
+    assert!((c.confidence(&BTreeSet::new()) - SYMPTOMS_WEIGHT * share).abs() < 1e-9);
+}
