@@ -421,6 +421,9 @@ pub enum FactCheck {
     /// NET-CNI-SPEC-CHECK: the plugin flannel delegates to on the node (win-bridge, win-overlay:
     /// no CNI CHECK), from its CNI configuration file read on the host.
     CniCheck,
+    /// NODE-PROBLEM-DETECTOR: the node conditions an agent other than the kubelet reports
+    /// (node-problem-detector and the platforms' own), from the node's status.
+    ProblemDetector,
 }
 
 impl FactCheck {
@@ -540,6 +543,9 @@ pub enum Documented {
     Undocumented,
     /// The rule does not apply to these conditions.
     NotApplicable,
+    /// The documented fact changes nothing a cluster does: the probe reads it and the cell is
+    /// not-applicable with the reading (`says` first), never a failure or a `--strict` gate.
+    Informational,
 }
 
 /// How a probe failed (`any` in remedies matches every class).

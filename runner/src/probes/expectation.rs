@@ -285,7 +285,7 @@ pub fn expected(d: Documented) -> Option<Expected> {
         Documented::KnownOsIssue => Some(Expected::KnownOsIssue),
         Documented::Recommendation => Some(Expected::Recommendation),
         Documented::Requirement | Documented::Unsupported => Some(Expected::Requirement),
-        Documented::NotApplicable | Documented::Undocumented => None,
+        Documented::NotApplicable | Documented::Undocumented | Documented::Informational => None,
     }
 }
 

@@ -77,6 +77,7 @@ pub fn judge(check: FactCheck, node: &ClusterNode, facts: &ClusterFacts, limit: 
         F::HnsNetwork => hns_network(node, facts),
         F::KubeletPriority => kubelet_priority(node, facts),
         F::CniCheck => cni_check(node, facts),
+        F::ProblemDetector => problem_detector(node, facts),
         F::DsrConfig => dsr_config(node, facts),
         F::RuntimeClasses => runtime_classes(facts),
         F::PauseImage => Err("the sandbox (pause) image: no suite reads it yet".to_string()),
@@ -495,6 +496,54 @@ fn cni_check(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
         ));
     }
     Ok((false, seen))
+}
+
+/// The node conditions the kubelet itself reports (`pkg/kubelet/nodestatus/setters.go`) and
+/// `NetworkUnavailable`, which the network's route controller or CNI sets: any other type is
+/// reported by another agent on the node.
+const KUBELET_CONDITIONS: [&str; 5] = [
+    "Ready",
+    "MemoryPressure",
+    "DiskPressure",
+    "PIDPressure",
+    "NetworkUnavailable",
+];
+
+/// The conditions of `node` that a problem detector reports, `Type=Status`.
+fn detector_conditions(node: &ClusterNode) -> Vec<String> {
+    node.conditions
+        .iter()
+        .filter(|(ty, _)| !KUBELET_CONDITIONS.contains(&ty.as_str()))
+        .map(|(ty, status)| format!("{ty}={status}"))
+        .collect()
+}
+
+/// NODE-PROBLEM-DETECTOR (informational): whether a problem detector reports conditions on the
+/// node, and on which other nodes one does (an optional add-on: Linux-only at 1.14, W14;
+/// preliminary Windows support later, WI31; AKS enables it on Linux nodes only).
+fn problem_detector(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let own = detector_conditions(node);
+    if !own.is_empty() {
+        return Ok((true, format!("a problem detector reports {}", own.join(", "))));
+    }
+    let elsewhere: Vec<&str> = facts
+        .nodes
+        .iter()
+        .filter(|n| n.name != node.name && !detector_conditions(n).is_empty())
+        .map(|n| n.name.as_str())
+        .collect();
+    let others = match elsewhere.as_slice() {
+        [] => "nor on any other node".to_string(),
+        [one] => format!("one reports on {one}"),
+        many => format!("one reports on {} other nodes ({}, …)", many.len(), many[0]),
+    };
+    Ok((
+        false,
+        format!(
+            "no condition beyond the kubelet's own ({}); {others}",
+            KUBELET_CONDITIONS[..4].join(", ")
+        ),
+    ))
 }
 
 /// NET-DSR: DSR only on a build that has it, with the WinDSR gate where the version needs it.

@@ -108,8 +108,8 @@ fn judged(suite: &str, check: &str, row: Row) -> (Documented, Vec<String>) {
     (e.result, sources)
 }
 
+use Documented::{Informational as Info, Unsupported, Works};
 use Documented::{KnownOsIssue as Issue, Limitation as Lim, NotApplicable as Na, Undocumented as Undoc};
-use Documented::{Unsupported, Works};
 
 #[rstest]
 // SVC-VIP-FROM-NODE — WDBG: "My Windows node cannot access my services using the service IP … a
@@ -162,7 +162,10 @@ use Documented::{Unsupported, Works};
 // Row 4: node → local pod over a VXLAN network other than flannel's is undocumented.
 #[case::node_to_pod_overlay_calico("network-flows", "windows-node-to-pod-overlay", Row { mode: "overlay", flannel: false, placement: Placement::SameNode, ..CURRENT }, Undoc, "W14")]
 // §2: CNI CHECK is informational.
-#[case::cni_check_informational("network-config", "cni-check-command", CURRENT, Na, "W14")]
+#[case::cni_check_informational("network-config", "cni-check-command", CURRENT, Info, "W14")]
+// §3: node-problem-detector is an optional add-on with preliminary Windows support.
+#[case::problem_detector_informational("node-api", "problem-detector-conditions", CURRENT, Info, "WI31")]
+#[case::problem_detector_1_14("node-api", "problem-detector-conditions", Row { k8s: (1, 14), ..CURRENT }, Info, "W14")]
 // The review found no source for other CNIs; Azure CNI (L2Tunnel) has one: it programs a Windows
 // pod's portMappings as HNS NAT policies (Azure/azure-container-networking#256, 2018). A host
 // reaching its own node's hostPort there is a known issue needing CNI and OS fixes (AKS#3620);

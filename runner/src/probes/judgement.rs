@@ -309,6 +309,28 @@ async fn egress(ctx: &Ctx<'_>) -> crate::probes::egress::Egress {
     }
 }
 
+/// An informational cell: what the probe read, after what the documentation says, as
+/// not-applicable (third documentation review, §2: a fact that changes nothing never fails).
+async fn informational(
+    ctx: &Ctx<'_>,
+    case: &Case<'_>,
+    e: &crate::catalogue::suite::Expectation,
+    sources: Vec<String>,
+) -> PairJudgement {
+    let read = match case.check.probe.observe(ctx, case, e).await {
+        Probed::Seen { summary, .. } => format!("read: {summary}"),
+        Probed::Unknown(why) | Probed::Error(why) => {
+            format!("not read: {}", why.strip_prefix("unknown: ").unwrap_or(&why))
+        }
+    };
+    let mut j = judgement(
+        Verdict::NotApplicable,
+        format!("informational only — {}; {read}", e.says),
+    );
+    j.sources = sources;
+    j
+}
+
 /// Judges one pair: the check's expectation for the pair's facts, then (where it applies and
 /// the pair's nodes are up) the probe kind's observation against it.
 pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
@@ -340,6 +362,9 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         let mut j = judgement(Verdict::Indeterminate, format!("undocumented: {}", e.says));
         j.sources = sources;
         return j;
+    }
+    if e.result == crate::catalogue::suite::Documented::Informational {
+        return informational(ctx, case, e, sources).await;
     }
     let Some(kind) = expectation::expected(e.result) else {
         // A cell left out for the cluster's egress says how that was found.

@@ -145,11 +145,23 @@ const OVERLAY: &str = "  mode: overlay\n";
 // W14, WNET: win-bridge and win-overlay lack CNI CHECK — informational (third documentation
 // review §2: nothing observable depends on it, so it never fails a --strict gate).
 #[case::cni_check_default("NET-CNI-SPEC-CHECK", Setup::Default, &[
-    ("[windows-17763→]", "not-applicable", "informational only"),
-    ("[windows-20348→]", "not-applicable", "informational only"),
+    ("[windows-17763→]", "not-applicable", "flannel delegates to win-bridge"),
+    ("[windows-20348→]", "not-applicable", "read: win2022-1: C:\\etc\\cni\\net.d\\10-flannel.conf: flannel delegates to win-bridge"),
 ])]
 #[case::cni_check_vxlan("NET-CNI-SPEC-CHECK", Setup::Profile("kubeadm-flannel-hostprocess"), &[
     ("[windows-20348→]", "not-applicable", "informational only"),
+])]
+// W14, WI31: node-problem-detector is an optional add-on; the cell reads what reports on the
+// node. AKS enables it on Linux nodes only (learn.microsoft.com/azure/aks/node-problem-detector).
+#[case::problem_detector_default("NODE-PROBLEM-DETECTOR", Setup::Default, &[
+    ("[windows-17763→]", "not-applicable", "no condition beyond the kubelet's own"),
+    ("[windows-20348→]", "not-applicable", "nor on any other node"),
+])]
+#[case::problem_detector_aks("NODE-PROBLEM-DETECTOR", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "not-applicable", "one reports on 2 other nodes (aks-nodepool1-31712345-vmss000000"),
+])]
+#[case::problem_detector_1_14("NODE-PROBLEM-DETECTOR", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[windows-17763→]", "not-applicable", "Linux-only"),
 ])]
 #[case::cni_check_1_14("NET-CNI-SPEC-CHECK", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
     ("[windows-17763→]", "not-applicable", "informational only"),

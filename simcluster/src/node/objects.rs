@@ -112,6 +112,11 @@ pub fn node_object(spec: &NodeSpec, profile: &NodeProfile) -> Value {
             },
         },
     });
+    if let Some(conds) = node.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+        for (ty, reason, message) in problem_detector_conditions(profile.platform, spec.os) {
+            conds.push(condition(ty, "False", reason, message));
+        }
+    }
     if kubeadm_annotation {
         node["metadata"]["annotations"]["kubeadm.alpha.kubernetes.io/cri-socket"] = json!(cri_socket);
     }
@@ -150,6 +155,43 @@ fn uuid_like(name: &str, salt: u8) -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// The node conditions a platform's node-problem-detector reports (all False on a healthy
+/// node), beside the kubelet's own: "The AKS Linux extension enables NPD by default", with the
+/// conditions of its table (learn.microsoft.com/azure/aks/node-problem-detector; general-purpose
+/// compute). Windows nodes have none there, nor on the other platforms as the topologies
+/// describe them (node-problem-detector is an optional add-on: Linux-only at 1.14, W14;
+/// preliminary Windows support later, WI31).
+fn problem_detector_conditions(platform: Platform, os: Os) -> &'static [(&'static str, &'static str, &'static str)] {
+    match (platform, os) {
+        (Platform::Aks, Os::Linux) => &[
+            ("FilesystemCorruptionProblem", "FilesystemIsOK", "Filesystem is healthy"),
+            ("KubeletProblem", "KubeletIsUp", "kubelet service is up"),
+            (
+                "ContainerRuntimeProblem",
+                "ContainerRuntimeIsUp",
+                "container runtime service is up",
+            ),
+            ("VMEventScheduled", "NoVMEventScheduled", "VM has no scheduled event"),
+            (
+                "FrequentUnregisterNetDevice",
+                "NoFrequentUnregisterNetDevice",
+                "node is functioning properly",
+            ),
+            (
+                "FrequentKubeletRestart",
+                "NoFrequentKubeletRestart",
+                "kubelet is functioning properly",
+            ),
+            (
+                "FrequentContainerdRestart",
+                "NoFrequentContainerdRestart",
+                "containerd is functioning properly",
+            ),
+        ],
+        _ => &[],
+    }
 }
 
 /// The CSI drivers whose node plugins a platform installs on every node, Windows included: AKS
@@ -246,6 +288,43 @@ mod tests {
         let kubeadm = topology("kubeadm", "v1.32.3").expect("a CSINode");
         assert_eq!(kubeadm["spec"]["drivers"], json!([]));
         assert!(topology("kubeadm", "v1.14.10").is_none(), "no CSINode before 1.17");
+    }
+
+    /// NODE-PROBLEM-DETECTOR: AKS's Linux extension runs node-problem-detector, whose
+    /// conditions (False) sit beside the kubelet's own; its Windows nodes and other platforms'
+    /// nodes report the kubelet's only (learn.microsoft.com/azure/aks/node-problem-detector).
+    #[rstest::rstest]
+    #[case::aks_linux("aks", "linux", 11)]
+    #[case::aks_windows("aks", "windows", 4)]
+    #[case::kubeadm_linux("kubeadm", "linux", 4)]
+    #[case::gke_linux("gke", "linux", 4)]
+    fn a_platforms_problem_detector_reports_beside_the_kubelet(
+        #[case] platform: &str,
+        #[case] os: &str,
+        #[case] conditions: usize,
+    ) {
+        let node = match os {
+            "windows" => {
+                "    os: windows\n    kernelVersion: 10.0.20348.1\n    containerRuntime: containerd://1.7.20\n"
+            }
+            _ => "    os: linux\n",
+        };
+        let yaml = format!(
+            "name: t\nplatform: {platform}\nkubernetesVersion: v1.32.3\nnetwork: {{mode: l2bridge}}\nnodes:\n  - name: n-1\n{node}"
+        );
+        let topo = crate::config::topology::Topology::parse(&yaml, "test").expect("topology");
+        let profile = crate::config::profile::NodeProfile::new(&topo.nodes[0], &topo, 0, Ipv4Addr::LOCALHOST);
+        let object = node_object(&topo.nodes[0], &profile);
+        let types: Vec<&str> = object["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        assert_eq!(types.len(), conditions, "{types:?}");
+        if conditions > 4 {
+            assert!(types.contains(&"KubeletProblem"), "{types:?}");
+        }
     }
 
     #[test]
