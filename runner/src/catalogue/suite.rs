@@ -650,6 +650,10 @@ pub struct Condition {
     /// The pod network is Calico (its `calico-node` DaemonSets).
     #[serde(default)]
     pub calico: Option<bool>,
+    /// The cluster serves the GMSACredentialSpec CRD (`windows.k8s.io`), which the gMSA webhook
+    /// comes with; unknown makes the cell indeterminate.
+    #[serde(default)]
+    pub gmsa: Option<bool>,
     /// The CNI plugin on the Windows end of the cell is one of these (`win-bridge`,
     /// `win-overlay`, `sdnbridge`, `sdnoverlay`, `vpc-bridge`, `azure-cni`, `calico`): flannel's
     /// delegate or the platform's plugin, as the node's CNI configuration shows it (else as the
@@ -992,6 +996,7 @@ impl Condition {
             && self.egress.is_none()
             && self.dual_stack.is_none()
             && self.calico.is_none()
+            && self.gmsa.is_none()
             && self.policy_engine.is_empty()
             && self.feature_gates.is_empty()
     }

@@ -118,6 +118,9 @@ pub struct ClusterFacts {
     pub dual_stack: Option<Fact<bool>>,
     /// Whether the pod network is Calico (its `calico-node` DaemonSets).
     pub calico: Option<Fact<bool>>,
+    /// Whether the cluster serves the GMSACredentialSpec CRD (`crate::cluster::gmsa`); None when
+    /// its API group could not be read.
+    pub gmsa: Option<Fact<bool>>,
     /// The NetworkPolicy engine (`crate::cluster::netpol`), with where it was seen; None when
     /// nothing says.
     pub policy_engine: Option<Fact<String>>,
@@ -175,6 +178,7 @@ impl ClusterFacts {
             egress: None,
             dual_stack: None,
             calico: None,
+            gmsa: None,
             policy_engine: None,
             feature_gates: None,
             runtime_classes: Ok(Vec::new()),
@@ -565,6 +569,7 @@ pub async fn collect(
         egress,
         dual_stack,
         calico: Some(addons.calico),
+        gmsa: crate::cluster::gmsa::crd(client).await,
         policy_engine,
         feature_gates: feature_gates(client).await,
         runtime_classes: runtime_classes(client).await,

@@ -39,6 +39,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "fsgroup-windows",
         include_str!("../../../fixtures/fsgroup-windows.yaml"),
     ),
+    (
+        "gmsa-credspec-absent",
+        include_str!("../../../fixtures/gmsa-credspec-absent.yaml"),
+    ),
     ("graceful-stop", include_str!("../../../fixtures/graceful-stop.yaml")),
     ("host-network", include_str!("../../../fixtures/host-network.yaml")),
     ("host-probe", include_str!("../../../fixtures/host-probe.yaml")),

@@ -11,6 +11,7 @@ pub mod deploy;
 pub mod duration;
 pub mod facts;
 pub mod fixture;
+pub mod gmsa;
 pub mod images;
 pub mod job;
 pub mod leftovers;

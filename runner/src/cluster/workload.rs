@@ -558,6 +558,16 @@ impl<'a> Workloads<'a> {
         let name = name.to_string();
         match pods.create(&PostParams::default(), typed).await {
             Ok(_) => {}
+            // The gMSA webhook refusing a credential spec is the documented answer to the
+            // pod's gMSA fields (its 404 included), not a policy (SEC-GMSA).
+            Err(kube::Error::Api(s)) if crate::cluster::gmsa::webhook_denial(&s.message) => {
+                return Ok(Attempt::Seen(Observed {
+                    outcome: CreateOutcome::RejectedByApi,
+                    message: s.message.clone(),
+                    termination: String::new(),
+                    unpullable: None,
+                }));
+            }
             // An admission webhook or Pod Security refusing the pod is the cluster's policy, not
             // the API's documented answer to the pod's fields.
             Err(e) if Refusal::of(&e).is_some_and(|r| r.policy) => return Err(NotReady::of_create(&name, &e)),

@@ -31,6 +31,8 @@ pub struct CellFacts<'a> {
     pub dual_stack: Option<bool>,
     /// Whether the pod network is Calico.
     pub calico: bool,
+    /// Whether the cluster serves the GMSACredentialSpec CRD (None: not known).
+    pub gmsa: Option<bool>,
     /// The cluster's NetworkPolicy engine (None: not known).
     pub policy_engine: Option<&'a str>,
     /// The CNI plugin on the Windows end of the cell (the destination when it is Windows, else
@@ -127,6 +129,11 @@ pub fn holds(c: &Condition, f: &CellFacts) -> Holds {
             "whether the cluster is dual-stack (no node has spec.podCIDRs and the kubernetes Service has one IP family)",
         ),
         eq(c.calico, Some(f.calico)),
+        known(
+            c.gmsa,
+            f.gmsa,
+            "whether the cluster serves the GMSACredentialSpec CRD (the API group windows.k8s.io could not be read)",
+        ),
         one_of(
             &c.policy_engine,
             f.policy_engine,
@@ -352,6 +359,7 @@ mod tests {
             egress: true,
             dual_stack: Some(false),
             calico: false,
+            gmsa: Some(false),
             policy_engine: None,
             cni_delegate: Err("not read".into()),
             feature_gates: None,

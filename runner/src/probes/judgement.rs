@@ -273,6 +273,7 @@ pub fn cell_facts<'a>(facts: &'a ClusterFacts, case: &'a Case<'_>) -> CellFacts<
         egress: facts.egress.as_ref().is_none_or(|f| f.value),
         dual_stack: facts.dual_stack.as_ref().map(|f| f.value),
         calico: facts.calico.as_ref().is_some_and(|f| f.value),
+        gmsa: facts.gmsa.as_ref().map(|f| f.value),
         policy_engine: facts.policy_engine.as_ref().map(|f| f.value.as_str()),
         cni_delegate: {
             let windows = |n: &&ClusterNode| n.os == mixcheck_reports::Os::Windows;
@@ -373,6 +374,10 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
             // Left out for the cluster's IP families or its CNI: the fact's source says how.
             (_, _, Some(f), _) if e.when.dual_stack.is_some() => format!("{} ({})", e.says, f.source),
             (_, _, _, Some(f)) if e.when.calico.is_some() => format!("{} ({})", e.says, f.source),
+            _ if e.when.gmsa.is_some() => match &ctx.facts.gmsa {
+                Some(f) => format!("{} ({})", e.says, f.source),
+                None => e.says.clone(),
+            },
             // Left out for the cluster's NetworkPolicy engine: where the engine was read.
             _ if !e.when.policy_engine.is_empty() => match &ctx.facts.policy_engine {
                 Some(f) => format!("{} (policy engine {}: {})", e.says, f.value, f.source),

@@ -153,6 +153,19 @@ const OVERLAY: &str = "  mode: overlay\n";
 ])]
 // W14, WI31: node-problem-detector is an optional add-on; the cell reads what reports on the
 // node. AKS enables it on Linux nodes only (learn.microsoft.com/azure/aks/node-problem-detector).
+// WGMSA: where the gMSA webhook is installed it refuses a credential spec that does not exist;
+// without its CRD the cluster has no gMSA set-up and the cell says so.
+#[case::gmsa_absent("SEC-GMSA", Setup::Default, &[
+    ("[windows-17763→]", "not-applicable", "no API group windows.k8s.io in discovery"),
+    ("[windows-20348→]", "not-applicable", "no API group windows.k8s.io in discovery"),
+])]
+#[case::gmsa_webhook("SEC-GMSA", Setup::Edited("timing:", "admission: {gmsaWebhook: true}\ntiming:"), &[
+    ("[windows-17763→]", "pass", "cred spec mixcheck-no-such-credspec does not exist"),
+    ("[windows-20348→]", "pass", "admission-webhook.windows-gmsa.sigs.k8s.io"),
+])]
+#[case::gmsa_absent_calico("SEC-GMSA", Setup::Profile("kubeadm-calico"), &[
+    ("[windows-20348→]", "not-applicable", "gMSA is not set up"),
+])]
 #[case::problem_detector_default("NODE-PROBLEM-DETECTOR", Setup::Default, &[
     ("[windows-17763→]", "not-applicable", "no condition beyond the kubelet's own"),
     ("[windows-20348→]", "not-applicable", "nor on any other node"),

@@ -508,6 +508,10 @@ pub struct Admission {
     /// Whether a namespace may carry `pod-security.kubernetes.io/enforce=privileged`.
     #[serde(default = "yes")]
     pub privileged_namespaces: bool,
+    /// Whether the gMSA webhook (kubernetes-sigs/windows-gmsa) and its GMSACredentialSpec CRD
+    /// are installed (`store::policy::gmsa`). Default false.
+    #[serde(default)]
+    pub gmsa_webhook: bool,
 }
 
 impl Admission {
@@ -516,6 +520,7 @@ impl Admission {
         deny: Vec::new(),
         by: Enforcement::Webhook,
         privileged_namespaces: true,
+        gmsa_webhook: false,
     };
 }
 

@@ -16,6 +16,15 @@ use crate::store::resources;
 pub fn admit_pod(store: &Store, namespace: &str, pod: &mut Value) -> Result<(), ApiError> {
     runtime_class(store, pod)?;
     store.generate_name(resources::core("pods"), namespace, pod);
+    // Mutating webhooks run before the validating plugins and webhooks.
+    if store.admission_policy().gmsa_webhook {
+        let exempt = store
+            .get(resources::core("namespaces"), "", namespace)
+            .is_ok_and(|ns| crate::store::policy::gmsa::exempt(ns.value()));
+        if !exempt {
+            crate::store::policy::gmsa::review(pod)?;
+        }
+    }
     // The built-in PodSecurity plugin validates before ValidatingAdmissionPolicy and the
     // webhooks (kubernetes `pkg/kubeapiserver/options/plugins.go`, `AllOrderedPlugins`).
     if let Ok(ns) = store.get(resources::core("namespaces"), "", namespace) {

@@ -136,6 +136,8 @@ pub struct Addons {
     pub windows_kube_proxy: Vec<(String, Vec<String>)>,
     /// The Linux nodes' names, in node order.
     pub linux_nodes: Vec<String>,
+    /// Whether the gMSA webhook and its CRD are installed (`admission.gmsaWebhook`).
+    pub gmsa_webhook: bool,
 }
 
 impl Addons {
@@ -241,6 +243,7 @@ impl Addons {
                 .filter(|p| !p.is_windows())
                 .map(|p| p.name.clone())
                 .collect(),
+            gmsa_webhook: topology.admission.gmsa_webhook,
         }
     }
 
@@ -260,11 +263,24 @@ impl Addons {
         self.era == Era::HostProcess && matches!(self.cni, Cni::Flannel { .. } | Cni::Calico { .. })
     }
 
-    /// The custom resources the add-ons bring: Calico's operator Installation.
+    /// The custom resources the add-ons bring: Calico's operator Installation, the gMSA
+    /// webhook's GMSACredentialSpec.
     pub fn custom_resources(&self) -> crate::store::custom::CustomResources {
         let mut out = Vec::new();
         if let Cni::Calico { version } = &self.cni {
             out.push(platforms::calico_installation(self, version));
+        }
+        if self.gmsa_webhook {
+            // windows-gmsa `admission-webhook/deploy/gmsa-crd.yml`: cluster-scoped, v1 served and
+            // stored; no credential spec (each needs an Active Directory account).
+            out.push(crate::store::custom::CustomResource {
+                group: "windows.k8s.io",
+                version: "v1",
+                plural: "gmsacredentialspecs",
+                singular: "gmsacredentialspec",
+                kind: "GMSACredentialSpec",
+                objects: Vec::new(),
+            });
         }
         crate::store::custom::CustomResources(out)
     }

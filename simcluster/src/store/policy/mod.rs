@@ -23,6 +23,7 @@
 //! answers 403 Forbidden where the webhook set neither; that form is not modelled.
 
 pub mod gatekeeper;
+pub mod gmsa;
 pub mod pod_security;
 pub mod privileged_namespaces;
 pub mod validating_policy;
