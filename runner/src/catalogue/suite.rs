@@ -421,6 +421,9 @@ pub enum FactCheck {
     /// NET-CNI-SPEC-CHECK: the plugin flannel delegates to on the node (win-bridge, win-overlay:
     /// no CNI CHECK), from its CNI configuration file read on the host.
     CniCheck,
+    /// NET-FLANNEL-REJOIN: the source VIP kube-proxy keeps in `SourceVip.json` lies in the node's
+    /// pod CIDR (a re-joined node with a new subnet keeps a stale one), read on the host.
+    SourceVip,
     /// NODE-PROBLEM-DETECTOR: the node conditions an agent other than the kubelet reports
     /// (node-problem-detector and the platforms' own), from the node's status.
     ProblemDetector,

@@ -143,6 +143,10 @@ pub struct ClusterFacts {
     /// the platform's plugin), from its configuration file read by the node's host probe, or why
     /// it could not be read; a node without a host probe is absent.
     pub cni_delegates: BTreeMap<String, Result<CniDelegate, String>>,
+    /// The source VIP kube-proxy keeps on each Windows node (`SourceVip.json`: its path and
+    /// address; None where the node keeps no such file), from its host probe, or why it could
+    /// not be read; a node without a host probe is absent.
+    pub source_vips: BTreeMap<String, Result<Option<SourceVip>, String>>,
     /// The facts as the report records them.
     pub report: Facts,
 }
@@ -186,6 +190,7 @@ impl ClusterFacts {
             kubelet_cmdlines: BTreeMap::new(),
             flannel_delegates: BTreeMap::new(),
             cni_delegates: BTreeMap::new(),
+            source_vips: BTreeMap::new(),
             report: Default::default(),
         }
     }
@@ -577,6 +582,7 @@ pub async fn collect(
         kubelet_cmdlines: BTreeMap::new(),
         flannel_delegates: BTreeMap::new(),
         cni_delegates: BTreeMap::new(),
+        source_vips: BTreeMap::new(),
         report,
     })
 }
@@ -733,6 +739,13 @@ async fn configz(client: &kube::Client, node: &str) -> Option<Value> {
         .body(Vec::new())
         .ok()?;
     client.request::<Value>(req).await.ok()
+}
+
+/// kube-proxy's source VIP file on a Windows node: where it is and the address it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceVip {
+    pub path: String,
+    pub ip: String,
 }
 
 #[derive(Debug)]

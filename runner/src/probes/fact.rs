@@ -78,6 +78,7 @@ pub fn judge(check: FactCheck, node: &ClusterNode, facts: &ClusterFacts, limit: 
         F::KubeletPriority => kubelet_priority(node, facts),
         F::CniCheck => cni_check(node, facts),
         F::ProblemDetector => problem_detector(node, facts),
+        F::SourceVip => source_vip(node, facts),
         F::DsrConfig => dsr_config(node, facts),
         F::RuntimeClasses => runtime_classes(facts),
         F::PauseImage => Err("the sandbox (pause) image: no suite reads it yet".to_string()),
@@ -496,6 +497,52 @@ fn cni_check(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
         ));
     }
     Ok((false, seen))
+}
+
+/// NET-FLANNEL-REJOIN (a light check): the source VIP kube-proxy keeps on the node lies in the
+/// node's pod CIDR; after a re-join with a new subnet the file still holds the old subnet's
+/// address (W14, WDBG: delete it). A node that keeps no such file has nothing to go stale.
+fn source_vip(node: &ClusterNode, facts: &ClusterFacts) -> Judged {
+    let vip = host_read(
+        node,
+        facts.source_vips.get(&node.name),
+        "kube-proxy's source VIP file (SourceVip.json)",
+    )?;
+    let Some(vip) = vip else {
+        return Ok((
+            true,
+            "no SourceVip.json (C:\\sourcevip, C:\\k): the node keeps no source VIP that could go stale".to_string(),
+        ));
+    };
+    let cidr = facts
+        .report
+        .nodes
+        .get(&node.name)
+        .and_then(|n| n.pod_cidr.as_ref())
+        .map(|f| f.value.clone())
+        .ok_or_else(|| format!("the pod CIDR of {} (spec.podCIDR)", node.name))?;
+    let inside = ipv4_in(&vip.ip, &cidr).ok_or_else(|| format!("whether {} lies in {cidr}", vip.ip))?;
+    Ok((
+        inside,
+        if inside {
+            format!("{}: source VIP {} in the node's pod CIDR {cidr}", vip.path, vip.ip)
+        } else {
+            format!(
+                "{}: source VIP {} outside the node's pod CIDR {cidr} (kept from the subnet before a re-join)",
+                vip.path, vip.ip
+            )
+        },
+    ))
+}
+
+/// Whether IPv4 `ip` lies in `cidr`; None when either does not parse.
+fn ipv4_in(ip: &str, cidr: &str) -> Option<bool> {
+    let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+    let (net, bits) = cidr.split_once('/')?;
+    let net: std::net::Ipv4Addr = net.parse().ok()?;
+    let bits: u32 = bits.parse().ok().filter(|b| *b <= 32)?;
+    let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+    Some(u32::from(ip) & mask == u32::from(net) & mask)
 }
 
 /// The node conditions the kubelet itself reports (`pkg/kubelet/nodestatus/setters.go`) and

@@ -42,6 +42,11 @@ const KUBELET_CMDLINE: &str = "Get-CimInstance Win32_Process -Filter \"Name = 'k
 /// (`C:\ProgramData\Amazon\EKS\cni\config\vpc-bridge.conf`). Each file found is printed
 /// after a `# <path>` line, flannel's first.
 const CNI_CONF: &str = "foreach ($p in @('C:\\etc\\cni\\net.d\\10-flannel.conf', 'C:\\k\\cni\\config\\cni.conf', 'C:\\k\\azurecni\\netconf\\10-azure.conflist', 'C:\\etc\\kubernetes\\cni\\config\\l2bridge.conf', 'C:\\ProgramData\\Amazon\\EKS\\cni\\config\\vpc-bridge.conf')) { if (Test-Path $p) { Write-Output \"# $p\"; Get-Content -Path $p -ErrorAction Stop } }";
+/// kube-proxy's source VIP file on overlay nodes, each found printed after a `# <path>` line:
+/// sig-windows-tools' HostProcess kube-proxy keeps it in `C:\sourcevip\sourceVip.json`
+/// (`hostprocess/flannel/kube-proxy/start.ps1`), the 2019 scripts in `C:\k\SourceVip.json`
+/// (W14, WDBG: delete it after a re-join).
+const SOURCE_VIP: &str = "foreach ($p in @('C:\\sourcevip\\sourceVip.json', 'C:\\k\\SourceVip.json')) { if (Test-Path $p) { Write-Output \"# $p\"; Get-Content -Path $p -ErrorAction Stop } }";
 /// The Windows kube-proxy binary's version (`Kubernetes v1.32.3`).
 const KUBE_PROXY_VERSION: &str = "$exe = (Get-CimInstance Win32_Process -Filter \"Name = 'kube-proxy.exe'\" -ErrorAction Stop).ExecutablePath; if ($exe) { & $exe --version } else { Write-Error 'kube-proxy.exe is not running' }";
 
@@ -59,6 +64,8 @@ pub struct Reading {
     pub kubelet: Result<String, String>,
     /// Flannel's CNI configuration files (`# <path>` then the file), or why they could not be read.
     pub cni_conf: Result<String, String>,
+    /// kube-proxy's source VIP files (`# <path>` then the file), or why they could not be read.
+    pub source_vip: Result<String, String>,
 }
 
 /// Runs the commands on every Windows node with a host probe of the run, concurrently.
@@ -87,17 +94,18 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
                 version: why(),
                 kubelet: why(),
                 cni_conf: why(),
+                source_vip: why(),
             };
         }
         let pod = placed.name.as_str();
-        let (hns, kube_proxy, version, kubelet, cni_conf) = futures::future::join5(
+        let (hns, kube_proxy, version, kubelet, cni_conf, source_vip) = futures::join!(
             hns_types(pods, pod),
             run(pods, pod, KUBE_PROXY_CMDLINE),
             run(pods, pod, KUBE_PROXY_VERSION),
             run(pods, pod, KUBELET_CMDLINE),
             run(pods, pod, CNI_CONF),
-        )
-        .await;
+            run(pods, pod, SOURCE_VIP),
+        );
         let (hns_types, hns_via) = hns;
         Reading {
             node: node.clone(),
@@ -107,6 +115,7 @@ pub async fn read(pods: &Api<Pod>, dep: &Deployment, cluster: &ClusterFacts) -> 
             version,
             kubelet,
             cni_conf,
+            source_vip,
         }
     }))
     .await
@@ -314,6 +323,8 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
         cluster.flannel_delegates.insert(r.node.clone(), cni);
         let delegate = r.cni_conf.clone().and_then(|text| cni_delegate(&text));
         cluster.cni_delegates.insert(r.node.clone(), delegate);
+        let vip = r.source_vip.clone().and_then(|text| source_vip(&text));
+        cluster.source_vips.insert(r.node.clone(), vip);
     }
     for r in readings {
         let Some(version) = r.version.as_ref().ok().and_then(|t| version_of(t)) else {
@@ -330,6 +341,25 @@ pub fn refine(cluster: &mut ClusterFacts, readings: &[Reading]) {
             node.kube_proxy_version = Some(Fact::new(version, format!("node {}: kube-proxy.exe --version", r.node)));
         }
     }
+}
+
+/// The first source VIP file of the probe's output (`# <path>` then its JSON, the host-local
+/// IPAM result the start script kept: `{"ip4": {"ip": "10.244.2.254/24", …}}`); None when the
+/// node has none; Err when a file found holds no address.
+pub fn source_vip(text: &str) -> Result<Option<facts::SourceVip>, String> {
+    let Some((path, body)) = cni_files(text).into_iter().next() else {
+        return Ok(None);
+    };
+    let doc: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("{path} is not JSON: {e}"))?;
+    let ip = doc
+        .pointer("/ip4/ip")
+        .or_else(|| doc.pointer("/ips/0/address"))
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| format!("{path} names no address (ip4.ip)"))?;
+    Ok(Some(facts::SourceVip {
+        path,
+        ip: ip.split('/').next().unwrap_or(ip).to_string(),
+    }))
 }
 
 /// Records that what the API objects (or the user) suggested for `name` differs from the node's
@@ -588,6 +618,7 @@ mod tests {
             version: version.map(str::to_string).map_err(str::to_string),
             kubelet: Ok("C:\\k\\kubelet.exe --windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS".to_string()),
             cni_conf: Ok(String::new()),
+            source_vip: Ok(String::new()),
         }
     }
 
@@ -886,6 +917,24 @@ mod tests {
             (Ok(d), Ok(w)) => assert_eq!(d.delegate, w),
             (Err(e), Err(w)) => assert!(e.contains(w), "{e}"),
             (got, want) => panic!("got {got:?}, want {want:?}"),
+        }
+    }
+
+    /// The source VIP file kube-proxy keeps (HostProcess layout first, then the 2019 scripts');
+    /// none on a node that keeps none.
+    #[rstest]
+    #[case::hostprocess("# C:\\sourcevip\\sourceVip.json\n{\n  \"cniVersion\": \"0.2.0\",\n  \"ip4\": {\"ip\": \"10.244.2.254/24\", \"gateway\": \"10.244.2.1\"}\n}\n", Ok(Some(("C:\\sourcevip\\sourceVip.json", "10.244.2.254"))))]
+    #[case::scripts("# C:\\k\\SourceVip.json\n{\"ip4\": {\"ip\": \"10.244.102.254/24\"}}\n", Ok(Some(("C:\\k\\SourceVip.json", "10.244.102.254"))))]
+    #[case::none("", Ok(None))]
+    #[case::no_address("# C:\\k\\SourceVip.json\n{}\n", Err("names no address"))]
+    fn the_source_vip_is_read_from_its_file(#[case] text: &str, #[case] want: Result<Option<(&str, &str)>, &str>) {
+        match (source_vip(text), want) {
+            (Ok(got), Ok(want)) => assert_eq!(
+                got.map(|v| (v.path, v.ip)),
+                want.map(|(p, i)| (p.to_string(), i.to_string()))
+            ),
+            (Err(e), Err(part)) => assert!(e.contains(part), "{e}"),
+            (got, want) => panic!("{got:?} for {want:?}"),
         }
     }
 }

@@ -129,7 +129,8 @@ impl Probe {
                 fact:
                     crate::catalogue::suite::FactCheck::HnsNetwork
                     | crate::catalogue::suite::FactCheck::KubeletPriority
-                    | crate::catalogue::suite::FactCheck::CniCheck,
+                    | crate::catalogue::suite::FactCheck::CniCheck
+                    | crate::catalogue::suite::FactCheck::SourceVip,
             } => false,
             Probe::Fact { .. } | Probe::Audit { .. } | Probe::CsiNode => true,
             Probe::Connect { .. }

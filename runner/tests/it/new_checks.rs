@@ -20,6 +20,8 @@ enum Setup {
     /// The default topology with `(from, to)` replaced once.
     Edited(&'static str, &'static str),
     Fault(&'static str),
+    /// A built-in profile with a fault injected.
+    ProfileFault(&'static str, &'static str),
     /// A topology of `testdata/` with `(from, to)` replaced once (`from` empty: as it is).
     Testdata(&'static str, &'static str, &'static str),
 }
@@ -44,6 +46,9 @@ fn run(rule: &str, setup: &Setup) -> BTreeMap<String, (String, String, String)> 
         }
         Setup::Fault(f) => {
             cmd.args(["--fault", f]);
+        }
+        Setup::ProfileFault(p, f) => {
+            cmd.args(["--profile", p, "--fault", f]);
         }
         Setup::Testdata(name, from, to) => {
             let path = format!("{}/../testdata/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -165,6 +170,18 @@ const OVERLAY: &str = "  mode: overlay\n";
 ])]
 #[case::gmsa_absent_calico("SEC-GMSA", Setup::Profile("kubeadm-calico"), &[
     ("[windows-20348→]", "not-applicable", "gMSA is not set up"),
+])]
+// W14, WDBG: kube-proxy's source VIP lies in the node's pod subnet; a re-joined node that kept
+// the old SourceVip.json fails, and only that node (the other of its pool passes).
+#[case::source_vip_overlay("NET-FLANNEL-REJOIN", Setup::Profile("kubeadm-flannel-hostprocess"), &[
+    ("[windows-20348→]", "pass", "in the node's pod CIDR"),
+])]
+#[case::source_vip_stale("NET-FLANNEL-REJOIN", Setup::ProfileFault("kubeadm-flannel-hostprocess", "win2022-2:flannel-rejoin-stale-sourcevip"), &[
+    ("[windows-20348→]", "fail", "1 of 2 nodes: win2022-2: C:\\sourcevip\\sourceVip.json: source VIP 10.244.103.254 outside"),
+])]
+#[case::source_vip_l2bridge("NET-FLANNEL-REJOIN", Setup::Default, &[
+    ("[windows-17763→]", "not-applicable", "only overlay"),
+    ("[windows-20348→]", "not-applicable", "only overlay"),
 ])]
 #[case::problem_detector_default("NODE-PROBLEM-DETECTOR", Setup::Default, &[
     ("[windows-17763→]", "not-applicable", "no condition beyond the kubelet's own"),
