@@ -164,7 +164,7 @@ pub(crate) fn host_name(profile: &NodeProfile) -> String {
 }
 
 /// A stable GUID-like id (`8-4-4-4-12` upper-case hex) for the parts.
-fn guid(parts: &[&str]) -> String {
+pub(crate) fn guid(parts: &[&str]) -> String {
     let mut h = Fnv::default();
     for p in parts {
         h.write(p.as_bytes()).write(&[0]);
@@ -182,7 +182,7 @@ fn guid(parts: &[&str]) -> String {
 }
 
 /// The address `host` of the node's pod CIDR (`10.244.3.0/24`, 254 → `10.244.3.254`).
-fn pod_address(profile: &NodeProfile, host: u8) -> String {
+pub(crate) fn pod_address(profile: &NodeProfile, host: u8) -> String {
     format!("{}{host}", profile.pod_cidr.trim_end_matches("0/24"))
 }
 
@@ -346,81 +346,6 @@ pub(crate) fn kube_proxy_process(profile: &NodeProfile) -> Option<(String, Strin
 /// What `kube-proxy.exe --version` prints on the node: the binary's version.
 pub(crate) fn kube_proxy_version_line(profile: &NodeProfile) -> String {
     format!("Kubernetes {}", profile.kube_proxy_version)
-}
-
-/// One port of a load balancer: (IP protocol number, backend port, service port).
-pub(crate) type LbPort = (u8, u16, u16);
-
-/// One load balancer kube-proxy programmed for a Service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LoadBalancer {
-    pub id: String,
-    /// `namespace/name` of the Service.
-    pub service: String,
-    pub vip: String,
-    pub ports: Vec<LbPort>,
-    /// The HNS endpoint ids of its backends.
-    pub endpoints: Vec<String>,
-}
-
-fn protocol_number(name: &str) -> u8 {
-    match name {
-        "UDP" => 17,
-        "SCTP" => 132,
-        _ => 6,
-    }
-}
-
-/// The load balancers on the node: one per Service with a cluster IP, when kube-proxy
-/// programs the node ([`kube_proxy_programs`]).
-pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBalancer> {
-    if !kube_proxy_programs(profile) {
-        return Vec::new();
-    }
-    let (services, _) = store.list(resources::core("services"), None);
-    let mut found: Vec<LoadBalancer> = services
-        .iter()
-        .filter_map(|svc| {
-            let v = svc.value();
-            let vip = j::str(v, "/spec/clusterIP");
-            if vip.is_empty() || vip == "None" {
-                return None;
-            }
-            let ports = j::array(v, "/spec/ports")
-                .iter()
-                .map(|p| {
-                    let port = p.get("port").and_then(Value::as_u64).unwrap_or(0);
-                    let target = p.get("targetPort").and_then(Value::as_u64).unwrap_or(port);
-                    let protocol = protocol_number(p.get("protocol").and_then(Value::as_str).unwrap_or("TCP"));
-                    (
-                        protocol,
-                        u16::try_from(target).unwrap_or(0),
-                        u16::try_from(port).unwrap_or(0),
-                    )
-                })
-                .collect();
-            let endpoints = store
-                .get(resources::core("endpoints"), svc.namespace(), svc.name())
-                .map(|ep| {
-                    j::array(ep.value(), "/subsets")
-                        .iter()
-                        .flat_map(|s| j::array(s, "/addresses").iter())
-                        .map(|a| guid(&[&profile.name, "hns-endpoint", j::str(a, "/ip")]))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let service = format!("{}/{}", svc.namespace(), svc.name());
-            Some(LoadBalancer {
-                id: guid(&[&profile.name, "hns-policylist", &service]),
-                service,
-                vip: vip.to_string(),
-                ports,
-                endpoints,
-            })
-        })
-        .collect();
-    found.sort_by(|a, b| a.service.cmp(&b.service));
-    found
 }
 
 /// One network adapter of the host.

@@ -5,6 +5,7 @@
 pub mod addons;
 pub mod exec;
 pub mod forward;
+pub(crate) mod hnslb;
 pub(crate) mod host;
 pub mod images;
 pub mod kubelet;

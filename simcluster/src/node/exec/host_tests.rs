@@ -715,3 +715,152 @@ async fn first_module_load_progress_goes_to_stderr(
     assert_eq!(text(&o.stderr).contains("Preparing modules for first use."), progress);
     assert_eq!(o.exit, ExitStatus::Code(0));
 }
+
+/// A selectorless Service `name` with hand-written EndpointSlices of `backends` addresses in
+/// 198.18.0.0/15 (RFC 2544's benchmarking range), at most 1,000 per slice as the API allows.
+fn service_with_backends(f: &HostFixture, name: &str, backends: u32) {
+    let allocator = Allocator::new(&Topology::default_cluster().network.service_cidr);
+    let mut spec = json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80, "protocol": "TCP"}]}});
+    crate::store::defaults::on_create(resources::core("services"), &mut spec);
+    allocator.create(&f.store, NS, spec).expect("service");
+    let addresses: Vec<String> = (0..backends)
+        .map(|i| format!("198.18.{}.{}", i / 250, i % 250 + 1))
+        .collect();
+    for (n, chunk) in addresses.chunks(1000).enumerate() {
+        let endpoints: Vec<Value> = chunk
+            .iter()
+            .map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}}))
+            .collect();
+        f.store
+            .create(
+                resources::named("discovery.k8s.io", "endpointslices"),
+                NS,
+                json!({"metadata": {"name": format!("{name}-{n}"), "labels": {"kubernetes.io/service-name": name}},
+                    "addressType": "IPv4", "endpoints": endpoints, "ports": [{"port": 80, "protocol": "TCP"}]}),
+            )
+            .expect("slice");
+    }
+}
+
+/// The load balancer kube-proxy programs for a Service read from its EndpointSlices, and none
+/// for a Service with more backends than the node's HNS takes (NET-SVC-BACKEND-LIMIT: 64, 1,024
+/// with the OS fix; W20, W22, WNETo, WNET), as `Get-HnsPolicyList | ConvertTo-Json` shows it
+/// (microsoft/SDN `collectlogs.ps1` saves it that way).
+#[rstest]
+#[case::within_the_old_limit(64, 64, Some(64))]
+#[case::over_the_old_limit(65, 64, None)]
+#[case::fixed_os_over_64(65, 1024, Some(65))]
+#[case::fixed_os_over_1024(1025, 1024, None)]
+#[tokio::test]
+async fn a_service_over_the_backend_limit_gets_no_load_balancer(
+    #[case] backends: u32,
+    #[case] limit: usize,
+    #[case] programmed: Option<usize>,
+) {
+    let f = HostFixture::with(L2, None, |p| p.service_backend_limit = limit);
+    service_with_backends(&f, "many", backends);
+    let o = f
+        .confirm("Get-HnsPolicyList -ErrorAction Stop | ConvertTo-Json -Depth 5 -Compress")
+        .await;
+    assert_eq!(text(&o.stderr), "");
+    let all: Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
+    let all = all.as_array().expect("several load balancers");
+    let vip = f
+        .store
+        .get(resources::core("services"), NS, "many")
+        .map(|s| json::str(s.value(), "/spec/clusterIP").to_string())
+        .expect("service");
+    let lb = all
+        .iter()
+        .find(|lb| lb.pointer("/Policies/0/VIPs/0").and_then(Value::as_str) == Some(vip.as_str()));
+    assert_eq!(
+        lb.map(|lb| json::array(lb, "/References").len()),
+        programmed,
+        "{}",
+        text(&o.stdout)
+    );
+    // The other Services stay programmed: kube-proxy refuses the one only.
+    assert!(
+        all.iter()
+            .any(|lb| lb.pointer("/Policies/0/VIPs/0").and_then(Value::as_str) == Some("10.96.0.1"))
+    );
+}
+
+/// A LoadBalancer Service's ingress address as HNS v2 shows it after AKS's `hns.v2.psm1` is
+/// imported: with `preserve-destination: "true"` a DSR load balancer over the node's own
+/// backend with the PreserveDIP and UseMux port flags (8 | 4) from Windows 1903 on
+/// (NET-PRESERVE-DEST: W20, WNET; kubernetes `pkg/proxy/winkernel/proxier.go`), a plain one
+/// without the annotation or on an older build; the in-box module's v1 list has no flags.
+#[rstest]
+#[case::preserved(true, 20348, true, Some((12, 1)))]
+#[case::not_annotated(false, 20348, true, Some((0, 0)))]
+#[case::before_1903(true, 17763, true, Some((0, 0)))]
+#[case::v1_list(true, 20348, false, None)]
+#[tokio::test]
+async fn preserve_destination_shows_in_the_v2_port_flags(
+    #[case] annotated: bool,
+    #[case] build: u32,
+    #[case] v2: bool,
+    #[case] flags: Option<(u64, u64)>,
+) {
+    let f = HostFixture::with(L2, None, |p| {
+        p.platform = crate::config::platform::Platform::Aks;
+        p.dsr = true;
+        p.build = Some(build);
+    });
+    let allocator = Allocator::new(&Topology::default_cluster().network.service_cidr);
+    let annotations = if annotated {
+        json!({"preserve-destination": "true"})
+    } else {
+        json!({})
+    };
+    let mut spec = json!({"metadata": {"name": "pd", "annotations": annotations},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
+    crate::store::defaults::on_create(resources::core("services"), &mut spec);
+    allocator.create(&f.store, NS, spec).expect("service");
+    f.store
+        .modify(resources::core("services"), NS, "pd", Part::Status, |v| {
+            v["status"]["loadBalancer"]["ingress"] = json!([{"ip": "203.0.113.10"}]);
+            Ok(())
+        })
+        .expect("ingress");
+    f.store
+        .create(
+            resources::named("discovery.k8s.io", "endpointslices"),
+            NS,
+            json!({"metadata": {"name": "pd-0", "labels": {"kubernetes.io/service-name": "pd"}}, "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.244.3.7"], "nodeName": NODE, "conditions": {"ready": true}},
+                              {"addresses": ["10.244.1.7"], "nodeName": "elsewhere", "conditions": {"ready": true}}],
+                "ports": [{"port": 8080, "protocol": "TCP"}]}),
+        )
+        .expect("slice");
+    let module = if v2 { "Import-Module C:\\k\\hns.v2.psm1; " } else { "" };
+    let o = f
+        .confirm(&format!(
+            "{module}Get-HnsPolicyList | ConvertTo-Json -Depth 5 -Compress"
+        ))
+        .await;
+    assert_eq!(text(&o.stderr), "");
+    let all: Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
+    let ingress = all.as_array().expect("several").iter().find(|lb| {
+        lb.pointer("/FrontendVIPs/0")
+            .or_else(|| lb.pointer("/Policies/0/VIPs/0"))
+            .and_then(Value::as_str)
+            == Some("203.0.113.10")
+    });
+    let ingress = ingress.expect("a load balancer for the ingress address");
+    let seen = ingress.get("PortMappings").map(|_| {
+        (
+            ingress
+                .pointer("/PortMappings/0/Flags")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            ingress.get("Flags").and_then(Value::as_u64).unwrap_or(0),
+        )
+    });
+    assert_eq!(seen, flags, "{ingress}");
+    if flags == Some((12, 1)) {
+        // Only the node's own backend: preserve-destination disables node-to-node forwarding.
+        assert_eq!(json::array(ingress, "/HostComputeEndpoints").len(), 1, "{ingress}");
+    }
+}

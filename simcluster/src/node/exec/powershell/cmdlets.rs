@@ -271,8 +271,9 @@ impl Ps {
                     found
                 }
                 Run::ImportModule => {
-                    if let Some(err) = super::system::import_module(call, &session, &e.text) {
-                        errors.add(err);
+                    match super::system::import_module(call, &session, &e.text) {
+                        Some(err) => errors.add(err),
+                        None => self.hns_v2 |= super::system::imports_hns_v2(call),
                     }
                     Vec::new()
                 }
@@ -313,8 +314,9 @@ impl Ps {
                 }
                 Run::FormatTable => format_objects(call, input, true),
                 Run::FormatList => format_objects(call, input, false),
+                Run::ConvertToJson => super::json::convert_to_json(call, input),
                 Run::GetHnsNetwork => get_hns_network(&session, &e.text, errors),
-                Run::GetHnsPolicyList => get_hns_policy_list(&session, &e.text, errors),
+                Run::GetHnsPolicyList => get_hns_policy_list(&session, self.hns_v2, &e.text, errors),
                 Run::GetNetAdapter => get_net_adapter(&session, call, &e.text, errors),
                 Run::GetNetTcpConnection => get_net_tcp_connection(&session, call, &e.text, errors),
                 Run::OutString => vec![s(self.format(&input))],

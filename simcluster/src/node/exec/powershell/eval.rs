@@ -42,6 +42,9 @@ pub(super) struct Ps {
     pub(super) last_ok: bool,
     /// The exit code of the last native command (`$LASTEXITCODE`).
     pub(super) native: Option<i32>,
+    /// Whether the script imported microsoft/SDN's `hns.v2.psm1`, whose `Get-HnsPolicyList`
+    /// lists the HNS v2 load balancers (see [`super::hostcmdlets::get_hns_policy_list`]).
+    pub(super) hns_v2: bool,
 }
 
 /// Runs a PowerShell script in the session.
@@ -77,6 +80,7 @@ pub(in crate::node::exec) async fn run(
         stderr: Vec::new(),
         last_ok: true,
         native: None,
+        hns_v2: false,
     };
     for stmt in &stmts {
         match ps.statement(stmt, false).await {

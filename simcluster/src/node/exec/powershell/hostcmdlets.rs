@@ -17,7 +17,7 @@ use super::patterns::glob;
 use super::{Kind, V, obj, s};
 use crate::node::exec::ps_errors::{ps_error, ps_not_recognized};
 use crate::node::exec::session::Session;
-use crate::node::host;
+use crate::node::{hnslb, host};
 
 fn int(n: impl Into<i64>) -> V {
     V::Int(n.into())
@@ -76,13 +76,23 @@ pub(super) fn get_hns_network(session: &Session, statement: &str, errors: &mut E
         .collect()
 }
 
-/// `Get-HnsPolicyList`: kube-proxy's load balancers on the node.
-pub(super) fn get_hns_policy_list(session: &Session, statement: &str, errors: &mut Errors) -> Vec<V> {
+/// `Get-HnsPolicyList`: kube-proxy's load balancers on the node. The in-box
+/// `HostNetworkingService` module lists them as HNS v1 policy lists (`ID`, `Policies` of type
+/// `ELB` with `VIPs` and ports, `References` to `/endpoints/<id>`; microsoft/SDN
+/// `Kubernetes/windows/hns.psm1` and its `LoadBalancerPolicyStrategy.psm1`, which reads
+/// `$_.Policies.VIPs`); after `Import-Module hns.v2.psm1` (AKS) the same name lists HNS v2 load
+/// balancers (`Get-HnsGeneric` over `HcnEnumerateLoadBalancers`): hcsshim's
+/// `HostComputeLoadBalancer` — `HostComputeEndpoints`, `SourceVIP`, `FrontendVIPs`,
+/// `PortMappings` with their `Flags`, and `Flags`.
+pub(super) fn get_hns_policy_list(session: &Session, v2: bool, statement: &str, errors: &mut Errors) -> Vec<V> {
     let Some(node) = hns_host(session, "Get-HnsPolicyList", statement, errors) else {
         return Vec::new();
     };
-    host::load_balancers(node, &session.ctx.store)
-        .into_iter()
+    let lbs = hnslb::load_balancers(node, &session.ctx.store);
+    if v2 {
+        return lbs.into_iter().map(v2_load_balancer).collect();
+    }
+    lbs.into_iter()
         .map(|lb| {
             let policies = lb
                 .ports
@@ -111,6 +121,44 @@ pub(super) fn get_hns_policy_list(session: &Session, statement: &str, errors: &m
             )
         })
         .collect()
+}
+
+/// One load balancer in the HNS v2 shape (hcsshim `hcn/hcnloadbalancer.go`; fields that are
+/// empty are left out, as its `omitempty` tags do).
+fn v2_load_balancer(lb: hnslb::LoadBalancer) -> V {
+    let mappings = lb
+        .ports
+        .iter()
+        .map(|(protocol, internal, external)| {
+            let mut m = vec![
+                ("Protocol", int(*protocol)),
+                ("InternalPort", int(*internal)),
+                ("ExternalPort", int(*external)),
+            ];
+            if lb.port_flags != 0 {
+                m.push(("Flags", int(lb.port_flags)));
+            }
+            obj(Kind::Custom, m)
+        })
+        .collect();
+    let mut props = vec![
+        ("ID", s(lb.id)),
+        (
+            "HostComputeEndpoints",
+            V::Arr(lb.endpoints.into_iter().map(s).collect()),
+        ),
+    ];
+    if let Some(vip) = lb.source_vip {
+        props.push(("SourceVIP", s(vip)));
+    }
+    props.push(("FrontendVIPs", V::Arr(vec![s(lb.vip)])));
+    props.push(("PortMappings", V::Arr(mappings)));
+    let version = obj(Kind::Custom, vec![("Major", int(2)), ("Minor", int(0))]);
+    props.push(("SchemaVersion", version));
+    if lb.flags != 0 {
+        props.push(("Flags", int(lb.flags)));
+    }
+    obj(Kind::Custom, props)
 }
 
 /// `Get-NetAdapter [-Name pattern…]`: the host's adapters in a HostProcess container, the

@@ -29,6 +29,7 @@ pub(super) enum Run {
     MeasureObject,
     FormatTable,
     FormatList,
+    ConvertToJson,
     GetHnsNetwork,
     GetHnsPolicyList,
     GetNetAdapter,
@@ -243,6 +244,13 @@ pub(super) static CMDLETS: &[Cmdlet] = &[
         params: &["property"],
         switches: &[],
         run: Run::FormatList,
+    },
+    Cmdlet {
+        names: &["convertto-json"],
+        desktop_only: false,
+        params: &["inputobject", "depth"],
+        switches: &["compress", "enumsasstrings", "asarray"],
+        run: Run::ConvertToJson,
     },
     // The HostNetworkingService module: on the host only (a HostProcess container).
     Cmdlet {

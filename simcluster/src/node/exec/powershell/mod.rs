@@ -7,7 +7,7 @@
 //! (`Get-ChildItem`, `Get-Content`, `Test-Path`, `Join-Path`, `Get-Acl`, `Get-Location`),
 //! `Select-String`, `Where-Object`, `ForEach-Object`, `Select-Object`, `Measure-Object`,
 //! `Get-CimInstance Win32_Process`, output (`Write-Output`, `Write-Host`, `Out-Null`,
-//! `Out-String`, `Format-Table`, `Format-List`), the network cmdlets of [`crate::node::exec::nettools`], and the host's
+//! `Out-String`, `Format-Table`, `Format-List`, `ConvertTo-Json`), the network cmdlets of [`crate::node::exec::nettools`], and the host's
 //! networking cmdlets of [`hostcmdlets`] (`Get-HnsNetwork`, `Get-HnsPolicyList` — on the host
 //! of a HostProcess container only —, `Get-NetAdapter`, `Get-NetTCPConnection`). Anything else
 //! runs as a native command (the container's executables, [`super::WINDOWS`]) or fails with
@@ -34,6 +34,7 @@ mod cmdlets;
 mod eval;
 mod hostcmdlets;
 mod invocation;
+mod json;
 mod outline;
 mod patterns;
 mod syntax;

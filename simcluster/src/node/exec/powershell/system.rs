@@ -334,6 +334,14 @@ pub(super) fn import_module(call: &Invocation, session: &Session, text: &str) ->
     None
 }
 
+/// Whether an `Import-Module` call names microsoft/SDN's `hns.v2.psm1` (AKS keeps it at
+/// `C:\k\hns.v2.psm1`).
+pub(super) fn imports_hns_v2(call: &Invocation) -> bool {
+    texts(call.value(&["name"], 0))
+        .iter()
+        .any(|n| n.to_ascii_lowercase().ends_with("hns.v2.psm1"))
+}
+
 /// What calling a .NET static member did not give.
 #[derive(Debug)]
 pub(super) enum DotNetMiss {

@@ -1,0 +1,197 @@
+//! The HNS load balancers the Windows kube-proxy programs on its node (the `kernelspace`
+//! proxier, kubernetes `pkg/proxy/winkernel/proxier.go`): one per Service cluster IP and one
+//! per LoadBalancer ingress address, each with its backends, its flags and its port mappings'
+//! flags (microsoft/hcsshim `hcn/hcnloadbalancer.go`), which the host's `Get-HnsPolicyList`
+//! lists.
+//!
+//! Modelled from the sources: backends come from the Service's EndpointSlices where the
+//! Windows kube-proxy reads them (1.21 on, the `WindowsEndpointSliceProxying` gate on by
+//! default; KFG), else from its Endpoints, ready addresses only; a Service with more backends
+//! than the node's HNS load balancer takes gets none (NET-SVC-BACKEND-LIMIT: 64, 1,024 with
+//! the OS fix; W20, W22, WNETo, WNET — kube-proxy logs "Policy creation failed" and the Service
+//! is not served through the node); an ingress address of a Service annotated
+//! `preserve-destination: "true"` gets a DSR load balancer over the node's local backends only,
+//! with the `PreserveDIP` and `UseMux` port-mapping flags, where the node's Windows supports
+//! it (NET-PRESERVE-DEST: version 1903 or later; W20, WNET), as does one with
+//! `externalTrafficPolicy: Local` (without the flags); a node without a local backend for such
+//! an address skips it, as kube-proxy does.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::config::platform::NetworkMode;
+use crate::config::profile::NodeProfile;
+use crate::node::host::{guid, kube_proxy_programs, pod_address};
+use crate::store::{Obj, Store, resources};
+use crate::vocab::json as j;
+
+/// `LoadBalancerFlagsDSR` (hcsshim `hcn/hcnloadbalancer.go`).
+pub(crate) const DSR: u32 = 1;
+/// `LoadBalancerPortMappingFlagsUseMux`.
+pub(crate) const USE_MUX: u32 = 4;
+/// `LoadBalancerPortMappingFlagsPreserveDIP`: packets reach the backend with the VIP as their
+/// destination.
+pub(crate) const PRESERVE_DIP: u32 = 8;
+/// The first Windows build the documentation names for preserve-destination: Windows Server,
+/// version 1903 (W20, WNET).
+const PRESERVE_DIP_BUILD: u32 = 18362;
+/// The Windows kube-proxy reads EndpointSlices from 1.21 (KFG `WindowsEndpointSliceProxying`).
+const SLICES_FROM: (u32, u32) = (1, 21);
+
+/// One port of a load balancer: (IP protocol number, backend port, service port).
+pub(crate) type LbPort = (u8, u16, u16);
+
+/// One load balancer kube-proxy programmed for a Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoadBalancer {
+    pub id: String,
+    /// `namespace/name` of the Service.
+    pub service: String,
+    pub vip: String,
+    pub ports: Vec<LbPort>,
+    /// The HNS endpoint ids of its backends.
+    pub endpoints: Vec<String>,
+    /// The load balancer's flags ([`DSR`]).
+    pub flags: u32,
+    /// Its port mappings' flags ([`USE_MUX`], [`PRESERVE_DIP`]).
+    pub port_flags: u32,
+    /// The source VIP it SNATs to (overlay networks).
+    pub source_vip: Option<String>,
+}
+
+fn protocol_number(name: &str) -> u8 {
+    match name {
+        "UDP" => 17,
+        "SCTP" => 132,
+        _ => 6,
+    }
+}
+
+/// A Service's ready backends: (address, node name).
+type Backends = Vec<(String, String)>;
+
+/// Every Service's ready backends from its EndpointSlices, by `namespace/name`.
+fn slice_backends(store: &Store) -> HashMap<String, Backends> {
+    let (slices, _) = store.list(resources::named("discovery.k8s.io", "endpointslices"), None);
+    let mut by_service: HashMap<String, Backends> = HashMap::new();
+    for slice in &slices {
+        let v = slice.value();
+        let service = j::str(v, "/metadata/labels/kubernetes.io~1service-name");
+        if service.is_empty() {
+            continue;
+        }
+        let list = by_service
+            .entry(format!("{}/{service}", slice.namespace()))
+            .or_default();
+        for e in j::array(v, "/endpoints") {
+            if e.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            let node = j::str(e, "/nodeName").to_string();
+            for a in j::array(e, "/addresses") {
+                if let Some(ip) = a.as_str() {
+                    list.push((ip.to_string(), node.clone()));
+                }
+            }
+        }
+    }
+    by_service
+}
+
+/// A Service's ready backends from its Endpoints object.
+fn endpoints_backends(store: &Store, svc: &Obj) -> Backends {
+    store
+        .get(resources::core("endpoints"), svc.namespace(), svc.name())
+        .map(|ep| {
+            j::array(ep.value(), "/subsets")
+                .iter()
+                .flat_map(|s| j::array(s, "/addresses").iter())
+                .map(|a| (j::str(a, "/ip").to_string(), j::str(a, "/nodeName").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The load balancers on the node, by Service: one per cluster IP and one per LoadBalancer
+/// ingress address, when kube-proxy programs the node ([`kube_proxy_programs`]).
+pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBalancer> {
+    if !kube_proxy_programs(profile) {
+        return Vec::new();
+    }
+    let (services, _) = store.list(resources::core("services"), None);
+    let slices = crate::config::topology::parse_version(&profile.kube_proxy_version)
+        .is_some_and(|v| v >= SLICES_FROM)
+        .then(|| slice_backends(store));
+    let source_vip = (profile.network_mode == NetworkMode::Overlay).then(|| pod_address(profile, 254));
+    let mut found = Vec::new();
+    for svc in &services {
+        let v = svc.value();
+        let vip = j::str(v, "/spec/clusterIP");
+        if vip.is_empty() || vip == "None" {
+            continue;
+        }
+        let service = format!("{}/{}", svc.namespace(), svc.name());
+        let backends = match &slices {
+            Some(all) => all.get(&service).cloned().unwrap_or_default(),
+            None => endpoints_backends(store, svc),
+        };
+        if backends.len() > profile.service_backend_limit {
+            continue;
+        }
+        let ports: Vec<LbPort> = j::array(v, "/spec/ports")
+            .iter()
+            .map(|p| {
+                let port = p.get("port").and_then(Value::as_u64).unwrap_or(0);
+                let target = p.get("targetPort").and_then(Value::as_u64).unwrap_or(port);
+                let protocol = protocol_number(p.get("protocol").and_then(Value::as_str).unwrap_or("TCP"));
+                (
+                    protocol,
+                    u16::try_from(target).unwrap_or(0),
+                    u16::try_from(port).unwrap_or(0),
+                )
+            })
+            .collect();
+        let endpoint = |ip: &str| guid(&[&profile.name, "hns-endpoint", ip]);
+        found.push(LoadBalancer {
+            id: guid(&[&profile.name, "hns-policylist", &service]),
+            service: service.clone(),
+            vip: vip.to_string(),
+            ports: ports.clone(),
+            endpoints: backends.iter().map(|(ip, _)| endpoint(ip)).collect(),
+            flags: if profile.dsr { DSR } else { 0 },
+            port_flags: 0,
+            source_vip: source_vip.clone(),
+        });
+        let dsr_capable = profile.build.is_some_and(|b| b >= PRESERVE_DIP_BUILD);
+        let preserve = dsr_capable && j::str(v, "/metadata/annotations/preserve-destination") == "true";
+        let local_dsr = profile.dsr && j::str(v, "/spec/externalTrafficPolicy") == "Local";
+        for ingress in j::array(v, "/status/loadBalancer/ingress") {
+            let ip = j::str(ingress, "/ip");
+            if ip.is_empty() {
+                continue;
+            }
+            let local = preserve || local_dsr;
+            let endpoints: Vec<String> = backends
+                .iter()
+                .filter(|(_, node)| !local || *node == profile.name)
+                .map(|(ip, _)| endpoint(ip))
+                .collect();
+            if local && endpoints.is_empty() {
+                continue;
+            }
+            found.push(LoadBalancer {
+                id: guid(&[&profile.name, "hns-policylist", &service, ip]),
+                service: service.clone(),
+                vip: ip.to_string(),
+                ports: ports.clone(),
+                endpoints,
+                flags: if local { DSR } else { 0 },
+                port_flags: if preserve { USE_MUX | PRESERVE_DIP } else { 0 },
+                source_vip: source_vip.clone(),
+            });
+        }
+    }
+    found.sort_by(|a, b| a.service.cmp(&b.service).then_with(|| a.vip.cmp(&b.vip)));
+    found
+}
