@@ -245,6 +245,9 @@ pub enum Probe {
     /// The node's CSINode (`storage.k8s.io/v1`): the kubelet registered it, with the CSI drivers
     /// whose node plugins registered on the node.
     CsiNode,
+    /// The Windows node's HNS load balancers (`Get-HnsPolicyList`, read through the run's host
+    /// probe) for a Service the run made for `subject`.
+    HnsLoadBalancer { subject: HnsSubject },
     /// Create the fixture's pod (a process that delays its own shutdown by `shutdownSeconds`
     /// once asked to stop), delete it with its own grace period once it runs, and time how long
     /// it takes to go: at least `shutdownSeconds` means the grace period was honoured.
@@ -438,6 +441,18 @@ impl FactCheck {
             FactCheck::SystemReserved | FactCheck::KubeletSkew | FactCheck::KubeProxySkew
         )
     }
+}
+
+/// What an `hns-load-balancer` probe reads the node's load balancers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HnsSubject {
+    /// NET-SVC-BACKEND-LIMIT: a selectorless Service with 1,025 hand-written EndpointSlice
+    /// addresses (no pods), beside a one-backend control Service.
+    BackendLimit,
+    /// NET-PRESERVE-DEST: a LoadBalancer Service annotated `preserve-destination: "true"`;
+    /// its ingress address's load balancer carries the PreserveDIP port-mapping flag.
+    PreserveDestination,
 }
 
 /// What an `audit` probe inspects.
@@ -878,6 +893,7 @@ fn looks_per_node(probe: &Probe) -> bool {
         | Probe::Fact { .. }
         | Probe::PortForward
         | Probe::NetworkPolicy { .. }
+        | Probe::HnsLoadBalancer { .. }
         | Probe::TerminationGrace { .. } => false,
     }
 }

@@ -153,12 +153,18 @@ pub(super) fn node_port_service<'d>(ctx: &Ctx<'d>, n: &ClusterNode) -> Option<&'
 /// (a cloud controller's `EnsuringLoadBalancer`, MetalLB's `IPAllocated`, any event) by the end
 /// of the Service window, the cluster has no load-balancer controller: no use waiting longer.
 pub(super) async fn lb_ingress(ctx: &Ctx<'_>, n: &ClusterNode) -> Result<String, Unprobed> {
-    use k8s_openapi::api::core::v1::{Event, Service};
     let lb = ctx
         .dep
         .load_balancers
         .get(&n.pool())
         .ok_or_else(|| Unprobed::Error(format!("no LoadBalancer service in pool {}", n.pool())))?;
+    ingress_of_lb(ctx, lb).await
+}
+
+/// The ingress address of the run's LoadBalancer service `lb`, waited for while its controller
+/// is at work (within the LoadBalancer settle window).
+pub(super) async fn ingress_of_lb(ctx: &Ctx<'_>, lb: &deploy::LoadBalancer) -> Result<String, Unprobed> {
+    use k8s_openapi::api::core::v1::{Event, Service};
     if let Some(ip) = &lb.ingress {
         return Ok(ip.clone());
     }

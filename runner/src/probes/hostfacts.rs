@@ -175,7 +175,7 @@ pub fn hnsdiag_types(text: &str) -> Vec<String> {
 /// One command's standard output, or why it did not run to success. The host probe reads what
 /// a command printed whatever else it wrote to stderr (a warning, a progress record): only an
 /// exit code other than 0, or an error with nothing printed, leaves the command "not run".
-async fn run(pods: &Api<Pod>, pod: &str, command: &str) -> Result<String, String> {
+pub(super) async fn run(pods: &Api<Pod>, pod: &str, command: &str) -> Result<String, String> {
     let argv = outcome::argv(Os::Windows, &format!("{PREAMBLE}{command}"));
     match tokio::time::timeout(
         COMMAND_TIMEOUT,

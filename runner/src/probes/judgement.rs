@@ -350,6 +350,26 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         }
         cell_facts.egress = e.fact.value;
     }
+    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read
+    // (before the expectation, whose conditions may name kube-proxy's own settings).
+    if check.probe.reads_kube_proxy()
+        && let Some(proxy) = ctx
+            .facts
+            .report
+            .service_proxy
+            .as_ref()
+            .filter(|p| p.value != "kube-proxy")
+    {
+        let mut j = judgement(
+            Verdict::NotApplicable,
+            format!(
+                "kube-proxy is not used: {} programs Services ({})",
+                proxy.value, proxy.source
+            ),
+        );
+        j.sources = check.sources.clone();
+        return j;
+    }
     let e = match expectation::expectation(check, &cell_facts) {
         Ok(e) => e,
         Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
@@ -398,25 +418,6 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         j.sources = sources.clone();
         j
     };
-    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read.
-    if check.probe.reads_kube_proxy()
-        && let Some(proxy) = ctx
-            .facts
-            .report
-            .service_proxy
-            .as_ref()
-            .filter(|p| p.value != "kube-proxy")
-    {
-        let mut j = judgement(
-            Verdict::NotApplicable,
-            format!(
-                "kube-proxy is not used: {} programs Services ({})",
-                proxy.value, proxy.source
-            ),
-        );
-        j.sources = sources;
-        return j;
-    }
     if let Some(down) = not_ready(ctx.facts, ctx.causes, case.pair, &check.probe) {
         return with(down, Some(expected));
     }

@@ -1,6 +1,6 @@
 //! The probe kinds, one module each with its command building, observation and judgement
 //! (`connect`, `resolve`, `exec`, `create`, `fact`, `logs`, `outside`, `audit`, `port-forward`,
-//! `node-stats`, `termination-grace`, `csi-node`). What the run
+//! `node-stats`, `termination-grace`, `csi-node`, `hns-load-balancer`). What the run
 //! needs to know of a kind is here, as exhaustive `match`es on [`Probe`]: a new kind does not
 //! compile until it says how its cells are laid out, what it needs and how it observes.
 //! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
@@ -19,6 +19,7 @@ pub mod fact;
 mod fidelity;
 mod flow;
 pub mod grace;
+pub mod hnslb;
 pub mod hostfacts;
 pub mod judgement;
 pub mod logs;
@@ -31,7 +32,7 @@ pub mod resolve;
 pub mod settle;
 pub mod transport;
 
-use crate::catalogue::suite::{Destination, Expectation, Probe};
+use crate::catalogue::suite::{Destination, Expectation, HnsSubject, Probe};
 use judgement::{Case, Ctx, Probed};
 
 /// How a kind's cells are laid over the cluster.
@@ -67,6 +68,9 @@ impl Probe {
             } | Probe::Logs {
                 agent: crate::catalogue::suite::Agent::KubeProxy,
                 ..
+            } | Probe::HnsLoadBalancer {
+                // The annotation is the Windows kube-proxy's (KPWIN).
+                subject: HnsSubject::PreserveDestination
             }
         )
     }
@@ -81,7 +85,7 @@ impl Probe {
             }
             // A read per node through the API (not free like a fact): every worker of the full
             // matrix, as the other per-node probes.
-            Probe::NodeStats | Probe::CsiNode => Shape::Nodes(NodeChoice::Workers),
+            Probe::NodeStats | Probe::CsiNode | Probe::HnsLoadBalancer { .. } => Shape::Nodes(NodeChoice::Workers),
             Probe::Outside {
                 to: Destination::LoadBalancer,
             } => Shape::Nodes(NodeChoice::OnePerPool),
@@ -105,6 +109,7 @@ impl Probe {
             | Probe::PortForward
             | Probe::NodeStats
             | Probe::CsiNode
+            | Probe::HnsLoadBalancer { .. }
             | Probe::TerminationGrace { .. } => false,
         }
     }
@@ -142,6 +147,7 @@ impl Probe {
             | Probe::Logs { .. }
             | Probe::PortForward
             | Probe::NodeStats
+            | Probe::HnsLoadBalancer { .. }
             | Probe::TerminationGrace { .. } => false,
         }
     }
@@ -160,6 +166,7 @@ impl Probe {
             | Probe::Fact { .. }
             | Probe::Outside { .. }
             | Probe::Audit { .. }
+            | Probe::HnsLoadBalancer { .. }
             | Probe::Logs { .. } => true,
         }
     }
@@ -178,9 +185,15 @@ impl Probe {
             | Probe::NodeStats
             | Probe::CsiNode
             | Probe::NetworkPolicy { .. }
+            | Probe::HnsLoadBalancer { .. }
             | Probe::TerminationGrace { .. } => false,
         };
-        crate::cluster::deploy::Needs { host_port }
+        let subject = |s| matches!(self, Probe::HnsLoadBalancer { subject } if *subject == s);
+        crate::cluster::deploy::Needs {
+            host_port,
+            backend_limit: subject(HnsSubject::BackendLimit),
+            preserve_destination: subject(HnsSubject::PreserveDestination),
+        }
     }
 
     /// The keys of the exec fixture pods a pair of this probe may use on `node`
@@ -202,6 +215,7 @@ impl Probe {
             | Probe::PortForward
             | Probe::NodeStats
             | Probe::CsiNode
+            | Probe::HnsLoadBalancer { .. }
             | Probe::NetworkPolicy { .. }
             | Probe::TerminationGrace { .. } => Vec::new(),
         }
@@ -223,6 +237,7 @@ impl Probe {
             | Probe::Logs { .. }
             | Probe::PortForward
             | Probe::NodeStats
+            | Probe::HnsLoadBalancer { .. }
             | Probe::CsiNode => false,
         }
     }
@@ -242,6 +257,7 @@ impl Probe {
             | Probe::PortForward
             | Probe::NodeStats
             | Probe::CsiNode
+            | Probe::HnsLoadBalancer { .. }
             | Probe::NetworkPolicy { .. }
             | Probe::TerminationGrace { .. } => None,
         }
@@ -282,6 +298,7 @@ impl Probe {
             Probe::NodeStats => nodestats::observe(ctx, case).await,
             Probe::NetworkPolicy { case: policy_case } => netpol::observe(ctx, case, *policy_case).await,
             Probe::CsiNode => csinode::observe(ctx, case).await,
+            Probe::HnsLoadBalancer { subject } => hnslb::observe(ctx, case, *subject).await,
             Probe::TerminationGrace {
                 fixture,
                 shutdown_seconds,

@@ -42,11 +42,11 @@ impl<'p> Prepared<'p> {
         let sets = NodeSets::choose(facts, plan.coverage);
         let cells = cells::plan_cells(plan, facts, &sets);
         let light_checks = light_checks(&cells);
-        let needs = deploy::Needs {
-            host_port: cells
-                .iter()
-                .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
-        };
+        let needs = cells
+            .iter()
+            .filter(|c| c.fixed.is_none())
+            .map(|c| c.check.probe.fixture_needs())
+            .fold(deploy::Needs::default(), deploy::Needs::or);
         let (settle, clock) = windows(plan);
         Prepared {
             ns: plan.namespace.clone().unwrap_or_else(|| format!("mixcheck-{run_id}")),

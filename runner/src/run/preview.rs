@@ -109,11 +109,11 @@ async fn measure(
     checks: usize,
 ) -> Preview {
     let count = cells::count(planned);
-    let needs = deploy::Needs {
-        host_port: planned
-            .iter()
-            .any(|c| c.fixed.is_none() && c.check.probe.fixture_needs().host_port),
-    };
+    let needs = planned
+        .iter()
+        .filter(|c| c.fixed.is_none())
+        .map(|c| c.check.probe.fixture_needs())
+        .fold(deploy::Needs::default(), deploy::Needs::or);
     let fixture_pods = deploy::pods_per_node(facts, fixtures, needs, &sets.full);
     let workload_pods = workload_pods(planned, facts);
     let pools = facts

@@ -89,6 +89,9 @@ const WIN19_NO_WINCAT: &str =
 
 /// win2022-1's kernel and runtime lines, and the same on containerd 1.6.
 const WIN22: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n";
+/// win2022-1 with an HNS that takes more backends per Service than any documentation says.
+const WIN22_MANY_BACKENDS: &str =
+    "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.7.20\n    serviceBackendLimit: 2048\n";
 const WIN22_CONTAINERD_16: &str = "    kernelVersion: 10.0.20348.2762\n    containerRuntime: containerd://1.6.28\n";
 
 /// The dual-stack topology of `testdata/`, and its network mode line with the overlay one.
@@ -376,6 +379,40 @@ const OVERLAY: &str = "  mode: overlay\n";
 #[case::csi_1_14("STO-CSI", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
     ("[linux→]", "not-applicable", "GA from 1.17"),
     ("[windows-17763→]", "not-applicable", "GA from 1.17"),
+])]
+// WNET, WNETo, KPWIN: a Service of 1,025 hand-written backends gets no HNS load balancer on
+// either Windows node while its one-backend control does; a node whose HNS takes more (a
+// limit raised past the documentation's) serves it: better than documented, on that node only.
+#[case::backend_limit_default("NET-SVC-BACKEND-LIMIT", Setup::Default, &[
+    ("[windows-17763→]", "known-limitation", "no HNS load balancer for backends-over"),
+    ("[windows-20348→]", "known-limitation", "1025 backends) while its one-backend control backends-control"),
+])]
+#[case::backend_limit_raised("NET-SVC-BACKEND-LIMIT", Setup::Edited(WIN22, WIN22_MANY_BACKENDS), &[
+    ("[windows-17763→]", "known-limitation", "no HNS load balancer"),
+    ("[windows-20348→]", "better-than-documented", "with all 1025 backends"),
+])]
+#[case::backend_limit_aks("NET-SVC-BACKEND-LIMIT", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "known-limitation", "no HNS load balancer for backends-over"),
+])]
+// W20, WNET, KPWIN, HCNLB: on AKS (DSR by default; hns.v2.psm1 lists v2 load balancers) the
+// ingress address of a preserve-destination LoadBalancer carries PreserveDIP.
+#[case::preserve_aks("NET-PRESERVE-DEST", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "pass", "port-mapping flags 12 (PreserveDIP)"),
+])]
+#[case::preserve_default("NET-PRESERVE-DEST", Setup::Default, &[
+    ("[windows-17763→]", "not-applicable", "DSR"),
+    ("[windows-20348→]", "not-applicable", "DSR"),
+])]
+// DSR on, but the in-box module's v1 policy lists do not show port-mapping flags: named.
+#[case::preserve_calico("NET-PRESERVE-DEST", Setup::Profile("kubeadm-calico"), &[
+    ("[windows-20348→]", "indeterminate", "HNS v1 policy lists"),
+])]
+// GKEDPV2: Dataplane V2 runs no kube-proxy, whose annotation this is.
+#[case::preserve_dataplane_v2("NET-PRESERVE-DEST", Setup::Profile("gke-dpv2"), &[
+    ("[windows-20348→]", "not-applicable", "kube-proxy is not used"),
+])]
+#[case::preserve_1_14("NET-PRESERVE-DEST", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
+    ("[windows-17763→]", "not-applicable", "from Kubernetes 1.20"),
 ])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,

@@ -118,6 +118,17 @@ pub(crate) fn cni_conf_path(profile: &NodeProfile) -> &'static str {
         _ => CNI_CONF,
     }
 }
+/// Where the platform keeps its copy of microsoft/SDN's HNS module: AKS `C:\k\hns.v2.psm1`
+/// (AgentBaker `kuberneteswindowssetup.ps1.template`: `$global:HNSModule`), GKE
+/// `C:\etc\kubernetes\hns.psm1` (kubernetes `cluster/gce/windows/k8s-node-setup.psm1`).
+pub(crate) fn hns_module_path(profile: &NodeProfile) -> Option<&'static str> {
+    match profile.platform {
+        crate::config::platform::Platform::Aks => Some(r"C:\k\hns.v2.psm1"),
+        crate::config::platform::Platform::Gke => Some(r"C:\etc\kubernetes\hns.psm1"),
+        _ => None,
+    }
+}
+
 /// The node's log directory (served by the node proxy under `/logs/`).
 pub(crate) const LOG_DIR: &str = r"C:\var\log";
 
@@ -775,6 +786,12 @@ pub(crate) fn files(profile: &NodeProfile, store: &Store, logs: &LogBook) -> Vec
     }
     if let Some(text) = cni_conf(profile, store) {
         files.push((cni_conf_path(profile).to_string(), text.into_bytes()));
+    }
+    if let Some(path) = hns_module_path(profile) {
+        // The module's code is not modelled: `Import-Module` of the path is (see the
+        // PowerShell `system` cmdlets), and `Test-Path` finds it.
+        let text = format!("# {path}: microsoft/SDN's HNS module (Kubernetes/windows), as the platform installs it\r\n");
+        files.push((path.to_string(), text.into_bytes()));
     }
     files.extend(log_files(profile, logs));
     files

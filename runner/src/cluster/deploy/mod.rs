@@ -109,6 +109,8 @@ pub struct Deployment {
     pub hostnames: BTreeMap<String, String>,
     /// When the fixtures were ready: flows through them settle from here.
     pub ready_at: Option<std::time::Instant>,
+    /// The Services made to read the Windows nodes' load balancers against.
+    pub hns: subjects::HnsSubjects,
 }
 
 impl Deployment {
@@ -421,6 +423,21 @@ fn host_port_pod(server: &serde_json::Value) -> serde_json::Value {
 pub struct Needs {
     /// A server publishing [`HOST_PORT`] on each node.
     pub host_port: bool,
+    /// The backend-limit Services ([`subjects`]).
+    pub backend_limit: bool,
+    /// The preserve-destination LoadBalancer ([`subjects`]).
+    pub preserve_destination: bool,
+}
+
+impl Needs {
+    /// What either needs.
+    pub fn or(self, other: Needs) -> Needs {
+        Needs {
+            host_port: self.host_port || other.host_port,
+            backend_limit: self.backend_limit || other.backend_limit,
+            preserve_destination: self.preserve_destination || other.preserve_destination,
+        }
+    }
 }
 
 /// Which nodes [`deploy`] gives which fixtures.
@@ -649,6 +666,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         if plan.base {
             self.shared_services().await?;
             self.affinity_pools().await?;
+            self.hns_subjects().await?;
         }
         Ok(self.out)
     }
@@ -1041,6 +1059,12 @@ async fn address_services(
             );
         }
     }
+    if plan.base {
+        subjects::address(&mut dep.hns, &by_name, |name| {
+            let s = list.items.iter().find(|s| s.metadata.name.as_deref() == Some(name))?;
+            Some(ingress_of(s))
+        });
+    }
     for s in dep.affinity.values_mut() {
         if let Some(found) = by_name.get(&s.name) {
             let backends = std::mem::take(&mut s.backends);
@@ -1404,5 +1428,6 @@ pub fn describe_keep(ns: &str) -> String {
     )
 }
 
+pub mod subjects;
 #[cfg(test)]
 mod tests;

@@ -834,6 +834,9 @@ async fn preserve_destination_shows_in_the_v2_port_flags(
                 "ports": [{"port": 8080, "protocol": "TCP"}]}),
         )
         .expect("slice");
+    // AKS keeps microsoft/SDN's v2 module where the runner's preamble looks for it.
+    let kept = f.confirm("Test-Path C:\\k\\hns.v2.psm1").await;
+    assert_eq!(text(&kept.stdout), "True\r\n");
     let module = if v2 { "Import-Module C:\\k\\hns.v2.psm1; " } else { "" };
     let o = f
         .confirm(&format!(
