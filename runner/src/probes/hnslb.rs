@@ -99,11 +99,7 @@ fn with_vip<'a>(lbs: &'a [HnsLb], vip: &str) -> Option<&'a HnsLb> {
 
 /// Reads the node's load balancers until `ready` holds for them or the Service settle window
 /// ends (kube-proxy programs a new Service on its next sync); the last reading either way.
-async fn read_until(
-    ctx: &Ctx<'_>,
-    pod: &str,
-    ready: impl Fn(&[HnsLb]) -> bool,
-) -> Result<(Vec<HnsLb>, bool), String> {
+async fn read_until(ctx: &Ctx<'_>, pod: &str, ready: impl Fn(&[HnsLb]) -> bool) -> Result<(Vec<HnsLb>, bool), String> {
     let until = ctx.settle_until(FlowKind::Service);
     loop {
         let lbs = parse(&crate::probes::hostfacts::run(&ctx.pods, pod, LIST).await?)?;
@@ -225,13 +221,11 @@ async fn preserve_destination(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> R
             ));
         }
     }
-    let ingress = crate::probes::flow::ingress_of_lb(ctx, lb)
-        .await
-        .map_err(|u| match u {
-            crate::probes::judgement::Unprobed::Unknown(why) | crate::probes::judgement::Unprobed::Error(why) => {
-                why.trim_start_matches("unknown: ").to_string()
-            }
-        })?;
+    let ingress = crate::probes::flow::ingress_of_lb(ctx, lb).await.map_err(|u| match u {
+        crate::probes::judgement::Unprobed::Unknown(why) | crate::probes::judgement::Unprobed::Error(why) => {
+            why.trim_start_matches("unknown: ").to_string()
+        }
+    })?;
     let (lbs, found) = read_until(ctx, pod, |lbs| with_vip(lbs, &ingress).is_some()).await?;
     let Some(found) = with_vip(&lbs, &ingress).filter(|_| found) else {
         if with_vip(&lbs, &service.cluster_ip).is_none() {
@@ -271,6 +265,9 @@ mod tests {
 
     use super::*;
 
+    /// A load balancer as the test reads it: id, first VIP, backends, flags.
+    type Seen<'a> = (&'a str, &'a str, usize, Option<(u64, u64)>);
+
     const V1: &str = r#"[{"ID":"A","Policies":[{"ExternalPort":80,"InternalPort":8080,"Protocol":6,"Type":"ELB","VIPs":["10.96.0.20"]}],"References":["/endpoints/x","/endpoints/y"]},{"ID":"B","Policies":[{"Type":"ROUTE","DestinationPrefix":"10.0.0.0/8"}],"References":[]}]"#;
     const V2: &str = r#"{"ID":"C","HostComputeEndpoints":["e1"],"SourceVIP":"10.244.3.254","FrontendVIPs":["203.0.113.10"],"PortMappings":[{"Protocol":6,"InternalPort":8080,"ExternalPort":80,"Flags":12}],"SchemaVersion":{"Major":2,"Minor":0},"Flags":1}"#;
 
@@ -280,9 +277,9 @@ mod tests {
     #[case::v1(V1, &[("A", "10.96.0.20", 2, None)])]
     #[case::v2_single_object(V2, &[("C", "203.0.113.10", 1, Some((1, 12)))])]
     #[case::none("", &[])]
-    fn load_balancers_parse_in_either_shape(#[case] text: &str, #[case] want: &[(&str, &str, usize, Option<(u64, u64)>)]) {
+    fn load_balancers_parse_in_either_shape(#[case] text: &str, #[case] want: &[Seen<'_>]) {
         let lbs = parse(text).expect("parses");
-        let elb: Vec<(&str, &str, usize, Option<(u64, u64)>)> = lbs
+        let elb: Vec<Seen<'_>> = lbs
             .iter()
             .filter(|lb| !lb.vips.is_empty())
             .map(|lb| (lb.id.as_str(), lb.vips[0].as_str(), lb.backends, lb.flags))

@@ -26,7 +26,7 @@ pub async fn remove_run_objects(client: &kube::Client, ns: &str, run_id: &str, s
     remove_labelled(client, ns, &selector, say).await;
 }
 
-/// Deletes the pods, Services and Secrets labelled `selector` in namespace `ns` (what runs
+/// Deletes the pods, Services, Secrets, NetworkPolicies and EndpointSlices labelled `selector` in namespace `ns` (what runs
 /// created there); `mixcheck cleanup -n NS` uses it for what killed runs left.
 pub async fn remove_labelled(client: &kube::Client, ns: &str, selector: &str, say: &dyn Fn(&str)) {
     let params = ListParams::default().labels(selector);
@@ -35,6 +35,7 @@ pub async fn remove_labelled(client: &kube::Client, ns: &str, selector: &str, sa
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> = Api::namespaced(client.clone(), ns);
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> = Api::namespaced(client.clone(), ns);
     let deletions = async {
         let mut failed = Vec::new();
         if let Err(e) = pods.delete_collection(&dp, &params).await {
@@ -46,22 +47,28 @@ pub async fn remove_labelled(client: &kube::Client, ns: &str, selector: &str, sa
         if let Err(e) = secrets.delete_collection(&dp, &params).await {
             failed.push(format!("secrets: {e}"));
         }
-        // The network-policy suite's policies; an identity without the right never made any.
+        // The network-policy suite's policies and the backend-limit check's EndpointSlices; an
+        // identity without the right never made any.
         match policies.delete_collection(&dp, &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {}
             Err(e) => failed.push(format!("networkpolicies: {e}")),
+        }
+        match slices.delete_collection(&dp, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {}
+            Err(e) => failed.push(format!("endpointslices: {e}")),
         }
         failed
     };
     match tokio::time::timeout(Duration::from_secs(60), deletions).await {
         Ok(failed) if failed.is_empty() => say(&format!("Deleted the run's objects in namespace {ns} ({selector})")),
         Ok(failed) => eprintln!(
-            "mixcheck: could not delete all of the run's objects in namespace {ns}: {} (delete them with `kubectl delete pods,services,secrets,networkpolicies -n {ns} -l {selector}`)",
+            "mixcheck: could not delete all of the run's objects in namespace {ns}: {} (delete them with `kubectl delete pods,services,secrets,networkpolicies,endpointslices -n {ns} -l {selector}`)",
             failed.join("; ")
         ),
         Err(_) => eprintln!(
-            "mixcheck: deleting the run's objects in namespace {ns} timed out (delete them with `kubectl delete pods,services,secrets,networkpolicies -n {ns} -l {selector}`)"
+            "mixcheck: deleting the run's objects in namespace {ns} timed out (delete them with `kubectl delete pods,services,secrets,networkpolicies,endpointslices -n {ns} -l {selector}`)"
         ),
     }
 }

@@ -176,6 +176,11 @@ const SANDBOX_KEEPS: Cells = &[
     ("hostprocess-to-kubernetes-service", "windows-20348→api-server,tcp"),
 ];
 
+/// Without its HNS network the node's kube-proxy programs no load balancer at all, not even the
+/// backend-limit check's one-backend control: the check cannot judge the limit there and says
+/// so (indeterminate, naming the missing control).
+const NO_LOAD_BALANCERS: (&str, &str) = ("service-backend-limit", "windows-20348→");
+
 /// flanneld (HostProcess) registered the network and wrote subnet.env: the sandbox failure has
 /// another cause.
 const FLANNEL_FINE: (&str, &str) = ("flannel-subnet-env", "windows-20348→");
@@ -496,7 +501,7 @@ const CASES: &[Case] = &[
         keeps: SANDBOX_KEEPS,
         remedy: "NODE_NAME",
         undocumented: &[],
-        varies: &[],
+        varies: &[NO_LOAD_BALANCERS],
     },
     // NET-HNS-NETWORK-PRESENT; troubleshooting item "kubelet: no network adapter found": pods get
     // no sandbox, HostProcess pods still start.
@@ -519,7 +524,7 @@ const CASES: &[Case] = &[
         ],
         remedy: "Get-HnsNetwork",
         undocumented: &[],
-        varies: &[],
+        varies: &[NO_LOAD_BALANCERS],
     },
     // DNS-FQDN: lookups from the node's pods time out (a DNS failure); connections by IP work.
     // Dotted partial names keep failing the documented way.

@@ -790,7 +790,8 @@ pub(crate) fn files(profile: &NodeProfile, store: &Store, logs: &LogBook) -> Vec
     if let Some(path) = hns_module_path(profile) {
         // The module's code is not modelled: `Import-Module` of the path is (see the
         // PowerShell `system` cmdlets), and `Test-Path` finds it.
-        let text = format!("# {path}: microsoft/SDN's HNS module (Kubernetes/windows), as the platform installs it\r\n");
+        let text =
+            format!("# {path}: microsoft/SDN's HNS module (Kubernetes/windows), as the platform installs it\r\n");
         files.push((path.to_string(), text.into_bytes()));
     }
     files.extend(log_files(profile, logs));

@@ -90,12 +90,28 @@ impl Applying<'_, '_> {
                     "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]});
                 let svc = plan.service(name, spec);
                 self.service(name, &svc).await?;
-                let mut refused = std::collections::BTreeMap::new();
                 for (slice_name, slice) in slices(name, first, count, &plan.labels) {
-                    apply(&api, "endpointslice", &slice_name, &slice, &mut refused).await?;
-                }
-                if let Some((slice, r)) = refused.into_iter().next() {
-                    self.out.dep.hns.refused = Some(format!("EndpointSlice {slice}: {}", r.problem()));
+                    let mut refused = std::collections::BTreeMap::new();
+                    match apply(&api, "endpointslice", &slice_name, &slice, &mut refused).await {
+                        Ok(()) => {}
+                        // The run's identity may not write EndpointSlices (an optional
+                        // permission): this check only goes without them.
+                        Err(DeployError::Api {
+                            cause: kube::Error::Api(s),
+                            ..
+                        }) if s.code == 403 => {
+                            self.out.dep.hns.refused = Some(format!(
+                                "the credentials may not create EndpointSlices (discovery.k8s.io) in the run's namespace: {} (deploy/rbac.yaml and deploy/rbac-namespaced.yaml grant it)",
+                                s.message
+                            ));
+                            break;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    if let Some(r) = refused.into_values().next() {
+                        self.out.dep.hns.refused = Some(format!("EndpointSlice {slice_name}: {}", r.problem()));
+                        break;
+                    }
                 }
             }
         }
@@ -158,7 +174,9 @@ mod tests {
         );
         // The control's one backend is none of the over-limit Service's.
         let control = slices(CONTROL, OVER_LIMIT_BACKENDS, 1, &labels);
-        let ip = control[0].1["endpoints"][0]["addresses"][0].as_str().unwrap_or_default();
+        let ip = control[0].1["endpoints"][0]["addresses"][0]
+            .as_str()
+            .unwrap_or_default();
         assert!(!all.contains(&ip), "{ip}");
     }
 }
