@@ -414,6 +414,16 @@ const OVERLAY: &str = "  mode: overlay\n";
 #[case::preserve_1_14("NET-PRESERVE-DEST", Setup::Profile("k8s-1.14-ws2019-vxlan"), &[
     ("[windows-17763→]", "not-applicable", "from Kubernetes 1.20"),
 ])]
+// WGSG15, WGSG19 (the second review's rows): the seed-era bundled clusters fail Secrets the
+// documented way — neither form on 1.5 with Windows Server 2016, volumes on 1.9 with 1709.
+#[case::secrets_1_5("POD-LIFECYCLE-BASICS", Setup::Profile("k8s-1.5-ws2016"), &[
+    ("[windows-14393→,secret-as-env-var]", "known-limitation", ""),
+    ("[windows-14393→,secret-as-volume]", "known-limitation", ""),
+])]
+#[case::secrets_1_9("POD-LIFECYCLE-BASICS", Setup::Profile("k8s-1.9-ws1709"), &[
+    ("[windows-16299→,secret-as-env-var]", "pass", ""),
+    ("[windows-16299→,secret-as-volume]", "known-limitation", ""),
+])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,
     #[case] setup: Setup,
