@@ -30,6 +30,8 @@ pub struct HnsLb {
     pub vips: Vec<String>,
     /// How many backends (endpoints) it balances over.
     pub backends: usize,
+    /// Their HNS endpoint ids.
+    pub endpoints: Vec<String>,
     /// The v2 shape's flags (`Flags`, and the port mappings' `Flags` or-ed); None in the v1
     /// shape, which does not show them.
     pub flags: Option<(u64, u64)>,
@@ -59,7 +61,6 @@ pub fn parse(text: &str) -> Result<Vec<HnsLb>, String> {
 
 fn one_lb(v: &Value) -> HnsLb {
     let id = v.get("ID").and_then(Value::as_str).unwrap_or_default().to_string();
-    let count = |key: &str| v.get(key).and_then(Value::as_array).map_or(0, Vec::len);
     if v.get("FrontendVIPs").is_some() || v.get("PortMappings").is_some() {
         let port_flags = v
             .get("PortMappings")
@@ -69,10 +70,12 @@ fn one_lb(v: &Value) -> HnsLb {
             .filter_map(|m| m.get("Flags").and_then(Value::as_u64))
             .fold(0, |a, f| a | f);
         let flags = v.get("Flags").and_then(Value::as_u64).unwrap_or(0);
+        let endpoints = strings(v.get("HostComputeEndpoints"));
         return HnsLb {
             id,
             vips: strings(v.get("FrontendVIPs")),
-            backends: count("HostComputeEndpoints"),
+            backends: endpoints.len(),
+            endpoints,
             flags: Some((flags, port_flags)),
         };
     }
@@ -84,10 +87,16 @@ fn one_lb(v: &Value) -> HnsLb {
         .filter(|p| p.get("Type").and_then(Value::as_str) == Some("ELB"))
         .flat_map(|p| strings(p.get("VIPs")))
         .collect();
+    // References are `/endpoints/<id>` (microsoft/SDN hns.psm1 `get-endpointReferences`).
+    let endpoints: Vec<String> = strings(v.get("References"))
+        .into_iter()
+        .map(|r| r.rsplit('/').next().unwrap_or_default().to_string())
+        .collect();
     HnsLb {
         id,
         vips,
-        backends: count("References"),
+        backends: endpoints.len(),
+        endpoints,
         flags: None,
     }
 }
@@ -243,9 +252,7 @@ async fn preserve_destination(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> R
         ));
     };
     let Some((flags, port_flags)) = found.flags else {
-        return Err(format!(
-            "whether the load balancer of {ingress} preserves the destination: the node's Get-HnsPolicyList lists HNS v1 policy lists, which do not show port-mapping flags (microsoft/SDN's hns.v2.psm1 lists v2 load balancers)"
-        ));
+        return local_only(ctx, node, found, &ingress);
     };
     let preserved = port_flags & PRESERVE_DIP != 0;
     Ok(seen(
@@ -255,6 +262,35 @@ async fn preserve_destination(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> R
             node.name,
             found.id,
             if preserved { "" } else { "no " }
+        ),
+    ))
+}
+
+/// The v1 policy list does not show port-mapping flags, but what the flag does shows: the
+/// ingress address's load balancer serves the node's own backend only, where the Service has
+/// backends on other nodes too ("also disables node-node forwarding", W20, WNET; kube-proxy gives
+/// it the node's local endpoints only, KPWIN). Every node's server is a backend of it; the node
+/// has one.
+fn local_only(ctx: &Ctx<'_>, node: &ClusterNode, found: &HnsLb, ingress: &str) -> Result<Probed, String> {
+    let total = ctx.dep.servers.values().filter(|s| s.problem.is_none()).count();
+    if total < 2 {
+        return Err(format!(
+            "whether the load balancer of {ingress} preserves the destination: the node's Get-HnsPolicyList lists HNS v1 policy lists, which do not show port-mapping flags, and with one server in the run node-to-node forwarding cannot show"
+        ));
+    }
+    let only_own = found.backends == 1;
+    Ok(seen(
+        only_own,
+        format!(
+            "{}: HNS load balancer {} of {PRESERVE}'s ingress address {ingress} serves {} of the Service's {total} backends ({}; the v1 policy list shows no port-mapping flags)",
+            node.name,
+            found.id,
+            found.backends,
+            if only_own {
+                "the node's own only: node-to-node forwarding is off, as preserve-destination does"
+            } else {
+                "node-to-node forwarding is on: the annotation was not applied"
+            }
         ),
     ))
 }

@@ -403,9 +403,10 @@ const OVERLAY: &str = "  mode: overlay\n";
     ("[windows-17763→]", "not-applicable", "DSR"),
     ("[windows-20348→]", "not-applicable", "DSR"),
 ])]
-// DSR on, but the in-box module's v1 policy lists do not show port-mapping flags: named.
+// DSR on; the in-box module's v1 policy lists hide port-mapping flags, but the ingress load
+// balancer serves the node's own backend only (node-to-node forwarding off, W20, WNET).
 #[case::preserve_calico("NET-PRESERVE-DEST", Setup::Profile("kubeadm-calico"), &[
-    ("[windows-20348→]", "indeterminate", "HNS v1 policy lists"),
+    ("[windows-20348→]", "pass", "the node's own only"),
 ])]
 // GKEDPV2: Dataplane V2 runs no kube-proxy, whose annotation this is.
 #[case::preserve_dataplane_v2("NET-PRESERVE-DEST", Setup::Profile("gke-dpv2"), &[

@@ -195,3 +195,92 @@ pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBa
     found.sort_by(|a, b| a.service.cmp(&b.service).then_with(|| a.vip.cmp(&b.vip)));
     found
 }
+
+/// One HNS endpoint on the node: a local pod's (the CNI made it), or a remote backend's that
+/// kube-proxy made for a load balancer (`IsRemoteEndpoint`; on overlay with a provider-address
+/// policy naming the backend's node, kubernetes `pkg/proxy/winkernel/proxier.go`
+/// `newSourceVIP`/remote endpoints; its MAC conjured from the address, `conjureMac("02-11", ip)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HnsEndpoint {
+    pub id: String,
+    pub ip: String,
+    pub mac: String,
+    pub remote: bool,
+    /// The provider address (the backend's node) of a remote endpoint on overlay.
+    pub provider: Option<String>,
+}
+
+/// kube-proxy's MAC for a remote endpoint: `02-11` then the address's four bytes.
+fn conjured_mac(ip: &str) -> String {
+    let bytes: Vec<String> = ip
+        .split('.')
+        .map(|b| format!("{:02x}", b.parse::<u8>().unwrap_or(0)))
+        .collect();
+    format!("02-11-{}", bytes.join("-"))
+}
+
+/// A node's InternalIP, by node name, from the store.
+fn node_addresses(store: &Store) -> HashMap<String, String> {
+    let (nodes, _) = store.list(resources::core("nodes"), None);
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let ip = j::array(n.value(), "/status/addresses")
+                .iter()
+                .find(|a| j::str(a, "/type") == "InternalIP")
+                .map(|a| j::str(a, "/address").to_string())?;
+            Some((n.name().to_string(), ip))
+        })
+        .collect()
+}
+
+/// The endpoints on the node: one per running pod of its own with a pod address, while the pod
+/// network's HNS network exists, and one remote endpoint per backend of its load balancers on
+/// another node.
+pub(crate) fn endpoints(profile: &NodeProfile, store: &Store) -> Vec<HnsEndpoint> {
+    if crate::node::host::pod_network(profile).is_none() {
+        return Vec::new();
+    }
+    let endpoint_id = |ip: &str| guid(&[&profile.name, "hns-endpoint", ip]);
+    let (pods, _) = store.list(resources::core("pods"), None);
+    let mut found: Vec<HnsEndpoint> = pods
+        .iter()
+        .map(|p| p.value())
+        .filter(|v| j::str(v, "/spec/nodeName") == profile.name)
+        .filter(|v| j::bool(v, "/spec/hostNetwork") != Some(true))
+        .filter(|v| j::str(v, "/status/phase") == "Running")
+        .filter_map(|v| {
+            let ip = j::str(v, "/status/podIP");
+            (!ip.is_empty()).then(|| HnsEndpoint {
+                id: endpoint_id(ip),
+                ip: ip.to_string(),
+                mac: crate::node::host::mac(profile, ip),
+                remote: false,
+                provider: None,
+            })
+        })
+        .collect();
+    if !kube_proxy_programs(profile) {
+        return found;
+    }
+    let local: std::collections::HashSet<String> = found.iter().map(|e| e.ip.clone()).collect();
+    let nodes = node_addresses(store);
+    let overlay = profile.network_mode == NetworkMode::Overlay;
+    let slices = slice_backends(store);
+    let mut remote: Vec<(String, String)> = slices
+        .values()
+        .flatten()
+        .filter(|(ip, node)| !local.contains(ip) && !node.is_empty() && *node != profile.name)
+        .cloned()
+        .collect();
+    remote.sort();
+    remote.dedup();
+    found.extend(remote.into_iter().map(|(ip, node)| HnsEndpoint {
+        id: endpoint_id(&ip),
+        mac: conjured_mac(&ip),
+        provider: overlay.then(|| nodes.get(&node).cloned()).flatten(),
+        ip,
+        remote: true,
+    }));
+    found
+}

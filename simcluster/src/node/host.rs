@@ -369,7 +369,7 @@ pub(crate) struct Adapter {
     pub link_speed: &'static str,
 }
 
-fn mac(profile: &NodeProfile, what: &str) -> String {
+pub(crate) fn mac(profile: &NodeProfile, what: &str) -> String {
     let h = Fnv::default()
         .write(profile.name.as_bytes())
         .write(what.as_bytes())

@@ -867,3 +867,70 @@ async fn preserve_destination_shows_in_the_v2_port_flags(
         assert_eq!(json::array(ingress, "/HostComputeEndpoints").len(), 1, "{ingress}");
     }
 }
+
+/// The node's HNS endpoints: its own running pod's, and a remote one per backend of a Service
+/// on another node (kube-proxy's; on overlay with the backend node's provider address), in the
+/// v1 shape of the in-box module and the v2 shape of `hns.v2.psm1`.
+#[rstest]
+#[case::l2bridge_v1(L2, false, &[r#""IPAddress":"10.244.3.7""#, r#""IPAddress":"10.244.1.9","IsRemoteEndpoint":true,"MacAddress":"02-11-0a-f4-01-09""#], &[r#""PA":"#])]
+#[case::overlay_v1(OVERLAY, false, &[r#""IsRemoteEndpoint":true"#, r#"{"PA":"10.1.0.12","Type":"PA"}"#], &[])]
+#[case::overlay_v2(OVERLAY, true, &[r#""IpConfigurations":[{"IpAddress":"10.244.1.9","PrefixLength":24}],"MacAddress":"02-11-0a-f4-01-09","Flags":1"#,
+    r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"10.1.0.12"}}"#], &["IsRemoteEndpoint"])]
+#[tokio::test]
+async fn the_node_lists_its_own_and_remote_hns_endpoints(
+    #[case] mode: NetworkMode,
+    #[case] v2: bool,
+    #[case] present: &[&str],
+    #[case] absent: &[&str],
+) {
+    let f = HostFixture::with(mode, None, |p| {
+        if v2 {
+            p.platform = crate::config::platform::Platform::Aks;
+        }
+    });
+    f.pod("web-1", json!({"containers": [{"name": "c", "image": SERVERCORE}]}));
+    f.store
+        .create(
+            resources::named("discovery.k8s.io", "endpointslices"),
+            NS,
+            json!({"metadata": {"name": "web-0", "labels": {"kubernetes.io/service-name": "web"}}, "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.244.3.7"], "nodeName": NODE, "conditions": {"ready": true}},
+                              {"addresses": ["10.244.1.9"], "nodeName": "win2019-1", "conditions": {"ready": true}}],
+                "ports": [{"port": 8080, "protocol": "TCP"}]}),
+        )
+        .expect("slice");
+    let module = if v2 { "Import-Module C:\\k\\hns.v2.psm1; " } else { "" };
+    let o = f
+        .confirm(&format!(
+            "{module}Get-HnsEndpoint -ErrorAction Stop | ConvertTo-Json -Depth 5 -Compress"
+        ))
+        .await;
+    assert_eq!(text(&o.stderr), "");
+    let out = text(&o.stdout);
+    for p in present {
+        assert!(out.contains(p), "{p} not in {out}");
+    }
+    for a in absent {
+        assert!(!out.contains(a), "{a} in {out}");
+    }
+    // Each endpoint id is the one the load balancers refer to.
+    let lbs = f
+        .confirm(&format!(
+            "{module}Get-HnsPolicyList | ConvertTo-Json -Depth 5 -Compress"
+        ))
+        .await;
+    let all: Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
+    let ids: Vec<&str> = all
+        .as_array()
+        .expect("two endpoints")
+        .iter()
+        .filter_map(|e| e["ID"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "{out}");
+    for id in ids {
+        assert!(
+            text(&lbs.stdout).contains(id),
+            "{id} not referred to by a load balancer"
+        );
+    }
+}

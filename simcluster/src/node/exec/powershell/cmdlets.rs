@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::eval::{Flow, Ps, binary, format_objects};
 use super::hostcmdlets::{
-    get_hns_network, get_hns_policy_list, get_net_adapter, get_net_tcp_connection, measure_object,
+    get_hns_endpoint, get_hns_network, get_hns_policy_list, get_net_adapter, get_net_tcp_connection, measure_object,
 };
 use super::invocation::{Errors, Invocation, Run, texts};
 use super::patterns::{glob, regex};
@@ -317,6 +317,7 @@ impl Ps {
                 Run::ConvertToJson => super::json::convert_to_json(call, input),
                 Run::GetHnsNetwork => get_hns_network(&session, &e.text, errors),
                 Run::GetHnsPolicyList => get_hns_policy_list(&session, self.hns_v2, &e.text, errors),
+                Run::GetHnsEndpoint => get_hns_endpoint(&session, self.hns_v2, &e.text, errors),
                 Run::GetNetAdapter => get_net_adapter(&session, call, &e.text, errors),
                 Run::GetNetTcpConnection => get_net_tcp_connection(&session, call, &e.text, errors),
                 Run::OutString => vec![s(self.format(&input))],

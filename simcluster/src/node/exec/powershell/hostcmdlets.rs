@@ -123,6 +123,75 @@ pub(super) fn get_hns_policy_list(session: &Session, v2: bool, statement: &str, 
         .collect()
 }
 
+/// `Get-HnsEndpoint`: the node's HNS endpoints ([`hnslb::endpoints`]). The in-box module lists
+/// them in the v1 shape (microsoft/SDN `hns.psm1` `New-HnsRemoteEndpoint`: `ID`,
+/// `VirtualNetwork`, `IPAddress`, `MacAddress`, `IsRemoteEndpoint`; a remote endpoint's provider
+/// address as a `PA` policy); after `hns.v2.psm1` the v2 shape (hcsshim `hcn/hcnendpoint.go`
+/// `HostComputeEndpoint`: `ID`, `Name`, `HostComputeNetwork`, `Policies` of type
+/// `ProviderAddress`, `IpConfigurations`, `MacAddress`, `Flags` 1 for a remote endpoint).
+pub(super) fn get_hns_endpoint(session: &Session, v2: bool, statement: &str, errors: &mut Errors) -> Vec<V> {
+    let Some(node) = hns_host(session, "Get-HnsEndpoint", statement, errors) else {
+        return Vec::new();
+    };
+    let Some(network) = host::pod_network(node) else {
+        return Vec::new();
+    };
+    hnslb::endpoints(node, &session.ctx.store)
+        .into_iter()
+        .map(|e| {
+            let name = if e.remote {
+                format!("remote_{}", e.ip)
+            } else {
+                format!("{}_{}", network.name, e.ip)
+            };
+            if v2 {
+                let mut props = vec![
+                    ("ID", s(e.id)),
+                    ("Name", s(name)),
+                    ("HostComputeNetwork", s(network.id.clone())),
+                ];
+                let policies = e
+                    .provider
+                    .iter()
+                    .map(|pa| {
+                        let settings = obj(Kind::Custom, vec![("ProviderAddress", s(pa.clone()))]);
+                        obj(
+                            Kind::Custom,
+                            vec![("Type", s("ProviderAddress")), ("Settings", settings)],
+                        )
+                    })
+                    .collect();
+                props.push(("Policies", V::Arr(policies)));
+                let config = obj(Kind::Custom, vec![("IpAddress", s(e.ip)), ("PrefixLength", int(24))]);
+                props.push(("IpConfigurations", V::Arr(vec![config])));
+                props.push(("MacAddress", s(e.mac)));
+                if e.remote {
+                    props.push(("Flags", int(1)));
+                }
+                return obj(Kind::Custom, props);
+            }
+            let policies = e
+                .provider
+                .iter()
+                .map(|pa| obj(Kind::Custom, vec![("PA", s(pa.clone())), ("Type", s("PA"))]))
+                .collect();
+            let mut props = vec![("ID", s(e.id)), ("IPAddress", s(e.ip))];
+            if e.remote {
+                props.push(("IsRemoteEndpoint", V::Bool(true)));
+            }
+            props.extend([
+                ("MacAddress", s(e.mac)),
+                ("Name", s(name)),
+                ("Policies", V::Arr(policies)),
+                ("PrefixLength", int(24)),
+                ("VirtualNetwork", s(network.id.clone())),
+                ("VirtualNetworkName", s(network.name.clone())),
+            ]);
+            obj(Kind::Custom, props)
+        })
+        .collect()
+}
+
 /// One load balancer in the HNS v2 shape (hcsshim `hcn/hcnloadbalancer.go`; fields that are
 /// empty are left out, as its `omitempty` tags do).
 fn v2_load_balancer(lb: hnslb::LoadBalancer) -> V {

@@ -32,6 +32,7 @@ pub(super) enum Run {
     ConvertToJson,
     GetHnsNetwork,
     GetHnsPolicyList,
+    GetHnsEndpoint,
     GetNetAdapter,
     GetNetTcpConnection,
     GetProcess,
@@ -266,6 +267,13 @@ pub(super) static CMDLETS: &[Cmdlet] = &[
         params: &["id"],
         switches: &["detailed"],
         run: Run::GetHnsPolicyList,
+    },
+    Cmdlet {
+        names: &["get-hnsendpoint"],
+        desktop_only: true,
+        params: &["id"],
+        switches: &["detailed"],
+        run: Run::GetHnsEndpoint,
     },
     // The CIM-based NetAdapter and NetTCPIP modules of Windows PowerShell.
     Cmdlet {

@@ -8,7 +8,7 @@
 //! `Select-String`, `Where-Object`, `ForEach-Object`, `Select-Object`, `Measure-Object`,
 //! `Get-CimInstance Win32_Process`, output (`Write-Output`, `Write-Host`, `Out-Null`,
 //! `Out-String`, `Format-Table`, `Format-List`, `ConvertTo-Json`), the network cmdlets of [`crate::node::exec::nettools`], and the host's
-//! networking cmdlets of [`hostcmdlets`] (`Get-HnsNetwork`, `Get-HnsPolicyList` — on the host
+//! networking cmdlets of [`hostcmdlets`] (`Get-HnsNetwork`, `Get-HnsPolicyList`, `Get-HnsEndpoint` — on the host
 //! of a HostProcess container only —, `Get-NetAdapter`, `Get-NetTCPConnection`). Anything else
 //! runs as a native command (the container's executables, [`super::WINDOWS`]) or fails with
 //! PowerShell's CommandNotFoundException.
