@@ -94,7 +94,7 @@ mod tests {
         let c = Catalogue::embedded().expect("catalogue parses");
         // Every current and historic rule, with "A / B" rows split, and the four NetworkPolicy
         // rules of the network-policy suite (issue #38).
-        assert_eq!(c.len(), 122);
+        assert_eq!(c.len(), 123);
         for id in [
             "NET-POD-POD-IP-CROSS",
             "SVC-VIP-FROM-NODE",

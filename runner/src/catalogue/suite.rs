@@ -43,6 +43,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "network-policy.yaml",
         include_str!("../../../suites/network-policy.yaml"),
     ),
+    ("dataplane.yaml", include_str!("../../../suites/dataplane.yaml")),
 ];
 
 /// One suite document.
@@ -453,6 +454,9 @@ pub enum HnsSubject {
     /// NET-PRESERVE-DEST: a LoadBalancer Service annotated `preserve-destination: "true"`;
     /// its ingress address's load balancer carries the PreserveDIP port-mapping flag.
     PreserveDestination,
+    /// Every Service's cluster-IP load balancer and backends, and the remote endpoints, as the
+    /// API says they should be (`crate::cluster::dataplane`).
+    MatchesApi,
 }
 
 /// What an `audit` probe inspects.

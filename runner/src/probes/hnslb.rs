@@ -11,6 +11,9 @@ use serde_json::Value;
 
 use crate::catalogue::suite::{FailureClass, HnsSubject};
 use crate::cluster::deploy::subjects::{CONTROL, OVER_LIMIT, OVER_LIMIT_BACKENDS, PRESERVE};
+use std::collections::BTreeMap;
+
+use crate::cluster::dataplane::{ApiService, ApiView, NodeEndpoint, NodeLoadBalancer, compare};
 use crate::cluster::facts::ClusterNode;
 use crate::probes::judgement::{Case, Ctx, Probed};
 use crate::probes::settle::FlowKind;
@@ -18,6 +21,13 @@ use crate::probes::transport::Observation;
 
 /// The node's load balancers as JSON (`-Depth 5` reaches the port mappings' flags).
 const LIST: &str = "Get-HnsPolicyList -ErrorAction Stop | ConvertTo-Json -Depth 5 -Compress";
+/// The node's endpoints as JSON.
+const ENDPOINTS: &str = "Get-HnsEndpoint -ErrorAction Stop | ConvertTo-Json -Depth 5 -Compress";
+/// Services with more backends than the older documentation's limit are left out of the
+/// comparison: their load balancer may be missing as documented (NET-SVC-BACKEND-LIMIT).
+const COMPARED_BACKENDS: usize = 64;
+/// The limit on one API list.
+const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// `LoadBalancerPortMappingFlagsPreserveDIP` (hcsshim `hcn/hcnloadbalancer.go`).
 const PRESERVE_DIP: u64 = 8;
 /// How long between two readings while kube-proxy catches up.
@@ -149,6 +159,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, subject: HnsSubject) -> Pro
     let result = match subject {
         HnsSubject::BackendLimit => backend_limit(ctx, node, &host.name).await,
         HnsSubject::PreserveDestination => preserve_destination(ctx, node, &host.name).await,
+        HnsSubject::MatchesApi => matches_api(ctx, node, &host.name).await,
     };
     result.unwrap_or_else(|why| Probed::Unknown(format!("unknown: the HNS load balancers of {}: {why}", node.name)))
 }
@@ -295,6 +306,224 @@ fn local_only(ctx: &Ctx<'_>, node: &ClusterNode, found: &HnsLb, ingress: &str) -
     ))
 }
 
+/// The endpoints in `text` (one object or an array; nothing printed: none), in either shape:
+/// v1 (`IPAddress`, `IsRemoteEndpoint`, a `PA` policy) or v2 (`IpConfigurations`, `Flags` 1 for
+/// a remote endpoint, a `ProviderAddress` policy).
+pub fn parse_endpoints(text: &str) -> Result<Vec<NodeEndpoint>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("Get-HnsEndpoint | ConvertTo-Json gave no JSON ({e})"))?;
+    let items = match value {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    Ok(items.iter().map(one_endpoint).collect())
+}
+
+fn one_endpoint(v: &Value) -> NodeEndpoint {
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let policies = v.get("Policies").and_then(Value::as_array).cloned().unwrap_or_default();
+    if v.get("IpConfigurations").is_some() {
+        let provider = policies
+            .iter()
+            .filter(|p| p.get("Type").and_then(Value::as_str) == Some("ProviderAddress"))
+            .find_map(|p| p.pointer("/Settings/ProviderAddress").and_then(Value::as_str))
+            .map(str::to_string);
+        return NodeEndpoint {
+            id: s("/ID").unwrap_or_default(),
+            ip: s("/IpConfigurations/0/IpAddress").unwrap_or_default(),
+            remote: v.get("Flags").and_then(Value::as_u64).is_some_and(|f| f & 1 != 0),
+            provider,
+        };
+    }
+    let provider = policies
+        .iter()
+        .filter(|p| p.get("Type").and_then(Value::as_str) == Some("PA"))
+        .find_map(|p| p.get("PA").and_then(Value::as_str))
+        .map(str::to_string);
+    NodeEndpoint {
+        id: s("/ID").unwrap_or_default(),
+        ip: s("/IPAddress").unwrap_or_default(),
+        remote: v.get("IsRemoteEndpoint").and_then(Value::as_bool) == Some(true),
+        provider,
+    }
+}
+
+/// Lists `K` in every namespace, within [`LIST_TIMEOUT`]; Err names what could not be listed.
+async fn list_all<K>(ctx: &Ctx<'_>, what: &str) -> Result<Vec<K>, String>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let api: kube::Api<K> = kube::Api::all(ctx.client.clone());
+    match tokio::time::timeout(LIST_TIMEOUT, api.list(&kube::api::ListParams::default())).await {
+        Ok(Ok(list)) => Ok(list.items),
+        Ok(Err(kube::Error::Api(s))) if s.code == 403 => Err(format!(
+            "the API's {what} in every namespace (list {what}: forbidden; deploy/rbac.yaml grants it)"
+        )),
+        Ok(Err(e)) => Err(format!("listing {what}: {e}")),
+        Err(_) => Err(format!("listing {what}: no answer within {} s", LIST_TIMEOUT.as_secs())),
+    }
+}
+
+/// What the API says the nodes' data planes should hold.
+async fn read_api(ctx: &Ctx<'_>) -> Result<ApiView, String> {
+    use k8s_openapi::api::core::v1::{Node, Pod, Service};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let (services, slices, pods, nodes) = futures::join!(
+        list_all::<Service>(ctx, "services"),
+        list_all::<EndpointSlice>(ctx, "endpointslices"),
+        list_all::<Pod>(ctx, "pods"),
+        list_all::<Node>(ctx, "nodes"),
+    );
+    let (services, slices, pods, nodes) = (services?, slices?, pods?, nodes?);
+    let mut view = ApiView::default();
+    let mut backends: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for slice in &slices {
+        let ns = slice.metadata.namespace.clone().unwrap_or_default();
+        let Some(service) = slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("kubernetes.io/service-name"))
+        else {
+            continue;
+        };
+        let list = backends.entry(format!("{ns}/{service}")).or_default();
+        for e in &slice.endpoints {
+            if e.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
+                continue;
+            }
+            let node = e.node_name.clone().unwrap_or_default();
+            for a in &e.addresses {
+                view.listed.insert(a.clone());
+                list.push((a.clone(), node.clone()));
+            }
+        }
+    }
+    for svc in &services {
+        let name = format!(
+            "{}/{}",
+            svc.metadata.namespace.as_deref().unwrap_or_default(),
+            svc.metadata.name.as_deref().unwrap_or_default()
+        );
+        let spec = svc.spec.clone().unwrap_or_default();
+        let mut ips: Vec<String> = spec.cluster_ips.clone().unwrap_or_default();
+        if ips.is_empty() {
+            ips.extend(spec.cluster_ip.clone());
+        }
+        ips.retain(|ip| !ip.is_empty() && ip != "None");
+        let ingress = svc
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|l| l.ingress.clone())
+            .unwrap_or_default();
+        view.other_vips.extend(ingress.into_iter().filter_map(|i| i.ip));
+        view.other_vips.extend(spec.external_ips.clone().unwrap_or_default());
+        let list = backends.remove(&name).unwrap_or_default();
+        if spec.type_.as_deref() == Some("ExternalName") || ips.is_empty() {
+            continue;
+        }
+        if list.len() > COMPARED_BACKENDS {
+            view.other_vips.extend(ips);
+            continue;
+        }
+        view.services.push(ApiService {
+            name,
+            vips: ips,
+            backends: list,
+            local_only: spec.internal_traffic_policy.as_deref() == Some("Local"),
+        });
+    }
+    for pod in &pods {
+        let (Some(spec), Some(status)) = (&pod.spec, &pod.status) else {
+            continue;
+        };
+        if spec.host_network == Some(true) {
+            continue;
+        }
+        let node = spec.node_name.clone().unwrap_or_default();
+        for ip in status
+            .pod_ips
+            .iter()
+            .flatten()
+            .map(|p| p.ip.clone())
+            .chain(status.pod_ip.clone())
+        {
+            view.pods.insert(ip, node.clone());
+        }
+    }
+    for n in &nodes {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        for a in n.status.iter().flat_map(|s| s.addresses.iter().flatten()) {
+            view.other_vips.insert(a.address.clone());
+            if a.type_ == "InternalIP" {
+                view.nodes.entry(name.clone()).or_insert_with(|| a.address.clone());
+            }
+        }
+    }
+    Ok(view)
+}
+
+/// NET-HNS-MATCHES-API: the node's load balancers and endpoints against the API, read again
+/// until they agree or the Service settle window ends.
+async fn matches_api(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> Result<Probed, String> {
+    let until = ctx.settle_until(FlowKind::Service);
+    loop {
+        let (lbs, endpoints, api) = futures::join!(
+            crate::probes::hostfacts::run(&ctx.pods, pod, LIST),
+            crate::probes::hostfacts::run(&ctx.pods, pod, ENDPOINTS),
+            read_api(ctx),
+        );
+        let lbs: Vec<NodeLoadBalancer> = parse(&lbs?)?
+            .into_iter()
+            .map(|lb| NodeLoadBalancer {
+                id: lb.id,
+                vips: lb.vips,
+                endpoints: lb.endpoints,
+            })
+            .collect();
+        let endpoints = parse_endpoints(&endpoints?)?;
+        let api = api?;
+        let drift = compare(&node.name, &lbs, &endpoints, &api);
+        if drift.is_empty() {
+            return Ok(seen(
+                true,
+                format!(
+                    "{}: {} HNS load balancers and {} endpoints match the API's {} Services",
+                    node.name,
+                    lbs.len(),
+                    endpoints.len(),
+                    api.services.len()
+                ),
+            ));
+        }
+        if tokio::time::Instant::now() >= until {
+            let shown: Vec<String> = drift.iter().take(10).map(ToString::to_string).collect();
+            let more = drift.len().saturating_sub(shown.len());
+            return Ok(seen(
+                false,
+                format!(
+                    "{}: {} difference{} between the node's HNS state and the API after the Service settle window: {}{}",
+                    node.name,
+                    drift.len(),
+                    if drift.len() == 1 { "" } else { "s" },
+                    shown.join("; "),
+                    if more > 0 {
+                        format!("; and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rstest::rstest;
@@ -321,6 +550,27 @@ mod tests {
             .map(|lb| (lb.id.as_str(), lb.vips[0].as_str(), lb.backends, lb.flags))
             .collect();
         assert_eq!(elb, want);
+    }
+
+    /// Endpoints in both shapes: v1 (`IsRemoteEndpoint`, a `PA` policy) and v2 (`Flags` 1, a
+    /// `ProviderAddress` policy).
+    #[rstest]
+    #[case::v1_local(r#"{"ID":"L","IPAddress":"10.244.3.7","MacAddress":"00-15-5D-00-00-01","Policies":[]}"#, ("L", "10.244.3.7", false, None))]
+    #[case::v1_remote(r#"[{"ID":"R","IPAddress":"10.244.1.9","IsRemoteEndpoint":true,"Policies":[{"PA":"10.1.0.12","Type":"PA"}]}]"#, ("R", "10.244.1.9", true, Some("10.1.0.12")))]
+    #[case::v2_remote(r#"{"ID":"R","IpConfigurations":[{"IpAddress":"10.244.1.9","PrefixLength":24}],"Policies":[{"Type":"ProviderAddress","Settings":{"ProviderAddress":"10.1.0.12"}}],"Flags":1}"#, ("R", "10.244.1.9", true, Some("10.1.0.12")))]
+    #[case::v2_local(r#"{"ID":"L","IpConfigurations":[{"IpAddress":"10.244.3.7"}],"Policies":[]}"#, ("L", "10.244.3.7", false, None))]
+    fn endpoints_parse_in_either_shape(#[case] text: &str, #[case] want: (&str, &str, bool, Option<&str>)) {
+        let e = parse_endpoints(text).expect("parses");
+        assert_eq!(e.len(), 1);
+        assert_eq!(
+            (
+                e[0].id.as_str(),
+                e[0].ip.as_str(),
+                e[0].remote,
+                e[0].provider.as_deref()
+            ),
+            want
+        );
     }
 
     #[test]

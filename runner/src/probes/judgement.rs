@@ -332,6 +332,52 @@ async fn informational(
     j
 }
 
+/// What a cell left out by its expectation says: the expectation's words, with where the
+/// fact that left it out was read (the cluster's egress, IP families, CNI, gMSA CRD, policy
+/// engine).
+fn left_out_because(
+    ctx: &Ctx<'_>,
+    e: &crate::catalogue::suite::Expectation,
+    egress: Option<&crate::probes::egress::Egress>,
+) -> String {
+    match (&egress, e.when.egress, &ctx.facts.dual_stack, &ctx.facts.calico) {
+        (Some(f), Some(_), _, _) => format!("{} ({})", e.says, f.fact.source),
+        // Left out for the cluster's IP families or its CNI: the fact's source says how.
+        (_, _, Some(f), _) if e.when.dual_stack.is_some() => format!("{} ({})", e.says, f.source),
+        (_, _, _, Some(f)) if e.when.calico.is_some() => format!("{} ({})", e.says, f.source),
+        _ if e.when.gmsa.is_some() => match &ctx.facts.gmsa {
+            Some(f) => format!("{} ({})", e.says, f.source),
+            None => e.says.clone(),
+        },
+        // Left out for the cluster's NetworkPolicy engine: where the engine was read.
+        _ if !e.when.policy_engine.is_empty() => match &ctx.facts.policy_engine {
+            Some(f) => format!("{} (policy engine {}: {})", e.says, f.value, f.source),
+            None => e.says.clone(),
+        },
+        _ => e.says.clone(),
+    }
+}
+
+/// A cell of a check that reads kube-proxy on a cluster where something else programs Services:
+/// not applicable, naming it.
+fn without_kube_proxy(ctx: &Ctx<'_>, check: &crate::catalogue::suite::Check) -> Option<PairJudgement> {
+    let proxy = ctx
+        .facts
+        .report
+        .service_proxy
+        .as_ref()
+        .filter(|p| check.probe.reads_kube_proxy() && p.value != "kube-proxy")?;
+    let mut j = judgement(
+        Verdict::NotApplicable,
+        format!(
+            "kube-proxy is not used: {} programs Services ({})",
+            proxy.value, proxy.source
+        ),
+    );
+    j.sources = check.sources.clone();
+    Some(j)
+}
+
 /// Judges one pair: the check's expectation for the pair's facts, then (where it applies and
 /// the pair's nodes are up) the probe kind's observation against it.
 pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
@@ -350,24 +396,9 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         }
         cell_facts.egress = e.fact.value;
     }
-    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read
-    // (before the expectation, whose conditions may name kube-proxy's own settings).
-    if check.probe.reads_kube_proxy()
-        && let Some(proxy) = ctx
-            .facts
-            .report
-            .service_proxy
-            .as_ref()
-            .filter(|p| p.value != "kube-proxy")
-    {
-        let mut j = judgement(
-            Verdict::NotApplicable,
-            format!(
-                "kube-proxy is not used: {} programs Services ({})",
-                proxy.value, proxy.source
-            ),
-        );
-        j.sources = check.sources.clone();
+    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read (before the
+    // expectation, whose conditions may name kube-proxy's own settings).
+    if let Some(j) = without_kube_proxy(ctx, check) {
         return j;
     }
     let e = match expectation::expectation(check, &cell_facts) {
@@ -388,24 +419,7 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         return informational(ctx, case, e, sources).await;
     }
     let Some(kind) = expectation::expected(e.result) else {
-        // A cell left out for the cluster's egress says how that was found.
-        let says = match (&egress, e.when.egress, &ctx.facts.dual_stack, &ctx.facts.calico) {
-            (Some(f), Some(_), _, _) => format!("{} ({})", e.says, f.fact.source),
-            // Left out for the cluster's IP families or its CNI: the fact's source says how.
-            (_, _, Some(f), _) if e.when.dual_stack.is_some() => format!("{} ({})", e.says, f.source),
-            (_, _, _, Some(f)) if e.when.calico.is_some() => format!("{} ({})", e.says, f.source),
-            _ if e.when.gmsa.is_some() => match &ctx.facts.gmsa {
-                Some(f) => format!("{} ({})", e.says, f.source),
-                None => e.says.clone(),
-            },
-            // Left out for the cluster's NetworkPolicy engine: where the engine was read.
-            _ if !e.when.policy_engine.is_empty() => match &ctx.facts.policy_engine {
-                Some(f) => format!("{} (policy engine {}: {})", e.says, f.value, f.source),
-                None => e.says.clone(),
-            },
-            _ => e.says.clone(),
-        };
-        let mut j = judgement(Verdict::NotApplicable, says);
+        let mut j = judgement(Verdict::NotApplicable, left_out_because(ctx, e, egress.as_ref()));
         j.sources = sources;
         return j;
     };

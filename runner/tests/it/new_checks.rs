@@ -425,6 +425,20 @@ const OVERLAY: &str = "  mode: overlay\n";
     ("[windows-16299→,secret-as-env-var]", "pass", ""),
     ("[windows-16299→,secret-as-volume]", "known-limitation", ""),
 ])]
+// KPWIN, SDNHNS: each Windows node's HNS load balancers and endpoints match the API's
+// Services and EndpointSlices; with kube-proxy stopped on one node, that node holds none and
+// fails naming the Services it lacks, the other still passes.
+#[case::hns_matches_api_default("NET-HNS-MATCHES-API", Setup::Default, &[
+    ("[windows-17763→]", "pass", "match the API's"),
+    ("[windows-20348→]", "pass", "match the API's"),
+])]
+#[case::hns_matches_api_aks("NET-HNS-MATCHES-API", Setup::Profile("aks"), &[
+    ("[windows-20348→]", "pass", "match the API's"),
+])]
+#[case::hns_matches_api_kube_proxy_stopped("NET-HNS-MATCHES-API", Setup::Fault("win2022-1:kube-proxy-stopped"), &[
+    ("[windows-17763→]", "pass", "match the API's"),
+    ("[windows-20348→]", "fail", "no load balancer for Service kube-system/kube-dns (10.96.0.10)"),
+])]
 fn each_new_check_is_judged_as_documented(
     #[case] rule: &str,
     #[case] setup: Setup,

@@ -235,8 +235,8 @@ fn node_addresses(store: &Store) -> HashMap<String, String> {
 }
 
 /// The endpoints on the node: one per running pod of its own with a pod address, while the pod
-/// network's HNS network exists, and one remote endpoint per backend of its load balancers on
-/// another node.
+/// network's HNS network exists, and one remote endpoint per Service backend that is not the
+/// node's own (on another node, or a hand-written address of no node), as kube-proxy makes them.
 pub(crate) fn endpoints(profile: &NodeProfile, store: &Store) -> Vec<HnsEndpoint> {
     if crate::node::host::pod_network(profile).is_none() {
         return Vec::new();
@@ -270,7 +270,7 @@ pub(crate) fn endpoints(profile: &NodeProfile, store: &Store) -> Vec<HnsEndpoint
     let mut remote: Vec<(String, String)> = slices
         .values()
         .flatten()
-        .filter(|(ip, node)| !local.contains(ip) && !node.is_empty() && *node != profile.name)
+        .filter(|(ip, node)| !local.contains(ip) && *node != profile.name)
         .cloned()
         .collect();
     remote.sort();
