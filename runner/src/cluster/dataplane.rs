@@ -105,14 +105,15 @@ pub fn compare(node: &str, lbs: &[NodeLoadBalancer], endpoints: &[NodeEndpoint],
     let by_id: BTreeMap<&str, &NodeEndpoint> = endpoints.iter().map(|e| (e.id.as_str(), e)).collect();
     let mut claimed: BTreeSet<&str> = api.other_vips.iter().map(String::as_str).collect();
     for svc in &api.services {
-        let wanted: BTreeSet<&str> = svc
-            .backends
-            .iter()
-            .filter(|(_, n)| !svc.local_only || n == node)
-            .map(|(ip, _)| ip.as_str())
-            .collect();
         for vip in &svc.vips {
             claimed.insert(vip.as_str());
+            // One load balancer per IP family: a cluster IP's backends are its family's.
+            let wanted: BTreeSet<&str> = svc
+                .backends
+                .iter()
+                .filter(|(ip, n)| (!svc.local_only || n == node) && ip.contains(':') == vip.contains(':'))
+                .map(|(ip, _)| ip.as_str())
+                .collect();
             let Some(lb) = lbs.iter().find(|lb| lb.vips.iter().any(|v| v == vip)) else {
                 if !wanted.is_empty() {
                     drift.insert(Drift::Missing {
@@ -274,6 +275,25 @@ mod tests {
         });
         let lbs = vec![lb("A", "10.96.0.20", &["L", "R"]), lb("I", "203.0.113.10", &["L"])];
         assert_eq!(compare(NODE, &lbs, &eps, &view()), Vec::new());
+    }
+
+    /// A dual-stack Service has a load balancer per family, each over that family's backends;
+    /// a family without backends needs none.
+    #[test]
+    fn each_family_has_its_own_backends() {
+        let mut api = view();
+        api.services[0].vips.push("fd00:10:96::20".into());
+        let found = compare(NODE, &[lb("A", "10.96.0.20", &["L", "R"])], &endpoints(), &api);
+        assert_eq!(found, Vec::new());
+        api.services[0].backends.push(("fd00:10:244:1::5".into(), NODE.into()));
+        let found = compare(NODE, &[lb("A", "10.96.0.20", &["L", "R"])], &endpoints(), &api);
+        assert_eq!(
+            found,
+            vec![Drift::Missing {
+                service: "ns/web".into(),
+                vip: "fd00:10:96::20".into()
+            }]
+        );
     }
 
     /// `internalTrafficPolicy: Local`: the node programs its own backends only; a Service with

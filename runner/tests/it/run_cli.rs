@@ -469,7 +469,14 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
 // apart; at 0.1 the 0.3 s a loaded debug build adds between the delete and the read that finds
 // the pod gone already reads as a shutdown that had its 8 s, and at 0.25 a full workspace run on
 // two cores added 0.75 s (docs/design.md).
-#[case::docker_era("k8s-1.14-ws2019-vxlan.yaml", "", "timing:\n  scale: 0.5\n", "known-limitation")]
+// Both runs program Services at once: this case is about the shutdown's clock, and a Service
+// converging on a sped-up clock is the default case's.
+#[case::docker_era(
+    "k8s-1.14-ws2019-vxlan.yaml",
+    "timing:\n  scale: 1.0\n  programmingDelay: {linux: 0s, windows: 0s}\n",
+    "timing:\n  scale: 0.5\n  programmingDelay: {linux: 0s, windows: 0s}\n",
+    "known-limitation"
+)]
 fn the_bundled_clusters_clock_changes_no_verdict(
     #[case] profile: &str,
     #[case] wall: &str,
