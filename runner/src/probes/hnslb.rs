@@ -56,17 +56,22 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 /// The load balancers in `text` (one object or an array; nothing printed: none). Err names
 /// what did not parse.
 pub fn parse(text: &str) -> Result<Vec<HnsLb>, String> {
+    Ok(json_items(text, "Get-HnsPolicyList")?.iter().map(one_lb).collect())
+}
+
+/// The objects `ConvertTo-Json` printed for `cmdlet`'s output: one object, or an array of
+/// several; none when it printed nothing. Err names the cmdlet whose output did not parse.
+fn json_items(text: &str, cmdlet: &str) -> Result<Vec<Value>, String> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(Vec::new());
     }
     let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("Get-HnsPolicyList | ConvertTo-Json gave no JSON ({e})"))?;
-    let items = match value {
+        serde_json::from_str(text).map_err(|e| format!("{cmdlet} | ConvertTo-Json gave no JSON ({e})"))?;
+    Ok(match value {
         Value::Array(items) => items,
         one => vec![one],
-    };
-    Ok(items.iter().map(one_lb).collect())
+    })
 }
 
 fn one_lb(v: &Value) -> HnsLb {
@@ -310,17 +315,7 @@ fn local_only(ctx: &Ctx<'_>, node: &ClusterNode, found: &HnsLb, ingress: &str) -
 /// v1 (`IPAddress`, `IsRemoteEndpoint`, a `PA` policy) or v2 (`IpConfigurations`, `Flags` 1 for
 /// a remote endpoint, a `ProviderAddress` policy).
 pub fn parse_endpoints(text: &str) -> Result<Vec<NodeEndpoint>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(Vec::new());
-    }
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("Get-HnsEndpoint | ConvertTo-Json gave no JSON ({e})"))?;
-    let items = match value {
-        Value::Array(items) => items,
-        one => vec![one],
-    };
-    Ok(items.iter().map(one_endpoint).collect())
+    Ok(json_items(text, "Get-HnsEndpoint")?.iter().map(one_endpoint).collect())
 }
 
 fn one_endpoint(v: &Value) -> NodeEndpoint {
