@@ -24,6 +24,10 @@ pub enum Fault {
     FlannelRejoinStaleSourceVip,
     VxlanParamsMismatch,
     NetpolAgentStopped,
+    HnsLbPolicyMissing,
+    HnsStaleBackend,
+    HnsStaleRemoteEndpoint,
+    HnsLeakedPolicies,
 }
 
 /// What the table says about one fault.
@@ -170,11 +174,56 @@ pub const FAULTS: &[FaultSpec] = &[
         modes: None,
         symptom: "the policy engine's agent on the node (calico-node/Felix, antrea-agent, azure-npm, the VPC CNI's network policy agent) is not running: NetworkPolicies are not programmed there, so its pods' ingress and egress stay open whatever the policies say; every other flow works",
     },
+    // The data plane drifted from the API (operator-needs.md items 1 and 3). AKS: the HNS load
+    // balancer of kube-dns missing after "Policy creation failed: hcnCreateLoadBalancer failed"
+    // (microsoft/hcsshim#1043); a removed load balancer never recreated by kube-proxy
+    // (kubernetes#135802); load balancers that disappear (kubernetes#110849).
+    FaultSpec {
+        fault: Fault::HnsLbPolicyMissing,
+        name: "hns-lb-policy-missing",
+        rule: "NET-HNS-MATCHES-API",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "kube-proxy runs but the node has no HNS load balancer for the cluster DNS Service (\"Policy creation failed\", or one removed and never recreated): name lookups from its pods time out; every other Service and every flow by IP works",
+    },
+    // A load balancer whose endpoint list kube-proxy's update did not change (kubernetes#131466:
+    // "the endpoints it attempts to update do not match those reflected in HNS"); a stale
+    // CoreDNS backend after a restart (operator-needs.md item 3).
+    FaultSpec {
+        fault: Fault::HnsStaleBackend,
+        name: "hns-stale-backend",
+        rule: "NET-HNS-MATCHES-API",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "the node's HNS load balancer for the cluster DNS Service keeps a deleted CoreDNS replica's address among its backends: the share of lookups from its pods that pick it time out, the others answer",
+    },
+    // A remote endpoint deleted only once its pod is gone, missed when the address was reused
+    // first: local and remote endpoints with one address, DNS timeouts from the pod
+    // (microsoft/Windows-Containers#631; fixed by kubernetes#138000, back-ported to 1.36 and
+    // 1.35 by #138603 and #138602).
+    FaultSpec {
+        fault: Fault::HnsStaleRemoteEndpoint,
+        name: "hns-stale-remote-endpoint",
+        rule: "NET-HNS-MATCHES-API",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "a pod address reused on the node still has the remote HNS endpoint of the pod that had it before on another node: the node lists it both local and remote, and replies to that pod's Service connections (cluster DNS included) go to the old node and time out",
+    },
+    // kube-proxy's "Service cleanup" that left the policy behind (Azure/AKS#2899 logs; leaked
+    // state after churn, kubernetes#113524).
+    FaultSpec {
+        fault: Fault::HnsLeakedPolicies,
+        name: "hns-leaked-policies",
+        rule: "NET-HNS-MATCHES-API",
+        os: Some(Os::Windows),
+        modes: None,
+        symptom: "the node keeps an HNS load balancer for a Service that no longer exists (kube-proxy's cleanup missed it): no flow breaks until the address is reused, but the node's policies no longer match the API",
+    },
 ];
 
 // The rows are in the enum's order, one per variant: a fault's row is `FAULTS[fault as usize]`.
 const _: () = {
-    assert!(FAULTS.len() == Fault::NetpolAgentStopped as usize + 1);
+    assert!(FAULTS.len() == Fault::HnsLeakedPolicies as usize + 1);
     let mut i = 0;
     while i < FAULTS.len() {
         assert!(FAULTS[i].fault as usize == i);
@@ -315,9 +364,18 @@ impl Fault {
                 "{self} cannot occur on platform {}: MAC spoofing is a Hyper-V VM NIC setting (Set-VMNetworkAdapter -MacAddressSpoofing) that a managed platform's VMs do not expose",
                 platform.as_str()
             )),
-            Self::KubeProxyStopped | Self::KubeProxyNoHostnameOverride if dataplane == Dataplane::V2 => Err(format!(
-                "{self} cannot occur with network.dataplane v2: Dataplane V2 runs no kube-proxy (anetd programs Services; GKE docs \"About GKE Dataplane V2\")"
-            )),
+            Self::KubeProxyStopped
+            | Self::KubeProxyNoHostnameOverride
+            | Self::HnsLbPolicyMissing
+            | Self::HnsStaleBackend
+            | Self::HnsStaleRemoteEndpoint
+            | Self::HnsLeakedPolicies
+                if dataplane == Dataplane::V2 =>
+            {
+                Err(format!(
+                    "{self} cannot occur with network.dataplane v2: Dataplane V2 runs no kube-proxy (anetd programs Services; GKE docs \"About GKE Dataplane V2\")"
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -373,12 +431,16 @@ mod tests {
             Fault::FlannelRejoinStaleSourceVip => 12,
             Fault::VxlanParamsMismatch => 13,
             Fault::NetpolAgentStopped => 14,
+            Fault::HnsLbPolicyMissing => 15,
+            Fault::HnsStaleBackend => 16,
+            Fault::HnsStaleRemoteEndpoint => 17,
+            Fault::HnsLeakedPolicies => 18,
         }
     }
 
     #[test]
     fn the_table_has_one_row_per_fault_in_order() {
-        assert_eq!(FAULTS.len(), position(Fault::NetpolAgentStopped) + 1);
+        assert_eq!(FAULTS.len(), position(Fault::HnsLeakedPolicies) + 1);
         assert_eq!(FAULTS.len(), ALL.len());
         let mut names = std::collections::HashSet::new();
         for (i, (row, fault)) in FAULTS.iter().zip(ALL).enumerate() {

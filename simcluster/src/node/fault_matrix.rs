@@ -133,6 +133,13 @@ fn assert_effect(fault: Fault, platform: &str, healthy: &NodeProfile, broken: &N
         | Fault::NetpolAgentStopped => {
             assert!(broken.has_fault(fault));
         }
+        // What the node lists: `node::exec::host_tests::data_plane_faults_show_in_the_nodes_hns_listing`.
+        Fault::HnsLbPolicyMissing
+        | Fault::HnsStaleBackend
+        | Fault::HnsStaleRemoteEndpoint
+        | Fault::HnsLeakedPolicies => {
+            assert!(broken.has_fault(fault));
+        }
     }
 }
 
@@ -165,7 +172,11 @@ fn every_fault_on_every_platform_acts_or_is_refused(
         Fault::PortExhaustion,
         Fault::FlannelRejoinStaleSourceVip,
         Fault::VxlanParamsMismatch,
-        Fault::NetpolAgentStopped
+        Fault::NetpolAgentStopped,
+        Fault::HnsLbPolicyMissing,
+        Fault::HnsStaleBackend,
+        Fault::HnsStaleRemoteEndpoint,
+        Fault::HnsLeakedPolicies
     )]
     fault: Fault,
 ) {
@@ -177,7 +188,14 @@ fn every_fault_on_every_platform_acts_or_is_refused(
         Fault::ExceptionListMissingCluster | Fault::ExceptionListCoversOutside if platform == "eks" => {
             "needs a pod network of"
         }
-        Fault::KubeProxyStopped | Fault::KubeProxyNoHostnameOverride if platform == "gke-dpv2" => {
+        Fault::KubeProxyStopped
+        | Fault::KubeProxyNoHostnameOverride
+        | Fault::HnsLbPolicyMissing
+        | Fault::HnsStaleBackend
+        | Fault::HnsStaleRemoteEndpoint
+        | Fault::HnsLeakedPolicies
+            if platform == "gke-dpv2" =>
+        {
             "Dataplane V2 runs no kube-proxy"
         }
         Fault::FlannelSubnetEnvMissing | Fault::FlanneldWaiting if !flannel => "needs a pod network of flannel",

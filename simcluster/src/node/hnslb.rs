@@ -15,11 +15,19 @@
 //! it (NET-PRESERVE-DEST: version 1903 or later; W20, WNET), as does one with
 //! `externalTrafficPolicy: Local` (without the flags); a node without a local backend for such
 //! an address skips it, as kube-proxy does.
+//!
+//! The data-plane faults change what the node lists, never the API: [`Fault::HnsLbPolicyMissing`]
+//! leaves out the cluster DNS Service's load balancer, [`Fault::HnsStaleBackend`] keeps a
+//! deleted replica's address among its backends (with that address's remote endpoint),
+//! [`Fault::HnsStaleRemoteEndpoint`] keeps a remote endpoint for the address one of the node's
+//! own pods now has (pointing at another node on overlay), and [`Fault::HnsLeakedPolicies`]
+//! keeps a load balancer for a Service address that no Service has.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::config::faults::Fault;
 use crate::config::platform::NetworkMode;
 use crate::config::profile::NodeProfile;
 use crate::node::host::{guid, kube_proxy_programs, pod_address};
@@ -58,6 +66,63 @@ pub(crate) struct LoadBalancer {
     pub port_flags: u32,
     /// The source VIP it SNATs to (overlay networks).
     pub source_vip: Option<String>,
+}
+
+/// The cluster DNS Service, as the fabric knows it (`kube-system/kube-dns`).
+pub(crate) const CLUSTER_DNS: &str = "kube-system/kube-dns";
+
+/// An IPv4 address in `near`'s /24 that no address in `taken` is, counting down from .250:
+/// where a deleted pod's address would have been.
+fn free_address(near: &str, taken: &std::collections::HashSet<&str>) -> Option<String> {
+    let base: std::net::Ipv4Addr = near.parse().ok()?;
+    let [a, b, c, _] = base.octets();
+    (2..=250u8)
+        .rev()
+        .map(|d| std::net::Ipv4Addr::new(a, b, c, d).to_string())
+        .find(|ip| !taken.contains(ip.as_str()))
+}
+
+/// Every pod address the store holds.
+fn pod_addresses(store: &Store) -> Vec<String> {
+    let (pods, _) = store.list(resources::core("pods"), None);
+    pods.iter()
+        .map(|p| j::str(p.value(), "/status/podIP").to_string())
+        .filter(|ip| !ip.is_empty())
+        .collect()
+}
+
+/// The address of the deleted cluster DNS backend that [`Fault::HnsStaleBackend`] keeps in the
+/// node's load balancer: in the first ready backend's /24, an address no pod and no backend has.
+pub(crate) fn stale_backend(backends: &Backends, store: &Store) -> Option<String> {
+    let first = backends
+        .iter()
+        .map(|(ip, _)| ip.as_str())
+        .find(|ip| !ip.contains(':'))?;
+    let pods = pod_addresses(store);
+    let taken: std::collections::HashSet<&str> = pods
+        .iter()
+        .map(String::as_str)
+        .chain(backends.iter().map(|(ip, _)| ip.as_str()))
+        .collect();
+    free_address(first, &taken)
+}
+
+/// The Service address [`Fault::HnsLeakedPolicies`] leaves a load balancer on: the highest
+/// usable address of the Service range that no Service has.
+fn leaked_vip(profile: &NodeProfile, services: &[Obj]) -> Option<String> {
+    let cidr = profile.service_cidr.split(',').find(|c| !c.contains(':'))?;
+    let (base, bits) = cidr.trim().split_once('/')?;
+    let base: std::net::Ipv4Addr = base.parse().ok()?;
+    let bits: u32 = bits.parse().ok()?;
+    let size = 1u32.checked_shl(32u32.checked_sub(bits)?)?;
+    let taken: std::collections::HashSet<&str> =
+        services.iter().map(|s| j::str(s.value(), "/spec/clusterIP")).collect();
+    let first = u32::from(base);
+    (1..size.saturating_sub(1))
+        .rev()
+        .take(256)
+        .map(|i| std::net::Ipv4Addr::from(first.wrapping_add(i)).to_string())
+        .find(|ip| !taken.contains(ip.as_str()))
 }
 
 fn protocol_number(name: &str) -> u8 {
@@ -132,6 +197,9 @@ pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBa
             continue;
         }
         let service = format!("{}/{}", svc.namespace(), svc.name());
+        if service == CLUSTER_DNS && profile.has_fault(Fault::HnsLbPolicyMissing) {
+            continue;
+        }
         let backends = match &slices {
             Some(all) => all.get(&service).cloned().unwrap_or_default(),
             None => endpoints_backends(store, svc),
@@ -153,12 +221,16 @@ pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBa
             })
             .collect();
         let endpoint = |ip: &str| guid(&[&profile.name, "hns-endpoint", ip]);
+        let mut listed: Vec<String> = backends.iter().map(|(ip, _)| endpoint(ip)).collect();
+        if service == CLUSTER_DNS && profile.has_fault(Fault::HnsStaleBackend) {
+            listed.extend(stale_backend(&backends, store).map(|ip| endpoint(&ip)));
+        }
         found.push(LoadBalancer {
             id: guid(&[&profile.name, "hns-policylist", &service]),
             service: service.clone(),
             vip: vip.to_string(),
             ports: ports.clone(),
-            endpoints: backends.iter().map(|(ip, _)| endpoint(ip)).collect(),
+            endpoints: listed,
             flags: if profile.dsr { DSR } else { 0 },
             port_flags: 0,
             source_vip: source_vip.clone(),
@@ -192,6 +264,20 @@ pub(crate) fn load_balancers(profile: &NodeProfile, store: &Store) -> Vec<LoadBa
             });
         }
     }
+    if profile.has_fault(Fault::HnsLeakedPolicies)
+        && let Some(vip) = leaked_vip(profile, &services)
+    {
+        found.push(LoadBalancer {
+            id: guid(&[&profile.name, "hns-policylist", "leaked", &vip]),
+            service: String::new(),
+            endpoints: vec![guid(&[&profile.name, "hns-endpoint", "leaked", &vip])],
+            vip,
+            ports: vec![(6, 8080, 80)],
+            flags: if profile.dsr { DSR } else { 0 },
+            port_flags: 0,
+            source_vip: source_vip.clone(),
+        });
+    }
     found.sort_by(|a, b| a.service.cmp(&b.service).then_with(|| a.vip.cmp(&b.vip)));
     found
 }
@@ -208,6 +294,17 @@ pub(crate) struct HnsEndpoint {
     pub remote: bool,
     /// The provider address (the backend's node) of a remote endpoint on overlay.
     pub provider: Option<String>,
+}
+
+/// The address [`Fault::HnsStaleRemoteEndpoint`] finds reused: the lowest of the node's own
+/// pod endpoints' (the fabric's [`crate::network::fabric`] picks the same pod).
+fn reused_address(endpoints: &[HnsEndpoint]) -> Option<String> {
+    endpoints
+        .iter()
+        .filter(|e| !e.remote)
+        .filter_map(|e| e.ip.parse::<std::net::Ipv4Addr>().ok())
+        .min()
+        .map(|ip| ip.to_string())
 }
 
 /// kube-proxy's MAC for a remote endpoint: `02-11` then the address's four bytes.
@@ -273,6 +370,23 @@ pub(crate) fn endpoints(profile: &NodeProfile, store: &Store) -> Vec<HnsEndpoint
         .filter(|(ip, node)| !local.contains(ip) && *node != profile.name)
         .cloned()
         .collect();
+    if profile.has_fault(Fault::HnsStaleBackend)
+        && let Some(ip) = slices.get(CLUSTER_DNS).and_then(|b| stale_backend(b, store))
+    {
+        remote.push((ip, String::new()));
+    }
+    if profile.has_fault(Fault::HnsStaleRemoteEndpoint)
+        && let Some(ip) = reused_address(&found)
+    {
+        // The pod that had the address before ran on another node: the first other node by name.
+        let old = nodes
+            .keys()
+            .filter(|n| **n != profile.name)
+            .min()
+            .cloned()
+            .unwrap_or_default();
+        remote.push((ip, old));
+    }
     remote.sort();
     remote.dedup();
     found.extend(remote.into_iter().map(|(ip, node)| HnsEndpoint {

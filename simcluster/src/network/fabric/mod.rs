@@ -1101,6 +1101,9 @@ impl Fabric {
                 "the cluster DNS service is unreachable from this node",
             );
         }
+        if let Some(v) = self.drifted(flow, lb, svc, sp) {
+            return v;
+        }
         if self.is_api_service(svc) {
             return self.to_api_server(flow);
         }
@@ -1127,6 +1130,59 @@ impl Fabric {
         } else {
             leg.with_rule("NET-POD-SVC-CLUSTERIP", "pod to ClusterIP works")
         }
+    }
+
+    /// What a Windows node's data plane that drifted from the API does to a flow through its
+    /// load balancer for port `sp` of `svc` (`node::hnslb` lists the same drift): no load
+    /// balancer for the cluster DNS Service; a deleted backend kept in it, which the attempts
+    /// that pick it reach; a reused pod address whose stale remote endpoint takes the replies
+    /// to that pod (kubernetes#138000: "DNS timeouts caused by traffic being routed to the
+    /// wrong node").
+    fn drifted(&self, flow: &Flow, lb: usize, svc: usize, sp: usize) -> Option<Decision> {
+        let node = &self.nodes[lb];
+        if !node.windows {
+            return None;
+        }
+        let s = &self.services[svc];
+        if s.cluster_dns && node.has(Fault::HnsLbPolicyMissing) {
+            return Some(Decision::fault(
+                Fault::HnsLbPolicyMissing,
+                Failure::Timeout,
+                "kube-proxy has no HNS load balancer for the cluster DNS service on this node",
+            ));
+        }
+        if s.cluster_dns && node.has(Fault::HnsStaleBackend) {
+            let slots = s.ports[sp].targets.len() as u64 + 1;
+            if flow.pick % slots == slots - 1 {
+                return Some(Decision::fault(
+                    Fault::HnsStaleBackend,
+                    Failure::Timeout,
+                    "the node's load balancer sent the connection to a deleted backend's address",
+                ));
+            }
+        }
+        if let Src::Pod { pod, .. } = flow.src
+            && node.has(Fault::HnsStaleRemoteEndpoint)
+            && self.reused_pod(lb) == Some(pod)
+        {
+            return Some(Decision::fault(
+                Fault::HnsStaleRemoteEndpoint,
+                Failure::Timeout,
+                "this pod's address is also a stale remote endpoint on its node: the replies go to the pod that had it before",
+            ));
+        }
+        None
+    }
+
+    /// The pod on node `n` whose address [`Fault::HnsStaleRemoteEndpoint`] finds reused: the
+    /// lowest address among the node's pod-network pods (`node::hnslb` picks the same).
+    fn reused_pod(&self, n: usize) -> Option<usize> {
+        self.pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.node == n && !p.host_network)
+            .min_by_key(|(_, p)| p.ip)
+            .map(|(i, _)| i)
     }
 
     /// A flow to a node's address: its NodePorts, hostPorts, host-network listeners, or the node.

@@ -1078,23 +1078,22 @@ fn missing_cluster_ranges_on_l2bridge_snat_to_the_node_address() {
     assert_eq!(v.result.map(|r| r.seen_from), Ok(pod_ip(WIN2, 20)));
 }
 
-#[test]
-fn dns_unreachable_breaks_only_the_dns_service() {
-    let mut w = World::new(NetworkMode::L2bridge, Era::Current);
-    w.faults.push((WIN1, Fault::DnsUnreachable));
-    let mut f = w.build();
-    let dns = f.pods.len();
-    f.pods.push(pod(
-        "coredns",
-        LIN1,
-        Ipv4Addr::UNSPECIFIED,
-        vec![Serve {
-            port: 53,
-            proto: Udp,
-            app: App::Dns,
-            container: 0,
-        }],
-    ));
+/// Adds `replicas` CoreDNS pods on LIN1 behind `kube-system/kube-dns` (10.96.0.10).
+fn with_cluster_dns(mut f: Fabric, replicas: usize) -> Fabric {
+    let first = f.pods.len();
+    for i in 0..replicas {
+        f.pods.push(pod(
+            &format!("coredns-{i}"),
+            LIN1,
+            Ipv4Addr::UNSPECIFIED,
+            vec![Serve {
+                port: 53,
+                proto: Udp,
+                app: App::Dns,
+                container: 0,
+            }],
+        ));
+    }
     f.services.push(ServiceFacts {
         namespace: "kube-system".into(),
         name: "kube-dns".into(),
@@ -1105,7 +1104,7 @@ fn dns_unreachable_breaks_only_the_dns_service() {
             port: 53,
             node_port: None,
             proto: Udp,
-            targets: vec![(dns, 53)],
+            targets: (first..first + replicas).map(|p| (p, 53)).collect(),
         }],
         local_only: false,
         client_ip_affinity: false,
@@ -1113,21 +1112,32 @@ fn dns_unreachable_breaks_only_the_dns_service() {
         changed_at: None,
     });
     f.index();
-    let lookup = |from: usize| {
-        f.decide(&Flow {
-            src: Src::Pod {
-                pod: f.pod_index("default", &format!("cli-{from}")).expect("client"),
-                container: 0,
-            },
-            dst: Ipv4Addr::new(10, 96, 0, 10),
-            port: 53,
-            proto: Udp,
-            pick: 0,
-        })
-    };
-    let v = lookup(WIN1);
+    f
+}
+
+/// A lookup from pod `from` to the cluster DNS service, at round-robin position `pick`.
+fn lookup(f: &Fabric, from: usize, pick: u64) -> Decision {
+    f.decide(&Flow {
+        src: Src::Pod {
+            pod: from,
+            container: 0,
+        },
+        dst: Ipv4Addr::new(10, 96, 0, 10),
+        port: 53,
+        proto: Udp,
+        pick,
+    })
+}
+
+#[test]
+fn dns_unreachable_breaks_only_the_dns_service() {
+    let mut w = World::new(NetworkMode::L2bridge, Era::Current);
+    w.faults.push((WIN1, Fault::DnsUnreachable));
+    let f = with_cluster_dns(w.build(), 1);
+    let client = |n: usize| f.pod_index("default", &format!("cli-{n}")).expect("client");
+    let v = lookup(&f, client(WIN1), 0);
     assert_eq!((v.result, v.rule), (Err(Failure::Timeout), "DNS-FQDN"));
-    let v = lookup(WIN2);
+    let v = lookup(&f, client(WIN2), 0);
     assert!(v.delivered(), "{v:?}");
     assert_eq!(v.rule, "SVC-VIP-FROM-WINPOD");
     check(
@@ -1139,6 +1149,58 @@ fn dns_unreachable_breaks_only_the_dns_service() {
         "SVC-VIP-FROM-WINPOD",
     );
     check(&f, From::Pod(WIN1), To::Outside(80), Tcp, Works, "NET-POD-EXT-IP");
+}
+
+/// The data-plane faults on WIN1, over six lookups from each pod on the pod network of WIN1 and
+/// WIN2 to the cluster DNS service with two replicas: no load balancer fails every lookup from
+/// the node; a deleted third backend kept in it fails the lookups that pick it (one in three,
+/// kubernetes#131466); a reused address's stale remote endpoint fails the lookups of the pod
+/// that has the address — the node's lowest — only (kubernetes#138000); a leaked load balancer
+/// breaks nothing. Other Services and other nodes are untouched.
+#[rstest]
+#[case::missing(Fault::HnsLbPolicyMissing, 6, false)]
+#[case::stale_backend(Fault::HnsStaleBackend, 2, false)]
+#[case::stale_remote(Fault::HnsStaleRemoteEndpoint, 6, true)]
+#[case::leaked(Fault::HnsLeakedPolicies, 0, false)]
+fn data_plane_drift_fails_lookups_through_the_node(
+    #[values(NetworkMode::L2bridge, NetworkMode::Overlay)] mode: NetworkMode,
+    #[case] fault: Fault,
+    #[case] failed: usize,
+    #[case] one_pod: bool,
+) {
+    let mut w = World::new(mode, Era::Current);
+    w.faults.push((WIN1, fault));
+    let f = with_cluster_dns(w.build(), 2);
+    let on = |n: usize| -> Vec<usize> {
+        let mut pods: Vec<usize> = (0..f.pods.len())
+            .filter(|&p| f.pods[p].node == n && !f.pods[p].host_network)
+            .collect();
+        pods.sort_by_key(|&p| f.pods[p].ip);
+        pods
+    };
+    let pods = on(WIN1);
+    assert!(pods.len() >= 2, "{pods:?}");
+    for (i, &p) in pods.iter().enumerate() {
+        let verdicts: Vec<Decision> = (0..6).map(|pick| lookup(&f, p, pick)).collect();
+        let failures: Vec<&Decision> = verdicts.iter().filter(|v| !v.delivered()).collect();
+        let expected = if one_pod && i > 0 { 0 } else { failed };
+        assert_eq!(failures.len(), expected, "{} {verdicts:?}", f.pods[p].name);
+        for v in failures {
+            assert_eq!((&v.result, v.rule), (&Err(Failure::Timeout), fault.rule()), "{v:?}");
+        }
+    }
+    for p in on(WIN2) {
+        assert!((0..6).all(|pick| lookup(&f, p, pick).delivered()));
+    }
+    let reach = if one_pod { pods[1] } else { pods[0] };
+    let v = f.decide(&Flow {
+        src: Src::Pod {
+            pod: reach,
+            container: 0,
+        },
+        ..flow(&f, From::Pod(WIN1), To::Cluster(LIN1), Tcp)
+    });
+    assert!(v.delivered(), "{v:?}");
 }
 
 /// Any flow, however odd (unknown pods and nodes, any address, port and protocol, every fault),

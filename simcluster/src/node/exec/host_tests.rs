@@ -934,3 +934,130 @@ async fn the_node_lists_its_own_and_remote_hns_endpoints(
         );
     }
 }
+
+/// The node's HNS listing (`Get-HnsPolicyList` and `Get-HnsEndpoint` as JSON): (load balancers,
+/// endpoints).
+async fn hns_listing(f: &HostFixture) -> (Vec<Value>, Vec<Value>) {
+    let mut out = Vec::new();
+    for cmd in ["Get-HnsPolicyList", "Get-HnsEndpoint"] {
+        let o = f
+            .confirm(&format!("{cmd} -ErrorAction Stop | ConvertTo-Json -Depth 5 -Compress"))
+            .await;
+        assert_eq!(text(&o.stderr), "", "{cmd}");
+        let v: Value = serde_json::from_str(text(&o.stdout).trim()).expect("JSON");
+        out.push(match v {
+            Value::Array(all) => all,
+            one => vec![one],
+        });
+    }
+    let endpoints = out.pop().unwrap_or_default();
+    (out.pop().unwrap_or_default(), endpoints)
+}
+
+fn vip_of(lb: &Value) -> &str {
+    lb.pointer("/Policies/0/VIPs/0").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The data-plane faults change what the node lists and nothing in the API, each as its
+/// documented symptom says (config/faults.rs), on l2bridge and overlay: the cluster DNS
+/// Service's load balancer missing (microsoft/hcsshim#1043), a deleted replica kept among its
+/// backends (kubernetes#131466), one of the node's own pod addresses also a remote endpoint
+/// (microsoft/Windows-Containers#631, kubernetes#138000), a load balancer for a Service address
+/// that no Service has.
+#[rstest]
+#[tokio::test]
+async fn data_plane_faults_show_in_the_nodes_hns_listing(
+    #[values(L2, OVERLAY)] mode: NetworkMode,
+    #[values(
+        Fault::HnsLbPolicyMissing,
+        Fault::HnsStaleBackend,
+        Fault::HnsStaleRemoteEndpoint,
+        Fault::HnsLeakedPolicies
+    )]
+    fault: Fault,
+) {
+    let mut seen = Vec::new();
+    for fault in [None, Some(fault)] {
+        let f = HostFixture::new(mode, fault);
+        f.pod("web-1", json!({"containers": [{"name": "c", "image": SERVERCORE}]}));
+        f.store
+            .create(
+                resources::named("discovery.k8s.io", "endpointslices"),
+                "kube-system",
+                json!({"metadata": {"name": "kube-dns-0", "labels": {"kubernetes.io/service-name": "kube-dns"}}, "addressType": "IPv4",
+                    "endpoints": [{"addresses": ["10.244.0.2"], "nodeName": "linux-1", "conditions": {"ready": true}},
+                                  {"addresses": ["10.244.0.3"], "nodeName": "linux-1", "conditions": {"ready": true}}],
+                    "ports": [{"port": 53, "protocol": "UDP"}]}),
+            )
+            .expect("slice");
+        let dns = f
+            .store
+            .get(resources::core("services"), "kube-system", "kube-dns")
+            .map(|s| json::str(s.value(), "/spec/clusterIP").to_string())
+            .expect("kube-dns");
+        seen.push((dns, hns_listing(&f).await));
+    }
+    let (dns, (lbs, eps)) = seen.pop().expect("broken");
+    let (_, (before_lbs, before_eps)) = seen.pop().expect("healthy");
+    let dns_lb = |all: &[Value]| all.iter().find(|lb| vip_of(lb) == dns).cloned();
+    let addresses = |all: &[Value], remote: bool| -> Vec<String> {
+        all.iter()
+            .filter(|e| e["IsRemoteEndpoint"].as_bool().unwrap_or(false) == remote)
+            .filter_map(|e| e["IPAddress"].as_str().map(str::to_string))
+            .collect()
+    };
+    let healthy_dns = dns_lb(&before_lbs).expect("the healthy node serves the cluster DNS Service");
+    assert_eq!(json::array(&healthy_dns, "/References").len(), 2);
+    match fault {
+        Fault::HnsLbPolicyMissing => {
+            assert!(dns_lb(&lbs).is_none(), "{lbs:?}");
+            assert_eq!(lbs.len() + 1, before_lbs.len(), "the other Services stay programmed");
+            assert_eq!(eps, before_eps);
+        }
+        Fault::HnsStaleBackend => {
+            let lb = dns_lb(&lbs).expect("the load balancer");
+            assert_eq!(json::array(&lb, "/References").len(), 3, "{lb}");
+            let remote = addresses(&eps, true);
+            let stale: Vec<&String> = remote
+                .iter()
+                .filter(|ip| !addresses(&before_eps, true).contains(ip))
+                .collect();
+            assert_eq!(stale, [&"10.244.0.250".to_string()], "{eps:?}");
+            let id = eps
+                .iter()
+                .find(|e| e["IPAddress"] == "10.244.0.250")
+                .and_then(|e| e["ID"].as_str())
+                .expect("its endpoint");
+            assert!(
+                lb.to_string().contains(id),
+                "the load balancer refers to the stale endpoint"
+            );
+        }
+        Fault::HnsStaleRemoteEndpoint => {
+            assert_eq!(lbs, before_lbs);
+            assert_eq!(addresses(&eps, false), ["10.244.3.7"]);
+            assert!(addresses(&eps, true).contains(&"10.244.3.7".to_string()), "{eps:?}");
+            assert!(!addresses(&before_eps, true).contains(&"10.244.3.7".to_string()));
+            let pa = eps
+                .iter()
+                .find(|e| e["IPAddress"] == "10.244.3.7" && e["IsRemoteEndpoint"] == true)
+                .map(|e| e.to_string().contains(r#""Type":"PA""#));
+            assert_eq!(pa, Some(mode == OVERLAY), "{eps:?}");
+        }
+        Fault::HnsLeakedPolicies => {
+            assert_eq!(lbs.len(), before_lbs.len() + 1);
+            let leaked: Vec<&str> = lbs
+                .iter()
+                .map(vip_of)
+                .filter(|v| !before_lbs.iter().any(|b| vip_of(b) == *v))
+                .collect();
+            assert_eq!(
+                leaked,
+                ["10.111.255.254"],
+                "the top of 10.96.0.0/12, which no Service has"
+            );
+            assert_eq!(eps, before_eps);
+        }
+        other => panic!("{other} is not a data-plane fault"),
+    }
+}
