@@ -12,7 +12,7 @@
 //! named there is a false cause. A fault the simulator refuses on a topology (it does not apply
 //! there, e.g. flannel faults without flannel) is left out.
 //!
-//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example triage-accuracy [-- --topologies default,aks --selections all,network,version --jobs 2 --no-pairs]`
+//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example triage-accuracy [-- --topologies default,aks --selections all,network,version,dns,nodeport --jobs 2 --no-pairs]`
 //! (`MIXCHECK_BIN` runs another mixcheck binary).
 
 mod common;
@@ -40,7 +40,9 @@ fn topology_args(name: &str) -> Vec<String> {
 /// The suite selections.
 fn selection_args(name: &str) -> Vec<String> {
     let suites: &[&str] = match name {
-        "network" => &["network-flows", "nodeport", "dns", "network-config"],
+        "network" => &["network-flows", "nodeport", "dns", "network-config", "dataplane"],
+        "dns" => &["dns"],
+        "nodeport" => &["nodeport"],
         "version" => &["version-matching"],
         _ => &[],
     };
@@ -237,7 +239,7 @@ fn main() -> Result<(), String> {
         "--topologies",
         "default,overlay,aks,aks-overlay,eks,gke,gke-dpv2,kubeadm-flannel-hostprocess,kubeadm-calico,realistic",
     );
-    let selections = list_arg(&args, "--selections", "all,network,version");
+    let selections = list_arg(&args, "--selections", "all,network,version,dns,nodeport");
     let jobs: usize = list_arg(&args, "--jobs", "2")
         .first()
         .and_then(|j| j.parse().ok())

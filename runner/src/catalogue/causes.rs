@@ -255,6 +255,11 @@ pub struct Cause {
     #[serde(default)]
     pub service_proxies: Vec<String>,
     pub fails: Vec<CellMatch>,
+    /// Cells the cause breaks for a share of their attempts or for some of the node's pods only
+    /// (a stale backend one connection in N picks, a reused address one pod has): it explains
+    /// them when they fail, and their working does not speak against it.
+    #[serde(default)]
+    pub may_fail: Vec<CellMatch>,
     #[serde(default)]
     pub keeps: Vec<CellMatch>,
     /// Each must match the text of an explained cell or of the node's evidence.
@@ -415,7 +420,12 @@ impl Checker<'_> {
     fn cause(&self, mut cause: Cause) -> Result<Compiled, SuiteError> {
         let id = cause.id.clone();
         self.identity(&cause)?;
-        for m in cause.fails.iter_mut().chain(cause.keeps.iter_mut()) {
+        for m in cause
+            .fails
+            .iter_mut()
+            .chain(cause.may_fail.iter_mut())
+            .chain(cause.keeps.iter_mut())
+        {
             if let Some(pattern) = &m.message {
                 m.message_re = Some(compile(self.origin, &id, pattern)?);
             }
@@ -466,7 +476,7 @@ impl Checker<'_> {
     /// (a rule pattern ending in `*` excepted).
     fn cell_sets(&self, cause: &Cause) -> Result<(), SuiteError> {
         let id = &cause.id;
-        for m in cause.fails.iter().chain(&cause.keeps) {
+        for m in cause.fails.iter().chain(&cause.may_fail).chain(&cause.keeps) {
             if m.rules.is_empty() && m.checks.is_empty() {
                 return Err(self.invalid(format!("cause {id}: a cell set names no rules and no checks")));
             }
@@ -486,7 +496,12 @@ impl Checker<'_> {
 
     /// The network modes the cause and its cell sets name are known.
     fn network_modes(&self, cause: &Cause) -> Result<(), SuiteError> {
-        let cell_modes = cause.fails.iter().chain(&cause.keeps).flat_map(|m| &m.network_modes);
+        let cell_modes = cause
+            .fails
+            .iter()
+            .chain(&cause.may_fail)
+            .chain(&cause.keeps)
+            .flat_map(|m| &m.network_modes);
         for mode in cause.network_modes.iter().chain(cell_modes) {
             if !["l2bridge", "overlay", "l2tunnel", "transparent"].contains(&mode.as_str()) {
                 return Err(self.invalid(format!("cause {}: unknown network mode {mode}", cause.id)));
@@ -734,6 +749,10 @@ mod tests {
             "hyperv-isolation-unavailable",
             "hostprocess-logon-failure",
             "run-as-username-invalid",
+            "hns-lb-policy-missing",
+            "hns-stale-backend",
+            "hns-stale-remote-endpoint",
+            "hns-leaked-policies",
         ] {
             let cause = c.get(id).unwrap_or_else(|| panic!("{id} is in the catalogue"));
             assert!(

@@ -153,20 +153,29 @@ pub fn compare(node: &str, lbs: &[NodeLoadBalancer], endpoints: &[NodeEndpoint],
         }
     }
     let local: BTreeSet<&str> = endpoints.iter().filter(|e| !e.remote).map(|e| e.ip.as_str()).collect();
+    // A stale backend's remote endpoint is the same drift as the backend: named once.
+    let stale: BTreeSet<&str> = drift
+        .iter()
+        .filter_map(|d| match d {
+            Drift::Stale { ip, .. } => Some(ip.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut found = Vec::new();
     for e in endpoints.iter().filter(|e| e.remote) {
         if local.contains(e.ip.as_str()) {
-            drift.insert(Drift::LocalAndRemote { ip: e.ip.clone() });
+            found.push(Drift::LocalAndRemote { ip: e.ip.clone() });
         }
         match api.pods.get(&e.ip) {
-            None if api.listed.contains(&e.ip) => {}
+            None if api.listed.contains(&e.ip) || stale.contains(e.ip.as_str()) => {}
             None => {
-                drift.insert(Drift::OrphanRemote { ip: e.ip.clone() });
+                found.push(Drift::OrphanRemote { ip: e.ip.clone() });
             }
             Some(pod_node) => {
                 if let Some(provider) = &e.provider
                     && api.nodes.get(pod_node).is_some_and(|addr| addr != provider)
                 {
-                    drift.insert(Drift::WrongProvider {
+                    found.push(Drift::WrongProvider {
                         ip: e.ip.clone(),
                         provider: provider.clone(),
                         node: pod_node.clone(),
@@ -175,6 +184,7 @@ pub fn compare(node: &str, lbs: &[NodeLoadBalancer], endpoints: &[NodeEndpoint],
             }
         }
     }
+    drift.extend(found);
     drift.into_iter().collect()
 }
 
@@ -244,7 +254,11 @@ mod tests {
         &["load balancer B (10.96.0.99) belongs to no Service"])]
     #[case::stale(vec![lb("A", "10.96.0.20", &["L", "R", "S"])],
         { let mut e = endpoints(); e.push(NodeEndpoint { id: "S".into(), ip: "10.244.2.9".into(), remote: true, provider: Some("10.1.0.12".into()) }); e },
-        &["keeps backend 10.244.2.9", "remote endpoint 10.244.2.9: no pod has that address"])]
+        &["keeps backend 10.244.2.9"])]
+    // A remote endpoint no load balancer uses and no pod has: the endpoint alone is stale.
+    #[case::orphan(vec![lb("A", "10.96.0.20", &["L", "R"])],
+        { let mut e = endpoints(); e.push(NodeEndpoint { id: "S".into(), ip: "10.244.2.9".into(), remote: true, provider: None }); e },
+        &["remote endpoint 10.244.2.9: no pod has that address"])]
     #[case::wrong_provider(vec![lb("A", "10.96.0.20", &["L", "R"])],
         { let mut e = endpoints(); e[1].provider = Some("10.1.0.13".into()); e },
         &["remote endpoint 10.244.2.5 points at 10.1.0.13, but its pod runs on win-2"])]

@@ -296,13 +296,21 @@ pub async fn observe(
         start: &start,
         argv: &argv,
     };
-    let settled = settle::until_works(ctx.settle_until(flow_kind(to)), || async {
+    let mut once = || async {
         attempt
             .run()
             .await
             .map(|(out, flaky)| (transport::classify(&req, &out), (out, flaky)))
-    })
-    .await;
+    };
+    let mut settled = settle::until_works(ctx.settle_until(flow_kind(to)), &mut once).await;
+    // A Service's flow goes through the node's load balancer: judged on several connections, so
+    // that a stale backend one in N picks shows (a session-affinity check asks its own).
+    if matches!(flow_kind(to), FlowKind::Service | FlowKind::NodePort) && verify != Verify::OneBackend {
+        settled = match settled {
+            Ok(s) => settle::repeat(s, settle::SERVICE_CONNECTIONS, &mut once).await,
+            Err(e) => Err(e),
+        };
+    }
     let settled = match settled {
         Ok(s) => s,
         Err(e) => return Probed::Error(format!("the probe could not run: {e}")),

@@ -182,7 +182,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
     } else {
         FlowKind::Service
     };
-    let settled = settle::until_works(ctx.settle_until(kind), || async {
+    let mut once = || async {
         let (out, flaky) = ctx.exec(&pod, container.as_deref(), &argv).await?;
         let mut result = transport::classify(&req, &out);
         // Any answer but a DNS failure (a refused or reset connection included) means the name
@@ -194,8 +194,16 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
             result = Observation::Reached(String::new());
         }
         Ok::<_, transport::TransportError>((result, (out, flaky)))
-    })
-    .await;
+    };
+    let mut settled = settle::until_works(ctx.settle_until(kind), &mut once).await;
+    // A lookup goes through the node's load balancer for the cluster DNS Service: judged on
+    // several, so that a stale backend one lookup in N picks shows.
+    if kind == FlowKind::Service {
+        settled = match settled {
+            Ok(s) => settle::repeat(s, settle::SERVICE_CONNECTIONS, &mut once).await,
+            Err(e) => Err(e),
+        };
+    }
     let settled = match settled {
         Ok(s) => s,
         Err(e) => return Probed::Error(format!("the probe could not run: {e}")),

@@ -86,17 +86,38 @@ pub struct Attempt {
     pub result: String,
 }
 
+/// How many connections a Service flow makes once it works: a stale backend that one connection
+/// in N picks fails some of them (kubernetes#112836, #131466: "one lookup in N times out"), so a
+/// flow is judged on all of them, never on its first success. Ten spreads the connections over
+/// every backend of a Service of up to ten (the load balancer picks round robin or at random).
+pub const SERVICE_CONNECTIONS: usize = 10;
+
 /// What settling ended with: the last attempt's observation and value, and every attempt.
 #[derive(Debug)]
 pub struct Settled<T> {
     pub observation: Observation,
     pub value: T,
     pub attempts: Vec<Attempt>,
+    /// After the flow worked, the connections made to judge it ([`repeat`]): (failed, made).
+    pub repeated: Option<(usize, usize)>,
 }
 
 impl<T> Settled<T> {
-    /// ` (3 attempts over 2.1 s: timeout, timeout, reached)`, or nothing after one attempt.
+    /// ` (3 attempts over 2.1 s: timeout, timeout, reached)`, or nothing after one attempt; then
+    /// ` (3 of 10 connections failed: timeout)` where some of the connections made once it
+    /// worked failed.
     pub fn note(&self) -> String {
+        let mut note = self.settling();
+        if let Some((failed, made)) = self.repeated.filter(|(failed, _)| *failed > 0) {
+            note.push_str(&format!(
+                " ({failed} of {made} connections failed: {})",
+                name(&self.observation)
+            ));
+        }
+        note
+    }
+
+    fn settling(&self) -> String {
         if self.attempts.len() < 2 {
             return String::new();
         }
@@ -146,11 +167,40 @@ where
                 observation,
                 value,
                 attempts,
+                repeated: None,
             });
         }
         tokio::time::sleep(pause.min(until.saturating_duration_since(now))).await;
         pause = (pause * 2).min(MAX_PAUSE);
     }
+}
+
+/// Once a settled flow works, makes `connections` in all (the one that worked counts) one after
+/// the other and judges the flow on all of them: the first failure among them is its
+/// observation, with how many failed ([`Settled::repeated`]). A flow that never worked is left as
+/// it is; an attempt that could not run at all ends with that error.
+pub async fn repeat<T, E, F, Fut>(settled: Settled<T>, connections: usize, mut attempt: F) -> Result<Settled<T>, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(Observation, T), E>>,
+{
+    if !matches!(settled.observation, Observation::Reached(_)) || connections < 2 {
+        return Ok(settled);
+    }
+    let mut settled = settled;
+    let mut failed = 0;
+    for _ in 1..connections {
+        let (observation, value) = attempt().await?;
+        if !matches!(observation, Observation::Reached(_)) {
+            failed += 1;
+            if failed == 1 {
+                settled.observation = observation;
+                settled.value = value;
+            }
+        }
+    }
+    settled.repeated = Some((failed, connections));
+    Ok(settled)
 }
 
 #[cfg(test)]
@@ -245,5 +295,35 @@ mod tests {
         };
         assert_eq!(bundled.window(kind), Duration::from_secs(bundled_secs));
         assert_eq!(Settle::NONE.window(kind), Duration::ZERO);
+    }
+
+    /// Once it works a flow is judged on all its connections: a backend that one in four
+    /// picks fails a share of them, named; all working leaves the note as it was; a flow that
+    /// never worked makes no more.
+    #[rstest::rstest]
+    #[case::one_in_four(&[true, true, true, false], 10, Some((2, 10)), false)]
+    #[case::all_work(&[true; 10], 10, Some((0, 10)), true)]
+    #[case::never_worked(&[false], 10, None, false)]
+    #[case::one_connection(&[true, false], 1, None, true)]
+    #[tokio::test(start_paused = true)]
+    async fn repeated_connections_show_a_partial_break(
+        #[case] pattern: &[bool],
+        #[case] connections: usize,
+        #[case] repeated: Option<(usize, usize)>,
+        #[case] works: bool,
+    ) {
+        // The pattern repeats: [ok, ok, ok, fail] is the fourth connection of every four.
+        let script: Vec<bool> = pattern.iter().copied().cycle().take(40).collect();
+        let mut attempt = scripted(&script);
+        let first = until_works(Instant::now(), &mut attempt).await.expect("runs");
+        let s = repeat(first, connections, &mut attempt).await.expect("runs");
+        assert_eq!(s.repeated, repeated);
+        assert_eq!(matches!(s.observation, Observation::Reached(_)), works);
+        match repeated {
+            Some((failed, made)) if failed > 0 => {
+                assert_eq!(s.note(), format!(" ({failed} of {made} connections failed: timeout)"));
+            }
+            _ => assert!(!s.note().contains("connections failed"), "{}", s.note()),
+        }
     }
 }

@@ -252,6 +252,10 @@ fn cell_fit(report: &RunReport, cause: &Compiled, node: &str) -> CellFit {
             } else if working(cell.verdict) {
                 fit.contradicted.push(i);
             }
+        } else if c.may_fail.iter().any(|m| matches(m, cell, refs, node, mode)) {
+            if failing(cell.verdict) {
+                fit.explained.push(i);
+            }
         } else if failing(cell.verdict) && c.keeps.iter().any(|m| matches(m, cell, refs, node, mode)) {
             fit.violated.push(i);
         }

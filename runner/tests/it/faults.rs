@@ -556,6 +556,120 @@ const CASES: &[Case] = &[
         undocumented: &[],
         varies: &[],
     },
+    // NET-HNS-MATCHES-API: the node's kube-proxy runs but has no HNS load balancer for the
+    // cluster DNS Service (microsoft/hcsshim#1043): the lookups of its pods time out, as with an
+    // unreachable DNS service, and the node's own reading names the missing load balancer.
+    Case {
+        fault: "hns-lb-policy-missing",
+        cause: "hns-lb-policy-missing",
+        cause_remedy: r"restart kube-proxy",
+        confirmable: false,
+        topology: Topology::Network,
+        node: "win2022-1",
+        fails: &[
+            W_LOOKUPS[0],
+            W_LOOKUPS[1],
+            W_LOOKUPS[2],
+            ("hns-matches-api", "windows-20348→"),
+        ],
+        keeps: &[
+            (
+                "dotted-partial-name|other-namespace-by-search-suffix",
+                "windows-20348→cluster-dns",
+            ),
+            (
+                "pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|windows-pod-to-cluster-ip|pod-to-node|nodeport-from-windows-pod",
+                W_OUT,
+            ),
+            ("pod-to-outside-ip", "windows-20348→external,tcp"),
+        ],
+        remedy: "kube-proxy",
+        undocumented: &[],
+        varies: &[],
+    },
+    // NET-HNS-MATCHES-API: a deleted CoreDNS replica's address kept in the node's load balancer
+    // (kubernetes#131466): the lookups that pick it time out — which of the node's lookup cells
+    // fail depends on the round-robin — and the node's reading names the stale backend.
+    Case {
+        fault: "hns-stale-backend",
+        cause: "hns-stale-backend",
+        cause_remedy: r"restart kube-proxy",
+        confirmable: false,
+        topology: Topology::Network,
+        node: "win2022-1",
+        fails: &[("hns-matches-api", "windows-20348→")],
+        keeps: &[
+            (
+                "pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|windows-pod-to-cluster-ip|pod-to-node|nodeport-from-windows-pod",
+                W_OUT,
+            ),
+            ("pod-to-outside-ip", "windows-20348→external,tcp"),
+        ],
+        remedy: "kube-proxy",
+        undocumented: &[],
+        varies: &[
+            W_LOOKUPS[0],
+            W_LOOKUPS[1],
+            W_LOOKUPS[2],
+            (
+                "dotted-partial-name|other-namespace-by-search-suffix",
+                "windows-20348→cluster-dns",
+            ),
+        ],
+    },
+    // NET-HNS-MATCHES-API: one of the node's pod addresses is also a stale remote endpoint
+    // (microsoft/Windows-Containers#631, kubernetes#138000): the Service connections of the pod
+    // with that address time out (which pod has the node's lowest address depends on the
+    // order the fixtures started), and the node's reading names the address.
+    Case {
+        fault: "hns-stale-remote-endpoint",
+        cause: "hns-stale-remote-endpoint",
+        cause_remedy: r"kubernetes#138000",
+        confirmable: true,
+        topology: Topology::Network,
+        node: "win2022-1",
+        fails: &[("hns-matches-api", "windows-20348→")],
+        keeps: &[
+            (
+                "pod-ip-same-node|pod-ip-cross-node|pod-to-pod-no-nat|hybrid-linux-windows|icmp-inside-cluster",
+                W_ANY,
+            ),
+            ("pod-to-outside-ip", "windows-20348→external,tcp"),
+        ],
+        remedy: "kube-proxy",
+        undocumented: &[],
+        varies: &[
+            W_LOOKUPS[0],
+            W_LOOKUPS[1],
+            W_LOOKUPS[2],
+            (
+                "dotted-partial-name|other-namespace-by-search-suffix",
+                "windows-20348→cluster-dns",
+            ),
+            (
+                "pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity|nodeport-from-windows-pod|load-balancer-service",
+                W_OUT,
+            ),
+        ],
+    },
+    // NET-HNS-MATCHES-API: a load balancer for a Service address no Service has: no flow
+    // breaks, the node's reading names it.
+    Case {
+        fault: "hns-leaked-policies",
+        cause: "hns-leaked-policies",
+        cause_remedy: r"hnsdiag delete loadbalancers",
+        confirmable: false,
+        topology: Topology::Network,
+        node: "win2022-1",
+        fails: &[("hns-matches-api", "windows-20348→")],
+        keeps: &[(
+            "(pod|hybrid|icmp|nodeport|service|windows|client|load|headless|external|dotted|other|custom|hostport|hostprocess|cluster)-.*",
+            W_ANY,
+        )],
+        remedy: "kube-proxy",
+        undocumented: &[],
+        varies: &[],
+    },
     // NETPOL-DENY-INGRESS: Calico's agent is down on win2022-1, so the policies selecting its
     // pods are not programmed there: ingress to its pods and egress from them stay open (every
     // deny and allow case whose enforcing end is the node fails as not enforced); flows with no
@@ -883,6 +997,10 @@ fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
 #[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
 #[case::vxlan_params_mismatch("vxlan-params-mismatch")]
 #[case::netpol_agent_stopped("netpol-agent-stopped")]
+#[case::hns_lb_policy_missing("hns-lb-policy-missing")]
+#[case::hns_stale_backend("hns-stale-backend")]
+#[case::hns_stale_remote_endpoint("hns-stale-remote-endpoint")]
+#[case::hns_leaked_policies("hns-leaked-policies")]
 fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     let case = case_of(fault);
     let clean = case.topology.clean();
@@ -1282,6 +1400,10 @@ fn top_cause(diagnosis: &Value, node: &str) -> (String, u64, Vec<String>, Vec<St
 #[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
 #[case::vxlan_params_mismatch("vxlan-params-mismatch")]
 #[case::netpol_agent_stopped("netpol-agent-stopped")]
+#[case::hns_lb_policy_missing("hns-lb-policy-missing")]
+#[case::hns_stale_backend("hns-stale-backend")]
+#[case::hns_stale_remote_endpoint("hns-stale-remote-endpoint")]
+#[case::hns_leaked_policies("hns-leaked-policies")]
 fn node_diagnostics_confirm_the_fault_on_its_node(#[case] fault: &str) {
     let case = case_of(fault);
     let (diagnosis, components) = diagnosed(case, true);

@@ -925,3 +925,77 @@ fn a_stand_in_and_its_twin_weigh_once(#[case] attempt: &str, #[case] from: &str,
     let share = held / (held + 1.0);
     assert!((c.confidence(&BTreeSet::new()) - SYMPTOMS_WEIGHT * share).abs() < 1e-9);
 }
+
+/// A cell about node `n` alone (a per-node check, its node the subject).
+fn node_cell(check: &str, rule: &str, n: &str, verdict: Verdict, summary: &str) -> Cell {
+    let mut cell = flow(check, rule, n, "external", verdict, summary);
+    cell.coordinates.destination = None;
+    cell.coordinates.protocol = None;
+    cell.id = CellId::new("dataplane", rule, &cell.coordinates).expect("id");
+    cell.nodes = vec![node(n, NodeRole::Subject)];
+    cell.observed.on = cell.nodes.clone();
+    cell
+}
+
+/// The node's own HNS reading names the drift, and the drift names the cause: the lookups of the
+/// node's pods that fail for a share of their attempts (or for one pod) are explained by it, and
+/// those that worked do not speak against it (`mayFail`). Without the reading, the same lookups
+/// alone point at an unreachable DNS service.
+#[rstest::rstest]
+#[case::missing(
+    "no load balancer for Service kube-system/kube-dns (10.96.0.10)",
+    "hns-lb-policy-missing"
+)]
+#[case::stale_backend(
+    "the load balancer of kube-system/kube-dns (10.96.0.10) keeps backend 10.244.0.250, which no ready EndpointSlice lists",
+    "hns-stale-backend"
+)]
+#[case::local_and_remote("10.244.3.4 is both a local and a remote endpoint", "hns-stale-remote-endpoint")]
+#[case::wrong_provider(
+    "remote endpoint 10.244.3.4 points at 10.1.0.12, but its pod runs on win2022-1",
+    "hns-stale-remote-endpoint"
+)]
+#[case::orphan("remote endpoint 10.244.1.9: no pod has that address", "hns-stale-remote-endpoint")]
+#[case::leaked(
+    "load balancer 3658BF6C (10.111.255.254) belongs to no Service",
+    "hns-leaked-policies"
+)]
+fn the_nodes_hns_reading_names_the_drift(
+    #[values("win2022-1", "win2019-1")] n: &str,
+    #[case] drift: &str,
+    #[case] cause: &str,
+) {
+    // The first lookup failed; the others failed too (`all`), or worked.
+    let lookups = |all: bool| {
+        let rest = if all { F } else { P };
+        vec![
+            flow("service-fqdn", "DNS-FQDN", n, "cluster-dns", F, "dns: timed out"),
+            flow("service-short-name", "DNS-SHORT-NAME", n, "cluster-dns", rest, "dns"),
+            flow("pod-name-fqdn", "NET-POD-POD-NAME", n, "cluster-dns", rest, "dns"),
+            flow("pod-to-cluster-ip", "NET-POD-SVC-CLUSTERIP", n, "linux-1", P, "ok"),
+        ]
+    };
+    let mut cells = lookups(false);
+    cells.push(node_cell(
+        "hns-matches-api",
+        "NET-HNS-MATCHES-API",
+        n,
+        F,
+        &format!("{n}: 1 difference between the node's HNS state and the API: {drift}"),
+    ));
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), Vec::new(), false);
+    assert_eq!(found(&d), [(cause.to_string(), vec![n.to_string()])], "{d:#?}");
+    assert_eq!(d.causes[0].confidence, 85, "{d:#?}");
+    // No reading: the failing lookup alone is the DNS service's.
+    let d = diagnose(&report(lookups(true), "l2bridge"), &catalogue(), Vec::new(), false);
+    assert_eq!(
+        d.causes.first().map(|c| c.id.as_str()),
+        Some("dns-unreachable"),
+        "{d:#?}"
+    );
+    // A reading that agrees with the API names no drift cause, whatever else fails.
+    let mut cells = lookups(true);
+    cells.push(node_cell("hns-matches-api", "NET-HNS-MATCHES-API", n, P, "matches"));
+    let d = diagnose(&report(cells, "l2bridge"), &catalogue(), Vec::new(), false);
+    assert!(d.causes.iter().all(|c| !c.id.starts_with("hns-")), "{d:#?}");
+}
