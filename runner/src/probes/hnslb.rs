@@ -348,11 +348,11 @@ fn one_endpoint(v: &Value) -> NodeEndpoint {
 }
 
 /// Lists `K` in every namespace, within [`LIST_TIMEOUT`]; Err names what could not be listed.
-async fn list_all<K>(ctx: &Ctx<'_>, what: &str) -> Result<Vec<K>, String>
+async fn list_all<K>(client: &kube::Client, what: &str) -> Result<Vec<K>, String>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let api: kube::Api<K> = kube::Api::all(ctx.client.clone());
+    let api: kube::Api<K> = kube::Api::all(client.clone());
     match tokio::time::timeout(LIST_TIMEOUT, api.list(&kube::api::ListParams::default())).await {
         Ok(Ok(list)) => Ok(list.items),
         Ok(Err(kube::Error::Api(s))) if s.code == 403 => Err(format!(
@@ -364,14 +364,14 @@ where
 }
 
 /// What the API says the nodes' data planes should hold.
-async fn read_api(ctx: &Ctx<'_>) -> Result<ApiView, String> {
+async fn read_api(client: &kube::Client) -> Result<ApiView, String> {
     use k8s_openapi::api::core::v1::{Node, Pod, Service};
     use k8s_openapi::api::discovery::v1::EndpointSlice;
     let (services, slices, pods, nodes) = futures::join!(
-        list_all::<Service>(ctx, "services"),
-        list_all::<EndpointSlice>(ctx, "endpointslices"),
-        list_all::<Pod>(ctx, "pods"),
-        list_all::<Node>(ctx, "nodes"),
+        list_all::<Service>(client, "services"),
+        list_all::<EndpointSlice>(client, "endpointslices"),
+        list_all::<Pod>(client, "pods"),
+        list_all::<Node>(client, "nodes"),
     );
     let (services, slices, pods, nodes) = (services?, slices?, pods?, nodes?);
     let mut view = ApiView::default();
@@ -465,55 +465,96 @@ async fn read_api(ctx: &Ctx<'_>) -> Result<ApiView, String> {
 
 /// NET-HNS-MATCHES-API: the node's load balancers and endpoints against the API, read again
 /// until they agree or the Service settle window ends.
+/// One reading of `node`'s data plane through its host probe `pod`, compared with the API: the
+/// node's load balancers and endpoints, the API's Services, and the differences.
+pub struct Reading {
+    pub load_balancers: usize,
+    pub endpoints: usize,
+    pub services: usize,
+    pub drift: Vec<crate::cluster::dataplane::Drift>,
+}
+
+/// Reads `node`'s HNS load balancers and endpoints through the host probe `pod` and compares
+/// them with what the API holds now.
+pub async fn read(
+    pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
+    client: &kube::Client,
+    node: &str,
+    pod: &str,
+) -> Result<Reading, String> {
+    let (lbs, endpoints, api) = futures::join!(
+        crate::probes::hostfacts::run(pods, pod, LIST),
+        crate::probes::hostfacts::run(pods, pod, ENDPOINTS),
+        read_api(client),
+    );
+    let lbs: Vec<NodeLoadBalancer> = parse(&lbs?)?
+        .into_iter()
+        .map(|lb| NodeLoadBalancer {
+            id: lb.id,
+            vips: lb.vips,
+            endpoints: lb.endpoints,
+        })
+        .collect();
+    let endpoints = parse_endpoints(&endpoints?)?;
+    let api = api?;
+    Ok(Reading {
+        drift: compare(node, &lbs, &endpoints, &api),
+        load_balancers: lbs.len(),
+        endpoints: endpoints.len(),
+        services: api.services.len(),
+    })
+}
+
+impl Reading {
+    /// `N differences between the node's HNS state and the API: …` (the first ten).
+    pub fn differences(&self) -> String {
+        let shown: Vec<String> = self.drift.iter().take(10).map(ToString::to_string).collect();
+        let more = self.drift.len().saturating_sub(shown.len());
+        format!(
+            "{} difference{} between the node's HNS state and the API: {}{}",
+            self.drift.len(),
+            if self.drift.len() == 1 { "" } else { "s" },
+            shown.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
 async fn matches_api(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> Result<Probed, String> {
     let until = ctx.settle_until(FlowKind::Service);
     loop {
-        let (lbs, endpoints, api) = futures::join!(
-            crate::probes::hostfacts::run(&ctx.pods, pod, LIST),
-            crate::probes::hostfacts::run(&ctx.pods, pod, ENDPOINTS),
-            read_api(ctx),
-        );
-        let lbs: Vec<NodeLoadBalancer> = parse(&lbs?)?
-            .into_iter()
-            .map(|lb| NodeLoadBalancer {
-                id: lb.id,
-                vips: lb.vips,
-                endpoints: lb.endpoints,
-            })
-            .collect();
-        let endpoints = parse_endpoints(&endpoints?)?;
-        let api = api?;
-        let drift = compare(&node.name, &lbs, &endpoints, &api);
+        let Reading {
+            load_balancers,
+            endpoints,
+            services,
+            drift,
+        } = read(&ctx.pods, &ctx.client, &node.name, pod).await?;
         if drift.is_empty() {
             return Ok(seen(
                 true,
                 format!(
-                    "{}: {} HNS load balancers and {} endpoints match the API's {} Services",
+                    "{}: {load_balancers} HNS load balancers and {endpoints} endpoints match the API's {services} Services",
                     node.name,
-                    lbs.len(),
-                    endpoints.len(),
-                    api.services.len()
                 ),
             ));
         }
         if tokio::time::Instant::now() >= until {
-            let shown: Vec<String> = drift.iter().take(10).map(ToString::to_string).collect();
-            let more = drift.len().saturating_sub(shown.len());
-            return Ok(seen(
-                false,
-                format!(
-                    "{}: {} difference{} between the node's HNS state and the API after the Service settle window: {}{}",
-                    node.name,
-                    drift.len(),
-                    if drift.len() == 1 { "" } else { "s" },
-                    shown.join("; "),
-                    if more > 0 {
-                        format!("; and {more} more")
-                    } else {
-                        String::new()
-                    }
-                ),
-            ));
+            let reading = Reading {
+                load_balancers,
+                endpoints,
+                services,
+                drift,
+            };
+            let text = reading.differences().replacen(
+                " between the node's HNS state and the API",
+                " between the node's HNS state and the API after the Service settle window",
+                1,
+            );
+            return Ok(seen(false, format!("{}: {text}", node.name)));
         }
         tokio::time::sleep(POLL).await;
     }

@@ -20,6 +20,7 @@ pub(super) async fn gather(
     ns: &str,
     cells: &[Cell],
     readings: Option<&Vec<Reading>>,
+    pods: Option<&crate::run::discriminate::Pods>,
 ) -> Vec<NodeEvidence> {
     let implicated = diagnose::implicated_nodes(cells);
     if implicated.is_empty() {
@@ -38,6 +39,10 @@ pub(super) async fn gather(
             let proxy = facts.report.service_proxy.as_ref().map(|p| p.value.as_str());
             e.items.extend(hostfacts::evidence(read, &e.node, proxy));
         }
+    }
+    // Before ranking: where another cause explains the same cells as well, what tells them apart.
+    if let Some(pods) = pods {
+        crate::run::discriminate::observe(run, report, facts, ns, cells, pods, &mut evidence).await;
     }
     if run.plan.node_diagnostics {
         diagnose_nodes(run, report, facts, ns, cells, &mut evidence).await;

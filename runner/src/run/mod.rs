@@ -9,6 +9,7 @@ pub mod boundary;
 pub(crate) mod cells;
 mod connect;
 pub mod coverage;
+mod discriminate;
 mod evidence;
 mod finish;
 mod judge;
@@ -128,7 +129,16 @@ async fn work(
             if outside == 1 { "" } else { "s" }
         ));
     }
-    let evidence = evidence::gather(run, report, facts, &prepared.ns, &cells, probing.readings.get()).await;
+    let evidence = evidence::gather(
+        run,
+        report,
+        facts,
+        &prepared.ns,
+        &cells,
+        probing.readings.get(),
+        probing.pods.get(),
+    )
+    .await;
     let bundle = match &run.plan.bundle {
         Some(_) => Some(crate::triage::bundle::collect(&run.client, &prepared.ns, run.run_id, run.fixtures).await),
         None => None,

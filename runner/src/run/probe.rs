@@ -34,6 +34,9 @@ pub(super) struct Probing {
     pub refined: OnceLock<ClusterFacts>,
     /// What the Windows nodes' host probe read.
     pub readings: OnceLock<Vec<Reading>>,
+    /// The usable pods of the shared fixtures once deployed, by node: what the evidence stage
+    /// probes from when causes tie.
+    pub pods: OnceLock<crate::run::discriminate::Pods>,
 }
 
 impl Probing {
@@ -145,7 +148,9 @@ pub(super) async fn probe(
         )
         .await;
         drop(ctx);
-        promote(run, prepared, probing, &early_ctx, facts, &mut dep).await
+        let promoted = promote(run, prepared, probing, &early_ctx, facts, &mut dep).await;
+        let _ = probing.pods.set(crate::run::discriminate::Pods::of(&dep));
+        promoted
     };
     let ((), later) = futures::future::join(early, later).await;
     run.progress.finish();

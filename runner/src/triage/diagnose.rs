@@ -193,6 +193,9 @@ struct Candidate<'a> {
     refuted: i32,
     /// Whether a node diagnostic confirmed it.
     confirmed: bool,
+    /// Whether a message it requires was not seen: no candidate to name, but a rival that a
+    /// discriminating observation could make one ([`rivals`]).
+    unconfirmed: bool,
     /// Matched message patterns: a cause that names more of what was seen is more specific.
     specificity: usize,
     evidence: Vec<String>,
@@ -272,11 +275,14 @@ struct Weighing {
     specificity: usize,
     confirmed: bool,
     refuted: i32,
+    /// A required message was not seen.
+    unconfirmed: bool,
 }
 
 impl Weighing {
-    /// The messages the cause needs (None when one is missing) and those that support it,
-    /// searched in the explained cells' `texts` and the node's `evidence`.
+    /// The messages the cause needs and those that support it, searched in the explained
+    /// cells' `texts` and the node's `evidence`: None when the node's state contradicts it; a
+    /// required message not seen leaves it unconfirmed.
     fn messages(&mut self, cause: &Compiled, texts: &[(&CellId, String)], evidence: &[EvidenceItem]) -> Option<()> {
         // The node's own state first: a cause it contradicts (a Ready node for a stopped kubelet)
         // is no candidate, whatever the count of cells it would explain.
@@ -285,7 +291,10 @@ impl Weighing {
             self.lines.push(find(re, &[], &state)?);
         }
         for re in &cause.requires {
-            self.lines.push(find(re, texts, evidence)?);
+            match find(re, texts, evidence) {
+                Some(line) => self.lines.push(line),
+                None => self.unconfirmed = true,
+            }
         }
         // What the cells themselves say counts like a required message: a cause whose cell set is
         // narrowed by a message the cells show is more specific than one that fits by rule alone.
@@ -406,8 +415,8 @@ fn twins(report: &RunReport, cells: &[usize]) -> BTreeSet<usize> {
 }
 
 /// `cause` as a candidate on `node`: the cells it explains and contradicts, the evidence for
-/// and against it, its confidence. None when it explains no failing cell or a message it
-/// needs is missing.
+/// and against it, its confidence. None when it explains no failing cell or the node's own
+/// state contradicts it; unconfirmed when a message it requires was not seen.
 fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[EvidenceItem]) -> Option<Candidate<'a>> {
     let c = &cause.cause;
     let CellFit {
@@ -435,6 +444,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         specificity,
         confirmed,
         refuted,
+        unconfirmed,
     } = weighing;
     lines.dedup();
     lines.truncate(EVIDENCE_LINES);
@@ -448,6 +458,7 @@ fn score<'a>(report: &RunReport, cause: &'a Compiled, node: &str, evidence: &[Ev
         confidence: 0.0,
         refuted,
         confirmed,
+        unconfirmed,
         specificity,
         evidence: lines,
     };
@@ -587,7 +598,10 @@ pub fn suspects(
     let (picked, _) = pick(report, &candidates);
     let pointed: BTreeSet<&str> = picked.iter().map(|p| candidates[p.index].node.as_str()).collect();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for c in candidates.iter().filter(|c| pointed.contains(c.node.as_str())) {
+    for c in candidates
+        .iter()
+        .filter(|c| !c.unconfirmed && pointed.contains(c.node.as_str()))
+    {
         out.entry(c.node.clone()).or_default().insert(c.cause.cause.id.clone());
     }
     out
@@ -625,6 +639,7 @@ fn pick(report: &RunReport, candidates: &[Candidate<'_>]) -> (Vec<Picked>, BTree
         let best = candidates
             .iter()
             .enumerate()
+            .filter(|(_, c)| !c.unconfirmed)
             .filter_map(|(k, c)| {
                 let left = c
                     .explained
@@ -690,13 +705,20 @@ pub fn diagnose(
     node_diagnostics: bool,
 ) -> Diagnosis {
     let candidates = candidates(report, catalogue, &evidence);
-    let (picked, remaining) = pick(report, &candidates);
+    let (mut picked, remaining) = pick(report, &candidates);
+    let undecided = rivals::undecided(&candidates, &picked);
     let platform = report.facts.platform.as_ref().map(|f| f.value.as_str());
     // One entry per cause: the same cause on several nodes is one finding on those nodes.
     let mut order: Vec<String> = Vec::new();
     let mut by_id: BTreeMap<String, Found> = BTreeMap::new();
     let ids = |cells: &[usize]| -> Vec<CellId> { cells.iter().map(|&i| report.cells[i].id.clone()).collect() };
-    for p in picked {
+    for (k, p) in picked.iter_mut().enumerate() {
+        // Causes that explain the same cells as well split what the observations support.
+        if let Some(tied) = undecided.get(&k) {
+            p.confidence /= (1 + tied.rivals.len()) as f64;
+        }
+    }
+    for (k, p) in picked.into_iter().enumerate() {
         let cand = &candidates[p.index];
         let c = &cand.cause.cause;
         let confidence = (p.confidence * 100.0).round().clamp(0.0, 100.0) as u8;
@@ -739,6 +761,11 @@ pub fn diagnose(
         entry.nodes.push(cand.node.clone());
         entry.explains.extend(ids(&p.explains));
         entry.contradicted_by.extend(ids(&p.against));
+        if let Some(tied) = undecided.get(&k) {
+            entry
+                .evidence
+                .push(format!("{}: {}", cand.node, tied.line(&candidates, p.explains.len())));
+        }
         entry
             .evidence
             .extend(cand.evidence.iter().map(|l| format!("{}: {l}", cand.node)));
@@ -750,6 +777,9 @@ pub fn diagnose(
         evidence,
     }
 }
+
+mod rivals;
+pub use rivals::ties;
 
 #[cfg(test)]
 mod tests;

@@ -999,3 +999,64 @@ fn the_nodes_hns_reading_names_the_drift(
     let d = diagnose(&report(cells, "l2bridge"), &catalogue(), Vec::new(), false);
     assert!(d.causes.iter().all(|c| !c.id.starts_with("hns-")), "{d:#?}");
 }
+
+/// Lookups from a node fail and nothing else was selected: an unreachable DNS service, MAC
+/// spoofing off (its pods reach no other node) and kube-proxy without its hostname override
+/// explain the same cells. The diagnosis says so — the confidence split three ways, the rivals
+/// and what tells them apart — and the node's
+/// readings are worth taking before ranking (`ties`, with the causes a reading could confirm).
+/// A connection from the node to another node's pod that is not DNS decides: it works, the
+/// DNS service's; it fails, the pod network's.
+#[rstest::rstest]
+#[case::undecided(None, "mac-spoofing-disabled", 28)]
+#[case::pod_traffic_works(Some("answered"), "dns-unreachable", 85)]
+#[case::pod_traffic_fails(Some("failed: timeout"), "mac-spoofing-disabled", 85)]
+fn causes_that_tie_are_told_apart_by_what_the_node_shows(
+    #[values("win2022-1", "win2019-1")] n: &str,
+    #[case] pod_traffic: Option<&str>,
+    #[case] named: &str,
+    #[case] confidence: u8,
+) {
+    let cells = vec![
+        flow("service-fqdn", "DNS-FQDN", n, "cluster-dns", F, "dns: timed out"),
+        flow(
+            "service-short-name",
+            "DNS-SHORT-NAME",
+            n,
+            "cluster-dns",
+            F,
+            "dns: timed out",
+        ),
+        flow("service-fqdn", "DNS-FQDN", "linux-1", "cluster-dns", P, "ok"),
+    ];
+    let r = report(cells, "l2bridge");
+    let ties = ties(&r, &catalogue(), &[]);
+    let contenders = ties.get(n).expect("a tie on the node");
+    for id in ["dns-unreachable", "mac-spoofing-disabled", "hns-lb-policy-missing"] {
+        assert!(contenders.contains(id), "{id} not among {contenders:?}");
+    }
+    let evidence: Vec<NodeEvidence> = pod_traffic
+        .map(|seen| NodeEvidence {
+            node: n.into(),
+            items: vec![EvidenceItem {
+                source: "discriminating probe".into(),
+                text: Excerpt::new(format!(
+                    "from cli on {n}: pod traffic, not DNS: a TCP connection to the cluster DNS server's pod 10.244.0.2:9153 (on linux-1, another node) {seen}"
+                )),
+            }],
+        })
+        .into_iter()
+        .collect();
+    let d = diagnose(&r, &catalogue(), evidence, false);
+    assert_eq!(found(&d), [(named.to_string(), vec![n.to_string()])], "{d:#?}");
+    assert_eq!(d.causes[0].confidence, confidence, "{d:#?}");
+    let undecided = d.causes[0].evidence.iter().find(|e| e.contains("undecided"));
+    assert_eq!(undecided.is_some(), pod_traffic.is_none(), "{d:#?}");
+    if let Some(line) = undecided {
+        // The first in the catalogue is named; the other remains, with what tells them apart.
+        assert!(
+            line.contains("dns-unreachable") && line.contains("NET-POD-POD-IP-CROSS"),
+            "{line}"
+        );
+    }
+}
