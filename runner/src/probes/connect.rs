@@ -303,9 +303,11 @@ pub async fn observe(
             .map(|(out, flaky)| (transport::classify(&req, &out), (out, flaky)))
     };
     let mut settled = settle::until_works(ctx.settle_until(flow_kind(to)), &mut once).await;
-    // A Service's flow goes through the node's load balancer: judged on several connections, so
-    // that a stale backend one in N picks shows (a session-affinity check asks its own).
-    if matches!(flow_kind(to), FlowKind::Service | FlowKind::NodePort) && verify != Verify::OneBackend {
+    // A flow to a Service's cluster IP or name goes through the client node's load balancer:
+    // judged on several connections, so that a stale backend one in N picks shows (a
+    // session-affinity check asks its own). NodePorts keep one: each is an exec, and the
+    // connections would double the run's probes for the same load balancers.
+    if flow_kind(to) == FlowKind::Service && verify != Verify::OneBackend {
         settled = match settled {
             Ok(s) => settle::repeat(s, settle::SERVICE_CONNECTIONS, &mut once).await,
             Err(e) => Err(e),
