@@ -614,4 +614,90 @@ mod tests {
         let e = parse("Get-HnsPolicyList : The term is not recognized").expect_err("not JSON");
         assert!(e.contains("gave no JSON"), "{e}");
     }
+
+    /// A load balancer read from `lbs` (parsed) for the comparison.
+    fn node_lbs(text: &str) -> Vec<NodeLoadBalancer> {
+        parse(text)
+            .expect("parses")
+            .into_iter()
+            .map(|lb| NodeLoadBalancer {
+                id: lb.id,
+                vips: lb.vips,
+                endpoints: lb.endpoints,
+            })
+            .collect()
+    }
+
+    /// The API: one Service `ns/svc` at `vip` with `backends` ((address, node)), and `pods`.
+    fn api(vip: Option<&str>, backends: &[(&str, &str)], pods: &[(&str, &str)]) -> ApiView {
+        let pair = |(a, b): &(&str, &str)| ((*a).to_string(), (*b).to_string());
+        ApiView {
+            services: vip
+                .map(|v| ApiService {
+                    name: "ns/svc".into(),
+                    vips: vec![v.into()],
+                    backends: backends.iter().map(pair).collect(),
+                    local_only: false,
+                })
+                .into_iter()
+                .collect(),
+            pods: pods.iter().map(pair).collect(),
+            nodes: BTreeMap::from([
+                ("win-1".into(), "10.1.0.11".into()),
+                ("win-2".into(), "10.1.0.12".into()),
+            ]),
+            ..ApiView::default()
+        }
+    }
+
+    // calico#7305 (kube-proxy's log on a Windows node): a NodePort's load balancer, no
+    // frontend address.
+    const NODEPORT_LB: &str = r#"{"ID":"0be07c06-353c-4fbf-8ebc-5531f877e68a","HostComputeEndpoints":["fd6bec0f-7b88-4b61-b5af-70897ab0960b"],"SourceVIP":"10.10.253.194","PortMappings":[{"Protocol":6,"InternalPort":80,"ExternalPort":31416,"Flags":2}],"SchemaVersion":{"Major":2,"Minor":0}}"#;
+    // calico#5762: a DSR load balancer of ClusterIP 10.98.164.216.
+    const CLUSTER_IP_LB: &str = r#"{"ID":"37aa41cf-ff54-4626-9dd6-eb6eb236aaa1","HostComputeEndpoints":["90726009-0478-4888-b521-b0a259dbc268"],"FrontendVIPs":["10.98.164.216"],"PortMappings":[{"Protocol":6,"InternalPort":443,"ExternalPort":443}],"SchemaVersion":{"Major":2,"Minor":0},"Flags":1}"#;
+    // microsoft/SDN#227: a remote endpoint as the v1 API returns it (l2bridge: no PA policy).
+    const REMOTE_ENDPOINT: &str = r#"{"ID":"b799ce1e-da48-480d-b2eb-c13436cf5653","Name":"Ethernet","VirtualNetwork":"8e68213e-9443-4395-a50c-3977cb7bdba7","VirtualNetworkName":"l2bridge","Policies":[{"Type":"L2Driver"}],"MacAddress":"00:11:22:33:44:55","IPAddress":"10.190.178.37","IsRemoteEndpoint":true}"#;
+    // microsoft/Windows-Containers#631 (EKS, `Get-HnsEndpoint | Format-Table Id, Name,
+    // IPAddress, IsRemoteEndpoint`; the reporter's stale remote endpoints after pod churn), the
+    // table's first three rows as ConvertTo-Json writes the same fields.
+    const STALE_REMOTES: &str = r#"[{"ID":"b10f186a-ee1d-40a1-bb8a-f532cab4d131","Name":"Ethernet","IPAddress":"192.168.7.110","IsRemoteEndpoint":true},{"ID":"ba5b0702-d05a-4fec-869f-4352d33f1891","Name":"Ethernet","IPAddress":"172.0.32.0","IsRemoteEndpoint":true},{"ID":"ddec4b0f-0cf6-4276-bd42-5edd075fd179","Name":"Ethernet","IPAddress":"192.168.7.84","IsRemoteEndpoint":true}]"#;
+
+    /// Readings quoted from public issues, compared with an API that matches them or not: the
+    /// comparison names the reporters' drift, and no drift where the node and the API agree.
+    #[rstest]
+    // A NodePort's load balancer has no address of its own: never leaked, whatever the API.
+    #[case::nodeport_lb(NODEPORT_LB, "", api(None, &[], &[]), &[])]
+    // The ClusterIP's load balancer refers to an endpoint the node does not list: it lacks the
+    // Service's ready backend.
+    #[case::lb_without_its_endpoint(CLUSTER_IP_LB, "", api(Some("10.98.164.216"), &[("10.244.1.5", "win-2")], &[("10.244.1.5", "win-2")]),
+        &["the load balancer of ns/svc (10.98.164.216) lacks ready backend 10.244.1.5"])]
+    // The same load balancer with the Service gone: leaked.
+    #[case::lb_of_no_service(CLUSTER_IP_LB, "", api(None, &[], &[]), &["(10.98.164.216) belongs to no Service"])]
+    // The remote endpoint of a pod that still runs on another node: in step.
+    #[case::remote_of_a_live_pod("", REMOTE_ENDPOINT, api(None, &[], &[("10.190.178.37", "win-2")]), &[])]
+    // The same endpoint once its pod is gone: stale.
+    #[case::remote_of_no_pod("", REMOTE_ENDPOINT, api(None, &[], &[]), &["remote endpoint 10.190.178.37: no pod has that address"])]
+    // Windows-Containers#631: one of the three addresses is a pod's again, two are no pod's.
+    #[case::churned_remotes("", STALE_REMOTES, api(None, &[], &[("192.168.7.84", "win-2")]),
+        &["remote endpoint 192.168.7.110: no pod has that address", "remote endpoint 172.0.32.0: no pod has that address"])]
+    fn readings_quoted_from_public_issues_are_compared(
+        #[case] lbs: &str,
+        #[case] endpoints: &str,
+        #[case] api: ApiView,
+        #[case] want: &[&str],
+    ) {
+        let found: Vec<String> = compare(
+            "win-1",
+            &node_lbs(lbs),
+            &parse_endpoints(endpoints).expect("parses"),
+            &api,
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(found.len(), want.len(), "{found:#?}");
+        for w in want {
+            assert!(found.iter().any(|f| f.contains(w)), "{w} not in {found:#?}");
+        }
+    }
 }

@@ -139,7 +139,7 @@ async fn dns_servers(client: &kube::Client) -> Result<DnsServers, String> {
         .filter_map(|p| p.port.and_then(|n| u16::try_from(n).ok()))
         .find(|p| *p != DNS_PORT)
         .unwrap_or(HEALTH_PORT);
-    let at = list
+    let at: Vec<(String, String)> = list
         .iter()
         .filter(|s| s.address_type == "IPv4")
         .flat_map(|s| &s.endpoints)
@@ -148,7 +148,10 @@ async fn dns_servers(client: &kube::Client) -> Result<DnsServers, String> {
             let node = e.node_name.clone().unwrap_or_default();
             e.addresses.iter().map(move |a| (a.clone(), node.clone()))
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // The same server on every run: the lowest address.
+    let mut at = at;
+    at.sort_by_key(|(ip, _)| ip.parse::<std::net::Ipv4Addr>().ok());
     Ok(DnsServers { at, other_port })
 }
 
