@@ -1035,15 +1035,22 @@ fn causes_that_tie_are_told_apart_by_what_the_node_shows(
     for id in ["dns-unreachable", "mac-spoofing-disabled", "hns-lb-policy-missing"] {
         assert!(contenders.contains(id), "{id} not among {contenders:?}");
     }
+    // With the observation, the host probe's reading of kube-proxy (its override set) too.
     let evidence: Vec<NodeEvidence> = pod_traffic
         .map(|seen| NodeEvidence {
             node: n.into(),
-            items: vec![EvidenceItem {
+            items: vec![
+                EvidenceItem {
+                    source: "host Win32_Process".into(),
+                    text: Excerpt::new(format!("kube-proxy.exe --proxy-mode=kernelspace --hostname-override={n}")),
+                },
+                EvidenceItem {
                 source: "discriminating probe".into(),
                 text: Excerpt::new(format!(
                     "from cli on {n}: pod traffic, not DNS: a TCP connection to the cluster DNS server's pod 10.244.0.2:9153 (on linux-1, another node) {seen}"
                 )),
-            }],
+                },
+            ],
         })
         .into_iter()
         .collect();
