@@ -188,6 +188,16 @@ pub fn compare(node: &str, lbs: &[NodeLoadBalancer], endpoints: &[NodeEndpoint],
     drift.into_iter().collect()
 }
 
+/// Asserts that `found` is one difference per entry of `want`, each named by a part of its text.
+#[cfg(test)]
+pub fn assert_named(found: &[Drift], want: &[&str]) {
+    let found: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(found.len(), want.len(), "{found:#?}");
+    for w in want {
+        assert!(found.iter().any(|f| f.contains(w)), "{w} not in {found:#?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rstest::rstest;
@@ -266,14 +276,7 @@ mod tests {
         { let mut e = endpoints(); e.push(NodeEndpoint { id: "X".into(), ip: "10.244.1.5".into(), remote: true, provider: None }); e },
         &["10.244.1.5 is both a local and a remote endpoint"])]
     fn drift_is_named(#[case] lbs: Vec<NodeLoadBalancer>, #[case] eps: Vec<NodeEndpoint>, #[case] want: &[&str]) {
-        let found: Vec<String> = compare(NODE, &lbs, &eps, &view())
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(found.len(), want.len(), "{found:#?}");
-        for w in want {
-            assert!(found.iter().any(|f| f.contains(w)), "{w} not in {found:#?}");
-        }
+        assert_named(&compare(NODE, &lbs, &eps, &view()), want);
     }
 
     /// A remote endpoint for a hand-written backend and a load balancer of an ingress address

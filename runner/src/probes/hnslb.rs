@@ -686,18 +686,12 @@ mod tests {
         #[case] api: ApiView,
         #[case] want: &[&str],
     ) {
-        let found: Vec<String> = compare(
+        let found = compare(
             "win-1",
             &node_lbs(lbs),
             &parse_endpoints(endpoints).expect("parses"),
             &api,
-        )
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-        assert_eq!(found.len(), want.len(), "{found:#?}");
-        for w in want {
-            assert!(found.iter().any(|f| f.contains(w)), "{w} not in {found:#?}");
-        }
+        );
+        crate::cluster::dataplane::assert_named(&found, want);
     }
 }

@@ -146,6 +146,12 @@ const W_IN: &str = "(linux|windows-17763|external)→windows-20348.*";
 const W_CROSS: &str = "(windows-20348→(linux|windows-17763)|(linux|windows-17763)→windows-20348),other-node,.*";
 const W_SAME: &str = "windows-20348→(windows-20348,same-node,.*|same-pod,.*)";
 
+/// The lookups of the faulted node's pods by partial names (default cluster).
+const W_PARTIAL_NAMES: (&str, &str) = (
+    "dotted-partial-name|other-namespace-by-search-suffix",
+    "windows-20348→cluster-dns",
+);
+
 /// The DNS lookups of the faulted node's pods (default cluster).
 const W_LOOKUPS: Cells = &[
     (
@@ -541,10 +547,7 @@ const CASES: &[Case] = &[
         node: "win2022-1",
         fails: W_LOOKUPS,
         keeps: &[
-            (
-                "dotted-partial-name|other-namespace-by-search-suffix",
-                "windows-20348→cluster-dns",
-            ),
+            W_PARTIAL_NAMES,
             (
                 "pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|pod-to-node|nodeport-from-windows-pod",
                 W_OUT,
@@ -573,10 +576,7 @@ const CASES: &[Case] = &[
             ("hns-matches-api", "windows-20348→"),
         ],
         keeps: &[
-            (
-                "dotted-partial-name|other-namespace-by-search-suffix",
-                "windows-20348→cluster-dns",
-            ),
+            W_PARTIAL_NAMES,
             (
                 "pod-ip-cross-node|pod-to-pod-no-nat|pod-to-cluster-ip|windows-pod-to-cluster-ip|pod-to-node|nodeport-from-windows-pod",
                 W_OUT,
@@ -607,15 +607,7 @@ const CASES: &[Case] = &[
         ],
         remedy: "kube-proxy",
         undocumented: &[],
-        varies: &[
-            W_LOOKUPS[0],
-            W_LOOKUPS[1],
-            W_LOOKUPS[2],
-            (
-                "dotted-partial-name|other-namespace-by-search-suffix",
-                "windows-20348→cluster-dns",
-            ),
-        ],
+        varies: &[W_LOOKUPS[0], W_LOOKUPS[1], W_LOOKUPS[2], W_PARTIAL_NAMES],
     },
     // NET-HNS-MATCHES-API: one of the node's pod addresses is also a stale remote endpoint
     // (microsoft/Windows-Containers#631, kubernetes#138000): the Service connections of the pod
@@ -642,10 +634,7 @@ const CASES: &[Case] = &[
             W_LOOKUPS[0],
             W_LOOKUPS[1],
             W_LOOKUPS[2],
-            (
-                "dotted-partial-name|other-namespace-by-search-suffix",
-                "windows-20348→cluster-dns",
-            ),
+            W_PARTIAL_NAMES,
             (
                 "pod-to-cluster-ip|windows-pod-to-cluster-ip|client-ip-session-affinity|nodeport-from-windows-pod|load-balancer-service",
                 W_OUT,
