@@ -48,18 +48,14 @@ fn profiles() -> Result<(), Error> {
     Ok(())
 }
 
-/// Applies `--fault NODE:FAULT` flags to a topology.
+/// Applies `--fault NODE:FAULT[@P]` flags to a topology.
 pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String]) -> Result<(), Error> {
     for spec in faults {
         let (node, fault) = spec
             .split_once(':')
             .ok_or_else(|| Error::Usage(format!("--fault {spec:?}: expected NODE:FAULT")))?;
-        let Some(known) = simcluster::faults::Fault::parse(fault) else {
-            return Err(Error::Usage(format!(
-                "--fault {spec:?}: unknown fault {fault:?} (known: {})",
-                simcluster::faults::names()
-            )));
-        };
+        simcluster::faults::Injected::parse(fault)
+            .map_err(|why| Error::Usage(format!("--fault {spec:?}: {why}")))?;
         if !topology.nodes.iter().any(|n| n.name == node) {
             return Err(Error::Usage(format!(
                 "--fault {spec:?}: the topology has no node {node:?}"
@@ -68,7 +64,7 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
         // The topology's own check: the node's OS, the network mode, the pod network's plugin,
         // the platform and its dataplane (a fault a platform cannot have is refused, naming why).
         topology
-            .add_fault(node, known.name())
+            .add_fault(node, fault)
             .map_err(|why| Error::Usage(format!("--fault {spec:?}: {why}")))?;
     }
     Ok(())

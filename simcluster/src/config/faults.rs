@@ -392,6 +392,58 @@ impl fmt::Display for Fault {
     }
 }
 
+/// A fault as a topology's `faults:` or `--fault NODE:FAULT@P` names it: the fault, and the
+/// share P of connection attempts it holds for where it is intermittent (None: always).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Injected {
+    pub fault: Fault,
+    pub share: Option<f64>,
+}
+
+impl Injected {
+    /// `dns-unreachable` or `dns-unreachable@0.3`; the error names what is wrong.
+    pub fn parse(text: &str) -> Result<Injected, String> {
+        let (name, share) = match text.split_once('@') {
+            Some((name, p)) => (name, Some(p)),
+            None => (text, None),
+        };
+        let fault = Fault::parse(name).ok_or_else(|| format!("unknown fault {name:?} (known: {})", names()))?;
+        let Some(p) = share else {
+            return Ok(Injected { fault, share: None });
+        };
+        let share = p
+            .parse::<f64>()
+            .ok()
+            .filter(|p| *p > 0.0 && *p <= 1.0)
+            .ok_or_else(|| format!("{text:?}: the share after @ must be a number in (0, 1], not {p:?}"))?;
+        if !fault.intermittent() {
+            return Err(format!(
+                "{fault} cannot be intermittent (@P): only {} are decided per connection attempt",
+                ALL.iter()
+                    .filter(|f| f.intermittent())
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Ok(Injected {
+            fault,
+            share: Some(share),
+        })
+    }
+}
+
+impl Fault {
+    /// Whether the fault may hold for a share of connection attempts (`@P`): it acts only in the
+    /// network fabric's decision of each connection, never in what a node lists or reports, so
+    /// that holding it for some attempts is the whole of the fault. Intermittent DNS failures
+    /// from Windows pods are the pain operators report most (aws/containers-roadmap#2176,
+    /// kubernetes#137381); a NIC dropping pod frames now and then is the same at layer 2.
+    pub fn intermittent(self) -> bool {
+        matches!(self, Fault::DnsUnreachable | Fault::MacSpoofingDisabled)
+    }
+}
+
 /// The names of every fault, comma separated (for error messages).
 pub fn names() -> String {
     ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
@@ -400,6 +452,24 @@ pub fn names() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `FAULT@P`: a share in (0, 1] of an intermittent fault; anything else names its mistake.
+    #[rstest::rstest]
+    #[case::always("dns-unreachable", Ok((Fault::DnsUnreachable, None)))]
+    #[case::share("dns-unreachable@0.3", Ok((Fault::DnsUnreachable, Some(0.3))))]
+    #[case::whole("mac-spoofing-disabled@1", Ok((Fault::MacSpoofingDisabled, Some(1.0))))]
+    #[case::zero("dns-unreachable@0", Err("must be a number in (0, 1]"))]
+    #[case::above_one("dns-unreachable@1.5", Err("must be a number in (0, 1]"))]
+    #[case::not_a_number("dns-unreachable@often", Err("must be a number in (0, 1]"))]
+    #[case::not_intermittent("kubelet-stopped@0.5", Err("kubelet-stopped cannot be intermittent"))]
+    #[case::unknown("dns-slow@0.5", Err("unknown fault \"dns-slow\""))]
+    fn injected_faults_parse(#[case] text: &str, #[case] expect: Result<(Fault, Option<f64>), &str>) {
+        match (Injected::parse(text), expect) {
+            (Ok(got), Ok((fault, share))) => assert_eq!((got.fault, got.share), (fault, share)),
+            (Err(why), Err(part)) => assert!(why.contains(part), "{why}"),
+            (got, expect) => panic!("{text}: {got:?}, expected {expect:?}"),
+        }
+    }
 
     #[test]
     fn names_round_trip_and_are_unique() {

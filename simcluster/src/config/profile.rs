@@ -61,6 +61,8 @@ pub struct NodeProfile {
     pub eviction_hard: BTreeMap<String, String>,
     pub enforce_node_allocatable: Vec<String>,
     pub faults: BTreeSet<Fault>,
+    /// The faults of `faults` that hold for a share of connection attempts only (`@P`).
+    pub fault_shares: BTreeMap<Fault, f64>,
     /// The cluster's pod network mode (which CNI set-up the node runs).
     pub network_mode: NetworkMode,
     /// Who built the cluster (kubeadm or a managed platform).
@@ -235,7 +237,18 @@ impl NodeProfile {
             kube_reserved,
             eviction_hard,
             enforce_node_allocatable,
-            faults: spec.faults.iter().filter_map(|f| Fault::parse(f)).collect(),
+            faults: spec
+                .faults
+                .iter()
+                .filter_map(|f| crate::config::faults::Injected::parse(f).ok())
+                .map(|i| i.fault)
+                .collect(),
+            fault_shares: spec
+                .faults
+                .iter()
+                .filter_map(|f| crate::config::faults::Injected::parse(f).ok())
+                .filter_map(|i| Some((i.fault, i.share?)))
+                .collect(),
             network_mode: topology.network.mode,
             platform: topology.platform,
             pod_network: topology.pod_network(),

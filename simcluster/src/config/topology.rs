@@ -833,12 +833,9 @@ impl Topology {
                 )));
             }
             for name in &node.faults {
-                let Some(fault) = Fault::parse(name) else {
-                    return Err(invalid(format!(
-                        "node {:?}: unknown fault {name:?} (known: {})",
-                        node.name,
-                        crate::config::faults::names()
-                    )));
+                let fault = match crate::config::faults::Injected::parse(name) {
+                    Ok(injected) => injected.fault,
+                    Err(why) => return Err(invalid(format!("node {:?}: {why}", node.name))),
                 };
                 if let Err(why) = self
                     .check_fault(node.os, fault)
@@ -974,15 +971,11 @@ impl Topology {
         PolicyEngine::resolve(self.network.policy_engine, self.pod_network())
     }
 
-    /// Adds fault `fault` (its name) to node `node`, as `--fault NODE:FAULT` does; the error
+    /// Adds fault `fault` (its name, `@P` where intermittent) to node `node`, as
+    /// `--fault NODE:FAULT[@P]` does; the error
     /// says why not (no such node or fault, or [`Topology::check_fault`]'s reason).
     pub fn add_fault(&mut self, node: &str, fault: &str) -> Result<(), String> {
-        let Some(known) = Fault::parse(fault) else {
-            return Err(format!(
-                "unknown fault {fault:?} (known: {})",
-                crate::config::faults::names()
-            ));
-        };
+        let known = crate::config::faults::Injected::parse(fault)?.fault;
         let Some(spec) = self.nodes.iter().find(|n| n.name == node) else {
             return Err(format!("the topology has no node {node:?}"));
         };
@@ -1000,8 +993,9 @@ impl Topology {
     pub fn check_faults(&self) -> Result<(), String> {
         for node in &self.nodes {
             for name in &node.faults {
-                let fault =
-                    Fault::parse(name).ok_or_else(|| format!("node {:?}: unknown fault {name:?}", node.name))?;
+                let fault = crate::config::faults::Injected::parse(name)
+                    .map_err(|why| format!("node {:?}: {why}", node.name))?
+                    .fault;
                 self.check_fault(node.os, fault)
                     .and_then(|()| self.check_node_fault(node, fault))
                     .map_err(|why| format!("node {:?}: {why}", node.name))?;

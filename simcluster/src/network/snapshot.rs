@@ -85,6 +85,8 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mu
             port_mappings: p.port_mappings,
             vip_from_host: p.host_reaches_remote_cluster_ips(),
             faults: p.faults.iter().copied().collect(),
+            shares: p.fault_shares.iter().map(|(f, share)| (*f, *share)).collect(),
+            seed: p.timing.seed,
             programming: p.timing.programming(p.os),
         });
     }

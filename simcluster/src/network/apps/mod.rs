@@ -352,7 +352,8 @@ impl Client {
             proto,
             pick: self.net.round(ip, port, proto),
         };
-        self.fabric.decide(&flow).result
+        let attempt = self.net.pick();
+        crate::network::fabric::attempt::during(attempt, || self.fabric.decide(&flow)).result
     }
 
     /// The ephemeral port a receiver sees.

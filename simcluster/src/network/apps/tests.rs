@@ -441,3 +441,27 @@ fn an_endpoints_change_alone_reaches_the_fabric() {
     let cli = client(&lab, "cli-lin");
     assert_eq!(get(&cli, vip, 80, "/hostname"), Ok("srv-lin".into()));
 }
+
+/// `dns-unreachable@P` (`--fault NODE:FAULT@P`, the topology's `faults:`): lookups from the
+/// faulted node fail for about that share of attempts, decided per attempt; every other node's
+/// lookups all work (aws/containers-roadmap#2176: "intermittent DNS resolution failures" from
+/// Windows pods).
+#[rstest]
+#[case(0.3)]
+#[case(0.6)]
+fn intermittent_dns_fails_a_share_of_lookups(#[case] share: f64) {
+    let mut topo = Topology::default_cluster().instant();
+    topo.add_fault("win2019-1", &format!("dns-unreachable@{share}"))
+        .expect("an intermittent fault");
+    let lab = lab_on(topo, &[]);
+    let tries = 300;
+    let failed = |pod: &str| {
+        let c = client(&lab, pod);
+        (0..tries).filter(|_| lookup(&c, "web", None) == "TIMEOUT").count()
+    };
+    let seen = failed("cli-win") as f64 / f64::from(tries);
+    // A lookup is one or more queries; each may meet the fault, so the share of failed
+    // lookups is at least P and at most a few queries' worth.
+    assert!(seen > share - 0.08 && seen < 1.0 - (1.0 - share).powi(3) + 0.08, "{seen} for {share}");
+    assert_eq!(failed("cli-lin"), 0, "no other node's lookups fail");
+}

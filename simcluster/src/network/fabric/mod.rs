@@ -6,6 +6,7 @@
 use std::fmt;
 
 pub mod policy;
+pub mod attempt;
 
 /// A flow's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -165,6 +166,11 @@ pub struct NodeFacts {
     /// (E2E/host_process). Pod-backed ClusterIPs stay out of its reach (SVC-VIP-FROM-NODE).
     pub vip_from_host: bool,
     pub faults: Vec<Fault>,
+    /// The faults that hold for a share of connection attempts only (`@P`), decided per
+    /// attempt ([`attempt`]).
+    pub shares: Vec<(Fault, f64)>,
+    /// The topology's seed (`timing.seed`), which makes those decisions reproducible.
+    pub seed: u64,
     /// How long the node's proxy takes to program a new or changed Service
     /// (`timing.programmingDelay`).
     pub programming: std::time::Duration,
@@ -178,8 +184,16 @@ pub fn source_vip_of(pod_cidr: &str) -> Ipv4Addr {
 }
 
 impl NodeFacts {
+    /// Whether the node has `fault` for the connection attempt being decided: always for a
+    /// fault that holds, for its share of attempts for an intermittent one.
     fn has(&self, fault: Fault) -> bool {
-        self.faults.contains(&fault)
+        if !self.faults.contains(&fault) {
+            return false;
+        }
+        match self.shares.iter().find(|(f, _)| *f == fault) {
+            Some((_, share)) => attempt::holds(self.seed, &self.name, fault, *share),
+            None => true,
+        }
     }
 }
 

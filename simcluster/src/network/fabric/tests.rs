@@ -149,6 +149,8 @@ impl World {
                 port_mappings: self.era.port_mappings(),
                 vip_from_host: self.era.vip_from_host(),
                 faults: self.faults.iter().filter(|(at, _)| *at == n).map(|(_, x)| *x).collect(),
+                shares: Vec::new(),
+                seed: 0,
                 programming: std::time::Duration::ZERO,
             });
         }
