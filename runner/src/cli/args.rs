@@ -41,9 +41,53 @@ pub enum Command {
     Diff(DiffArgs),
     /// Fetch the results of an in-cluster run (deploy/job.yaml) from its Job's log and render them.
     Results(ResultsArgs),
+    /// Keep checking a cluster: deploy the fixtures once, probe every --interval, and serve
+    /// Prometheus metrics (verdicts, flake ratios, likely causes, start-up times) until
+    /// interrupted; Ctrl-C deletes what it created.
+    Watch(Box<WatchArgs>),
+    /// Summarise a watch's history (`watch --history DIR`): per cell its flake ratio and
+    /// latency trend, and the cycles in which a verdict changed.
+    History(HistoryArgs),
     /// The bundled mixed Linux/Windows cluster.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+/// `mixcheck watch`: a run's flags (the target, the selection, the images) and the watch's own.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Time between the starts of two cycles (e.g. 60s, 5m).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub interval: String,
+    /// Every cell is probed at least this often: each cycle takes the light per-node checks on
+    /// every node and a share of the other cells.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub full_every: String,
+    /// The rolling window of flake ratios and of the diagnosis.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub flake_window: String,
+    /// Where /metrics, /healthz and /readyz are served.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9469")]
+    pub listen: SocketAddr,
+    /// Append each cycle's results to this folder as JSON lines (read with `mixcheck history`).
+    #[arg(long, value_name = "DIR")]
+    pub history: Option<PathBuf>,
+    /// How many cycles the history keeps (older segments are deleted).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub retain: usize,
+    /// Stop after this many cycles (scripts); default: until interrupted.
+    #[arg(long, value_name = "N")]
+    pub cycles: Option<u64>,
+}
+
+/// `mixcheck history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The folder a watch wrote with --history.
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
 }
 
 /// Where suites and fixtures come from, besides the embedded ones.

@@ -1,10 +1,10 @@
 //! The commands: `run` (plan, run, report), and the small ones that read a saved run, the
 //! catalogue or a cluster (report, diagnose, diff, results, list, lint, images, cleanup,
-//! prepull).
+//! prepull), and `watch` with the `history` it leaves.
 
 use crate::cli::args::{
     CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, ImagesArgs, LintArgs, ListArgs, PrepullArgs, PrepullOutput,
-    ReportArgs, ResultsArgs, RunArgs,
+    ReportArgs, ResultsArgs, RunArgs, WatchArgs, HistoryArgs,
 };
 use crate::cli::output::{Detail, render, show_saved, write_reports};
 use crate::cli::stdout::{out, outln};
@@ -462,4 +462,46 @@ pub async fn prepull(args: &PrepullArgs) -> Result<Code, Error> {
         Outcome::Failed | Outcome::Deadline => Code::Failed,
         Outcome::Interrupted => Code::Interrupted,
     })
+}
+
+/// `mixcheck watch`: the run's plan, the watch's options, then the watch until interrupted.
+pub async fn watch(args: &WatchArgs) -> Result<Code, Error> {
+    let r = &args.run;
+    for (given, flag) in [
+        (r.plan, "--plan"),
+        (r.keep, "--keep"),
+        (r.bundle.is_some(), "--bundle"),
+        (r.baseline.is_some(), "--baseline"),
+        (r.node_diagnostics, "--node-diagnostics"),
+    ] {
+        if given {
+            return Err(Error::Usage(format!(
+                "{flag} is a flag of `mixcheck run`, not of `mixcheck watch`"
+            )));
+        }
+    }
+    let plan = crate::run::plan::RunPlan::from_args(r)?;
+    let fixtures = crate::cluster::fixture::Fixtures::load(None)?;
+    let duration = |flag: &str, text: &str| {
+        crate::cli::plan::parse_duration(text)
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| Error::Usage(format!("{flag} {text:?}: expected a duration such as 60s or 1h")))
+    };
+    let opts = crate::run::watch::Options {
+        interval: duration("--interval", &args.interval)?,
+        full_every: duration("--full-every", &args.full_every)?,
+        flake_window: duration("--flake-window", &args.flake_window)?,
+        listen: args.listen,
+        history: args.history.clone(),
+        retain: args.retain,
+        cycles: args.cycles,
+    };
+    Ok(crate::run::watch::watch(&plan, &fixtures, &opts).await)
+}
+
+/// `mixcheck history --from DIR`.
+pub fn history(args: &HistoryArgs) -> Result<Code, Error> {
+    let cycles = crate::run::watch::history::read(&args.from).map_err(|e| Error::Usage(e.to_string()))?;
+    out!("{}", crate::run::watch::history::summarise(&cycles));
+    Ok(Code::Passed)
 }

@@ -24,6 +24,8 @@ pub async fn dispatch(command: args::Command) -> Result<Code, Error> {
         Command::Diagnose(args) => commands::diagnose(&args),
         Command::Diff(args) => commands::diff(&args),
         Command::Results(args) => commands::results(&args).await,
+        Command::Watch(args) => commands::watch(&args).await,
+        Command::History(args) => commands::history(&args),
         Command::Sim(sim) => sim::run(sim).await,
     }
 }

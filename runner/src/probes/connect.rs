@@ -309,7 +309,7 @@ pub async fn observe(
     // connections would double the run's probes for the same load balancers.
     if flow_kind(to) == FlowKind::Service && verify != Verify::OneBackend {
         settled = match settled {
-            Ok(s) => settle::repeat(s, settle::SERVICE_CONNECTIONS, &mut once).await,
+            Ok(s) => settle::repeat(s, ctx.settle.connections, &mut once).await,
             Err(e) => Err(e),
         };
     }

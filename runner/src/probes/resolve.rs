@@ -200,7 +200,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
     // several, so that a stale backend one lookup in N picks shows.
     if kind == FlowKind::Service {
         settled = match settled {
-            Ok(s) => settle::repeat(s, settle::SERVICE_CONNECTIONS, &mut once).await,
+            Ok(s) => settle::repeat(s, ctx.settle.connections, &mut once).await,
             Err(e) => Err(e),
         };
     }

@@ -44,6 +44,9 @@ pub struct Settle {
     /// node's proxy and the cloud must catch up), or `base` too (the bundled cluster, whose
     /// proxies program every kind of Service within one known delay).
     pub multiples: bool,
+    /// How many connections a Service flow makes once it works ([`SERVICE_CONNECTIONS`], or one
+    /// in a watch cycle, where each cycle's connection is one attempt of a flake ratio).
+    pub connections: usize,
 }
 
 impl Settle {
@@ -51,11 +54,24 @@ impl Settle {
     pub const NONE: Settle = Settle {
         base: Duration::ZERO,
         multiples: false,
+        connections: SERVICE_CONNECTIONS,
+    };
+
+    /// A watch cycle after the first: the fixtures have settled, so a flow gets one attempt
+    /// and one connection, and the cycles together count how many of them fail.
+    pub const ONE_ATTEMPT: Settle = Settle {
+        base: Duration::ZERO,
+        multiples: false,
+        connections: 1,
     };
 
     /// The windows of a real cluster with pod and Service flows given `base`.
     pub fn real(base: Duration) -> Self {
-        Self { base, multiples: true }
+        Self {
+            base,
+            multiples: true,
+            connections: SERVICE_CONNECTIONS,
+        }
     }
 
     /// The window of a kind of flow: pod, Service and outside flows the base; NodePorts twice
@@ -292,6 +308,7 @@ mod tests {
         let bundled = Settle {
             base: Duration::from_secs(3),
             multiples: false,
+            connections: SERVICE_CONNECTIONS,
         };
         assert_eq!(bundled.window(kind), Duration::from_secs(bundled_secs));
         assert_eq!(Settle::NONE.window(kind), Duration::ZERO);

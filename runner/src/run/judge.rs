@@ -146,6 +146,14 @@ impl Judged {
             .collect()
     }
 
+    /// The cells judged so far, by plan index, taken out (a watch cycle's cells).
+    pub(super) fn take(&self) -> Vec<(usize, Cell)> {
+        std::mem::take(&mut *self.lock())
+            .into_iter()
+            .map(|(i, (cell, _))| (i, cell))
+            .collect()
+    }
+
     /// Every planned cell: the judged ones, and an `error` saying `why` for each of the others.
     pub(super) fn all_or(&self, plans: &[CellPlan<'_>], facts: &ClusterFacts, ns: &str, why: &str) -> Vec<Cell> {
         let map = std::mem::take(&mut *self.lock());

@@ -18,6 +18,7 @@ pub mod plan;
 mod prepare;
 pub mod preview;
 mod probe;
+pub mod watch;
 
 pub(crate) use connect::open;
 pub use namespace::{cleanup_all, leftovers, remove_labelled};

@@ -122,7 +122,10 @@ fn bundled_settle(topology: &simcluster::Topology) -> Settle {
     } else {
         delay.saturating_mul(2) + Duration::from_millis(200)
     };
-    Settle { base, multiples: false }
+    Settle {
+        base,
+        ..Settle::NONE
+    }
 }
 
 /// The `everyNode` checks among the planned cells, once each.

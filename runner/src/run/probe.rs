@@ -53,45 +53,11 @@ pub(super) async fn probe(
     budget: Budget,
     probing: &Probing,
 ) -> Result<(), String> {
+    open_namespace(run, prepared).await?;
     let client = &run.client;
     let ns = prepared.ns.as_str();
-    let host_port = prepared.needs.host_port.then_some(deploy::HOST_PORT);
-    for line in crate::cluster::leftovers::in_the_way(client, ns, host_port).await {
-        run.say(&format!("Warning: {line}"));
-    }
-    if run.plan.namespace.is_none() {
-        let created = deploy::create_namespace(client, ns, run.run_id)
-            .await
-            .map_err(|e| e.to_string())?;
-        if let Some(r) = &created.refused {
-            run.progress.warn(&format!(
-                "Warning: {} refused a privileged run namespace ({}); created it at Pod Security level {}: the checks that need hostNetwork, hostPort or HostProcess pods are indeterminate where those pods are refused",
-                r.by.as_ref().map_or_else(|| "the cluster".to_string(), ToString::to_string),
-                r.message,
-                created.level.unwrap_or("the cluster's default")
-            ));
-        }
-    }
-    // Before any pod: the pods name the pull secrets.
-    crate::cluster::pullsecret::copy(
-        client,
-        ns,
-        &deploy::run_labels(run.run_id),
-        &run.plan.registry.pull_secrets,
-    )
-    .await?;
     let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
-    let workloads = Workloads::new(
-        client.clone(),
-        ns,
-        run.fixtures,
-        deploy::run_labels(run.run_id),
-        run.plan.registry.clone(),
-        budget,
-    );
-    for c in &prepared.cells {
-        workloads.plan_uses(&judge::pod_keys(c, run.facts));
-    }
+    let workloads = workloads(run, prepared, budget);
     let no_fixtures = Deployment::default();
     let early_ctx = Ctx {
         permits: &permits,
@@ -157,13 +123,73 @@ pub(super) async fn probe(
     later
 }
 
+/// The run's shared workloads (the pods that cells create for themselves), every cell's use
+/// of them announced.
+pub(super) fn workloads<'a>(run: &Run<'a>, prepared: &Prepared<'_>, budget: Budget) -> Workloads<'a> {
+    let workloads = Workloads::new(
+        run.client.clone(),
+        &prepared.ns,
+        run.fixtures,
+        deploy::run_labels(run.run_id),
+        run.plan.registry.clone(),
+        budget,
+    );
+    for c in &prepared.cells {
+        workloads.plan_uses(&judge::pod_keys(c, run.facts));
+    }
+    workloads
+}
+
+/// Warns about leftovers in the way, creates the run namespace (unless the run is given one)
+/// and copies the pull secrets into it.
+pub(super) async fn open_namespace(run: &Run<'_>, prepared: &Prepared<'_>) -> Result<(), String> {
+    let client = &run.client;
+    let ns = prepared.ns.as_str();
+    let host_port = prepared.needs.host_port.then_some(deploy::HOST_PORT);
+    for line in crate::cluster::leftovers::in_the_way(client, ns, host_port).await {
+        run.say(&format!("Warning: {line}"));
+    }
+    if run.plan.namespace.is_none() {
+        let created = deploy::create_namespace(client, ns, run.run_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        if let Some(r) = &created.refused {
+            run.progress.warn(&format!(
+                "Warning: {} refused a privileged run namespace ({}); created it at Pod Security level {}: the checks that need hostNetwork, hostPort or HostProcess pods are indeterminate where those pods are refused",
+                r.by.as_ref().map_or_else(|| "the cluster".to_string(), ToString::to_string),
+                r.message,
+                created.level.unwrap_or("the cluster's default")
+            ));
+        }
+    }
+    // Before any pod: the pods name the pull secrets.
+    crate::cluster::pullsecret::copy(
+        client,
+        ns,
+        &deploy::run_labels(run.run_id),
+        &run.plan.registry.pull_secrets,
+    )
+    .await
+}
+
 /// Deploys the shared fixtures of `full` (every node's at first, then those of promoted nodes,
 /// `before` being what is deployed already).
-async fn deploy_scope(
+pub(super) async fn deploy_scope(
     run: &Run<'_>,
     prepared: &Prepared<'_>,
     full: &BTreeSet<usize>,
     before: Option<&Deployment>,
+) -> Result<Deployment, String> {
+    deploy_until(run, prepared, full, before, prepared.deadline).await
+}
+
+/// [`deploy_scope`] with its own deadline (a watch healing its fixtures long after it began).
+pub(super) async fn deploy_until(
+    run: &Run<'_>,
+    prepared: &Prepared<'_>,
+    full: &BTreeSet<usize>,
+    before: Option<&Deployment>,
+    deadline: std::time::Instant,
 ) -> Result<Deployment, String> {
     deploy::deploy(
         &run.client,
@@ -174,7 +200,7 @@ async fn deploy_scope(
         &run.plan.registry,
         prepared.needs,
         deploy::Scope { full, before },
-        prepared.deadline,
+        deadline,
         run.progress,
     )
     .await
@@ -183,7 +209,7 @@ async fn deploy_scope(
 
 /// What only the Windows nodes themselves show (managed platforms), read before the cells that
 /// depend on it are judged: the facts refined by it, kept in `probing`.
-async fn read_nodes<'a>(run: &Run<'_>, ctx: &Ctx<'_>, dep: &Deployment, probing: &'a Probing) -> &'a ClusterFacts {
+pub(super) async fn read_nodes<'a>(run: &Run<'_>, ctx: &Ctx<'_>, dep: &Deployment, probing: &'a Probing) -> &'a ClusterFacts {
     let (read_now, startups) = futures::future::join(
         hostfacts::read(&ctx.pods, dep, run.facts),
         crate::cluster::startup::of_fixtures(
