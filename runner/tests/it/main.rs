@@ -22,6 +22,8 @@
 //! - `prepull_cli` — `mixcheck prepull`: every image on every node, a DaemonSet per Windows build,
 //!   failed pulls, the deadline and Ctrl-C, nothing left behind
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
+//! - `watch_deploy` — deploy/watch.yaml's pod is restricted and serves where its Service points;
+//!   the dashboard and the alert rules query only the watch's metrics
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
 //! - `support_cli` — support boundaries fail the gate; node-scoped cells name their nodes
 //! - `seed_network` — the seed guide's network validation with kubectl (ignored without it)
@@ -60,3 +62,4 @@ mod sim_cli;
 mod support_cli;
 mod topology_text;
 mod triage_matrix;
+mod watch_deploy;
