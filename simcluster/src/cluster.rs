@@ -88,6 +88,27 @@ pub struct Cluster {
     node_ips: Vec<(String, Ipv4Addr)>,
     handle: axum_server::Handle<SocketAddr>,
     tasks: Vec<JoinHandle<()>>,
+    /// The API's routes and TLS settings, to serve again after [`Cluster::restart_api_server`].
+    app: axum::Router,
+    tls: axum_server::tls_rustls::RustlsConfig,
+}
+
+/// Serves the API on `listener` over TLS until `handle` stops it.
+fn serve_api(
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    tls: axum_server::tls_rustls::RustlsConfig,
+    app: axum::Router,
+    handle: axum_server::Handle<SocketAddr>,
+) -> Result<JoinHandle<()>, ClusterError> {
+    let server = axum_server::from_tcp_rustls(listener, tls)
+        .map_err(|cause| ClusterError::Listen { addr, cause })?
+        .handle(handle);
+    Ok(tokio::spawn(async move {
+        if let Err(e) = server.serve(app.into_make_service()).await {
+            tracing::error!("bundled cluster API server stopped: {e}");
+        }
+    }))
 }
 
 /// Picks a /24 inside 127.0.0.0/8 for this instance's node addresses, away from 127.0.0.x.
@@ -196,14 +217,7 @@ impl Cluster {
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);
-        let server = axum_server::from_tcp_rustls(listener, tls)
-            .map_err(|cause| ClusterError::Listen { addr, cause })?
-            .handle(handle.clone());
-        let serve = tokio::spawn(async move {
-            if let Err(e) = server.serve(app.into_make_service()).await {
-                tracing::error!("bundled cluster API server stopped: {e}");
-            }
-        });
+        let serve = serve_api(listener, addr, tls.clone(), app.clone(), handle.clone())?;
         let namespaces = tokio::spawn(namespace_controller(store.clone()));
         let reaper = tokio::spawn(pod_reaper(store.clone()));
         let scheduler = tokio::spawn(scheduler::run(store.clone()));
@@ -271,7 +285,34 @@ impl Cluster {
             node_ips,
             handle,
             tasks,
+            app,
+            tls,
         })
+    }
+
+    /// Restarts the API server as a control-plane upgrade or a crash does: every open
+    /// connection — requests and watches — is cut, nothing listens for `down`, then the server
+    /// listens again on the same address, with the same objects, certificate and token (the
+    /// objects live in etcd, which a restart of kube-apiserver keeps). The nodes keep running.
+    pub async fn restart_api_server(&mut self, down: Duration) -> Result<(), ClusterError> {
+        self.handle.shutdown();
+        if let Some(serve) = self.tasks.first_mut() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), serve).await;
+        }
+        tokio::time::sleep(down).await;
+        let addr = self.addr;
+        let listener = std::net::TcpListener::bind(addr).map_err(|cause| ClusterError::Listen { addr, cause })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|cause| ClusterError::Listen { addr, cause })?;
+        let handle = axum_server::Handle::new();
+        let serve = serve_api(listener, addr, self.tls.clone(), self.app.clone(), handle.clone())?;
+        self.handle = handle;
+        match self.tasks.first_mut() {
+            Some(first) => *first = serve,
+            None => self.tasks.push(serve),
+        }
+        Ok(())
     }
 
     /// The address the API server listens on.

@@ -3,8 +3,8 @@
 //! prepull), and `watch` with the `history` it leaves.
 
 use crate::cli::args::{
-    CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, ImagesArgs, LintArgs, ListArgs, PrepullArgs, PrepullOutput,
-    ReportArgs, ResultsArgs, RunArgs, WatchArgs, HistoryArgs,
+    CleanupArgs, DiagnoseArgs, DiffArgs, DiffOutput, HistoryArgs, ImagesArgs, LintArgs, ListArgs, PrepullArgs,
+    PrepullOutput, ReportArgs, ResultsArgs, RunArgs, WatchArgs,
 };
 use crate::cli::output::{Detail, render, show_saved, write_reports};
 use crate::cli::stdout::{out, outln};

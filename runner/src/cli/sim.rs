@@ -54,8 +54,7 @@ pub(crate) fn apply_faults(topology: &mut simcluster::Topology, faults: &[String
         let (node, fault) = spec
             .split_once(':')
             .ok_or_else(|| Error::Usage(format!("--fault {spec:?}: expected NODE:FAULT")))?;
-        simcluster::faults::Injected::parse(fault)
-            .map_err(|why| Error::Usage(format!("--fault {spec:?}: {why}")))?;
+        simcluster::faults::Injected::parse(fault).map_err(|why| Error::Usage(format!("--fault {spec:?}: {why}")))?;
         if !topology.nodes.iter().any(|n| n.name == node) {
             return Err(Error::Usage(format!(
                 "--fault {spec:?}: the topology has no node {node:?}"
@@ -114,11 +113,42 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
     outln!("  export KUBECONFIG={}", kubeconfig.display());
     outln!("  kubectl get nodes -o wide");
     outln!("Press Ctrl-C to stop.");
-    interrupt.wait().await;
+    let mut cluster = cluster;
+    let wait = interrupt.wait();
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            () = &mut wait => break,
+            () = restart_signal() => {
+                // SIGHUP: an API server restart (a control-plane upgrade), for testing clients.
+                outln!("restarting the API server (SIGHUP): down for {} s", API_RESTART_DOWN.as_secs());
+                match cluster.restart_api_server(API_RESTART_DOWN).await {
+                    Ok(()) => outln!("the API server is serving again"),
+                    Err(e) => {
+                        eprintln!("mixcheck: the API server did not come back: {e}");
+                        break;
+                    }
+                }
+            }
+        }
+    }
     outln!("stopping the bundled cluster");
     cluster.shutdown().await;
     let _ = std::fs::remove_file(&args.kubeconfig);
     Ok(Code::Passed)
+}
+
+/// How long the API server of `sim serve` is down when SIGHUP restarts it.
+const API_RESTART_DOWN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The next SIGHUP (never, where there is none).
+async fn restart_signal() {
+    #[cfg(unix)]
+    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        hup.recv().await;
+        return;
+    }
+    std::future::pending::<()>().await;
 }
 
 /// Ctrl-C and, on Unix, SIGTERM, listened for from the moment of installation.

@@ -122,10 +122,7 @@ fn bundled_settle(topology: &simcluster::Topology) -> Settle {
     } else {
         delay.saturating_mul(2) + Duration::from_millis(200)
     };
-    Settle {
-        base,
-        ..Settle::NONE
-    }
+    Settle { base, ..Settle::NONE }
 }
 
 /// The `everyNode` checks among the planned cells, once each.

@@ -209,7 +209,12 @@ pub(super) async fn deploy_until(
 
 /// What only the Windows nodes themselves show (managed platforms), read before the cells that
 /// depend on it are judged: the facts refined by it, kept in `probing`.
-pub(super) async fn read_nodes<'a>(run: &Run<'_>, ctx: &Ctx<'_>, dep: &Deployment, probing: &'a Probing) -> &'a ClusterFacts {
+pub(super) async fn read_nodes<'a>(
+    run: &Run<'_>,
+    ctx: &Ctx<'_>,
+    dep: &Deployment,
+    probing: &'a Probing,
+) -> &'a ClusterFacts {
     let (read_now, startups) = futures::future::join(
         hostfacts::read(&ctx.pods, dep, run.facts),
         crate::cluster::startup::of_fixtures(

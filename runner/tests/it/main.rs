@@ -22,6 +22,8 @@
 //! - `prepull_cli` — `mixcheck prepull`: every image on every node, a DaemonSet per Windows build,
 //!   failed pulls, the deadline and Ctrl-C, nothing left behind
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
+//! - `watch_cli` — `mixcheck watch`: an intermittent fault's flake ratio on its node only, its
+//!   cause, healing, an API server restart, Ctrl-C; a real Prometheus scrape (ignored without it)
 //! - `watch_deploy` — deploy/watch.yaml's pod is restricted and serves where its Service points;
 //!   the dashboard and the alert rules query only the watch's metrics
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
@@ -62,4 +64,5 @@ mod sim_cli;
 mod support_cli;
 mod topology_text;
 mod triage_matrix;
+mod watch_cli;
 mod watch_deploy;

@@ -146,7 +146,11 @@ impl Board {
         );
         for ((kind, from, to), h) in &self.latency {
             latency.add_histogram(
-                vec![("kind", kind.clone()), ("from_pool", from.clone()), ("to_pool", to.clone())],
+                vec![
+                    ("kind", kind.clone()),
+                    ("from_pool", from.clone()),
+                    ("to_pool", to.clone()),
+                ],
                 h,
             );
         }
@@ -167,13 +171,21 @@ impl Board {
             for (phase, v) in [("pull", s.pull), ("sandbox", s.sandbox), ("total", s.total)] {
                 if let Some(v) = v {
                     startup.add(
-                        vec![("node", node.clone()), ("image", image.clone()), ("phase", phase.into())],
+                        vec![
+                            ("node", node.clone()),
+                            ("image", image.clone()),
+                            ("phase", phase.into()),
+                        ],
                         v,
                     );
                 }
             }
         }
-        let mut ready = Family::new("mixcheck_node_ready", "1 when the node's Ready condition is True.", Kind::Gauge);
+        let mut ready = Family::new(
+            "mixcheck_node_ready",
+            "1 when the node's Ready condition is True.",
+            Kind::Gauge,
+        );
         let mut dataplane = Family::new(
             "mixcheck_node_dataplane_ok",
             "1 when the node's light data-plane checks passed in the last cycle that probed them.",

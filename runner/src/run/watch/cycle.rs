@@ -8,7 +8,6 @@ use std::time::{Duration, Instant, SystemTime};
 use kube::api::Api;
 use mixcheck_reports::{Cell, Expected, Verdict};
 
-use super::board::Startup;
 use super::history::{CellLine, Cycle, Writer};
 use super::rotation::Rotation;
 use super::{Watching, lock, names_of, nodes};
@@ -98,10 +97,10 @@ impl Epoch {
             }
             *cycles += 1;
             let mut error = listed.as_ref().err().cloned();
-            if error.is_none() {
-                if let Err(e) = heal(w, run, &prepared, &full, &mut dep).await {
-                    error = Some(e);
-                }
+            if error.is_none()
+                && let Err(e) = heal(w, run, &prepared, &full, &mut dep).await
+            {
+                error = Some(e);
             }
             let judged = match &error {
                 Some(_) => Vec::new(),
@@ -111,7 +110,8 @@ impl Epoch {
                         settle,
                         ..base.with_fixtures(&dep)
                     };
-                    probe_cycle(&ctx, &prepared, rotation.next_cycle(), w.plan.concurrency).await
+                    let judged = probe_cycle(&ctx, &prepared, rotation.next_cycle(), w.plan.concurrency).await;
+                    discount_lost_fixtures(run, &prepared, &dep, judged).await
                 }
             };
             if error.is_none() {
@@ -168,10 +168,46 @@ async fn heal(
     Ok(true)
 }
 
+/// A fixture pod that went away while the cycle probed through it (deleted, evicted, its node
+/// drained) fails the flows through it for a reason that is the watch's own, not the cluster's
+/// data plane: the cycle's failures are then not counted (`error`, naming the pods), and the
+/// next cycle heals the fixtures first.
+async fn discount_lost_fixtures(
+    run: &Run<'_>,
+    prepared: &Prepared<'_>,
+    dep: &Deployment,
+    mut judged: Vec<(usize, Cell)>,
+) -> Vec<(usize, Cell)> {
+    let pods = Api::namespaced(run.client.clone(), &prepared.ns);
+    let lost = match super::heal::broken(&pods, run.run_id, &super::heal::usable(dep)).await {
+        Ok(lost) if !lost.is_empty() => lost,
+        _ => return judged,
+    };
+    let names: Vec<&str> = lost.iter().map(|(n, _)| n.as_str()).collect();
+    for (_, cell) in &mut judged {
+        if cell.verdict == Verdict::Fail {
+            cell.verdict = Verdict::Error;
+            cell.reason = Some(format!(
+                "not counted: fixture pods went away during the cycle ({}); the next cycle replaces them",
+                names.join(", ")
+            ));
+        }
+    }
+    judged
+}
+
 /// Judges the cycle's cells, by plan index.
-async fn probe_cycle(ctx: &Ctx<'_>, prepared: &Prepared<'_>, cells: Vec<usize>, concurrency: usize) -> Vec<(usize, Cell)> {
+async fn probe_cycle(
+    ctx: &Ctx<'_>,
+    prepared: &Prepared<'_>,
+    cells: Vec<usize>,
+    concurrency: usize,
+) -> Vec<(usize, Cell)> {
     let judged = Judged::default();
-    let list = cells.into_iter().filter_map(|i| prepared.cells.get(i).map(|c| (i, c))).collect();
+    let list = cells
+        .into_iter()
+        .filter_map(|i| prepared.cells.get(i).map(|c| (i, c)))
+        .collect();
     judge_cells(ctx, list, concurrency, &indicatif::ProgressBar::hidden(), &judged).await;
     judged.take()
 }
@@ -190,7 +226,7 @@ fn record_startup(w: &Watching<'_>, facts: &crate::cluster::facts::ClusterFacts)
     for (node, n) in &facts.report.nodes {
         for pod in &n.startup {
             for pull in &pod.pulls {
-                let s = b.startup.entry((node.clone(), pull.image.clone())).or_insert_with(Startup::default);
+                let s = b.startup.entry((node.clone(), pull.image.clone())).or_default();
                 let secs = |ms: Option<u64>| ms.map(|m| m as f64 / 1000.0);
                 s.pull = Some(s.pull.unwrap_or(0.0).max(secs(pull.pull_ms).unwrap_or(0.0)));
                 if let Some(v) = secs(pod.sandbox_ms) {
@@ -238,6 +274,12 @@ fn record(
         lines.push(CellLine {
             cell: labels.cell.clone(),
             check: format!("{}/{}", cell.suite, cell.check),
+            variant: [&cell.coordinates.protocol, &cell.coordinates.variant]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" "),
             from_node: labels.from_node.clone(),
             to_node: labels.to_node.clone(),
             verdict: cell.verdict.as_str().to_string(),
@@ -285,7 +327,11 @@ fn diagnose(w: &Watching<'_>, b: &mut super::board::Board) -> Vec<String> {
     b.causes.clear();
     let mut lines = Vec::new();
     for c in &diagnosis.causes {
-        let nodes: Vec<String> = if c.nodes.is_empty() { vec![String::new()] } else { c.nodes.clone() };
+        let nodes: Vec<String> = if c.nodes.is_empty() {
+            vec![String::new()]
+        } else {
+            c.nodes.clone()
+        };
         for node in nodes {
             b.causes
                 .insert((c.id.clone(), node.clone()), f64::from(c.confidence) / 100.0);
@@ -306,7 +352,12 @@ fn say_cycle(w: &Watching<'_>, c: &Cycle) {
         return;
     }
     let failing = c.cells.iter().filter(|l| l.verdict == "fail").count();
-    let flaky = lock(w.shared).ledger.cells.values().filter(|r| r.state() == "flaky").count();
+    let flaky = lock(w.shared)
+        .ledger
+        .cells
+        .values()
+        .filter(|r| r.state() == "flaky")
+        .count();
     let mut line = format!(
         "cycle {}: {} cells in {}; {failing} failing, {flaky} flaky",
         c.cycle,

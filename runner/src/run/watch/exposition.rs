@@ -202,11 +202,19 @@ mod tests {
     use super::*;
 
     fn families() -> Vec<Family> {
-        let mut g = Family::new("mixcheck_cell_flake_ratio", "Share of \"failed\" attempts.", Kind::Gauge);
+        let mut g = Family::new(
+            "mixcheck_cell_flake_ratio",
+            "Share of \"failed\" attempts.",
+            Kind::Gauge,
+        );
         g.add(vec![("cell", "a\\b\"c\nd".into())], 0.25);
         let mut c = Family::new("mixcheck_cycles", "Cycles run.", Kind::Counter);
         c.add(Vec::new(), 3.0);
-        let mut h = Family::new("mixcheck_cycle_duration_seconds", "How long a cycle took.", Kind::Histogram);
+        let mut h = Family::new(
+            "mixcheck_cycle_duration_seconds",
+            "How long a cycle took.",
+            Kind::Histogram,
+        );
         let mut hist = Histogram::new(&[0.5, 1.0]);
         hist.observe(0.25);
         hist.observe(0.75);
@@ -218,17 +226,32 @@ mod tests {
     #[test]
     fn the_text_format_names_a_counter_with_its_total() {
         let t = text(&families());
-        assert!(t.contains("# TYPE mixcheck_cycles_total counter\nmixcheck_cycles_total 3\n"), "{t}");
-        assert!(t.contains("mixcheck_cell_flake_ratio{cell=\"a\\\\b\\\"c\\nd\"} 0.25"), "{t}");
-        assert!(t.contains("# HELP mixcheck_cell_flake_ratio Share of \"failed\" attempts."), "{t}");
+        assert!(
+            t.contains("# TYPE mixcheck_cycles_total counter\nmixcheck_cycles_total 3\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("mixcheck_cell_flake_ratio{cell=\"a\\\\b\\\"c\\nd\"} 0.25"),
+            "{t}"
+        );
+        assert!(
+            t.contains("# HELP mixcheck_cell_flake_ratio Share of \"failed\" attempts."),
+            "{t}"
+        );
         assert!(!t.contains("# EOF"), "{t}");
     }
 
     #[test]
     fn openmetrics_names_the_family_and_ends_with_eof() {
         let t = openmetrics(&families());
-        assert!(t.contains("# TYPE mixcheck_cycles counter\n# HELP mixcheck_cycles Cycles run.\nmixcheck_cycles_total 3\n"), "{t}");
-        assert!(t.contains("# HELP mixcheck_cell_flake_ratio Share of \\\"failed\\\" attempts."), "{t}");
+        assert!(
+            t.contains("# TYPE mixcheck_cycles counter\n# HELP mixcheck_cycles Cycles run.\nmixcheck_cycles_total 3\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("# HELP mixcheck_cell_flake_ratio Share of \\\"failed\\\" attempts."),
+            "{t}"
+        );
         assert!(t.ends_with("# EOF\n"), "{t}");
     }
 
@@ -249,7 +272,12 @@ mod tests {
     #[rstest::rstest]
     #[case(None, false)]
     #[case(Some("text/plain;version=0.0.4;q=0.5,*/*;q=0.1"), false)]
-    #[case(Some("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"), true)]
+    #[case(
+        Some(
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        ),
+        true
+    )]
     fn the_accept_header_chooses_the_format(#[case] accept: Option<&str>, #[case] om: bool) {
         assert_eq!(wants_openmetrics(accept), om);
     }

@@ -78,7 +78,11 @@ pub async fn remove(pods: &Api<Pod>, broken: &[(String, String)]) {
         if why == "gone" {
             continue;
         }
-        let _ = tokio::time::timeout(CALL_TIMEOUT, pods.delete(name, &DeleteParams::default().grace_period(0))).await;
+        let _ = tokio::time::timeout(
+            CALL_TIMEOUT,
+            pods.delete(name, &DeleteParams::default().grace_period(0)),
+        )
+        .await;
     }
     // A deleted pod's name is free again once the object is gone.
     for (name, why) in broken {

@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 pub struct CellLine {
     pub cell: String,
     pub check: String,
+    /// What tells the cell from others of its check between the same nodes: its protocol and
+    /// variant (`tcp cluster-ip`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub variant: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub from_node: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -180,7 +184,11 @@ struct Trend {
 }
 
 fn mean(v: &[u64]) -> u64 {
-    if v.is_empty() { 0 } else { v.iter().sum::<u64>() / v.len() as u64 }
+    if v.is_empty() {
+        0
+    } else {
+        v.iter().sum::<u64>() / v.len() as u64
+    }
 }
 
 /// What `mixcheck history` prints: per cell its flake ratio and latency trend (the mean of the
@@ -192,7 +200,11 @@ pub fn summarise(cycles: &[Cycle]) -> String {
     for c in cycles {
         for l in &c.cells {
             let t = trends.entry(&l.cell).or_default();
-            t.check.clone_from(&l.check);
+            t.check = if l.variant.is_empty() {
+                l.check.clone()
+            } else {
+                format!("{} ({})", l.check, l.variant)
+            };
             t.ends = match (l.from_node.as_str(), l.to_node.as_str()) {
                 ("", "") => String::new(),
                 (f, "") => f.to_string(),
@@ -218,20 +230,22 @@ pub fn summarise(cycles: &[Cycle]) -> String {
     let end = cycles.last().map_or("", |c| c.at.as_str());
     let mut out = format!("{} cycles from {first} to {end}\n\n", cycles.len());
     out.push_str(&format!(
-        "{:<40} {:<32} {:>8} {:>6}  {}\n",
+        "{:<52} {:<28} {:>8} {:>6}  {}\n",
         "CHECK", "NODES", "ATTEMPTS", "FLAKE", "LATENCY ms (first half → second half)"
     ));
     let mut rows: Vec<&Trend> = trends.values().filter(|t| t.attempts > 0).collect();
     rows.sort_by(|a, b| {
         let ra = a.failed as f64 / a.attempts as f64;
         let rb = b.failed as f64 / b.attempts as f64;
-        rb.total_cmp(&ra).then_with(|| a.check.cmp(&b.check)).then_with(|| a.ends.cmp(&b.ends))
+        rb.total_cmp(&ra)
+            .then_with(|| a.check.cmp(&b.check))
+            .then_with(|| a.ends.cmp(&b.ends))
     });
     for t in rows {
         let half = t.ms.len() / 2;
         let (a, b) = t.ms.split_at(half);
         out.push_str(&format!(
-            "{:<40} {:<32} {:>8} {:>6.2}  {} → {}\n",
+            "{:<52} {:<28} {:>8} {:>6.2}  {} → {}\n",
             t.check,
             t.ends,
             t.attempts,
@@ -268,6 +282,7 @@ mod tests {
                 CellLine {
                     cell: "dns-a".into(),
                     check: "dns/service-fqdn".into(),
+                    variant: String::new(),
                     from_node: "win2022-1".into(),
                     to_node: "linux-1".into(),
                     verdict: verdict.into(),
@@ -276,6 +291,7 @@ mod tests {
                 CellLine {
                     cell: "net-b".into(),
                     check: "network-flows/pod-ip-cross-node".into(),
+                    variant: "tcp".into(),
                     from_node: "linux-1".into(),
                     to_node: "win2019-1".into(),
                     verdict: "pass".into(),
@@ -303,12 +319,21 @@ mod tests {
         assert_eq!(back.last().map(|c| c.cycle), Some(50));
         assert!(back.windows(2).all(|w| w[0].cycle + 1 == w[1].cycle), "contiguous");
         let text = summarise(&back);
-        let dns = text.lines().find(|l| l.starts_with("dns/service-fqdn")).expect("dns row");
+        let dns = text
+            .lines()
+            .find(|l| l.starts_with("dns/service-fqdn"))
+            .expect("dns row");
         assert!(dns.contains("win2022-1 → linux-1"), "{dns}");
         assert!(dns.contains(" 0.2"), "a flake ratio of about a quarter: {dns}");
         let net = text.lines().find(|l| l.starts_with("network-flows/")).expect("net row");
-        assert!(net.contains(" 0.00 ") && net.contains("5 → 5"), "{net}");
-        assert!(text.contains("dns/service-fqdn win2022-1 → linux-1: pass → fail"), "{text}");
+        assert!(
+            net.contains("(tcp)") && net.contains(" 0.00 ") && net.contains("5 → 5"),
+            "{net}"
+        );
+        assert!(
+            text.contains("dns/service-fqdn win2022-1 → linux-1: pass → fail"),
+            "{text}"
+        );
         assert!(text.contains("fail → pass"), "{text}");
     }
 

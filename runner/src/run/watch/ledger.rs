@@ -48,7 +48,19 @@ impl CellLabels {
             to_node: nodes(&[NodeRole::Destination]),
         }
     }
+
+    /// The node names of the cell, at either end.
+    pub fn nodes(&self) -> impl Iterator<Item = &str> {
+        self.from_node
+            .split(',')
+            .chain(self.to_node.split(','))
+            .filter(|n| !n.is_empty())
+    }
 }
+
+/// Fewer working attempts than this in the window say nothing against an intermittent cause
+/// on the cell's node: at P = 0.3, three attempts all work one time in three.
+const TOO_FEW: usize = 3;
 
 /// Whether a judgement counts as a failed attempt, a working one, or neither (the harness could
 /// not tell: error, indeterminate, not applicable).
@@ -167,21 +179,37 @@ impl Ledger {
     /// Drops every cell that touches none of `nodes` any more — a node that left takes its
     /// series with it — and keeps cells of no node (cluster-wide checks).
     pub fn keep_nodes(&mut self, nodes: &std::collections::BTreeSet<String>) {
-        self.cells.retain(|_, rec| {
-            let named: Vec<&str> = rec
-                .labels
-                .from_node
-                .split(',')
-                .chain(rec.labels.to_node.split(','))
-                .filter(|n| !n.is_empty())
-                .collect();
-            named.iter().all(|n| nodes.contains(*n))
-        });
+        self.cells
+            .retain(|_, rec| rec.labels.nodes().all(|n| nodes.contains(n)));
     }
 
-    /// The cells the diagnosis over the window reads.
+    /// The cells the diagnosis over the window reads. Where a cell is flaky on a node, the fault
+    /// there may hold for some attempts only: a cell of that node that worked in fewer than
+    /// [`TOO_FEW`] attempts in the window proves nothing against it, and is read as
+    /// `indeterminate` (a cell that always failed, or worked often, still counts).
     pub fn for_diagnosis(&self) -> Vec<Cell> {
-        self.cells.values().map(CellRecord::for_diagnosis).collect()
+        let flaky: std::collections::BTreeSet<&str> = self
+            .cells
+            .values()
+            .filter(|r| r.state() == "flaky")
+            .flat_map(|r| r.labels.nodes())
+            .collect();
+        self.cells
+            .values()
+            .map(|r| {
+                let mut cell = r.for_diagnosis();
+                let few = r.window.len() < TOO_FEW && r.window.iter().all(|(_, failed)| !failed);
+                if few && cell.verdict != Verdict::Fail && r.labels.nodes().any(|n| flaky.contains(n)) {
+                    cell.verdict = Verdict::Indeterminate;
+                    cell.reason = Some(format!(
+                        "worked in {} attempt{} of the window on a node with a flaky cell: too few to rule out an intermittent cause",
+                        r.window.len(),
+                        if r.window.len() == 1 { "" } else { "s" }
+                    ));
+                }
+                cell
+            })
+            .collect()
     }
 }
 
@@ -258,7 +286,11 @@ mod tests {
         assert_eq!(rec.state(), "flaky");
         let diag = l.for_diagnosis();
         assert_eq!(diag[0].verdict, Verdict::Fail);
-        assert!(diag[0].observed.summary.contains("failed 30 % of attempts"), "{}", diag[0].observed.summary);
+        assert!(
+            diag[0].observed.summary.contains("failed 30 % of attempts"),
+            "{}",
+            diag[0].observed.summary
+        );
         // 200 s later, with passes only: the failures are out of the window.
         for k in 0..5u64 {
             l.record(cell("win2022-1", "linux-1", Verdict::Pass), at(250 + k), window);
@@ -268,6 +300,45 @@ mod tests {
         assert_eq!(rec.state(), "pass");
         assert_eq!(l.for_diagnosis()[0].verdict, Verdict::Pass);
         assert_eq!((rec.attempts, rec.failures), (15, 3), "the counters keep counting");
+    }
+
+    /// With a flaky cell on win2022-1, another cell of that node that worked once is no proof
+    /// against an intermittent cause (indeterminate for the diagnosis); one that worked three
+    /// times, or a cell of another node, still counts.
+    #[test]
+    fn a_single_pass_beside_a_flaky_cell_refutes_nothing() {
+        let mut l = Ledger::default();
+        let window = Duration::from_secs(100);
+        for k in 0..6u64 {
+            let v = if k % 2 == 0 { Verdict::Fail } else { Verdict::Pass };
+            l.record(cell("win2022-1", "linux-1", v), at(k), window);
+        }
+        let mut once = cell("win2022-1", "win2019-1", Verdict::Pass);
+        once.check = "service-short-name".into();
+        once.id = CellId::new("dns", "DNS-PQDN", &once.coordinates).expect("id");
+        l.record(once.clone(), at(6), window);
+        let mut elsewhere = cell("win2019-1", "win2019-1", Verdict::Pass);
+        elsewhere.id = CellId::new("dns", "DNS-OTHER", &elsewhere.coordinates).expect("id");
+        l.record(elsewhere, at(6), window);
+        let diag = l.for_diagnosis();
+        let by_rule = |rule: &str| diag.iter().find(|c| c.id.as_str().contains(rule)).map(|c| c.verdict);
+        assert_eq!(by_rule("DNS-PQDN"), Some(Verdict::Indeterminate));
+        assert_eq!(
+            by_rule("DNS-OTHER"),
+            Some(Verdict::Pass),
+            "win2019-1 → win2019-1 touches no flaky node"
+        );
+        for k in 7..9u64 {
+            l.record(once.clone(), at(k), window);
+        }
+        let diag = l.for_diagnosis();
+        assert_eq!(
+            diag.iter()
+                .find(|c| c.id.as_str().contains("DNS-PQDN"))
+                .map(|c| c.verdict),
+            Some(Verdict::Pass),
+            "three working attempts count"
+        );
     }
 
     #[test]
@@ -282,7 +353,11 @@ mod tests {
     #[test]
     fn a_node_that_left_takes_its_cells() {
         let mut l = Ledger::default();
-        l.record(cell("win2022-1", "linux-1", Verdict::Pass), at(0), Duration::from_secs(60));
+        l.record(
+            cell("win2022-1", "linux-1", Verdict::Pass),
+            at(0),
+            Duration::from_secs(60),
+        );
         let still: std::collections::BTreeSet<String> = ["linux-1".to_string(), "win2019-1".into()].into();
         l.keep_nodes(&still);
         assert!(l.cells.is_empty());

@@ -175,7 +175,8 @@ impl Watching<'_> {
             match facts::collect(&self.client, self.plan.network_mode.as_deref(), self.plan.egress).await {
                 Ok(f) => return Ok(f),
                 Err(e) if waited < self.plan.deadline => {
-                    self.progress.warn(&format!("Cannot read the cluster's facts ({e}); trying again"));
+                    self.progress
+                        .warn(&format!("Cannot read the cluster's facts ({e}); trying again"));
                     tokio::time::sleep(self.opts.interval).await;
                     waited += self.opts.interval;
                 }

@@ -17,7 +17,9 @@ impl Rotation {
     /// The rotation over `light` (every cycle) and `rest` (`share` of them per cycle): as many
     /// as make every one of `rest` come round within `full_every` at one cycle per `interval`.
     pub fn new(light: Vec<usize>, rest: Vec<usize>, interval: Duration, full_every: Duration) -> Self {
-        let cycles = (full_every.as_secs_f64() / interval.as_secs_f64().max(0.001)).floor().max(1.0);
+        let cycles = (full_every.as_secs_f64() / interval.as_secs_f64().max(0.001))
+            .floor()
+            .max(1.0);
         let share = ((rest.len() as f64) / cycles).ceil() as usize;
         Rotation {
             light,

@@ -25,7 +25,10 @@ async fn metrics(axum::extract::State(shared): axum::extract::State<Shared>, hea
     let families = board(&shared).families();
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     if exposition::wants_openmetrics(accept) {
-        ([(header::CONTENT_TYPE, exposition::OPENMETRICS)], exposition::openmetrics(&families))
+        (
+            [(header::CONTENT_TYPE, exposition::OPENMETRICS)],
+            exposition::openmetrics(&families),
+        )
     } else {
         ([(header::CONTENT_TYPE, exposition::TEXT)], exposition::text(&families))
     }
@@ -35,7 +38,10 @@ async fn readyz(axum::extract::State(shared): axum::extract::State<Shared>) -> i
     if board(&shared).ready {
         (StatusCode::OK, "ready\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready: the fixtures are being deployed\n")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the fixtures are being deployed\n",
+        )
     }
 }
 

@@ -462,6 +462,9 @@ fn intermittent_dns_fails_a_share_of_lookups(#[case] share: f64) {
     let seen = failed("cli-win") as f64 / f64::from(tries);
     // A lookup is one or more queries; each may meet the fault, so the share of failed
     // lookups is at least P and at most a few queries' worth.
-    assert!(seen > share - 0.08 && seen < 1.0 - (1.0 - share).powi(3) + 0.08, "{seen} for {share}");
+    assert!(
+        seen > share - 0.08 && seen < 1.0 - (1.0 - share).powi(3) + 0.08,
+        "{seen} for {share}"
+    );
     assert_eq!(failed("cli-lin"), 0, "no other node's lookups fail");
 }

@@ -67,6 +67,9 @@ mod tests {
     fn outside_an_attempt_the_fault_holds() {
         assert!(holds(0, "w", Fault::DnsUnreachable, 0.01));
         during(3, || ());
-        assert!(holds(0, "w", Fault::DnsUnreachable, 0.01), "the attempt ends with its decision");
+        assert!(
+            holds(0, "w", Fault::DnsUnreachable, 0.01),
+            "the attempt ends with its decision"
+        );
     }
 }

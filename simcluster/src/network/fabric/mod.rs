@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-pub mod policy;
 pub mod attempt;
+pub mod policy;
 
 /// A flow's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
