@@ -4,7 +4,12 @@
 //! in-process), the cells, the probes (exec'd commands and reads; judgements from the facts read
 //! once are not probes) and the API calls the run made.
 //!
-//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example bench [-- --nodes 25,100,250,1000] [--coverage full]`
+//! With `--watch SECONDS [--interval SECONDS]`, it measures `mixcheck watch` instead: on each
+//! generated topology, a watch at the interval (default 10 s) for that long; per topology the
+//! cycles, the longest and the mean cycle (from the watch's history) and the peak resident
+//! memory.
+//!
+//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example bench [-- --nodes 25,100,250,1000] [--coverage full] [--watch 600 --interval 10]`
 
 mod common;
 use common::mixcheck;
@@ -126,6 +131,62 @@ fn run(bin: &Path, topology: Option<&Path>, dir: &Path, coverage: &str) -> Resul
     })
 }
 
+/// What one watch measured: cycles, the longest and mean cycle, peak memory.
+struct Watched {
+    cycles: usize,
+    longest: Duration,
+    mean: Duration,
+    peak_mib: f64,
+    exit: Option<i32>,
+}
+
+/// `mixcheck watch` on `topology` at `interval` for `cycles` cycles, its memory sampled.
+fn watch(bin: &Path, topology: &Path, dir: &Path, interval: u64, cycles: u64) -> Result<Watched, String> {
+    let history = dir.join("history");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let mut child = Command::new(bin)
+        .args(["watch", "--quiet", "--topology"])
+        .arg(topology)
+        .args(["--interval", &format!("{interval}s"), "--cycles", &cycles.to_string()])
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--history"])
+        .arg(&history)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let pid = child.id();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_kib(pid) {
+            peak = peak.max(kib);
+        }
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) => break s,
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    let mut durations = Vec::new();
+    for entry in std::fs::read_dir(&history).map_err(|e| e.to_string())? {
+        let text = std::fs::read_to_string(entry.map_err(|e| e.to_string())?.path()).map_err(|e| e.to_string())?;
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            durations.push(Duration::from_millis(v["duration_ms"].as_u64().unwrap_or(0)));
+        }
+    }
+    let total: Duration = durations.iter().sum();
+    Ok(Watched {
+        cycles: durations.len(),
+        longest: durations.iter().max().copied().unwrap_or_default(),
+        mean: total / u32::try_from(durations.len().max(1)).unwrap_or(1),
+        peak_mib: peak as f64 / 1024.0,
+        exit: status.code(),
+    })
+}
+
 fn print_row(name: &str, f: &Figures) {
     println!(
         "{:<22} {:>8.2}s {:>6.0} MiB {:>7} {:>7} {:>9} {:>5}",
@@ -143,6 +204,7 @@ fn main() -> Result<(), String> {
     let bin = mixcheck()?;
     let mut sizes = vec![25, 100, 250, 1000];
     let mut coverage = "sampled".to_string();
+    let (mut watch_for, mut interval): (Option<u64>, u64) = (None, 10);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -154,11 +216,47 @@ fn main() -> Result<(), String> {
                     .collect::<Result<_, _>>()?;
             }
             "--coverage" => coverage = args.next().ok_or("--coverage needs sampled or full")?,
+            "--watch" => {
+                let secs = args.next().ok_or("--watch needs a number of seconds")?;
+                watch_for = Some(secs.parse().map_err(|_| format!("--watch: {secs:?} is not a number"))?);
+            }
+            "--interval" => {
+                let secs = args.next().ok_or("--interval needs a number of seconds")?;
+                interval = secs
+                    .parse()
+                    .map_err(|_| format!("--interval: {secs:?} is not a number"))?;
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
     let tmp = std::env::temp_dir().join(format!("mixcheck-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    if let Some(secs) = watch_for {
+        let cycles = (secs / interval.max(1)).max(1);
+        println!("watch: {cycles} cycles at {interval} s");
+        println!(
+            "{:<22} {:>7} {:>12} {:>10} {:>10} {:>5}",
+            "TOPOLOGY", "CYCLES", "LONGEST", "MEAN", "PEAK RSS", "EXIT"
+        );
+        for n in sizes {
+            let dir = tmp.join(format!("w{n}"));
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let path = dir.join("topology.yaml");
+            std::fs::write(&path, topology(n)).map_err(|e| e.to_string())?;
+            let w = watch(&bin, &path, &dir, interval, cycles)?;
+            println!(
+                "{:<22} {:>7} {:>11.2}s {:>9.2}s {:>6.0} MiB {:>5}",
+                format!("{n} nodes"),
+                w.cycles,
+                w.longest.as_secs_f64(),
+                w.mean.as_secs_f64(),
+                w.peak_mib,
+                w.exit.map_or("-".into(), |c| c.to_string())
+            );
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Ok(());
+    }
     println!("coverage: {coverage}");
     println!(
         "{:<22} {:>9} {:>10} {:>7} {:>7} {:>9} {:>5}",

@@ -473,10 +473,14 @@ pub async fn watch(args: &WatchArgs) -> Result<Code, Error> {
         (r.bundle.is_some(), "--bundle"),
         (r.baseline.is_some(), "--baseline"),
         (r.node_diagnostics, "--node-diagnostics"),
+        (r.strict, "--strict"),
+        (r.details, "--details"),
+        (r.output != crate::cli::args::Output::Table, "--output"),
+        (r.report_dir != std::path::Path::new("mixcheck-report"), "--report-dir"),
     ] {
         if given {
             return Err(Error::Usage(format!(
-                "{flag} is a flag of `mixcheck run`, not of `mixcheck watch`"
+                "{flag} is a flag of `mixcheck run`, not of `mixcheck watch` (a watch reports through its metrics and --history)"
             )));
         }
     }

@@ -277,6 +277,7 @@ fn record(
             variant: [&cell.coordinates.protocol, &cell.coordinates.variant]
                 .into_iter()
                 .flatten()
+                .filter(|v| **v != cell.check)
                 .cloned()
                 .collect::<Vec<_>>()
                 .join(" "),
