@@ -10,7 +10,7 @@ use std::process::Command;
 use rstest::rstest;
 
 /// Flags the documents give tools other than mixcheck: cargo (`--workspace`, `--example`, …),
-/// the benchmarks' examples (`--nodes`, `--pods`, …), kubectl (`--for`, `--as`, `create secret
+/// the benchmarks' examples (`--nodes`, `--pods`, `--watch`, …), kubectl (`--for`, `--as`, `create secret
 /// docker-registry --docker-server`, …) and the node
 /// agents whose flags the causes name (kube-proxy's `--hostname-override`, `--enable-dsr`).
 const OTHER_TOOLS: &[&str] = &[
@@ -43,6 +43,7 @@ const OTHER_TOOLS: &[&str] = &[
     "selections",
     "timeout",
     "topologies",
+    "watch",
     "watchers",
     "windows-priorityclass",
     "workspace",
