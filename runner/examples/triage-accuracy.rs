@@ -12,7 +12,7 @@
 //! named there is a false cause. A fault the simulator refuses on a topology (it does not apply
 //! there, e.g. flannel faults without flannel) is left out.
 //!
-//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example triage-accuracy [-- --topologies default,aks --selections all,network,version,dns,nodeport --jobs 2 --no-pairs]`
+//! Run: `cargo build --release -p mixcheck && cargo run --release -p mixcheck --example triage-accuracy [-- --topologies default,aks --selections all,network,version,dns,nodeport --jobs 2 --no-pairs --faults hns-,dns-unreachable]`
 //! (`MIXCHECK_BIN` runs another mixcheck binary).
 
 mod common;
@@ -246,8 +246,13 @@ fn main() -> Result<(), String> {
         .unwrap_or(2)
         .max(1);
     let pairs = !args.iter().any(|a| a == "--no-pairs");
+    // `--faults hns-,dns-unreachable`: only the faults whose names start with one of these.
+    let only = list_arg(&args, "--faults", "");
     let bin = mixcheck()?;
-    let faults = faults(&bin)?;
+    let faults: Vec<(String, String)> = faults(&bin)?
+        .into_iter()
+        .filter(|(f, _)| only.is_empty() || only.iter().any(|o| f.starts_with(o.as_str())))
+        .collect();
     let scratch = std::env::temp_dir().join(format!("mixcheck-triage-accuracy-{}", std::process::id()));
     let started = Instant::now();
 

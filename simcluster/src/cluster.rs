@@ -296,8 +296,11 @@ impl Cluster {
     /// objects live in etcd, which a restart of kube-apiserver keeps). The nodes keep running.
     pub async fn restart_api_server(&mut self, down: Duration) -> Result<(), ClusterError> {
         self.handle.shutdown();
-        if let Some(serve) = self.tasks.first_mut() {
-            let _ = tokio::time::timeout(Duration::from_secs(5), serve).await;
+        if let Some(serve) = self.tasks.first_mut()
+            && tokio::time::timeout(Duration::from_secs(5), &mut *serve).await.is_err()
+        {
+            serve.abort();
+            let _ = serve.await;
         }
         tokio::time::sleep(down).await;
         let addr = self.addr;

@@ -80,6 +80,13 @@ pub struct WatchArgs {
     /// Stop after this many cycles (scripts); default: until interrupted.
     #[arg(long, value_name = "N")]
     pub cycles: Option<u64>,
+    /// Set a node condition MixcheckDataplane=False on a node whose light checks fail for
+    /// --mark-after cycles in a row, True once they work again (needs nodes/status patch).
+    #[arg(long)]
+    pub mark_nodes: bool,
+    /// Failing cycles in a row before --mark-nodes marks a node.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "mark_nodes")]
+    pub mark_after: u32,
 }
 
 /// `mixcheck history`.

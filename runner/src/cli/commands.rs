@@ -499,6 +499,7 @@ pub async fn watch(args: &WatchArgs) -> Result<Code, Error> {
         history: args.history.clone(),
         retain: args.retain,
         cycles: args.cycles,
+        mark_after: args.mark_nodes.then_some(args.mark_after.max(1)),
     };
     Ok(crate::run::watch::watch(&plan, &fixtures, &opts).await)
 }

@@ -114,14 +114,15 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
     outln!("  kubectl get nodes -o wide");
     outln!("Press Ctrl-C to stop.");
     let mut cluster = cluster;
+    let mut restart_signal = RestartSignal::install();
     let wait = interrupt.wait();
     tokio::pin!(wait);
     loop {
         tokio::select! {
             () = &mut wait => break,
-            () = restart_signal() => {
-                // SIGHUP: an API server restart (a control-plane upgrade), for testing clients.
-                outln!("restarting the API server (SIGHUP): down for {} s", API_RESTART_DOWN.as_secs());
+            () = restart_signal.recv() => {
+                // SIGUSR1: an API server restart (a control-plane upgrade), for testing clients.
+                outln!("restarting the API server (SIGUSR1): down for {} s", API_RESTART_DOWN.as_secs());
                 match cluster.restart_api_server(API_RESTART_DOWN).await {
                     Ok(()) => outln!("the API server is serving again"),
                     Err(e) => {
@@ -138,17 +139,33 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
     Ok(Code::Passed)
 }
 
-/// How long the API server of `sim serve` is down when SIGHUP restarts it.
+/// How long the API server of `sim serve` is down when SIGUSR1 restarts it.
 const API_RESTART_DOWN: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The next SIGHUP (never, where there is none).
-async fn restart_signal() {
+/// SIGUSR1, which restarts the API server of `sim serve`, listened for from installation on (a
+/// signal arriving during a restart is kept for the next turn).
+struct RestartSignal {
     #[cfg(unix)]
-    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        hup.recv().await;
-        return;
+    usr1: Option<tokio::signal::unix::Signal>,
+}
+
+impl RestartSignal {
+    fn install() -> Self {
+        Self {
+            #[cfg(unix)]
+            usr1: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok(),
+        }
     }
-    std::future::pending::<()>().await;
+
+    /// The next SIGUSR1 (never, where there is none).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(s) = self.usr1.as_mut() {
+            s.recv().await;
+            return;
+        }
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Ctrl-C and, on Unix, SIGTERM, listened for from the moment of installation.

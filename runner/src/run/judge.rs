@@ -102,6 +102,9 @@ pub(super) fn pod_keys(c: &CellPlan<'_>, facts: &ClusterFacts) -> Vec<String> {
     keys
 }
 
+/// A cell taken out of [`Judged`]: its plan index, the cell, and each pair's ends and verdict.
+pub(super) type Taken = (usize, Cell, Vec<(Pair, Verdict)>);
+
 /// A judged cell and the judgements of its pairs.
 type Entry = (Cell, Vec<(Pair, PairJudgement)>);
 
@@ -146,11 +149,12 @@ impl Judged {
             .collect()
     }
 
-    /// The cells judged so far, by plan index, taken out (a watch cycle's cells).
-    pub(super) fn take(&self) -> Vec<(usize, Cell)> {
+    /// The cells judged so far, by plan index, with each pair's ends and verdict, taken out (a
+    /// watch cycle's cells).
+    pub(super) fn take(&self) -> Vec<Taken> {
         std::mem::take(&mut *self.lock())
             .into_iter()
-            .map(|(i, (cell, _))| (i, cell))
+            .map(|(i, (cell, pairs))| (i, cell, pairs.into_iter().map(|(p, j)| (p, j.verdict)).collect()))
             .collect()
     }
 

@@ -328,7 +328,7 @@ fn watch_measures_an_intermittent_fault_heals_and_leaves_nothing() {
 
     // A fixture pod deleted and the API server restarted (down 2 s) mid-watch.
     delete_a_fixture(&kubeconfig);
-    sim.signal("HUP");
+    sim.signal("USR1");
     let healed = Instant::now();
     let after = scrape_until(port, Duration::from_secs(120), |t| {
         value(t, "mixcheck_fixtures_healed_total") >= 1.0 && value(t, "mixcheck_cycles_total") >= cycles + 8.0
@@ -470,5 +470,85 @@ fn a_prometheus_server_scrapes_the_watch_and_finds_the_flaky_node() {
     };
     assert_eq!(nodes, ["win2022-1"]);
     drop(w);
+    drop(sim);
+}
+
+/// The condition `--mark-nodes` sets on a node, as (status, message).
+fn condition(kubeconfig: &Path, node: &str) -> Option<(String, String)> {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::Api;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig"),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("config");
+        let nodes: Api<Node> = Api::all(kube::Client::try_from(config).expect("client"));
+        let n = nodes.get(node).await.expect("node");
+        n.status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "MixcheckDataplane")
+            .map(|c| (c.status, c.message.unwrap_or_default()))
+    })
+}
+
+/// `--mark-nodes`: a node whose light checks keep failing (its cluster DNS unreachable) gets
+/// `MixcheckDataplane=False` naming the likely cause, and keeps it while the kubelet reports its
+/// own conditions; a node whose checks work gets none.
+#[cfg(unix)]
+#[test]
+fn mark_nodes_sets_a_condition_on_the_failing_node_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kc");
+    let sim = serve(dir.path(), &["win2019-1:dns-unreachable"]);
+    let port = free_port();
+    let mut w = Running(
+        mixcheck()
+            .args([
+                "watch",
+                "--quiet",
+                "--interval",
+                "1s",
+                "--mark-nodes",
+                "--mark-after",
+                "2",
+                "--kubeconfig",
+            ])
+            .arg(&kubeconfig)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn watch"),
+    );
+    scrape_until(port, Duration::from_secs(240), |t| {
+        value(t, "mixcheck_cycles_total") >= 4.0
+    });
+    let (status, message) = condition(&kubeconfig, "win2019-1").expect("win2019-1 is marked");
+    assert_eq!(status, "False", "{message}");
+    assert!(
+        message.contains("failed") && message.contains("dns-unreachable"),
+        "{message}"
+    );
+    // Still there after more cycles (the kubelet's status updates keep it).
+    let cycles = value(
+        &scrape_until(port, Duration::from_secs(10), |_| true),
+        "mixcheck_cycles_total",
+    );
+    scrape_until(port, Duration::from_secs(60), |t| {
+        value(t, "mixcheck_cycles_total") >= cycles + 3.0
+    });
+    assert_eq!(
+        condition(&kubeconfig, "win2019-1").map(|c| c.0).as_deref(),
+        Some("False")
+    );
+    for healthy in ["linux-1", "win2022-1"] {
+        assert_eq!(condition(&kubeconfig, healthy), None, "{healthy} is not marked");
+    }
+    w.signal("INT");
+    assert_eq!(w.exit(Duration::from_secs(60)).code(), Some(0));
     drop(sim);
 }

@@ -106,6 +106,14 @@ impl Board {
 
     /// Every family, in a stable order.
     pub fn families(&self) -> Vec<Family> {
+        let mut out = self.cell_families();
+        out.extend(self.node_families());
+        out.extend(self.cycle_families());
+        out
+    }
+
+    /// The families of the cells: state, documentation, attempts, failures, flake ratio.
+    fn cell_families(&self) -> Vec<Family> {
         let mut verdict = Family::new(
             "mixcheck_cell_verdict",
             "1 for each cell's current state: its latest verdict, or flaky when it both failed and worked within the flake window.",
@@ -139,6 +147,12 @@ impl Board {
             failures.add(labels.clone(), rec.failures as f64);
             flake.add(labels, rec.flake_ratio());
         }
+        vec![verdict, documented, attempts, failures, flake]
+    }
+
+    /// The families of probes, causes and nodes: latency, likely causes, start-up, readiness and
+    /// data plane.
+    fn node_families(&self) -> Vec<Family> {
         let mut latency = Family::new(
             "mixcheck_probe_duration_seconds",
             "How long one cell's probe took, by kind and pool pair.",
@@ -198,6 +212,11 @@ impl Board {
                 dataplane.add(labels, if ok { 1.0 } else { 0.0 });
             }
         }
+        vec![latency, causes, startup, ready, dataplane]
+    }
+
+    /// The families of the watch itself: cycles, their duration and errors, heals.
+    fn cycle_families(&self) -> Vec<Family> {
         let mut cycle = Family::new(
             "mixcheck_cycle_duration_seconds",
             "How long a watch cycle took.",
@@ -226,9 +245,6 @@ impl Board {
         if let Some(t) = self.last_cycle {
             last.add(Vec::new(), t);
         }
-        vec![
-            verdict, documented, attempts, failures, flake, latency, causes, startup, ready, dataplane, cycle, cycles,
-            errors, healed, last,
-        ]
+        vec![cycle, cycles, errors, healed, last]
     }
 }

@@ -13,7 +13,6 @@ use super::rotation::Rotation;
 use super::{Watching, lock, names_of, nodes};
 use crate::cluster::deploy::Deployment;
 use crate::probes::judgement::Ctx;
-use crate::probes::settle::Settle;
 use crate::run::Run;
 use crate::run::judge::{Judged, judge_cells};
 use crate::run::prepare::Prepared;
@@ -31,10 +30,15 @@ impl Epoch {
         first: bool,
         cycles: &mut u64,
         history: &mut Option<Writer>,
+        marks: &mut super::marks::Marks,
     ) -> Result<Option<BTreeSet<String>>, String> {
         let prepared = Prepared::new(w.plan, run.facts, run.run_id, std::time::Instant::now());
         if first {
             probe::open_namespace(run, &prepared).await?;
+        } else {
+            // Fixture pods are named by node position: the nodes changed, so the previous
+            // epoch's pods go before this epoch's are applied (a pod cannot move to another node).
+            super::heal::remove_all(&Api::namespaced(run.client.clone(), &prepared.ns), run.run_id).await;
         }
         let budget = prepared.budget(run).await;
         let probing = Probing::default();
@@ -83,41 +87,67 @@ impl Epoch {
         let light: BTreeSet<usize> = (0..prepared.cells.len())
             .filter(|&i| prepared.cells[i].check.every_node)
             .collect();
-        // The first cycle settles, as a run does, from when the fixtures were ready; later ones
-        // judge one attempt each.
-        let mut settle = prepared.settle;
+        // The fixtures this epoch keeps alive: those usable once deployed (one that fails to
+        // come back after a heal stays wanted, and is tried again at the next cycle).
+        let wanted = super::heal::usable(&dep);
+        // Fixture pods found not Ready at the last check: replaced if still so at the next.
+        let mut suspects = BTreeSet::new();
+        let mut first_cycle = true;
         loop {
             let began = Instant::now();
             let listed = nodes(&run.client).await;
             if let Ok(listed) = &listed {
-                let names: BTreeSet<String> = listed.iter().map(|(n, _)| n.clone()).collect();
+                let names: BTreeSet<String> = listed.iter().map(|n| n.name.clone()).collect();
                 if names != known {
                     return Ok(Some(names));
                 }
             }
             *cycles += 1;
             let mut error = listed.as_ref().err().cloned();
-            if error.is_none()
-                && let Err(e) = heal(w, run, &prepared, &full, &mut dep).await
-            {
-                error = Some(e);
+            if let Ok(listed) = &listed {
+                let keep = Keep {
+                    wanted: &wanted,
+                    unavailable: listed
+                        .iter()
+                        .filter(|n| !n.available())
+                        .map(|n| n.name.clone())
+                        .collect(),
+                };
+                if let Err(e) = heal(w, run, &prepared, (&full, &keep), &mut dep, &mut suspects).await {
+                    error = Some(e);
+                }
             }
             let judged = match &error {
                 Some(_) => Vec::new(),
                 None => {
+                    // The first cycle settles as a run does; later ones make one connection per
+                    // flow, and flows through fixtures replaced since still settle.
+                    let settle = if first_cycle {
+                        prepared.settle
+                    } else {
+                        prepared.settle.one_connection()
+                    };
                     let ctx = Ctx {
                         facts,
                         settle,
                         ..base.with_fixtures(&dep)
                     };
                     let judged = probe_cycle(&ctx, &prepared, rotation.next_cycle(), w.plan.concurrency).await;
-                    discount_lost_fixtures(run, &prepared, &dep, judged).await
+                    discount_lost_fixtures(run, &prepared, &wanted, judged).await
                 }
             };
-            if error.is_none() {
-                settle = Settle::ONE_ATTEMPT;
+            first_cycle &= error.is_some();
+            let seen = Seen {
+                prepared: &prepared,
+                facts,
+                light: &light,
+            };
+            let (line, dataplane) = record(w, *cycles, began, seen, judged, (listed.ok(), error));
+            if let Some(after) = w.opts.mark_after {
+                let causes = lock(w.shared).causes.clone();
+                let changes = marks.after(&dataplane, after, &causes);
+                marks.apply(&run.client, changes, &|m| w.progress.warn(m)).await;
             }
-            let line = record(w, *cycles, began, (judged, &light), listed.ok(), error);
             say_cycle(w, &line);
             if let Some(h) = history.as_mut()
                 && let Err(e) = h.append(&line)
@@ -132,18 +162,37 @@ impl Epoch {
     }
 }
 
+/// Which fixture pods a heal keeps alive: those wanted, less those on nodes that are not Ready
+/// or are cordoned (their pods cannot start there; the node's own cells show why).
+struct Keep<'a> {
+    wanted: &'a BTreeSet<String>,
+    unavailable: BTreeSet<String>,
+}
+
+/// What a cycle's cells are read against: the plan, the facts, the light cells.
+struct Seen<'a, 'p> {
+    prepared: &'a Prepared<'p>,
+    facts: &'a crate::cluster::facts::ClusterFacts,
+    light: &'a BTreeSet<usize>,
+}
+
 /// Replaces the fixture pods that are gone or broken; whether it did. An error when the API
 /// server cannot be asked.
 async fn heal(
     w: &Watching<'_>,
     run: &Run<'_>,
     prepared: &Prepared<'_>,
-    full: &BTreeSet<usize>,
+    (full, keep): (&BTreeSet<usize>, &Keep<'_>),
     dep: &mut Deployment,
+    suspects: &mut BTreeSet<String>,
 ) -> Result<bool, String> {
     let pods = Api::namespaced(run.client.clone(), &prepared.ns);
-    let wanted = super::heal::usable(dep);
-    let broken = super::heal::broken(&pods, run.run_id, &wanted).await?;
+    let found = super::heal::broken(&pods, run.run_id, keep.wanted).await?;
+    let found = found
+        .into_iter()
+        .filter(|b| b.node.as_ref().is_none_or(|n| !keep.unavailable.contains(n)))
+        .collect();
+    let broken = super::heal::to_replace(found, suspects);
     if broken.is_empty() {
         return Ok(false);
     }
@@ -151,7 +200,7 @@ async fn heal(
         "Healing the fixtures: {}",
         broken
             .iter()
-            .map(|(n, why)| format!("{n} ({why})"))
+            .map(|b| format!("{} ({})", b.name, b.why))
             .collect::<Vec<_>>()
             .join(", ")
     ));
@@ -175,16 +224,16 @@ async fn heal(
 async fn discount_lost_fixtures(
     run: &Run<'_>,
     prepared: &Prepared<'_>,
-    dep: &Deployment,
-    mut judged: Vec<(usize, Cell)>,
-) -> Vec<(usize, Cell)> {
+    wanted: &BTreeSet<String>,
+    mut judged: Vec<Judgement>,
+) -> Vec<Judgement> {
     let pods = Api::namespaced(run.client.clone(), &prepared.ns);
-    let lost = match super::heal::broken(&pods, run.run_id, &super::heal::usable(dep)).await {
+    let lost = match super::heal::broken(&pods, run.run_id, wanted).await {
         Ok(lost) if !lost.is_empty() => lost,
         _ => return judged,
     };
-    let names: Vec<&str> = lost.iter().map(|(n, _)| n.as_str()).collect();
-    for (_, cell) in &mut judged {
+    let names: Vec<&str> = lost.iter().map(|b| b.name.as_str()).collect();
+    for (_, cell, _) in &mut judged {
         if cell.verdict == Verdict::Fail {
             cell.verdict = Verdict::Error;
             cell.reason = Some(format!(
@@ -196,18 +245,21 @@ async fn discount_lost_fixtures(
     judged
 }
 
-/// Judges the cycle's cells, by plan index.
-async fn probe_cycle(
-    ctx: &Ctx<'_>,
-    prepared: &Prepared<'_>,
-    cells: Vec<usize>,
-    concurrency: usize,
-) -> Vec<(usize, Cell)> {
+/// One cell's judgement in a cycle: its plan index, the cell, and each pair's ends and verdict.
+type Judgement = crate::run::judge::Taken;
+
+/// Judges the cycle's cells, by plan index. Each cell's workload pods are announced as used
+/// again first: a watch keeps them for the next cycle (a run deletes them after their last
+/// cell).
+async fn probe_cycle(ctx: &Ctx<'_>, prepared: &Prepared<'_>, cells: Vec<usize>, concurrency: usize) -> Vec<Judgement> {
     let judged = Judged::default();
-    let list = cells
+    let list: Vec<_> = cells
         .into_iter()
         .filter_map(|i| prepared.cells.get(i).map(|c| (i, c)))
         .collect();
+    for (_, c) in &list {
+        ctx.workloads.plan_uses(&crate::run::judge::pod_keys(c, ctx.facts));
+    }
     judge_cells(ctx, list, concurrency, &indicatif::ProgressBar::hidden(), &judged).await;
     judged.take()
 }
@@ -241,22 +293,26 @@ fn record_startup(w: &Watching<'_>, facts: &crate::cluster::facts::ClusterFacts)
 }
 
 /// Records a cycle's cells on the board (ledger, latencies, nodes), diagnoses over the window,
-/// and gives the cycle's history line.
+/// and gives the cycle's history line and whether each node's light cells all worked.
 fn record(
     w: &Watching<'_>,
     n: u64,
     began: Instant,
-    (judged, light): (Vec<(usize, Cell)>, &BTreeSet<usize>),
-    listed: Option<Vec<(String, bool)>>,
-    error: Option<String>,
-) -> Cycle {
+    seen: Seen<'_, '_>,
+    judged: Vec<Judgement>,
+    (listed, error): (Option<Vec<super::NodeSeen>>, Option<String>),
+) -> (Cycle, BTreeMap<String, bool>) {
     let now = SystemTime::now();
     let mut b = lock(w.shared);
+    let dataplane = dataplane(&judged, seen.light, seen.facts);
+    let mut cells: Vec<(usize, Cell)> = judged.into_iter().map(|(i, c, _)| (i, c)).collect();
+    within_boundaries(&mut cells, &b.ledger);
     let mut lines = Vec::new();
-    // Per node: whether its light data-plane cells all worked this cycle.
-    let mut dataplane: BTreeMap<String, bool> = BTreeMap::new();
-    for (i, cell) in judged {
-        let labels = super::ledger::CellLabels::of(&cell);
+    for (i, cell) in cells {
+        let labels = match seen.prepared.cells.get(i) {
+            Some(plan) => super::ledger::CellLabels::of(&cell).with_nodes(planned_nodes(plan, seen.facts)),
+            None => super::ledger::CellLabels::of(&cell),
+        };
         b.observe_probe(
             &cell.category,
             &labels.from_pool,
@@ -265,64 +321,110 @@ fn record(
         );
         b.documented
             .insert(labels.cell.clone(), cell.expected.kind == Expected::Works);
-        if light.contains(&i) {
-            for node in labels.from_node.split(',').filter(|n| !n.is_empty()) {
-                let ok = dataplane.entry(node.to_string()).or_insert(true);
-                *ok &= cell.verdict != Verdict::Fail;
-            }
-        }
-        lines.push(CellLine {
-            cell: labels.cell.clone(),
-            check: format!("{}/{}", cell.suite, cell.check),
-            variant: [&cell.coordinates.protocol, &cell.coordinates.variant]
-                .into_iter()
-                .flatten()
-                .filter(|v| **v != cell.check)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" "),
-            from_node: labels.from_node.clone(),
-            to_node: labels.to_node.clone(),
-            verdict: cell.verdict.as_str().to_string(),
-            ms: cell.duration_ms,
-        });
-        b.ledger.record(cell, now, w.opts.flake_window);
+        lines.push(history_line(&cell, &labels));
+        b.ledger.record(cell, labels, (now, w.opts.flake_window));
     }
     b.ledger.forget_before(now, w.opts.flake_window);
-    if let Some(listed) = listed {
-        for (name, ready) in listed {
-            let pool = b.nodes.get(&name).map(|s| s.pool.clone()).unwrap_or_default();
-            let state = b.nodes.entry(name.clone()).or_default();
-            state.ready = ready;
-            state.pool = pool;
-            if let Some(ok) = dataplane.get(&name) {
-                state.dataplane_ok = Some(*ok);
-            }
+    for node in listed.into_iter().flatten() {
+        let state = b.nodes.entry(node.name.clone()).or_default();
+        state.ready = node.ready;
+        if let Some(ok) = dataplane.get(&node.name) {
+            state.dataplane_ok = Some(*ok);
         }
     }
-    let causes = diagnose(w, &mut b);
+    let causes = diagnose(w, &mut b, seen.facts);
     b.cycles += 1;
     if error.is_some() {
         b.cycle_errors += 1;
-    } else {
-        b.ready = true;
     }
+    b.ready = error.is_none();
     let took = began.elapsed();
     b.cycle_duration.observe(took.as_secs_f64());
     b.last_cycle = now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs_f64());
-    Cycle {
+    let cycle = Cycle {
         cycle: n,
         at: chrono::DateTime::<chrono::Utc>::from(now).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         cells: lines,
         causes,
         error,
+    };
+    (cycle, dataplane)
+}
+
+/// A cell's line in the history.
+fn history_line(cell: &Cell, labels: &super::ledger::CellLabels) -> CellLine {
+    CellLine {
+        cell: labels.cell.clone(),
+        check: format!("{}/{}", cell.suite, cell.check),
+        variant: [&cell.coordinates.protocol, &cell.coordinates.variant]
+            .into_iter()
+            .flatten()
+            .filter(|v| **v != cell.check)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" "),
+        from_node: labels.from_node.clone(),
+        to_node: labels.to_node.clone(),
+        verdict: cell.verdict.as_str().to_string(),
+        ms: cell.duration_ms,
+    }
+}
+
+/// The nodes a cell's plan pairs start from and go to, by name: the cell's series keep them
+/// whatever one cycle's observation lists.
+fn planned_nodes(
+    plan: &crate::run::cells::CellPlan<'_>,
+    facts: &crate::cluster::facts::ClusterFacts,
+) -> (Vec<String>, Vec<String>) {
+    let name = |i: Option<usize>| i.and_then(|i| facts.nodes.get(i)).map(|n| n.name.clone());
+    let from = plan.pairs.iter().filter_map(|p| name(p.from)).collect();
+    let to = plan.pairs.iter().filter_map(|p| name(p.to)).collect();
+    (from, to)
+}
+
+/// Per node, whether its light cells' pairs all worked this cycle: a failing pair counts
+/// against the node it starts from (or goes to, for a flow from outside).
+fn dataplane(
+    judged: &[Judgement],
+    light: &BTreeSet<usize>,
+    facts: &crate::cluster::facts::ClusterFacts,
+) -> BTreeMap<String, bool> {
+    let mut out: BTreeMap<String, bool> = BTreeMap::new();
+    for (_, _, pairs) in judged.iter().filter(|(i, _, _)| light.contains(i)) {
+        for (pair, verdict) in pairs {
+            let Some(node) = pair.from.or(pair.to).and_then(|i| facts.nodes.get(i)) else {
+                continue;
+            };
+            let ok = out.entry(node.name.clone()).or_insert(true);
+            *ok &= *verdict != Verdict::Fail;
+        }
+    }
+    out
+}
+
+/// Support boundaries (`run/boundary.rs`) over the cycle's cells, with the latest boundary cells
+/// of earlier cycles: a failing cell of a node outside a boundary is `indeterminate`, as in a run.
+fn within_boundaries(cells: &mut [(usize, Cell)], ledger: &super::ledger::Ledger) {
+    let mut all: Vec<Cell> = ledger
+        .cells
+        .values()
+        .map(|r| r.last.clone())
+        .filter(|c| crate::run::boundary::BOUNDARY_RULES.contains(&c.rule_id.as_str()))
+        .filter(|c| !cells.iter().any(|(_, x)| x.id == c.id))
+        .collect();
+    let earlier = all.len();
+    all.extend(cells.iter().map(|(_, c)| c.clone()));
+    crate::run::boundary::apply(&mut all);
+    for ((_, cell), judged) in cells.iter_mut().zip(all.into_iter().skip(earlier)) {
+        *cell = judged;
     }
 }
 
 /// The diagnosis over the window: the causes on the board, and as `cause@node N %` lines.
-fn diagnose(w: &Watching<'_>, b: &mut super::board::Board) -> Vec<String> {
+fn diagnose(w: &Watching<'_>, b: &mut super::board::Board, facts: &crate::cluster::facts::ClusterFacts) -> Vec<String> {
     let mut report = w.template.clone();
+    report.facts = facts.report.clone();
     report.cells = b.ledger.for_diagnosis();
     let diagnosis = crate::triage::diagnose::diagnose(&report, &w.plan.causes, Vec::new(), false);
     b.causes.clear();

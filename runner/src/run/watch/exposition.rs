@@ -115,9 +115,17 @@ impl Histogram {
     }
 }
 
-/// Whether the scraper asked for OpenMetrics (its `Accept` header names it).
+/// Whether the scraper asked for OpenMetrics: its `Accept` header names it, with a weight
+/// above 0 (`q=0` refuses a type).
 pub fn wants_openmetrics(accept: Option<&str>) -> bool {
-    accept.is_some_and(|a| a.contains("application/openmetrics-text"))
+    accept.is_some_and(|a| {
+        a.split(',').any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let ty = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| p.strip_prefix("q=").and_then(|q| q.parse::<f64>().ok()) == Some(0.0));
+            ty == "application/openmetrics-text" && !refused
+        })
+    })
 }
 
 /// The families in the text format 0.0.4.
@@ -278,6 +286,7 @@ mod tests {
         ),
         true
     )]
+    #[case(Some("application/openmetrics-text;q=0,text/plain"), false)]
     fn the_accept_header_chooses_the_format(#[case] accept: Option<&str>, #[case] om: bool) {
         assert_eq!(wants_openmetrics(accept), om);
     }

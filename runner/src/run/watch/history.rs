@@ -1,6 +1,7 @@
-//! A watch's history: one JSON line per cycle appended to `--history DIR`, in segment files of
-//! bounded length so that `--retain` cycles are kept by deleting whole old segments (an append
-//! never rewrites what is there); and `mixcheck history --from DIR`, which reads them back and
+//! A watch's history: one JSON line per cycle appended to `--history DIR`, in segment files
+//! (`cycles-<start time>-<run>-<n>.jsonl`, so that a restarted watch never appends to an old
+//! segment) of bounded length, so that `--retain` cycles are kept by deleting whole old segments
+//! (an append never rewrites what is there; files not named so are never touched); and `mixcheck history --from DIR`, which reads them back and
 //! prints per cell its flake ratio and latency trend, and the cycles in which a verdict changed.
 
 use std::collections::BTreeMap;
@@ -70,17 +71,33 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryError + '_ {
 pub struct Writer {
     dir: PathBuf,
     retain: usize,
+    /// Names this watch's segments apart from an earlier watch's.
+    run: String,
     /// The segment being written and how many lines it holds.
     current: Option<(PathBuf, usize)>,
+    /// Every segment, oldest first, with its lines (counted once, when the writer starts).
+    segments: Vec<(PathBuf, usize)>,
+    /// Segments this writer started.
+    started: u64,
 }
 
+/// A segment's name: `cycles-` and the time its first cycle ended.
+const PREFIX: &str = "cycles-";
+
 impl Writer {
-    pub fn new(dir: &Path, retain: usize) -> Result<Self, HistoryError> {
+    pub fn new(dir: &Path, retain: usize, run: &str) -> Result<Self, HistoryError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let segments = segments(dir)?.into_iter().map(|p| {
+            let n = count_lines(&p);
+            (p, n)
+        });
         Ok(Writer {
             dir: dir.to_path_buf(),
             retain: retain.max(1),
+            run: run.to_string(),
             current: None,
+            segments: segments.collect(),
+            started: 0,
         })
     }
 
@@ -93,7 +110,9 @@ impl Writer {
     pub fn append(&mut self, cycle: &Cycle) -> Result<(), HistoryError> {
         let full = self.current.as_ref().is_none_or(|(_, n)| *n >= self.segment_len());
         if full {
-            let name = format!("cycles-{:012}.jsonl", cycle.cycle);
+            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+            self.started += 1;
+            let name = format!("{PREFIX}{stamp}-{}-{:06}.jsonl", self.run, self.started);
             self.current = Some((self.dir.join(name), 0));
         }
         let Some((path, lines)) = self.current.as_mut() else {
@@ -111,19 +130,21 @@ impl Writer {
             .map_err(io(path))?;
         f.write_all(line.as_bytes()).map_err(io(path))?;
         *lines += 1;
+        let (path, lines) = (path.clone(), *lines);
+        match self.segments.last_mut() {
+            Some((last, n)) if *last == path => *n = lines,
+            _ => self.segments.push((path, lines)),
+        }
         self.prune()
     }
 
-    /// Deletes whole old segments while the others still hold `retain` cycles.
-    fn prune(&self) -> Result<(), HistoryError> {
-        let segments = segments(&self.dir)?;
-        let counts: Vec<usize> = segments.iter().map(|p| count_lines(p)).collect();
-        let mut total: usize = counts.iter().sum();
-        for (path, n) in segments.iter().zip(&counts) {
-            if total - n < self.retain {
-                break;
-            }
-            std::fs::remove_file(path).map_err(io(path))?;
+    /// Deletes whole old segments — never the one being written — while the others still hold
+    /// `retain` cycles.
+    fn prune(&mut self) -> Result<(), HistoryError> {
+        let mut total: usize = self.segments.iter().map(|(_, n)| n).sum();
+        while self.segments.len() > 1 && total - self.segments[0].1 >= self.retain {
+            let (path, n) = self.segments.remove(0);
+            std::fs::remove_file(&path).map_err(io(&path))?;
             total -= n;
         }
         Ok(())
@@ -141,6 +162,11 @@ fn segments(dir: &Path) -> Result<Vec<PathBuf>, HistoryError> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(PREFIX))
+        })
         .collect();
     out.sort();
     Ok(out)
@@ -169,7 +195,7 @@ pub fn read(dir: &Path) -> Result<Vec<Cycle>, HistoryError> {
             cycles.push(cycle);
         }
     }
-    cycles.sort_by_key(|c| c.cycle);
+    // In the order written: segments by name (their start time), lines in order.
     Ok(cycles)
 }
 
@@ -309,7 +335,8 @@ mod tests {
     #[test]
     fn written_cycles_are_retained_read_back_and_summarised() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut w = Writer::new(dir.path(), 20).expect("writer");
+        std::fs::write(dir.path().join("notes.jsonl"), "not a cycle\n").expect("a file of someone else's");
+        let mut w = Writer::new(dir.path(), 20, "a1b2c3d4").expect("writer");
         for n in 1..=50u64 {
             let v = if n % 4 == 0 { "fail" } else { "pass" };
             w.append(&cycle(n, v, n * 2)).expect("append");
@@ -318,6 +345,19 @@ mod tests {
         assert!((20..=22).contains(&back.len()), "{} cycles kept", back.len());
         assert_eq!(back.last().map(|c| c.cycle), Some(50));
         assert!(back.windows(2).all(|w| w[0].cycle + 1 == w[1].cycle), "contiguous");
+        assert!(dir.path().join("notes.jsonl").exists(), "another file is never deleted");
+        // A restarted watch (another run) starts its own segment and keeps the retention.
+        let mut again = Writer::new(dir.path(), 20, "e5f6a7b8").expect("writer");
+        for n in 1..=5u64 {
+            again.append(&cycle(n, "pass", 1)).expect("append");
+        }
+        let after = read(dir.path()).expect("read");
+        assert!((20..=22).contains(&after.len()), "{} cycles kept", after.len());
+        assert_eq!(
+            after.last().map(|c| c.cycle),
+            Some(5),
+            "the new watch's cycles come last"
+        );
         let text = summarise(&back);
         let dns = text
             .lines()
@@ -340,14 +380,14 @@ mod tests {
     #[test]
     fn a_malformed_line_names_file_line_and_column() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut w = Writer::new(dir.path(), 10).expect("writer");
+        let mut w = Writer::new(dir.path(), 10, "r").expect("writer");
         w.append(&cycle(1, "pass", 1)).expect("append");
         let seg = segments(dir.path()).expect("segments").remove(0);
         let mut text = std::fs::read_to_string(&seg).expect("read");
         text.push_str("{\"cycle\": 2, \"at\": oops}\n");
         std::fs::write(&seg, text).expect("write");
         let e = read(dir.path()).expect_err("malformed").to_string();
-        assert!(e.contains("cycles-000000000001.jsonl:2:"), "{e}");
+        assert!(e.contains(&format!("{}:2:", seg.display())), "{e}");
     }
 
     #[test]

@@ -49,6 +49,21 @@ impl CellLabels {
         }
     }
 
+    /// The same labels with the nodes of the cell's plan (from, to), which do not change from one
+    /// cycle to the next as an observation's nodes may.
+    pub fn with_nodes(mut self, (from, to): (Vec<String>, Vec<String>)) -> Self {
+        let join = |mut v: Vec<String>| {
+            v.sort_unstable();
+            v.dedup();
+            v.join(",")
+        };
+        if !from.is_empty() || !to.is_empty() {
+            self.from_node = join(from);
+            self.to_node = join(to);
+        }
+        self
+    }
+
     /// The node names of the cell, at either end.
     pub fn nodes(&self) -> impl Iterator<Item = &str> {
         self.from_node
@@ -136,10 +151,10 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Records one cycle's judgement of a cell at `now`, forgetting attempts older than `window`.
-    pub fn record(&mut self, cell: Cell, now: SystemTime, window: Duration) {
+    /// Records one cycle's judgement of a cell (its series named by `labels`) at `now`,
+    /// forgetting attempts older than `window`.
+    pub fn record(&mut self, cell: Cell, labels: CellLabels, (now, window): (SystemTime, Duration)) {
         let failed = attempt(cell.verdict);
-        let labels = CellLabels::of(&cell);
         let rec = self.cells.entry(labels.cell.clone()).or_insert_with(|| CellRecord {
             labels: labels.clone(),
             attempts: 0,
@@ -266,6 +281,11 @@ mod tests {
         }
     }
 
+    fn record(l: &mut Ledger, cell: Cell, now: SystemTime, window: Duration) {
+        let labels = CellLabels::of(&cell);
+        l.record(cell, labels, (now, window));
+    }
+
     fn at(s: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s)
     }
@@ -278,7 +298,7 @@ mod tests {
         let window = Duration::from_secs(100);
         for k in 0..10u64 {
             let v = if k % 3 == 1 { Verdict::Fail } else { Verdict::Pass };
-            l.record(cell("win2022-1", "linux-1", v), at(k * 5), window);
+            record(&mut l, cell("win2022-1", "linux-1", v), at(k * 5), window);
         }
         let rec = l.cells.values().next().expect("one cell");
         assert_eq!((rec.attempts, rec.failures), (10, 3));
@@ -293,7 +313,7 @@ mod tests {
         );
         // 200 s later, with passes only: the failures are out of the window.
         for k in 0..5u64 {
-            l.record(cell("win2022-1", "linux-1", Verdict::Pass), at(250 + k), window);
+            record(&mut l, cell("win2022-1", "linux-1", Verdict::Pass), at(250 + k), window);
         }
         let rec = l.cells.values().next().expect("one cell");
         assert_eq!(rec.flake_ratio(), 0.0);
@@ -311,15 +331,15 @@ mod tests {
         let window = Duration::from_secs(100);
         for k in 0..6u64 {
             let v = if k % 2 == 0 { Verdict::Fail } else { Verdict::Pass };
-            l.record(cell("win2022-1", "linux-1", v), at(k), window);
+            record(&mut l, cell("win2022-1", "linux-1", v), at(k), window);
         }
         let mut once = cell("win2022-1", "win2019-1", Verdict::Pass);
         once.check = "service-short-name".into();
         once.id = CellId::new("dns", "DNS-PQDN", &once.coordinates).expect("id");
-        l.record(once.clone(), at(6), window);
+        record(&mut l, once.clone(), at(6), window);
         let mut elsewhere = cell("win2019-1", "win2019-1", Verdict::Pass);
         elsewhere.id = CellId::new("dns", "DNS-OTHER", &elsewhere.coordinates).expect("id");
-        l.record(elsewhere, at(6), window);
+        record(&mut l, elsewhere, at(6), window);
         let diag = l.for_diagnosis();
         let by_rule = |rule: &str| diag.iter().find(|c| c.id.as_str().contains(rule)).map(|c| c.verdict);
         assert_eq!(by_rule("DNS-PQDN"), Some(Verdict::Indeterminate));
@@ -329,7 +349,7 @@ mod tests {
             "win2019-1 → win2019-1 touches no flaky node"
         );
         for k in 7..9u64 {
-            l.record(once.clone(), at(k), window);
+            record(&mut l, once.clone(), at(k), window);
         }
         let diag = l.for_diagnosis();
         assert_eq!(
@@ -344,7 +364,7 @@ mod tests {
     #[test]
     fn errors_are_no_attempt() {
         let mut l = Ledger::default();
-        l.record(cell("a", "b", Verdict::Error), at(0), Duration::from_secs(60));
+        record(&mut l, cell("a", "b", Verdict::Error), at(0), Duration::from_secs(60));
         let rec = l.cells.values().next().expect("one cell");
         assert_eq!((rec.attempts, rec.flake_ratio()), (0, 0.0));
         assert_eq!(rec.state(), "error");
@@ -353,7 +373,8 @@ mod tests {
     #[test]
     fn a_node_that_left_takes_its_cells() {
         let mut l = Ledger::default();
-        l.record(
+        record(
+            &mut l,
             cell("win2022-1", "linux-1", Verdict::Pass),
             at(0),
             Duration::from_secs(60),

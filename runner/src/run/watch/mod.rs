@@ -13,6 +13,7 @@ mod exposition;
 mod heal;
 pub mod history;
 mod ledger;
+mod marks;
 mod rotation;
 mod server;
 
@@ -50,6 +51,8 @@ pub struct Options {
     pub retain: usize,
     /// Stop after this many cycles (scripts and tests); None: until interrupted.
     pub cycles: Option<u64>,
+    /// `--mark-nodes`: mark a node after this many failing cycles in a row (None: never).
+    pub mark_after: Option<u32>,
 }
 
 /// Watches until interrupted (or `--cycles`), then cleans up; the exit code says why it
@@ -75,7 +78,7 @@ pub async fn watch(plan: &RunPlan, fixtures: &Fixtures, opts: &Options) -> Code 
     };
     start.connected(&target, &read);
     let history = match &opts.history {
-        Some(dir) => match history::Writer::new(dir, opts.retain) {
+        Some(dir) => match history::Writer::new(dir, opts.retain, &start.run_id) {
             Ok(w) => Some(w),
             Err(e) => {
                 eprintln!("mixcheck: --history: {e}");
@@ -146,6 +149,7 @@ impl Watching<'_> {
     async fn epochs(&self, mut read: ClusterFacts, mut history: Option<history::Writer>) -> Result<(), String> {
         let mut cycles = 0u64;
         let mut first = true;
+        let mut marks = marks::Marks::default();
         loop {
             let run = Run {
                 plan: self.plan,
@@ -155,13 +159,28 @@ impl Watching<'_> {
                 run_id: self.run_id,
                 progress: self.progress,
             };
-            let joined = cycle::Epoch::run(self, &run, first, &mut cycles, &mut history).await?;
+            let joined = match cycle::Epoch::run(self, &run, first, &mut cycles, &mut history, &mut marks).await {
+                Ok(joined) => joined,
+                // The first deploy failing stops the watch (exit 3, as a run); a later one is a
+                // cycle error, tried again after an interval with the facts read again.
+                Err(e) if first => return Err(e),
+                Err(e) => {
+                    self.progress.warn(&format!(
+                        "Warning: deploying for the nodes now there failed ({e}); trying again"
+                    ));
+                    lock(self.shared).cycle_errors += 1;
+                    tokio::time::sleep(self.opts.interval).await;
+                    Some(names_of(&read))
+                }
+            };
             first = false;
             let Some(names) = joined else {
                 return Ok(());
             };
-            self.progress
-                .say("The cluster's nodes changed: reading its facts again and deploying for new nodes…");
+            if names != names_of(&read) {
+                self.progress
+                    .say("The cluster's nodes changed: reading its facts again and deploying for new nodes…");
+            }
             lock(self.shared).keep_nodes(&names);
             read = self.reread().await?;
         }
@@ -186,8 +205,23 @@ impl Watching<'_> {
     }
 }
 
-/// The nodes as the API lists them now: names and Ready.
-async fn nodes(client: &kube::Client) -> Result<Vec<(String, bool)>, String> {
+/// A node as the API lists it now.
+#[derive(Debug, Clone)]
+pub(super) struct NodeSeen {
+    pub name: String,
+    pub ready: bool,
+    pub cordoned: bool,
+}
+
+impl NodeSeen {
+    /// Whether pods can start there: Ready and not cordoned.
+    pub fn available(&self) -> bool {
+        self.ready && !self.cordoned
+    }
+}
+
+/// The nodes as the API lists them now.
+async fn nodes(client: &kube::Client) -> Result<Vec<NodeSeen>, String> {
     let api: Api<Node> = Api::all(client.clone());
     let listed = match tokio::time::timeout(Duration::from_secs(30), api.list(&ListParams::default())).await {
         Ok(Ok(l)) => l.items,
@@ -202,7 +236,12 @@ async fn nodes(client: &kube::Client) -> Result<Vec<(String, bool)>, String> {
                 .as_ref()
                 .and_then(|s| s.conditions.as_ref())
                 .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-            (n.metadata.name.unwrap_or_default(), ready)
+            let cordoned = n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
+            NodeSeen {
+                name: n.metadata.name.unwrap_or_default(),
+                ready,
+                cordoned,
+            }
         })
         .collect())
 }
