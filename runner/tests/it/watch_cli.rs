@@ -1,7 +1,8 @@
 //! `mixcheck watch` against `mixcheck sim serve` as an operator runs it: an intermittent fault
 //! (`--fault NODE:FAULT@P`) measured as a flake ratio on its node only and diagnosed there; the
 //! metrics served in both exposition formats; a deleted fixture pod and an API server restart
-//! survived with every series kept; Ctrl-C leaving nothing behind. The test that needs outside
+//! survived with every series kept; a node that leaves taking its series; Ctrl-C leaving nothing
+//! behind. The test that needs outside
 //! tools scrapes the watch with a real Prometheus server and checks the metrics with promtool and
 //! the Prometheus Python client's parsers.
 
@@ -270,6 +271,23 @@ fn run_objects(kubeconfig: &Path) -> (Vec<String>, Vec<String>) {
     })
 }
 
+/// Deletes a node object, as a node pool scaled in does.
+fn delete_node(kubeconfig: &Path, node: &str) {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Api, DeleteParams};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig"),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("config");
+        let nodes: Api<Node> = Api::all(kube::Client::try_from(config).expect("client"));
+        nodes.delete(node, &DeleteParams::default()).await.expect("delete node");
+    });
+}
+
 /// Deletes the first server fixture pod of the watch.
 fn delete_a_fixture(kubeconfig: &Path) -> String {
     use k8s_openapi::api::core::v1::Pod;
@@ -338,6 +356,14 @@ fn watch_measures_an_intermittent_fault_heals_and_leaves_nothing() {
     let lost: Vec<&String> = before.iter().filter(|c| !kept.contains(c)).collect();
     assert!(lost.is_empty(), "every cell's series is kept; lost: {lost:?}");
     assert_eq!(get(port, "/readyz", "*/*").map(|r| r.0), Some(200));
+
+    // A node leaves: its series go, the other nodes' stay, and the cycles go on.
+    delete_node(&kubeconfig, "win2019-1");
+    let cycles = value(&after, "mixcheck_cycles_total");
+    let left = scrape_until(port, Duration::from_secs(120), |t| {
+        value(t, "mixcheck_cycles_total") >= cycles + 3.0 && !t.contains("\"win2019-1\"")
+    });
+    assert!(left.contains("node=\"win2022-1\""), "{left}");
 
     // Ctrl-C: the watch deletes its namespace and pods, and exits 0.
     w.signal("INT");
