@@ -27,6 +27,7 @@ const OTHER_TOOLS: &[&str] = &[
     "duration",
     "enable-dsr",
     "example",
+    "faults",
     "feature-gates",
     "for",
     "hostname-override",
