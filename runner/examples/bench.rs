@@ -61,6 +61,25 @@ fn peak_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Waits for `child` (process `pid`) to exit, sampling its peak resident memory every `every`:
+/// its exit status and that peak in KiB.
+fn until_exit(
+    child: &mut std::process::Child,
+    pid: u32,
+    every: Duration,
+) -> Result<(std::process::ExitStatus, u64), String> {
+    let mut peak = 0;
+    loop {
+        if let Some(kib) = peak_kib(pid) {
+            peak = peak.max(kib);
+        }
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) => return Ok((s, peak)),
+            None => std::thread::sleep(every),
+        }
+    }
+}
+
 struct Figures {
     wall: Duration,
     peak_mib: f64,
@@ -106,16 +125,7 @@ fn run(bin: &Path, topology: Option<&Path>, dir: &Path, coverage: &str) -> Resul
         }
         (probes, calls)
     });
-    let mut peak = 0;
-    let status = loop {
-        if let Some(kib) = peak_kib(pid) {
-            peak = peak.max(kib);
-        }
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(s) => break s,
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
+    let (status, peak) = until_exit(&mut child, pid, Duration::from_millis(20))?;
     let wall = started.elapsed();
     let (probes, api_calls) = reader.join().unwrap_or((0, 0));
     let results = std::fs::read_to_string(dir.join("report/results.json")).map_err(|e| e.to_string())?;
@@ -159,16 +169,7 @@ fn watch(bin: &Path, topology: &Path, dir: &Path, interval: u64, cycles: u64) ->
         .spawn()
         .map_err(|e| e.to_string())?;
     let pid = child.id();
-    let mut peak = 0;
-    let status = loop {
-        if let Some(kib) = peak_kib(pid) {
-            peak = peak.max(kib);
-        }
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(s) => break s,
-            None => std::thread::sleep(Duration::from_millis(200)),
-        }
-    };
+    let (status, peak) = until_exit(&mut child, pid, Duration::from_millis(200))?;
     let mut durations = Vec::new();
     for entry in std::fs::read_dir(&history).map_err(|e| e.to_string())? {
         let text = std::fs::read_to_string(entry.map_err(|e| e.to_string())?.path()).map_err(|e| e.to_string())?;

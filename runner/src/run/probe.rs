@@ -54,26 +54,10 @@ pub(super) async fn probe(
     probing: &Probing,
 ) -> Result<(), String> {
     open_namespace(run, prepared).await?;
-    let client = &run.client;
-    let ns = prepared.ns.as_str();
     let permits = tokio::sync::Semaphore::new(run.plan.concurrency);
     let workloads = workloads(run, prepared, budget);
     let no_fixtures = Deployment::default();
-    let early_ctx = Ctx {
-        permits: &permits,
-        client: client.clone(),
-        workloads: &workloads,
-        pods: Api::namespaced(client.clone(), ns),
-        facts: run.facts,
-        dep: &no_fixtures,
-        ns,
-        causes: &run.plan.causes,
-        settle: prepared.settle,
-        clock: prepared.clock,
-        egress: &probing.egress,
-        outside: &run.plan.outside,
-        reach: &probing.reach,
-    };
+    let early_ctx = base_ctx(run, prepared, (&permits, &workloads, &no_fixtures), probing);
     // Cells that create their own pods need none of the shared fixtures: they start at once,
     // while the fixtures are awaited (Windows pods start slowly on a real cluster).
     let (early, later): (Vec<_>, Vec<_>) = prepared
@@ -121,6 +105,31 @@ pub(super) async fn probe(
     let ((), later) = futures::future::join(early, later).await;
     run.progress.finish();
     later
+}
+
+/// The context the cells of `run` are judged in, with the fixtures of `dep` (none yet, at
+/// first: [`Ctx::with_fixtures`] adds them), the prepared settle windows and clock.
+pub(super) fn base_ctx<'a>(
+    run: &'a Run<'_>,
+    prepared: &'a Prepared<'_>,
+    (permits, workloads, dep): (&'a tokio::sync::Semaphore, &'a Workloads<'a>, &'a Deployment),
+    probing: &'a Probing,
+) -> Ctx<'a> {
+    Ctx {
+        permits,
+        client: run.client.clone(),
+        workloads,
+        pods: Api::namespaced(run.client.clone(), &prepared.ns),
+        facts: run.facts,
+        dep,
+        ns: &prepared.ns,
+        causes: &run.plan.causes,
+        settle: prepared.settle,
+        clock: prepared.clock,
+        egress: &probing.egress,
+        outside: &run.plan.outside,
+        reach: &probing.reach,
+    }
 }
 
 /// The run's shared workloads (the pods that cells create for themselves), every cell's use

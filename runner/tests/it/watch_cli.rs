@@ -231,11 +231,8 @@ fn assert_measured(text: &str) {
     assert_eq!(flaky.as_deref(), Some("flaky"));
 }
 
-/// The fixture pods and namespaces of the watch that are not being deleted (a namespace
-/// deleted goes with everything in it, as after a run), read through the API.
-fn run_objects(kubeconfig: &Path) -> (Vec<String>, Vec<String>) {
-    use k8s_openapi::api::core::v1::{Namespace, Pod};
-    use kube::api::{Api, ListParams};
+/// Runs `call` with an API client of the cluster `kubeconfig` names, on a runtime of its own.
+fn with_client<T, F: std::future::Future<Output = T>>(kubeconfig: &Path, call: impl FnOnce(kube::Client) -> F) -> T {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let config = kube::Config::from_custom_kubeconfig(
@@ -244,7 +241,16 @@ fn run_objects(kubeconfig: &Path) -> (Vec<String>, Vec<String>) {
         )
         .await
         .expect("config");
-        let client = kube::Client::try_from(config).expect("client");
+        call(kube::Client::try_from(config).expect("client")).await
+    })
+}
+
+/// The fixture pods and namespaces of the watch that are not being deleted (a namespace
+/// deleted goes with everything in it, as after a run), read through the API.
+fn run_objects(kubeconfig: &Path) -> (Vec<String>, Vec<String>) {
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use kube::api::{Api, ListParams};
+    with_client(kubeconfig, |client| async move {
         let managed = ListParams::default().labels("app.kubernetes.io/managed-by=mixcheck");
         let ns: Api<Namespace> = Api::all(client.clone());
         let namespaces: Vec<String> = ns
@@ -275,15 +281,8 @@ fn run_objects(kubeconfig: &Path) -> (Vec<String>, Vec<String>) {
 fn delete_node(kubeconfig: &Path, node: &str) {
     use k8s_openapi::api::core::v1::Node;
     use kube::api::{Api, DeleteParams};
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig"),
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .expect("config");
-        let nodes: Api<Node> = Api::all(kube::Client::try_from(config).expect("client"));
+    with_client(kubeconfig, |client| async move {
+        let nodes: Api<Node> = Api::all(client);
         nodes.delete(node, &DeleteParams::default()).await.expect("delete node");
     });
 }
@@ -299,15 +298,8 @@ fn delete_a_fixture(kubeconfig: &Path) -> String {
         .cloned()
         .unwrap_or_else(|| panic!("no server fixture among {pods:?}"));
     let (ns, name) = victim.split_once('/').expect("ns/name");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig"),
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .expect("config");
-        let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(config).expect("client"), ns);
+    with_client(kubeconfig, |client| async move {
+        let pods: Api<Pod> = Api::namespaced(client, ns);
         pods.delete(name, &DeleteParams::default()).await.expect("delete");
     });
     victim
@@ -503,15 +495,8 @@ fn a_prometheus_server_scrapes_the_watch_and_finds_the_flaky_node() {
 fn condition(kubeconfig: &Path, node: &str) -> Option<(String, String)> {
     use k8s_openapi::api::core::v1::Node;
     use kube::api::Api;
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig"),
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .expect("config");
-        let nodes: Api<Node> = Api::all(kube::Client::try_from(config).expect("client"));
+    with_client(kubeconfig, |client| async move {
+        let nodes: Api<Node> = Api::all(client);
         let n = nodes.get(node).await.expect("node");
         n.status?
             .conditions?

@@ -47,21 +47,7 @@ impl Epoch {
         let full = crate::run::lock(&prepared.sets).full.clone();
         let mut dep = probe::deploy_scope(run, &prepared, &full, None).await?;
         let no_fixtures = Deployment::default();
-        let base = Ctx {
-            permits: &permits,
-            client: run.client.clone(),
-            workloads: &workloads,
-            pods: Api::namespaced(run.client.clone(), &prepared.ns),
-            facts: run.facts,
-            dep: &no_fixtures,
-            ns: &prepared.ns,
-            causes: &w.plan.causes,
-            settle: prepared.settle,
-            clock: prepared.clock,
-            egress: &probing.egress,
-            outside: &w.plan.outside,
-            reach: &probing.reach,
-        };
+        let base = probe::base_ctx(run, &prepared, (&permits, &workloads, &no_fixtures), &probing);
         let facts = probe::read_nodes(run, &base, &dep, &probing).await;
         if facts.egress.is_none() {
             let ctx = Ctx {
