@@ -44,3 +44,24 @@ pub(crate) fn run_topology(dir: &Path, topology: &str, args: &[&str]) -> (Option
     all.extend_from_slice(args);
     run_report(dir, &all)
 }
+
+/// `work` over every row, `n` rows at a time, the results in no particular order. Each row's work
+/// runs mixcheck (and with it a bundled cluster of its own): a run uses a core while it probes,
+/// so more than a few side by side only makes every run's deadlines tighter on a small machine.
+pub(crate) fn at_a_time<T: Sync, R: Send>(n: usize, rows: &[T], work: impl Fn(&T) -> Vec<R> + Sync) -> Vec<R> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..n.max(1))
+            .map(|first| {
+                scope.spawn(move || {
+                    rows.iter()
+                        .skip(first)
+                        .step_by(n.max(1))
+                        .flat_map(work)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a worker")).collect()
+    })
+}

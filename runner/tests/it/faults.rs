@@ -1145,8 +1145,7 @@ fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
 /// Settling never hides a real failure: every fault, injected on a cluster that converges as a
 /// real one does (testdata/realistic.yaml's proxy lag, slow Windows pulls and transient events),
 /// fails exactly the cells it fails on an instant cluster of the same shape, cell by cell, and
-/// the diagnosis names the same causes on the same nodes. The runs go side by side (they mostly
-/// wait).
+/// the diagnosis names the same causes on the same nodes.
 #[test]
 fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
     let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
@@ -1159,37 +1158,28 @@ fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
         std::fs::read_to_string(profiles.join(file)).expect("profile")
     };
     let realistic = realistic_timing();
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let runs: Vec<_> = CASES
-            .iter()
-            .map(|case| {
-                let (shape, realistic) = (shape(case.topology), realistic.clone());
-                scope.spawn(move || {
-                    let suites: Vec<&str> = case
-                        .topology
-                        .args()
-                        .into_iter()
-                        .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-") && !a.starts_with("kubeadm-"))
-                        .collect();
-                    let instant = run_on(
-                        &crate::topology_text::with_timing(&shape, ""),
-                        &suites,
-                        case.node,
-                        case.fault,
-                    );
-                    let converging = run_on(
-                        &crate::topology_text::with_timing(&shape, &realistic),
-                        &suites,
-                        case.node,
-                        case.fault,
-                    );
-                    compare(case, &instant, &converging)
-                })
-            })
+    // Four cases at a time: the converging runs mostly wait, the instant ones use a core each.
+    let failures = crate::cli::at_a_time(4, CASES, |case| {
+        let suites: Vec<&str> = case
+            .topology
+            .args()
+            .into_iter()
+            .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-") && !a.starts_with("kubeadm-"))
             .collect();
-        runs.into_iter()
-            .flat_map(|r| r.join().unwrap_or_else(|_| vec!["a run panicked".into()]))
-            .collect()
+        let shape = shape(case.topology);
+        let instant = run_on(
+            &crate::topology_text::with_timing(&shape, ""),
+            &suites,
+            case.node,
+            case.fault,
+        );
+        let converging = run_on(
+            &crate::topology_text::with_timing(&shape, &realistic),
+            &suites,
+            case.node,
+            case.fault,
+        );
+        compare(case, &instant, &converging)
     });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -258,14 +258,7 @@ fn pair_miss(a: (&str, &str), b: (&str, &str), topology: Topology) -> Option<Str
 
 /// The misses of `rows`, two runs at a time (each serves its own bundled cluster).
 fn two_at_a_time<T: Sync>(rows: &[T], miss: impl Fn(&T) -> Option<String> + Sync) -> Vec<String> {
-    let miss = &miss;
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = [0, 1]
-            .into_iter()
-            .map(|first| scope.spawn(move || rows.iter().skip(first).step_by(2).filter_map(miss).collect::<Vec<_>>()))
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().expect("a worker")).collect()
-    })
+    crate::cli::at_a_time(2, rows, |row| miss(row).into_iter().collect())
 }
 
 #[test]
