@@ -224,7 +224,7 @@ pub async fn detect_egress(ctx: &Ctx<'_>) -> crate::probes::egress::Egress {
             let req = raw_tcp(http(target.host.clone(), target.port, Protocol::Tcp, "/"));
             async move {
                 let argv = transport::command(start.runner, &req);
-                let settled = settle::until_works(ctx.settle_until(FlowKind::Outside), || async {
+                let settled = settle::until_works(ctx.settle_until(FlowKind::Outside), ctx.settle.pause, || async {
                     ctx.exec(&start.pod, start.container.as_deref(), &argv)
                         .await
                         .map(|(out, _)| (transport::classify(&req, &out), ()))
@@ -302,7 +302,7 @@ pub async fn observe(
             .await
             .map(|(out, flaky)| (transport::classify(&req, &out), (out, flaky)))
     };
-    let mut settled = settle::until_works(ctx.settle_until(flow_kind(to)), &mut once).await;
+    let mut settled = settle::until_works(ctx.settle_until(flow_kind(to)), ctx.settle.pause, &mut once).await;
     // A flow to a Service's cluster IP or name goes through the client node's load balancer:
     // judged on several connections, so that a stale backend one in N picks shows (a
     // session-affinity check asks its own). NodePorts keep one: each is an exec, and the

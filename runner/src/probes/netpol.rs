@@ -259,7 +259,7 @@ async fn run_case(
     let window = || tokio::time::Instant::now() + ctx.settle.window(FlowKind::Pod);
     let target = format!("{} → {}:{} {protocol}", pods.client.name, req.host, req.port);
     // Before any policy: the flow gets through.
-    let before = settle::until_works(window(), || async {
+    let before = settle::until_works(window(), ctx.settle.pause, || async {
         attempt(ctx, runner, pods, &req).await.map(|o| (o, ()))
     })
     .await;
@@ -290,7 +290,7 @@ async fn run_case(
     }
     // Under the closed policy: denied once programmed (a flow that gets through is retried
     // until the window has passed).
-    let denied = settle::until_works(window(), || async {
+    let denied = settle::until_works(window(), ctx.settle.pause, || async {
         attempt(ctx, runner, pods, &req).await.map(|o| match o {
             Observation::Reached(_) => (Observation::Failed(FailureClass::NotEnforced), String::new()),
             Observation::Failed(c) => (Observation::Reached(c.name().to_string()), String::new()),
@@ -334,7 +334,7 @@ async fn run_case(
     {
         return Probed::Error(format!("opening NetworkPolicy {name}: {e}"));
     }
-    let opened = settle::until_works(window(), || async {
+    let opened = settle::until_works(window(), ctx.settle.pause, || async {
         attempt(ctx, runner, pods, &req).await.map(|o| (o, ()))
     })
     .await;

@@ -52,7 +52,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         _ => FlowKind::NodePort,
     };
     let until = ctx.settle_until(kind);
-    let settled = settle::until_works(until, || async {
+    let settled = settle::until_works(until, ctx.settle.pause, || async {
         let _permit = ctx.permits.acquire().await;
         // An attempt inside the window waits no longer than the window: a connection the node
         // drops while its proxy is still programming would hold the attempt past it.

@@ -195,7 +195,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
         }
         Ok::<_, transport::TransportError>((result, (out, flaky)))
     };
-    let mut settled = settle::until_works(ctx.settle_until(kind), &mut once).await;
+    let mut settled = settle::until_works(ctx.settle_until(kind), ctx.settle.pause, &mut once).await;
     // A lookup goes through the node's load balancer for the cluster DNS Service: judged on
     // several, so that a stale backend one lookup in N picks shows.
     if kind == FlowKind::Service {

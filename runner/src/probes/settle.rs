@@ -12,9 +12,14 @@ use tokio::time::Instant;
 
 use crate::probes::transport::Observation;
 
-/// The first pause between attempts; it doubles up to [`MAX_PAUSE`].
+/// The first pause between attempts on a real cluster; it doubles up to twenty times itself
+/// (5 s).
 const FIRST_PAUSE: Duration = Duration::from_millis(250);
-const MAX_PAUSE: Duration = Duration::from_secs(5);
+/// How many first pauses the longest pause lasts.
+const MAX_PAUSES: u32 = 20;
+/// The shortest first pause, however fast the bundled cluster's clock runs: each attempt is an
+/// exec through the API server, so faster retries would only load the machine.
+const SHORTEST_PAUSE: Duration = Duration::from_millis(10);
 
 /// The default window of pod and Service flows on a real cluster: upstream's hybrid-network
 /// test waits 30 s (`Eventually(…, 30s)`), `KubeProxyEndpointLagTimeout` is 30 s.
@@ -47,6 +52,9 @@ pub struct Settle {
     /// How many connections a Service flow makes once it works ([`SERVICE_CONNECTIONS`], or one
     /// in a watch cycle, where each cycle's connection is one attempt of a flake ratio).
     pub connections: usize,
+    /// The first pause between attempts ([`FIRST_PAUSE`] on a real cluster; on the bundled
+    /// cluster's clock when the run started it, [`Settle::on_clock`]).
+    pub pause: Duration,
 }
 
 impl Settle {
@@ -55,6 +63,7 @@ impl Settle {
         base: Duration::ZERO,
         multiples: false,
         connections: SERVICE_CONNECTIONS,
+        pause: FIRST_PAUSE,
     };
 
     /// The same windows with one connection per Service flow: a watch cycle, where each cycle's
@@ -71,6 +80,19 @@ impl Settle {
             base,
             multiples: true,
             connections: SERVICE_CONNECTIONS,
+            pause: FIRST_PAUSE,
+        }
+    }
+
+    /// The pauses between attempts on a cluster clock that runs `scale` real seconds to a second
+    /// (the bundled cluster's `timing.scale`): a proxy that programs in 10 s of that clock is
+    /// retried as often, on that clock, as one on a real cluster (never more than every
+    /// [`SHORTEST_PAUSE`]).
+    pub fn on_clock(self, scale: f64) -> Self {
+        let scale = if scale.is_finite() { scale.clamp(0.0, 1.0) } else { 1.0 };
+        Self {
+            pause: FIRST_PAUSE.mul_f64(scale).max(SHORTEST_PAUSE),
+            ..self
         }
     }
 
@@ -160,15 +182,17 @@ fn name(o: &Observation) -> String {
 
 /// Attempts a flow until it works or an attempt begun at or after `until` failed too (an attempt
 /// begun inside the window and still waiting when it ended proves nothing about the settled
-/// flow); an attempt that could not run at all (`Err`) ends settling with that error.
-pub async fn until_works<T, E, F, Fut>(until: Instant, mut attempt: F) -> Result<Settled<T>, E>
+/// flow); an attempt that could not run at all (`Err`) ends settling with that error. The pauses
+/// between attempts start at `first_pause` and double up to twenty times it.
+pub async fn until_works<T, E, F, Fut>(until: Instant, first_pause: Duration, mut attempt: F) -> Result<Settled<T>, E>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<(Observation, T), E>>,
 {
     let start = Instant::now();
     let mut attempts = Vec::new();
-    let mut pause = FIRST_PAUSE;
+    let mut pause = first_pause;
+    let longest = first_pause.saturating_mul(MAX_PAUSES);
     loop {
         let at = start.elapsed();
         let began = Instant::now();
@@ -187,7 +211,7 @@ where
             });
         }
         tokio::time::sleep(pause.min(until.saturating_duration_since(now))).await;
-        pause = (pause * 2).min(MAX_PAUSE);
+        pause = (pause * 2).min(longest);
     }
 }
 
@@ -245,7 +269,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_flow_that_works_is_judged_at_once() {
-        let s = until_works(Instant::now() + Duration::from_secs(30), scripted(&[true]))
+        let s = until_works(Instant::now() + Duration::from_secs(30), FIRST_PAUSE, scripted(&[true]))
             .await
             .expect("runs");
         assert_eq!(s.attempts.len(), 1);
@@ -257,6 +281,7 @@ mod tests {
     async fn a_flow_that_converges_within_its_window_works() {
         let s = until_works(
             Instant::now() + Duration::from_secs(30),
+            FIRST_PAUSE,
             scripted(&[false, false, true]),
         )
         .await
@@ -270,20 +295,41 @@ mod tests {
         assert!(s.note().starts_with(" (3 attempts over "), "{}", s.note());
     }
 
+    /// A 30 s window on a real cluster, and the same window on a bundled cluster whose clock
+    /// runs twenty times as fast (1.5 s): the same attempts, each at the same time on its clock.
+    #[rstest::rstest]
+    #[case::wall_clock(1.0)]
+    #[case::twenty_times_faster(0.05)]
     #[tokio::test(start_paused = true)]
-    async fn a_flow_that_keeps_failing_is_concluded_once_its_window_passed() {
-        let window = Duration::from_secs(30);
+    async fn a_flow_that_keeps_failing_is_concluded_once_its_window_passed(#[case] scale: f64) {
+        let window = Duration::from_secs(30).mul_f64(scale);
+        let settle = Settle::real(window).on_clock(scale);
         let start = Instant::now();
-        let s = until_works(Instant::now() + window, scripted(&[])).await.expect("runs");
+        let s = until_works(Instant::now() + window, settle.pause, scripted(&[]))
+            .await
+            .expect("runs");
         assert!(matches!(s.observation, Observation::Failed(FailureClass::Timeout)));
-        // Backoff: 0.25, 0.5, 1, 2, 4, 5, 5, … s — not one attempt per millisecond.
-        assert!((6..=14).contains(&s.attempts.len()), "{:?}", s.attempts);
-        assert!(start.elapsed() >= window && start.elapsed() < window + Duration::from_secs(1));
+        // Backoff: 0.25, 0.5, 1, 2, 4, 5, 5, … s on the cluster's clock — not one attempt per
+        // millisecond.
+        assert_eq!(s.attempts.len(), 11, "{:?}", s.attempts);
+        let on_clock: Vec<u128> = s.attempts.iter().map(|a| a.at.div_f64(scale).as_millis()).collect();
+        assert_eq!(on_clock[..6], [0, 250, 750, 1750, 3750, 7750]);
+        assert!(start.elapsed() >= window && start.elapsed() < window + Duration::from_secs(1).mul_f64(scale));
+    }
+
+    #[rstest::rstest]
+    #[case::wall(1.0, 250)]
+    #[case::slower_clock_keeps_the_real_pause(3.0, 250)]
+    #[case::twenty_times_faster(0.05, 12)]
+    #[case::stopped_clock_has_a_floor(0.0, 10)]
+    #[case::nonsense(f64::NAN, 250)]
+    fn pauses_follow_the_clusters_clock(#[case] scale: f64, #[case] first_ms: u128) {
+        assert_eq!(Settle::NONE.on_clock(scale).pause.as_millis(), first_ms);
     }
 
     #[tokio::test(start_paused = true)]
     async fn without_a_window_one_attempt_decides() {
-        let s = until_works(Instant::now(), scripted(&[false, true]))
+        let s = until_works(Instant::now(), FIRST_PAUSE, scripted(&[false, true]))
             .await
             .expect("runs");
         assert_eq!(s.attempts.len(), 1);
@@ -309,6 +355,7 @@ mod tests {
             base: Duration::from_secs(3),
             multiples: false,
             connections: SERVICE_CONNECTIONS,
+            pause: FIRST_PAUSE,
         };
         assert_eq!(bundled.window(kind), Duration::from_secs(bundled_secs));
         assert_eq!(Settle::NONE.window(kind), Duration::ZERO);
@@ -332,7 +379,9 @@ mod tests {
         // The pattern repeats: [ok, ok, ok, fail] is the fourth connection of every four.
         let script: Vec<bool> = pattern.iter().copied().cycle().take(40).collect();
         let mut attempt = scripted(&script);
-        let first = until_works(Instant::now(), &mut attempt).await.expect("runs");
+        let first = until_works(Instant::now(), FIRST_PAUSE, &mut attempt)
+            .await
+            .expect("runs");
         let s = repeat(first, connections, &mut attempt).await.expect("runs");
         assert_eq!(s.repeated, repeated);
         assert_eq!(matches!(s.observation, Observation::Reached(_)), works);

@@ -100,7 +100,9 @@ impl<'p> Prepared<'p> {
 fn windows(plan: &RunPlan) -> (Settle, Clock) {
     match &plan.target {
         TargetSpec::Bundled { topology, .. } => (
-            plan.settle.map_or_else(|| bundled_settle(topology), Settle::real),
+            plan.settle
+                .map_or_else(|| bundled_settle(topology), Settle::real)
+                .on_clock(topology.timing.scale),
             Clock::simulated(topology.timing.scale),
         ),
         _ => (

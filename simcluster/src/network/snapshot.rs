@@ -185,6 +185,7 @@ fn read_pod(pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<&str, usize>)
         host_network,
         serves,
         host_ports,
+        meta: std::sync::Arc::new(crate::network::fabric::policy::PodMeta::read(v)),
     })
 }
 

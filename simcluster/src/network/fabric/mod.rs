@@ -252,6 +252,9 @@ pub struct PodFacts {
     pub host_network: bool,
     pub serves: Vec<Serve>,
     pub host_ports: Vec<HostPort>,
+    /// What NetworkPolicy selectors read of the pod (labels, named ports), read once per version
+    /// of the pod object with the rest.
+    pub meta: std::sync::Arc<policy::PodMeta>,
 }
 
 impl PodFacts {
@@ -465,7 +468,7 @@ impl Fabric {
     fn policy_denies(&self, src: Src, pod: usize, port: u16, proto: Proto) -> Option<Decision> {
         let policies = self.policies.as_ref()?;
         let end = |pod: Option<usize>, ip: Ipv4Addr, node: Option<usize>| policy::End {
-            pod: pod.and_then(|p| policies.pods.get(p)),
+            pod: pod.and_then(|p| policies.pods.get(p)).map(|m| &**m),
             ip,
             node,
         };

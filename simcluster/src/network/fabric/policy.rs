@@ -171,6 +171,34 @@ pub struct PodMeta {
     pub ports: Vec<(String, u16, Proto)>,
 }
 
+impl PodMeta {
+    /// What selectors read of a pod object: its namespace, labels and named container ports.
+    pub fn read(pod: &Value) -> PodMeta {
+        let labels = pod
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let ports = pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .flat_map(|c| c.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice))
+            .filter_map(|port| {
+                let name = port.get("name")?.as_str()?.to_string();
+                let number = u16::try_from(port.get("containerPort")?.as_u64()?).ok()?;
+                Some((name, number, proto_of(port)?))
+            })
+            .collect();
+        PodMeta {
+            namespace: crate::vocab::json::str(pod, "/metadata/namespace").to_string(),
+            labels,
+            ports,
+        }
+    }
+}
+
 /// One end of a flow.
 #[derive(Debug, Clone, Copy)]
 pub struct End<'a> {
@@ -197,39 +225,49 @@ pub struct Policies {
     policies: Vec<Versions>,
     namespaces: HashMap<String, Map<String, Value>>,
     /// The fabric's pods' labels and port names, by the fabric's pod index.
-    pub pods: Vec<PodMeta>,
+    pub pods: Vec<std::sync::Arc<PodMeta>>,
 }
 
-/// Each policy's versions as the agents last saw them (`namespace/name` → state text, spec,
-/// previous spec, when it changed): kept between fabric rebuilds.
+/// Each policy's versions as the agents last saw them (`namespace/name` → the object's
+/// resourceVersion, its spec's text, spec, previous spec, when it changed): kept between fabric
+/// rebuilds.
 #[derive(Debug, Default)]
-pub struct Clock(Mutex<HashMap<String, (String, Versions)>>);
+pub struct Clock(Mutex<HashMap<String, (String, String, Versions)>>);
 
 impl Policies {
     /// The policies of `objects` (NetworkPolicy objects) with the namespaces' labels, stamped
     /// through `clock`.
     pub fn read(
         engine: PolicyEngine,
-        objects: &[Value],
+        objects: &[&Value],
         namespaces: HashMap<String, Map<String, Value>>,
-        pods: Vec<PodMeta>,
+        pods: Vec<std::sync::Arc<PodMeta>>,
         clock: &Clock,
     ) -> Policies {
         let mut seen = HashMap::new();
         let mut known = clock.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut policies = Vec::new();
         for obj in objects {
-            let Some(spec) = Spec::read(obj) else { continue };
             let key = format!(
                 "{}/{}",
-                spec.namespace,
-                obj.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
+                crate::vocab::json::str(obj, "/metadata/namespace"),
+                crate::vocab::json::str(obj, "/metadata/name")
             );
+            let version = crate::vocab::json::str(obj, "/metadata/resourceVersion");
+            // The same object version as the last rebuild: its spec is read already.
+            if let Some(entry) = known.get(&key)
+                && !version.is_empty()
+                && entry.0 == version
+            {
+                policies.push(entry.2.clone());
+                seen.insert(key, ());
+                continue;
+            }
+            let Some(spec) = Spec::read(obj) else { continue };
             let state = obj.get("spec").map(Value::to_string).unwrap_or_default();
             let entry = known.entry(key.clone()).or_insert_with(|| {
                 (
+                    version.to_string(),
                     state.clone(),
                     Versions {
                         now: spec.clone(),
@@ -238,13 +276,14 @@ impl Policies {
                     },
                 )
             });
-            if entry.0 != state {
-                let before = std::mem::replace(&mut entry.1.now, spec.clone());
-                entry.1.before = Some(before);
-                entry.1.changed = Instant::now();
-                entry.0 = state;
+            entry.0 = version.to_string();
+            if entry.1 != state {
+                let before = std::mem::replace(&mut entry.2.now, spec.clone());
+                entry.2.before = Some(before);
+                entry.2.changed = Instant::now();
+                entry.1 = state;
             }
-            policies.push(entry.1.clone());
+            policies.push(entry.2.clone());
             seen.insert(key, ());
         }
         known.retain(|k, _| seen.contains_key(k));
@@ -380,12 +419,10 @@ pub fn from_store(
     clock: &Clock,
 ) -> Option<Policies> {
     use crate::store::resources;
-    let objects: Vec<Value> = store
+    let stored = store
         .list(resources::named("networking.k8s.io", "networkpolicies"), None)
-        .0
-        .iter()
-        .map(|o| o.value().clone())
-        .collect();
+        .0;
+    let objects: Vec<&Value> = stored.iter().map(|o| o.value()).collect();
     if objects.is_empty() {
         clock.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
         return None;
@@ -404,40 +441,7 @@ pub fn from_store(
             (ns.name().to_string(), labels)
         })
         .collect();
-    let pods = fabric
-        .pods
-        .iter()
-        .map(|p| {
-            let Ok(obj) = store.get(resources::core("pods"), &p.namespace, &p.name) else {
-                return PodMeta {
-                    namespace: p.namespace.clone(),
-                    ..PodMeta::default()
-                };
-            };
-            let v = obj.value();
-            let labels = v
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let ports = v
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(&[][..], Vec::as_slice)
-                .iter()
-                .flat_map(|c| c.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice))
-                .filter_map(|port| {
-                    let name = port.get("name")?.as_str()?.to_string();
-                    let number = u16::try_from(port.get("containerPort")?.as_u64()?).ok()?;
-                    Some((name, number, proto_of(port)?))
-                })
-                .collect();
-            PodMeta {
-                namespace: p.namespace.clone(),
-                labels,
-                ports,
-            }
-        })
-        .collect();
+    // Each pod's labels and named ports, read with the rest of its facts once per version.
+    let pods = fabric.pods.iter().map(|p| p.meta.clone()).collect();
     Some(Policies::read(engine, &objects, namespaces, pods, clock))
 }

@@ -90,6 +90,10 @@ fn pod(name: &str, node: usize, ip: Ipv4Addr, serves: Vec<Serve>) -> PodFacts {
         host_network: false,
         serves,
         host_ports: Vec::new(),
+        meta: std::sync::Arc::new(crate::network::fabric::policy::PodMeta {
+            namespace: "default".into(),
+            ..Default::default()
+        }),
     }
 }
 

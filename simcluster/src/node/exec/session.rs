@@ -2,7 +2,7 @@
 //! disk it is built with (image files, volumes, hosts, resolv.conf, /proc/mounts).
 
 use std::fmt::Write as _;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -32,10 +32,10 @@ pub(super) struct Session {
     pub(super) network: Option<Arc<dyn NetworkCommands>>,
     pub(super) kind: ImageKind,
     pub(super) env: Vec<(String, String)>,
-    /// What the command sees; its writes update it (and the [`VolumeStore`](super::volumes::VolumeStore)).
-    pub(super) disk: RwLock<Disk>,
-    /// The container's mounts, which decide where writes go.
-    pub(super) mounts: Vec<MountPoint>,
+    /// What the command sees (its writes update it and the
+    /// [`VolumeStore`](super::volumes::VolumeStore)) and the container's mounts, which decide
+    /// where writes go: built when the command first touches a file (most probes only connect).
+    built: OnceLock<(RwLock<Disk>, Vec<MountPoint>)>,
     pub(super) exec_id: String,
     /// When the container's files were written (the pod's creation), for listings.
     pub(super) stamp: DateTime<Utc>,
@@ -56,7 +56,6 @@ impl Session {
     pub(super) fn new(ctx: CommandContext, network: Option<Arc<dyn NetworkCommands>>, argv: &[String]) -> Self {
         let env = ctx.env();
         let kind = image_kind(&ctx.image);
-        let (disk, mounts) = build_disk(&ctx, kind);
         let exec_id = hex_id(&["exec", ctx.pod.uid(), &ctx.container, &argv.join("\u{1f}")]);
         let stamp = DateTime::parse_from_rfc3339(json::str(ctx.pod.value(), "/metadata/creationTimestamp"))
             .map(|t| t.with_timezone(&Utc))
@@ -66,8 +65,7 @@ impl Session {
             network,
             kind,
             env,
-            disk: RwLock::new(disk),
-            mounts,
+            built: OnceLock::new(),
             exec_id,
             stamp,
         }
@@ -77,9 +75,17 @@ impl Session {
         self.ctx.is_windows()
     }
 
+    /// The disk and the mounts, built on first use.
+    fn built(&self) -> &(RwLock<Disk>, Vec<MountPoint>) {
+        self.built.get_or_init(|| {
+            let (disk, mounts) = build_disk(&self.ctx, self.kind);
+            (RwLock::new(disk), mounts)
+        })
+    }
+
     /// The disk as it is now.
     pub(super) fn disk(&self) -> RwLockReadGuard<'_, Disk> {
-        self.disk.read().unwrap_or_else(|p| p.into_inner())
+        self.built().0.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Writes (or appends `data` to) the file `path` names: into the volume, host or layer its
@@ -97,11 +103,11 @@ impl Session {
             windows,
             host_process: self.ctx.host_process,
         };
-        let (place, at) = match volumes::resolve(&self.mounts, &full, writer) {
+        let (place, at) = match volumes::resolve(&self.built().1, &full, writer) {
             WriteTarget::ReadOnly => return Err(WriteError::ReadOnly),
             WriteTarget::Store { place, path } => (place, path),
         };
-        let mut disk = self.disk.write().unwrap_or_else(|p| p.into_inner());
+        let mut disk = self.built().0.write().unwrap_or_else(|p| p.into_inner());
         if disk.get(&full).is_some_and(|e| e.file.is_none()) {
             return Err(WriteError::IsDirectory);
         }
