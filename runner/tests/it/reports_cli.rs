@@ -195,7 +195,8 @@ fn normalise(text: &str) -> String {
         (r"wall time [0-9.]+ (ms|s)", "wall time T"),
         // A settling flow's attempts are paced by the clock.
         (r" \(\d+ attempts over [^)]*\)", " (ATTEMPTS)"),
-        (r":\d{4,5}->", ":PORT->"),
+        // An ephemeral source port, as text and escaped in XML.
+        (r":\d{4,5}(->|-&gt;)", ":PORT$1"),
         // A pod's address within its node's range depends on the order the node's pods start.
         (r"\b10\.244\.(\d+)\.\d+\b", "10.244.$1.HOST"),
     ];
