@@ -309,6 +309,34 @@ fn an_interrupted_run_deletes_its_namespace_and_exits_130() {
     );
 }
 
+/// `dir/slow.yaml`: the default topology with `timing` in place of its own timing section.
+fn default_with_timing(dir: &Path, timing: &str) -> std::path::PathBuf {
+    let default = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../simcluster/topologies/default.yaml"
+    ))
+    .expect("default topology");
+    let slow = crate::topology_text::with_timing(&default, timing);
+    assert_ne!(slow, default, "the default topology has a timing section");
+    let topology = dir.join("slow.yaml");
+    std::fs::write(&topology, slow).expect("write topology");
+    topology
+}
+
+/// The run exited 1 and its results.json says the deadline aborted it: that results.json.
+fn aborted_at_its_deadline(dir: &Path, out: &Output) -> Value {
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = results(dir);
+    assert!(
+        report["aborted"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("deadline")),
+        "{:#}",
+        report["aborted"]
+    );
+    report
+}
+
 /// A run that reaches its deadline stops, cleans up and still leaves CI a junit.xml with the
 /// synthetic failed case and a results.json that says why. The cluster's kubelets work 50 times
 /// slower than the built-in timings, so the deadline falls inside the run however fast the
@@ -316,17 +344,7 @@ fn an_interrupted_run_deletes_its_namespace_and_exits_130() {
 #[test]
 fn a_run_past_its_deadline_still_writes_its_reports() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let default = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../simcluster/topologies/default.yaml"
-    ))
-    .expect("default topology");
-    let topology = dir.path().join("slow.yaml");
-    std::fs::write(
-        &topology,
-        crate::topology_text::with_timing(&default, "timing:\n  scale: 50\n"),
-    )
-    .expect("write");
+    let topology = default_with_timing(dir.path(), "timing:\n  scale: 50\n");
     let out = run_in(
         dir.path(),
         &[
@@ -338,15 +356,7 @@ fn a_run_past_its_deadline_still_writes_its_reports() {
             "20s",
         ],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = results(dir.path());
-    assert!(
-        report["aborted"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("deadline")),
-        "{:#}",
-        report["aborted"]
-    );
+    aborted_at_its_deadline(dir.path(), &out);
     let junit = std::fs::read_to_string(dir.path().join("mixcheck-report/junit.xml")).expect("junit.xml");
     assert!(
         junit.contains("<testcase name=\"mixcheck/run\"") && junit.contains("type=\"aborted\""),
@@ -363,18 +373,10 @@ fn a_run_past_its_deadline_still_writes_its_reports() {
 #[test]
 fn a_deadline_keeps_the_cells_judged_before_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let default = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../simcluster/topologies/default.yaml"
-    ))
-    .expect("default topology");
-    let topology = dir.path().join("slow.yaml");
-    let slow = crate::topology_text::with_timing(
-        &default,
+    let topology = default_with_timing(
+        dir.path(),
         "timing:\n  scale: 200\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
     );
-    assert_ne!(slow, default, "the default topology has a timing section");
-    std::fs::write(&topology, slow).expect("write topology");
     let out = run_in(
         dir.path(),
         &[
@@ -390,15 +392,7 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
             "50s",
         ],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = results(dir.path());
-    assert!(
-        report["aborted"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("deadline")),
-        "{:#}",
-        report["aborted"]
-    );
+    let report = aborted_at_its_deadline(dir.path(), &out);
     let all = cells(&report);
     let from = |c: &&Value| c["coordinates"]["source"].as_str().unwrap_or_default().to_string();
     let linux: Vec<&&Value> = all.iter().filter(|c| from(c) == "linux").collect();

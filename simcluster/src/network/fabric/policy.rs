@@ -23,6 +23,7 @@ use crate::config::faults::Fault;
 use crate::config::platform::Os;
 use crate::config::policy_engine::PolicyEngine;
 use crate::store::selector::LabelSelector;
+use crate::vocab::json;
 
 /// The rule a denied ingress decision names.
 pub const INGRESS_RULE: &str = "NETPOL-DENY-INGRESS";
@@ -174,17 +175,9 @@ pub struct PodMeta {
 impl PodMeta {
     /// What selectors read of a pod object: its namespace, labels and named container ports.
     pub fn read(pod: &Value) -> PodMeta {
-        let labels = pod
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let ports = pod
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice)
+        let ports = json::array(pod, "/spec/containers")
             .iter()
-            .flat_map(|c| c.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice))
+            .flat_map(|c| json::array(c, "/ports"))
             .filter_map(|port| {
                 let name = port.get("name")?.as_str()?.to_string();
                 let number = u16::try_from(port.get("containerPort")?.as_u64()?).ok()?;
@@ -192,11 +185,19 @@ impl PodMeta {
             })
             .collect();
         PodMeta {
-            namespace: crate::vocab::json::str(pod, "/metadata/namespace").to_string(),
-            labels,
+            namespace: json::str(pod, "/metadata/namespace").to_string(),
+            labels: labels(pod),
             ports,
         }
     }
+}
+
+/// An object's labels.
+fn labels(obj: &Value) -> Map<String, Value> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// One end of a flow.
@@ -250,10 +251,10 @@ impl Policies {
         for obj in objects {
             let key = format!(
                 "{}/{}",
-                crate::vocab::json::str(obj, "/metadata/namespace"),
-                crate::vocab::json::str(obj, "/metadata/name")
+                json::str(obj, "/metadata/namespace"),
+                json::str(obj, "/metadata/name")
             );
-            let version = crate::vocab::json::str(obj, "/metadata/resourceVersion");
+            let version = json::str(obj, "/metadata/resourceVersion");
             // The same object version as the last rebuild: its spec is read already.
             if let Some(entry) = known.get(&key)
                 && !version.is_empty()
@@ -431,15 +432,7 @@ pub fn from_store(
         .list(resources::core("namespaces"), None)
         .0
         .iter()
-        .map(|ns| {
-            let labels = ns
-                .value()
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            (ns.name().to_string(), labels)
-        })
+        .map(|ns| (ns.name().to_string(), labels(ns.value())))
         .collect();
     // Each pod's labels and named ports, read with the rest of its facts once per version.
     let pods = fabric.pods.iter().map(|p| p.meta.clone()).collect();
