@@ -18,6 +18,9 @@ use crate::network::wire::{HttpReply, Lookup, Wire};
 use crate::store::resources;
 use crate::store::{Obj, Store};
 
+/// A client address and the destination (address, port, protocol) it connects to.
+type Round = (Ipv4Addr, Ipv4Addr, u16, Proto);
+
 /// One port's backend addresses.
 type Backends = std::collections::BTreeSet<Ipv4Addr>;
 
@@ -39,10 +42,13 @@ pub struct SimNet {
     net: NetFacts,
     /// The ephemeral client ports handed out.
     picks: AtomicU64,
-    /// The round-robin position of load-balanced flows, per destination (address, port,
-    /// protocol): successive connections to one service spread over its backends whatever
-    /// other traffic the cluster carries meanwhile.
-    rounds: Mutex<HashMap<(Ipv4Addr, u16, Proto), u64>>,
+    /// The round-robin position of load-balanced flows, per client address and destination
+    /// (address, port, protocol): a client's successive connections to one Service spread over
+    /// its backends whatever other clients send meanwhile. HNS and kube-proxy's iptables and
+    /// nftables rules choose per connection (a hash of the 5-tuple, whose source port changes
+    /// with each connection; iptables' `statistic --mode random`), so one client's connections
+    /// do not all land on one backend because another client's interleave with them.
+    rounds: Mutex<HashMap<Round, u64>>,
     /// The last snapshot and the store revision it was taken at.
     cache: Mutex<Option<(u64, Snapshot)>>,
     /// The pods' facts by object version, so that a rebuild reads only the changed pods.
@@ -227,10 +233,10 @@ impl SimNet {
         self.picks.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The next round-robin position of load-balanced flows to this destination.
-    fn round(&self, ip: Ipv4Addr, port: u16, proto: Proto) -> u64 {
+    /// The next round-robin position of `client`'s load-balanced flows to this destination.
+    fn round(&self, client: Ipv4Addr, ip: Ipv4Addr, port: u16, proto: Proto) -> u64 {
         let mut rounds = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
-        let next = rounds.entry((ip, port, proto)).or_default();
+        let next = rounds.entry((client, ip, port, proto)).or_default();
         let pick = *next;
         *next += 1;
         pick
@@ -350,7 +356,7 @@ impl Client {
             dst: ip,
             port,
             proto,
-            pick: self.net.round(ip, port, proto),
+            pick: self.net.round(self.fabric.source_ip(self.src), ip, port, proto),
         };
         let attempt = self.net.pick();
         crate::network::fabric::attempt::during(attempt, || self.fabric.decide(&flow)).result
