@@ -101,8 +101,14 @@ fn serve_api(
     app: axum::Router,
     handle: axum_server::Handle<SocketAddr>,
 ) -> Result<JoinHandle<()>, ClusterError> {
-    let server = axum_server::from_tcp_rustls(listener, tls)
+    // TCP_NODELAY on every connection, as kube-apiserver has it (Go's net package sets it on
+    // every TCP connection: "The default is true (no delay)", net.TCPConn.SetNoDelay). Without
+    // it an exec's small websocket frames wait for the peer's delayed ACK (40 ms on Linux).
+    let acceptor =
+        axum_server::tls_rustls::RustlsAcceptor::new(tls).acceptor(axum_server::accept::NoDelayAcceptor::new());
+    let server = axum_server::from_tcp(listener)
         .map_err(|cause| ClusterError::Listen { addr, cause })?
+        .acceptor(acceptor)
         .handle(handle);
     Ok(tokio::spawn(async move {
         if let Err(e) = server.serve(app.into_make_service()).await {

@@ -145,6 +145,9 @@ pub struct Stopped {
     pub grace: i64,
 }
 
+/// How often a deletion asks the API whether the pod is gone, besides the pod watch's events.
+const DELETE_POLL: Duration = Duration::from_secs(1);
+
 /// Deploys fixture pods for probes; each (fixture, node) once.
 pub struct Workloads<'a> {
     pub client: kube::Client,
@@ -231,20 +234,41 @@ impl<'a> Workloads<'a> {
     /// free for the scheduler then), within a minute.
     async fn delete(&self, name: &str) {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        // Whether the pod watch has the pod: then its deletion event ends the wait.
+        let watched = self.watch.view(name).pod.is_some();
         // A short grace: the API lets the pod go once its kubelet has stopped it, so the slot
         // is free for the kubelet too (a forced deletion would free it for the API only).
         let now = kube::api::DeleteParams {
             grace_period_seconds: Some(1),
             ..Default::default()
         };
+        let mut changes = self.watch.subscribe();
         if pods.delete(name, &now).await.is_err() {
             return;
         }
         let until = Instant::now() + Duration::from_secs(60);
+        let mut ask = if watched {
+            Instant::now() + DELETE_POLL
+        } else {
+            Instant::now()
+        };
         while Instant::now() < until {
-            match tokio::time::timeout(Duration::from_secs(10), pods.get_opt(name)).await {
-                Ok(Ok(None)) | Ok(Err(_)) => return,
-                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            changes.mark_unchanged();
+            if watched && self.watch.view(name).pod.is_none() {
+                return;
+            }
+            // The API itself now and then: a watch that broke and re-listed may have missed the
+            // deletion, and a pod it never had has no event to wait for.
+            if Instant::now() >= ask {
+                match tokio::time::timeout(Duration::from_secs(10), pods.get_opt(name)).await {
+                    Ok(Ok(None)) | Ok(Err(_)) => return,
+                    _ => ask = Instant::now() + DELETE_POLL,
+                }
+            }
+            let wait = ask.min(until).saturating_duration_since(Instant::now());
+            if let Ok(Err(_)) = tokio::time::timeout(wait, changes.changed()).await {
+                // The watch has stopped: the API alone decides.
+                tokio::time::sleep(wait).await;
             }
         }
     }

@@ -98,7 +98,10 @@ impl<'a> Ctx<'a> {
         argv: &[String],
     ) -> Result<(Output, bool), TransportError> {
         let _permit = self.permits.acquire().await;
-        transport::exec_retrying(&self.pods, pod, container, argv).await
+        let began = std::time::Instant::now();
+        let out = transport::exec_retrying(&self.pods, pod, container, argv).await;
+        tracing::trace!(target: "mixcheck::exec", "exec {pod} {:?} took {:?}", argv.join(" "), began.elapsed());
+        out
     }
 }
 

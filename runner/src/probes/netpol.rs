@@ -144,10 +144,12 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) ->
         case.pair.from.unwrap_or(0),
         case.pair.to.unwrap_or(0)
     );
+    let began = std::time::Instant::now();
     let pods = match start_pods(ctx, case, policy_case, &cell, from, to).await {
         Ok(p) => p,
         Err(probed) => return probed,
     };
+    tracing::debug!("{cell}: pods ready after {:?}", began.elapsed());
     let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), ctx.ns);
     let peer = policy_case == PolicyCase::AllowPodSelector && pods.client.own.is_none();
     let peer_patch = |value: Value| json!({"metadata": {"labels": {peer_label(&cell): value}}});
@@ -164,6 +166,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) ->
     } else {
         run_case(ctx, case, policy_case, &cell, from, &pods).await
     };
+    tracing::debug!("{cell}: judged after {:?}", began.elapsed());
     let policies: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ctx.ns);
     let _ = policies
         .delete(&format!("mixcheck-{cell}"), &DeleteParams::default())
@@ -182,6 +185,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) ->
             ctx.workloads.stop(started).await;
         }
     }
+    tracing::debug!("{cell}: cleaned up after {:?}", began.elapsed());
     probed
 }
 
@@ -267,6 +271,11 @@ async fn run_case(
         Ok(s) => s,
         Err(why) => return Probed::Error(why),
     };
+    tracing::debug!(
+        "{cell}: before any policy: {:?} ({} attempts)",
+        before.observation,
+        before.attempts.len()
+    );
     if let Observation::Failed(class) = before.observation {
         return Probed::seen(
             Observation::Failed(class),
@@ -301,6 +310,11 @@ async fn run_case(
         Ok(s) => s,
         Err(why) => return Probed::Error(why),
     };
+    tracing::debug!(
+        "{cell}: under the closed policy: {:?} ({} attempts)",
+        denied.observation,
+        denied.attempts.len()
+    );
     let how = match &denied.observation {
         Observation::Failed(_) => {
             return Probed::seen(

@@ -105,7 +105,9 @@ pub async fn execute(plan: &RunPlan, fixtures: &Fixtures) -> Finished {
         _ = crate::cluster::signal::interrupted() => Ended::Interrupted,
         _ = tokio::time::sleep_until(prepared.deadline.into()) => Ended::Deadline,
     };
+    tracing::debug!("stage work done");
     let kept = clean_up(&run, target, &prepared.ns, &ended).await;
+    tracing::debug!("stage clean up done");
     start.finish(&run, &prepared, &probing, ended, kept)
 }
 
@@ -119,6 +121,7 @@ async fn work(
     probing: &Probing,
 ) -> Result<Collected, String> {
     probe::probe(run, prepared, budget, probing).await?;
+    tracing::debug!("stage probe done");
     let facts = probing.facts(run.facts);
     let mut cells = probing
         .judged
@@ -160,6 +163,7 @@ async fn clean_up(run: &Run<'_>, target: Target, ns: &str, ended: &Ended) -> Opt
             Some(_) => namespace::remove_run_objects(&run.client, ns, run.run_id, &|m| run.say(m)).await,
             None => namespace::cleanup(&run.client, ns, &|m| run.say(m)).await,
         }
+        tracing::debug!("run objects deleted");
         target.stop().await;
     }
     run.say(&format!(

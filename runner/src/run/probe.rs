@@ -71,7 +71,9 @@ pub(super) async fn probe(
     let later = async {
         let full = super::lock(&prepared.sets).full.clone();
         let mut dep = deploy_scope(run, prepared, &full, None).await?;
+        tracing::debug!("fixtures ready");
         let facts = read_nodes(run, &early_ctx, &dep, probing).await;
+        tracing::debug!("nodes read");
         let count = cells::count(&prepared.cells);
         run.say(&format!(
             "Probing {} cells of {} checks ({} probes; {} fact readings)…",
@@ -98,9 +100,14 @@ pub(super) async fn probe(
         )
         .await;
         drop(ctx);
+        tracing::debug!("cells judged");
         let promoted = promote(run, prepared, probing, &early_ctx, facts, &mut dep).await;
         let _ = probing.pods.set(crate::run::discriminate::Pods::of(&dep));
         promoted
+    };
+    let early = async {
+        early.await;
+        tracing::debug!("early cells judged");
     };
     let ((), later) = futures::future::join(early, later).await;
     run.progress.finish();

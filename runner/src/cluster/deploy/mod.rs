@@ -1140,6 +1140,7 @@ pub async fn deploy(
     let awaited = applied.awaited();
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let placed = await_pods(&pods, &events, &awaited, deadline, progress).await;
+    tracing::debug!("fixture pods settled");
     say_unstarted(&awaited, &placed, progress);
     let mut dep = address_services(&services, &plan, place(applied, placed)).await?;
     // Flows through a Service settle from when it lists its backend, not from when the pod is
