@@ -134,6 +134,9 @@ pub struct Started {
     slot: Option<OwnedSemaphorePermit>,
 }
 
+/// A pod started ahead of its cell: locked while it starts, then how that went (taken once).
+type Parked = Arc<Mutex<Option<Result<Started, NotReady>>>>;
+
 /// How a deleted pod went ([`Workloads::stop_timed`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stopped {
@@ -164,6 +167,9 @@ pub struct Workloads<'a> {
     held: std::sync::Mutex<HashMap<String, (String, Option<OwnedSemaphorePermit>)>>,
     /// Cells still to be judged that may use each exec fixture pod, by key.
     uses: std::sync::Mutex<HashMap<String, usize>>,
+    /// Pods started ahead of their cells ([`Self::prestart`]) and how that went, by pod name:
+    /// the cell's [`Self::start`] takes its own, waiting for it while it still starts.
+    parked: std::sync::Mutex<HashMap<String, Parked>>,
 }
 
 impl<'a> Workloads<'a> {
@@ -186,6 +192,7 @@ impl<'a> Workloads<'a> {
             budget,
             held: std::sync::Mutex::default(),
             uses: std::sync::Mutex::default(),
+            parked: std::sync::Mutex::default(),
         }
     }
 
@@ -404,24 +411,119 @@ impl<'a> Workloads<'a> {
         suffix: &str,
         mutate: &(dyn Fn(&mut Value) + Sync),
     ) -> Result<Started, NotReady> {
+        let (name, pod) = self.prepared(fixture, node, index, suffix, mutate).await?;
+        if let Some(parked) = self.unpark(&name).await {
+            return parked;
+        }
+        let slot = self.slot(&node.name).await;
+        self.launch(&name, pod, node, slot).await
+    }
+
+    /// Starts, ahead of its cell, the pod [`Self::start`] would start with these arguments, and
+    /// parks it (or why it did not start) for that call: a cell's own pod starts while the
+    /// shared fixtures are awaited. Only where a pod slot is free at once, so that a parked pod
+    /// never keeps a waiting cell's slot; elsewhere the cell starts it in its turn.
+    pub async fn prestart(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        suffix: &str,
+        mutate: &(dyn Fn(&mut Value) + Sync),
+    ) {
+        let slot = match self.budget.slots(&node.name) {
+            Some(slots) => match slots.try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => return,
+            },
+            None => None,
+        };
+        let Ok((name, _)) = self.pod_for(fixture, node, index, suffix) else {
+            return;
+        };
+        // Parked (locked) before the first await, so that its cell, should it come first, waits
+        // for this pod instead of creating it a second time.
+        let parked: Parked = Arc::new(Mutex::new(None));
+        let mut outcome = parked.clone().lock_owned().await;
+        if let Ok(mut all) = self.parked.lock() {
+            all.insert(name.clone(), parked);
+        }
+        *outcome = Some(match self.prepared(fixture, node, index, suffix, mutate).await {
+            Ok((_, pod)) => self.launch(&name, pod, node, slot).await,
+            Err(e) => Err(e),
+        });
+    }
+
+    /// Stops the pod parked for these arguments, if any: its cell will not use it.
+    pub async fn discard(&self, fixture: &str, node: &ClusterNode, index: usize, suffix: &str) {
+        let Ok((name, _)) = self.pod_for(fixture, node, index, suffix) else {
+            return;
+        };
+        if let Some(Ok(started)) = self.unpark(&name).await {
+            self.stop(started).await;
+        }
+    }
+
+    /// Stops every parked pod no cell took (a cell that was not probed after all), once it has
+    /// started.
+    pub async fn stop_parked(&self) {
+        let left: Vec<Parked> = match self.parked.lock() {
+            Ok(mut parked) => parked.drain().map(|(_, p)| p).collect(),
+            Err(_) => Vec::new(),
+        };
+        for parked in left {
+            if let Some(Ok(started)) = parked.lock().await.take() {
+                self.stop(started).await;
+            }
+        }
+    }
+
+    /// The pod parked under `name` once it has started (or failed to), taking it.
+    async fn unpark(&self, name: &str) -> Option<Result<Started, NotReady>> {
+        let parked = self.parked.lock().ok()?.remove(name)?;
+        parked.lock().await.take()
+    }
+
+    /// The pod of `fixture` for `node` with `mutate` applied, its name, and the objects it
+    /// needs created.
+    async fn prepared(
+        &self,
+        fixture: &str,
+        node: &ClusterNode,
+        index: usize,
+        suffix: &str,
+        mutate: &(dyn Fn(&mut Value) + Sync),
+    ) -> Result<(String, Pod), NotReady> {
         self.others(fixture).await.map_err(NotReady::Other)?;
         let (name, mut pod) = self.pod_for(fixture, node, index, suffix).map_err(NotReady::Other)?;
         mutate(&mut pod);
         let typed: Pod = serde_json::from_value(pod)
             .map_err(|e| NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}")))?;
-        let slot = self.slot(&node.name).await;
+        Ok((name, typed))
+    }
+
+    /// Creates `pod` on `node` holding `slot` and waits until it runs (deleted again if it
+    /// does not).
+    async fn launch(
+        &self,
+        name: &str,
+        pod: Pod,
+        node: &ClusterNode,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Result<Started, NotReady> {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
-        pods.create(&PostParams::default(), &typed)
+        pods.create(&PostParams::default(), &pod)
             .await
-            .map_err(|e| NotReady::of_create(&name, &e))?;
-        let seen = self.settle(&name, node.os).await;
+            .map_err(|e| NotReady::of_create(name, &e))?;
+        let seen = self.settle(name, node.os).await;
         let ip = self
             .watch
-            .view(&name)
+            .view(name)
             .pod
             .and_then(|p| p.status)
             .and_then(|s| s.pod_ip)
             .unwrap_or_default();
+        let name = name.to_string();
         match seen {
             Ok(seen) if seen.outcome == CreateOutcome::Runs && !ip.is_empty() => Ok(Started { name, ip, slot }),
             Ok(seen) => {

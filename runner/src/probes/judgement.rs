@@ -381,6 +381,80 @@ fn without_kube_proxy(ctx: &Ctx<'_>, check: &crate::catalogue::suite::Check) -> 
     Some(j)
 }
 
+/// What [`judge`] does with a pair before probing it.
+enum Gate<'c> {
+    /// Judged without a probe: the expectation is unknown, undocumented or left out, or a node
+    /// of the pair is down.
+    Judged(Box<PairJudgement>),
+    /// An informational cell: read, never judged.
+    Informational(&'c crate::catalogue::suite::Expectation, Vec<String>),
+    /// Probed against this expectation.
+    Probe {
+        e: &'c crate::catalogue::suite::Expectation,
+        expected: CellExpectation,
+        sources: Vec<String>,
+    },
+}
+
+/// The gates of [`judge`] before the probe: kube-proxy in use where the check reads it, the
+/// expectation for the pair's facts known, documented and applicable, the pair's nodes Ready.
+fn gate<'c>(
+    ctx: &Ctx<'_>,
+    check: &'c Check,
+    cell_facts: &CellFacts<'_>,
+    pair: Pair,
+    egress: Option<&crate::probes::egress::Egress>,
+) -> Gate<'c> {
+    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read (before the
+    // expectation, whose conditions may name kube-proxy's own settings).
+    if let Some(j) = without_kube_proxy(ctx, check) {
+        return Gate::Judged(Box::new(j));
+    }
+    let e = match expectation::expectation(check, cell_facts) {
+        Ok(e) => e,
+        Err(fact) => return Gate::Judged(Box::new(judgement(Verdict::Indeterminate, format!("unknown: {fact}")))),
+    };
+    let sources = if e.sources.is_empty() {
+        check.sources.clone()
+    } else {
+        e.sources.clone()
+    };
+    if e.result == crate::catalogue::suite::Documented::Undocumented {
+        let mut j = judgement(Verdict::Indeterminate, format!("undocumented: {}", e.says));
+        j.sources = sources;
+        return Gate::Judged(Box::new(j));
+    }
+    if e.result == crate::catalogue::suite::Documented::Informational {
+        return Gate::Informational(e, sources);
+    }
+    let Some(kind) = expectation::expected(e.result) else {
+        let mut j = judgement(Verdict::NotApplicable, left_out_because(ctx, e, egress));
+        j.sources = sources;
+        return Gate::Judged(Box::new(j));
+    };
+    let expected = CellExpectation {
+        kind,
+        text: e.says.clone(),
+    };
+    if let Some(mut down) = not_ready(ctx.facts, ctx.causes, pair, &check.probe) {
+        down.expected = Some(expected);
+        down.sources = sources;
+        return Gate::Judged(Box::new(down));
+    }
+    Gate::Probe { e, expected, sources }
+}
+
+/// Whether [`judge`] would probe `case` on the facts known now (its expectation applies and its
+/// nodes are Ready), without probing or waiting: a cell whose pods start ahead of its turn
+/// starts them only then. A check whose expectation depends on egress is not known yet.
+pub fn will_probe(ctx: &Ctx<'_>, case: &Case<'_>) -> bool {
+    if case.check.expect.iter().any(|e| e.when.egress.is_some()) {
+        return false;
+    }
+    let cell_facts = cell_facts(ctx.facts, case);
+    matches!(gate(ctx, case.check, &cell_facts, case.pair, None), Gate::Probe { .. })
+}
+
 /// Judges one pair: the check's expectation for the pair's facts, then (where it applies and
 /// the pair's nodes are up) the probe kind's observation against it.
 pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
@@ -399,45 +473,17 @@ pub async fn judge(ctx: &Ctx<'_>, case: &Case<'_>) -> PairJudgement {
         }
         cell_facts.egress = e.fact.value;
     }
-    // GKE Dataplane V2 "is implemented without kube-proxy": there is none to read (before the
-    // expectation, whose conditions may name kube-proxy's own settings).
-    if let Some(j) = without_kube_proxy(ctx, check) {
-        return j;
-    }
-    let e = match expectation::expectation(check, &cell_facts) {
-        Ok(e) => e,
-        Err(fact) => return judgement(Verdict::Indeterminate, format!("unknown: {fact}")),
+    let (e, expected, sources) = match gate(ctx, check, &cell_facts, case.pair, egress.as_ref()) {
+        Gate::Judged(j) => return *j,
+        Gate::Informational(e, sources) => return informational(ctx, case, e, sources).await,
+        Gate::Probe { e, expected, sources } => (e, expected, sources),
     };
-    let sources = if e.sources.is_empty() {
-        check.sources.clone()
-    } else {
-        e.sources.clone()
-    };
-    if e.result == crate::catalogue::suite::Documented::Undocumented {
-        let mut j = judgement(Verdict::Indeterminate, format!("undocumented: {}", e.says));
-        j.sources = sources;
-        return j;
-    }
-    if e.result == crate::catalogue::suite::Documented::Informational {
-        return informational(ctx, case, e, sources).await;
-    }
-    let Some(kind) = expectation::expected(e.result) else {
-        let mut j = judgement(Verdict::NotApplicable, left_out_because(ctx, e, egress.as_ref()));
-        j.sources = sources;
-        return j;
-    };
-    let expected = CellExpectation {
-        kind,
-        text: e.says.clone(),
-    };
+    let kind = expected.kind;
     let with = |mut j: PairJudgement, expected: Option<CellExpectation>| {
         j.expected = expected;
         j.sources = sources.clone();
         j
     };
-    if let Some(down) = not_ready(ctx.facts, ctx.causes, case.pair, &check.probe) {
-        return with(down, Some(expected));
-    }
     match check.probe.observe(ctx, case, e).await {
         // A permission the run goes without decides nothing about the cluster.
         Probed::Error(why) => match crate::cluster::access::denied(&why) {

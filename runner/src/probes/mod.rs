@@ -221,6 +221,20 @@ impl Probe {
         }
     }
 
+    /// Starts what a pair of this probe creates for itself before its turn (while the shared
+    /// fixtures are awaited), for the pair to take when it is judged: a NetworkPolicy cell's own
+    /// pod. Nothing for the other kinds.
+    pub async fn prestart(&self, ctx: &Ctx<'_>, case: &Case<'_>) {
+        if let Probe::NetworkPolicy { case: policy_case } = self {
+            netpol::prestart(ctx, case, *policy_case).await;
+        }
+    }
+
+    /// Whether [`Self::prestart`] starts anything.
+    pub fn starts_ahead(&self) -> bool {
+        matches!(self, Probe::NetworkPolicy { .. })
+    }
+
     /// The probe waits for a pod of its own (created or exec'd per node): its cells start
     /// first, since waiting holds no probe slot.
     pub fn waits_for_pods(&self) -> bool {

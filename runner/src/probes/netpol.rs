@@ -138,12 +138,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) ->
         return Probed::Error("the cell has no node pair".into());
     };
     // One policy and two pods per pair: a cell of several node pairs probes each on its own.
-    let cell = format!(
-        "np{}-{}-{}",
-        case.index,
-        case.pair.from.unwrap_or(0),
-        case.pair.to.unwrap_or(0)
-    );
+    let cell = cell_name(case);
     let began = std::time::Instant::now();
     let pods = match start_pods(ctx, case, policy_case, &cell, from, to).await {
         Ok(p) => p,
@@ -189,8 +184,61 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) ->
     probed
 }
 
-/// The cell's ends: its own pod where the policy selects (the server, or the client of an
-/// egress policy), labelled for the cell; the run's shared fixture at the other end.
+/// The pod a cell starts for itself: where the policy selects (the server, or the client of an
+/// egress policy), named and labelled for the cell.
+struct Own<'n> {
+    node: &'n ClusterNode,
+    egress: bool,
+    suffix: String,
+    value: String,
+}
+
+impl<'n> Own<'n> {
+    fn of(policy_case: PolicyCase, cell: &str, from: &'n ClusterNode, to: &'n ClusterNode) -> Self {
+        let egress = policy_case == PolicyCase::DenyEgress;
+        let (node, role) = if egress { (from, "client") } else { (to, "server") };
+        Self {
+            node,
+            egress,
+            suffix: format!("-{cell}{}", &role[..1]),
+            value: format!("{cell}-{role}"),
+        }
+    }
+
+    fn label(&self) -> impl Fn(&mut Value) + Sync + '_ {
+        move |pod: &mut Value| {
+            pod["metadata"]["labels"][LABEL] = Value::from(self.value.clone());
+        }
+    }
+}
+
+/// The name of a pair's cell: its policy and its pods are named after it.
+fn cell_name(case: &Case<'_>) -> String {
+    format!(
+        "np{}-{}-{}",
+        case.index,
+        case.pair.from.unwrap_or(0),
+        case.pair.to.unwrap_or(0)
+    )
+}
+
+/// Starts the pair's own pod ahead of its turn (while the shared fixtures are awaited), where
+/// the pair will be probed; its cell takes it when it runs.
+pub async fn prestart(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) {
+    let (Some(from), Some(to)) = (case.from(ctx.facts), case.to(ctx.facts)) else {
+        return;
+    };
+    if !crate::probes::judgement::will_probe(ctx, case) {
+        return;
+    }
+    let own = Own::of(policy_case, &cell_name(case), from, to);
+    ctx.workloads
+        .prestart(FIXTURE, own.node, case.index, &own.suffix, &own.label())
+        .await;
+}
+
+/// The cell's ends: its own pod where the policy selects, labelled for the cell; the run's
+/// shared fixture at the other end.
 async fn start_pods(
     ctx: &Ctx<'_>,
     case: &Case<'_>,
@@ -199,37 +247,38 @@ async fn start_pods(
     from: &ClusterNode,
     to: &ClusterNode,
 ) -> Result<Pods, Probed> {
-    let egress = policy_case == PolicyCase::DenyEgress;
-    let (node, role) = if egress { (from, "client") } else { (to, "server") };
-    let value = format!("{cell}-{role}");
-    let label = move |pod: &mut Value| {
-        pod["metadata"]["labels"][LABEL] = Value::from(value.clone());
-    };
-    // The shared end first: a cell that cannot run starts no pod.
-    let shared = if egress {
+    let own = Own::of(policy_case, cell, from, to);
+    // The shared end first: a cell that cannot run starts no pod (and stops one started ahead).
+    let shared = if own.egress {
         End::shared(ctx.dep.servers.get(&to.name), "netexec server", &to.name)
     } else {
         End::shared(ctx.dep.clients.get(&from.name), "client pod", &from.name)
-    }
-    .map_err(Probed::from)?;
-    let own = match ctx
+    };
+    let shared = match shared {
+        Ok(end) => end,
+        Err(why) => {
+            ctx.workloads.discard(FIXTURE, own.node, case.index, &own.suffix).await;
+            return Err(Probed::from(why));
+        }
+    };
+    let started = ctx
         .workloads
-        .start(FIXTURE, node, case.index, &format!("-{cell}{}", &role[..1]), &label)
-        .await
-    {
+        .start(FIXTURE, own.node, case.index, &own.suffix, &own.label())
+        .await;
+    let own_end = match started {
         Ok(started) => End::own(started),
         Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Err(Probed::Unknown(why)),
         Err(why) => return Err(Probed::Error(why.to_string())),
     };
-    Ok(if egress {
+    Ok(if own.egress {
         Pods {
-            client: own,
+            client: own_end,
             server: shared,
         }
     } else {
         Pods {
             client: shared,
-            server: own,
+            server: own_end,
         }
     })
 }

@@ -49,6 +49,30 @@ pub(super) async fn judge_cells<'p>(
         .await;
 }
 
+/// Starts, for the pairs of `cells` whose probe creates its own pods, those pods ahead of the
+/// cells' turn ([`crate::probes::Probe::prestart`]): they start while the shared fixtures are
+/// awaited, and each pair takes its own when it is judged.
+pub(super) async fn prestart_cells<'p>(ctx: &Ctx<'_>, cells: &[(usize, &CellPlan<'p>)], concurrency: usize) {
+    let cases = cells
+        .iter()
+        .filter(|(_, c)| c.fixed.is_none() && c.check.probe.starts_ahead())
+        .flat_map(|(i, c)| {
+            c.pairs.iter().map(move |pair| Case {
+                check: c.check,
+                placement: c.placement,
+                protocol: c.protocol,
+                variant: c.variant.as_deref(),
+                pair: *pair,
+                index: *i,
+            })
+        });
+    futures::stream::iter(cases)
+        .for_each_concurrent(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT), |case| async move {
+            case.check.probe.prestart(ctx, &case).await;
+        })
+        .await;
+}
+
 /// Judges `more` pairs of cells already judged (nodes promoted to every check) and the cells
 /// again over all their pairs.
 pub(super) async fn judge_more<'p>(

@@ -68,9 +68,28 @@ pub(super) async fn probe(
     let bar = run.progress.bar(Phase::Probe);
     bar.set_length(u64::try_from(prepared.cells.len()).unwrap_or(u64::MAX));
     let early = judge_cells(&early_ctx, early, run.plan.concurrency, &bar, &probing.judged);
+    // The pods that later cells create for themselves start once the shared fixtures are
+    // created, while they are awaited (a parked pod a cell did not take is stopped once the
+    // cells are judged).
+    let (applied, mut created) = tokio::sync::watch::channel(None);
+    let starting_ahead = later.clone();
+    let ahead = async {
+        if let Ok(told) = created.wait_for(Option::is_some).await
+            && *told == Some(true)
+        {
+            judge::prestart_cells(&early_ctx, &starting_ahead, run.plan.concurrency).await;
+        }
+    };
     let later = async {
         let full = super::lock(&prepared.sets).full.clone();
-        let mut dep = deploy_scope(run, prepared, &full, None).await?;
+        let scope = deploy::Scope {
+            full: &full,
+            before: None,
+            applied: Some(&applied),
+        };
+        let deployed = deploy_until(run, prepared, scope, prepared.deadline).await;
+        applied.send_replace(Some(deployed.is_ok()));
+        let mut dep = deployed?;
         tracing::debug!("fixtures ready");
         let facts = read_nodes(run, &early_ctx, &dep, probing).await;
         tracing::debug!("nodes read");
@@ -101,6 +120,7 @@ pub(super) async fn probe(
         .await;
         drop(ctx);
         tracing::debug!("cells judged");
+        workloads.stop_parked().await;
         let promoted = promote(run, prepared, probing, &early_ctx, facts, &mut dep).await;
         let _ = probing.pods.set(crate::run::discriminate::Pods::of(&dep));
         promoted
@@ -109,7 +129,7 @@ pub(super) async fn probe(
         early.await;
         tracing::debug!("early cells judged");
     };
-    let ((), later) = futures::future::join(early, later).await;
+    let ((), ((), later)) = futures::future::join(early, futures::future::join(ahead, later)).await;
     run.progress.finish();
     later
 }
@@ -196,15 +216,19 @@ pub(super) async fn deploy_scope(
     full: &BTreeSet<usize>,
     before: Option<&Deployment>,
 ) -> Result<Deployment, String> {
-    deploy_until(run, prepared, full, before, prepared.deadline).await
+    let scope = deploy::Scope {
+        full,
+        before,
+        applied: None,
+    };
+    deploy_until(run, prepared, scope, prepared.deadline).await
 }
 
 /// [`deploy_scope`] with its own deadline (a watch healing its fixtures long after it began).
 pub(super) async fn deploy_until(
     run: &Run<'_>,
     prepared: &Prepared<'_>,
-    full: &BTreeSet<usize>,
-    before: Option<&Deployment>,
+    scope: deploy::Scope<'_>,
     deadline: std::time::Instant,
 ) -> Result<Deployment, String> {
     deploy::deploy(
@@ -215,7 +239,7 @@ pub(super) async fn deploy_until(
         run.fixtures,
         &run.plan.registry,
         prepared.needs,
-        deploy::Scope { full, before },
+        scope,
         deadline,
         run.progress,
     )

@@ -449,6 +449,9 @@ pub struct Scope<'a> {
     /// What was deployed before, when this call adds the fixtures of nodes promoted to every
     /// check: only their missing fixtures are created.
     pub before: Option<&'a Deployment>,
+    /// Told `true` once every fixture object is created (the pods not yet awaited), `false`
+    /// when the deployment ends before that.
+    pub applied: Option<&'a tokio::sync::watch::Sender<Option<bool>>>,
 }
 
 /// How many shared fixture pods [`deploy`] puts on each node (server, client, node-side probe,
@@ -1137,6 +1140,9 @@ pub async fn deploy(
     .await?;
     bar.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
     say_deployed(&applied, ns, progress);
+    if let Some(told) = scope.applied {
+        told.send_replace(Some(true));
+    }
     let awaited = applied.awaited();
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
     let placed = await_pods(&pods, &events, &awaited, deadline, progress).await;

@@ -198,7 +198,12 @@ async fn heal(
         ..*run
     };
     let deadline = Instant::now() + w.plan.deadline;
-    *dep = probe::deploy_until(&again, prepared, full, None, deadline).await?;
+    let scope = crate::cluster::deploy::Scope {
+        full,
+        before: None,
+        applied: None,
+    };
+    *dep = probe::deploy_until(&again, prepared, scope, deadline).await?;
     lock(w.shared).healed += broken.len() as u64;
     Ok(true)
 }
