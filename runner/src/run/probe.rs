@@ -74,9 +74,13 @@ pub(super) async fn probe(
     let (applied, mut created) = tokio::sync::watch::channel(None);
     let starting_ahead = later.clone();
     let ahead = async {
-        if let Ok(told) = created.wait_for(Option::is_some).await
-            && *told == Some(true)
-        {
+        // Read and let go at once: the value's read lock, held across the pods' start, would
+        // block the deployment's next send.
+        let applied = created
+            .wait_for(Option::is_some)
+            .await
+            .is_ok_and(|told| *told == Some(true));
+        if applied {
             judge::prestart_cells(&early_ctx, &starting_ahead, run.plan.concurrency).await;
         }
     };
