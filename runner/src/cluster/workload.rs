@@ -170,6 +170,8 @@ pub struct Workloads<'a> {
     /// Pods started ahead of their cells ([`Self::prestart`]) and how that went, by pod name:
     /// the cell's [`Self::start`] takes its own, waiting for it while it still starts.
     parked: std::sync::Mutex<HashMap<String, Parked>>,
+    /// Set once the parked pods are stopped: no pod is started ahead any more.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Workloads<'a> {
@@ -193,6 +195,7 @@ impl<'a> Workloads<'a> {
             held: std::sync::Mutex::default(),
             uses: std::sync::Mutex::default(),
             parked: std::sync::Mutex::default(),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -444,9 +447,14 @@ impl<'a> Workloads<'a> {
         // Parked (locked) before the first await, so that its cell, should it come first, waits
         // for this pod instead of creating it a second time.
         let parked: Parked = Arc::new(Mutex::new(None));
-        let mut outcome = parked.clone().lock_owned().await;
-        if let Ok(mut all) = self.parked.lock() {
-            all.insert(name.clone(), parked);
+        let Ok(mut outcome) = parked.clone().try_lock_owned() else {
+            return;
+        };
+        match self.parked.lock() {
+            Ok(mut all) if !self.closed.load(std::sync::atomic::Ordering::Relaxed) => {
+                all.insert(name.clone(), parked);
+            }
+            _ => return,
         }
         *outcome = Some(match self.prepared(fixture, node, index, suffix, mutate).await {
             Ok((_, pod)) => self.launch(&name, pod, node, slot).await,
@@ -465,8 +473,9 @@ impl<'a> Workloads<'a> {
     }
 
     /// Stops every parked pod no cell took (a cell that was not probed after all), once it has
-    /// started.
+    /// started; no pod is started ahead after this.
     pub async fn stop_parked(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::Relaxed);
         let left: Vec<Parked> = match self.parked.lock() {
             Ok(mut parked) => parked.drain().map(|(_, p)| p).collect(),
             Err(_) => Vec::new(),

@@ -49,9 +49,11 @@ pub(super) async fn judge_cells<'p>(
         .await;
 }
 
-/// Starts, for the pairs of `cells` whose probe creates its own pods, those pods ahead of the
-/// cells' turn ([`crate::probes::Probe::prestart`]): they start while the shared fixtures are
-/// awaited, and each pair takes its own when it is judged.
+/// Starts, for the first pairs of `cells` whose probe creates its own pods (as many as the
+/// cells judged at once), those pods ahead of the cells' turn
+/// ([`crate::probes::Probe::prestart`]): they start while the shared fixtures are awaited, and
+/// each pair takes its own when it is judged. Every one is parked in the first poll, before any
+/// cell can ask for it; the other pairs start their pods in their turn.
 pub(super) async fn prestart_cells<'p>(ctx: &Ctx<'_>, cells: &[(usize, &CellPlan<'p>)], concurrency: usize) {
     let cases = cells
         .iter()
@@ -66,11 +68,8 @@ pub(super) async fn prestart_cells<'p>(ctx: &Ctx<'_>, cells: &[(usize, &CellPlan
                 index: *i,
             })
         });
-    futures::stream::iter(cases)
-        .for_each_concurrent(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT), |case| async move {
-            case.check.probe.prestart(ctx, &case).await;
-        })
-        .await;
+    let cases: Vec<Case<'_>> = cases.take(concurrency.saturating_mul(CELLS_PER_PROBE_SLOT)).collect();
+    futures::future::join_all(cases.iter().map(|case| case.check.probe.prestart(ctx, case))).await;
 }
 
 /// Judges `more` pairs of cells already judged (nodes promoted to every check) and the cells
