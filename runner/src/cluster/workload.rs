@@ -134,6 +134,16 @@ pub struct Started {
     slot: Option<OwnedSemaphorePermit>,
 }
 
+/// A pod a cell starts for itself: a pod of `fixture` on `node`, named after the cell's
+/// `index` and `suffix`, changed by `mutate`.
+pub struct CellPod<'x> {
+    pub fixture: &'x str,
+    pub node: &'x ClusterNode,
+    pub index: usize,
+    pub suffix: &'x str,
+    pub mutate: &'x (dyn Fn(&mut Value) + Sync),
+}
+
 /// A pod started ahead of its cell: locked while it starts, then how that went (taken once).
 type Parked = Arc<Mutex<Option<Result<Started, NotReady>>>>;
 
@@ -404,44 +414,30 @@ impl<'a> Workloads<'a> {
         .clone()
     }
 
-    /// Creates a pod of `fixture` on `node` named with `suffix`, changed by `mutate`, and waits
-    /// until it runs: its name and address, holding a pod slot until [`Self::stop`].
-    pub async fn start(
-        &self,
-        fixture: &str,
-        node: &ClusterNode,
-        index: usize,
-        suffix: &str,
-        mutate: &(dyn Fn(&mut Value) + Sync),
-    ) -> Result<Started, NotReady> {
-        let (name, pod) = self.prepared(fixture, node, index, suffix, mutate).await?;
+    /// Creates `pod` and waits until it runs: its name and address, holding a pod slot until
+    /// [`Self::stop`].
+    pub async fn start(&self, pod: &CellPod<'_>) -> Result<Started, NotReady> {
+        let (name, typed) = self.prepared(pod).await?;
         if let Some(parked) = self.unpark(&name).await {
             return parked;
         }
-        let slot = self.slot(&node.name).await;
-        self.launch(&name, pod, node, slot).await
+        let slot = self.slot(&pod.node.name).await;
+        self.launch(&name, typed, pod.node, slot).await
     }
 
     /// Starts, ahead of its cell, the pod [`Self::start`] would start with these arguments, and
     /// parks it (or why it did not start) for that call: a cell's own pod starts while the
     /// shared fixtures are awaited. Only where a pod slot is free at once, so that a parked pod
     /// never keeps a waiting cell's slot; elsewhere the cell starts it in its turn.
-    pub async fn prestart(
-        &self,
-        fixture: &str,
-        node: &ClusterNode,
-        index: usize,
-        suffix: &str,
-        mutate: &(dyn Fn(&mut Value) + Sync),
-    ) {
-        let slot = match self.budget.slots(&node.name) {
+    pub async fn prestart(&self, pod: &CellPod<'_>) {
+        let slot = match self.budget.slots(&pod.node.name) {
             Some(slots) => match slots.try_acquire_owned() {
                 Ok(permit) => Some(permit),
                 Err(_) => return,
             },
             None => None,
         };
-        let Ok((name, _)) = self.pod_for(fixture, node, index, suffix) else {
+        let Ok((name, _)) = self.pod_for(pod.fixture, pod.node, pod.index, pod.suffix) else {
             return;
         };
         // Parked (locked) before the first await, so that its cell, should it come first, waits
@@ -456,15 +452,15 @@ impl<'a> Workloads<'a> {
             }
             _ => return,
         }
-        *outcome = Some(match self.prepared(fixture, node, index, suffix, mutate).await {
-            Ok((_, pod)) => self.launch(&name, pod, node, slot).await,
+        *outcome = Some(match self.prepared(pod).await {
+            Ok((_, typed)) => self.launch(&name, typed, pod.node, slot).await,
             Err(e) => Err(e),
         });
     }
 
-    /// Stops the pod parked for these arguments, if any: its cell will not use it.
-    pub async fn discard(&self, fixture: &str, node: &ClusterNode, index: usize, suffix: &str) {
-        let Ok((name, _)) = self.pod_for(fixture, node, index, suffix) else {
+    /// Stops the pod parked for `pod`, if any: its cell will not use it.
+    pub async fn discard(&self, pod: &CellPod<'_>) {
+        let Ok((name, _)) = self.pod_for(pod.fixture, pod.node, pod.index, pod.suffix) else {
             return;
         };
         if let Some(Ok(started)) = self.unpark(&name).await {
@@ -493,21 +489,16 @@ impl<'a> Workloads<'a> {
         parked.lock().await.take()
     }
 
-    /// The pod of `fixture` for `node` with `mutate` applied, its name, and the objects it
-    /// needs created.
-    async fn prepared(
-        &self,
-        fixture: &str,
-        node: &ClusterNode,
-        index: usize,
-        suffix: &str,
-        mutate: &(dyn Fn(&mut Value) + Sync),
-    ) -> Result<(String, Pod), NotReady> {
-        self.others(fixture).await.map_err(NotReady::Other)?;
-        let (name, mut pod) = self.pod_for(fixture, node, index, suffix).map_err(NotReady::Other)?;
-        mutate(&mut pod);
-        let typed: Pod = serde_json::from_value(pod)
-            .map_err(|e| NotReady::Other(format!("fixture {fixture:?} is not a Pod: {e}")))?;
+    /// The pod of `pod`'s fixture for its node with its change applied, its name, and the
+    /// objects it needs created.
+    async fn prepared(&self, pod: &CellPod<'_>) -> Result<(String, Pod), NotReady> {
+        self.others(pod.fixture).await.map_err(NotReady::Other)?;
+        let (name, mut value) = self
+            .pod_for(pod.fixture, pod.node, pod.index, pod.suffix)
+            .map_err(NotReady::Other)?;
+        (pod.mutate)(&mut value);
+        let typed: Pod = serde_json::from_value(value)
+            .map_err(|e| NotReady::Other(format!("fixture {:?} is not a Pod: {e}", pod.fixture)))?;
         Ok((name, typed))
     }
 

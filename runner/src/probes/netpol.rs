@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::catalogue::netpol::PolicyCase;
 use crate::catalogue::suite::{FailureClass, Protocol};
 use crate::cluster::facts::ClusterNode;
-use crate::cluster::workload::{NotReady, Started};
+use crate::cluster::workload::{CellPod, NotReady, Started};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
 use crate::probes::transport::{self, Observation, Request, Runner};
@@ -210,6 +210,17 @@ impl<'n> Own<'n> {
             pod["metadata"]["labels"][LABEL] = Value::from(self.value.clone());
         }
     }
+
+    /// The pod to start for the cell of `index`, labelled by `label` ([`Own::label`]).
+    fn pod<'x>(&'x self, index: usize, label: &'x (dyn Fn(&mut Value) + Sync)) -> CellPod<'x> {
+        CellPod {
+            fixture: FIXTURE,
+            node: self.node,
+            index,
+            suffix: &self.suffix,
+            mutate: label,
+        }
+    }
 }
 
 /// The name of a pair's cell: its policy and its pods are named after it.
@@ -232,9 +243,8 @@ pub async fn prestart(ctx: &Ctx<'_>, case: &Case<'_>, policy_case: PolicyCase) {
         return;
     }
     let own = Own::of(policy_case, &cell_name(case), from, to);
-    ctx.workloads
-        .prestart(FIXTURE, own.node, case.index, &own.suffix, &own.label())
-        .await;
+    let label = own.label();
+    ctx.workloads.prestart(&own.pod(case.index, &label)).await;
 }
 
 /// The cell's ends: its own pod where the policy selects, labelled for the cell; the run's
@@ -248,6 +258,8 @@ async fn start_pods(
     to: &ClusterNode,
 ) -> Result<Pods, Probed> {
     let own = Own::of(policy_case, cell, from, to);
+    let label = own.label();
+    let pod = own.pod(case.index, &label);
     // The shared end first: a cell that cannot run starts no pod (and stops one started ahead).
     let shared = if own.egress {
         End::shared(ctx.dep.servers.get(&to.name), "netexec server", &to.name)
@@ -257,14 +269,11 @@ async fn start_pods(
     let shared = match shared {
         Ok(end) => end,
         Err(why) => {
-            ctx.workloads.discard(FIXTURE, own.node, case.index, &own.suffix).await;
+            ctx.workloads.discard(&pod).await;
             return Err(Probed::from(why));
         }
     };
-    let started = ctx
-        .workloads
-        .start(FIXTURE, own.node, case.index, &own.suffix, &own.label())
-        .await;
+    let started = ctx.workloads.start(&pod).await;
     let own_end = match started {
         Ok(started) => End::own(started),
         Err(NotReady::Refused(why) | NotReady::Unpullable(why)) => return Err(Probed::Unknown(why)),
