@@ -35,8 +35,8 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Raises the soft limit on open files to the hard limit: a bundled cluster listens on every
-/// node's address for every NodePort (nodes × ports sockets) and a run keeps one connection
-/// per probe in flight, more than the common soft limit of 1024 on a large topology.
+/// node's address for every NodePort (a socket per node and port while they fit in the limit)
+/// and a run keeps one connection per probe in flight, more than the common soft limit of 1024.
 fn raise_open_files_limit() {
     if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
         tracing::debug!("cannot raise the open-files limit: {e}");

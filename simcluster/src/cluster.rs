@@ -55,6 +55,9 @@ pub struct ClusterConfig {
     /// Runs the kube-system workloads of the topology's profile (CoreDNS, kube-proxy, the CNI;
     /// see [`crate::node::addons`]). Without them the cluster has no DNS server.
     pub addons: bool,
+    /// The most sockets the node listeners take before each NodePort becomes one socket on every
+    /// node's address ([`crate::network::listeners`]); from the open-file limit when None.
+    pub node_listeners: Option<usize>,
 }
 
 impl ClusterConfig {
@@ -66,6 +69,7 @@ impl ClusterConfig {
             bookmark_interval: Duration::from_secs(10),
             runtime: None,
             addons: true,
+            node_listeners: None,
         }
     }
 }
@@ -240,6 +244,9 @@ impl Cluster {
             profiles.clone(),
             simnet.clone(),
             config.topology.network.node_addresses_reachable,
+            config
+                .node_listeners
+                .unwrap_or_else(crate::network::listeners::listener_budget),
             aligned,
         ));
         // Handed over with its listeners (and the firewall of private node addresses) in place.

@@ -5,11 +5,12 @@
 //! fabric: a dropped flow is accepted and left silent (the client times out), a refused one is
 //! reset, and each request of a delivered one goes to the backend the node's kube-proxy would
 //! pick and is answered as it would answer (`agnhost netexec`'s `/hostname`, `/clientip`, …).
-//! A real node answers every NodePort on every address without a socket each (kube-proxy
-//! programs the kernel); here each is a socket, so on a machine whose open-file limit cannot hold
-//! all of them (nodes × NodePorts) the listeners stay within a budget: load balancers, hostPorts
-//! and a service's NodePort on the nodes its endpoints run on first, then the others — and the
-//! bundled cluster warns once how many it left out.
+//! A real node answers every NodePort on every address without a socket each: kube-proxy
+//! programs one rule per NodePort that matches any local address (iptables' `KUBE-NODEPORTS`
+//! chain, the HNS load balancer's `LocalRoutedVip`). Here a small cluster gets one socket per node
+//! and port; where that would not fit in the open-file limit (a few thousand nodes), each NodePort
+//! is one socket on every loopback address of the machine (`0.0.0.0` bound to `lo`), which tells
+//! the node by the address the client dialled, as kube-proxy's rule does.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -63,90 +64,38 @@ const KUBELET_PORT: u16 = 10250;
 const RESERVED_FILES: u64 = 4096;
 
 /// How many listeners fit: the open-file limit less what the API server and its clients need.
-fn listener_budget() -> usize {
+pub(crate) fn listener_budget() -> usize {
     let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
     usize::try_from(soft.saturating_sub(RESERVED_FILES).max(soft / 2)).unwrap_or(usize::MAX)
 }
 
-/// The nodes each service's endpoints run on (`namespace/name` → node names).
-fn endpoint_nodes(store: &Store) -> HashMap<String, HashSet<String>> {
-    let mut out: HashMap<String, HashSet<String>> = HashMap::new();
-    for ep in store.list(resources::core("endpoints"), None).0 {
-        let nodes = out.entry(format!("{}/{}", ep.namespace(), ep.name())).or_default();
-        for subset in crate::vocab::json::get(ep.value(), "/subsets")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            for a in crate::vocab::json::get(subset, "/addresses")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let node = json::str(a, "/nodeName");
-                if !node.is_empty() {
-                    nodes.insert(node.to_string());
-                }
-            }
+/// The sockets for what is wanted: one per node and port where they all fit in `budget`, else
+/// one per port on every node's address at once (a 5,000-node cluster with ten NodePort
+/// Services wants 50,000 sockets per node and port, ten this way). The fixed bindings (load
+/// balancers, hostPorts) are on their own address either way.
+fn laid_out(want: Wanted, nodes: &[NodeProfile], budget: usize) -> HashSet<Binding> {
+    let per_node = want.fixed.len() + want.node_ports.len() * nodes.len() <= budget;
+    let mut out = want.fixed;
+    for np in &want.node_ports {
+        if per_node {
+            out.extend(nodes.iter().map(|n| np.on(n)));
+        } else {
+            out.insert(np.everywhere());
         }
     }
     out
 }
 
-/// The bindings that fit in `budget`: load balancers, hostPorts and the kubelet first, then
-/// each service's NodePort on the nodes its endpoints run on, then the rest (by port and node,
-/// so that the choice is stable). Returns how many were left out too. The NodePorts beyond the
-/// first two ranks are made only as far as the budget reaches: at 5,000 nodes a hundred NodePort
-/// Services want half a million listeners, of which a few thousand fit.
-fn within_budget(want: Wanted, nodes: &[NodeProfile], store: &Store, budget: usize) -> (HashSet<Binding>, usize) {
-    let total = want.fixed.len() + want.node_ports.len() * nodes.len();
-    if total <= budget {
-        let mut all = want.fixed;
-        for np in &want.node_ports {
-            all.extend(nodes.iter().map(|n| np.on(n)));
-        }
-        return (all, 0);
-    }
-    let backends = endpoint_nodes(store);
-    let mut first: Vec<(u8, Binding)> = want.fixed.into_iter().map(|b| (0, b)).collect();
-    for np in &want.node_ports {
-        if let Some(on) = backends.get(&np.service) {
-            first.extend(nodes.iter().filter(|n| on.contains(&n.name)).map(|n| (1, np.on(n))));
-        }
-    }
-    first.sort_by_cached_key(|(rank, b)| (*rank, b.port, b.ip));
-    let mut out: HashSet<Binding> = first.into_iter().take(budget).map(|(_, b)| b).collect();
-    let mut ports: Vec<&NodePort> = want.node_ports.iter().collect();
-    ports.sort_by_key(|np| np.port);
-    let mut by_ip: Vec<&NodeProfile> = nodes.iter().collect();
-    by_ip.sort_by_key(|n| n.ip);
-    'fill: for np in ports {
-        let on = backends.get(&np.service);
-        for n in &by_ip {
-            if out.len() >= budget {
-                break 'fill;
-            }
-            if !on.is_some_and(|on| on.contains(&n.name)) {
-                out.insert(np.on(n));
-            }
-        }
-    }
-    let left_out = total.saturating_sub(out.len());
-    (out, left_out)
-}
-
-/// What the listeners should serve: the bindings of load balancers, hostPorts and the kubelet,
-/// and the NodePorts, each to be bound on every node.
+/// What the listeners should serve: the bindings of load balancers and hostPorts, and the
+/// ports every node answers (NodePorts, and the kubelet's behind a firewall).
 struct Wanted {
     fixed: HashSet<Binding>,
     node_ports: Vec<NodePort>,
 }
 
-/// A TCP NodePort of a Service, wanted on every node.
+/// A port every node listens on: a TCP NodePort of a Service, or the kubelet's.
 struct NodePort {
     port: u16,
-    /// `namespace/name` of the Service.
-    service: String,
     /// How messages name it.
     owner: String,
 }
@@ -162,6 +111,17 @@ impl NodePort {
             public: false,
         }
     }
+
+    /// Its binding on every node's address at once.
+    fn everywhere(&self) -> Binding {
+        Binding {
+            node: "every node".into(),
+            ip: Ipv4Addr::UNSPECIFIED,
+            port: self.port,
+            owner: self.owner.clone(),
+            public: false,
+        }
+    }
 }
 
 /// The TCP NodePorts of the cluster's services (on every node) and the TCP hostPorts of its
@@ -170,15 +130,10 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> Wanted {
     let mut out = HashSet::new();
     let mut node_ports = Vec::new();
     if firewalled {
-        for node in nodes {
-            out.insert(Binding {
-                node: node.name.clone(),
-                ip: node.ip,
-                port: KUBELET_PORT,
-                owner: "the kubelet".into(),
-                public: false,
-            });
-        }
+        node_ports.push(NodePort {
+            port: KUBELET_PORT,
+            owner: "the kubelet".into(),
+        });
     }
     for svc in store.list(resources::core("services"), None).0 {
         let v = svc.value();
@@ -203,7 +158,6 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> Wanted {
             }
             node_ports.push(NodePort {
                 port,
-                service: format!("{}/{}", svc.namespace(), svc.name()),
                 owner: format!("service {}/{}", svc.namespace(), svc.name()),
             });
         }
@@ -315,6 +269,7 @@ pub async fn run(
     nodes: Arc<Vec<NodeProfile>>,
     net: Arc<SimNet>,
     reachable: bool,
+    budget: usize,
     first: tokio::sync::oneshot::Sender<()>,
 ) {
     // Told once the first alignment is done: the firewall in front of private node addresses
@@ -323,8 +278,7 @@ pub async fn run(
     let mut feed = store.subscribe();
     let mut listening = Listening::default();
     let running = &mut listening.0;
-    let budget = listener_budget();
-    let mut warned = 0;
+    let node_ips: Arc<HashSet<Ipv4Addr>> = Arc::new(nodes.iter().map(|n| n.ip).collect());
     // The state the listeners were last aligned with, and whether every bind then succeeded.
     let mut aligned: Option<u64> = None;
     loop {
@@ -337,14 +291,7 @@ pub async fn run(
             wait_for_change(&mut feed).await;
             continue;
         }
-        let (want, left_out) = within_budget(desired(&store, &nodes, !reachable), &nodes, &store, budget);
-        if left_out > warned {
-            tracing::warn!(
-                "the open-file limit holds {budget} of the {} NodePort, hostPort and load-balancer listeners: {left_out} NodePorts on nodes without the service's endpoints refuse connections from this machine (raise `ulimit -n` to serve them all)",
-                budget + left_out
-            );
-            warned = left_out;
-        }
+        let want = laid_out(desired(&store, &nodes, !reachable), &nodes, budget);
         running.retain(|b, task| {
             let keep = want.contains(b) && !task.is_finished();
             if !keep {
@@ -357,7 +304,12 @@ pub async fn run(
             if running.contains_key(&b) {
                 continue;
             }
-            match tokio::net::TcpListener::bind(SocketAddr::from((b.ip, b.port))).await {
+            let bound = if b.ip.is_unspecified() {
+                every_node_listener(b.port)
+            } else {
+                tokio::net::TcpListener::bind(SocketAddr::from((b.ip, b.port))).await
+            };
+            match bound {
                 Ok(listener) => {
                     let backend = Arc::new(Backend {
                         net: net.clone(),
@@ -369,6 +321,7 @@ pub async fn run(
                         net: net.clone(),
                         ip: b.ip,
                         port: b.port,
+                        nodes: node_ips.clone(),
                         firewalled: !reachable && !b.public,
                     };
                     let task = tokio::spawn(async move {
@@ -378,7 +331,7 @@ pub async fn run(
                 }
                 Err(e) => {
                     all_bound = false;
-                    tracing::warn!("cannot listen on {}:{} for {}: {e}", b.ip, b.port, b.owner);
+                    tracing::warn!("cannot listen on {}:{} for {} ({}): {e}", b.ip, b.port, b.owner, b.node);
                 }
             }
         }
@@ -389,6 +342,28 @@ pub async fn run(
         }
         wait_for_change(&mut feed).await;
     }
+}
+
+/// A listener on `port` of every loopback address: `0.0.0.0` bound to the loopback device, so
+/// that nothing beyond this machine reaches it (each node's address is a loopback one).
+#[cfg(target_os = "linux")]
+fn every_node_listener(port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind_device(Some(b"lo"))?;
+    socket.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)).into())?;
+    socket.listen(1024)?;
+    socket.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(socket.into())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn every_node_listener(_port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "one listener on every node's address needs Linux (SO_BINDTODEVICE); raise the open-file limit to listen per node",
+    ))
 }
 
 /// Waits until services or pods change (a batch of changes, 200 ms), or at most two seconds.
@@ -415,13 +390,28 @@ async fn wait_for_change(feed: &mut crate::store::Subscription) {
 struct FabricListener {
     inner: tokio::net::TcpListener,
     net: Arc<SimNet>,
+    /// The address listened on; unspecified for every node's address at once.
     ip: Ipv4Addr,
     port: u16,
+    /// The nodes' addresses: a connection to any other loopback address is refused.
+    nodes: Arc<HashSet<Ipv4Addr>>,
     /// Nothing reaches the node's address from this machine: every flow is dropped.
     firewalled: bool,
 }
 
-fn client_ip(addr: &SocketAddr) -> Ipv4Addr {
+impl FabricListener {
+    /// The node address `stream` was dialled on, for a listener on every address; None when it
+    /// is no node's.
+    fn dialled(&self, stream: &tokio::net::TcpStream) -> Option<Ipv4Addr> {
+        if !self.ip.is_unspecified() {
+            return Some(self.ip);
+        }
+        let local = stream.local_addr().ok().map(|a| ipv4_of(&a))?;
+        self.nodes.contains(&local).then_some(local)
+    }
+}
+
+fn ipv4_of(addr: &SocketAddr) -> Ipv4Addr {
     match addr.ip() {
         IpAddr::V4(ip) => ip,
         IpAddr::V6(ip) => ip.to_ipv4_mapped().unwrap_or(Ipv4Addr::LOCALHOST),
@@ -443,7 +433,11 @@ impl axum::serve::Listener for FabricListener {
                     continue;
                 }
             };
-            let (net, ip, port, client) = (self.net.clone(), self.ip, self.port, client_ip(&addr));
+            let Some(ip) = self.dialled(&stream) else {
+                let _ = stream.set_zero_linger();
+                continue;
+            };
+            let (net, port, client) = (self.net.clone(), self.port, ipv4_of(&addr));
             let firewalled = self.firewalled;
             let verdict = tokio::task::spawn_blocking(move || {
                 if firewalled {
@@ -473,21 +467,32 @@ impl axum::serve::Listener for FabricListener {
     }
 }
 
-/// The client's address, for handlers.
+/// The client's address and the address it dialled, for handlers.
 #[derive(Debug, Clone, Copy)]
-struct Peer(SocketAddr);
+struct Peer {
+    client: SocketAddr,
+    dialled: Option<SocketAddr>,
+}
 
 impl Connected<IncomingStream<'_, FabricListener>> for Peer {
     fn connect_info(stream: IncomingStream<'_, FabricListener>) -> Self {
-        Peer(*stream.remote_addr())
+        Peer {
+            client: *stream.remote_addr(),
+            dialled: stream.io().local_addr().ok(),
+        }
     }
 }
 
-async fn serve(State(b): State<Arc<Backend>>, ConnectInfo(Peer(client)): ConnectInfo<Peer>, uri: Uri) -> Response {
-    let client_ip = client_ip(&client);
+async fn serve(State(b): State<Arc<Backend>>, ConnectInfo(peer): ConnectInfo<Peer>, uri: Uri) -> Response {
+    let client_ip = ipv4_of(&peer.client);
     let target = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    // A listener on every node's address answers as the node that was dialled.
+    let ip = match peer.dialled {
+        Some(local) if b.binding.ip.is_unspecified() => ipv4_of(&local),
+        _ => b.binding.ip,
+    };
+    let port = b.binding.port;
     let net = b.net.clone();
-    let (ip, port) = (b.binding.ip, b.binding.port);
     let answer = tokio::task::spawn_blocking(move || net.outside_client(client_ip).http_get(ip, port, &target)).await;
     match answer {
         Ok(Ok(reply)) => (StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK), reply.body).into_response(),
@@ -522,65 +527,68 @@ mod tests {
         p
     }
 
-    /// Where the listeners do not all fit, the ones a client is likeliest to need stay: a pod's
-    /// hostPort, then a service's NodePort where its endpoints run, then the rest by port and
-    /// node address; what is left out is counted. The NodePorts are made only as far as the
-    /// budget reaches, and the choice is the one a sort of every binding would make.
-    #[rstest::rstest]
-    fn listeners_beyond_the_budget_leave_out_nodes_without_endpoints_first(
-        #[values(0, 1, 2, 3, 4, 6, 9, 10)] budget: usize,
-    ) {
-        let store = Store::new(StoreConfig { history: 4 });
-        store
-            .create(
-                resources::core("namespaces"),
-                "",
-                serde_json::json!({"metadata": {"name": "ns"}}),
-            )
-            .expect("namespace");
-        store
-            .create(
-                resources::core("endpoints"),
-                "ns",
-                serde_json::json!({"metadata": {"name": "web", "namespace": "ns"},
-                    "subsets": [{"addresses": [{"ip": "10.244.1.5", "nodeName": "node-3"}]}]}),
-            )
-            .expect("endpoints");
-        // Nodes out of address order, so that the fill's order is the addresses', not the list's.
-        let nodes: Vec<NodeProfile> = [4, 1, 3, 2].into_iter().map(node).collect();
-        let host_port = binding(2, 48080, "pod ns/hp-2");
-        let want = || Wanted {
-            fixed: HashSet::from([host_port.clone()]),
-            node_ports: [(30090, "other"), (30080, "web")]
+    fn wanted() -> Wanted {
+        Wanted {
+            fixed: HashSet::from([binding(2, 48080, "pod ns/hp-2")]),
+            node_ports: [30090, 30080]
                 .into_iter()
-                .map(|(port, name)| NodePort {
+                .map(|port| NodePort {
                     port,
-                    service: format!("ns/{name}"),
-                    owner: format!("service ns/{name}"),
+                    owner: format!("service ns/{port}"),
                 })
                 .collect(),
+        }
+    }
+
+    /// A socket per node and NodePort where they all fit in the budget, else one per NodePort
+    /// on every node's address; the hostPort keeps its own either way.
+    #[rstest::rstest]
+    #[case::all_fit(9, true)]
+    #[case::roomy(100, true)]
+    #[case::one_short(8, false)]
+    #[case::none(0, false)]
+    fn node_ports_are_per_node_where_they_fit_else_one_socket_each(#[case] budget: usize, #[case] per_node: bool) {
+        let nodes: Vec<NodeProfile> = [4, 1, 3, 2].into_iter().map(node).collect();
+        let laid = laid_out(wanted(), &nodes, budget);
+        assert!(laid.contains(&binding(2, 48080, "pod ns/hp-2")), "the hostPort stays");
+        for port in [30090, 30080] {
+            let owner = format!("service ns/{port}");
+            let everywhere = laid.iter().any(|b| b.port == port && b.ip.is_unspecified());
+            let on_each = (1..=4).all(|n| laid.contains(&binding(n, port, &owner)));
+            assert_eq!((on_each, everywhere), (per_node, !per_node), "port {port}, budget {budget}");
+        }
+        assert_eq!(laid.len(), if per_node { 9 } else { 3 });
+    }
+
+    /// One socket answers a NodePort on every node's address, as the node dialled (the fabric
+    /// tells them apart), and refuses an address that is no node's.
+    #[tokio::test]
+    async fn a_listener_on_every_address_tells_the_node_by_the_address_dialled() {
+        let listener = every_node_listener(0).expect("bind 0.0.0.0 on lo");
+        let port = listener.local_addr().expect("addr").port();
+        let nodes: HashSet<Ipv4Addr> = [Ipv4Addr::new(127, 0, 9, 1), Ipv4Addr::new(127, 0, 9, 2)].into();
+        let store = Arc::new(Store::new(StoreConfig { history: 4 }));
+        let fabric = FabricListener {
+            inner: listener,
+            net: Arc::new(SimNet::new(
+                store,
+                Arc::new(vec![node(1), node(2)]),
+                crate::network::fabric::NetFacts::from_topology(&crate::config::topology::Topology::default_cluster()),
+            )),
+            ip: Ipv4Addr::UNSPECIFIED,
+            port,
+            nodes: Arc::new(nodes.clone()),
+            firewalled: false,
         };
-        // Every binding ranked and sorted: what the budget keeps of them.
-        let mut every: Vec<(u8, Binding)> = vec![(0, host_port.clone())];
-        for (port, name) in [(30090, "other"), (30080, "web")] {
-            for n in 1..=4 {
-                let rank = if name == "web" && n == 3 { 1 } else { 2 };
-                every.push((rank, binding(n, port, &format!("service ns/{name}"))));
-            }
+        for ip in nodes {
+            let _client = tokio::net::TcpStream::connect((ip, port)).await.expect("connect");
+            let (stream, _) = fabric.inner.accept().await.expect("accept");
+            assert_eq!(fabric.dialled(&stream), Some(ip));
         }
-        every.sort_by_key(|(rank, b)| (*rank, b.port, b.ip));
-        let expected: HashSet<Binding> = every.iter().take(budget).map(|(_, b)| b.clone()).collect();
-        let (kept, out) = within_budget(want(), &nodes, &store, budget);
-        assert_eq!(kept, expected, "budget {budget}");
-        assert_eq!(out, every.len().saturating_sub(budget));
-        if budget >= 1 {
-            assert!(kept.contains(&host_port), "the hostPort stays");
-        }
-        if budget >= 2 {
-            assert!(
-                kept.contains(&binding(3, 30080, "service ns/web")),
-                "the NodePort where its endpoint runs stays"
-            );
-        }
+        let _client = tokio::net::TcpStream::connect((Ipv4Addr::new(127, 0, 9, 7), port))
+            .await
+            .expect("connect");
+        let (stream, _) = fabric.inner.accept().await.expect("accept");
+        assert_eq!(fabric.dialled(&stream), None, "no node has 127.0.9.7");
     }
 }

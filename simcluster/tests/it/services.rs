@@ -165,10 +165,16 @@ async fn endpoints_follow_the_ready_pods_of_the_selector() {
 }
 
 /// NP-REMOTE: an outside client reaches a NodePort on every node, Linux and Windows, also when
-/// the backend runs on another node.
+/// the backend runs on another node: with a socket per node and NodePort, and with one socket
+/// per NodePort on every node's address (how a cluster too big for the open-file limit listens).
+#[rstest::rstest]
+#[case::a_socket_per_node(None)]
+#[case::one_socket_on_every_address(Some(0))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn outside_clients_reach_node_ports_on_every_node() {
-    let cluster = common::start().await;
+async fn outside_clients_reach_node_ports_on_every_node(#[case] node_listeners: Option<usize>) {
+    let mut config = simcluster::ClusterConfig::new(simcluster::Topology::default_cluster().instant().on_wall_clock());
+    config.node_listeners = node_listeners;
+    let cluster = common::start_with(config).await;
     common::namespace(&cluster, "np");
     let client = common::kube_client(&cluster).await;
     echo_deployment(&client, "np").await;
@@ -260,10 +266,16 @@ async fn ask(addr: std::net::SocketAddr) -> Answer {
 }
 
 /// A NodePort service without endpoints: the Linux node's kube-proxy rejects the connection
-/// (reset), the Windows node's drops it (silence) — the fabric decides per connection.
+/// (reset), the Windows node's drops it (silence) — the fabric decides per connection, also
+/// where one socket listens on every node's address (it answers as the node dialled).
+#[rstest::rstest]
+#[case::a_socket_per_node(None)]
+#[case::one_socket_on_every_address(Some(0))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn node_ports_without_endpoints_reset_on_linux_and_stay_silent_on_windows() {
-    let cluster = common::start().await;
+async fn node_ports_without_endpoints_reset_on_linux_and_stay_silent_on_windows(#[case] node_listeners: Option<usize>) {
+    let mut config = simcluster::ClusterConfig::new(simcluster::Topology::default_cluster().instant().on_wall_clock());
+    config.node_listeners = node_listeners;
+    let cluster = common::start_with(config).await;
     common::namespace(&cluster, "svc");
     let client = common::kube_client(&cluster).await;
     let services: Api<Service> = Api::namespaced(client.clone(), "svc");
