@@ -555,7 +555,11 @@ mod tests {
             let owner = format!("service ns/{port}");
             let everywhere = laid.iter().any(|b| b.port == port && b.ip.is_unspecified());
             let on_each = (1..=4).all(|n| laid.contains(&binding(n, port, &owner)));
-            assert_eq!((on_each, everywhere), (per_node, !per_node), "port {port}, budget {budget}");
+            assert_eq!(
+                (on_each, everywhere),
+                (per_node, !per_node),
+                "port {port}, budget {budget}"
+            );
         }
         assert_eq!(laid.len(), if per_node { 9 } else { 3 });
     }

@@ -4,8 +4,10 @@
 //! backends from the Endpoints objects (the cluster DNS service's are the DNS pods: without a
 //! ready one, lookups fail), and the simulated outside world with its resolvers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -47,34 +49,120 @@ pub fn node_resolver(node_ip: Ipv4Addr) -> Ipv4Addr {
 /// What a pod object says for the fabric, read once per version of the object: a rebuild reads
 /// only the pods that changed since the last one (a big cluster churns a few pods at a time, and
 /// reading every pod's JSON on each change made each flow cost as much as the cluster is big).
+/// Each version of a stored object is its own allocation, so the cache knows a version by its
+/// address (kept alive here, so that it is not reused), without reading the object at all.
 #[derive(Debug, Default)]
-pub struct PodCache(HashMap<String, (u64, Option<PodFacts>)>);
+pub struct PodCache {
+    /// By the stored object's address: the object, its facts and the rebuild that last saw it.
+    by_object: HashMap<usize, Read, BuildHasherDefault<AddressHasher>>,
+    /// The rebuild under way.
+    rebuild: u64,
+    /// Node index by name, made once.
+    node_of: HashMap<String, usize>,
+}
 
-impl PodCache {
-    /// The pod's facts, from the cache when its version was read before.
-    fn facts(&mut self, pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<&str, usize>) -> Option<PodFacts> {
-        if let Some((rv, facts)) = self.0.get(pod.uid())
-            && *rv == pod.resource_version()
-        {
-            return facts.clone();
-        }
-        let facts = read_pod(pod, profiles, node_of);
+/// One version of a pod as read: the object, its facts (None: not running) and the rebuild
+/// that last saw it.
+type Read = (Obj, Option<Arc<PodFacts>>, u64);
+
+/// Hashes an address (already unique) by one multiplication.
+#[derive(Debug, Default)]
+pub struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
         self.0
-            .insert(pod.uid().to_string(), (pod.resource_version(), facts.clone()));
-        facts
     }
 
-    /// Forgets the pods not in `live` (deleted since).
-    fn keep(&mut self, live: &std::collections::HashSet<&str>) {
-        self.0.retain(|uid, _| live.contains(uid.as_str()));
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
     }
 }
 
-/// The fabric for the cluster's current state (pods read through `pods`).
-pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mut PodCache) -> Fabric {
+impl PodCache {
+    /// Starts a rebuild over `profiles`' nodes.
+    fn begin(&mut self, profiles: &[NodeProfile]) {
+        self.rebuild += 1;
+        if self.node_of.len() != profiles.len() {
+            self.node_of = profiles.iter().enumerate().map(|(i, p)| (p.name.clone(), i)).collect();
+        }
+    }
+
+    /// The pod's facts, from the cache when this version was read before.
+    fn facts(&mut self, pod: &Obj, profiles: &[NodeProfile]) -> Option<Arc<PodFacts>> {
+        let key = Arc::as_ptr(pod) as usize;
+        if let Some(entry) = self.by_object.get_mut(&key) {
+            entry.2 = self.rebuild;
+            return entry.1.clone();
+        }
+        let facts = read_pod(pod, profiles, &self.node_of).map(Arc::new);
+        self.by_object.insert(key, (pod.clone(), facts.clone(), self.rebuild));
+        facts
+    }
+
+    /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` were.
+    fn sweep(&mut self, seen: usize) {
+        if self.by_object.len() > seen {
+            let rebuild = self.rebuild;
+            self.by_object.retain(|_, (_, _, at)| *at == rebuild);
+        }
+    }
+}
+
+/// The fabric for the cluster's current state: `nodes` (made once from the profiles), pods
+/// read through `pods`.
+pub fn fabric(
+    store: &Store,
+    profiles: &[NodeProfile],
+    nodes: &Arc<Vec<NodeFacts>>,
+    net: &NetFacts,
+    pods: &mut PodCache,
+) -> Fabric {
     let mut f = Fabric::new(net.clone());
-    for p in profiles {
-        f.nodes.push(NodeFacts {
+    f.nodes = nodes.clone();
+    f.api_server = api_server_node(store, profiles);
+    if f.api_server.is_none() {
+        f.managed_api_server = managed_api_server(&mut f, store);
+    }
+    add_outside(&mut f);
+    let listed = store.list(resources::core("pods"), None).0;
+    pods.begin(profiles);
+    let mut running: Vec<Arc<PodFacts>> = Vec::with_capacity(listed.len());
+    for pod in &listed {
+        if let Some(facts) = pods.facts(pod, profiles) {
+            running.push(facts);
+        }
+    }
+    pods.sweep(listed.len());
+    let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::with_capacity(running.len());
+    let mut by_name: HashMap<(&str, &str), usize> = HashMap::with_capacity(running.len());
+    for (index, facts) in running.iter().enumerate() {
+        if !facts.host_network {
+            by_ip.insert(facts.ip, index);
+            if let Some(v6) = facts.ipv6 {
+                f.ipv6.insert(v6, facts.ip);
+            }
+        }
+        by_name.insert((facts.namespace.as_str(), facts.name.as_str()), index);
+    }
+    add_services(&mut f, store, &by_ip, &by_name);
+    drop(by_name);
+    f.pods = running;
+    f.index();
+    f
+}
+
+/// Each node's facts for the fabric, from its profile (made once: profiles do not change).
+pub fn node_facts(profiles: &[NodeProfile]) -> Vec<NodeFacts> {
+    profiles
+        .iter()
+        .map(|p| NodeFacts {
             name: p.name.clone(),
             windows: p.is_windows(),
             build: p.build,
@@ -88,41 +176,12 @@ pub fn fabric(store: &Store, profiles: &[NodeProfile], net: &NetFacts, pods: &mu
             shares: p.fault_shares.iter().map(|(f, share)| (*f, *share)).collect(),
             seed: p.timing.seed,
             programming: p.timing.programming(p.os),
-        });
-    }
-    f.api_server = api_server_node(store, profiles);
-    if f.api_server.is_none() {
-        f.managed_api_server = managed_api_server(&mut f, store);
-    }
-    add_outside(&mut f);
-    let node_of: HashMap<&str, usize> = profiles.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
-    let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
-    let mut by_name: HashMap<(String, String), usize> = HashMap::new();
-    let listed = store.list(resources::core("pods"), None).0;
-    let mut live = std::collections::HashSet::new();
-    for pod in &listed {
-        live.insert(pod.uid());
-        let Some(facts) = pods.facts(pod, profiles, &node_of) else {
-            continue;
-        };
-        let index = f.pods.len();
-        if !facts.host_network {
-            by_ip.insert(facts.ip, index);
-            if let Some(v6) = facts.ipv6 {
-                f.ipv6.insert(v6, facts.ip);
-            }
-        }
-        by_name.insert((facts.namespace.clone(), facts.name.clone()), index);
-        f.pods.push(facts);
-    }
-    pods.keep(&live);
-    add_services(&mut f, store, &by_ip, &by_name);
-    f.index();
-    f
+        })
+        .collect()
 }
 
 /// A running pod's facts; None for a pod that is not running on a known node with an address.
-fn read_pod(pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<&str, usize>) -> Option<PodFacts> {
+fn read_pod(pod: &Obj, profiles: &[NodeProfile], node_of: &HashMap<String, usize>) -> Option<PodFacts> {
     let v = pod.value();
     if json::str(v, "/status/phase") != "Running" {
         return None;
@@ -213,9 +272,10 @@ fn add_outside(f: &mut Fabric) {
             serves,
         });
     }
-    let node_ips: Vec<Ipv4Addr> = f.nodes.iter().map(|n| n.ip).collect();
-    for ip in &node_ips {
-        let resolver = node_resolver(*ip);
+    let node_ips: HashSet<Ipv4Addr> = f.nodes.iter().map(|n| n.ip).collect();
+    let mut resolvers: Vec<Ipv4Addr> = f.nodes.iter().map(|n| node_resolver(n.ip)).collect();
+    resolvers.dedup();
+    for resolver in resolvers {
         if !node_ips.contains(&resolver) && !f.outside.iter().any(|h| h.ip == resolver) {
             f.outside.push(OutsideHost {
                 ip: resolver,
@@ -437,7 +497,7 @@ fn add_services(
     f: &mut Fabric,
     store: &Store,
     by_ip: &HashMap<Ipv4Addr, usize>,
-    by_name: &HashMap<(String, String), usize>,
+    by_name: &HashMap<(&str, &str), usize>,
 ) {
     let endpoints: HashMap<(String, String), Obj> = store
         .list(resources::core("endpoints"), None)
@@ -477,7 +537,7 @@ fn add_services(
                         .parse::<Ipv4Addr>()
                         .ok()
                         .and_then(|ip| by_ip.get(&ip))
-                        .or_else(|| by_name.get(&(ns.clone(), json::str(a, "/targetRef/name").to_string())));
+                        .or_else(|| by_name.get(&(ns.as_str(), json::str(a, "/targetRef/name"))));
                     if let Some(&pod) = pod {
                         targets.push((pod, target));
                     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::control::events::{self, Kind, Source};
-use crate::control::scheduler::{Misfit, NodeInfo, PodNeeds, Toleration, Usage, misfits};
+use crate::control::scheduler::{Misfit, NodeCache, PodNeeds, Toleration, Usage, misfits};
 use crate::store::admission;
 use crate::store::api_error::ApiError;
 use crate::store::resources::{self, ResourceType};
@@ -118,6 +118,9 @@ struct Controllers {
     version: (u32, u32),
     /// The topology's `timing.scale` (the Job back-off).
     scale: f64,
+    /// Each node's parsed object, reparsed only where it changed: every DaemonSet checks every
+    /// node at each resync (five system DaemonSets at 5,000 nodes parsed 25,000 nodes a turn).
+    node_infos: NodeCache,
     /// Pods changed since the last batch (namespace, labels): the Services selecting them get
     /// their endpoints recomputed, matched once per batch against one list of each namespace's
     /// Services.
@@ -136,6 +139,7 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
         version,
         scale,
         changed_pods: HashMap::new(),
+        node_infos: NodeCache::default(),
     };
     let mut queue: BTreeSet<Key> = BTreeSet::new();
     ctl.enqueue_all(&mut queue, true);
@@ -736,20 +740,16 @@ impl Controllers {
             .tolerations
             .extend(daemonset_tolerations().iter().map(Toleration::from_json));
         needs.host_ports.clear();
-        let nodes: Vec<NodeInfo> = self
-            .store
-            .list(resources::core("nodes"), None)
-            .0
-            .iter()
-            .map(|n| NodeInfo::from_node(n.value()))
-            .collect();
-        let eligible: Vec<&NodeInfo> = nodes
-            .iter()
+        let listed = self.store.list(resources::core("nodes"), None).0;
+        let eligible: Vec<String> = self
+            .node_infos
+            .refreshed(&listed)
             .filter(|n| {
                 misfits(&needs, n, &Usage::default())
                     .iter()
                     .all(|m| matches!(m, Misfit::Insufficient(_) | Misfit::TooManyPods | Misfit::Ports))
             })
+            .map(|n| n.name.clone())
             .collect();
         let pods_rt = resources::core("pods");
         let owned: Vec<Obj> = self.owned_pods(ds.uid());
@@ -769,9 +769,9 @@ impl Controllers {
             by_node.entry(target_node(p)).or_default().push(p);
         }
         for node in &eligible {
-            match by_node.get(&node.name) {
+            match by_node.get(node) {
                 None => {
-                    self.create_pod(&ds, "DaemonSet", Some(&node.name))?;
+                    self.create_pod(&ds, "DaemonSet", Some(node))?;
                 }
                 Some(pods) if pods.len() > 1 => {
                     for extra in &pods[1..] {
@@ -781,7 +781,7 @@ impl Controllers {
                 Some(_) => {}
             }
         }
-        let eligible_names: BTreeSet<&str> = eligible.iter().map(|n| n.name.as_str()).collect();
+        let eligible_names: BTreeSet<&str> = eligible.iter().map(String::as_str).collect();
         for (node, pods) in &by_node {
             if !eligible_names.contains(node.as_str()) {
                 for p in pods {
@@ -789,14 +789,10 @@ impl Controllers {
                 }
             }
         }
-        let scheduled = eligible.iter().filter(|n| by_node.contains_key(&n.name)).count();
+        let scheduled = eligible.iter().filter(|n| by_node.contains_key(*n)).count();
         let ready = eligible
             .iter()
-            .filter(|n| {
-                by_node
-                    .get(&n.name)
-                    .is_some_and(|ps| ps.iter().any(|p| is_ready(p.value())))
-            })
+            .filter(|n| by_node.get(*n).is_some_and(|ps| ps.iter().any(|p| is_ready(p.value()))))
             .count();
         let status = json!({
             "desiredNumberScheduled": eligible.len(),

@@ -544,22 +544,32 @@ pub struct NodeCache(HashMap<String, (u64, NodeInfo)>);
 impl NodeCache {
     /// The nodes of `objects`, in their order, parsed where they changed since the last pass.
     fn infos(&mut self, objects: &[Obj]) -> Vec<NodeInfo> {
-        let mut out = Vec::with_capacity(objects.len());
+        self.refreshed(objects).cloned().collect()
+    }
+
+    /// The nodes of `objects`, in their order, as the cache holds them once brought up to date
+    /// (parsed where they changed; forgotten where they are gone).
+    pub(crate) fn refreshed<'a>(&'a mut self, objects: &'a [Obj]) -> impl Iterator<Item = &'a NodeInfo> + 'a {
         let mut seen = HashSet::with_capacity(objects.len());
         for n in objects {
             let version = n.resource_version();
-            let entry = self
-                .0
-                .entry(n.uid().to_string())
-                .or_insert_with(|| (version, NodeInfo::from_node(n.value())));
-            if entry.0 != version {
-                *entry = (version, NodeInfo::from_node(n.value()));
+            match self.0.get_mut(n.uid()) {
+                Some(entry) if entry.0 == version => {}
+                Some(entry) => *entry = (version, NodeInfo::from_node(n.value())),
+                None => {
+                    self.0
+                        .insert(n.uid().to_string(), (version, NodeInfo::from_node(n.value())));
+                }
             }
             seen.insert(n.uid());
-            out.push(entry.1.clone());
         }
-        self.0.retain(|uid, _| seen.contains(uid.as_str()));
-        out
+        if seen.len() != self.0.len() {
+            self.0.retain(|uid, _| seen.contains(uid.as_str()));
+        }
+        let cache = &self.0;
+        objects
+            .iter()
+            .filter_map(move |n| cache.get(n.uid()).map(|(_, info)| info))
     }
 }
 

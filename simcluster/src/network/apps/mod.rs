@@ -53,6 +53,8 @@ pub struct SimNet {
     cache: Mutex<Option<(u64, Snapshot)>>,
     /// The pods' facts by object version, so that a rebuild reads only the changed pods.
     pods: Mutex<snapshot::PodCache>,
+    /// The nodes' facts for the fabric, made once from the profiles.
+    nodes: Arc<Vec<crate::network::fabric::NodeFacts>>,
     /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
     /// proxies last saw it, and when that changed: the start of every node's programming delay.
     programmed: Mutex<HashMap<String, Programmed>>,
@@ -98,6 +100,7 @@ pub async fn keep_stamped(store: Arc<Store>, net: Arc<SimNet>) {
 impl SimNet {
     pub fn new(store: Arc<Store>, profiles: Arc<Vec<NodeProfile>>, net: NetFacts) -> SimNet {
         SimNet {
+            nodes: Arc::new(snapshot::node_facts(&profiles)),
             store,
             profiles,
             net,
@@ -158,8 +161,9 @@ impl SimNet {
         {
             return snap.clone();
         }
+        let started = std::time::Instant::now();
         let mut pods = self.pods.lock().unwrap_or_else(|p| p.into_inner());
-        let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.net, &mut pods);
+        let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.nodes, &self.net, &mut pods);
         drop(pods);
         self.stamp_changes(&mut fabric);
         fabric.policies =
@@ -170,6 +174,7 @@ impl SimNet {
             records: Arc::new(OnceLock::new()),
         };
         *cache = Some((rv, snap.clone()));
+        tracing::trace!(rv, pods = snap.fabric.pods.len(), took = ?started.elapsed(), "network snapshot rebuilt");
         snap
     }
 

@@ -411,8 +411,10 @@ pub const EADDRNOTAVAIL: &str = "cannot assign requested address";
 #[derive(Debug, Clone)]
 pub struct Fabric {
     pub net: NetFacts,
-    pub nodes: Vec<NodeFacts>,
-    pub pods: Vec<PodFacts>,
+    /// The nodes, made once from their profiles and shared by every snapshot.
+    pub nodes: std::sync::Arc<Vec<NodeFacts>>,
+    /// The running pods, each shared with the snapshots before it while its object is unchanged.
+    pub pods: Vec<std::sync::Arc<PodFacts>>,
     pub services: Vec<ServiceFacts>,
     pub outside: Vec<OutsideHost>,
     addrs: HashMap<Ipv4Addr, Holder>,
@@ -448,7 +450,7 @@ impl Fabric {
         Fabric {
             settled: HashMap::new(),
             net,
-            nodes: Vec::new(),
+            nodes: std::sync::Arc::new(Vec::new()),
             pods: Vec::new(),
             services: Vec::new(),
             outside: Vec::new(),

@@ -142,7 +142,7 @@ impl World {
         });
         for n in 0..4 {
             let windows = n >= WIN1;
-            f.nodes.push(NodeFacts {
+            std::sync::Arc::make_mut(&mut f.nodes).push(NodeFacts {
                 name: format!("node-{n}"),
                 windows,
                 build: windows.then(|| self.era.builds()[n - WIN1]),
@@ -169,8 +169,9 @@ impl World {
                 app: App::Web,
                 container: 1,
             });
-            f.pods.push(pod(&format!("srv-{n}"), n, pod_ip(n, 10), serves));
-            f.pods.push(pod(&format!("cli-{n}"), n, pod_ip(n, 20), Vec::new()));
+            f.pods.push(pod(&format!("srv-{n}"), n, pod_ip(n, 10), serves).into());
+            f.pods
+                .push(pod(&format!("cli-{n}"), n, pod_ip(n, 20), Vec::new()).into());
         }
         if self.windows_pods {
             let mut hp = pod("hp", WIN1, pod_ip(WIN1, 30), netexec(0));
@@ -179,7 +180,7 @@ impl World {
                 container_port: 8080,
                 proto: Proto::Tcp,
             });
-            f.pods.push(hp);
+            f.pods.push(hp.into());
         }
         let srv = |f: &Fabric, n: usize| f.pod_index("default", &format!("srv-{n}"));
         for n in 0..4 {
@@ -789,7 +790,7 @@ fn host_port_by_era(#[case] era: Era, #[case] from: From, #[case] expect: Class)
 #[case::ws2022(20348, Works)]
 fn own_host_port_needs_windows_1903(#[case] build: u32, #[case] expect: Class) {
     let mut f = World::new(NetworkMode::L2bridge, Era::Current).build();
-    f.nodes[WIN1].build = Some(build);
+    std::sync::Arc::make_mut(&mut f.nodes)[WIN1].build = Some(build);
     check(&f, From::Host(WIN1), To::HostPort, Tcp, expect, "NET-HOSTPORT");
     check(&f, From::Host(WIN2), To::HostPort, Tcp, Works, "NET-HOSTPORT");
 }
@@ -802,12 +803,12 @@ fn crowded(era: Era, limit: usize, backends: usize, affinity: bool) -> Fabric {
     let mut f = w.build();
     let mut targets = Vec::new();
     for i in 0..backends {
-        f.pods.push(pod(
+        f.pods.push(std::sync::Arc::new(pod(
             &format!("many-{i}"),
             LIN1,
             Ipv4Addr::new(10, 244, 100 + (i / 250) as u8, (i % 250) as u8 + 2),
             netexec(0),
-        ));
+        )));
         targets.push((f.pods.len() - 1, 8080));
     }
     f.services.push(ServiceFacts {
@@ -899,7 +900,7 @@ fn affinity_outlives_a_new_backend(#[case] from: usize) {
     let first = f.services[many].ports[0].targets[0];
     let old: std::collections::BTreeSet<Ipv4Addr> = [f.pods[first.0].ip].into();
     f.pods
-        .push(pod("joined", LIN1, Ipv4Addr::new(10, 244, 99, 9), netexec(0)));
+        .push(pod("joined", LIN1, Ipv4Addr::new(10, 244, 99, 9), netexec(0)).into());
     let joined = f.pods.len() - 1;
     f.services[many].ports[0].targets.push((joined, 8080));
     f.settled.insert(many, vec![old]);
@@ -1088,7 +1089,7 @@ fn missing_cluster_ranges_on_l2bridge_snat_to_the_node_address() {
 fn with_cluster_dns(mut f: Fabric, replicas: usize) -> Fabric {
     let first = f.pods.len();
     for i in 0..replicas {
-        f.pods.push(pod(
+        f.pods.push(std::sync::Arc::new(pod(
             &format!("coredns-{i}"),
             LIN1,
             Ipv4Addr::UNSPECIFIED,
@@ -1098,7 +1099,7 @@ fn with_cluster_dns(mut f: Fabric, replicas: usize) -> Fabric {
                 app: App::Dns,
                 container: 0,
             }],
-        ));
+        )));
     }
     f.services.push(ServiceFacts {
         namespace: "kube-system".into(),
@@ -1298,7 +1299,7 @@ fn a_changed_service_works_on_a_node_once_its_proxy_programmed_it(
     #[case] expect: Class,
 ) {
     let mut f = crowded(Era::Current, 64, 1, false);
-    for n in &mut f.nodes {
+    for n in std::sync::Arc::make_mut(&mut f.nodes) {
         n.programming = if n.windows {
             std::time::Duration::from_secs(2)
         } else {
@@ -1332,7 +1333,7 @@ fn a_changed_service_works_on_a_node_once_its_proxy_programmed_it(
 #[case::only_new_backends(false, Timeout)]
 fn while_a_change_is_programmed_the_old_backends_answer(#[case] old_kept: bool, #[case] expect: Class) {
     let mut f = crowded(Era::Current, 64, 1, false);
-    for n in &mut f.nodes {
+    for n in std::sync::Arc::make_mut(&mut f.nodes) {
         n.programming = std::time::Duration::from_secs(60);
     }
     let svc = f.services.len() - 1;
@@ -1409,7 +1410,7 @@ fn without_egress_the_node_resolver_still_answers(#[case] from: From) {
 /// address (as `crate::network::dualstack` assigns them), svc-N its IPv6 ClusterIP.
 fn dual_stack(mode: NetworkMode) -> Fabric {
     let mut f = World::new(mode, Era::Current).build();
-    for p in &mut f.pods {
+    for p in f.pods.iter_mut().map(std::sync::Arc::make_mut) {
         let [_, _, n, host] = p.ip.octets();
         let v6: Ipv6Addr = format!("fd00:10:244:{n:x}::{host:x}").parse().expect("ipv6");
         p.ipv6 = Some(v6);

@@ -154,12 +154,11 @@ impl Kubelets {
         if node.is_empty() || kind == EventType::Deleted {
             return;
         }
-        let Some(profile) = self.profile(node).cloned() else {
+        let Some(profile) = self.profile(node) else {
             return;
         };
-        let uid = pod.uid().to_string();
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        match running.get(&uid) {
+        match running.get(pod.uid()) {
             Some(stop) => {
                 if pod.is_terminating() {
                     stop.notify_one();
