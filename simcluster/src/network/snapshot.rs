@@ -59,6 +59,40 @@ pub struct PodCache {
     rebuild: u64,
     /// Node index by name, made once.
     node_of: HashMap<String, usize>,
+    /// Each Endpoints object's subsets as read, by the stored object's address (a Service
+    /// backed by a DaemonSet has an address per node: read once per version, not per rebuild).
+    endpoints: HashMap<usize, (Obj, Arc<Vec<Subset>>, u64), BuildHasherDefault<AddressHasher>>,
+}
+
+/// One subset of an Endpoints object: its ports (name, number) and ready addresses (IP, the
+/// name of the pod its `targetRef` names).
+#[derive(Debug)]
+struct Subset {
+    ports: Vec<(String, Option<u16>)>,
+    addresses: Vec<(Option<Ipv4Addr>, String)>,
+}
+
+impl Subset {
+    fn read_all(ep: &Value) -> Vec<Subset> {
+        arr(ep, "/subsets")
+            .iter()
+            .map(|subset| Subset {
+                ports: arr(subset, "/ports")
+                    .iter()
+                    .map(|p| (json::str(p, "/name").to_string(), port_at(p, "port")))
+                    .collect(),
+                addresses: arr(subset, "/addresses")
+                    .iter()
+                    .map(|a| {
+                        (
+                            json::str(a, "/ip").parse::<Ipv4Addr>().ok(),
+                            json::str(a, "/targetRef/name").to_string(),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
 }
 
 /// One version of a pod as read: the object, its facts (None: not running) and the rebuild
@@ -106,12 +140,26 @@ impl PodCache {
         facts
     }
 
-    /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` were.
+    /// The subsets of an Endpoints object, from the cache when this version was read before.
+    fn subsets(&mut self, ep: &Obj) -> Arc<Vec<Subset>> {
+        let key = Arc::as_ptr(ep) as usize;
+        if let Some(entry) = self.endpoints.get_mut(&key) {
+            entry.2 = self.rebuild;
+            return entry.1.clone();
+        }
+        let subsets = Arc::new(Subset::read_all(ep.value()));
+        self.endpoints.insert(key, (ep.clone(), subsets.clone(), self.rebuild));
+        subsets
+    }
+
+    /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` pods
+    /// were.
     fn sweep(&mut self, seen: usize) {
+        let rebuild = self.rebuild;
         if self.by_object.len() > seen {
-            let rebuild = self.rebuild;
             self.by_object.retain(|_, (_, _, at)| *at == rebuild);
         }
+        self.endpoints.retain(|_, (_, _, at)| *at == rebuild);
     }
 }
 
@@ -139,7 +187,6 @@ pub fn fabric(
             running.push(facts);
         }
     }
-    pods.sweep(listed.len());
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::with_capacity(running.len());
     let mut by_name: HashMap<(&str, &str), usize> = HashMap::with_capacity(running.len());
     for (index, facts) in running.iter().enumerate() {
@@ -151,7 +198,8 @@ pub fn fabric(
         }
         by_name.insert((facts.namespace.as_str(), facts.name.as_str()), index);
     }
-    add_services(&mut f, store, &by_ip, &by_name);
+    add_services(&mut f, store, &by_ip, &by_name, pods);
+    pods.sweep(listed.len());
     drop(by_name);
     f.pods = running;
     f.index();
@@ -498,13 +546,8 @@ fn add_services(
     store: &Store,
     by_ip: &HashMap<Ipv4Addr, usize>,
     by_name: &HashMap<(&str, &str), usize>,
+    cache: &mut PodCache,
 ) {
-    let endpoints: HashMap<(String, String), Obj> = store
-        .list(resources::core("endpoints"), None)
-        .0
-        .into_iter()
-        .map(|e| ((e.namespace().to_string(), e.name().to_string()), e))
-        .collect();
     for svc in store.list(resources::core("services"), None).0 {
         let v = svc.value();
         if json::str(v, "/spec/type") == "ExternalName" {
@@ -512,7 +555,11 @@ fn add_services(
         }
         let ns = svc.namespace().to_string();
         let cluster_dns = ns == "kube-system" && svc.name() == "kube-dns";
-        let ep = endpoints.get(&(ns.clone(), svc.name().to_string()));
+        let subsets = store
+            .get(resources::core("endpoints"), &ns, svc.name())
+            .ok()
+            .map(|ep| cache.subsets(&ep))
+            .unwrap_or_default();
         let mut ports = Vec::new();
         let spec_ports = arr(v, "/spec/ports");
         for p in spec_ports {
@@ -524,20 +571,18 @@ fn add_services(
             };
             let name = json::str(p, "/name").to_string();
             let mut targets = Vec::new();
-            for subset in ep.map(|e| arr(e.value(), "/subsets")).unwrap_or(&[]) {
-                let ep_ports = arr(subset, "/ports");
-                let matched = ep_ports
+            for subset in subsets.iter() {
+                let matched = subset
+                    .ports
                     .iter()
-                    .find(|ep| json::str(ep, "/name") == name || (spec_ports.len() == 1 && ep_ports.len() == 1));
-                let Some(target) = matched.and_then(|ep| port_at(ep, "port")) else {
+                    .find(|(n, _)| *n == name || (spec_ports.len() == 1 && subset.ports.len() == 1));
+                let Some(target) = matched.and_then(|(_, p)| *p) else {
                     continue;
                 };
-                for a in arr(subset, "/addresses") {
-                    let pod = json::str(a, "/ip")
-                        .parse::<Ipv4Addr>()
-                        .ok()
+                for (ip, pod_name) in &subset.addresses {
+                    let pod = ip
                         .and_then(|ip| by_ip.get(&ip))
-                        .or_else(|| by_name.get(&(ns.as_str(), json::str(a, "/targetRef/name"))));
+                        .or_else(|| by_name.get(&(ns.as_str(), pod_name.as_str())));
                     if let Some(&pod) = pod {
                         targets.push((pod, target));
                     }

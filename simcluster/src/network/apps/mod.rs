@@ -28,7 +28,7 @@ type Backends = std::collections::BTreeSet<Ipv4Addr>;
 /// those of the state before (which nodes still forward to while they program the change).
 #[derive(Debug)]
 struct Programmed {
-    state: String,
+    state: u64,
     at: std::time::Instant,
     backends: Vec<Backends>,
     before: Vec<Backends>,
@@ -195,24 +195,23 @@ impl SimNet {
                 .iter()
                 .map(|p| p.targets.iter().map(|(pod, _)| fabric.pods[*pod].ip).collect())
                 .collect();
-            let state = format!(
-                "{:?} {:?}",
-                s.cluster_ip,
-                s.ports
-                    .iter()
-                    .map(|p| {
-                        let mut backends: Vec<(Ipv4Addr, u16)> = p
-                            .targets
-                            .iter()
-                            .map(|(pod, port)| (fabric.pods[*pod].ip, *port))
-                            .collect();
-                        backends.sort_unstable();
-                        (p.port, p.node_port, p.proto, backends)
-                    })
-                    .collect::<Vec<_>>()
-            );
+            // What the proxies program for the Service, as one number: its address, and per port
+            // the number, NodePort, protocol and sorted backends (a hash, not a rendering: a
+            // DaemonSet's Service has a backend per node and changes at every rebuild's look).
+            let state = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                s.cluster_ip.hash(&mut h);
+                for p in &s.ports {
+                    let mut backends: Vec<(Ipv4Addr, u16)> =
+                        p.targets.iter().map(|(pod, port)| (fabric.pods[*pod].ip, *port)).collect();
+                    backends.sort_unstable();
+                    (p.port, p.node_port, p.proto, backends).hash(&mut h);
+                }
+                h.finish()
+            };
             let entry = programmed.entry(key.clone()).or_insert_with(|| Programmed {
-                state: state.clone(),
+                state,
                 at: now,
                 backends: backends.clone(),
                 before: Vec::new(),
