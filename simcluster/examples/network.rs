@@ -163,7 +163,13 @@ fn main() -> Result<(), String> {
     let mut fabric = None;
     for _ in 0..5 {
         let t = Instant::now();
-        fabric = Some(netstate::fabric(&store, &profiles, &node_facts, &net, &mut Default::default()));
+        fabric = Some(netstate::fabric(
+            &store,
+            &profiles,
+            &node_facts,
+            &net,
+            &mut Default::default(),
+        ));
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     times.sort_by(f64::total_cmp);

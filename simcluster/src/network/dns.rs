@@ -234,31 +234,53 @@ impl Records {
                     && !matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed")
             })
             .collect();
+        // Names are lower-case: namespaces are DNS labels and the address is digits, so each
+        // pod's name is made once, with no second pass to fold its case (a rebuild at 5,000
+        // nodes names 20,000 pods).
+        let zone = domain.trim_end_matches('.').to_ascii_lowercase();
+        records.map.reserve(running.len());
         for p in &running {
             let ns = json::str(p, "/metadata/namespace");
-            let ip = json::str(p, "/status/podIP");
-            if let Ok(addr) = ip.parse::<Ipv4Addr>() {
-                records.add(
-                    &format!("{}.{ns}.pod.{domain}", ip.replace('.', "-")),
+            if let Ok(addr) = json::str(p, "/status/podIP").parse::<Ipv4Addr>() {
+                let [a, b, c, d] = addr.octets();
+                records.map.insert(
+                    format!("{a}-{b}-{c}-{d}.{}.pod.{zone}", ns.to_ascii_lowercase()),
                     Answer::A(vec![addr]),
                 );
             }
         }
+        let services = store.list(resources::core("services"), None).0;
+        // The (namespace, label) pairs headless services select on: only those are indexed.
+        let selected: std::collections::HashSet<(&str, &str)> = services
+            .iter()
+            .filter(|svc| json::str(svc.value(), "/spec/clusterIP") == "None")
+            .flat_map(|svc| {
+                crate::vocab::json::get(svc.value(), "/spec/selector")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| (svc.namespace(), k.as_str()))
+            })
+            .collect();
         // Running pods by (namespace, label, value), so that each headless service looks only
         // at the pods its rarest selector label picks (a namespace may hold thousands of pods
         // and hundreds of headless services).
         let mut by_label: HashMap<(&str, &str, &Value), Vec<usize>> = HashMap::new();
-        for (i, p) in running.iter().enumerate() {
-            let ns = json::str(p, "/metadata/namespace");
-            for (k, v) in crate::vocab::json::get(p, "/metadata/labels")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                by_label.entry((ns, k.as_str(), v)).or_default().push(i);
+        if !selected.is_empty() {
+            for (i, p) in running.iter().enumerate() {
+                let ns = json::str(p, "/metadata/namespace");
+                for (k, v) in crate::vocab::json::get(p, "/metadata/labels")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    if selected.contains(&(ns, k.as_str())) {
+                        by_label.entry((ns, k.as_str(), v)).or_default().push(i);
+                    }
+                }
             }
         }
-        for svc in store.list(resources::core("services"), None).0 {
+        for svc in &services {
             let v = svc.value();
             let (name, ns) = (svc.name(), svc.namespace());
             let fqdn = format!("{name}.{ns}.svc.{domain}");

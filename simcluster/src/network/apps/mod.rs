@@ -203,8 +203,11 @@ impl SimNet {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 s.cluster_ip.hash(&mut h);
                 for p in &s.ports {
-                    let mut backends: Vec<(Ipv4Addr, u16)> =
-                        p.targets.iter().map(|(pod, port)| (fabric.pods[*pod].ip, *port)).collect();
+                    let mut backends: Vec<(Ipv4Addr, u16)> = p
+                        .targets
+                        .iter()
+                        .map(|(pod, port)| (fabric.pods[*pod].ip, *port))
+                        .collect();
                     backends.sort_unstable();
                     (p.port, p.node_port, p.proto, backends).hash(&mut h);
                 }
