@@ -120,7 +120,9 @@ impl Kubelets {
         tokio::spawn(self.clone().renew_leases());
         let mut feed = self.store.subscribe();
         self.resync();
-        let mut resync = tokio::time::interval(Duration::from_millis(500));
+        // The change feed brings every pod change; the resync is a safety net, run at once
+        // when the feed fell behind its history (a pass reads every pod: 20,000 at 5,000 nodes).
+        let mut resync = tokio::time::interval(Duration::from_secs(5));
         // A stuck flanneld's start script polls for the HNS network once a second upstream; a
         // tenth of that here at scale 1.
         let scale = self.profiles.first().map_or(1.0, |p| p.timing.scale);
@@ -135,8 +137,8 @@ impl Kubelets {
                 event = feed.recv() => match event {
                     Ok(e) if e.resource.group.is_empty() && e.resource.plural == "pods" => self.on_pod(&e.object, e.kind),
                     Ok(_) => {}
-                    // Fell behind the history: the periodic resync picks up what was missed.
-                    Err(crate::store::RecvError::Lagged(_)) => {}
+                    // Fell behind the history: a resync picks up what was missed.
+                    Err(crate::store::RecvError::Lagged(_)) => self.resync(),
                 },
                 _ = resync.tick() => self.resync(),
             }
