@@ -53,15 +53,51 @@ pub fn node_resolver(node_ip: Ipv4Addr) -> Ipv4Addr {
 /// address (kept alive here, so that it is not reused), without reading the object at all.
 #[derive(Debug, Default)]
 pub struct PodCache {
-    /// By the stored object's address: the object, its facts and the rebuild that last saw it.
-    by_object: HashMap<usize, Read, BuildHasherDefault<AddressHasher>>,
+    /// Each pod version's facts (None: not running).
+    pods: ByVersion<Option<Arc<PodFacts>>>,
+    /// Each Endpoints object's subsets (a Service backed by a DaemonSet has an address per
+    /// node: read once per version, not per rebuild).
+    endpoints: ByVersion<Arc<Vec<Subset>>>,
     /// The rebuild under way.
     rebuild: u64,
     /// Node index by name, made once.
     node_of: HashMap<String, usize>,
-    /// Each Endpoints object's subsets as read, by the stored object's address (a Service
-    /// backed by a DaemonSet has an address per node: read once per version, not per rebuild).
-    endpoints: HashMap<usize, (Obj, Arc<Vec<Subset>>, u64), BuildHasherDefault<AddressHasher>>,
+}
+
+/// What was read from each version of a stored object, by the object's address: the object
+/// (kept alive, so that its address is not reused), what was read and the rebuild that last
+/// saw it.
+#[derive(Debug)]
+struct ByVersion<T>(HashMap<usize, Seen<T>, BuildHasherDefault<AddressHasher>>);
+
+type Seen<T> = (Obj, T, u64);
+
+impl<T> Default for ByVersion<T> {
+    fn default() -> Self {
+        ByVersion(HashMap::default())
+    }
+}
+
+impl<T: Clone> ByVersion<T> {
+    /// What `obj`'s version says, read by `read` the first time; marks it seen in `rebuild`.
+    fn get(&mut self, obj: &Obj, rebuild: u64, read: impl FnOnce(&Obj) -> T) -> T {
+        let key = Arc::as_ptr(obj) as usize;
+        if let Some(entry) = self.0.get_mut(&key) {
+            entry.2 = rebuild;
+            return entry.1.clone();
+        }
+        let value = read(obj);
+        self.0.insert(key, (obj.clone(), value.clone(), rebuild));
+        value
+    }
+
+    /// Forgets the versions `rebuild` did not see (changed or deleted since), when there are
+    /// more than the `seen` it saw.
+    fn sweep(&mut self, rebuild: u64, seen: Option<usize>) {
+        if seen.is_none_or(|seen| self.0.len() > seen) {
+            self.0.retain(|_, (_, _, at)| *at == rebuild);
+        }
+    }
 }
 
 /// One subset of an Endpoints object: its ports (name, number) and ready addresses (IP, the
@@ -95,10 +131,6 @@ impl Subset {
     }
 }
 
-/// One version of a pod as read: the object, its facts (None: not running) and the rebuild
-/// that last saw it.
-type Read = (Obj, Option<Arc<PodFacts>>, u64);
-
 /// Hashes an address (already unique) by one multiplication.
 #[derive(Debug, Default)]
 pub struct AddressHasher(u64);
@@ -130,36 +162,22 @@ impl PodCache {
 
     /// The pod's facts, from the cache when this version was read before.
     fn facts(&mut self, pod: &Obj, profiles: &[NodeProfile]) -> Option<Arc<PodFacts>> {
-        let key = Arc::as_ptr(pod) as usize;
-        if let Some(entry) = self.by_object.get_mut(&key) {
-            entry.2 = self.rebuild;
-            return entry.1.clone();
-        }
-        let facts = read_pod(pod, profiles, &self.node_of).map(Arc::new);
-        self.by_object.insert(key, (pod.clone(), facts.clone(), self.rebuild));
-        facts
+        let node_of = &self.node_of;
+        self.pods
+            .get(pod, self.rebuild, |pod| read_pod(pod, profiles, node_of).map(Arc::new))
     }
 
     /// The subsets of an Endpoints object, from the cache when this version was read before.
     fn subsets(&mut self, ep: &Obj) -> Arc<Vec<Subset>> {
-        let key = Arc::as_ptr(ep) as usize;
-        if let Some(entry) = self.endpoints.get_mut(&key) {
-            entry.2 = self.rebuild;
-            return entry.1.clone();
-        }
-        let subsets = Arc::new(Subset::read_all(ep.value()));
-        self.endpoints.insert(key, (ep.clone(), subsets.clone(), self.rebuild));
-        subsets
+        self.endpoints
+            .get(ep, self.rebuild, |ep| Arc::new(Subset::read_all(ep.value())))
     }
 
     /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` pods
     /// were.
     fn sweep(&mut self, seen: usize) {
-        let rebuild = self.rebuild;
-        if self.by_object.len() > seen {
-            self.by_object.retain(|_, (_, _, at)| *at == rebuild);
-        }
-        self.endpoints.retain(|_, (_, _, at)| *at == rebuild);
+        self.pods.sweep(self.rebuild, Some(seen));
+        self.endpoints.sweep(self.rebuild, None);
     }
 }
 
