@@ -189,6 +189,12 @@ fn main() -> Result<(), String> {
         "snapshot: median {:.1} ms to rebuild it with the pods read before",
         times[2]
     );
+    // The pods the fabric holds: those given an address in their node's /24 (past 253 per node,
+    // or past the 256th node's range, a pod gets none and is not running).
+    let pod_count = fabric.pods.len();
+    if pod_count == 0 {
+        return Err("no pod has an address: fewer pods per node, or fewer nodes".into());
+    }
 
     // Fabric decisions over a mix of flows.
     let decisions = lookups;
