@@ -1067,3 +1067,69 @@ fn causes_that_tie_are_told_apart_by_what_the_node_shows(
         );
     }
 }
+
+/// A `sessionAffinity: ClientIP` Service with backends on the client's node and on its pool
+/// peer: the client's address decides which backend it keeps. A cause that breaks only flows to
+/// other nodes explains the session when it failed (held to the peer) and is not spoken against
+/// when it worked (held to the client's own node) — on a loaded machine either happens.
+#[rstest::rstest]
+#[case::exceptionlist("exceptionlist-missing-cluster")]
+#[case::vxlan("vxlan-params-mismatch")]
+fn a_session_held_on_the_clients_own_node_says_nothing_against_a_cross_node_cause(#[case] cause: &str) {
+    let x = "win2022-1";
+    let diagnosed = |affinity: Verdict| {
+        let mut session = flow(
+            "client-ip-session-affinity",
+            "NET-SESSION-AFFINITY",
+            x,
+            x,
+            affinity,
+            if affinity == P {
+                "cli-2 → 10.96.0.9:80 tcp: reached"
+            } else {
+                "cli-2 → 10.96.0.9:80 tcp: timeout (backends on win2022-1, win2022-2)"
+            },
+        );
+        session.coordinates.locality = None;
+        session.id = CellId::new("net", "NET-SESSION-AFFINITY", &session.coordinates).expect("id");
+        session.nodes.push(node("win2022-2", NodeRole::Destination));
+        if affinity != P {
+            session.observed.on = session.nodes.clone();
+        }
+        let id = session.id.clone();
+        let cells = vec![
+            flow("pod-ip-cross-node", "NET-POD-POD-IP-CROSS", x, "linux-1", F, "timeout"),
+            flow("pod-to-cluster-ip", "NET-POD-SVC-CLUSTERIP", x, "linux-1", F, "timeout"),
+            flow(
+                "pod-ip-cross-node",
+                "NET-POD-POD-IP-CROSS",
+                x,
+                "win2022-2",
+                F,
+                "timeout",
+            ),
+            flow("pod-ip-same-node", "NET-POD-POD-IP-SAME", x, x, P, "ok"),
+            // What tells the two causes apart: a wrong VXLAN breaks the node's outside traffic
+            // too, a missing ExceptionList entry does not.
+            match cause {
+                "vxlan-params-mismatch" => flow("pod-to-outside-ip", "NET-POD-EXT-IP", x, "external", F, "timeout"),
+                _ => flow("pod-to-outside-ip", "NET-POD-EXT-IP", x, "external", P, "ok"),
+            },
+            session,
+        ];
+        let d = diagnose(&report(cells, "overlay"), &catalogue(), Vec::new(), false);
+        let found = d
+            .causes
+            .iter()
+            .find(|c| c.id == cause && c.nodes == [x])
+            .unwrap_or_else(|| panic!("{cause} on {x}: {d:#?}"))
+            .clone();
+        (found, id)
+    };
+    let (held_away, id) = diagnosed(F);
+    assert!(held_away.explains.contains(&id), "{held_away:#?}");
+    let (held_home, id) = diagnosed(P);
+    assert!(!held_home.explains.contains(&id), "{held_home:#?}");
+    assert!(held_home.contradicted_by.is_empty(), "{held_home:#?}");
+    assert_eq!(held_home.confidence, held_away.confidence);
+}
