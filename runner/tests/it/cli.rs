@@ -13,6 +13,12 @@ pub(crate) fn mixcheck(dir: &Path) -> Command {
     cmd
 }
 
+/// The settle window of a run against a served bundled cluster (`sim serve`): its proxies
+/// program within half a second of wall time (its topology's delays on the wall clock), so 3 s
+/// (NodePorts 6 s) leaves a wide margin. The default, 30 s as on a real cluster, would make every
+/// documented limitation wait it out: a minute per run for the same verdicts.
+pub(crate) const SERVED_SETTLE: [&str; 2] = ["--settle", "3s"];
+
 /// Standard output, then standard error.
 pub(crate) fn text(out: &Output) -> String {
     format!(

@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 use rstest::rstest;
+use rstest_reuse::{apply, template};
 use serde_json::Value;
 
 /// The bundled cluster and the part of the suites a fault is judged on. The network faults run
@@ -969,6 +970,9 @@ fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
     Ok((out, report["diagnosis"].clone()))
 }
 
+/// Every case of [`CASES`] by its name ([`case_of`]), for the tests that run each fault on its
+/// own (rstest cannot take its cases from a table).
+#[template]
 #[rstest]
 #[case::kubelet_stopped("kubelet-stopped")]
 #[case::mac_spoofing_disabled("mac-spoofing-disabled")]
@@ -990,6 +994,9 @@ fn cells(dir: &Path) -> Result<(BTreeMap<String, Cell>, Value), String> {
 #[case::hns_stale_backend("hns-stale-backend")]
 #[case::hns_stale_remote_endpoint("hns-stale-remote-endpoint")]
 #[case::hns_leaked_policies("hns-leaked-policies")]
+fn every_fault(#[case] fault: &str) {}
+
+#[apply(every_fault)]
 fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     let case = case_of(fault);
     let clean = case.topology.clean();
@@ -1145,42 +1152,40 @@ fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
 /// Settling never hides a real failure: every fault, injected on a cluster that converges as a
 /// real one does (testdata/realistic.yaml's proxy lag, slow Windows pulls and transient events),
 /// fails exactly the cells it fails on an instant cluster of the same shape, cell by cell, and
-/// the diagnosis names the same causes on the same nodes.
-#[test]
-fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one() {
+/// the diagnosis names the same causes on the same nodes. The converging cluster runs those
+/// upstream-sized delays on a clock four times as fast as the wall clock, which the run judges
+/// them on (the clock changes no verdict: `run_cli::the_bundled_clusters_clock_changes_no_verdict`);
+/// the two runs go side by side.
+#[apply(every_fault)]
+fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one(#[case] fault: &str) {
+    let case = case_of(fault);
     let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
-    let shape = |t: Topology| {
-        let file = match t {
-            Topology::Overlay => "k8s-1.14-ws2019-vxlan.yaml",
-            Topology::Calico => "kubeadm-calico.yaml",
-            Topology::Network | Topology::Pods => "default.yaml",
-        };
-        std::fs::read_to_string(profiles.join(file)).expect("profile")
+    let file = match case.topology {
+        Topology::Overlay => "k8s-1.14-ws2019-vxlan.yaml",
+        Topology::Calico => "kubeadm-calico.yaml",
+        Topology::Network | Topology::Pods => "default.yaml",
     };
-    let realistic = realistic_timing();
-    // Four cases at a time: the converging runs mostly wait, the instant ones use a core each.
-    let failures = crate::cli::at_a_time(4, CASES, |case| {
-        let suites: Vec<&str> = case
-            .topology
-            .args()
-            .into_iter()
-            .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-") && !a.starts_with("kubeadm-"))
-            .collect();
-        let shape = shape(case.topology);
-        let instant = run_on(
-            &crate::topology_text::with_timing(&shape, ""),
+    let shape = std::fs::read_to_string(profiles.join(file)).expect("profile");
+    let converging_timing = format!("{}  scale: 0.25\n", realistic_timing());
+    let suites: Vec<&str> = case
+        .topology
+        .args()
+        .into_iter()
+        .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-") && !a.starts_with("kubeadm-"))
+        .collect();
+    let run = |timing: &str| {
+        run_on(
+            &crate::topology_text::with_timing(&shape, timing),
             &suites,
             case.node,
             case.fault,
-        );
-        let converging = run_on(
-            &crate::topology_text::with_timing(&shape, &realistic),
-            &suites,
-            case.node,
-            case.fault,
-        );
-        compare(case, &instant, &converging)
+        )
+    };
+    let (instant, converging) = std::thread::scope(|scope| {
+        let converging = scope.spawn(|| run(&converging_timing));
+        (run(""), converging.join().expect("the converging run"))
     });
+    let failures = compare(case, &instant, &converging);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -1362,27 +1367,7 @@ fn top_cause(diagnosis: &Value, node: &str) -> (String, u64, Vec<String>, Vec<St
 /// `--node-diagnostics`: a privileged pod on the faulted node runs the suspected causes'
 /// confirmation commands; their output is in the node's evidence and, where the node can show
 /// the cause, raises the top cause's confidence above what the symptoms alone give (85).
-#[rstest]
-#[case::kubelet_stopped("kubelet-stopped")]
-#[case::mac_spoofing_disabled("mac-spoofing-disabled")]
-#[case::exceptionlist_missing_cluster("exceptionlist-missing-cluster")]
-#[case::exceptionlist_missing_cluster_l2bridge("exceptionlist-missing-cluster@network")]
-#[case::exceptionlist_covers_outside("exceptionlist-covers-outside")]
-#[case::kube_proxy_no_hostname_override("kube-proxy-no-hostname-override")]
-#[case::kube_proxy_stopped("kube-proxy-stopped")]
-#[case::pause_image_wrong_build("pause-image-wrong-build")]
-#[case::flannel_subnet_env_missing("flannel-subnet-env-missing")]
-#[case::flanneld_waiting("flanneld-waiting")]
-#[case::hns_network_missing("hns-network-missing")]
-#[case::dns_unreachable("dns-unreachable")]
-#[case::port_exhaustion("port-exhaustion")]
-#[case::flannel_rejoin_stale_sourcevip("flannel-rejoin-stale-sourcevip")]
-#[case::vxlan_params_mismatch("vxlan-params-mismatch")]
-#[case::netpol_agent_stopped("netpol-agent-stopped")]
-#[case::hns_lb_policy_missing("hns-lb-policy-missing")]
-#[case::hns_stale_backend("hns-stale-backend")]
-#[case::hns_stale_remote_endpoint("hns-stale-remote-endpoint")]
-#[case::hns_leaked_policies("hns-leaked-policies")]
+#[apply(every_fault)]
 fn node_diagnostics_confirm_the_fault_on_its_node(#[case] fault: &str) {
     let case = case_of(fault);
     let (diagnosis, components) = diagnosed(case, true);

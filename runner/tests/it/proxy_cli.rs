@@ -99,6 +99,7 @@ fn proxy_variables_do_not_stop_a_run_on_a_loopback_cluster(#[case] vars: &[(&str
     args.extend(SELECTION);
     if let Some(kc) = &kubeconfig {
         args.extend(["--kubeconfig", kc.as_str()]);
+        args.extend(crate::cli::SERVED_SETTLE);
     }
     let out = run(dir.path(), &vars, &args);
     assert_passed(&out);
@@ -217,14 +218,22 @@ fn a_kubeconfig_proxy_url_carries_the_whole_run_with_the_same_verdicts() {
     assert_passed(&run(
         direct_dir.path(),
         &[],
-        &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()],
+        &[
+            &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()][..],
+            &crate::cli::SERVED_SETTLE,
+        ]
+        .concat(),
     ));
     let proxied_dir = tempfile::tempdir().expect("tempdir");
     // NO_PROXY does not exempt a kubeconfig's proxy (client-go uses proxy-url as is).
     let out = run(
         proxied_dir.path(),
         &[("NO_PROXY", "*")],
-        &["run", "--quiet", "--kubeconfig", &proxied],
+        &[
+            &["run", "--quiet", "--kubeconfig", &proxied][..],
+            &crate::cli::SERVED_SETTLE,
+        ]
+        .concat(),
     );
     assert_passed(&out);
     assert!(

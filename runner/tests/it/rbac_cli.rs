@@ -112,6 +112,7 @@ fn verdicts(report: &Value) -> BTreeMap<String, String> {
 fn run(dir: &Path, kubeconfig: &str, name: &str) -> (Option<i32>, String, Option<Value>) {
     let out = mixcheck(dir)
         .args(["run", "--quiet", "--kubeconfig", kubeconfig, "--report-dir", name])
+        .args(crate::cli::SERVED_SETTLE)
         .output()
         .expect("run");
     let report = std::fs::read_to_string(dir.join(name).join("results.json"))
@@ -351,6 +352,7 @@ fn a_namespace_only_identity_runs_in_its_namespace_and_leaves_it_as_it_was() {
             "--report-dir",
             "team",
         ])
+        .args(crate::cli::SERVED_SETTLE)
         .output()
         .expect("run");
     let team_out = text(&out);

@@ -200,6 +200,7 @@ fn a_pull_secret_gives_the_run_the_open_clusters_verdicts(#[case] profile: &str)
     );
     let out = mixcheck(dir.path())
         .args(["run", "--quiet", "--kubeconfig", &serve.kubeconfig()])
+        .args(crate::cli::SERVED_SETTLE)
         .args(["--image-pull-secret", "default/regcred"])
         .output()
         .expect("run");

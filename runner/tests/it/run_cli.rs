@@ -149,7 +149,14 @@ impl Drop for Serve {
 fn a_run_through_a_kubeconfig_gives_the_same_verdicts_cell_by_cell() {
     let serve = Serve::start();
     let a = tempfile::tempdir().expect("tempdir");
-    let out = run_in(a.path(), &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()]);
+    let out = run_in(
+        a.path(),
+        &[
+            &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()][..],
+            &crate::cli::SERVED_SETTLE,
+        ]
+        .concat(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let b = tempfile::tempdir().expect("tempdir");
     let out = run_in(b.path(), &["run", "--quiet"]);
