@@ -43,6 +43,7 @@ const OTHER_TOOLS: &[&str] = &[
     "replicas",
     "selections",
     "timeout",
+    "timings",
     "topologies",
     "watch",
     "watchers",
