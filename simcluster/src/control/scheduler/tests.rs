@@ -193,3 +193,28 @@ fn extended_resources_fit_against_allocatable_and_usage() {
         vec![Misfit::Insufficient("example.com/dongle".into())]
     );
 }
+
+/// Which pod changes start a pass: only those that can let a pending pod be placed (a pod that
+/// waits, one deleted, a bound one that finished). A bound pod added, bound or updated only takes
+/// room (kube-scheduler's queue moves pods on the same events: a pod deleted or a node changed).
+#[rstest]
+#[case::pending_added(EventType::Added, "", "Pending", None, true)]
+#[case::pending_changed(EventType::Modified, "", "Pending", Some(("", "Pending")), true)]
+#[case::bound_added(EventType::Added, "linux-1", "Pending", None, false)]
+#[case::bound_by_a_pass(EventType::Modified, "linux-1", "Pending", Some(("", "Pending")), false)]
+#[case::status_update(EventType::Modified, "linux-1", "Running", Some(("linux-1", "Pending")), false)]
+#[case::finished(EventType::Modified, "linux-1", "Succeeded", Some(("linux-1", "Running")), true)]
+#[case::failed(EventType::Modified, "linux-1", "Failed", Some(("linux-1", "Running")), true)]
+#[case::finished_and_changed_again(EventType::Modified, "linux-1", "Failed", Some(("linux-1", "Failed")), false)]
+#[case::bound_deleted(EventType::Deleted, "linux-1", "Running", None, true)]
+fn a_pass_starts_on_changes_that_can_place_a_pending_pod(
+    #[case] kind: EventType,
+    #[case] node: &str,
+    #[case] phase: &str,
+    #[case] previous: Option<(&str, &str)>,
+    #[case] starts: bool,
+) {
+    let pod = |node: &str, phase: &str| json!({"spec": {"nodeName": node}, "status": {"phase": phase}});
+    let previous = previous.map(|(n, p)| pod(n, p));
+    assert_eq!(may_unblock(kind, &pod(node, phase), previous.as_ref()), starts);
+}
