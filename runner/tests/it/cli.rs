@@ -19,6 +19,11 @@ pub(crate) fn mixcheck(dir: &Path) -> Command {
 /// documented limitation wait it out: a minute per run for the same verdicts.
 pub(crate) const SERVED_SETTLE: [&str; 2] = ["--settle", "3s"];
 
+/// `args`, then [`SERVED_SETTLE`].
+pub(crate) fn served<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    [args, &SERVED_SETTLE[..]].concat()
+}
+
 /// Standard output, then standard error.
 pub(crate) fn text(out: &Output) -> String {
     format!(

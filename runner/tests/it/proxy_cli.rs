@@ -218,22 +218,14 @@ fn a_kubeconfig_proxy_url_carries_the_whole_run_with_the_same_verdicts() {
     assert_passed(&run(
         direct_dir.path(),
         &[],
-        &[
-            &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()][..],
-            &crate::cli::SERVED_SETTLE,
-        ]
-        .concat(),
+        &crate::cli::served(&["run", "--quiet", "--kubeconfig", &serve.kubeconfig()]),
     ));
     let proxied_dir = tempfile::tempdir().expect("tempdir");
     // NO_PROXY does not exempt a kubeconfig's proxy (client-go uses proxy-url as is).
     let out = run(
         proxied_dir.path(),
         &[("NO_PROXY", "*")],
-        &[
-            &["run", "--quiet", "--kubeconfig", &proxied][..],
-            &crate::cli::SERVED_SETTLE,
-        ]
-        .concat(),
+        &crate::cli::served(&["run", "--quiet", "--kubeconfig", &proxied]),
     );
     assert_passed(&out);
     assert!(

@@ -151,11 +151,7 @@ fn a_run_through_a_kubeconfig_gives_the_same_verdicts_cell_by_cell() {
     let a = tempfile::tempdir().expect("tempdir");
     let out = run_in(
         a.path(),
-        &[
-            &["run", "--quiet", "--kubeconfig", &serve.kubeconfig()][..],
-            &crate::cli::SERVED_SETTLE,
-        ]
-        .concat(),
+        &crate::cli::served(&["run", "--quiet", "--kubeconfig", &serve.kubeconfig()]),
     );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let b = tempfile::tempdir().expect("tempdir");
