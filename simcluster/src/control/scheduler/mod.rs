@@ -530,6 +530,7 @@ pub async fn run(store: Arc<Store>) {
     // Whether the last pass left pods pending: only then is a pass retried without a change (a
     // pass reads every pod, 20,000 at 5,000 nodes; an idle cluster needs none).
     let mut waiting = true;
+    let mut pause = BATCH;
     loop {
         // Wake on any pod or node change (or a periodic retry), then batch briefly.
         tokio::select! {
@@ -545,11 +546,27 @@ pub async fn run(store: Arc<Store>) {
             },
             _ = retry.tick(), if waiting => {}
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(pause).await;
         while feed.try_recv().is_ok() {}
+        let started = Instant::now();
         waiting = schedule_pending(&store, &mut last_failure, &mut needs_cache, &mut nodes_cache);
+        pause = batch_after(started.elapsed());
     }
 }
+
+/// How long the scheduler batches changes before its next pass, after a pass that took `pass`:
+/// 5 ms, or three times the pass, up to 100 ms. A pass reads every pod (20,000 at 5,000 nodes:
+/// milliseconds); a run deploying thousands of pods would otherwise start one after each
+/// batch of creations and keep a core busy, while three pass-lengths let each pass place a
+/// larger batch, at most a quarter of the time spent passing. A small cluster keeps its 5 ms.
+fn batch_after(pass: Duration) -> Duration {
+    pass.saturating_mul(3).clamp(BATCH, MAX_BATCH)
+}
+
+/// The shortest wait for changes to batch before a pass.
+const BATCH: Duration = Duration::from_millis(5);
+/// The longest: on a large cluster a new pod waits at most this long for its pass.
+const MAX_BATCH: Duration = Duration::from_millis(100);
 
 /// What the scheduler knows of each node, kept between passes and rebuilt only for a node whose
 /// object changed (its resourceVersion): a pass at 5,000 nodes reads the nodes, it does not

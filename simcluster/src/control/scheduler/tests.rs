@@ -218,3 +218,14 @@ fn a_pass_starts_on_changes_that_can_place_a_pending_pod(
     let previous = previous.map(|(n, p)| pod(n, p));
     assert_eq!(may_unblock(kind, &pod(node, phase), previous.as_ref()), starts);
 }
+
+/// The wait before the next pass grows with the last pass's length: a small cluster's passes
+/// (microseconds) keep 5 ms, a large one's batch three pass-lengths, never past 100 ms.
+#[rstest]
+#[case::small_cluster(Duration::from_micros(200), 5)]
+#[case::at_the_floor(Duration::from_millis(1), 5)]
+#[case::large_cluster(Duration::from_millis(12), 36)]
+#[case::capped(Duration::from_millis(80), 100)]
+fn the_batch_before_a_pass_grows_with_the_last_pass(#[case] pass: Duration, #[case] millis: u64) {
+    assert_eq!(batch_after(pass), Duration::from_millis(millis));
+}
