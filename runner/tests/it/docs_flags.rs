@@ -36,6 +36,7 @@ const OTHER_TOOLS: &[&str] = &[
     "jobs",
     "locked",
     "no-pairs",
+    "no-run",
     "nodes",
     "path",
     "pods",
