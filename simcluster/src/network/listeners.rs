@@ -292,13 +292,7 @@ pub async fn run(
             continue;
         }
         let want = laid_out(desired(&store, &nodes, !reachable), &nodes, budget);
-        running.retain(|b, task| {
-            let keep = want.contains(b) && !task.is_finished();
-            if !keep {
-                task.abort();
-            }
-            keep
-        });
+        stop_unwanted(running, &want).await;
         let mut all_bound = true;
         for b in want {
             if running.contains_key(&b) {
@@ -341,6 +335,23 @@ pub async fn run(
             let _ = told.send(());
         }
         wait_for_change(&mut feed).await;
+    }
+}
+
+/// Stops the serving tasks of bindings no longer wanted (and those that ended), and waits until
+/// each has dropped its socket: a NodePort that moves from a socket per node to one on every
+/// address (more NodePorts than the budget holds per node) binds its port again at once, which
+/// fails with "address in use" while a per-node socket of that port is still open.
+async fn stop_unwanted(running: &mut HashMap<Binding, JoinHandle<()>>, want: &HashSet<Binding>) {
+    let stopped: Vec<JoinHandle<()>> = running
+        .extract_if(|b, task| !want.contains(b) || task.is_finished())
+        .map(|(_, task)| task)
+        .collect();
+    for task in &stopped {
+        task.abort();
+    }
+    for task in stopped {
+        let _ = task.await;
     }
 }
 
@@ -562,6 +573,35 @@ mod tests {
             );
         }
         assert_eq!(laid.len(), if per_node { 9 } else { 3 });
+    }
+
+    /// A NodePort that moves from a socket per node to one on every address binds at once: the
+    /// per-node sockets are closed before (not after) the new one binds.
+    #[tokio::test]
+    async fn a_node_port_moving_to_every_address_binds_once_its_node_sockets_closed() {
+        let mut running = HashMap::new();
+        let mut port = None;
+        for n in [1, 2] {
+            let at = (Ipv4Addr::new(127, 0, 9, n), port.unwrap_or(0));
+            let listener = tokio::net::TcpListener::bind(at).await.expect("bind a node's address");
+            let bound = listener.local_addr().expect("addr").port();
+            port = Some(bound);
+            let task = tokio::spawn(async move {
+                loop {
+                    let _ = listener.accept().await;
+                }
+            });
+            running.insert(binding(n, bound, "service ns/np"), task);
+        }
+        let port = port.expect("a port");
+        let everywhere = NodePort {
+            port,
+            owner: "service ns/np".into(),
+        }
+        .everywhere();
+        stop_unwanted(&mut running, &HashSet::from([everywhere])).await;
+        assert!(running.is_empty(), "the per-node bindings are stopped");
+        every_node_listener(port).expect("the port is free for every node's address");
     }
 
     /// One socket answers a NodePort on every node's address, as the node dialled (the fabric
