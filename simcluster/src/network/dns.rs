@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -204,10 +205,45 @@ pub enum Answer {
     Cname(String),
 }
 
-/// Every record the cluster DNS answers, keyed by lower-case fully qualified name.
-#[derive(Debug, Clone, Default)]
+/// What the cluster DNS answers: the simulated outside world from a fixed table, and the
+/// cluster's zone read from the store as each name is asked, as CoreDNS's `kubernetes` plugin
+/// answers from its watch caches: a Service's name is one read of the Service, a pod's or a
+/// headless Service's name reads the pods of one namespace, once for the records' life. (Built
+/// whole for every network snapshot, the zone cost a run at 2,500 nodes a fifth of its CPU:
+/// 20,000 pods named for each first lookup after a change.)
+#[derive(Default)]
 pub struct Records {
-    map: HashMap<String, Answer>,
+    /// Names answered from a table, keyed by lower-case fully qualified name.
+    fixed: HashMap<String, Answer>,
+    /// The cluster's zone, when these are the cluster DNS's records.
+    zone: Option<Zone>,
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("fixed", &self.fixed.len())
+            .field("zone", &self.zone.as_ref().map(|z| z.domain.as_str()))
+            .finish()
+    }
+}
+
+/// The cluster's zone, answered from the store.
+struct Zone {
+    store: Arc<Store>,
+    /// The served domain, lower-case, without a trailing dot.
+    domain: String,
+    /// Each namespace's running pods that have an address, read at the first pod or headless
+    /// name asked in it.
+    namespaces: Mutex<HashMap<String, Arc<Vec<PodRecord>>>>,
+}
+
+/// What the records of a running pod come from.
+struct PodRecord {
+    ip: Ipv4Addr,
+    labels: serde_json::Map<String, Value>,
+    hostname: String,
+    subdomain: String,
 }
 
 impl Records {
@@ -215,138 +251,149 @@ impl Records {
     pub fn outside() -> Self {
         let mut records = Self::default();
         for (name, ip) in OUTSIDE_HOSTS {
-            records.add(name, Answer::A(vec![Ipv4Addr::from(*ip)]));
+            records
+                .fixed
+                .insert(name.to_ascii_lowercase(), Answer::A(vec![Ipv4Addr::from(*ip)]));
         }
         records
     }
 
-    /// The records for the cluster's current services and pods, in the zone the cluster DNS
-    /// serves ([`served_domain`]).
-    pub fn from_store(store: &Store) -> Self {
-        let domain = served_domain(store);
-        let mut records = Self::outside();
-        let (pods, _) = store.list(resources::core("pods"), None);
-        let running: Vec<&Value> = pods
-            .iter()
-            .map(|p| p.value())
-            .filter(|p| {
-                !json::str(p, "/status/podIP").is_empty()
-                    && !matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed")
-            })
-            .collect();
-        // Names are lower-case: namespaces are DNS labels and the address is digits, so each
-        // pod's name is made once, with no second pass to fold its case (a rebuild at 5,000
-        // nodes names 20,000 pods).
-        let zone = domain.trim_end_matches('.').to_ascii_lowercase();
-        records.map.reserve(running.len());
-        for p in &running {
-            let ns = json::str(p, "/metadata/namespace");
-            if let Ok(addr) = json::str(p, "/status/podIP").parse::<Ipv4Addr>() {
-                let [a, b, c, d] = addr.octets();
-                records.map.insert(
-                    format!("{a}-{b}-{c}-{d}.{}.pod.{zone}", ns.to_ascii_lowercase()),
-                    Answer::A(vec![addr]),
-                );
-            }
+    /// The records of the cluster DNS: its zone ([`served_domain`]) for the cluster's current
+    /// Services and pods, and the outside world it forwards to.
+    pub fn from_store(store: &Arc<Store>) -> Self {
+        let domain = served_domain(store).trim_end_matches('.').to_ascii_lowercase();
+        Self {
+            zone: Some(Zone {
+                store: store.clone(),
+                domain,
+                namespaces: Mutex::new(HashMap::new()),
+            }),
+            ..Self::outside()
         }
-        let services = store.list(resources::core("services"), None).0;
-        // The (namespace, label) pairs headless services select on: only those are indexed.
-        let selected: std::collections::HashSet<(&str, &str)> = services
-            .iter()
-            .filter(|svc| json::str(svc.value(), "/spec/clusterIP") == "None")
-            .flat_map(|svc| {
-                crate::vocab::json::get(svc.value(), "/spec/selector")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, _)| (svc.namespace(), k.as_str()))
-            })
-            .collect();
-        // Running pods by (namespace, label, value), so that each headless service looks only
-        // at the pods its rarest selector label picks (a namespace may hold thousands of pods
-        // and hundreds of headless services).
-        let mut by_label: HashMap<(&str, &str, &Value), Vec<usize>> = HashMap::new();
-        if !selected.is_empty() {
-            for (i, p) in running.iter().enumerate() {
-                let ns = json::str(p, "/metadata/namespace");
-                for (k, v) in crate::vocab::json::get(p, "/metadata/labels")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                {
-                    if selected.contains(&(ns, k.as_str())) {
-                        by_label.entry((ns, k.as_str(), v)).or_default().push(i);
-                    }
-                }
-            }
-        }
-        for svc in &services {
-            let v = svc.value();
-            let (name, ns) = (svc.name(), svc.namespace());
-            let fqdn = format!("{name}.{ns}.svc.{domain}");
-            match (json::str(v, "/spec/type"), json::str(v, "/spec/clusterIP")) {
-                ("ExternalName", _) => {
-                    records.add(&fqdn, Answer::Cname(json::str(v, "/spec/externalName").to_string()))
-                }
-                (_, "None") => {
-                    // Headless: the ready pods the selector picks, and their hostname records.
-                    let selector = crate::vocab::json::get(v, "/spec/selector")
-                        .and_then(Value::as_object)
-                        .filter(|sel| !sel.is_empty());
-                    let candidates: &[usize] = selector
-                        .and_then(|sel| {
-                            sel.iter()
-                                .map(|(k, want)| by_label.get(&(ns, k.as_str(), want)).map_or(&[][..], Vec::as_slice))
-                                .min_by_key(|c| c.len())
-                        })
-                        .unwrap_or(&[]);
-                    let mut addrs = Vec::new();
-                    for p in candidates.iter().map(|&i| running[i]) {
-                        let labels = crate::vocab::json::get(p, "/metadata/labels").and_then(Value::as_object);
-                        let selected = selector
-                            .is_some_and(|sel| sel.iter().all(|(k, want)| labels.and_then(|l| l.get(k)) == Some(want)));
-                        let Ok(addr) = json::str(p, "/status/podIP").parse::<Ipv4Addr>() else {
-                            continue;
-                        };
-                        if selected {
-                            addrs.push(addr);
-                            let hostname = json::str(p, "/spec/hostname");
-                            if !hostname.is_empty() && json::str(p, "/spec/subdomain") == name {
-                                records.add(&format!("{hostname}.{fqdn}"), Answer::A(vec![addr]));
-                            }
-                        }
-                    }
-                    addrs.sort();
-                    records.add(&fqdn, Answer::A(addrs));
-                }
-                (_, ip) => {
-                    if let Ok(addr) = ip.parse::<Ipv4Addr>() {
-                        records.add(&fqdn, Answer::A(vec![addr]));
-                    }
-                }
-            }
-        }
-        records
     }
 
-    fn add(&mut self, name: &str, answer: Answer) {
-        self.map.insert(name.trim_end_matches('.').to_ascii_lowercase(), answer);
+    /// The answer for a lower-case fully qualified name without its trailing dot.
+    fn answer(&self, name: &str) -> Option<Answer> {
+        self.zone
+            .as_ref()
+            .and_then(|z| z.answer(name))
+            .or_else(|| self.fixed.get(name).cloned())
     }
 
     /// The addresses of a fully qualified name (following aliases), and the alias if any.
     pub fn lookup(&self, fqdn: &str) -> Option<(Vec<Ipv4Addr>, Option<String>)> {
         let key = fqdn.trim_end_matches('.').to_ascii_lowercase();
-        match self.map.get(&key)? {
+        match self.answer(&key)? {
             Answer::A(addrs) if addrs.is_empty() => None,
-            Answer::A(addrs) => Some((addrs.clone(), None)),
+            Answer::A(addrs) => Some((addrs, None)),
             Answer::Cname(target) => {
-                let addrs = match self.map.get(&target.trim_end_matches('.').to_ascii_lowercase()) {
-                    Some(Answer::A(a)) => a.clone(),
+                let addrs = match self.answer(&target.trim_end_matches('.').to_ascii_lowercase()) {
+                    Some(Answer::A(a)) => a,
                     _ => Vec::new(),
                 };
-                Some((addrs, Some(target.clone())))
+                Some((addrs, Some(target)))
             }
         }
+    }
+}
+
+impl Zone {
+    /// The answer for a name of the zone: `SVC.NS.svc`, `HOSTNAME.SVC.NS.svc` (a headless
+    /// Service's pod) and `A-B-C-D.NS.pod`, each under the domain.
+    fn answer(&self, name: &str) -> Option<Answer> {
+        let rest = name.strip_suffix(self.domain.as_str())?.strip_suffix('.')?;
+        let labels: Vec<&str> = rest.split('.').collect();
+        match labels.as_slice() {
+            [svc, ns, "svc"] => self.service(ns, svc),
+            [hostname, svc, ns, "svc"] => self.headless_hostname(ns, svc, hostname),
+            [addr, ns, "pod"] => self.pod(ns, addr),
+            _ => None,
+        }
+    }
+
+    fn service(&self, ns: &str, name: &str) -> Option<Answer> {
+        let svc = self.store.get(resources::core("services"), ns, name).ok()?;
+        let v = svc.value();
+        match (json::str(v, "/spec/type"), json::str(v, "/spec/clusterIP")) {
+            ("ExternalName", _) => Some(Answer::Cname(json::str(v, "/spec/externalName").to_string())),
+            // Headless: the ready pods the selector picks.
+            (_, "None") => {
+                let mut addrs = self.selected(ns, v, |p| Some(p.ip));
+                addrs.sort();
+                Some(Answer::A(addrs))
+            }
+            (_, ip) => ip.parse::<Ipv4Addr>().ok().map(|a| Answer::A(vec![a])),
+        }
+    }
+
+    /// `HOSTNAME.SVC.NS.svc`: a pod of headless Service SVC whose `spec.hostname` and
+    /// `spec.subdomain` name it.
+    fn headless_hostname(&self, ns: &str, name: &str, hostname: &str) -> Option<Answer> {
+        let svc = self.store.get(resources::core("services"), ns, name).ok()?;
+        let v = svc.value();
+        if json::str(v, "/spec/type") == "ExternalName" || json::str(v, "/spec/clusterIP") != "None" {
+            return None;
+        }
+        self.selected(ns, v, |p| {
+            (p.subdomain == svc.name() && p.hostname.eq_ignore_ascii_case(hostname)).then_some(p.ip)
+        })
+        .pop()
+        .map(|ip| Answer::A(vec![ip]))
+    }
+
+    /// `A-B-C-D.NS.pod`: a running pod of the namespace with that address.
+    fn pod(&self, ns: &str, addr: &str) -> Option<Answer> {
+        let mut octets = addr.split('-').map(|o| o.parse::<u8>().ok());
+        let ip = Ipv4Addr::new(octets.next()??, octets.next()??, octets.next()??, octets.next()??);
+        if octets.next().is_some() || addr != ip.to_string().replace('.', "-") {
+            return None;
+        }
+        self.pods(ns).iter().any(|p| p.ip == ip).then(|| Answer::A(vec![ip]))
+    }
+
+    /// What `keep` makes of each running pod of `ns` that a headless Service's selector picks
+    /// (none without a selector), in the store's order.
+    fn selected<T>(&self, ns: &str, svc: &Value, keep: impl FnMut(&PodRecord) -> Option<T>) -> Vec<T> {
+        let Some(selector) = crate::vocab::json::get(svc, "/spec/selector")
+            .and_then(Value::as_object)
+            .filter(|sel| !sel.is_empty())
+        else {
+            return Vec::new();
+        };
+        self.pods(ns)
+            .iter()
+            .filter(|p| selector.iter().all(|(k, want)| p.labels.get(k) == Some(want)))
+            .filter_map(keep)
+            .collect()
+    }
+
+    /// The running pods of `ns` that have an address, read once.
+    fn pods(&self, ns: &str) -> Arc<Vec<PodRecord>> {
+        let mut namespaces = self.namespaces.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pods) = namespaces.get(ns) {
+            return pods.clone();
+        }
+        let (objects, _) = self.store.list(resources::core("pods"), Some(ns));
+        let pods: Arc<Vec<PodRecord>> = Arc::new(
+            objects
+                .iter()
+                .map(|p| p.value())
+                .filter(|p| !matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed"))
+                .filter_map(|p| {
+                    Some(PodRecord {
+                        ip: json::str(p, "/status/podIP").parse().ok()?,
+                        labels: crate::vocab::json::get(p, "/metadata/labels")
+                            .and_then(Value::as_object)
+                            .cloned()
+                            .unwrap_or_default(),
+                        hostname: json::str(p, "/spec/hostname").to_string(),
+                        subdomain: json::str(p, "/spec/subdomain").to_string(),
+                    })
+                })
+                .collect(),
+        );
+        namespaces.insert(ns.to_string(), pods.clone());
+        pods
     }
 }
 
@@ -514,12 +561,20 @@ mod tests {
     #[case::net_pod_ext_dns("example.com", Some("203.0.113.10"), Some("203.0.113.10"))]
     #[case::external_name("ext", Some("203.0.113.10"), Some("203.0.113.10"))]
     #[case::missing("nope.example", None, None)]
+    #[case::pod_record_upper_case("10-244-2-6.TEAM.pod.cluster.local", Some("10.244.2.6"), Some("10.244.2.6"))]
+    #[case::pod_record_other_namespace("10-244-2-6.team2.pod.cluster.local", None, None)]
+    #[case::pod_record_no_pod_there("10-244-9-9.team.pod.cluster.local", None, None)]
+    #[case::pod_record_not_canonical("010-244-2-6.team.pod.cluster.local", None, None)]
+    #[case::hostname_of_a_service_with_an_address("db-0.web.team.svc.cluster.local", None, None)]
+    #[case::hostname_nobody_has("db-9.db.team.svc.cluster.local", None, None)]
+    #[case::hostname_upper_case("DB-1.db.team.svc.cluster.local", Some("10.244.2.6"), Some("10.244.2.6"))]
+    #[case::another_zone("web.team.svc.cluster.example", None, None)]
     fn linux_and_windows_resolvers(
         #[case] name: &str,
         #[case] on_linux: Option<&str>,
         #[case] on_windows: Option<&str>,
     ) {
-        let records = Records::from_store(&store());
+        let records = Records::from_store(&Arc::new(store()));
         assert_eq!(
             resolved(&resolve(&records, name, &linux(), false)).as_deref(),
             on_linux,
@@ -547,7 +602,7 @@ mod tests {
     #[test]
     fn dns_policy_none_uses_only_the_given_config() {
         // DNS-CUSTOM-CONFIG: dnsPolicy None with a custom search list and nameserver.
-        let records = Records::from_store(&store());
+        let records = Records::from_store(&Arc::new(store()));
         let custom = DnsConfig {
             nameservers: vec!["1.1.1.1".into()],
             searches: vec!["team2.svc.cluster.local".into()],
@@ -564,9 +619,84 @@ mod tests {
         );
     }
 
+    /// The zone answers what the store holds when a name is asked, as CoreDNS answers from
+    /// its watch of the API: a Service made after the records is found; a pod that finished
+    /// leaves its headless Service.
+    #[test]
+    fn the_zone_answers_from_the_store_when_asked() {
+        let store = Arc::new(store());
+        let records = Records::from_store(&store);
+        assert_eq!(resolved(&resolve(&records, "late", &linux(), false)), None);
+        store
+            .create(
+                resources::core("services"),
+                "team",
+                json!({"metadata": {"name": "late"}, "spec": {"clusterIP": "10.96.0.70", "ports": [{"port": 80}]}}),
+            )
+            .expect("svc");
+        assert_eq!(
+            resolved(&resolve(&records, "late", &linux(), false)).as_deref(),
+            Some("10.96.0.70")
+        );
+        store
+            .modify(resources::core("pods"), "team", "db-1", Part::Status, |p| {
+                p["status"]["phase"] = json!("Succeeded");
+                Ok(())
+            })
+            .expect("status");
+        let fresh = Records::from_store(&store);
+        assert_eq!(
+            resolved(&resolve(&fresh, "db", &linux(), false)).as_deref(),
+            Some("10.244.1.5")
+        );
+        assert_eq!(
+            resolved(&resolve(&fresh, "10-244-2-6.team.pod.cluster.local", &linux(), false)),
+            None
+        );
+    }
+
+    /// The zone is the one CoreDNS's Corefile serves (`kubernetes ZONE …`), in any case.
+    #[test]
+    fn the_zone_is_the_corefiles() {
+        let store = Arc::new(store());
+        store
+            .create(
+                resources::core("namespaces"),
+                "",
+                json!({"metadata": {"name": "kube-system"}}),
+            )
+            .expect("ns");
+        store
+            .create(
+                resources::core("configmaps"),
+                "kube-system",
+                json!({"metadata": {"name": "coredns"},
+                       "data": {"Corefile": ".:53 {\n    kubernetes Corp.Example in-addr.arpa {\n    }\n}\n"}}),
+            )
+            .expect("corefile");
+        let records = Records::from_store(&store);
+        let mut config = linux();
+        config.searches = vec!["team.svc.corp.example".into()];
+        for name in ["web", "web.team.svc.corp.example", "WEB.team.svc.Corp.Example."] {
+            assert_eq!(
+                resolved(&resolve(&records, name, &config, false)).as_deref(),
+                Some("10.96.0.50"),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            resolved(&resolve(&records, "web.team.svc.cluster.local", &config, false)),
+            None
+        );
+        assert_eq!(
+            resolved(&resolve(&records, "example.com", &config, false)).as_deref(),
+            Some("203.0.113.10")
+        );
+    }
+
     #[test]
     fn external_name_reports_its_alias() {
-        let records = Records::from_store(&store());
+        let records = Records::from_store(&Arc::new(store()));
         match resolve(&records, "ext.team.svc.cluster.local", &linux(), false) {
             Resolution::Resolved { alias, .. } => assert_eq!(alias.as_deref(), Some("example.com")),
             other => panic!("unexpected {other:?}"),
