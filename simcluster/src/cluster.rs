@@ -2,6 +2,7 @@
 //! cluster holds (namespaces, nodes, leases, the add-ons of [`crate::node::addons`]), the namespace
 //! controller, and the kubeconfig.
 
+use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +21,7 @@ use crate::node::logs::LogBook;
 use crate::node::runtime::ContainerRuntime;
 use crate::store::api_error::ApiError;
 use crate::store::resources;
-use crate::store::{EventType, Store, StoreConfig};
+use crate::store::{EventType, Store, StoreConfig, TryRecvError};
 use crate::{api::kubeconfig, node::objects};
 use crate::{control::controllers, control::scheduler};
 
@@ -491,33 +492,132 @@ async fn namespace_controller(store: Arc<Store>) {
 }
 
 /// The pod garbage collector's orphan rule: a terminating pod bound to a node that does not
-/// exist has no kubelet to finish it, so it is removed once its grace period is over.
+/// exist has no kubelet to finish it, so it is removed once its grace period is over. It
+/// follows the terminating pods from the store's changes (a look at every pod each half second
+/// read 20,000 at 5,000 nodes), and looks at them all again when it fell behind the changes.
 async fn pod_reaper(store: Arc<Store>) {
-    let pods = resources::core("pods");
-    let nodes = resources::core("nodes");
+    let mut feed = store.subscribe();
+    let mut terminating = all_terminating(&store);
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
-        let now = chrono::Utc::now();
-        let (all, _) = store.list(pods, None);
-        for pod in all.iter().filter(|p| p.is_terminating()) {
-            let node = pod
-                .value()
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if store.get(nodes, "", node).is_ok() {
-                continue;
-            }
-            let due = pod
-                .value()
-                .pointer("/metadata/deletionTimestamp")
-                .and_then(Value::as_str)
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .is_none_or(|t| t <= now);
-            if due && let Err(e) = store.remove_terminated(pods, pod.namespace(), pod.name()) {
-                tracing::debug!("removing orphaned pod {}/{}: {e}", pod.namespace(), pod.name());
+        loop {
+            match feed.try_recv() {
+                Ok(e) if e.resource.group.is_empty() && e.resource.plural == "pods" => {
+                    let key = (e.object.namespace().to_string(), e.object.name().to_string());
+                    if e.kind == EventType::Deleted {
+                        terminating.remove(&key);
+                    } else if e.object.is_terminating() {
+                        terminating.insert(key);
+                    }
+                }
+                Ok(_) => {}
+                Err(TryRecvError::Lagged(_)) => terminating = all_terminating(&store),
+                Err(TryRecvError::Empty) => break,
             }
         }
+        if !terminating.is_empty() {
+            reap_orphans(&store, &mut terminating);
+        }
+    }
+}
+
+/// The terminating pods of the store, by namespace and name.
+fn all_terminating(store: &Store) -> BTreeSet<(String, String)> {
+    let (all, _) = store.list(resources::core("pods"), None);
+    all.iter()
+        .filter(|p| p.is_terminating())
+        .map(|p| (p.namespace().to_string(), p.name().to_string()))
+        .collect()
+}
+
+/// Removes each of the `terminating` pods that is bound to no existing node and whose grace
+/// period is over; forgets those that are gone.
+fn reap_orphans(store: &Store, terminating: &mut BTreeSet<(String, String)>) {
+    let (pods, nodes) = (resources::core("pods"), resources::core("nodes"));
+    let now = chrono::Utc::now();
+    terminating.retain(|(ns, name)| {
+        let Ok(pod) = store.get(pods, ns, name) else {
+            return false;
+        };
+        let node = pod
+            .value()
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if store.get(nodes, "", node).is_ok() {
+            return true;
+        }
+        let due = pod
+            .value()
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .is_none_or(|t| t <= now);
+        if due && let Err(e) = store.remove_terminated(pods, ns, name) {
+            tracing::debug!("removing orphaned pod {ns}/{name}: {e}");
+        }
+        true
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::DeleteOptions;
+    use rstest::rstest;
+
+    /// A pod bound to `node`, terminating with a grace period of `grace` seconds.
+    fn terminating_pod(store: &Store, name: &str, node: &str, grace: i64) {
+        let pod = json!({"metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox:1.36"}]}});
+        store.create(resources::core("pods"), "w", pod).expect("pod");
+        let opts = DeleteOptions {
+            grace_period_seconds: Some(grace),
+            ..DeleteOptions::default()
+        };
+        let deleted = store.delete(resources::core("pods"), "w", name, &opts).expect("delete");
+        assert!(
+            matches!(deleted, crate::store::Deleted::Terminating(_)),
+            "{name} is terminating"
+        );
+    }
+
+    /// The orphan rule (pod garbage collection): a terminating pod on a node that does not exist
+    /// is removed once its grace period is over, whether it was terminating before the reaper
+    /// started or became so after; one on an existing node is its kubelet's to finish.
+    #[rstest]
+    #[case::terminating_before_the_reaper_starts(true)]
+    #[case::terminating_after(false)]
+    #[tokio::test]
+    async fn an_orphan_goes_after_its_grace_period(#[case] before: bool) {
+        let store = Arc::new(Store::default());
+        for (rt, value) in [
+            ("namespaces", json!({"metadata": {"name": "w"}})),
+            ("nodes", json!({"metadata": {"name": "real-node"}})),
+        ] {
+            store.create(resources::core(rt), "", value).expect("object");
+        }
+        let start = |store: &Arc<Store>| tokio::spawn(pod_reaper(store.clone()));
+        let reaper = if before { None } else { Some(start(&store)) };
+        // The reaper has taken its first look before the pods terminate.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        terminating_pod(&store, "ghost", "ghost-node", 1);
+        terminating_pod(&store, "kept", "real-node", 1);
+        let reaper = reaper.unwrap_or_else(|| start(&store));
+        let started = std::time::Instant::now();
+        let gone = |name: &str| store.get(resources::core("pods"), "w", name).is_err();
+        while !gone("ghost") && started.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let took = started.elapsed();
+        assert!(gone("ghost"), "the orphan is still there after {took:?}");
+        assert!(
+            took >= Duration::from_millis(400),
+            "removed after {took:?}, inside its grace period"
+        );
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(!gone("kept"), "a pod on an existing node is its kubelet's to finish");
+        reaper.abort();
     }
 }

@@ -58,6 +58,9 @@ pub struct PodCache {
     /// Each Endpoints object's subsets (a Service backed by a DaemonSet has an address per
     /// node: read once per version, not per rebuild).
     endpoints: ByVersion<Arc<Vec<Subset>>>,
+    /// Each Service version's spec, as the fabric reads it (at 250 nodes under full coverage,
+    /// reading every Service's JSON on each rebuild was a tenth of a run's CPU).
+    services: ByVersion<Arc<ServiceSpec>>,
     /// The rebuild under way.
     rebuild: u64,
     /// Node index by name, made once.
@@ -131,6 +134,58 @@ impl Subset {
     }
 }
 
+/// What the fabric reads of one version of a Service.
+#[derive(Debug)]
+struct ServiceSpec {
+    external_name: bool,
+    /// How many ports the spec lists (a one-port Service matches a one-port subset by number).
+    listed_ports: usize,
+    /// The ports with a known protocol and a number: name, port, NodePort (NodePort and
+    /// LoadBalancer Services), protocol.
+    ports: Vec<(String, u16, Option<u16>, Proto)>,
+    cluster_ip: Option<Ipv4Addr>,
+    cluster_ipv6: Vec<Ipv6Addr>,
+    ingress: Vec<Ipv4Addr>,
+    local_only: bool,
+    client_ip_affinity: bool,
+}
+
+impl ServiceSpec {
+    fn read(v: &Value) -> ServiceSpec {
+        let ty = json::str(v, "/spec/type");
+        let with_node_ports = matches!(ty, "NodePort" | "LoadBalancer");
+        let listed = arr(v, "/spec/ports");
+        ServiceSpec {
+            external_name: ty == "ExternalName",
+            listed_ports: listed.len(),
+            ports: listed
+                .iter()
+                .filter_map(|p| {
+                    let proto = proto_of(json::str(p, "/protocol"))?;
+                    let port = port_at(p, "port")?;
+                    let node_port = port_at(p, "nodePort").filter(|_| with_node_ports);
+                    Some((json::str(p, "/name").to_string(), port, node_port, proto))
+                })
+                .collect(),
+            cluster_ip: json::str(v, "/spec/clusterIP").parse().ok(),
+            cluster_ipv6: arr(v, "/spec/clusterIPs")
+                .iter()
+                .filter_map(|a| a.as_str()?.parse::<Ipv6Addr>().ok())
+                .collect(),
+            ingress: if ty == "LoadBalancer" {
+                arr(v, "/status/loadBalancer/ingress")
+                    .iter()
+                    .filter_map(|i| json::str(i, "/ip").parse().ok())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            local_only: json::str(v, "/spec/externalTrafficPolicy") == "Local",
+            client_ip_affinity: json::str(v, "/spec/sessionAffinity") == "ClientIP",
+        }
+    }
+}
+
 /// Hashes an address (already unique) by one multiplication.
 #[derive(Debug, Default)]
 pub struct AddressHasher(u64);
@@ -173,11 +228,18 @@ impl PodCache {
             .get(ep, self.rebuild, |ep| Arc::new(Subset::read_all(ep.value())))
     }
 
+    /// The spec of a Service, from the cache when this version was read before.
+    fn service(&mut self, svc: &Obj) -> Arc<ServiceSpec> {
+        self.services
+            .get(svc, self.rebuild, |svc| Arc::new(ServiceSpec::read(svc.value())))
+    }
+
     /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` pods
     /// were.
     fn sweep(&mut self, seen: usize) {
         self.pods.sweep(self.rebuild, Some(seen));
         self.endpoints.sweep(self.rebuild, None);
+        self.services.sweep(self.rebuild, None);
     }
 }
 
@@ -206,7 +268,6 @@ pub fn fabric(
         }
     }
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::with_capacity(running.len());
-    let mut by_name: HashMap<(&str, &str), usize> = HashMap::with_capacity(running.len());
     for (index, facts) in running.iter().enumerate() {
         if !facts.host_network {
             by_ip.insert(facts.ip, index);
@@ -214,11 +275,9 @@ pub fn fabric(
                 f.ipv6.insert(v6, facts.ip);
             }
         }
-        by_name.insert((facts.namespace.as_str(), facts.name.as_str()), index);
     }
-    add_services(&mut f, store, &by_ip, &by_name, pods);
+    add_services(&mut f, store, &by_ip, &running, pods);
     pods.sweep(listed.len());
-    drop(by_name);
     f.pods = running;
     f.index();
     f
@@ -559,16 +618,33 @@ fn api_server_node(store: &Store, profiles: &[NodeProfile]) -> Option<usize> {
     profiles.iter().position(|p| p.name == name)
 }
 
+/// Adds each Service with its backends: the running pods its Endpoints' ready addresses are
+/// (by address, else by the pod a `targetRef` names).
 fn add_services(
     f: &mut Fabric,
     store: &Store,
     by_ip: &HashMap<Ipv4Addr, usize>,
-    by_name: &HashMap<(&str, &str), usize>,
+    running: &[Arc<PodFacts>],
     cache: &mut PodCache,
 ) {
+    // By namespace and name, made at the first address that is no pod's IP (rare: endpoints
+    // list pod IPs).
+    let by_name: std::cell::OnceCell<HashMap<(&str, &str), usize>> = std::cell::OnceCell::new();
+    let named = |ns: &str, name: &str| {
+        by_name
+            .get_or_init(|| {
+                running
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| ((p.namespace.as_str(), p.name.as_str()), i))
+                    .collect()
+            })
+            .get(&(ns, name))
+            .copied()
+    };
     for svc in store.list(resources::core("services"), None).0 {
-        let v = svc.value();
-        if json::str(v, "/spec/type") == "ExternalName" {
+        let spec = cache.service(&svc);
+        if spec.external_name {
             continue;
         }
         let ns = svc.namespace().to_string();
@@ -578,69 +654,47 @@ fn add_services(
             .ok()
             .map(|ep| cache.subsets(&ep))
             .unwrap_or_default();
-        let mut ports = Vec::new();
-        let spec_ports = arr(v, "/spec/ports");
-        for p in spec_ports {
-            let Some(proto) = proto_of(json::str(p, "/protocol")) else {
-                continue;
-            };
-            let Some(port) = port_at(p, "port") else {
-                continue;
-            };
-            let name = json::str(p, "/name").to_string();
+        let mut ports = Vec::with_capacity(spec.ports.len());
+        for (name, port, node_port, proto) in &spec.ports {
             let mut targets = Vec::new();
             for subset in subsets.iter() {
                 let matched = subset
                     .ports
                     .iter()
-                    .find(|(n, _)| *n == name || (spec_ports.len() == 1 && subset.ports.len() == 1));
+                    .find(|(n, _)| n == name || (spec.listed_ports == 1 && subset.ports.len() == 1));
                 let Some(target) = matched.and_then(|(_, p)| *p) else {
                     continue;
                 };
                 for (ip, pod_name) in &subset.addresses {
                     let pod = ip
-                        .and_then(|ip| by_ip.get(&ip))
-                        .or_else(|| by_name.get(&(ns.as_str(), pod_name.as_str())));
-                    if let Some(&pod) = pod {
+                        .and_then(|ip| by_ip.get(&ip).copied())
+                        .or_else(|| named(&ns, pod_name));
+                    if let Some(pod) = pod {
                         targets.push((pod, target));
                     }
                 }
             }
             ports.push(ServicePort {
-                name,
-                port,
-                node_port: port_at(p, "nodePort")
-                    .filter(|_| matches!(json::str(v, "/spec/type"), "NodePort" | "LoadBalancer")),
-                proto,
+                name: name.clone(),
+                port: *port,
+                node_port: *node_port,
+                proto: *proto,
                 targets,
             });
         }
-        let cluster_ip: Option<Ipv4Addr> = json::str(v, "/spec/clusterIP").parse().ok();
-        if let Some(v4) = cluster_ip {
-            for v6 in arr(v, "/spec/clusterIPs")
-                .iter()
-                .filter_map(|a| a.as_str()?.parse::<Ipv6Addr>().ok())
-            {
-                f.ipv6.insert(v6, v4);
+        if let Some(v4) = spec.cluster_ip {
+            for v6 in &spec.cluster_ipv6 {
+                f.ipv6.insert(*v6, v4);
             }
         }
         f.services.push(ServiceFacts {
             namespace: ns,
             name: svc.name().to_string(),
-            cluster_ip,
-            ingress: if json::str(v, "/spec/type") == "LoadBalancer" {
-                crate::vocab::json::get(v, "/status/loadBalancer/ingress")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| json::str(i, "/ip").parse().ok())
-                    .collect()
-            } else {
-                Vec::new()
-            },
+            cluster_ip: spec.cluster_ip,
+            ingress: spec.ingress.clone(),
             ports,
-            local_only: json::str(v, "/spec/externalTrafficPolicy") == "Local",
-            client_ip_affinity: json::str(v, "/spec/sessionAffinity") == "ClientIP",
+            local_only: spec.local_only,
+            client_ip_affinity: spec.client_ip_affinity,
             cluster_dns,
             changed_at: None,
         });

@@ -40,8 +40,23 @@ pub struct CommandContext {
 }
 
 impl CommandContext {
-    /// The context of `container` in `pod`, with the node looked up in `profiles`.
+    /// The context of `container` in `pod`, with the node looked up in `profiles`, its files and
+    /// node logs its own.
     pub fn new(store: Arc<Store>, profiles: &[NodeProfile], pod: Obj, container: &str) -> Self {
+        let files = (Arc::new(VolumeStore::new()), Arc::new(LogBook::default()));
+        Self::sharing(store, profiles, pod, container, files)
+    }
+
+    /// The context of `container` in `pod` that reads and writes files through `volumes` and
+    /// reads the node-level logs from `logs` (the runtime's, shared by every exec: an exec
+    /// makes neither; a log book's channel alone is 4,096 slots).
+    pub fn sharing(
+        store: Arc<Store>,
+        profiles: &[NodeProfile],
+        pod: Obj,
+        container: &str,
+        (volumes, logs): (Arc<VolumeStore>, Arc<LogBook>),
+    ) -> Self {
         let value = pod.value();
         let on = crate::config::profile::placement(profiles, value, container);
         let (node, os, host_process) = (on.node.cloned(), on.os, on.host_process);
@@ -56,23 +71,9 @@ impl CommandContext {
             os,
             host_process,
             store,
-            volumes: Arc::new(VolumeStore::new()),
-            logs: Arc::new(LogBook::default()),
+            volumes,
+            logs,
         }
-    }
-
-    /// Reads and writes files through `volumes`.
-    #[must_use]
-    pub fn with_volumes(mut self, volumes: Arc<VolumeStore>) -> Self {
-        self.volumes = volumes;
-        self
-    }
-
-    /// Reads the node-level logs from `logs` (the kubelets' log book).
-    #[must_use]
-    pub fn with_logs(mut self, logs: Arc<LogBook>) -> Self {
-        self.logs = logs;
-        self
     }
 
     pub fn is_windows(&self) -> bool {

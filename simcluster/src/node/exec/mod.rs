@@ -57,7 +57,7 @@ pub mod volumes;
 
 pub use self::context::CommandContext;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -90,6 +90,9 @@ use crate::vocab::json;
 pub struct SimRuntime {
     store: Arc<Store>,
     profiles: Arc<Vec<NodeProfile>>,
+    /// Each profile's position in `profiles` by node name: an exec finds its node at once,
+    /// not by a scan of 5,000 profiles.
+    by_name: Arc<HashMap<String, usize>>,
     network: Option<Arc<dyn NetworkCommands>>,
     volumes: Arc<VolumeStore>,
     logs: Arc<LogBook>,
@@ -99,9 +102,11 @@ impl SimRuntime {
     /// A runtime answering for the pods in `store` on the nodes in `profiles` (looked up by
     /// `spec.nodeName`).
     pub fn new(store: Arc<Store>, profiles: Arc<Vec<NodeProfile>>) -> Self {
+        let by_name = profiles.iter().enumerate().map(|(i, p)| (p.name.clone(), i)).collect();
         Self {
             store,
             profiles,
+            by_name: Arc::new(by_name),
             network: None,
             volumes: Arc::new(VolumeStore::new()),
             logs: Arc::new(LogBook::default()),
@@ -131,9 +136,13 @@ impl SimRuntime {
 
     /// What a command in `container` of `pod` sees.
     pub fn context(&self, pod: Obj, container: &str) -> CommandContext {
-        CommandContext::new(self.store.clone(), &self.profiles, pod, container)
-            .with_volumes(self.volumes.clone())
-            .with_logs(self.logs.clone())
+        let files = (self.volumes.clone(), self.logs.clone());
+        // The pod's node profile alone (none where the pod is on no known node).
+        let node = match self.by_name.get(json::str(pod.value(), "/spec/nodeName")) {
+            Some(&i) => &self.profiles[i..=i],
+            None => &[],
+        };
+        CommandContext::sharing(self.store.clone(), node, pod, container, files)
     }
 }
 
