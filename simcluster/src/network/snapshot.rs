@@ -137,6 +137,8 @@ impl Subset {
 /// What the fabric reads of one version of a Service.
 #[derive(Debug)]
 struct ServiceSpec {
+    namespace: String,
+    name: String,
     external_name: bool,
     /// How many ports the spec lists (a one-port Service matches a one-port subset by number).
     listed_ports: usize,
@@ -151,11 +153,14 @@ struct ServiceSpec {
 }
 
 impl ServiceSpec {
-    fn read(v: &Value) -> ServiceSpec {
+    fn read(svc: &Obj) -> ServiceSpec {
+        let v = svc.value();
         let ty = json::str(v, "/spec/type");
         let with_node_ports = matches!(ty, "NodePort" | "LoadBalancer");
         let listed = arr(v, "/spec/ports");
         ServiceSpec {
+            namespace: svc.namespace().to_string(),
+            name: svc.name().to_string(),
             external_name: ty == "ExternalName",
             listed_ports: listed.len(),
             ports: listed
@@ -231,7 +236,7 @@ impl PodCache {
     /// The spec of a Service, from the cache when this version was read before.
     fn service(&mut self, svc: &Obj) -> Arc<ServiceSpec> {
         self.services
-            .get(svc, self.rebuild, |svc| Arc::new(ServiceSpec::read(svc.value())))
+            .get(svc, self.rebuild, |svc| Arc::new(ServiceSpec::read(svc)))
     }
 
     /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` pods
@@ -647,10 +652,10 @@ fn add_services(
         if spec.external_name {
             continue;
         }
-        let ns = svc.namespace().to_string();
-        let cluster_dns = ns == "kube-system" && svc.name() == "kube-dns";
+        let (ns, name) = (spec.namespace.as_str(), spec.name.as_str());
+        let cluster_dns = ns == "kube-system" && name == "kube-dns";
         let subsets = store
-            .get(resources::core("endpoints"), &ns, svc.name())
+            .get(resources::core("endpoints"), ns, name)
             .ok()
             .map(|ep| cache.subsets(&ep))
             .unwrap_or_default();
@@ -668,7 +673,7 @@ fn add_services(
                 for (ip, pod_name) in &subset.addresses {
                     let pod = ip
                         .and_then(|ip| by_ip.get(&ip).copied())
-                        .or_else(|| named(&ns, pod_name));
+                        .or_else(|| named(ns, pod_name));
                     if let Some(pod) = pod {
                         targets.push((pod, target));
                     }
@@ -688,8 +693,8 @@ fn add_services(
             }
         }
         f.services.push(ServiceFacts {
-            namespace: ns,
-            name: svc.name().to_string(),
+            namespace: ns.to_string(),
+            name: name.to_string(),
             cluster_ip: spec.cluster_ip,
             ingress: spec.ingress.clone(),
             ports,

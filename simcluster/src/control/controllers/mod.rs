@@ -125,6 +125,9 @@ struct Controllers {
     /// their endpoints recomputed, matched once per batch against one list of each namespace's
     /// Services.
     changed_pods: HashMap<String, (String, Value)>,
+    /// Each namespace's Service selectors, kept between batches while no Service changed (the
+    /// store's resourceVersion of the latest Service change, and the selectors).
+    selectors: (u64, HashMap<String, Selectors>),
 }
 
 /// Runs the controllers of a cluster at `version` until the store closes; `scale` multiplies
@@ -139,6 +142,7 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
         version,
         scale,
         changed_pods: HashMap::new(),
+        selectors: (0, HashMap::new()),
         node_infos: NodeCache::default(),
     };
     let mut queue: BTreeSet<Key> = BTreeSet::new();
@@ -337,7 +341,11 @@ impl Controllers {
         // Each namespace's pods, listed once per batch: every Service of a namespace selects
         // among the same pods (a namespace of a thousand Services listed its pods a thousand times).
         let mut pods: HashMap<String, Vec<Obj>> = HashMap::new();
-        let mut services: HashMap<String, Selectors> = HashMap::new();
+        let services_at = self.store.changed_at(&[resources::core("services")]);
+        if self.selectors.0 != services_at {
+            self.selectors = (services_at, HashMap::new());
+        }
+        let services = &mut self.selectors.1;
         for (ns, labels) in std::mem::take(&mut self.changed_pods).into_values() {
             let selectors = services
                 .entry(ns.clone())
