@@ -970,7 +970,10 @@ fn daemonset_tolerations() -> Vec<Value> {
 /// of its labels could match, not at every Service of the namespace (1,000 Services per
 /// namespace under full coverage at 250 nodes).
 #[derive(Default)]
-struct Selectors(HashMap<String, HashMap<String, Vec<(String, Vec<(String, String)>)>>>);
+struct Selectors(HashMap<String, HashMap<String, Vec<Selecting>>>);
+
+/// A Service's name and its selector's label-value pairs.
+type Selecting = (String, Vec<(String, String)>);
 
 impl Selectors {
     fn of(services: &[Obj]) -> Selectors {
