@@ -255,7 +255,26 @@ impl Attempt<'_, '_> {
             .exec(&self.start.pod, self.start.container.as_deref(), self.argv)
             .await
     }
+
+    /// Makes `connections` more connections of `req` in one exec where the client's tool can
+    /// ([`transport::repeated_command`]): what each saw, and the command's output and whether
+    /// the exec needed retrying; None where the tool cannot, or its output does not account for
+    /// every connection.
+    async fn run_together(&self, req: &Request, connections: usize) -> Together {
+        let Some(argv) = transport::repeated_command(self.start.runner, req, connections) else {
+            return Ok(None);
+        };
+        let timeout = transport::repeated_timeout(connections);
+        let (out, flaky) = self
+            .ctx
+            .exec_within(&self.start.pod, self.start.container.as_deref(), &argv, timeout)
+            .await?;
+        Ok(transport::classify_repeated(&out, connections).map(|seen| (seen, (out, flaky))))
+    }
 }
+
+/// What [`Attempt::run_together`] gives.
+type Together = Result<Option<(Vec<Observation>, (transport::Output, bool))>, transport::TransportError>;
 
 /// What `verify` changes of a connection that got through: the observation that replaces it
 /// and the detail that says why (None: it stands); Err where the verification cannot be made.
@@ -305,11 +324,14 @@ pub async fn observe(
     let mut settled = settle::until_works(ctx.settle_until(flow_kind(to)), ctx.settle.pause, &mut once).await;
     // A flow to a Service's cluster IP or name goes through the client node's load balancer:
     // judged on several connections, so that a stale backend one in N picks shows (a
-    // session-affinity check asks its own). NodePorts keep one: each is an exec, and the
-    // connections would double the run's probes for the same load balancers.
+    // session-affinity check asks its own), made in one exec where the client's tool can. NodePorts
+    // keep one: the connections would double the run's probes for the same load balancers.
     if flow_kind(to) == FlowKind::Service && verify != Verify::OneBackend {
         settled = match settled {
-            Ok(s) => settle::repeat(s, ctx.settle.connections, &mut once).await,
+            Ok(s) => {
+                let together = |n| attempt.run_together(&req, n);
+                settle::repeat_together(s, ctx.settle.connections, together, &mut once).await
+            }
             Err(e) => Err(e),
         };
     }

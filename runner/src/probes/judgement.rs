@@ -97,9 +97,20 @@ impl<'a> Ctx<'a> {
         container: Option<&str>,
         argv: &[String],
     ) -> Result<(Output, bool), TransportError> {
+        self.exec_within(pod, container, argv, transport::EXEC_TIMEOUT).await
+    }
+
+    /// [`Self::exec`] for a command that may run longer than one probe (several connections).
+    pub async fn exec_within(
+        &self,
+        pod: &str,
+        container: Option<&str>,
+        argv: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<(Output, bool), TransportError> {
         let _permit = self.permits.acquire().await;
         let began = std::time::Instant::now();
-        let out = transport::exec_retrying(&self.pods, pod, container, argv).await;
+        let out = transport::exec_retrying_within(&self.pods, pod, container, argv, timeout).await;
         tracing::trace!(target: "mixcheck::exec", "exec {pod} {:?} took {:?}", argv.join(" "), began.elapsed());
         out
     }

@@ -243,6 +243,43 @@ where
     Ok(settled)
 }
 
+/// [`repeat`], with the connections after the first made together where `together` can: it is
+/// asked for `connections - 1` and answers the observation of each with what the command
+/// printed (one exec, where [`repeat`] makes one per connection), or None where it cannot make
+/// or account for them; then they are made one at a time by `one`. A failure among them is the
+/// flow's observation, the command's output its value, as in [`repeat`].
+pub async fn repeat_together<T, E, B, BFut, F, Fut>(
+    settled: Settled<T>,
+    connections: usize,
+    together: B,
+    one: F,
+) -> Result<Settled<T>, E>
+where
+    B: FnOnce(usize) -> BFut,
+    BFut: Future<Output = Result<Option<(Vec<Observation>, T)>, E>>,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(Observation, T), E>>,
+{
+    if !matches!(settled.observation, Observation::Reached(_)) || connections < 2 {
+        return Ok(settled);
+    }
+    let Some((observations, value)) = together(connections - 1).await? else {
+        return repeat(settled, connections, one).await;
+    };
+    let mut settled = settled;
+    let mut failures = observations
+        .into_iter()
+        .filter(|o| !matches!(o, Observation::Reached(_)));
+    if let Some(first) = failures.next() {
+        settled.observation = first;
+        settled.value = value;
+        settled.repeated = Some((1 + failures.count(), connections));
+    } else {
+        settled.repeated = Some((0, connections));
+    }
+    Ok(settled)
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
@@ -390,6 +427,53 @@ mod tests {
                 assert_eq!(s.note(), format!(" ({failed} of {made} connections failed: timeout)"));
             }
             _ => assert!(!s.note().contains("connections failed"), "{}", s.note()),
+        }
+    }
+
+    /// Connections made together judge the flow as the same connections made one at a time
+    /// would: the same share failed, the same observation; where they cannot be made together
+    /// (`together` answers None) they are made one at a time.
+    #[rstest::rstest]
+    #[case::one_in_four(&[true, true, true, false], 10, Some((2, 10)), false)]
+    #[case::all_work(&[true; 10], 10, Some((0, 10)), true)]
+    #[case::never_worked(&[false], 10, None, false)]
+    #[case::one_connection(&[true, false], 1, None, true)]
+    #[tokio::test(start_paused = true)]
+    async fn connections_made_together_judge_as_one_at_a_time(
+        #[case] pattern: &[bool],
+        #[case] connections: usize,
+        #[case] repeated: Option<(usize, usize)>,
+        #[case] works: bool,
+        #[values(true, false)] can: bool,
+    ) {
+        let script: Vec<bool> = pattern.iter().copied().cycle().take(40).collect();
+        let mut attempt = scripted(&script);
+        let first = until_works(Instant::now(), FIRST_PAUSE, &mut attempt)
+            .await
+            .expect("runs");
+        let asked = Cell::new(None);
+        let together = |n: usize| {
+            asked.set(Some(n));
+            let made: Vec<Observation> = (0..n)
+                .map(|_| attempt().into_inner().map(|(o, _)| o))
+                .collect::<Result<_, ()>>()
+                .expect("scripted");
+            std::future::ready(Ok::<_, ()>(can.then_some((made, 99))))
+        };
+        let singles = Cell::new(0);
+        let mut rest = scripted(&script[1..]);
+        let one = || {
+            singles.set(singles.get() + 1);
+            rest()
+        };
+        let s = repeat_together(first, connections, together, one).await.expect("runs");
+        assert_eq!(s.repeated, repeated);
+        assert_eq!(matches!(s.observation, Observation::Reached(_)), works);
+        let more = repeated.is_some();
+        assert_eq!(asked.get(), more.then_some(connections - 1));
+        assert_eq!(singles.get(), if more && !can { connections - 1 } else { 0 });
+        if can && !works && more {
+            assert_eq!(s.value, 99, "the failed command's output is the flow's");
         }
     }
 }

@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use crate::catalogue::suite::{FailureClass, Protocol};
 
 /// How long one exec may take before it counts as a transport failure.
-const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+pub const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// The connect timeout the probes give their tools.
 pub const CONNECT_SECS: u32 = 5;
 /// The `path` of a request that is a plain TCP connect (agnhost `connect`), not HTTP.
@@ -48,12 +48,13 @@ pub struct TransportError {
     pub message: String,
 }
 
-/// Runs `argv` in `pod` (container `container`), with a timeout.
+/// Runs `argv` in `pod` (container `container`), failing after `timeout`.
 pub async fn exec(
     pods: &Api<Pod>,
     pod: &str,
     container: Option<&str>,
     argv: &[String],
+    timeout: Duration,
 ) -> Result<Output, TransportError> {
     let fail = |message: String| TransportError {
         pod: pod.to_string(),
@@ -96,9 +97,9 @@ pub async fn exec(
             stderr: se,
         })
     };
-    match tokio::time::timeout(EXEC_TIMEOUT, run).await {
+    match tokio::time::timeout(timeout, run).await {
         Ok(r) => r,
-        Err(_) => Err(fail(format!("no answer within {}s", EXEC_TIMEOUT.as_secs()))),
+        Err(_) => Err(fail(format!("no answer within {}s", timeout.as_secs()))),
     }
 }
 
@@ -110,9 +111,20 @@ pub async fn exec_retrying(
     container: Option<&str>,
     argv: &[String],
 ) -> Result<(Output, bool), TransportError> {
+    exec_retrying_within(pods, pod, container, argv, EXEC_TIMEOUT).await
+}
+
+/// [`exec_retrying`], each exec given `timeout`.
+pub async fn exec_retrying_within(
+    pods: &Api<Pod>,
+    pod: &str,
+    container: Option<&str>,
+    argv: &[String],
+    timeout: Duration,
+) -> Result<(Output, bool), TransportError> {
     let mut last = None;
     for attempt in 0..3 {
-        match exec(pods, pod, container, argv).await {
+        match exec(pods, pod, container, argv, timeout).await {
             Ok(out) => return Ok((out, attempt > 0)),
             Err(e) => {
                 tracing::debug!("exec transport failure (attempt {}): {e}", attempt + 1);
@@ -239,6 +251,83 @@ pub fn command(runner: Runner, req: &Request) -> Vec<String> {
     }
 }
 
+/// The command line that makes `connections` HTTP requests of `req` one after another in one
+/// exec, each on a connection of its own, where the runner's tool can: curl (`curl.exe` on
+/// Windows) given the URL `connections` times with `Connection: close`, so that no request
+/// reuses the connection before it (curl keeps a connection for the next request to the same
+/// origin otherwise: curl `src/tool_operate.c`, its share of `CURL_LOCK_DATA_CONNECT`) and each
+/// goes through the node's load balancer again. curl 7.55 (Windows Server 2019's `curl.exe`)
+/// takes these options. None for the other requests (agnhost `connect`, UDP, ICMP, PowerShell):
+/// they are made one exec each. curl shares its DNS cache between the requests, so a name is
+/// looked up once: name lookups are judged one exec each ([`crate::probes::resolve`]).
+pub fn repeated_command(runner: Runner, req: &Request, connections: usize) -> Option<Vec<String>> {
+    if req.protocol != Protocol::Tcp || req.path == RAW_TCP || runner == Runner::WindowsPowerShell || connections == 0 {
+        return None;
+    }
+    let mut argv = command(runner, req);
+    if !argv.first().is_some_and(|a| a.starts_with("curl")) {
+        return None;
+    }
+    let url = argv.pop()?;
+    argv.extend(["-H".to_string(), "Connection: close".to_string()]);
+    argv.extend(std::iter::repeat_n(url, connections));
+    Some(argv)
+}
+
+/// How long a [`repeated_command`] of `connections` requests may run: each may take its whole
+/// `-m` (twice [`CONNECT_SECS`]) where a backend drops them.
+pub fn repeated_timeout(connections: usize) -> Duration {
+    let each = u64::from(CONNECT_SECS * 2);
+    EXEC_TIMEOUT + Duration::from_secs(each.saturating_mul(u64::try_from(connections).unwrap_or(u64::MAX)))
+}
+
+/// The observations of a [`repeated_command`]'s `connections` requests. curl prints a
+/// `curl: (N) …` line on stderr for each request that failed (`-S`), in order, goes on with
+/// the next, and exits with the last one's code; each line is classified as [`classify`]
+/// classifies a single curl, the other requests reached. None where the output does not account
+/// for the requests (more error lines than requests, or an exit code no last error line
+/// explains: curl did not run them, e.g. it refused an option).
+pub fn classify_repeated(out: &Output, connections: usize) -> Option<Vec<Observation>> {
+    let stderr = out.stderr_text();
+    let failures: Vec<Observation> = stderr
+        .lines()
+        .filter_map(|l| {
+            let (code, message) = l.strip_prefix("curl: (")?.split_once(") ")?;
+            Some(curl_failure(code.parse().ok()?, message))
+        })
+        .collect();
+    let last_code = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("curl: (")?.split_once(')')?.0.parse::<i32>().ok());
+    let exit = out.exit_code?;
+    if failures.len() > connections || (exit != 0 && last_code != Some(exit)) {
+        return None;
+    }
+    let reached = connections - failures.len();
+    Some(
+        failures
+            .into_iter()
+            .chain(std::iter::repeat_n(Observation::Reached(String::new()), reached))
+            .collect(),
+    )
+}
+
+/// curl's exit code `code` (not 0) with its message, as a failure class: 6 could not resolve
+/// host, 7 could not connect (refused), 28 timeout, 52 empty reply, 56 receive failure (reset).
+/// A 28 while still resolving ("Resolving timed out after N milliseconds": the DNS server never
+/// answered) is a DNS failure, not a connect timeout.
+fn curl_failure(code: i32, message: &str) -> Observation {
+    Observation::Failed(match code {
+        6 => FailureClass::Dns,
+        7 => FailureClass::Refused,
+        28 if message.contains("Resolving timed out") => FailureClass::Dns,
+        28 => FailureClass::Timeout,
+        52 | 56 => FailureClass::Reset,
+        _ => FailureClass::Other,
+    })
+}
+
 /// `powershell.exe -NoProfile -Command SCRIPT`.
 fn powershell(script: String) -> Vec<String> {
     vec![POWERSHELL.into(), "-NoProfile".into(), "-Command".into(), script]
@@ -285,17 +374,9 @@ pub fn classify(req: &Request, out: &Output) -> Observation {
         };
         return Observation::Failed(class);
     }
-    // curl: 6 could not resolve host, 7 could not connect (refused), 28 timeout, 52 empty
-    // reply, 56 receive failure (reset). A 28 while still resolving ("Resolving timed out after
-    // N milliseconds": the DNS server never answered) is a DNS failure, not a connect timeout.
     match code {
         0 => Observation::Reached(out.stdout_text()),
-        6 => Observation::Failed(FailureClass::Dns),
-        7 => Observation::Failed(FailureClass::Refused),
-        28 if out.stderr_text().contains("Resolving timed out") => Observation::Failed(FailureClass::Dns),
-        28 => Observation::Failed(FailureClass::Timeout),
-        52 | 56 => Observation::Failed(FailureClass::Reset),
-        _ => Observation::Failed(FailureClass::Other),
+        code => curl_failure(code, &out.stderr_text()),
     }
 }
 
@@ -375,6 +456,90 @@ mod tests {
             path: "/hostname".into(),
             tls: false,
         }
+    }
+
+    /// Connections made together: the URL repeated with `Connection: close` for curl (Linux
+    /// curl, Windows curl.exe, a HostProcess pod's curl.exe, HTTPS too); one exec each for the
+    /// tools that cannot (agnhost connect, UDP, ICMP, PowerShell).
+    #[rstest]
+    #[case::linux(Runner::Agnhost(Os::Linux), Protocol::Tcp, "/hostname", false, Some("curl"))]
+    #[case::windows(Runner::Agnhost(Os::Windows), Protocol::Tcp, "/hostname", false, Some("curl.exe"))]
+    #[case::host_process(Runner::WindowsHost, Protocol::Tcp, "/clientip", true, Some("curl.exe"))]
+    #[case::raw_tcp(Runner::Agnhost(Os::Linux), Protocol::Tcp, RAW_TCP, false, None)]
+    #[case::udp(Runner::Agnhost(Os::Windows), Protocol::Udp, "/hostname", false, None)]
+    #[case::icmp(Runner::Agnhost(Os::Linux), Protocol::Icmp, "/hostname", false, None)]
+    #[case::powershell(Runner::WindowsPowerShell, Protocol::Tcp, "/hostname", false, None)]
+    fn connections_are_made_together_where_curl_makes_them(
+        #[case] runner: Runner,
+        #[case] protocol: Protocol,
+        #[case] path: &str,
+        #[case] tls: bool,
+        #[case] tool: Option<&str>,
+    ) {
+        let r = Request {
+            path: path.into(),
+            tls,
+            ..req(protocol)
+        };
+        let got = repeated_command(runner, &r, 9);
+        assert_eq!(got.as_ref().and_then(|a| a.first()).map(String::as_str), tool);
+        let Some(argv) = got else { return };
+        let one = command(runner, &r);
+        let url = one.last().expect("a URL");
+        assert_eq!(argv.iter().filter(|a| *a == url).count(), 9, "{argv:?}");
+        assert!(
+            argv.windows(2).any(|w| w[0] == "-H" && w[1] == "Connection: close"),
+            "{argv:?}"
+        );
+        assert_eq!(
+            &argv[..one.len() - 1],
+            &one[..one.len() - 1],
+            "the single command's options"
+        );
+        assert_eq!(repeated_command(runner, &r, 0), None);
+    }
+
+    fn batch(code: Option<i32>, stderr: &str) -> Output {
+        Output {
+            exit_code: code,
+            stderr: stderr.as_bytes().to_vec(),
+            stdout: b"srv-1srv-2".to_vec(),
+            ..Output::default()
+        }
+    }
+
+    const REFUSED: &str = "curl: (7) Failed to connect to 10.96.0.5 port 80 after 0 ms: Couldn't connect to server\n";
+    const TIMEOUT: &str = "curl: (28) Failed to connect to 10.96.0.5 port 80 after 5001 ms: Timeout was reached\n";
+    const RESET: &str = "curl: (56) Recv failure: Connection reset by peer\n";
+    const DNS: &str = "curl: (28) Resolving timed out after 5000 milliseconds\n";
+
+    /// Each `curl: (N)` line is one failed connection, classified as a single curl's would be;
+    /// the others reached; an output that does not account for the connections is None.
+    #[rstest]
+    #[case::all_reached(Some(0), String::new(), Some(vec![]))]
+    #[case::one_refused_then_reached(Some(0), REFUSED.to_string(), Some(vec![FailureClass::Refused]))]
+    #[case::last_timed_out(Some(28), format!("{RESET}{TIMEOUT}"), Some(vec![FailureClass::Reset, FailureClass::Timeout]))]
+    #[case::dns(Some(28), DNS.to_string(), Some(vec![FailureClass::Dns]))]
+    #[case::unknown_code(Some(0), "curl: (35) schannel: next InitializeSecurityContext failed\n".to_string(), Some(vec![FailureClass::Other]))]
+    #[case::usage_error(Some(2), "curl: option -H: requires parameter\n".to_string(), None)]
+    #[case::exit_without_a_line(Some(7), String::new(), None)]
+    #[case::exit_not_the_last_line(Some(7), format!("{REFUSED}{TIMEOUT}"), None)]
+    #[case::exit_unknown(None, String::new(), None)]
+    #[case::more_lines_than_connections(Some(7), REFUSED.repeat(4), None)]
+    fn connections_made_together_are_each_classified(
+        #[case] code: Option<i32>,
+        #[case] stderr: String,
+        #[case] failed: Option<Vec<FailureClass>>,
+    ) {
+        let got = classify_repeated(&batch(code, &stderr), 3);
+        let want = failed.map(|f| {
+            let reached = 3 - f.len();
+            f.into_iter()
+                .map(Observation::Failed)
+                .chain(std::iter::repeat_n(Observation::Reached(String::new()), reached))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(got, want);
     }
 
     fn out(code: i32, stderr: &str) -> Output {

@@ -74,10 +74,18 @@ impl Certificates {
         })
     }
 
-    /// A rustls server configuration (ring provider, ALPN h2 and http/1.1).
+    /// A rustls server configuration (ring provider, ALPN h2 and http/1.1) that negotiates as
+    /// kube-apiserver's Go `crypto/tls` does: TLS 1.3 with AES-128-GCM-SHA256 first whatever the
+    /// client prefers (Go orders the suites itself since 1.17 and puts AES-128-GCM first on CPUs
+    /// with AES instructions), and session tickets on (Go's `SessionTicketsDisabled` is false
+    /// by default), so that a client that keeps its sessions resumes instead of verifying the
+    /// certificate again on each new connection — every exec and port-forward is one.
     pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider
+            .cipher_suites
+            .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(
@@ -85,6 +93,8 @@ impl Certificates {
                 PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.serving_key_der.clone())),
             )?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.ignore_client_order = true;
+        config.ticketer = rustls::crypto::ring::Ticketer::new()?;
         Ok(Arc::new(config))
     }
 }
@@ -99,5 +109,66 @@ mod tests {
         assert!(certs.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         let config = certs.server_config().expect("config");
         assert_eq!(config.alpn_protocols.len(), 2);
+    }
+
+    /// Moves what `from` has to send into `to`.
+    fn send(from: &mut rustls::Connection, to: &mut rustls::Connection) {
+        let mut wire = Vec::new();
+        while from.wants_write() {
+            from.write_tls(&mut wire).expect("write");
+        }
+        let mut read = &wire[..];
+        while !read.is_empty() {
+            to.read_tls(&mut read).expect("read");
+            to.process_new_packets().expect("process");
+        }
+    }
+
+    /// As kube-apiserver's Go TLS stack: TLS 1.3 with AES-128-GCM-SHA256 though the client
+    /// (rustls, as kube-rs configures it) lists AES-256-GCM-SHA384 first, and a session ticket
+    /// that the client's next connection resumes with (no certificate sent or verified again).
+    #[test]
+    fn a_client_resumes_its_session_with_the_suite_go_picks() {
+        use rustls::pki_types::pem::PemObject;
+        let certs = Certificates::generate(&[], &[]).expect("certs");
+        let server = certs.server_config().expect("config");
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(certs.ca_pem.as_bytes()).expect("pem"))
+            .expect("root");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = Arc::new(
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        );
+        let mut kinds = Vec::new();
+        for _ in 0..3 {
+            let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+            let mut c =
+                rustls::Connection::Client(rustls::ClientConnection::new(client.clone(), name).expect("client"));
+            let mut s = rustls::Connection::Server(rustls::ServerConnection::new(server.clone()).expect("server"));
+            while c.is_handshaking() || s.is_handshaking() {
+                send(&mut c, &mut s);
+                send(&mut s, &mut c);
+            }
+            // The tickets come after the handshake.
+            send(&mut s, &mut c);
+            assert_eq!(
+                c.negotiated_cipher_suite().map(|x| x.suite()),
+                Some(rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)
+            );
+            kinds.push(c.handshake_kind());
+        }
+        assert_eq!(
+            kinds,
+            [
+                Some(rustls::HandshakeKind::Full),
+                Some(rustls::HandshakeKind::Resumed),
+                Some(rustls::HandshakeKind::Resumed)
+            ]
+        );
     }
 }

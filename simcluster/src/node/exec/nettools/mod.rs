@@ -121,6 +121,7 @@ impl Addr {
 }
 
 /// Where a host name led.
+#[derive(Clone)]
 enum Dest {
     /// An address (an IP literal, or the first address of the name), and the name that answered.
     At(Addr, Option<String>),

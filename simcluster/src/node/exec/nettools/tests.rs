@@ -568,3 +568,103 @@ fn offline_names_time_out_and_addresses_drop() {
     let o = run(&context(Lin), &offline, &argv("telnet web 80"));
     assert_eq!(String::from_utf8_lossy(&o.stderr), "telnet: network unreachable\n");
 }
+
+/// A Service whose backends answer in turn on each new connection (`backend-0`, `backend-1`,
+/// …); connection `refused` (counted from 0) is refused. Counts the name lookups.
+struct Backends {
+    connections: std::cell::Cell<usize>,
+    lookups: std::cell::Cell<usize>,
+    refused: Option<usize>,
+}
+
+impl Wire for Backends {
+    fn dns_server(&self) -> String {
+        "10.96.0.10".into()
+    }
+    fn resolve(&self, _name: &str, _server: Option<&str>) -> Lookup {
+        self.lookups.set(self.lookups.get() + 1);
+        Lookup::Found {
+            fqdn: "web.team.svc.cluster.local".into(),
+            addrs: vec![Ipv4Addr::new(10, 96, 0, 50)],
+            alias: None,
+        }
+    }
+    fn connect(&self, _ip: Ipv4Addr, _port: u16, _proto: Proto) -> Result<(), Failure> {
+        Ok(())
+    }
+    fn http_get(&self, _ip: Ipv4Addr, _port: u16, _target: &str) -> Result<HttpReply, Failure> {
+        let n = self.connections.get();
+        self.connections.set(n + 1);
+        if self.refused == Some(n) {
+            return Err(Failure::Refused);
+        }
+        Ok(HttpReply {
+            status: 200,
+            body: format!("backend-{n} "),
+        })
+    }
+    fn udp(&self, _ip: Ipv4Addr, _port: u16, _payload: &str) -> Result<String, Failure> {
+        Err(Failure::Timeout)
+    }
+    fn ping(&self, _ip: Ipv4Addr) -> Result<(), Failure> {
+        Ok(())
+    }
+}
+
+const REFUSED_WEB: &str = "curl: (7) Failed to connect to web port 80 after 0 ms: Couldn't connect to server\n";
+
+/// curl's URLs are transferred one after another (curl `src/tool_operate.c` serial_transfers):
+/// one lookup for the name (the shared DNS cache), a connection kept for the next request to
+/// the same origin unless the request says `Connection: close`, an error line per failed
+/// transfer, and the last transfer's exit code.
+#[rstest]
+#[case::kept_connection(
+    "curl -s web/hostname web/hostname web/hostname",
+    None,
+    said(0, "backend-0 backend-0 backend-0 "),
+    1
+)]
+#[case::new_connection_each(
+    "curl -s -H Connection:close web/hostname web/hostname web/hostname",
+    None,
+    said(0, "backend-0 backend-1 backend-2 "),
+    3
+)]
+#[case::another_path_connects_again("curl -s web/hostname web/clientip", None, said(0, "backend-0 backend-1 "), 2)]
+#[case::a_failed_one_in_the_middle(
+    "curl.exe -sS --header connection:close web/hostname web/hostname web/hostname",
+    Some(1),
+    both(0, "backend-0 backend-2 ", REFUSED_WEB),
+    3
+)]
+#[case::the_last_one_sets_the_exit_code(
+    "curl -sS -H Connection:close -w %{http_code}, web/hostname web/hostname",
+    Some(1),
+    both(7, "backend-0 200,000,", REFUSED_WEB),
+    2
+)]
+#[case::a_failure_closes_the_connection(
+    "curl -sS web/hostname web/hostname web/hostname",
+    Some(0),
+    both(0, "backend-1 backend-1 ", REFUSED_WEB),
+    2
+)]
+fn curl_transfers_each_url_in_turn(
+    #[case] line: &str,
+    #[case] refused: Option<usize>,
+    #[case] want: Want,
+    #[case] connections: usize,
+) {
+    let wire = Backends {
+        connections: std::cell::Cell::new(0),
+        lookups: std::cell::Cell::new(0),
+        refused,
+    };
+    let argv: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    let got = run(&context(Lin), &wire, &argv);
+    assert_eq!(String::from_utf8_lossy(&got.stdout), want.stdout, "{line}");
+    assert_eq!(String::from_utf8_lossy(&got.stderr), want.stderr, "{line}");
+    assert_eq!(got.exit, ExitStatus::Code(want.code), "{line}");
+    assert_eq!(wire.connections.get(), connections, "connections of {line}");
+    assert_eq!(wire.lookups.get(), 1, "one lookup for {line}");
+}

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Addr, Dest, Failure, Net, out, parse_url, reason, short_flags};
+use super::{Addr, Dest, Failure, HttpReply, Net, out, parse_url, reason, short_flags};
 use crate::node::runtime::ExecOutput;
 
 /// curl's short options that take a value.
@@ -51,7 +51,10 @@ pub(super) struct CurlOpts {
     pub(super) write_out: Option<String>,
     pub(super) connect_timeout: Option<f64>,
     pub(super) max_time: Option<f64>,
-    pub(super) url: Option<String>,
+    /// The URLs in the order given (positional arguments and `--url`): one transfer each.
+    pub(super) urls: Vec<String>,
+    /// A `-H "Connection: close"` header: each connection closes after its answer.
+    pub(super) close: bool,
 }
 
 impl CurlOpts {
@@ -67,7 +70,7 @@ impl CurlOpts {
                     "fail" | "fail-with-body" => o.fail = true,
                     "head" => o.head = true,
                     "include" => o.include = true,
-                    "output" | "write-out" | "connect-timeout" | "max-time" | "url" => {
+                    "output" | "write-out" | "connect-timeout" | "max-time" | "url" | "header" => {
                         let value = args.get(i).cloned();
                         i += 1;
                         o.set(long, value, a)?;
@@ -92,12 +95,13 @@ impl CurlOpts {
                         'o' => "output",
                         'w' => "write-out",
                         'm' => "max-time",
+                        'H' => "header",
                         _ => "",
                     };
                     o.set(long, value, &format!("-{c}"))?;
                 }
-            } else if o.url.is_none() {
-                o.url = Some(a.clone());
+            } else {
+                o.urls.push(a.clone());
             }
         }
         Ok(o)
@@ -132,7 +136,15 @@ impl CurlOpts {
             "write-out" => self.write_out = Some(value.clone()),
             "connect-timeout" => self.connect_timeout = Some(seconds()?),
             "max-time" => self.max_time = Some(seconds()?),
-            "url" => self.url = Some(value.clone()),
+            "url" => self.urls.push(value.clone()),
+            "header" => {
+                if let Some((name, v)) = value.split_once(':') {
+                    let name = name.trim();
+                    if name.eq_ignore_ascii_case("connection") {
+                        self.close = v.trim().eq_ignore_ascii_case("close");
+                    }
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -206,19 +218,48 @@ pub(super) fn write_out(format: &str, t: &Transfer) -> String {
 /// curl 8 (`curl.exe` prints the same): the body on stdout; `curl: (N) …` on stderr unless `-s`
 /// without `-S`; exit 6 (no such host), 7 (refused), 22 (`--fail`, status ≥ 400), 28 (timeout),
 /// 56 (reset).
+///
+/// Several URLs are transferred one after another, as curl's `serial_transfers` does
+/// (curl `src/tool_operate.c`): each prints its body, its `-w` text and its own error line,
+/// and the exit code is the last transfer's. The transfers share one DNS cache and one
+/// connection cache (the tool's `curl_share` of `CURL_LOCK_DATA_DNS` and
+/// `CURL_LOCK_DATA_CONNECT`): a name is looked up once, and a connection that answered is used
+/// again for the next request to the same origin unless the request said `Connection: close`
+/// (the server closes after answering it). `-o FILE` takes the first URL's body.
 pub(super) fn curl(net: &Net, args: &[String]) -> ExecOutput {
     let opts = match CurlOpts::parse(args) {
         Ok(o) => o,
         Err(o) => return o,
     };
-    let Some(url_text) = opts.url.clone() else {
+    if opts.urls.is_empty() {
         return out(
             "",
             "curl: no URL specified!\ncurl: try 'curl --help' or 'curl --manual' for more information\n",
             2,
         );
-    };
-    let url = parse_url(&url_text);
+    }
+    let mut shared = Shared::default();
+    let (mut stdout, mut stderr, mut code) = (String::new(), String::new(), 0);
+    for (index, url_text) in opts.urls.iter().enumerate() {
+        let (body, error, exit) = transfer(net, &opts, url_text, index, &mut shared);
+        stdout.push_str(&body);
+        stderr.push_str(&error);
+        code = exit;
+    }
+    out(stdout, stderr, code)
+}
+
+/// What one curl invocation's transfers share: the names looked up, and the connection the
+/// last answer came over (its origin, path and answer) while it stays open.
+#[derive(Default)]
+struct Shared {
+    names: std::collections::HashMap<String, Dest>,
+    open: Option<(String, u16, String, HttpReply)>,
+}
+
+/// One transfer of a curl invocation: what it prints on stdout and stderr, and its exit code.
+fn transfer(net: &Net, opts: &CurlOpts, url_text: &str, index: usize, shared: &mut Shared) -> (String, String, i32) {
+    let url = parse_url(url_text);
     let (host, port) = (url.host.as_str(), url.port);
     let ms = opts.timeout_ms();
     let mut transfer = Transfer {
@@ -226,54 +267,75 @@ pub(super) fn curl(net: &Net, args: &[String]) -> ExecOutput {
         size: 0,
         remote: None,
         exit: 0,
-        url: &url_text,
+        url: url_text,
     };
-    let (addr, failure) = match net.locate(host) {
+    let dest = shared
+        .names
+        .entry(host.to_string())
+        .or_insert_with(|| net.locate(host))
+        .clone();
+    let (addr, failure) = match dest {
         Dest::At(addr, _) => (Some(addr), None),
         Dest::NotFound => (None, Some((6, format!("Could not resolve host: {host}")))),
         Dest::Timeout(_) => (None, Some((28, format!("Resolving timed out after {ms} milliseconds")))),
     };
     let mut body = String::new();
     let failure = match (&addr, failure) {
-        (Some(addr), None) => match net.http_get(addr, port, &url.target) {
-            Ok(reply) => {
-                transfer.status = reply.status;
-                transfer.remote = Some((addr, port));
-                if opts.head || opts.include {
-                    let _ = write!(
-                        body,
-                        "HTTP/1.1 {} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
-                        reply.status,
-                        reason(reply.status),
-                        reply.body.len()
-                    );
-                }
-                if opts.fail && reply.status >= 400 {
-                    Some((22, format!("The requested URL returned error: {}", reply.status)))
-                } else {
-                    transfer.size = reply.body.len();
-                    if !opts.head {
-                        body.push_str(&reply.body);
+        (Some(addr), None) => {
+            // A kept connection answers a request for the same path as it did (the same backend
+            // behind a Service); another path, or no kept connection, makes a new one.
+            let kept = shared
+                .open
+                .take()
+                .filter(|(h, p, target, _)| h == host && *p == port && *target == url.target)
+                .map(|(.., reply)| reply);
+            let answer = match kept {
+                Some(reply) => Ok(reply),
+                None => net.http_get(addr, port, &url.target),
+            };
+            match answer {
+                Ok(reply) => {
+                    if !opts.close {
+                        shared.open = Some((host.to_string(), port, url.target.clone(), reply.clone()));
                     }
-                    None
+                    transfer.status = reply.status;
+                    transfer.remote = Some((addr, port));
+                    if opts.head || opts.include {
+                        let _ = write!(
+                            body,
+                            "HTTP/1.1 {} {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
+                            reply.status,
+                            reason(reply.status),
+                            reply.body.len()
+                        );
+                    }
+                    if opts.fail && reply.status >= 400 {
+                        Some((22, format!("The requested URL returned error: {}", reply.status)))
+                    } else {
+                        transfer.size = reply.body.len();
+                        if !opts.head {
+                            body.push_str(&reply.body);
+                        }
+                        None
+                    }
+                }
+                Err(Failure::Refused | Failure::Other(_)) => Some((
+                    7,
+                    format!("Failed to connect to {host} port {port} after 0 ms: Couldn't connect to server"),
+                )),
+                Err(Failure::Timeout | Failure::NoReply) => Some((
+                    28,
+                    format!("Failed to connect to {host} port {port} after {ms} ms: Timeout was reached"),
+                )),
+                Err(Failure::Reset) => {
+                    transfer.remote = Some((addr, port));
+                    Some((56, "Recv failure: Connection reset by peer".to_string()))
                 }
             }
-            Err(Failure::Refused | Failure::Other(_)) => Some((
-                7,
-                format!("Failed to connect to {host} port {port} after 0 ms: Couldn't connect to server"),
-            )),
-            Err(Failure::Timeout | Failure::NoReply) => Some((
-                28,
-                format!("Failed to connect to {host} port {port} after {ms} ms: Timeout was reached"),
-            )),
-            Err(Failure::Reset) => {
-                transfer.remote = Some((addr, port));
-                Some((56, "Recv failure: Connection reset by peer".to_string()))
-            }
-        },
+        }
         (_, failure) => failure,
     };
-    let to_file = opts.output.as_deref().is_some_and(|f| f != "-");
+    let to_file = index == 0 && opts.output.as_deref().is_some_and(|f| f != "-");
     let mut stdout = if to_file || failure.is_some() {
         String::new()
     } else {
@@ -288,7 +350,7 @@ pub(super) fn curl(net: &Net, args: &[String]) -> ExecOutput {
         transfer.exit = code;
         stdout.push_str(&write_out(format, &transfer));
     }
-    out(stdout, stderr, code)
+    (stdout, stderr, code)
 }
 
 // ---------------------------------------------------------------------------------------------
