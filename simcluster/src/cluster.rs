@@ -225,6 +225,7 @@ impl Cluster {
             kubelets: kubelets.clone(),
             forwarder: Arc::new(crate::node::forward::Forwarder::new(simnet.clone())),
             custom: Arc::new(custom),
+            pages: Default::default(),
         });
         let handle = axum_server::Handle::new();
         let app = api::router(shared);

@@ -7,6 +7,7 @@ pub mod access;
 pub mod admission;
 pub mod agents;
 pub mod budget;
+pub mod chunks;
 pub mod dataplane;
 pub mod deploy;
 pub mod duration;

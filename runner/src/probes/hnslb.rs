@@ -352,9 +352,23 @@ async fn list_all<K>(client: &kube::Client, what: &str) -> Result<Vec<K>, String
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
+    fold_all(client, what, |k| [k]).await
+}
+
+/// What `keep` takes of each `K` in every namespace, read in chunks
+/// ([`crate::cluster::chunks`]) so that only what is kept of a large list stays, within
+/// [`LIST_TIMEOUT`]; Err names what could not be listed.
+async fn fold_all<K, T, I>(client: &kube::Client, what: &str, mut keep: impl FnMut(K) -> I) -> Result<Vec<T>, String>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    I: IntoIterator<Item = T>,
+{
     let api: kube::Api<K> = kube::Api::all(client.clone());
-    match tokio::time::timeout(LIST_TIMEOUT, api.list(&kube::api::ListParams::default())).await {
-        Ok(Ok(list)) => Ok(list.items),
+    let mut kept = Vec::new();
+    let params = kube::api::ListParams::default();
+    let listed = crate::cluster::chunks::each(&api, &params, |k| kept.extend(keep(k)));
+    match tokio::time::timeout(LIST_TIMEOUT, listed).await {
+        Ok(Ok(())) => Ok(kept),
         Ok(Err(kube::Error::Api(s))) if s.code == 403 => Err(format!(
             "the API's {what} in every namespace (list {what}: forbidden; deploy/rbac.yaml grants it)"
         )),
@@ -367,11 +381,41 @@ where
 async fn read_api(client: &kube::Client) -> Result<ApiView, String> {
     use k8s_openapi::api::core::v1::{Node, Pod, Service};
     use k8s_openapi::api::discovery::v1::EndpointSlice;
+    // Of the pods and nodes, only their addresses: every pod of a large cluster is many
+    // megabytes of objects.
+    let pod_addresses = |pod: Pod| -> Vec<(String, String)> {
+        let (Some(spec), Some(status)) = (pod.spec, pod.status) else {
+            return Vec::new();
+        };
+        if spec.host_network == Some(true) {
+            return Vec::new();
+        }
+        let node = spec.node_name.unwrap_or_default();
+        status
+            .pod_ips
+            .into_iter()
+            .flatten()
+            .map(|p| p.ip)
+            .chain(status.pod_ip)
+            .map(|ip| (ip, node.clone()))
+            .collect()
+    };
+    let node_addresses = |n: Node| -> [(String, Vec<(String, String)>); 1] {
+        let name = n.metadata.name.unwrap_or_default();
+        let addresses = n
+            .status
+            .and_then(|s| s.addresses)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| (a.type_, a.address))
+            .collect();
+        [(name, addresses)]
+    };
     let (services, slices, pods, nodes) = futures::join!(
         list_all::<Service>(client, "services"),
         list_all::<EndpointSlice>(client, "endpointslices"),
-        list_all::<Pod>(client, "pods"),
-        list_all::<Node>(client, "nodes"),
+        fold_all(client, "pods", pod_addresses),
+        fold_all(client, "nodes", node_addresses),
     );
     let (services, slices, pods, nodes) = (services?, slices?, pods?, nodes?);
     let mut view = ApiView::default();
@@ -433,30 +477,12 @@ async fn read_api(client: &kube::Client) -> Result<ApiView, String> {
             local_only: spec.internal_traffic_policy.as_deref() == Some("Local"),
         });
     }
-    for pod in &pods {
-        let (Some(spec), Some(status)) = (&pod.spec, &pod.status) else {
-            continue;
-        };
-        if spec.host_network == Some(true) {
-            continue;
-        }
-        let node = spec.node_name.clone().unwrap_or_default();
-        for ip in status
-            .pod_ips
-            .iter()
-            .flatten()
-            .map(|p| p.ip.clone())
-            .chain(status.pod_ip.clone())
-        {
-            view.pods.insert(ip, node.clone());
-        }
-    }
-    for n in &nodes {
-        let name = n.metadata.name.clone().unwrap_or_default();
-        for a in n.status.iter().flat_map(|s| s.addresses.iter().flatten()) {
-            view.other_vips.insert(a.address.clone());
-            if a.type_ == "InternalIP" {
-                view.nodes.entry(name.clone()).or_insert_with(|| a.address.clone());
+    view.pods.extend(pods);
+    for (name, addresses) in nodes {
+        for (kind, address) in addresses {
+            view.other_vips.insert(address.clone());
+            if kind == "InternalIP" {
+                view.nodes.entry(name.clone()).or_insert(address);
             }
         }
     }

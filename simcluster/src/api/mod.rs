@@ -18,6 +18,7 @@ mod exec;
 mod logs;
 mod metrics;
 mod nodeproxy;
+pub mod paging;
 mod pfchannel;
 mod portforward;
 mod requestinfo;
@@ -77,6 +78,8 @@ pub struct Shared {
     pub kubelets: Arc<crate::node::kubelet::Kubelets>,
     /// Custom resources the add-ons bring (Calico's operator Installation), read-only.
     pub custom: Arc<custom::CustomResources>,
+    /// Lists being read in chunks (`limit` and `continue`).
+    pub pages: paging::Pages,
 }
 
 pub type ApiState = Arc<Shared>;

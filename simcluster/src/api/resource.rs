@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{ApiState, Format, Query, Target, decode_object, json_response, json_value};
+use super::{ApiState, Format, Query, Target, decode_object, json_response, json_value, paging};
 use crate::api::authorization::{Attributes, UserInfo};
 use crate::store::api_error::{ApiError, Cause};
 use crate::store::patch::{self, PatchError};
@@ -122,15 +122,35 @@ pub(crate) fn get(state: &ApiState, t: &Target, format: Format) -> Result<Respon
 }
 
 pub(crate) fn list(state: &ApiState, t: &Target, q: &Query, format: Format) -> Result<Response, ApiError> {
-    let selectors = Selectors::parse(t.rt, q)?;
-    let (items, rv) = state.store.list(t.rt, t.namespace.as_deref());
-    let items: Vec<Obj> = items.into_iter().filter(|o| selectors.matches(o)).collect();
+    let limit = paging::limit(q.get("limit"))?;
+    let page = match q.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => state.pages.next(token, limit)?,
+        None => {
+            let selectors = Selectors::parse(t.rt, q)?;
+            let (items, rv) = state.store.list(t.rt, t.namespace.as_deref());
+            let items: Vec<Obj> = items.into_iter().filter(|o| selectors.matches(o)).collect();
+            state.pages.first(items, rv, limit)
+        }
+    };
+    let (items, rv) = (page.items, page.rv);
     Ok(match format {
-        Format::Table(include) => json_value(StatusCode::OK, &table::render(t.rt, &items, rv, include, true)),
+        Format::Table(include) => {
+            let mut table = table::render(t.rt, &items, rv, include, true);
+            if let Some((token, left)) = &page.rest {
+                table["metadata"]["continue"] = json!(token);
+                table["metadata"]["remainingItemCount"] = json!(left);
+            }
+            json_value(StatusCode::OK, &table)
+        }
         Format::Json => {
             // Assemble the list from the stored encodings instead of re-serialising objects.
+            let rest = page
+                .rest
+                .as_ref()
+                .map(|(token, left)| format!(r#","continue":{},"remainingItemCount":{left}"#, json!(token)))
+                .unwrap_or_default();
             let head = format!(
-                r#"{{"kind":"{}List","apiVersion":"{}","metadata":{{"resourceVersion":"{rv}"}},"items":["#,
+                r#"{{"kind":"{}List","apiVersion":"{}","metadata":{{"resourceVersion":"{rv}"{rest}}},"items":["#,
                 t.rt.kind,
                 t.rt.api_version()
             );

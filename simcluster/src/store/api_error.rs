@@ -121,6 +121,11 @@ pub enum ApiError {
     TooLarge { limit: usize },
     #[error("too old resource version: {requested} ({oldest})")]
     Expired { requested: u64, oldest: u64 },
+    /// A list's continue token outlived the revision it reads at (kube-apiserver's wording).
+    #[error(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+    )]
+    ContinueExpired,
     #[error("Internal error occurred: {0}")]
     Internal(String),
     /// A validating admission webhook refused the request: the apiserver relays its status code
@@ -207,7 +212,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => 415,
             Self::NotAcceptable(_) => 406,
             Self::TooLarge { .. } => 413,
-            Self::Expired { .. } => 410,
+            Self::Expired { .. } | Self::ContinueExpired => 410,
             Self::Internal(_) => 500,
             Self::WebhookDenied { code, .. } => *code,
         }
@@ -227,7 +232,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::NotAcceptable(_) => "NotAcceptable",
             Self::TooLarge { .. } => "RequestEntityTooLarge",
-            Self::Expired { .. } => "Expired",
+            Self::Expired { .. } | Self::ContinueExpired => "Expired",
             Self::Internal(_) => "InternalError",
             Self::WebhookDenied { reason, .. } => reason,
         }

@@ -196,6 +196,56 @@ async fn list_with_label_and_field_selectors() {
     assert_eq!(code, 400);
 }
 
+/// A list read in chunks (`limit`, `continue`; kubectl asks 500 at a time) gives every item
+/// once, at the first chunk's resourceVersion, though the list changes between chunks; with a
+/// label selector it chunks the matching items; a token the server never gave is 410 Expired.
+#[rstest]
+#[case::in_twos(2, None, 5)]
+#[case::in_threes_selected(3, Some("app=web"), 4)]
+#[case::in_one_chunk(50, None, 5)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_come_in_chunks(#[case] limit: u32, #[case] labels: Option<&str>, #[case] want: usize) {
+    let (_cluster, client) = setup("chunks").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "chunks");
+    for (name, app) in [("a", "web"), ("b", "web"), ("c", "db"), ("d", "web"), ("e", "web")] {
+        pods.create(&PostParams::default(), &pod(name, "ghost-1", app))
+            .await
+            .expect("create");
+    }
+    let mut params = ListParams::default().limit(limit);
+    if let Some(l) = labels {
+        params = params.labels(l);
+    }
+    let first = pods.list(&params).await.expect("first chunk");
+    let rv = first.metadata.resource_version.clone();
+    let mut names: Vec<String> = first.items.iter().map(ResourceExt::name_any).collect();
+    let mut token = first.metadata.continue_.clone().filter(|t| !t.is_empty());
+    // A pod made between chunks is not in this list: it reads at the first chunk's version.
+    pods.create(&PostParams::default(), &pod("f", "ghost-1", "web"))
+        .await
+        .expect("create between chunks");
+    let mut chunks = 1;
+    while let Some(t) = token {
+        let next = pods.list(&params.clone().continue_token(&t)).await.expect("next chunk");
+        assert_eq!(next.metadata.resource_version, rv);
+        assert!(next.items.len() <= limit as usize);
+        names.extend(next.items.iter().map(ResourceExt::name_any));
+        token = next.metadata.continue_.clone().filter(|t| !t.is_empty());
+        chunks += 1;
+    }
+    assert_eq!(names.len(), want, "{names:?}");
+    assert_eq!(chunks, want.div_ceil(limit as usize));
+    let mut unique = names.clone();
+    unique.dedup();
+    assert_eq!(unique, names);
+    let (code, reason) = api_error(
+        pods.list(&ListParams::default().limit(2).continue_token("mc-999999-2"))
+            .await
+            .expect_err("unknown token"),
+    );
+    assert_eq!((code, reason.as_str()), (410, "Expired"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_decode_with_upstream_reasons() {
     let (_cluster, client) = setup("errs").await;
