@@ -398,9 +398,22 @@ mod tests {
         assert_eq!(Settle::NONE.window(kind), Duration::ZERO);
     }
 
+    /// How a test makes the connections after the first.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum How {
+        /// [`repeat`]: one attempt each.
+        OneAtATime,
+        /// [`repeat_together`] where they can be made together.
+        Together,
+        /// [`repeat_together`] where they cannot (`together` answers None).
+        NotTogether,
+    }
+
     /// Once it works a flow is judged on all its connections: a backend that one in four
     /// picks fails a share of them, named; all working leaves the note as it was; a flow that
-    /// never worked makes no more.
+    /// never worked makes no more. Connections made together judge it as the same connections
+    /// made one at a time would; where they cannot be made together they are made one at a
+    /// time.
     #[rstest::rstest]
     #[case::one_in_four(&[true, true, true, false], 10, Some((2, 10)), false)]
     #[case::all_work(&[true; 10], 10, Some((0, 10)), true)]
@@ -412,6 +425,7 @@ mod tests {
         #[case] connections: usize,
         #[case] repeated: Option<(usize, usize)>,
         #[case] works: bool,
+        #[values(How::OneAtATime, How::Together, How::NotTogether)] how: How,
     ) {
         // The pattern repeats: [ok, ok, ok, fail] is the fourth connection of every four.
         let script: Vec<bool> = pattern.iter().copied().cycle().take(40).collect();
@@ -419,7 +433,34 @@ mod tests {
         let first = until_works(Instant::now(), FIRST_PAUSE, &mut attempt)
             .await
             .expect("runs");
-        let s = repeat(first, connections, &mut attempt).await.expect("runs");
+        let s = if how == How::OneAtATime {
+            repeat(first, connections, &mut attempt).await.expect("runs")
+        } else {
+            let can = how == How::Together;
+            let asked = Cell::new(None);
+            let together = |n: usize| {
+                asked.set(Some(n));
+                let made: Vec<Observation> = (0..n)
+                    .map(|_| attempt().into_inner().map(|(o, _)| o))
+                    .collect::<Result<_, ()>>()
+                    .expect("scripted");
+                std::future::ready(Ok::<_, ()>(can.then_some((made, 99))))
+            };
+            let singles = Cell::new(0);
+            let mut rest = scripted(&script[1..]);
+            let one = || {
+                singles.set(singles.get() + 1);
+                rest()
+            };
+            let s = repeat_together(first, connections, together, one).await.expect("runs");
+            let more = repeated.is_some();
+            assert_eq!(asked.get(), more.then_some(connections - 1));
+            assert_eq!(singles.get(), if more && !can { connections - 1 } else { 0 });
+            if can && !works && more {
+                assert_eq!(s.value, 99, "the failed command's output is the flow's");
+            }
+            s
+        };
         assert_eq!(s.repeated, repeated);
         assert_eq!(matches!(s.observation, Observation::Reached(_)), works);
         match repeated {
@@ -427,53 +468,6 @@ mod tests {
                 assert_eq!(s.note(), format!(" ({failed} of {made} connections failed: timeout)"));
             }
             _ => assert!(!s.note().contains("connections failed"), "{}", s.note()),
-        }
-    }
-
-    /// Connections made together judge the flow as the same connections made one at a time
-    /// would: the same share failed, the same observation; where they cannot be made together
-    /// (`together` answers None) they are made one at a time.
-    #[rstest::rstest]
-    #[case::one_in_four(&[true, true, true, false], 10, Some((2, 10)), false)]
-    #[case::all_work(&[true; 10], 10, Some((0, 10)), true)]
-    #[case::never_worked(&[false], 10, None, false)]
-    #[case::one_connection(&[true, false], 1, None, true)]
-    #[tokio::test(start_paused = true)]
-    async fn connections_made_together_judge_as_one_at_a_time(
-        #[case] pattern: &[bool],
-        #[case] connections: usize,
-        #[case] repeated: Option<(usize, usize)>,
-        #[case] works: bool,
-        #[values(true, false)] can: bool,
-    ) {
-        let script: Vec<bool> = pattern.iter().copied().cycle().take(40).collect();
-        let mut attempt = scripted(&script);
-        let first = until_works(Instant::now(), FIRST_PAUSE, &mut attempt)
-            .await
-            .expect("runs");
-        let asked = Cell::new(None);
-        let together = |n: usize| {
-            asked.set(Some(n));
-            let made: Vec<Observation> = (0..n)
-                .map(|_| attempt().into_inner().map(|(o, _)| o))
-                .collect::<Result<_, ()>>()
-                .expect("scripted");
-            std::future::ready(Ok::<_, ()>(can.then_some((made, 99))))
-        };
-        let singles = Cell::new(0);
-        let mut rest = scripted(&script[1..]);
-        let one = || {
-            singles.set(singles.get() + 1);
-            rest()
-        };
-        let s = repeat_together(first, connections, together, one).await.expect("runs");
-        assert_eq!(s.repeated, repeated);
-        assert_eq!(matches!(s.observation, Observation::Reached(_)), works);
-        let more = repeated.is_some();
-        assert_eq!(asked.get(), more.then_some(connections - 1));
-        assert_eq!(singles.get(), if more && !can { connections - 1 } else { 0 });
-        if can && !works && more {
-            assert_eq!(s.value, 99, "the failed command's output is the flow's");
         }
     }
 }

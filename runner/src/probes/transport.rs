@@ -289,25 +289,22 @@ pub fn repeated_timeout(connections: usize) -> Duration {
 /// explains: curl did not run them, e.g. it refused an option).
 pub fn classify_repeated(out: &Output, connections: usize) -> Option<Vec<Observation>> {
     let stderr = out.stderr_text();
-    let failures: Vec<Observation> = stderr
+    let failures: Vec<(i32, &str)> = stderr
         .lines()
         .filter_map(|l| {
             let (code, message) = l.strip_prefix("curl: (")?.split_once(") ")?;
-            Some(curl_failure(code.parse().ok()?, message))
+            Some((code.parse().ok()?, message))
         })
         .collect();
-    let last_code = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("curl: (")?.split_once(')')?.0.parse::<i32>().ok());
     let exit = out.exit_code?;
-    if failures.len() > connections || (exit != 0 && last_code != Some(exit)) {
+    if failures.len() > connections || (exit != 0 && failures.last().map(|f| f.0) != Some(exit)) {
         return None;
     }
     let reached = connections - failures.len();
     Some(
         failures
             .into_iter()
+            .map(|(code, message)| curl_failure(code, message))
             .chain(std::iter::repeat_n(Observation::Reached(String::new()), reached))
             .collect(),
     )
