@@ -232,6 +232,7 @@ impl Cluster {
         let serve = serve_api(listener, addr, tls.clone(), app.clone(), handle.clone())?;
         let namespaces = tokio::spawn(namespace_controller(store.clone()));
         let reaper = tokio::spawn(pod_reaper(store.clone()));
+        let cooling = tokio::spawn(crate::store::keep_cool(store.clone()));
         let scheduler = tokio::spawn(scheduler::run(store.clone()));
         let controllers = tokio::spawn(controllers::run(
             store.clone(),
@@ -273,6 +274,7 @@ impl Cluster {
             serve,
             namespaces,
             reaper,
+            cooling,
             scheduler,
             controllers,
             kubelets,

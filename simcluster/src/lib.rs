@@ -29,5 +29,5 @@ pub mod internals {
     pub use crate::node::kubelet::outcome::container_id;
     pub use crate::node::kubelet::transient;
     pub use crate::store::api_error::ApiError;
-    pub use crate::store::{Part, Store, StoreConfig, resources};
+    pub use crate::store::{Obj, Part, Store, StoreConfig, resources};
 }

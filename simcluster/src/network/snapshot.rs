@@ -49,8 +49,9 @@ pub fn node_resolver(node_ip: Ipv4Addr) -> Ipv4Addr {
 /// What a pod object says for the fabric, read once per version of the object: a rebuild reads
 /// only the pods that changed since the last one (a big cluster churns a few pods at a time, and
 /// reading every pod's JSON on each change made each flow cost as much as the cluster is big).
-/// Each version of a stored object is its own allocation, so the cache knows a version by its
-/// address (kept alive here, so that it is not reused), without reading the object at all.
+/// Every write stamps the store's next resourceVersion, so the cache knows a version by its
+/// resourceVersion without reading the object at all, and holds no version itself (the store
+/// may replace a version by a copy without its decoded value: the same resourceVersion).
 #[derive(Debug, Default)]
 pub struct PodCache {
     /// Each pod version's facts (None: not running).
@@ -67,13 +68,12 @@ pub struct PodCache {
     node_of: HashMap<String, usize>,
 }
 
-/// What was read from each version of a stored object, by the object's address: the object
-/// (kept alive, so that its address is not reused), what was read and the rebuild that last
-/// saw it.
+/// What was read from each version of a stored object, by its resourceVersion: what was read
+/// and the rebuild that last saw it.
 #[derive(Debug)]
-struct ByVersion<T>(HashMap<usize, Seen<T>, BuildHasherDefault<AddressHasher>>);
+struct ByVersion<T>(HashMap<u64, Seen<T>, BuildHasherDefault<AddressHasher>>);
 
-type Seen<T> = (Obj, T, u64);
+type Seen<T> = (T, u64);
 
 impl<T> Default for ByVersion<T> {
     fn default() -> Self {
@@ -84,13 +84,13 @@ impl<T> Default for ByVersion<T> {
 impl<T: Clone> ByVersion<T> {
     /// What `obj`'s version says, read by `read` the first time; marks it seen in `rebuild`.
     fn get(&mut self, obj: &Obj, rebuild: u64, read: impl FnOnce(&Obj) -> T) -> T {
-        let key = Arc::as_ptr(obj) as usize;
+        let key = obj.resource_version();
         if let Some(entry) = self.0.get_mut(&key) {
-            entry.2 = rebuild;
-            return entry.1.clone();
+            entry.1 = rebuild;
+            return entry.0.clone();
         }
         let value = read(obj);
-        self.0.insert(key, (obj.clone(), value.clone(), rebuild));
+        self.0.insert(key, (value.clone(), rebuild));
         value
     }
 
@@ -98,7 +98,7 @@ impl<T: Clone> ByVersion<T> {
     /// more than the `seen` it saw.
     fn sweep(&mut self, rebuild: u64, seen: Option<usize>) {
         if seen.is_none_or(|seen| self.0.len() > seen) {
-            self.0.retain(|_, (_, _, at)| *at == rebuild);
+            self.0.retain(|_, (_, at)| *at == rebuild);
         }
     }
 }
@@ -191,7 +191,7 @@ impl ServiceSpec {
     }
 }
 
-/// Hashes an address (already unique) by one multiplication.
+/// Hashes a number already unique (an address, a resourceVersion) by one multiplication.
 #[derive(Debug, Default)]
 pub struct AddressHasher(u64);
 
@@ -207,7 +207,11 @@ impl std::hash::Hasher for AddressHasher {
     }
 
     fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
     }
 }
 

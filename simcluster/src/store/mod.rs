@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod allocation;
 pub mod api_error;
+mod cooling;
 pub mod custom;
 pub mod defaults;
 pub mod patch;
@@ -15,78 +16,22 @@ pub mod policy;
 pub mod rbac;
 pub mod resources;
 pub mod selector;
+mod stored;
 pub mod tokens;
 pub mod validation;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+pub use self::cooling::keep_cool;
 use self::resources::ResourceType;
+use self::stored::meta_str;
+pub use self::stored::{Obj, Stored};
 use crate::store::api_error::{ApiError, Cause};
-
-/// A stored object: its JSON value and that value serialised once.
-#[derive(Debug)]
-pub struct Stored {
-    value: Value,
-    json: Bytes,
-}
-
-impl Stored {
-    fn new(value: Value) -> Result<Arc<Self>, ApiError> {
-        let json =
-            serde_json::to_vec(&value).map_err(|e| ApiError::Internal(format!("cannot serialise object: {e}")))?;
-        Ok(Arc::new(Self {
-            value,
-            json: Bytes::from(json),
-        }))
-    }
-
-    pub fn value(&self) -> &Value {
-        &self.value
-    }
-
-    /// The object's JSON encoding.
-    pub fn json(&self) -> &Bytes {
-        &self.json
-    }
-
-    pub fn name(&self) -> &str {
-        meta_str(&self.value, "name")
-    }
-
-    pub fn namespace(&self) -> &str {
-        meta_str(&self.value, "namespace")
-    }
-
-    pub fn resource_version(&self) -> u64 {
-        meta_str(&self.value, "resourceVersion").parse().unwrap_or(0)
-    }
-
-    pub fn uid(&self) -> &str {
-        meta_str(&self.value, "uid")
-    }
-
-    pub fn is_terminating(&self) -> bool {
-        self.value
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null())
-    }
-}
-
-/// A shared, immutable version of an object.
-pub type Obj = Arc<Stored>;
-
-fn meta_str<'a>(v: &'a Value, field: &str) -> &'a str {
-    v.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +311,18 @@ impl Store {
             .and_then(|t| t.get(&obj_key(rt, ns, name)))
             .cloned()
             .ok_or_else(|| not_found(rt, name))
+    }
+
+    /// The objects of these names (namespace, name) that exist, under one read of the store.
+    pub fn get_each<'a>(&self, rt: &ResourceType, names: impl IntoIterator<Item = &'a (String, String)>) -> Vec<Obj> {
+        let inner = self.read();
+        let Some(table) = inner.tables.get(&key(rt)) else {
+            return Vec::new();
+        };
+        names
+            .into_iter()
+            .filter_map(|(ns, name)| table.get(&obj_key(rt, ns, name)).cloned())
+            .collect()
     }
 
     /// The objects of a kind, in one namespace or all, with the resourceVersion of the list.

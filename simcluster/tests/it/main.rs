@@ -21,6 +21,7 @@
 mod common;
 
 mod api_calls;
+mod cooling;
 mod cronjobs;
 mod faults;
 mod kube_client;

@@ -108,8 +108,8 @@ fn template_hash(template: &Value) -> String {
 
 struct Controllers {
     store: Arc<Store>,
-    /// Pods by owner uid, then pod uid; kept current from the change feed.
-    pods_by_owner: Option<HashMap<String, HashMap<String, Obj>>>,
+    /// The names of pods by owner uid, then pod uid; kept current from the change feed.
+    pods_by_owner: Option<HashMap<String, HashMap<String, (String, String)>>>,
     /// Per ReplicaSet: when it may next replace failed pods (so rejected pods do not pile up at full speed).
     replace_after: HashMap<(String, String), (Instant, u32)>,
     /// Per Job: the failures seen and when it may next create pods.
@@ -303,22 +303,28 @@ impl Controllers {
         }
     }
 
-    /// The pods a controller owns.
+    /// The pods a controller owns, as the store holds them now. The index keeps their names
+    /// only, so that it holds no version (and no decoded value) the store has let go of.
     fn owned_pods(&mut self, owner_uid: &str) -> Vec<Obj> {
         let store = self.store.clone();
         let index = self.pods_by_owner.get_or_insert_with(|| {
-            let mut index: HashMap<String, HashMap<String, Obj>> = HashMap::new();
+            let mut index: HashMap<String, HashMap<String, (String, String)>> = HashMap::new();
             for pod in store.list(resources::core("pods"), None).0 {
                 for uid in owner_uids(pod.value()) {
-                    index.entry(uid).or_default().insert(pod.uid().to_string(), pod.clone());
+                    index.entry(uid).or_default().insert(
+                        pod.uid().to_string(),
+                        (pod.namespace().to_string(), pod.name().to_string()),
+                    );
                 }
             }
             index
         });
-        index
-            .get(owner_uid)
-            .map(|pods| pods.values().cloned().collect())
-            .unwrap_or_default()
+        let Some(pods) = index.get(owner_uid) else {
+            return Vec::new();
+        };
+        let mut owned = store.get_each(resources::core("pods"), pods.values());
+        owned.retain(|p| pods.contains_key(p.uid()));
+        owned
     }
 
     /// Keeps the owner index in step with one pod change.
@@ -332,7 +338,10 @@ impl Controllers {
             if e.kind == EventType::Deleted {
                 pods.remove(&uid);
             } else {
-                pods.insert(uid.clone(), e.object.clone());
+                pods.insert(
+                    uid.clone(),
+                    (e.object.namespace().to_string(), e.object.name().to_string()),
+                );
             }
         }
     }

@@ -270,6 +270,7 @@ impl PodRun {
             self.update_phase();
             let Some((_, i)) = next else {
                 // Nothing more happens on its own.
+                self.idle();
                 self.stop.notified().await;
                 self.stop.notify_one();
                 return Ended::Stopped;

@@ -152,39 +152,38 @@ impl Kubelets {
     }
 
     fn on_pod(self: &Arc<Self>, pod: &Obj, kind: EventType) {
-        let node = json::str(pod.value(), "/spec/nodeName");
-        if node.is_empty() || kind == EventType::Deleted {
+        if kind == EventType::Deleted {
             return;
         }
-        let Some(profile) = self.profile(node) else {
+        // A pod already running needs only its deletion mark, which is metadata: the resync
+        // looks at every pod without decoding the ones it runs.
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(stop) = running.get(pod.uid()) {
+            if pod.is_terminating() {
+                stop.notify_one();
+            }
+            return;
+        }
+        let node = json::str(pod.value(), "/spec/nodeName");
+        let Some(profile) = self.profile(node).filter(|_| !node.is_empty()) else {
             return;
         };
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        match running.get(pod.uid()) {
-            Some(stop) => {
-                if pod.is_terminating() {
-                    stop.notify_one();
-                }
-            }
-            None => {
-                // A pod that already finished before we saw it (resync) has nothing to run.
-                let phase = json::str(pod.value(), "/status/phase");
-                if matches!(phase, "Succeeded" | "Failed") && !pod.is_terminating() {
-                    return;
-                }
-                let stop = Arc::new(Notify::new());
-                if pod.is_terminating() {
-                    stop.notify_one();
-                }
-                running.insert(pod.uid().to_string(), stop.clone());
-                let profile = profile.clone();
-                let this = self.clone();
-                let pod = pod.clone();
-                tokio::spawn(async move {
-                    this.run_pod(profile, pod, stop).await;
-                });
-            }
+        // A pod that already finished before we saw it (resync) has nothing to run.
+        let phase = json::str(pod.value(), "/status/phase");
+        if matches!(phase, "Succeeded" | "Failed") && !pod.is_terminating() {
+            return;
         }
+        let stop = Arc::new(Notify::new());
+        if pod.is_terminating() {
+            stop.notify_one();
+        }
+        running.insert(pod.uid().to_string(), stop.clone());
+        let profile = profile.clone();
+        let this = self.clone();
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            this.run_pod(profile, pod, stop).await;
+        });
     }
 
     /// Nodes whose kubelet is stopped: NotReady (Unknown) with the unreachable taints.
@@ -356,6 +355,15 @@ impl PodRun {
 
     fn v(&self) -> &Value {
         self.pod.value()
+    }
+
+    /// Before a wait that may last the pod's life: the task keeps its pod's version without
+    /// the decoded value, which the store lets go of once nothing reads it (20,000 pods at
+    /// 5,000 nodes held 600 MB of values no one read).
+    fn idle(&mut self) {
+        if self.pod.is_decoded() {
+            self.pod = self.pod.without_value();
+        }
     }
 
     fn full_name(&self) -> String {

@@ -18,6 +18,7 @@ impl PodRun {
     pub(super) async fn terminate(&mut self) {
         if !self.pod.is_terminating() {
             // Wait for the deletion (or an eviction, which then waits for the deletion).
+            self.idle();
             self.stop.notified().await;
             if let Some(message) = self.k.take_eviction(self.pod.uid()) {
                 self.evict(&message).await;
