@@ -135,7 +135,9 @@ mod tests {
     fn store_with_pods(n: usize) -> Store {
         let store = Store::new(StoreConfig { history: 100 });
         let ns = resources::core("namespaces");
-        store.create(ns, "", json!({"metadata": {"name": "shop"}})).unwrap();
+        store
+            .create(ns, "", json!({"metadata": {"name": "shop"}}))
+            .expect("test store");
         for i in 0..n {
             let pods = resources::core("pods");
             store
@@ -145,7 +147,7 @@ mod tests {
                     json!({"metadata": {"name": format!("p{i}"), "labels": {"app": "web"}},
                        "spec": {"containers": [{"name": "c", "image": "agnhost:2.52"}]}}),
                 )
-                .unwrap();
+                .expect("test store");
         }
         store
     }
@@ -176,16 +178,18 @@ mod tests {
     fn the_history_gives_up_superseded_versions_and_still_replays_them() {
         let store = std::sync::Arc::new(store_with_pods(2));
         let pods = resources::core("pods");
-        let first = store.get(pods, "shop", "p0").unwrap().resource_version();
+        let first = store.get(pods, "shop", "p0").expect("test store").resource_version();
         store
             .modify(pods, "shop", "p0", Part::Main, |v| {
                 v["metadata"]["labels"]["tier"] = json!("front");
                 Ok(())
             })
-            .unwrap();
+            .expect("test store");
         store.cool();
         store.cool();
-        let watch = store.watch(pods, Some("shop"), WatchFrom::After(first - 1)).unwrap();
+        let watch = store
+            .watch(pods, Some("shop"), WatchFrom::After(first - 1))
+            .expect("test store");
         assert!(watch.initial.iter().all(|e| !e.object.is_decoded()));
         let mut seen = Vec::new();
         for e in &watch.initial {

@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn metadata_reads_do_not_decode() {
-        let s = Stored::new(pod()).unwrap();
+        let s = Stored::new(pod()).expect("test store");
         assert!(!s.unread(), "a version just written counts as read");
         assert!(s.unread());
         let cold = s.without_value();
@@ -176,11 +176,11 @@ mod tests {
     #[case::terminating(json!({"metadata": {"name": "n", "deletionTimestamp": "2026-12-06T00:00:00Z"}, "x": [1.5, -3, 18446744073709551615u64, "é\n"]}))]
     #[case::empty_object(json!({}))]
     fn a_cooled_version_decodes_to_the_same_value(#[case] value: Value) {
-        let s = Stored::new(value.clone()).unwrap();
+        let s = Stored::new(value.clone()).expect("test store");
         let cold = s.without_value();
         assert_eq!(cold.value(), &value);
         assert_eq!(
-            serde_json::to_vec(cold.value()).unwrap(),
+            serde_json::to_vec(cold.value()).expect("encodes"),
             cold.json().as_ref(),
             "key order kept"
         );
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_version_read_between_sweeps_stays_decoded() {
-        let s = Stored::new(pod()).unwrap();
+        let s = Stored::new(pod()).expect("test store");
         for _ in 0..3 {
             let _ = s.value();
             assert!(!s.unread(), "read since the last sweep");

@@ -106,10 +106,13 @@ fn template_hash(template: &Value) -> String {
         .collect()
 }
 
+/// An owner's pods: pod uid to (namespace, name).
+type OwnedPods = HashMap<String, (String, String)>;
+
 struct Controllers {
     store: Arc<Store>,
     /// The names of pods by owner uid, then pod uid; kept current from the change feed.
-    pods_by_owner: Option<HashMap<String, HashMap<String, (String, String)>>>,
+    pods_by_owner: Option<HashMap<String, OwnedPods>>,
     /// Per ReplicaSet: when it may next replace failed pods (so rejected pods do not pile up at full speed).
     replace_after: HashMap<(String, String), (Instant, u32)>,
     /// Per Job: the failures seen and when it may next create pods.
@@ -308,7 +311,7 @@ impl Controllers {
     fn owned_pods(&mut self, owner_uid: &str) -> Vec<Obj> {
         let store = self.store.clone();
         let index = self.pods_by_owner.get_or_insert_with(|| {
-            let mut index: HashMap<String, HashMap<String, (String, String)>> = HashMap::new();
+            let mut index: HashMap<String, OwnedPods> = HashMap::new();
             for pod in store.list(resources::core("pods"), None).0 {
                 for uid in owner_uids(pod.value()) {
                     index.entry(uid).or_default().insert(
