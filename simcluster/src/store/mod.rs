@@ -321,7 +321,12 @@ impl Store {
         };
         names
             .into_iter()
-            .filter_map(|(ns, name)| table.get(&obj_key(rt, ns, name)).cloned())
+            // A namespaced kind's key is (namespace, name) as given: no copy per lookup.
+            .filter_map(|k| match rt.namespaced {
+                true => table.get(k),
+                false => table.get(&obj_key(rt, &k.0, &k.1)),
+            })
+            .cloned()
             .collect()
     }
 
