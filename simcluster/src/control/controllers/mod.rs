@@ -79,6 +79,41 @@ fn is_ready(pod: &Value) -> bool {
         })
 }
 
+/// What of a pod the endpoints of the Services selecting it are made of: upstream's
+/// `podEndpointsChanged` (`staging/src/k8s.io/endpointslice/util/controller_utils.go`: labels,
+/// hostname and subdomain, deletion timestamp, readiness, pod IPs) and what [`Controllers::endpoints`]
+/// reads besides (the node's name, a terminal phase). Two versions alike in these give the same
+/// endpoints, so a pod change alike in them queues no Service.
+#[derive(PartialEq)]
+struct EndpointFacts<'a> {
+    labels: Option<&'a Value>,
+    hostname: &'a str,
+    subdomain: &'a str,
+    terminating: bool,
+    ready: bool,
+    ip: &'a str,
+    ips: Option<&'a Value>,
+    node: &'a str,
+    terminal: bool,
+}
+
+impl<'a> EndpointFacts<'a> {
+    fn of(pod: &'a Obj) -> EndpointFacts<'a> {
+        let v = pod.value();
+        EndpointFacts {
+            labels: v.pointer("/metadata/labels"),
+            hostname: json::str(v, "/spec/hostname"),
+            subdomain: json::str(v, "/spec/subdomain"),
+            terminating: pod.is_terminating(),
+            ready: is_ready(v),
+            ip: json::str(v, "/status/podIP"),
+            ips: v.pointer("/status/podIPs"),
+            node: json::str(v, "/spec/nodeName"),
+            terminal: matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed"),
+        }
+    }
+}
+
 /// `v` with every object's keys sorted and null and zero fields (`false`, `0`, `""`) left out,
 /// so that equal templates hash equally however they were encoded: a rollback writes back a
 /// template kubectl re-encoded as JSON (Go's `creationTimestamp: null`, zero non-pointer
@@ -137,17 +172,7 @@ struct Controllers {
 /// their delays like the topology's `timing.scale`.
 pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
     let mut feed = store.subscribe();
-    let mut ctl = Controllers {
-        store: store.clone(),
-        pods_by_owner: None,
-        replace_after: HashMap::new(),
-        job_backoff: HashMap::new(),
-        version,
-        scale,
-        changed_pods: HashMap::new(),
-        selectors: (0, HashMap::new()),
-        node_infos: NodeCache::default(),
-    };
+    let mut ctl = Controllers::new(store.clone(), version, scale);
     let mut queue: BTreeSet<Key> = BTreeSet::new();
     ctl.enqueue_all(&mut queue, true);
     let mut resync = tokio::time::interval(Duration::from_secs(2));
@@ -184,6 +209,20 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
 }
 
 impl Controllers {
+    fn new(store: Arc<Store>, version: (u32, u32), scale: f64) -> Controllers {
+        Controllers {
+            store,
+            pods_by_owner: None,
+            replace_after: HashMap::new(),
+            job_backoff: HashMap::new(),
+            version,
+            scale,
+            changed_pods: HashMap::new(),
+            selectors: (0, HashMap::new()),
+            node_infos: NodeCache::default(),
+        }
+    }
+
     /// Queues every object the controllers own; Services (their endpoints) with `services`.
     fn enqueue_all(&self, queue: &mut BTreeSet<Key>, services: bool) {
         for ns in self.store.list(resources::core("namespaces"), None).0 {
@@ -271,14 +310,21 @@ impl Controllers {
             }
             ("", "pods") => {
                 // A pod's readiness or address changes the endpoints of the services selecting it
-                // (matched in `drain`, once per batch).
-                self.changed_pods.insert(
-                    e.object.uid().to_string(),
-                    (
-                        ns.clone(),
-                        v.pointer("/metadata/labels").cloned().unwrap_or(Value::Null),
-                    ),
-                );
+                // (matched in `drain`, once per batch); a change to nothing its endpoints are made
+                // of (a container's restart count, a condition's probe time) changes none.
+                let previous = e.previous.as_ref().filter(|_| e.kind == EventType::Modified);
+                if previous.is_none_or(|p| EndpointFacts::of(p) != EndpointFacts::of(&e.object)) {
+                    let labels = |v: &Value| v.pointer("/metadata/labels").cloned().unwrap_or(Value::Null);
+                    self.changed_pods
+                        .insert(e.object.uid().to_string(), (ns.clone(), labels(v)));
+                    // Relabelled: the Services its old labels matched lose it.
+                    if let Some(p) = previous
+                        && p.value().pointer("/metadata/labels") != v.pointer("/metadata/labels")
+                    {
+                        self.changed_pods
+                            .insert(format!("{}/previous", e.object.uid()), (ns.clone(), labels(p.value())));
+                    }
+                }
                 let pod = e
                     .previous
                     .as_ref()
@@ -1065,6 +1111,109 @@ mod tests {
         let mut picked: Vec<&str> = selectors.selecting(&labels).collect();
         picked.sort_unstable();
         assert_eq!(picked, expect);
+    }
+
+    /// Feeds the controllers every change since `feed`'s last and works their queue off: whether
+    /// a pod change was to be matched against the Services.
+    fn settle(ctl: &mut Controllers, feed: &mut crate::store::Subscription) -> bool {
+        let mut queue = BTreeSet::new();
+        while let Ok(e) = feed.try_recv() {
+            ctl.on_event(&e, &mut queue);
+        }
+        let matched = !ctl.changed_pods.is_empty();
+        ctl.drain(&mut queue);
+        matched
+    }
+
+    /// The ready and not-ready addresses of a Service's Endpoints, and its resourceVersion.
+    fn endpoints_of(store: &Store, name: &str) -> (Vec<String>, Vec<String>, u64) {
+        let ep = store.get(resources::core("endpoints"), "w", name).expect("endpoints");
+        let ips = |key: &str| -> Vec<String> {
+            ep.value()
+                .pointer("/subsets/0")
+                .and_then(|s| s.get(key))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|a| json::str(a, "/ip").to_string())
+                .collect()
+        };
+        (ips("addresses"), ips("notReadyAddresses"), ep.resource_version())
+    }
+
+    /// A pod change queues the Services selecting it only where it changes what their endpoints
+    /// are made of (upstream's `podEndpointsChanged`): a status write touching none of it (a
+    /// restart count, a probe time) leaves the Endpoints as written; readiness, deletion and
+    /// labels move the address, and a relabelled pod leaves the Services its old labels matched.
+    #[rstest::rstest]
+    #[case::restart_count(json!({"status": {"containerStatuses": [{"name": "c", "restartCount": 1}]}}), (vec!["10.1.0.5"], vec![]), false)]
+    #[case::probe_time(json!({"status": {"conditions": [{"type": "Ready", "status": "True", "lastProbeTime": "2026-12-06T00:00:00Z"}]}}), (vec!["10.1.0.5"], vec![]), false)]
+    #[case::not_ready(json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}), (vec![], vec!["10.1.0.5"]), true)]
+    #[case::new_address(json!({"status": {"podIP": "10.1.0.6", "podIPs": [{"ip": "10.1.0.6"}]}}), (vec!["10.1.0.6"], vec![]), true)]
+    #[case::relabelled(json!({"metadata": {"labels": {"app": "db"}}}), (vec![], vec![]), true)]
+    fn only_what_endpoints_are_made_of_moves_them(
+        #[case] patch: Value,
+        #[case] expect: (Vec<&str>, Vec<&str>),
+        #[case] rewritten: bool,
+    ) {
+        let store = Arc::new(Store::default());
+        store
+            .create(resources::core("namespaces"), "w", json!({"metadata": {"name": "w"}}))
+            .expect("ns");
+        for (name, app) in [("web", "web"), ("db", "db")] {
+            let svc = json!({"metadata": {"name": name}, "spec": {"selector": {"app": app}, "ports": [{"port": 80}]}});
+            store.create(resources::core("services"), "w", svc).expect("service");
+        }
+        let mut feed = store.subscribe();
+        let mut ctl = Controllers::new(store.clone(), (1, 32), 1.0);
+        let mut all = BTreeSet::new();
+        ctl.enqueue_all(&mut all, true);
+        ctl.drain(&mut all);
+        store
+            .create(
+                resources::core("pods"),
+                "w",
+                json!({"metadata": {"name": "p", "labels": {"app": "web"}},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}}),
+            )
+            .expect("pod");
+        store
+            .modify(resources::core("pods"), "w", "p", Part::Status, |p| {
+                p["status"] = json!({"phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                    "containerStatuses": [{"name": "c", "restartCount": 0}]});
+                Ok(())
+            })
+            .expect("pod status");
+        settle(&mut ctl, &mut feed);
+        let (ready, _, before) = endpoints_of(&store, "web");
+        assert_eq!(ready, ["10.1.0.5"]);
+        let part = if patch.get("status").is_some() { Part::Status } else { Part::Main };
+        store
+            .modify(resources::core("pods"), "w", "p", part, |p| {
+                merge(p, &patch);
+                Ok(())
+            })
+            .expect("pod change");
+        assert_eq!(settle(&mut ctl, &mut feed), rewritten, "the pod matched against the Services");
+        let (ready, not_ready, after) = endpoints_of(&store, "web");
+        assert_eq!((ready, not_ready), (expect.0.iter().map(|s| s.to_string()).collect(), expect.1.iter().map(|s| s.to_string()).collect()));
+        assert_eq!(after != before, rewritten, "the web Service's Endpoints rewritten");
+        let (db, _, _) = endpoints_of(&store, "db");
+        let relabelled = patch.pointer("/metadata/labels").is_some();
+        assert_eq!(db.len(), usize::from(relabelled), "the db Service selects the pod once relabelled");
+    }
+
+    /// `patch` merged into `v` (objects key by key, anything else replaced).
+    fn merge(v: &mut Value, patch: &Value) {
+        match (v, patch) {
+            (Value::Object(v), Value::Object(p)) => {
+                for (k, x) in p {
+                    merge(v.entry(k.clone()).or_insert(Value::Null), x);
+                }
+            }
+            (v, p) => *v = p.clone(),
+        }
     }
 
     #[test]

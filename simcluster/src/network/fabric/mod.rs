@@ -7,6 +7,7 @@ use std::fmt;
 
 pub mod attempt;
 pub mod policy;
+mod names;
 
 /// A flow's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -424,6 +425,8 @@ pub struct Fabric {
     host_ports: HashMap<(usize, u16, Proto), usize>,
     /// (nodePort, proto) → (service, port index).
     node_ports: HashMap<(u16, Proto), (usize, usize)>,
+    /// The pods by namespace and name.
+    names: names::PodNames,
     /// Service index → per port, the backend addresses every node's proxy had programmed before
     /// the Service's latest change: they keep answering while the change is programmed (a
     /// proxy replaces its rules for a Service at its next sync; until then the old ones work).
@@ -458,6 +461,7 @@ impl Fabric {
             host_listeners: HashMap::new(),
             host_ports: HashMap::new(),
             node_ports: HashMap::new(),
+            names: names::PodNames::default(),
             api_server: None,
             managed_api_server: None,
             ipv6: HashMap::new(),
@@ -499,6 +503,7 @@ impl Fabric {
         self.host_listeners.clear();
         self.host_ports.clear();
         self.node_ports.clear();
+        self.names = names::PodNames::of(&self.pods);
         for (i, h) in self.outside.iter().enumerate() {
             self.addrs.insert(h.ip, Holder::Outside(i));
         }
@@ -539,9 +544,7 @@ impl Fabric {
 
     /// The pod with this namespace and name.
     pub fn pod_index(&self, namespace: &str, name: &str) -> Option<usize> {
-        self.pods
-            .iter()
-            .position(|p| p.namespace == namespace && p.name == name)
+        self.names.find(&self.pods, namespace, name)
     }
 
     /// The source of a flow started in `container` of pod `pod`.
