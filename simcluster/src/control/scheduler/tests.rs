@@ -229,3 +229,53 @@ fn a_pass_starts_on_changes_that_can_place_a_pending_pod(
 fn the_batch_before_a_pass_grows_with_the_last_pass(#[case] pass: Duration, #[case] millis: u64) {
     assert_eq!(batch_after(pass), Duration::from_millis(millis));
 }
+
+/// 300 nodes, every third a Windows node of `pool=w` with its own hostname label, named so
+/// that names do not sort in index order (the tie-break is by name).
+fn many() -> Vec<NodeInfo> {
+    (0..300)
+        .map(|i| {
+            let name = format!("n-{:03}", (i * 7) % 300);
+            let pool = if i % 3 == 0 { "w" } else { "l" };
+            NodeInfo::from_node(&json!({
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "pool": pool}},
+                "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}}
+            }))
+        })
+        .collect()
+}
+
+/// A pod's `nodeSelector` narrows the search to the nodes with its first label's value, and the
+/// pick is the one a visit of every node from `start` makes: the search stops after
+/// `feasible_nodes_to_find` feasible nodes (144 of 300) in round-robin order from `start`, and
+/// picks the least allocated, then the lowest name, among those. Pinned to a hostname, the pod
+/// lands on that node; selecting a value no node has, on none (the message counts every node).
+#[rstest]
+#[case::from_the_first(0)]
+#[case::from_the_middle(150)]
+#[case::from_the_last(299)]
+fn a_selector_searches_only_its_nodes_in_the_same_order(#[case] start: usize) {
+    let nodes = many();
+    let mut labels = LabelIndex::default();
+    let usage = HashMap::new();
+    let in_pool = pod(json!({"nodeSelector": {"pool": "w"}, "containers": [{"name": "c", "image": "i"}]}));
+    let wanted = feasible_nodes_to_find(nodes.len());
+    let expect = (0..nodes.len())
+        .map(|o| (start + o) % nodes.len())
+        .filter(|i| i % 3 == 0)
+        .take(wanted)
+        .map(|i| nodes[i].name.clone())
+        .min();
+    let picked = choose_from(&in_pool, &nodes, &usage, start, &mut labels).map(|n| n.name.clone());
+    assert_eq!(picked.ok(), expect);
+    for target in ["n-000", "n-151", "n-299"] {
+        let pinned = pod(json!({"nodeSelector": {"kubernetes.io/hostname": target, "pool": "l"}, "containers": [{"name": "c", "image": "i"}]}));
+        let picked = choose_from(&pinned, &nodes, &usage, start, &mut labels).map(|n| n.name.clone());
+        let index = nodes.iter().position(|n| n.name == target).expect("node");
+        let expect = if index % 3 == 0 { None } else { Some(target.to_string()) };
+        assert_eq!(picked.as_ref().ok(), expect.as_ref(), "pinned to {target}");
+    }
+    let nowhere = pod(json!({"nodeSelector": {"pool": "gpu"}, "containers": [{"name": "c", "image": "i"}]}));
+    let message = choose_from(&nowhere, &nodes, &usage, start, &mut labels).expect_err("no node");
+    assert!(message.starts_with("0/300 nodes are available: 300 node(s) didn't match Pod's node affinity/selector."), "{message}");
+}
