@@ -30,7 +30,7 @@ use crate::config::profile::NodeProfile;
 use crate::network::apps::SimNet;
 use crate::network::fabric::{Failure, Proto};
 use crate::network::wire::Wire as _;
-use crate::store::Store;
+use crate::store::{Obj, Store};
 use crate::store::resources;
 use crate::vocab::json;
 
@@ -126,7 +126,7 @@ impl NodePort {
 
 /// The TCP NodePorts of the cluster's services (on every node) and the TCP hostPorts of its
 /// running pods (on their node); with `firewalled` addresses, the kubelet's port too.
-fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> Wanted {
+fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool, pods: &mut PodPorts) -> Wanted {
     let mut out = HashSet::new();
     let mut node_ports = Vec::new();
     if firewalled {
@@ -202,19 +202,16 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> Wanted {
     }
     // Nodes by name, looked up once per pod with a hostPort (not scanned per pod).
     let by_name: HashMap<&str, &NodeProfile> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-    for pod in store.list(resources::core("pods"), None).0 {
-        let v = pod.value();
-        if json::str(v, "/status/phase") != "Running" {
-            continue;
-        }
-        let ports = host_ports(v);
-        if ports.is_empty() {
-            continue;
-        }
-        let Some(node) = by_name.get(json::str(v, "/spec/nodeName")) else {
+    let listed = store.list(resources::core("pods"), None).0;
+    for pod in &listed {
+        let Some(on) = pods.of(pod) else {
             continue;
         };
-        for port in ports {
+        let (node, ports) = &*on;
+        let Some(node) = by_name.get(node.as_str()) else {
+            continue;
+        };
+        for &port in ports {
             out.insert(Binding {
                 node: node.name.clone(),
                 ip: node.ip,
@@ -224,7 +221,42 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool) -> Wanted {
             });
         }
     }
+    pods.keep_only(&listed);
     Wanted { fixed: out, node_ports }
+}
+
+/// Each running pod's node and TCP hostPorts, read once per version of the pod: the listeners
+/// are aligned at every pod change, and reading all 20,000 pods' JSON each time (at 5,000
+/// nodes) cost a core and kept every pod decoded in memory.
+#[derive(Default)]
+struct PodPorts(HashMap<String, (u64, Option<PortsOn>)>);
+
+/// A running pod's node and the hostPorts it publishes (None: not running or none).
+type PortsOn = Arc<(String, Vec<u16>)>;
+
+impl PodPorts {
+    fn of(&mut self, pod: &Obj) -> Option<PortsOn> {
+        let version = pod.resource_version();
+        if let Some((at, ports)) = self.0.get(pod.uid())
+            && *at == version
+        {
+            return ports.clone();
+        }
+        let v = pod.value();
+        let ports = Some(host_ports(v))
+            .filter(|p| !p.is_empty() && json::str(v, "/status/phase") == "Running")
+            .map(|p| Arc::new((json::str(v, "/spec/nodeName").to_string(), p)));
+        self.0.insert(pod.uid().to_string(), (version, ports.clone()));
+        ports
+    }
+
+    /// Forgets the pods not in `listed` (deleted).
+    fn keep_only(&mut self, listed: &[Obj]) {
+        if self.0.len() > listed.len() {
+            let live: HashSet<&str> = listed.iter().map(|p| p.uid()).collect();
+            self.0.retain(|uid, _| live.contains(uid.as_str()));
+        }
+    }
 }
 
 /// The TCP hostPorts a pod's containers publish.
@@ -281,6 +313,7 @@ pub async fn run(
     let node_ips: Arc<HashSet<Ipv4Addr>> = Arc::new(nodes.iter().map(|n| n.ip).collect());
     // The state the listeners were last aligned with, and whether every bind then succeeded.
     let mut aligned: Option<u64> = None;
+    let mut pod_ports = PodPorts::default();
     loop {
         let state = store.changed_at(&[
             resources::core("pods"),
@@ -291,7 +324,7 @@ pub async fn run(
             wait_for_change(&mut feed).await;
             continue;
         }
-        let want = laid_out(desired(&store, &nodes, !reachable), &nodes, budget);
+        let want = laid_out(desired(&store, &nodes, !reachable, &mut pod_ports), &nodes, budget);
         stop_unwanted(running, &want).await;
         let mut all_bound = true;
         for b in want {
@@ -536,6 +569,65 @@ mod tests {
         let mut p = crate::config::profile::default_node("linux-1", Ipv4Addr::new(127, 0, 9, n)).1;
         p.name = format!("node-{n}");
         p
+    }
+
+    /// A pod's hostPorts are read once per version: a copy of the same version without its
+    /// decoded value gives the same answer and stays undecoded; the next version (no longer
+    /// Running, or another port) is read again; a deleted pod is forgotten.
+    #[rstest::rstest]
+    #[case::running("Running", 8080, Some(("node-2", vec![8080])))]
+    #[case::another_port("Running", 9090, Some(("node-2", vec![9090])))]
+    #[case::pending("Pending", 8080, None)]
+    fn hostports_are_read_once_per_version(
+        #[case] phase: &str,
+        #[case] port: u16,
+        #[case] expect: Option<(&str, Vec<u16>)>,
+    ) {
+        let store = Store::default();
+        let pods = resources::core("pods");
+        store
+            .create(resources::core("namespaces"), "", serde_json::json!({"metadata": {"name": "ns"}}))
+            .expect("ns");
+        store
+            .create(
+                pods,
+                "ns",
+                serde_json::json!({"metadata": {"name": "hp"}, "spec": {"nodeName": "node-2",
+                    "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}}),
+            )
+            .expect("pod");
+        let running = store
+            .modify(pods, "ns", "hp", crate::store::Part::Status, |p| {
+                p["status"] = serde_json::json!({"phase": "Running"});
+                Ok(())
+            })
+            .expect("running");
+        let mut cache = PodPorts::default();
+        let first = cache.of(&running).map(|on| (*on).clone());
+        assert_eq!(first, Some(("node-2".to_string(), vec![8080])));
+        let cold = running.without_value();
+        assert_eq!(cache.of(&cold).map(|on| (*on).clone()), first);
+        assert!(!cold.is_decoded(), "the same version is not read again");
+        let next = store
+            .modify(pods, "ns", "hp", crate::store::Part::Status, |p| {
+                p["status"]["phase"] = serde_json::json!(phase);
+                Ok(())
+            })
+            .expect("next");
+        let next = if port == 8080 {
+            next
+        } else {
+            store
+                .modify(pods, "ns", "hp", crate::store::Part::Main, |p| {
+                    p["spec"]["containers"][0]["ports"][0]["hostPort"] = serde_json::json!(port);
+                    Ok(())
+                })
+                .expect("port")
+        };
+        let expect = expect.map(|(node, ports)| (node.to_string(), ports));
+        assert_eq!(cache.of(&next).map(|on| (*on).clone()), expect);
+        cache.keep_only(&[]);
+        assert!(cache.0.is_empty());
     }
 
     fn wanted() -> Wanted {

@@ -204,6 +204,9 @@ struct Controllers {
     changed_pods: HashMap<String, (String, Value)>,
     /// What the DaemonSet controller read of each pod it owns, per version.
     daemon_pods: DaemonPods,
+    /// Each DaemonSet's eligible nodes: its resourceVersion and the nodes' latest change when
+    /// they were worked out, and the nodes' names.
+    eligible: HashMap<String, (u64, u64, Arc<Vec<String>>)>,
     /// Each namespace's Service selectors, kept between batches while no Service changed (the
     /// store's resourceVersion of the latest Service change, and the selectors).
     selectors: (u64, HashMap<String, Selectors>),
@@ -263,6 +266,7 @@ impl Controllers {
             selectors: (0, HashMap::new()),
             node_infos: NodeCache::default(),
             daemon_pods: DaemonPods::default(),
+            eligible: HashMap::new(),
         }
     }
 
@@ -329,6 +333,7 @@ impl Controllers {
             }
             ("apps", "daemonsets") => {
                 if e.kind == EventType::Deleted {
+                    self.eligible.remove(e.object.uid());
                     self.collect_garbage(&ns, e.object.uid(), &["pods"]);
                 } else {
                     queue.insert(Key::DaemonSet(ns, name));
@@ -842,23 +847,7 @@ impl Controllers {
         if ds.is_terminating() {
             return Ok(());
         }
-        let template_pod = json!({"spec": ds.value().pointer("/spec/template/spec").cloned().unwrap_or(Value::Null)});
-        let mut needs = PodNeeds::from_pod(&template_pod);
-        needs
-            .tolerations
-            .extend(daemonset_tolerations().iter().map(Toleration::from_json));
-        needs.host_ports.clear();
-        let listed = self.store.list(resources::core("nodes"), None).0;
-        let eligible: Vec<String> = self
-            .node_infos
-            .refreshed(&listed)
-            .filter(|n| {
-                misfits(&needs, n, &Usage::default())
-                    .iter()
-                    .all(|m| matches!(m, Misfit::Insufficient(_) | Misfit::TooManyPods | Misfit::Ports))
-            })
-            .map(|n| n.name.clone())
-            .collect();
+        let eligible = self.eligible_nodes(&ds);
         let pods_rt = resources::core("pods");
         let owned: Vec<Obj> = self.owned_pods(ds.uid());
         let target_node = |p: &Obj| -> String {
@@ -879,7 +868,7 @@ impl Controllers {
                 by_node.entry(state.node.clone()).or_default().push((p, state.ready));
             }
         }
-        for node in &eligible {
+        for node in eligible.iter() {
             match by_node.get(node) {
                 None => {
                     self.create_pod(&ds, "DaemonSet", Some(node))?;
@@ -920,6 +909,42 @@ impl Controllers {
 }
 
 impl Controllers {
+    /// The nodes a DaemonSet's pods should run on: those whose taints, selector and affinity its
+    /// template fits (resources, pod count and ports aside, as upstream's `nodeShouldRunDaemonPod`),
+    /// worked out again only when the DaemonSet or a node changed: a DaemonSet syncs at each
+    /// change of one of its pods, and at 5,000 nodes fitting every node each time was most of a
+    /// cluster's start.
+    fn eligible_nodes(&mut self, ds: &Obj) -> Arc<Vec<String>> {
+        let nodes_at = self.store.changed_at(&[resources::core("nodes")]);
+        if let Some((version, at, eligible)) = self.eligible.get(ds.uid())
+            && *version == ds.resource_version()
+            && *at == nodes_at
+        {
+            return eligible.clone();
+        }
+        let template_pod = json!({"spec": ds.value().pointer("/spec/template/spec").cloned().unwrap_or(Value::Null)});
+        let mut needs = PodNeeds::from_pod(&template_pod);
+        needs
+            .tolerations
+            .extend(daemonset_tolerations().iter().map(Toleration::from_json));
+        needs.host_ports.clear();
+        let listed = self.store.list(resources::core("nodes"), None).0;
+        let eligible: Arc<Vec<String>> = Arc::new(
+            self.node_infos
+                .refreshed(&listed)
+                .filter(|n| {
+                    misfits(&needs, n, &Usage::default())
+                        .iter()
+                        .all(|m| matches!(m, Misfit::Insufficient(_) | Misfit::TooManyPods | Misfit::Ports))
+                })
+                .map(|n| n.name.clone())
+                .collect(),
+        );
+        self.eligible
+            .insert(ds.uid().to_string(), (ds.resource_version(), nodes_at, eligible.clone()));
+        eligible
+    }
+
     /// Endpoints and the EndpointSlice of a Service with a selector, from the pods it selects.
     fn endpoints(&mut self, ns: &str, name: &str, pods: &[Obj]) -> Result<(), ApiError> {
         let svc = match self.store.get(resources::core("services"), ns, name) {
