@@ -14,7 +14,7 @@ use kube::Api;
 use mixcheck_reports::{EvidenceItem, Excerpt, Fact, Os};
 
 use crate::cluster::deploy::Deployment;
-use crate::cluster::facts::{self, ClusterFacts, ClusterNode, CniDelegate};
+use crate::cluster::facts::{self, ClusterFacts, CniDelegate};
 use crate::probes::outcome;
 
 /// The limit on one command.
@@ -441,13 +441,19 @@ pub fn delegate_of(cluster: &ClusterFacts, node: &str) -> Result<String, String>
     };
     // A node that could not be read (down, its probe refused) runs the cluster's Windows CNI:
     // what another node of its pool read, else another Windows node.
-    let pool = cluster.nodes.iter().find(|n| n.name == node).map(ClusterNode::pool);
+    // A Windows node's pool is its build (compared as such: this runs for every cell, over
+    // every node, and naming each node's pool cost a 5,000-node run a twentieth of its probing).
+    let pool = cluster
+        .nodes
+        .iter()
+        .find(|n| n.name == node)
+        .map(|n| (n.os, n.build.filter(|_| n.os == Os::Windows)));
     let read_on = |same_pool: bool| {
         cluster
             .nodes
             .iter()
             .filter(|n| n.name != node && n.os == Os::Windows)
-            .filter(|n| !same_pool || Some(n.pool()) == pool)
+            .filter(|n| !same_pool || Some((n.os, n.build)) == pool)
             .find_map(|n| cluster.cni_delegates.get(&n.name).and_then(|r| r.as_ref().ok()))
     };
     if let Some(d) = read_on(true).or_else(|| read_on(false)) {

@@ -204,7 +204,7 @@ enum PodLog {
 fn started_containers(state: &ApiState, node: &str) -> Vec<(Obj, Vec<Value>)> {
     let (pods, _) = state.store.list(resources::core("pods"), None);
     pods.into_iter()
-        .filter(|p| json::str(p.value(), "/spec/nodeName") == node)
+        .filter(|p| p.node_name() == node)
         .map(|p| {
             let statuses: Vec<Value> = ["/status/initContainerStatuses", "/status/containerStatuses"]
                 .iter()

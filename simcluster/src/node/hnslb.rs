@@ -342,8 +342,8 @@ pub(crate) fn endpoints(profile: &NodeProfile, store: &Store) -> Vec<HnsEndpoint
     let (pods, _) = store.list(resources::core("pods"), None);
     let mut found: Vec<HnsEndpoint> = pods
         .iter()
+        .filter(|p| p.node_name() == profile.name)
         .map(|p| p.value())
-        .filter(|v| j::str(v, "/spec/nodeName") == profile.name)
         .filter(|v| j::bool(v, "/spec/hostNetwork") != Some(true))
         .filter(|v| j::str(v, "/status/phase") == "Running")
         .filter_map(|v| {

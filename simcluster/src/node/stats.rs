@@ -111,8 +111,11 @@ pub fn measure(store: &Store, profile: &NodeProfile, held: &[PodUse], now: DateT
     let (base_mem, base_cpu) = container_base(windows);
     let mut pods = Vec::new();
     for pod in store.list(resources::core("pods"), None).0 {
+        if pod.node_name() != profile.name {
+            continue;
+        }
         let v = pod.value();
-        if json::str(v, "/spec/nodeName") != profile.name || json::str(v, "/status/phase") != "Running" {
+        if json::str(v, "/status/phase") != "Running" {
             continue;
         }
         let held_by = held.iter().find(|p| p.uid == pod.uid());

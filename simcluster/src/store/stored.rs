@@ -27,6 +27,11 @@ pub struct Stored {
     uid: Box<str>,
     resource_version: u64,
     terminating: bool,
+    /// A pod's `spec.nodeName` (empty for anything else, and for a pod not bound): readers that
+    /// want one node's pods pick them without decoding every pod of the cluster, as
+    /// kube-apiserver's watch cache indexes pods by `spec.nodeName` for the kubelets' field
+    /// selectors.
+    node_name: Box<str>,
 }
 
 /// A shared, immutable version of an object.
@@ -55,6 +60,12 @@ impl Stored {
             terminating: value
                 .pointer("/metadata/deletionTimestamp")
                 .is_some_and(|v| !v.is_null()),
+            node_name: value
+                .get("spec")
+                .and_then(|s| s.get("nodeName"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
         };
         let _ = stored.value.set(value);
         Ok(Arc::new(stored))
@@ -96,6 +107,11 @@ impl Stored {
         &self.uid
     }
 
+    /// `spec.nodeName` (a pod's node; empty when there is none).
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
     pub fn is_terminating(&self) -> bool {
         self.terminating
     }
@@ -125,6 +141,7 @@ impl Stored {
             uid: self.uid.clone(),
             resource_version: self.resource_version,
             terminating: self.terminating,
+            node_name: self.node_name.clone(),
         })
     }
 }
@@ -160,10 +177,13 @@ mod tests {
                 cold.namespace(),
                 cold.uid(),
                 cold.resource_version(),
-                cold.is_terminating()
+                cold.is_terminating(),
+                cold.node_name()
             ),
-            ("web-0", "shop", "u-1", 42, false)
+            ("web-0", "shop", "u-1", 42, false, "win-1")
         );
+        let unbound = Stored::new(json!({"metadata": {"name": "p"}, "spec": {"containers": []}})).expect("unbound");
+        assert_eq!(unbound.node_name(), "", "a pod no node was given");
         assert!(
             !cold.is_decoded(),
             "metadata came from the version, not from decoding it"

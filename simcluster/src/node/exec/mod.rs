@@ -197,10 +197,9 @@ pub fn node_volume_files(store: &Store, node: &NodeProfile) -> BTreeMap<String, 
     let windows = node.is_windows();
     let mut files = BTreeMap::new();
     let (pods, _) = store.list(resources::core("pods"), None);
-    for pod in pods {
+    for pod in pods.iter().filter(|p| p.node_name() == node.name) {
         let v = pod.value();
-        if json::str(v, "/spec/nodeName") != node.name
-            || matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed")
+        if matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed")
         {
             continue;
         }
