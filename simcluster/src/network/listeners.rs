@@ -30,8 +30,8 @@ use crate::config::profile::NodeProfile;
 use crate::network::apps::SimNet;
 use crate::network::fabric::{Failure, Proto};
 use crate::network::wire::Wire as _;
-use crate::store::{Obj, Store};
 use crate::store::resources;
+use crate::store::{Obj, Store};
 use crate::vocab::json;
 
 /// One listening socket: a node's address and a NodePort or hostPort on it.
@@ -586,7 +586,11 @@ mod tests {
         let store = Store::default();
         let pods = resources::core("pods");
         store
-            .create(resources::core("namespaces"), "", serde_json::json!({"metadata": {"name": "ns"}}))
+            .create(
+                resources::core("namespaces"),
+                "",
+                serde_json::json!({"metadata": {"name": "ns"}}),
+            )
             .expect("ns");
         store
             .create(

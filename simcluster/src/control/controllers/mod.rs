@@ -986,8 +986,10 @@ impl Controllers {
                 .map(|n| n.name.clone())
                 .collect(),
         );
-        self.eligible
-            .insert(ds.uid().to_string(), (ds.resource_version(), nodes_at, eligible.clone()));
+        self.eligible.insert(
+            ds.uid().to_string(),
+            (ds.resource_version(), nodes_at, eligible.clone()),
+        );
         eligible
     }
 
@@ -1307,20 +1309,38 @@ mod tests {
         settle(&mut ctl, &mut feed);
         let (ready, _, before) = endpoints_of(&store, "web");
         assert_eq!(ready, ["10.1.0.5"]);
-        let part = if patch.get("status").is_some() { Part::Status } else { Part::Main };
+        let part = if patch.get("status").is_some() {
+            Part::Status
+        } else {
+            Part::Main
+        };
         store
             .modify(resources::core("pods"), "w", "p", part, |p| {
                 merge(p, &patch);
                 Ok(())
             })
             .expect("pod change");
-        assert_eq!(settle(&mut ctl, &mut feed), rewritten, "the pod matched against the Services");
+        assert_eq!(
+            settle(&mut ctl, &mut feed),
+            rewritten,
+            "the pod matched against the Services"
+        );
         let (ready, not_ready, after) = endpoints_of(&store, "web");
-        assert_eq!((ready, not_ready), (expect.0.iter().map(|s| s.to_string()).collect(), expect.1.iter().map(|s| s.to_string()).collect()));
+        assert_eq!(
+            (ready, not_ready),
+            (
+                expect.0.iter().map(|s| s.to_string()).collect(),
+                expect.1.iter().map(|s| s.to_string()).collect()
+            )
+        );
         assert_eq!(after != before, rewritten, "the web Service's Endpoints rewritten");
         let (db, _, _) = endpoints_of(&store, "db");
         let relabelled = patch.pointer("/metadata/labels").is_some();
-        assert_eq!(db.len(), usize::from(relabelled), "the db Service selects the pod once relabelled");
+        assert_eq!(
+            db.len(),
+            usize::from(relabelled),
+            "the db Service selects the pod once relabelled"
+        );
     }
 
     /// `patch` merged into `v` (objects key by key, anything else replaced).

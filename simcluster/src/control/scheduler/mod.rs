@@ -589,7 +589,13 @@ pub async fn run(store: Arc<Store>) {
         tokio::time::sleep(pause).await;
         while feed.try_recv().is_ok() {}
         let started = Instant::now();
-        waiting = schedule_pending(&store, &mut last_failure, &mut needs_cache, &mut nodes_cache, &mut summaries);
+        waiting = schedule_pending(
+            &store,
+            &mut last_failure,
+            &mut needs_cache,
+            &mut nodes_cache,
+            &mut summaries,
+        );
         pause = batch_after(started.elapsed());
     }
 }
@@ -691,7 +697,10 @@ pub fn schedule_pending(
     let mut seen: HashSet<&str> = HashSet::with_capacity(pods.len());
     let mut usage_by: HashMap<&str, Usage> = HashMap::new();
     for pod in &pods {
-        if summaries.get(pod.uid()).is_none_or(|s| s.version != pod.resource_version()) {
+        if summaries
+            .get(pod.uid())
+            .is_none_or(|s| s.version != pod.resource_version())
+        {
             summaries.insert(pod.uid().to_string(), PodSummary::of(pod));
         }
         seen.insert(pod.uid());
@@ -700,7 +709,9 @@ pub fn schedule_pending(
         summaries.retain(|uid, _| seen.contains(uid.as_str()));
     }
     for pod in &pods {
-        let Some(summary) = summaries.get(pod.uid()) else { continue };
+        let Some(summary) = summaries.get(pod.uid()) else {
+            continue;
+        };
         if !summary.active {
             continue;
         }
@@ -737,7 +748,7 @@ pub fn schedule_pending(
         start = start.wrapping_add(1);
         match choose_from(&needs, &nodes, &usage, start % nodes.len().max(1), &mut labels) {
             Ok(node) => {
-                if bind(store, &pod, &node.name).is_ok() {
+                if bind(store, pod, &node.name).is_ok() {
                     usage.entry(node.name.clone()).or_default().add(&needs);
                     last_failure.remove(pod.uid());
                 } else {
@@ -750,7 +761,7 @@ pub fn schedule_pending(
                     .get(pod.uid())
                     .is_none_or(|(at, m)| *m != message || at.elapsed() >= Duration::from_secs(5));
                 if due {
-                    report_unschedulable(store, &pod, &message);
+                    report_unschedulable(store, pod, &message);
                     last_failure.insert(pod.uid().to_string(), (Instant::now(), message));
                 }
             }

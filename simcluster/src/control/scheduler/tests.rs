@@ -269,7 +269,9 @@ fn a_selector_searches_only_its_nodes_in_the_same_order(#[case] start: usize) {
     let picked = choose_from(&in_pool, &nodes, &usage, start, &mut labels).map(|n| n.name.clone());
     assert_eq!(picked.ok(), expect);
     for target in ["n-000", "n-151", "n-299"] {
-        let pinned = pod(json!({"nodeSelector": {"kubernetes.io/hostname": target, "pool": "l"}, "containers": [{"name": "c", "image": "i"}]}));
+        let pinned = pod(
+            json!({"nodeSelector": {"kubernetes.io/hostname": target, "pool": "l"}, "containers": [{"name": "c", "image": "i"}]}),
+        );
         let picked = choose_from(&pinned, &nodes, &usage, start, &mut labels).map(|n| n.name.clone());
         let index = nodes.iter().position(|n| n.name == target).expect("node");
         let expect = if index % 3 == 0 { None } else { Some(target.to_string()) };
@@ -277,5 +279,8 @@ fn a_selector_searches_only_its_nodes_in_the_same_order(#[case] start: usize) {
     }
     let nowhere = pod(json!({"nodeSelector": {"pool": "gpu"}, "containers": [{"name": "c", "image": "i"}]}));
     let message = choose_from(&nowhere, &nodes, &usage, start, &mut labels).expect_err("no node");
-    assert!(message.starts_with("0/300 nodes are available: 300 node(s) didn't match Pod's node affinity/selector."), "{message}");
+    assert!(
+        message.starts_with("0/300 nodes are available: 300 node(s) didn't match Pod's node affinity/selector."),
+        "{message}"
+    );
 }

@@ -6,8 +6,8 @@
 use std::fmt;
 
 pub mod attempt;
-pub mod policy;
 mod names;
+pub mod policy;
 
 /// A flow's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -199,8 +199,7 @@ pub fn node_volume_files(store: &Store, node: &NodeProfile) -> BTreeMap<String, 
     let (pods, _) = store.list(resources::core("pods"), None);
     for pod in pods.iter().filter(|p| p.node_name() == node.name) {
         let v = pod.value();
-        if matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed")
-        {
+        if matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed") {
             continue;
         }
         for volume in pod_volumes(store, v) {
