@@ -503,7 +503,7 @@ impl Fabric {
         self.host_listeners.clear();
         self.host_ports.clear();
         self.node_ports.clear();
-        self.names = names::PodNames::of(&self.pods);
+        self.names = names::PodNames::default();
         for (i, h) in self.outside.iter().enumerate() {
             self.addrs.insert(h.ip, Holder::Outside(i));
         }

@@ -2,34 +2,43 @@
 //! scan of 20,000 pods' names was a tenth of a 5,000-node run's probing.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::{Arc, LazyLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::PodFacts;
 
 /// A hash of each pod's namespace and name → its index ([`COLLIDE`] where two pods' hashes are
-/// the same), and how many pods there were when it was made (pods added since are found by a
-/// scan).
-#[derive(Debug, Clone, Default)]
-pub struct PodNames(HashMap<u64, usize>, usize);
+/// the same), made at the second lookup in a fabric (a fabric rebuilt after each pod change, as
+/// under full coverage, is often asked once: a scan then costs less than an index), and how
+/// many pods there were when it was made (pods added since are found by a scan).
+#[derive(Debug, Default)]
+pub struct PodNames {
+    index: OnceLock<(HashMap<u64, usize>, usize)>,
+    asked: AtomicBool,
+}
+
+impl Clone for PodNames {
+    /// A copy starts without an index (its pods may change before it is asked).
+    fn clone(&self) -> Self {
+        PodNames::default()
+    }
+}
 
 /// More than one pod has this hash: look them up by a scan.
 const COLLIDE: usize = usize::MAX;
 
-/// One hasher for every index, so that indexes made at different times agree.
-static HASHER: LazyLock<std::collections::hash_map::RandomState> =
-    LazyLock::new(std::collections::hash_map::RandomState::new);
-
+/// FNV-1a of the namespace, a separator no name holds, and the name.
 fn hash(namespace: &str, name: &str) -> u64 {
-    let mut h = HASHER.build_hasher();
-    h.write(namespace.as_bytes());
-    h.write_u8(0xff);
-    h.write(name.as_bytes());
-    h.finish()
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in namespace.bytes().chain([0xff]).chain(name.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 impl PodNames {
-    pub fn of(pods: &[Arc<PodFacts>]) -> PodNames {
+    fn made(pods: &[Arc<PodFacts>]) -> (HashMap<u64, usize>, usize) {
         let mut names = HashMap::with_capacity(pods.len());
         for (i, p) in pods.iter().enumerate() {
             names
@@ -37,17 +46,21 @@ impl PodNames {
                 .and_modify(|at| *at = COLLIDE)
                 .or_insert(i);
         }
-        PodNames(names, pods.len())
+        (names, pods.len())
     }
 
-    /// The index in `pods` (those the index was made of) of the pod with this namespace and name.
+    /// The index in `pods` (the fabric's pods) of the pod with this namespace and name.
     pub fn find(&self, pods: &[Arc<PodFacts>], namespace: &str, name: &str) -> Option<usize> {
         let is = |p: &PodFacts| p.namespace == namespace && p.name == name;
         let scan = || pods.iter().position(|p| is(p));
-        if self.1 != pods.len() {
+        if !self.asked.swap(true, Ordering::Relaxed) && self.index.get().is_none() {
             return scan();
         }
-        match self.0.get(&hash(namespace, name)).copied() {
+        let (names, made_for) = self.index.get_or_init(|| Self::made(pods));
+        if *made_for != pods.len() {
+            return scan();
+        }
+        match names.get(&hash(namespace, name)).copied() {
             Some(COLLIDE) => scan(),
             Some(i) => pods.get(i).filter(|p| is(p)).map(|_| i),
             None => None,
@@ -84,18 +97,25 @@ mod tests {
         let mut pods: Vec<Arc<PodFacts>> = (0..n)
             .flat_map(|i| [pod("a", &format!("p-{i}")), pod("b", &format!("p-{i}"))])
             .collect();
-        let names = PodNames::of(&pods);
+        let names = PodNames::default();
         for (i, p) in pods.iter().enumerate() {
             assert_eq!(names.find(&pods, &p.namespace, &p.name), Some(i));
+            assert_eq!(
+                names.index.get().is_some(),
+                i > 0,
+                "the index is made at the second lookup"
+            );
         }
         assert_eq!(names.find(&pods, "a", "missing"), None);
         assert_eq!(names.find(&pods, "c", "p-0"), None);
         pods.push(pod("a", "late"));
         assert_eq!(names.find(&pods, "a", "late"), Some(pods.len() - 1));
 
-        let mut collided = PodNames::of(&pods);
+        let (mut made, count) = PodNames::made(&pods);
         let (first, second) = (hash("a", "p-0"), pods.len() - 1);
-        collided.0.insert(first, COLLIDE);
+        made.insert(first, COLLIDE);
+        let collided = PodNames::default();
+        let _ = collided.index.set((made, count));
         assert_eq!(collided.find(&pods, "a", "p-0"), Some(0));
         assert_eq!(collided.find(&pods, "a", "late"), Some(second));
     }
