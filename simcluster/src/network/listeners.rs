@@ -30,6 +30,7 @@ use crate::config::profile::NodeProfile;
 use crate::network::apps::SimNet;
 use crate::network::fabric::{Failure, Proto};
 use crate::network::wire::Wire as _;
+use crate::store::per_version::PerVersion;
 use crate::store::resources;
 use crate::store::{Obj, Store};
 use crate::vocab::json;
@@ -204,7 +205,7 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool, pods: &mut Po
     let by_name: HashMap<&str, &NodeProfile> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let listed = store.list(resources::core("pods"), None).0;
     for pod in &listed {
-        let Some(on) = pods.of(pod) else {
+        let Some(on) = pods.of(pod, ports_on) else {
             continue;
         };
         let (node, ports) = &*on;
@@ -228,35 +229,16 @@ fn desired(store: &Store, nodes: &[NodeProfile], firewalled: bool, pods: &mut Po
 /// Each running pod's node and TCP hostPorts, read once per version of the pod: the listeners
 /// are aligned at every pod change, and reading all 20,000 pods' JSON each time (at 5,000
 /// nodes) cost a core and kept every pod decoded in memory.
-#[derive(Default)]
-struct PodPorts(HashMap<String, (u64, Option<PortsOn>)>);
+type PodPorts = PerVersion<Option<PortsOn>>;
 
 /// A running pod's node and the hostPorts it publishes (None: not running or none).
 type PortsOn = Arc<(String, Vec<u16>)>;
 
-impl PodPorts {
-    fn of(&mut self, pod: &Obj) -> Option<PortsOn> {
-        let version = pod.resource_version();
-        if let Some((at, ports)) = self.0.get(pod.uid())
-            && *at == version
-        {
-            return ports.clone();
-        }
-        let v = pod.value();
-        let ports = Some(host_ports(v))
-            .filter(|p| !p.is_empty() && json::str(v, "/status/phase") == "Running")
-            .map(|p| Arc::new((json::str(v, "/spec/nodeName").to_string(), p)));
-        self.0.insert(pod.uid().to_string(), (version, ports.clone()));
-        ports
-    }
-
-    /// Forgets the pods not in `listed` (deleted).
-    fn keep_only(&mut self, listed: &[Obj]) {
-        if self.0.len() > listed.len() {
-            let live: HashSet<&str> = listed.iter().map(|p| p.uid()).collect();
-            self.0.retain(|uid, _| live.contains(uid.as_str()));
-        }
-    }
+fn ports_on(pod: &Obj) -> Option<PortsOn> {
+    let v = pod.value();
+    Some(host_ports(v))
+        .filter(|p| !p.is_empty() && json::str(v, "/status/phase") == "Running")
+        .map(|p| Arc::new((json::str(v, "/spec/nodeName").to_string(), p)))
 }
 
 /// The TCP hostPorts a pod's containers publish.
@@ -607,10 +589,10 @@ mod tests {
             })
             .expect("running");
         let mut cache = PodPorts::default();
-        let first = cache.of(&running).map(|on| (*on).clone());
+        let first = cache.of(&running, ports_on).map(|on| (*on).clone());
         assert_eq!(first, Some(("node-2".to_string(), vec![8080])));
         let cold = running.without_value();
-        assert_eq!(cache.of(&cold).map(|on| (*on).clone()), first);
+        assert_eq!(cache.of(&cold, ports_on).map(|on| (*on).clone()), first);
         assert!(!cold.is_decoded(), "the same version is not read again");
         let next = store
             .modify(pods, "ns", "hp", crate::store::Part::Status, |p| {
@@ -629,9 +611,9 @@ mod tests {
                 .expect("port")
         };
         let expect = expect.map(|(node, ports)| (node.to_string(), ports));
-        assert_eq!(cache.of(&next).map(|on| (*on).clone()), expect);
+        assert_eq!(cache.of(&next, ports_on).map(|on| (*on).clone()), expect);
         cache.keep_only(&[]);
-        assert!(cache.0.is_empty());
+        assert!(cache.is_empty());
     }
 
     fn wanted() -> Wanted {

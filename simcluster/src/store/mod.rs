@@ -11,6 +11,7 @@ mod cooling;
 pub mod custom;
 pub mod defaults;
 pub mod patch;
+pub mod per_version;
 pub mod pod_validation;
 pub mod policy;
 pub mod rbac;

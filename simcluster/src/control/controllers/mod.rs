@@ -13,6 +13,7 @@ use crate::control::events::{self, Kind, Source};
 use crate::control::scheduler::{Misfit, NodeCache, PodNeeds, Toleration, Usage, misfits};
 use crate::store::admission;
 use crate::store::api_error::ApiError;
+use crate::store::per_version::PerVersion;
 use crate::store::resources::{self, ResourceType};
 use crate::store::{DeleteOptions, EventType, Obj, Part, Store};
 use crate::vocab::json;
@@ -80,12 +81,8 @@ fn is_ready(pod: &Value) -> bool {
 }
 
 /// What a DaemonSet's sync reads of each pod it owns (the node it runs on or is aimed at,
-/// whether it finished, whether it is ready), kept per pod while its resourceVersion stays: a
-/// system DaemonSet owns a pod per node, and reading 5,000 pods' JSON at each sync kept them all
-/// decoded in memory.
-#[derive(Default)]
-struct DaemonPods(HashMap<String, (u64, DaemonPod)>);
-
+/// whether it finished, whether it is ready), kept per version: a system DaemonSet owns a pod
+/// per node, and reading 5,000 pods' JSON at each sync kept them all decoded in memory.
 #[derive(Clone)]
 struct DaemonPod {
     node: String,
@@ -93,38 +90,22 @@ struct DaemonPod {
     ready: bool,
 }
 
-impl DaemonPods {
-    /// `pod`'s state, read where its version is new (`node` reads the node it is for).
-    fn of(&mut self, pod: &Obj, node: impl Fn(&Obj) -> String) -> DaemonPod {
-        let version = pod.resource_version();
-        if let Some((at, state)) = self.0.get(pod.uid())
-            && *at == version
-        {
-            return state.clone();
-        }
+impl DaemonPod {
+    /// `pod`'s state (`node` reads the node it is for).
+    fn read(pod: &Obj, node: impl Fn(&Obj) -> String) -> DaemonPod {
         let v = pod.value();
-        let state = DaemonPod {
+        DaemonPod {
             node: node(pod),
             finished: matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed"),
             ready: is_ready(v),
-        };
-        self.0.insert(pod.uid().to_string(), (version, state.clone()));
-        state
-    }
-
-    /// Forgets a deleted pod.
-    fn forget(&mut self, uid: &str) {
-        self.0.remove(uid);
+        }
     }
 }
 
 /// What the endpoints controller reads of each pod (labels, address, readiness, a terminal
-/// phase), kept per pod while its resourceVersion stays: a Service's endpoints are worked out
-/// over every pod of its namespace (10,000 in a 5,000-node run's), and reading their JSON each
-/// time kept them all decoded in memory.
-#[derive(Default)]
-struct EndpointPods(HashMap<String, (u64, Arc<EndpointPod>)>);
-
+/// phase), kept per version: a Service's endpoints are worked out over every pod of its
+/// namespace (10,000 in a 5,000-node run's), and reading their JSON each time kept them all
+/// decoded in memory.
 struct EndpointPod {
     labels: Option<serde_json::Map<String, Value>>,
     ip: String,
@@ -132,28 +113,15 @@ struct EndpointPod {
     terminal: bool,
 }
 
-impl EndpointPods {
-    fn of(&mut self, pod: &Obj) -> Arc<EndpointPod> {
-        let version = pod.resource_version();
-        if let Some((at, read)) = self.0.get(pod.uid())
-            && *at == version
-        {
-            return read.clone();
-        }
+impl EndpointPod {
+    fn read(pod: &Obj) -> Arc<EndpointPod> {
         let v = pod.value();
-        let read = Arc::new(EndpointPod {
+        Arc::new(EndpointPod {
             labels: v.pointer("/metadata/labels").and_then(Value::as_object).cloned(),
             ip: json::str(v, "/status/podIP").to_string(),
             ready: is_ready(v),
             terminal: matches!(json::str(v, "/status/phase"), "Succeeded" | "Failed"),
-        });
-        self.0.insert(pod.uid().to_string(), (version, read.clone()));
-        read
-    }
-
-    /// Forgets a deleted pod.
-    fn forget(&mut self, uid: &str) {
-        self.0.remove(uid);
+        })
     }
 }
 
@@ -242,9 +210,9 @@ struct Controllers {
     /// Services.
     changed_pods: HashMap<String, (String, Value)>,
     /// What the DaemonSet controller read of each pod it owns, per version.
-    daemon_pods: DaemonPods,
+    daemon_pods: PerVersion<DaemonPod>,
     /// What the endpoints controller read of each pod, per version.
-    endpoint_pods: EndpointPods,
+    endpoint_pods: PerVersion<Arc<EndpointPod>>,
     /// Each DaemonSet's eligible nodes: its resourceVersion and the nodes' latest change when
     /// they were worked out, and the nodes' names.
     eligible: HashMap<String, (u64, u64, Arc<Vec<String>>)>,
@@ -271,8 +239,8 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
                 Ok(e) => ctl.on_event(&e, &mut queue),
                 Err(crate::store::RecvError::Lagged(_)) => {
                     ctl.pods_by_owner = None;
-                    ctl.daemon_pods = DaemonPods::default();
-                    ctl.endpoint_pods = EndpointPods::default();
+                    ctl.daemon_pods = PerVersion::default();
+                    ctl.endpoint_pods = PerVersion::default();
                     ctl.enqueue_all(&mut queue, true);
                 }
             },
@@ -287,8 +255,8 @@ pub async fn run(store: Arc<Store>, version: (u32, u32), scale: f64) {
                 Ok(e) => ctl.on_event(&e, &mut queue),
                 Err(crate::store::TryRecvError::Lagged(_)) => {
                     ctl.pods_by_owner = None;
-                    ctl.daemon_pods = DaemonPods::default();
-                    ctl.endpoint_pods = EndpointPods::default();
+                    ctl.daemon_pods = PerVersion::default();
+                    ctl.endpoint_pods = PerVersion::default();
                     ctl.enqueue_all(&mut queue, true);
                 }
                 Err(_) => break,
@@ -309,8 +277,8 @@ impl Controllers {
             changed_pods: HashMap::new(),
             selectors: (0, HashMap::new()),
             node_infos: NodeCache::default(),
-            daemon_pods: DaemonPods::default(),
-            endpoint_pods: EndpointPods::default(),
+            daemon_pods: PerVersion::default(),
+            endpoint_pods: PerVersion::default(),
             eligible: HashMap::new(),
         }
     }
@@ -909,7 +877,7 @@ impl Controllers {
         };
         let mut by_node: HashMap<String, Vec<(&Obj, bool)>> = HashMap::new();
         for p in owned.iter().filter(|p| !p.is_terminating()) {
-            let state = self.daemon_pods.of(p, target_node);
+            let state = self.daemon_pods.of(p, |p| DaemonPod::read(p, target_node));
             if !state.finished {
                 by_node.entry(state.node.clone()).or_default().push((p, state.ready));
             }
@@ -1024,7 +992,7 @@ impl Controllers {
         let mut slice_endpoints = Vec::new();
         let mut first_pod: Option<Obj> = None;
         for pod in pods {
-            let p = self.endpoint_pods.of(pod);
+            let p = self.endpoint_pods.of(pod, EndpointPod::read);
             if !selector
                 .iter()
                 .all(|(k, want)| p.labels.as_ref().and_then(|l| l.get(k)) == Some(want))
