@@ -7,6 +7,7 @@ use mixcheck_reports::Os;
 use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
+use crate::probes::chain;
 use crate::probes::flow::{self, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
@@ -257,19 +258,34 @@ impl Attempt<'_, '_> {
     }
 
     /// Makes `connections` more connections of `req` in one exec where the client's tool can
-    /// ([`transport::repeated_command`]): what each saw, and the command's output and whether
-    /// the exec needed retrying; None where the tool cannot, or its output does not account for
-    /// every connection.
+    /// ([`transport::repeated_command`]: curl's URLs, each on a connection of its own) or its
+    /// shell can run the tool once per connection ([`chain::command`]: agnhost `connect` for UDP
+    /// and bare TCP): what each saw, and the command's output and whether the exec needed
+    /// retrying; None where neither can, or the output does not account for every connection.
     async fn run_together(&self, req: &Request, connections: usize) -> Together {
-        let Some(argv) = transport::repeated_command(self.start.runner, req, connections) else {
+        let runner = self.start.runner;
+        if let Some(argv) = transport::repeated_command(runner, req, connections) {
+            let out = self.exec_long(&argv, connections).await?;
+            return Ok(transport::classify_repeated(&out.0, connections).map(|seen| (seen, out)));
+        }
+        let Some(argv) = chain::command(runner, self.argv, connections) else {
             return Ok(None);
         };
+        let out = self.exec_long(&argv, connections).await?;
+        Ok(chain::split(&out.0, self.argv, connections)
+            .map(|runs| (runs.iter().map(|r| transport::classify(req, r)).collect(), out)))
+    }
+
+    /// Runs `argv`, which makes `connections` connections, with the time they may all take.
+    async fn exec_long(
+        &self,
+        argv: &[String],
+        connections: usize,
+    ) -> Result<(transport::Output, bool), transport::TransportError> {
         let timeout = transport::repeated_timeout(connections);
-        let (out, flaky) = self
-            .ctx
-            .exec_within(&self.start.pod, self.start.container.as_deref(), &argv, timeout)
-            .await?;
-        Ok(transport::classify_repeated(&out, connections).map(|seen| (seen, (out, flaky))))
+        self.ctx
+            .exec_within(&self.start.pod, self.start.container.as_deref(), argv, timeout)
+            .await
     }
 }
 

@@ -7,6 +7,7 @@
 //! expectation, `transport` runs commands in pods and classifies their output.
 
 pub mod audit;
+pub mod chain;
 pub mod clock;
 pub mod connect;
 pub mod create;

@@ -9,6 +9,7 @@ use crate::catalogue::suite::{DnsVariant, FailureClass, NameForm, Origin, Protoc
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::workload::NotReady;
+use crate::probes::chain;
 use crate::probes::flow::{self, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
@@ -176,7 +177,8 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
         Some(pod) => (pod, None),
         None => (start.pod, start.container),
     };
-    let argv = transport::command(start.runner, &req);
+    let runner = start.runner;
+    let argv = transport::command(runner, &req);
     let kind = if name == NameForm::Outside {
         FlowKind::Outside
     } else {
@@ -184,23 +186,28 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
     };
     let mut once = || async {
         let (out, flaky) = ctx.exec(&pod, container.as_deref(), &argv).await?;
-        let mut result = transport::classify(&req, &out);
-        // Any answer but a DNS failure (a refused or reset connection included) means the name
-        // resolved.
-        if matches!(
-            result,
-            Observation::Failed(FailureClass::Refused | FailureClass::Reset | FailureClass::Other)
-        ) {
-            result = Observation::Reached(String::new());
-        }
-        Ok::<_, transport::TransportError>((result, (out, flaky)))
+        Ok::<_, transport::TransportError>((looked_up(&req, &out), (out, flaky)))
     };
     let mut settled = settle::until_works(ctx.settle_until(kind), ctx.settle.pause, &mut once).await;
     // A lookup goes through the node's load balancer for the cluster DNS Service: judged on
-    // several, so that a stale backend one lookup in N picks shows.
+    // several, so that a stale backend one lookup in N picks shows. Each is a run of its own
+    // (curl looks a name up once for all its URLs), in one exec where the pod's shell can
+    // chain them.
     if kind == FlowKind::Service {
+        let together = |n: usize| {
+            let (pod, container, argv, req) = (&pod, &container, &argv, &req);
+            async move {
+                let Some(chained) = chain::command(runner, argv, n) else {
+                    return Ok(None);
+                };
+                let timeout = transport::repeated_timeout(n);
+                let (out, flaky) = ctx.exec_within(pod, container.as_deref(), &chained, timeout).await?;
+                Ok(chain::split(&out, argv, n)
+                    .map(|runs| (runs.iter().map(|r| looked_up(req, r)).collect(), (out, flaky))))
+            }
+        };
         settled = match settled {
-            Ok(s) => settle::repeat(s, ctx.settle.connections, &mut once).await,
+            Ok(s) => settle::repeat_together(s, ctx.settle.connections, together, &mut once).await,
             Err(e) => Err(e),
         };
     }
@@ -217,6 +224,17 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
         output: Some(out),
         flaky,
         backends: Vec::new(),
+    }
+}
+
+/// What a lookup by connection saw: any answer but a DNS failure (a refused or reset
+/// connection included) means the name resolved.
+fn looked_up(req: &Request, out: &transport::Output) -> Observation {
+    match transport::classify(req, out) {
+        Observation::Failed(FailureClass::Refused | FailureClass::Reset | FailureClass::Other) => {
+            Observation::Reached(String::new())
+        }
+        seen => seen,
     }
 }
 

@@ -1,0 +1,191 @@
+//! Several runs of one probe command in one exec, each a process of its own, through the
+//! container's shell: what a flow judged on several connections or lookups makes where one
+//! invocation of its tool cannot make them (curl looks a name up once for all its URLs; agnhost
+//! `connect` makes one connection), and how the shell's output splits back into each run's.
+//!
+//! On a real cluster each exec is a stream through the API server and the node's kubelet (and a
+//! TLS handshake with the API server): nine lookups in one exec spare it eight.
+
+use mixcheck_reports::Os;
+
+use crate::probes::transport::{Output, Runner};
+
+/// What each run prints on stdout after its own output: its exit status.
+const EXIT_MARK: &str = "mixcheck-exit=";
+/// What each run prints on stderr after its own errors.
+const END_MARK: &str = "mixcheck-end\n";
+
+/// Whether `arg` needs no quoting anywhere (no glob, quote, expansion or separator character of
+/// sh): the probe commands' words are options, numbers, addresses, names and URL paths.
+fn plain(arg: &str) -> bool {
+    !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c))
+}
+
+/// The command line that runs `single` `times` times in one exec, each run a process of its own
+/// (its own name lookup, its own connection), one after another: `sh -c` in an agnhost pod —
+/// the agnhost images carry sh on Linux (Alpine) and on Windows (busybox-w32 of the e2e
+/// busybox image they are built on) — each run followed by its exit status on stdout and a
+/// marker on stderr, so that [`split`] gives back each run's output. None where the pod has no
+/// such shell (a HostProcess pod's host, Server Core's PowerShell), for fewer than two runs, or
+/// for a word that would need quoting.
+pub fn command(runner: Runner, single: &[String], times: usize) -> Option<Vec<String>> {
+    if !matches!(runner, Runner::Agnhost(Os::Linux | Os::Windows)) || times < 2 || single.is_empty() {
+        return None;
+    }
+    if !single.iter().all(|a| plain(a)) {
+        return None;
+    }
+    let one = format!(
+        "{}; echo \"{EXIT_MARK}$?\"; echo {} >&2",
+        single.join(" "),
+        END_MARK.trim_end()
+    );
+    let script = vec![one; times].join("; ");
+    Some(vec!["/bin/sh".into(), "-c".into(), script])
+}
+
+/// Each run's output of a [`command`] of `times` runs of `single`, in order, as if it had been
+/// exec'd alone (its argv `single`, its exit status, its stdout and stderr). None where the
+/// output does not account for `times` runs: the shell did not run them (no such shell, an exec
+/// cut short) — the caller then runs them one exec each.
+pub fn split(out: &Output, single: &[String], times: usize) -> Option<Vec<Output>> {
+    if out.exit_code != Some(0) {
+        return None;
+    }
+    let stdout = out.stdout_text();
+    let stderr = out.stderr_text();
+    let mut runs = Vec::with_capacity(times);
+    let mut rest = stdout.as_str();
+    let mut errors = stderr.split(END_MARK);
+    for _ in 0..times {
+        let (own, after) = rest.split_once(EXIT_MARK)?;
+        let (code, after) = after.split_once('\n')?;
+        let code: i32 = code.trim_end_matches('\r').parse().ok()?;
+        rest = after;
+        runs.push(Output {
+            argv: single.to_vec(),
+            pod: out.pod.clone(),
+            container: out.container.clone(),
+            exit_code: Some(code),
+            stdout: own.as_bytes().to_vec(),
+            stderr: errors.next()?.as_bytes().to_vec(),
+        });
+    }
+    // Nothing but an empty tail after the last run's marker.
+    (errors.next().is_some_and(str::is_empty) && errors.next().is_none() && !rest.contains(EXIT_MARK)).then_some(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_string).collect()
+    }
+
+    const CURL: &str = "curl -s -S --connect-timeout 5 -m 10 http://svc-3.ns.svc.cluster.local:80/hostname";
+    const UDP: &str = "/agnhost connect 10.96.0.17:90 --timeout=5s --protocol=udp";
+
+    /// An agnhost pod's sh runs the command `times` times, each followed by its status and
+    /// marker; no chain where there is no such shell, for one run, or for words sh would read.
+    #[rstest]
+    #[case::linux_curl(Runner::Agnhost(Os::Linux), CURL, 9, true)]
+    #[case::windows_curl(
+        Runner::Agnhost(Os::Windows),
+        "curl.exe -s -S http://10.96.0.17:80/hostname",
+        3,
+        true
+    )]
+    #[case::windows_udp(Runner::Agnhost(Os::Windows), UDP, 9, true)]
+    #[case::host_process(Runner::WindowsHost, "curl.exe -s http://10.96.0.17:80/hostname", 9, false)]
+    #[case::powershell(Runner::WindowsPowerShell, "powershell.exe -NoProfile -Command x", 9, false)]
+    #[case::one_run(Runner::Agnhost(Os::Linux), CURL, 1, false)]
+    #[case::a_word_sh_would_read(Runner::Agnhost(Os::Linux), "curl -s http://x/a?b=$c", 3, false)]
+    #[case::a_quoted_header(Runner::Agnhost(Os::Linux), "curl -H Connection:\tclose http://x", 3, false)]
+    fn runs_chain_in_an_agnhost_shell(
+        #[case] runner: Runner,
+        #[case] single: &str,
+        #[case] times: usize,
+        #[case] chained: bool,
+    ) {
+        let single = words(single);
+        let got = command(runner, &single, times);
+        assert_eq!(got.is_some(), chained, "{got:?}");
+        let Some(argv) = got else { return };
+        assert_eq!(argv[..2], ["/bin/sh", "-c"]);
+        let script = &argv[2];
+        assert_eq!(script.matches(&single.join(" ")).count(), times, "{script}");
+        assert_eq!(script.matches("echo \"mixcheck-exit=$?\"").count(), times, "{script}");
+        assert_eq!(script.matches("echo mixcheck-end >&2").count(), times, "{script}");
+    }
+
+    fn chained(code: Option<i32>, stdout: &str, stderr: &str) -> Output {
+        Output {
+            argv: vec!["/bin/sh".into(), "-c".into(), "…".into()],
+            pod: "cli-3".into(),
+            container: None,
+            exit_code: code,
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+        }
+    }
+
+    /// Each run's status, stdout and stderr come back in order, as if exec'd alone.
+    #[test]
+    fn each_run_comes_back_as_if_alone() {
+        let out = chained(
+            Some(0),
+            "srv-1mixcheck-exit=0\nmixcheck-exit=6\nhostname\r\nmixcheck-exit=0\r\n",
+            "mixcheck-end\ncurl: (6) Could not resolve host: svc-3\nmixcheck-end\nmixcheck-end\n",
+        );
+        let single = words(CURL);
+        let runs = split(&out, &single, 3).expect("three runs");
+        let seen: Vec<(Option<i32>, String, String)> = runs
+            .iter()
+            .map(|r| (r.exit_code, r.stdout_text(), r.stderr_text()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some(0), "srv-1".to_string(), String::new()),
+                (
+                    Some(6),
+                    String::new(),
+                    "curl: (6) Could not resolve host: svc-3\n".to_string()
+                ),
+                (Some(0), "hostname\r\n".to_string(), String::new()),
+            ]
+        );
+        assert!(runs.iter().all(|r| r.argv == single && r.pod == "cli-3"));
+    }
+
+    /// An output that does not account for every run is None: the runs are then made alone.
+    #[rstest]
+    #[case::no_shell(Some(127), "", "sh: not found\n")]
+    #[case::cut_short(None, "srv-1mixcheck-exit=0\n", "mixcheck-end\n")]
+    #[case::fewer_runs(Some(0), "srv-1mixcheck-exit=0\n", "mixcheck-end\n")]
+    #[case::more_runs(
+        Some(0),
+        "amixcheck-exit=0\nbmixcheck-exit=0\ncmixcheck-exit=0\n",
+        "mixcheck-end\nmixcheck-end\nmixcheck-end\n"
+    )]
+    #[case::fewer_error_markers(Some(0), "amixcheck-exit=0\nbmixcheck-exit=0\n", "mixcheck-end\n")]
+    #[case::an_error_after_the_last(
+        Some(0),
+        "amixcheck-exit=0\nbmixcheck-exit=0\n",
+        "mixcheck-end\nmixcheck-end\nsh: oops\n"
+    )]
+    #[case::no_status(Some(0), "amixcheck-exit=\nbmixcheck-exit=0\n", "mixcheck-end\nmixcheck-end\n")]
+    fn an_output_that_does_not_account_for_the_runs_is_none(
+        #[case] code: Option<i32>,
+        #[case] stdout: &str,
+        #[case] stderr: &str,
+    ) {
+        assert!(split(&chained(code, stdout, stderr), &words(UDP), 2).is_none());
+    }
+}
