@@ -32,19 +32,31 @@ fn plain(arg: &str) -> bool {
 /// such shell (a HostProcess pod's host, Server Core's PowerShell), for fewer than two runs, or
 /// for a word that would need quoting.
 pub fn command(runner: Runner, single: &[String], times: usize) -> Option<Vec<String>> {
+    script(runner, single, times, false)
+}
+
+/// [`command`] for a flow's first attempt: the runs after the first are made only if the first
+/// succeeded (a flow that does not work yet is tried again later, not `times` times now), so
+/// [`split`] gives back one run or `times`.
+pub fn first_command(runner: Runner, single: &[String], times: usize) -> Option<Vec<String>> {
+    script(runner, single, times, true)
+}
+
+fn script(runner: Runner, single: &[String], times: usize, stop_after_failed_first: bool) -> Option<Vec<String>> {
     if !matches!(runner, Runner::Agnhost(Os::Linux | Os::Windows)) || times < 2 || single.is_empty() {
         return None;
     }
     if !single.iter().all(|a| plain(a)) {
         return None;
     }
-    let one = format!(
-        "{}; echo \"{EXIT_MARK}$?\"; echo {} >&2",
-        single.join(" "),
-        END_MARK.trim_end()
-    );
-    let script = vec![one; times].join("; ");
-    Some(vec!["/bin/sh".into(), "-c".into(), script])
+    let line = single.join(" ");
+    let end = END_MARK.trim_end();
+    let one = format!("{line}; echo \"{EXIT_MARK}$?\"; echo {end} >&2");
+    let mut runs = vec![one; times];
+    if stop_after_failed_first {
+        runs[0] = format!("{line}; s=$?; echo \"{EXIT_MARK}$s\"; echo {end} >&2; [ $s -eq 0 ] || exit 0");
+    }
+    Some(vec!["/bin/sh".into(), "-c".into(), runs.join("; ")])
 }
 
 /// Each run's output of a [`command`] of `times` runs of `single`, in order, as if it had been
@@ -52,15 +64,34 @@ pub fn command(runner: Runner, single: &[String], times: usize) -> Option<Vec<St
 /// output does not account for `times` runs: the shell did not run them (no such shell, an exec
 /// cut short) — the caller then runs them one exec each.
 pub fn split(out: &Output, single: &[String], times: usize) -> Option<Vec<Output>> {
+    runs(out, single).filter(|r| r.len() == times)
+}
+
+/// Each run's output of a [`first_command`] of `times` runs: the first alone where it failed,
+/// else all `times`; None where the output accounts for neither.
+pub fn split_first(out: &Output, single: &[String], times: usize) -> Option<Vec<Output>> {
+    runs(out, single).filter(|r| match r.as_slice() {
+        [first] => first.exit_code != Some(0),
+        all => all.len() == times,
+    })
+}
+
+/// Every run a chained output accounts for, in order; None where its markers do not pair up or
+/// something follows the last.
+fn runs(out: &Output, single: &[String]) -> Option<Vec<Output>> {
     if out.exit_code != Some(0) {
         return None;
     }
     let stdout = out.stdout_text();
     let stderr = out.stderr_text();
-    let mut runs = Vec::with_capacity(times);
+    let mut errors: Vec<&str> = stderr.split(END_MARK).collect();
+    // Nothing but an empty tail after the last run's marker.
+    if errors.pop() != Some("") {
+        return None;
+    }
+    let mut runs = Vec::with_capacity(errors.len());
     let mut rest = stdout.as_str();
-    let mut errors = stderr.split(END_MARK);
-    for _ in 0..times {
+    for own_errors in errors {
         let (own, after) = rest.split_once(EXIT_MARK)?;
         let (code, after) = after.split_once('\n')?;
         let code: i32 = code.trim_end_matches('\r').parse().ok()?;
@@ -71,11 +102,10 @@ pub fn split(out: &Output, single: &[String], times: usize) -> Option<Vec<Output
             container: out.container.clone(),
             exit_code: Some(code),
             stdout: own.as_bytes().to_vec(),
-            stderr: errors.next()?.as_bytes().to_vec(),
+            stderr: own_errors.as_bytes().to_vec(),
         });
     }
-    // Nothing but an empty tail after the last run's marker.
-    (errors.next().is_some_and(str::is_empty) && errors.next().is_none() && !rest.contains(EXIT_MARK)).then_some(runs)
+    (!runs.is_empty() && !rest.contains(EXIT_MARK)).then_some(runs)
 }
 
 #[cfg(test)]
@@ -187,5 +217,60 @@ mod tests {
         #[case] stderr: &str,
     ) {
         assert!(split(&chained(code, stdout, stderr), &words(UDP), 2).is_none());
+    }
+
+    /// A first attempt's chain stops after its first run where that one failed: one run or all
+    /// of them come back, nothing in between.
+    #[rstest]
+    #[case::first_failed(
+        Some(0),
+        "mixcheck-exit=6\n",
+        "curl: (6) Could not resolve host: x\nmixcheck-end\n",
+        Some(1)
+    )]
+    #[case::all_ran(
+        Some(0),
+        "amixcheck-exit=0\nbmixcheck-exit=7\ncmixcheck-exit=0\n",
+        "mixcheck-end\ncurl: (7) refused\nmixcheck-end\nmixcheck-end\n",
+        Some(3)
+    )]
+    #[case::first_worked_alone(Some(0), "amixcheck-exit=0\n", "mixcheck-end\n", None)]
+    #[case::two_of_three(
+        Some(0),
+        "amixcheck-exit=1\nbmixcheck-exit=0\n",
+        "x\nmixcheck-end\nmixcheck-end\n",
+        None
+    )]
+    #[case::no_shell(Some(127), "", "sh: not found\n", None)]
+    fn a_first_attempt_comes_back_whole_or_as_its_failed_first_run(
+        #[case] code: Option<i32>,
+        #[case] stdout: &str,
+        #[case] stderr: &str,
+        #[case] runs: Option<usize>,
+    ) {
+        let got = split_first(&chained(code, stdout, stderr), &words(CURL), 3);
+        assert_eq!(got.as_ref().map(Vec::len), runs);
+        assert!(
+            got.is_none()
+                || split(&chained(code, stdout, stderr), &words(CURL), 3).map(|r| r.len()) == runs.filter(|n| *n == 3)
+        );
+    }
+
+    /// The first attempt's script: the first run keeps its status and stops the chain where it
+    /// failed; the others are as in [`command`].
+    #[test]
+    fn a_first_attempt_stops_where_its_first_run_failed() {
+        let single = words(CURL);
+        let argv = first_command(Runner::Agnhost(Os::Linux), &single, 3).expect("chained");
+        let line = single.join(" ");
+        assert_eq!(
+            argv[2],
+            format!(
+                "{line}; s=$?; echo \"mixcheck-exit=$s\"; echo mixcheck-end >&2; [ $s -eq 0 ] || exit 0; \
+                 {line}; echo \"mixcheck-exit=$?\"; echo mixcheck-end >&2; \
+                 {line}; echo \"mixcheck-exit=$?\"; echo mixcheck-end >&2"
+            )
+        );
+        assert_eq!(first_command(Runner::WindowsHost, &single, 3), None);
     }
 }

@@ -257,6 +257,22 @@ impl Attempt<'_, '_> {
             .await
     }
 
+    /// A first attempt that makes all `connections` of `req` in one exec where the client's
+    /// shell can ([`chain::first_command`]: the others only if the first worked): what each
+    /// saw, with its own output (as if exec'd alone) and whether the exec needed retrying;
+    /// None where it cannot.
+    async fn run_first(&self, req: &Request, connections: usize) -> EachAlone {
+        let Some(argv) = chain::first_command(self.start.runner, self.argv, connections) else {
+            return Ok(None);
+        };
+        let (out, flaky) = self.exec_long(&argv, connections).await?;
+        Ok(chain::split_first(&out, self.argv, connections).map(|runs| {
+            runs.into_iter()
+                .map(|run| (transport::classify(req, &run), (run, flaky)))
+                .collect()
+        }))
+    }
+
     /// Makes `connections` more connections of `req` in one exec where the client's tool can
     /// ([`transport::repeated_command`]: curl's URLs, each on a connection of its own) or its
     /// shell can run the tool once per connection ([`chain::command`]: agnhost `connect` for UDP
@@ -288,6 +304,9 @@ impl Attempt<'_, '_> {
             .await
     }
 }
+
+/// What [`Attempt::run_first`] gives.
+type EachAlone = Result<Option<Vec<(Observation, (transport::Output, bool))>>, transport::TransportError>;
 
 /// What [`Attempt::run_together`] gives.
 type Together = Result<Option<(Vec<Observation>, (transport::Output, bool))>, transport::TransportError>;
@@ -337,20 +356,20 @@ pub async fn observe(
             .await
             .map(|(out, flaky)| (transport::classify(&req, &out), (out, flaky)))
     };
-    let mut settled = settle::until_works(ctx.settle_until(flow_kind(to)), ctx.settle.pause, &mut once).await;
+    let until = ctx.settle_until(flow_kind(to));
     // A flow to a Service's cluster IP or name goes through the client node's load balancer:
     // judged on several connections, so that a stale backend one in N picks shows (a
-    // session-affinity check asks its own), made in one exec where the client's tool can. NodePorts
-    // keep one: the connections would double the run's probes for the same load balancers.
-    if flow_kind(to) == FlowKind::Service && verify != Verify::OneBackend {
-        settled = match settled {
-            Ok(s) => {
-                let together = |n| attempt.run_together(&req, n);
-                settle::repeat_together(s, ctx.settle.connections, together, &mut once).await
-            }
-            Err(e) => Err(e),
-        };
-    }
+    // session-affinity check asks its own), all made in one exec where the client's shell or
+    // tool can. NodePorts keep one: the connections would double the run's probes for the same
+    // load balancers.
+    let settled = if flow_kind(to) == FlowKind::Service && verify != Verify::OneBackend {
+        let first = |n| attempt.run_first(&req, n);
+        let together = |n| attempt.run_together(&req, n);
+        let how = (first, together, &once);
+        settle::until_works_together(until, ctx.settle.pause, ctx.settle.connections, how).await
+    } else {
+        settle::until_works(until, ctx.settle.pause, &mut once).await
+    };
     let settled = match settled {
         Ok(s) => s,
         Err(e) => return Probed::Error(format!("the probe could not run: {e}")),

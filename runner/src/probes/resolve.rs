@@ -184,33 +184,59 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
     } else {
         FlowKind::Service
     };
-    let mut once = || async {
+    let once = || async {
         let (out, flaky) = ctx.exec(&pod, container.as_deref(), &argv).await?;
         Ok::<_, transport::TransportError>((looked_up(&req, &out), (out, flaky)))
     };
-    let mut settled = settle::until_works(ctx.settle_until(kind), ctx.settle.pause, &mut once).await;
+    // Chained runs of the lookup in one exec: all of them, each with its own output as if
+    // exec'd alone (`first`: the others only if the first worked), or the nine after a first
+    // made alone (`rest`).
+    let chain_of = |n: usize, first: bool| {
+        let (pod, container, argv) = (&pod, &container, &argv);
+        async move {
+            let command = if first { chain::first_command } else { chain::command };
+            let Some(chained) = command(runner, argv, n) else {
+                return Ok(None);
+            };
+            let timeout = transport::repeated_timeout(n);
+            let (out, flaky) = ctx.exec_within(pod, container.as_deref(), &chained, timeout).await?;
+            let runs = if first {
+                chain::split_first(&out, argv, n)
+            } else {
+                chain::split(&out, argv, n)
+            };
+            Ok::<_, transport::TransportError>(runs.map(|runs| (runs, (out, flaky))))
+        }
+    };
+    let first = |n| {
+        let (req, chain_of) = (&req, &chain_of);
+        async move {
+            Ok(chain_of(n, true).await?.map(|(runs, (_, flaky))| {
+                runs.into_iter()
+                    .map(|run| (looked_up(req, &run), (run, flaky)))
+                    .collect::<Vec<_>>()
+            }))
+        }
+    };
+    let rest = |n| {
+        let (req, chain_of) = (&req, &chain_of);
+        async move {
+            Ok(chain_of(n, false)
+                .await?
+                .map(|(runs, value)| (runs.iter().map(|r| looked_up(req, r)).collect(), value)))
+        }
+    };
+    let until = ctx.settle_until(kind);
     // A lookup goes through the node's load balancer for the cluster DNS Service: judged on
     // several, so that a stale backend one lookup in N picks shows. Each is a run of its own
     // (curl looks a name up once for all its URLs), in one exec where the pod's shell can
     // chain them.
-    if kind == FlowKind::Service {
-        let together = |n: usize| {
-            let (pod, container, argv, req) = (&pod, &container, &argv, &req);
-            async move {
-                let Some(chained) = chain::command(runner, argv, n) else {
-                    return Ok(None);
-                };
-                let timeout = transport::repeated_timeout(n);
-                let (out, flaky) = ctx.exec_within(pod, container.as_deref(), &chained, timeout).await?;
-                Ok(chain::split(&out, argv, n)
-                    .map(|runs| (runs.iter().map(|r| looked_up(req, r)).collect(), (out, flaky))))
-            }
-        };
-        settled = match settled {
-            Ok(s) => settle::repeat_together(s, ctx.settle.connections, together, &mut once).await,
-            Err(e) => Err(e),
-        };
-    }
+    let settled = if kind == FlowKind::Service {
+        let how = (first, rest, &once);
+        settle::until_works_together(until, ctx.settle.pause, ctx.settle.connections, how).await
+    } else {
+        settle::until_works(until, ctx.settle.pause, &once).await
+    };
     let settled = match settled {
         Ok(s) => s,
         Err(e) => return Probed::Error(format!("the probe could not run: {e}")),

@@ -280,6 +280,66 @@ where
     Ok(settled)
 }
 
+/// [`until_works`] then [`repeat_together`], with each attempt making all `connections` in one
+/// go where `first` can: it is asked for `connections` and answers what each connection it made
+/// saw, with its own value (its output as if made alone) — the first alone where that one
+/// failed (the flow is tried again after a pause, as a single attempt would be), all of them
+/// otherwise. Once the first connection of such an attempt works, the others it made judge the
+/// flow as the connections [`repeat_together`] makes after a single attempt would: the first
+/// failure among them is the observation, its value the flow's, with how many failed; no
+/// further exec. Where `first` cannot (None, or an answer with no connection) the flow settles
+/// and repeats as [`until_works`] and [`repeat_together`] do.
+pub async fn until_works_together<T, E, A, AFut, B, BFut, F, Fut>(
+    until: Instant,
+    first_pause: Duration,
+    connections: usize,
+    (first, together, one): (A, B, F),
+) -> Result<Settled<T>, E>
+where
+    A: Fn(usize) -> AFut,
+    AFut: Future<Output = Result<Option<Vec<(Observation, T)>>, E>>,
+    B: FnOnce(usize) -> BFut,
+    BFut: Future<Output = Result<Option<(Vec<Observation>, T)>, E>>,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<(Observation, T), E>>,
+{
+    let others: std::cell::RefCell<Option<Vec<(Observation, T)>>> = std::cell::RefCell::new(None);
+    let can = std::cell::Cell::new(connections > 1);
+    let attempt = || async {
+        if can.get() {
+            match first(connections).await? {
+                Some(seen) if !seen.is_empty() => {
+                    let mut seen = seen.into_iter();
+                    let made = seen.next();
+                    *others.borrow_mut() = Some(seen.collect());
+                    if let Some(made) = made {
+                        return Ok(made);
+                    }
+                }
+                _ => can.set(false),
+            }
+        }
+        *others.borrow_mut() = None;
+        one().await
+    };
+    let settled = until_works(until, first_pause, attempt).await?;
+    match others.into_inner() {
+        Some(rest) if matches!(settled.observation, Observation::Reached(_)) && rest.len() + 1 == connections => {
+            let mut settled = settled;
+            let mut failures = rest.into_iter().filter(|(o, _)| !matches!(o, Observation::Reached(_)));
+            let mut failed = 0;
+            if let Some((observation, value)) = failures.next() {
+                settled.observation = observation;
+                settled.value = value;
+                failed = 1 + failures.count();
+            }
+            settled.repeated = Some((failed, connections));
+            Ok(settled)
+        }
+        _ => repeat_together(settled, connections, together, one).await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
@@ -468,6 +528,74 @@ mod tests {
                 assert_eq!(s.note(), format!(" ({failed} of {made} connections failed: timeout)"));
             }
             _ => assert!(!s.note().contains("connections failed"), "{}", s.note()),
+        }
+    }
+
+    /// All connections in one go where `first` can (`+` a connection that works, `-` one that
+    /// fails; an attempt not listed fails its first): a flow that works at once takes one such
+    /// attempt and nothing more, and is judged on every connection it made; a flow whose first
+    /// connection fails at first is tried again (each attempt one `first`) until it works; a
+    /// failure among the others is the flow's observation with its count; where `first`
+    /// cannot, the flow settles and repeats one connection at a time (or `together`).
+    #[rstest::rstest]
+    #[case::works_at_once(&["++++++++++"], true, 1, 0, Some((0, 10)), true)]
+    #[case::works_on_the_third_attempt(&["-", "-", "++++++++++"], true, 3, 0, Some((0, 10)), true)]
+    #[case::a_stale_backend(&["++-++-++++"], true, 1, 0, Some((2, 10)), false)]
+    #[case::never_works(&[], true, 11, 0, None, false)]
+    #[case::first_cannot(&[], false, 0, 1, Some((0, 10)), true)]
+    #[tokio::test(start_paused = true)]
+    async fn all_connections_at_once_judge_the_flow_as_one_at_a_time(
+        #[case] attempts: &[&str],
+        #[case] can: bool,
+        #[case] firsts: usize,
+        #[case] singles: usize,
+        #[case] repeated: Option<(usize, usize)>,
+        #[case] works: bool,
+    ) {
+        let seen = |ok: bool| {
+            if ok {
+                Observation::Reached("ok".into())
+            } else {
+                Observation::Failed(FailureClass::Timeout)
+            }
+        };
+        let asked = Cell::new(0);
+        let first = |n: usize| {
+            let i = asked.get();
+            asked.set(i + 1);
+            assert_eq!(n, 10);
+            let made = attempts
+                .get(i)
+                .map(|a| {
+                    a.chars()
+                        .enumerate()
+                        .map(|(k, c)| (seen(c == '+'), 100 * i + k))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_else(|| vec![(seen(false), 100 * i)]);
+            std::future::ready(Ok::<_, ()>(can.then_some(made)))
+        };
+        let ones = Cell::new(0);
+        let one = || {
+            ones.set(ones.get() + 1);
+            std::future::ready(Ok::<_, ()>((seen(true), 99)))
+        };
+        let together = |n: usize| std::future::ready(Ok::<_, ()>(Some((vec![seen(true); n], 98))));
+        let window = Duration::from_secs(30);
+        let s = until_works_together(Instant::now() + window, FIRST_PAUSE, 10, (first, together, one))
+            .await
+            .expect("runs");
+        let made_first = if can { firsts } else { 1 };
+        assert_eq!(asked.get(), made_first, "attempts through `first`");
+        assert_eq!(ones.get(), singles, "single attempts");
+        assert_eq!(s.attempts.len(), if can { firsts } else { 1 });
+        assert_eq!(s.repeated, repeated);
+        assert_eq!(matches!(s.observation, Observation::Reached(_)), works);
+        if can {
+            // The value of the last attempt's first connection, or of its first that failed.
+            let last = attempts.get(firsts - 1).copied().unwrap_or("-");
+            let k = last.chars().skip(1).position(|c| c == '-').map_or(0, |k| k + 1);
+            assert_eq!(s.value, 100 * (firsts - 1) + k, "whose value");
         }
     }
 }

@@ -9,8 +9,8 @@
 //! - `reports_cli` — the report files, `-o`, `mixcheck report --from`, snapshots
 //! - `baseline_cli` — the gate against a baseline, `mixcheck diff`
 //! - `diagnose_cli` — the diagnosis in results.json, `mixcheck diagnose --from`, `--causes`
-//! - `execs_cli` — how a run spends its execs: a flow's nine lookups or UDP connections after
-//!   its first in one exec where an agnhost pod's sh runs them, one each through PowerShell
+//! - `execs_cli` — how a run spends its execs: a flow's ten connections or lookups in one exec
+//!   where an agnhost pod's sh runs them, one each through PowerShell
 //! - `diagnostics_cli` — `--node-diagnostics` where a command cannot run: "not run", no confirmation
 //! - `fidelity_cli` — the third documentation review on whole runs (overlay WS2022 NodePorts,
 //!   kube-proxy's skew against its kubelet)

@@ -16,6 +16,7 @@ use crate::config::topology::Topology;
 use crate::node::runtime::ExitStatus;
 use crate::store::Part;
 
+mod chains;
 mod main_process;
 
 const NS: &str = "probe";
@@ -907,58 +908,6 @@ async fn network_commands_go_through_the_seam() {
             "GET 10.96.0.50:8080/hostname",
             "resolve web",
             "ping 10.96.0.50",
-            "resolve web",
-            "udp 10.96.0.50:8081 hostname",
-        ]
-    );
-}
-
-/// One probe command run several times in one exec through an agnhost pod's sh (busybox ash on
-/// Linux, busybox-w32 on Windows: the agnhost images carry it), each run followed by its exit
-/// status and a marker on stderr, as the harness chains a flow's lookups and UDP connections:
-/// each run is a process of its own, so each looks the name up again (curl looks a name up once
-/// for all the URLs of one invocation), and each run's status and errors come out in order.
-#[rstest]
-#[case::linux("linux-1", "curl")]
-#[case::windows("win2022-1", "curl.exe")]
-#[tokio::test]
-async fn chained_runs_are_processes_of_their_own(#[case] node: &str, #[case] curl: &str) {
-    let f = Fixture::new();
-    let recorder = Arc::new(Recorder::default());
-    let runtime = f.runtime().with_network(recorder.clone());
-    let pod = f.app("chain", node, AGNHOST, json!({}));
-    let run = |cmd: String| format!("{cmd}; echo \"mixcheck-exit=$?\"; echo mixcheck-end >&2");
-    let lookup = |name: &str| {
-        run(format!(
-            "{curl} -s -S --connect-timeout 5 -m 10 http://{name}:8080/hostname"
-        ))
-    };
-    let udp = run("/agnhost connect web:8081 --timeout=5s --protocol=udp".to_string());
-    let script = [lookup("web"), lookup("nx"), lookup("web"), udp].join("; ");
-    let o = runtime.exec(request(&pod, &["/bin/sh", "-c", &script])).await;
-    assert_eq!(o.exit, ExitStatus::Code(0), "{}", text(&o.stderr));
-    let ip = match node {
-        "linux-1" => "10.244.1.7",
-        _ => "10.244.3.7",
-    };
-    assert_eq!(
-        text(&o.stdout),
-        format!(
-            "reached from {ip}\nmixcheck-exit=0\nmixcheck-exit=6\nreached from {ip}\nmixcheck-exit=0\nmixcheck-exit=0\n"
-        )
-    );
-    assert_eq!(
-        text(&o.stderr),
-        "mixcheck-end\ncurl: (6) Could not resolve host: nx\nmixcheck-end\nmixcheck-end\nmixcheck-end\n"
-    );
-    assert_eq!(
-        recorder.seen(),
-        [
-            "resolve web",
-            "GET 10.96.0.50:8080/hostname",
-            "resolve nx",
-            "resolve web",
-            "GET 10.96.0.50:8080/hostname",
             "resolve web",
             "udp 10.96.0.50:8081 hostname",
         ]
