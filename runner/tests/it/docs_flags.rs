@@ -43,6 +43,7 @@ const OTHER_TOOLS: &[&str] = &[
     "release",
     "replicas",
     "selections",
+    "test-threads",
     "timeout",
     "timings",
     "topologies",
