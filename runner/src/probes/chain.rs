@@ -76,8 +76,14 @@ pub fn split_first(out: &Output, single: &[String], times: usize) -> Option<Vec<
     })
 }
 
-/// Every run a chained output accounts for, in order; None where its markers do not pair up or
-/// something follows the last.
+/// The statuses sh gives a command it could not run (126: not executable, 127: not found), which
+/// neither curl nor agnhost exits with: the shell could not run the tool the way the pod's own
+/// runtime does (a path such as `/agnhost` the Windows shell does not resolve), so the runs are
+/// made one exec each rather than judged a failed connection.
+const SHELL_COULD_NOT_RUN: [i32; 2] = [126, 127];
+
+/// Every run a chained output accounts for, in order; None where its markers do not pair up,
+/// something follows the last, or the shell could not run the tool.
 fn runs(out: &Output, single: &[String]) -> Option<Vec<Output>> {
     if out.exit_code != Some(0) {
         return None;
@@ -95,6 +101,9 @@ fn runs(out: &Output, single: &[String]) -> Option<Vec<Output>> {
         let (own, after) = rest.split_once(EXIT_MARK)?;
         let (code, after) = after.split_once('\n')?;
         let code: i32 = code.trim_end_matches('\r').parse().ok()?;
+        if SHELL_COULD_NOT_RUN.contains(&code) {
+            return None;
+        }
         rest = after;
         runs.push(Output {
             argv: single.to_vec(),
@@ -211,6 +220,16 @@ mod tests {
         "mixcheck-end\nmixcheck-end\nsh: oops\n"
     )]
     #[case::no_status(Some(0), "amixcheck-exit=\nbmixcheck-exit=0\n", "mixcheck-end\nmixcheck-end\n")]
+    #[case::tool_not_found(
+        Some(0),
+        "mixcheck-exit=127\nmixcheck-exit=127\n",
+        "sh: /agnhost: not found\nmixcheck-end\nsh: /agnhost: not found\nmixcheck-end\n"
+    )]
+    #[case::tool_not_executable(
+        Some(0),
+        "amixcheck-exit=0\nmixcheck-exit=126\n",
+        "mixcheck-end\nsh: /agnhost: Permission denied\nmixcheck-end\n"
+    )]
     fn an_output_that_does_not_account_for_the_runs_is_none(
         #[case] code: Option<i32>,
         #[case] stdout: &str,
