@@ -8,7 +8,8 @@
 
 use mixcheck_reports::Os;
 
-use crate::probes::transport::{Output, Runner};
+use crate::probes::judgement::Ctx;
+use crate::probes::transport::{self, Output, Runner, TransportError};
 
 /// What each run prints on stdout after its own output: its exit status.
 const EXIT_MARK: &str = "mixcheck-exit=";
@@ -57,6 +58,45 @@ fn script(runner: Runner, single: &[String], times: usize, stop_after_failed_fir
         runs[0] = format!("{line}; s=$?; echo \"{EXIT_MARK}$s\"; echo {end} >&2; [ $s -eq 0 ] || exit 0");
     }
     Some(vec!["/bin/sh".into(), "-c".into(), runs.join("; ")])
+}
+
+/// Which chain to make: a flow's first attempt ([`first_command`]) or the runs after a first
+/// made alone ([`command`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chain {
+    First,
+    Rest,
+}
+
+/// What a chained exec gave: each run's output as if exec'd alone, and the exec's own output
+/// and whether it needed retrying.
+pub type Chained = (Vec<Output>, (Output, bool));
+
+/// Runs `single` `times` times in one exec in `pod` (its `container`), as `chain` says, within
+/// the time the runs may all take: None where the pod's shell cannot chain the command or the
+/// output does not account for the runs (the caller then makes them one exec each).
+pub async fn exec(
+    ctx: &Ctx<'_>,
+    (pod, container): (&str, Option<&str>),
+    runner: Runner,
+    single: &[String],
+    (times, chain): (usize, Chain),
+) -> Result<Option<Chained>, TransportError> {
+    let argv = match chain {
+        Chain::First => first_command(runner, single, times),
+        Chain::Rest => command(runner, single, times),
+    };
+    let Some(argv) = argv else {
+        return Ok(None);
+    };
+    let (out, flaky) = ctx
+        .exec_within(pod, container, &argv, transport::repeated_timeout(times))
+        .await?;
+    let runs = match chain {
+        Chain::First => split_first(&out, single, times),
+        Chain::Rest => split(&out, single, times),
+    };
+    Ok(runs.map(|runs| (runs, (out, flaky))))
 }
 
 /// Each run's output of a [`command`] of `times` runs of `single`, in order, as if it had been

@@ -7,7 +7,7 @@ use mixcheck_reports::Os;
 use crate::catalogue::suite::{Destination, FailureClass, Origin, Protocol, ServiceVariant, Verify};
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
-use crate::probes::chain;
+use crate::probes::chain::{self, Chain};
 use crate::probes::flow::{self, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
@@ -262,11 +262,8 @@ impl Attempt<'_, '_> {
     /// saw, with its own output (as if exec'd alone) and whether the exec needed retrying;
     /// None where it cannot.
     async fn run_first(&self, req: &Request, connections: usize) -> EachAlone {
-        let Some(argv) = chain::first_command(self.start.runner, self.argv, connections) else {
-            return Ok(None);
-        };
-        let (out, flaky) = self.exec_long(&argv, connections).await?;
-        Ok(chain::split_first(&out, self.argv, connections).map(|runs| {
+        let chained = self.chain(connections, Chain::First).await?;
+        Ok(chained.map(|(runs, (_, flaky))| {
             runs.into_iter()
                 .map(|run| (transport::classify(req, &run), (run, flaky)))
                 .collect()
@@ -281,27 +278,23 @@ impl Attempt<'_, '_> {
     async fn run_together(&self, req: &Request, connections: usize) -> Together {
         let runner = self.start.runner;
         if let Some(argv) = transport::repeated_command(runner, req, connections) {
-            let out = self.exec_long(&argv, connections).await?;
+            let timeout = transport::repeated_timeout(connections);
+            let at = (self.start.pod.as_str(), self.start.container.as_deref());
+            let out = self.ctx.exec_within(at.0, at.1, &argv, timeout).await?;
             return Ok(transport::classify_repeated(&out.0, connections).map(|seen| (seen, out)));
         }
-        let Some(argv) = chain::command(runner, self.argv, connections) else {
-            return Ok(None);
-        };
-        let out = self.exec_long(&argv, connections).await?;
-        Ok(chain::split(&out.0, self.argv, connections)
-            .map(|runs| (runs.iter().map(|r| transport::classify(req, r)).collect(), out)))
+        let chained = self.chain(connections, Chain::Rest).await?;
+        Ok(chained.map(|(runs, out)| (runs.iter().map(|r| transport::classify(req, r)).collect(), out)))
     }
 
-    /// Runs `argv`, which makes `connections` connections, with the time they may all take.
-    async fn exec_long(
+    /// This attempt's command run `connections` times in one exec ([`chain::exec`]).
+    async fn chain(
         &self,
-        argv: &[String],
         connections: usize,
-    ) -> Result<(transport::Output, bool), transport::TransportError> {
-        let timeout = transport::repeated_timeout(connections);
-        self.ctx
-            .exec_within(&self.start.pod, self.start.container.as_deref(), argv, timeout)
-            .await
+        chain: Chain,
+    ) -> Result<Option<chain::Chained>, transport::TransportError> {
+        let at = (self.start.pod.as_str(), self.start.container.as_deref());
+        chain::exec(self.ctx, at, self.start.runner, self.argv, (connections, chain)).await
     }
 }
 

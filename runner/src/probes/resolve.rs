@@ -9,7 +9,7 @@ use crate::catalogue::suite::{DnsVariant, FailureClass, NameForm, Origin, Protoc
 use crate::cluster::deploy;
 use crate::cluster::facts::ClusterNode;
 use crate::cluster::workload::NotReady;
-use crate::probes::chain;
+use crate::probes::chain::{self, Chain};
 use crate::probes::flow::{self, http, server_ip, service};
 use crate::probes::judgement::{Case, Ctx, Probed, Unprobed};
 use crate::probes::settle::{self, FlowKind};
@@ -191,27 +191,14 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
     // Chained runs of the lookup in one exec: all of them, each with its own output as if
     // exec'd alone (`first`: the others only if the first worked), or the nine after a first
     // made alone (`rest`).
-    let chain_of = |n: usize, first: bool| {
+    let chain_of = |n: usize, chain: Chain| {
         let (pod, container, argv) = (&pod, &container, &argv);
-        async move {
-            let command = if first { chain::first_command } else { chain::command };
-            let Some(chained) = command(runner, argv, n) else {
-                return Ok(None);
-            };
-            let timeout = transport::repeated_timeout(n);
-            let (out, flaky) = ctx.exec_within(pod, container.as_deref(), &chained, timeout).await?;
-            let runs = if first {
-                chain::split_first(&out, argv, n)
-            } else {
-                chain::split(&out, argv, n)
-            };
-            Ok::<_, transport::TransportError>(runs.map(|runs| (runs, (out, flaky))))
-        }
+        async move { chain::exec(ctx, (pod.as_str(), container.as_deref()), runner, argv, (n, chain)).await }
     };
     let first = |n| {
         let (req, chain_of) = (&req, &chain_of);
         async move {
-            Ok(chain_of(n, true).await?.map(|(runs, (_, flaky))| {
+            Ok(chain_of(n, Chain::First).await?.map(|(runs, (_, flaky))| {
                 runs.into_iter()
                     .map(|run| (looked_up(req, &run), (run, flaky)))
                     .collect::<Vec<_>>()
@@ -221,7 +208,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, origin: Origin, name: NameF
     let rest = |n| {
         let (req, chain_of) = (&req, &chain_of);
         async move {
-            Ok(chain_of(n, false)
+            Ok(chain_of(n, Chain::Rest)
                 .await?
                 .map(|(runs, value)| (runs.iter().map(|r| looked_up(req, r)).collect(), value)))
         }
