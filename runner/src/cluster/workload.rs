@@ -255,7 +255,7 @@ impl<'a> Workloads<'a> {
     async fn delete(&self, name: &str) {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
         // Whether the pod watch has the pod: then its deletion event ends the wait.
-        let watched = self.watch.view(name).pod.is_some();
+        let watched = self.watch.has(name);
         // A short grace: the API lets the pod go once its kubelet has stopped it, so the slot
         // is free for the kubelet too (a forced deletion would free it for the API only).
         let now = kube::api::DeleteParams {
@@ -274,7 +274,7 @@ impl<'a> Workloads<'a> {
         };
         while Instant::now() < until {
             changes.mark_unchanged();
-            if watched && self.watch.view(name).pod.is_none() {
+            if watched && !self.watch.has(name) {
                 return;
             }
             // The API itself now and then: a watch that broke and re-listed may have missed the
@@ -520,8 +520,7 @@ impl<'a> Workloads<'a> {
             .watch
             .view(name)
             .pod
-            .and_then(|p| p.status)
-            .and_then(|s| s.pod_ip)
+            .and_then(|p| p.status.as_ref()?.pod_ip.clone())
             .unwrap_or_default();
         let name = name.to_string();
         match seen {
@@ -668,9 +667,7 @@ impl<'a> Workloads<'a> {
         self.watch
             .view(name)
             .pod
-            .and_then(|p| p.status)
-            .and_then(|s| s.reason)
-            .is_some_and(|r| r == "OutOfpods")
+            .is_some_and(|p| p.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("OutOfpods"))
     }
 
     /// Creates `pod` once, judges it and deletes it.
@@ -938,7 +935,7 @@ mod tests {
         }))
         .expect("a pod");
         PodView {
-            pod: Some(pod),
+            pod: Some(std::sync::Arc::new(pod)),
             warnings: warnings
                 .iter()
                 .map(|(r, m, n)| crate::cluster::podwatch::Warning {

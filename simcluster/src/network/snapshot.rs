@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::config::profile::NodeProfile;
 use crate::network::dns::{OUTSIDE_HOSTS, OUTSIDE_RESOLVERS};
+use crate::network::fabric::policy::PodMeta;
 use crate::network::fabric::{
     App, Fabric, HostPort, NetFacts, NodeFacts, OutsideHost, PodFacts, Proto, Serve, ServiceFacts, ServicePort,
     source_vip_of,
@@ -243,23 +244,51 @@ impl PodCache {
             .get(svc, self.rebuild, |svc| Arc::new(ServiceSpec::read(svc)))
     }
 
-    /// Forgets the versions this rebuild did not see (changed or deleted since); `seen` pods
-    /// were.
-    fn sweep(&mut self, seen: usize) {
+    /// Forgets the pod versions this rebuild did not see (changed or deleted since); `seen`
+    /// pods were.
+    fn sweep_pods(&mut self, seen: usize) {
         self.pods.sweep(self.rebuild, Some(seen));
+    }
+
+    /// Forgets the Service and Endpoints versions this rebuild did not see.
+    fn sweep_services(&mut self) {
         self.endpoints.sweep(self.rebuild, None);
         self.services.sweep(self.rebuild, None);
     }
 }
 
-/// The fabric for the cluster's current state: `nodes` (made once from the profiles), pods
-/// read through `pods`.
+/// The running pods' facts in the store's order, read through `cache` (which starts a rebuild).
+pub fn running_pods(store: &Store, profiles: &[NodeProfile], cache: &mut PodCache) -> Vec<Arc<PodFacts>> {
+    let listed = store.list(resources::core("pods"), None).0;
+    cache.begin(profiles);
+    let running: Vec<Arc<PodFacts>> = listed.iter().filter_map(|pod| cache.facts(pod, profiles)).collect();
+    cache.sweep_pods(listed.len());
+    running
+}
+
+/// Whether two lists of running pods are the same pods in the same order with the same network
+/// facts (their labels and port names aside: only NetworkPolicies read those).
+pub fn same_network(a: &[Arc<PodFacts>], b: &[Arc<PodFacts>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b) || a.same_network(b))
+}
+
+/// Whether the running `pods` have the labels and port names policies read, pod by pod.
+pub fn same_meta(read: &[Arc<PodMeta>], pods: &[Arc<PodFacts>]) -> bool {
+    read.len() == pods.len()
+        && read
+            .iter()
+            .zip(pods)
+            .all(|(a, b)| Arc::ptr_eq(a, &b.meta) || **a == *b.meta)
+}
+
+/// The fabric for the cluster's current state: `nodes` (made once from the profiles), the
+/// `running` pods (from [`running_pods`]), Services and Endpoints read through `cache`.
 pub fn fabric(
     store: &Store,
     profiles: &[NodeProfile],
-    nodes: &Arc<Vec<NodeFacts>>,
-    net: &NetFacts,
-    pods: &mut PodCache,
+    (nodes, net): (&Arc<Vec<NodeFacts>>, &NetFacts),
+    running: Vec<Arc<PodFacts>>,
+    cache: &mut PodCache,
 ) -> Fabric {
     let mut f = Fabric::new(net.clone());
     f.nodes = nodes.clone();
@@ -268,14 +297,6 @@ pub fn fabric(
         f.managed_api_server = managed_api_server(&mut f, store);
     }
     add_outside(&mut f);
-    let listed = store.list(resources::core("pods"), None).0;
-    pods.begin(profiles);
-    let mut running: Vec<Arc<PodFacts>> = Vec::with_capacity(listed.len());
-    for pod in &listed {
-        if let Some(facts) = pods.facts(pod, profiles) {
-            running.push(facts);
-        }
-    }
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::with_capacity(running.len());
     for (index, facts) in running.iter().enumerate() {
         if !facts.host_network {
@@ -285,8 +306,8 @@ pub fn fabric(
             }
         }
     }
-    add_services(&mut f, store, &by_ip, &running, pods);
-    pods.sweep(listed.len());
+    add_services(&mut f, store, &by_ip, &running, cache);
+    cache.sweep_services();
     f.pods = running;
     f.index();
     f
@@ -651,6 +672,9 @@ fn add_services(
             .get(&(ns, name))
             .copied()
     };
+    // One list of the Endpoints rather than a lookup per Service.
+    let endpoints = store.list(resources::core("endpoints"), None).0;
+    let endpoints: HashMap<(&str, &str), &Obj> = endpoints.iter().map(|ep| ((ep.namespace(), ep.name()), ep)).collect();
     for svc in store.list(resources::core("services"), None).0 {
         let spec = cache.service(&svc);
         if spec.external_name {
@@ -658,10 +682,9 @@ fn add_services(
         }
         let (ns, name) = (spec.namespace.as_str(), spec.name.as_str());
         let cluster_dns = ns == "kube-system" && name == "kube-dns";
-        let subsets = store
-            .get(resources::core("endpoints"), ns, name)
-            .ok()
-            .map(|ep| cache.subsets(&ep))
+        let subsets = endpoints
+            .get(&(ns, name))
+            .map(|ep| cache.subsets(ep))
             .unwrap_or_default();
         let mut ports = Vec::with_capacity(spec.ports.len());
         for (name, port, node_port, proto) in &spec.ports {

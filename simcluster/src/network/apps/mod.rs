@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::config::profile::NodeProfile;
 use crate::network::dns::{self, DnsConfig, Records, Resolution};
 use crate::network::fabric::{
-    API_SERVER_PORT, App, Endpoint, Fabric, Failure, Flow, KUBELET_PORT, NetFacts, Proto, Reached, Src,
+    API_SERVER_PORT, App, Endpoint, Fabric, Failure, Flow, KUBELET_PORT, NetFacts, PodFacts, Proto, Reached, Src,
 };
 use crate::network::snapshot;
 use crate::network::wire::{HttpReply, Lookup, Wire};
@@ -25,13 +25,22 @@ type Round = (Ipv4Addr, Ipv4Addr, u16, Proto);
 type Backends = std::collections::BTreeSet<Ipv4Addr>;
 
 /// A Service's programming: its state, when it last changed, its backends per port now and
-/// those of the state before (which nodes still forward to while they program the change).
+/// those of the state before (which nodes still forward to while they program the change),
+/// and the rebuild that last saw the Service.
 #[derive(Debug)]
 struct Programmed {
     state: u64,
     at: std::time::Instant,
-    backends: Vec<Backends>,
-    before: Vec<Backends>,
+    backends: Arc<Vec<Backends>>,
+    before: Arc<Vec<Backends>>,
+    seen: u64,
+}
+
+/// Each Service's programming by `namespace/name`, and the rebuild under way.
+#[derive(Debug, Default)]
+struct Programming {
+    services: HashMap<String, Programmed>,
+    rebuild: u64,
 }
 
 /// The cluster's network: the store, the nodes and the topology's network settings.
@@ -49,15 +58,15 @@ pub struct SimNet {
     /// with each connection; iptables' `statistic --mode random`), so one client's connections
     /// do not all land on one backend because another client's interleave with them.
     rounds: Mutex<HashMap<Round, u64>>,
-    /// The last snapshot and the store revision it was taken at.
-    cache: Mutex<Option<(u64, Snapshot)>>,
+    /// The last snapshot.
+    cache: Mutex<Option<Snapshot>>,
     /// The pods' facts by object version, so that a rebuild reads only the changed pods.
     pods: Mutex<snapshot::PodCache>,
     /// The nodes' facts for the fabric, made once from the profiles.
     nodes: Arc<Vec<crate::network::fabric::NodeFacts>>,
     /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
     /// proxies last saw it, and when that changed: the start of every node's programming delay.
-    programmed: Mutex<HashMap<String, Programmed>>,
+    programmed: Mutex<Programming>,
     /// The cluster's NetworkPolicy engine (`network.policyEngine`, resolved).
     policy_engine: crate::config::policy_engine::PolicyEngine,
     /// Each NetworkPolicy's versions as the nodes' agents program them.
@@ -65,11 +74,48 @@ pub struct SimNet {
 }
 
 /// The fabric and the DNS records (built on first lookup) for one revision of the pods,
-/// services and endpoints.
+/// services, endpoints, namespaces and NetworkPolicies.
 #[derive(Debug, Clone)]
 struct Snapshot {
     fabric: Arc<Fabric>,
     records: Arc<OnceLock<Records>>,
+    at: Revisions,
+}
+
+/// The store's revisions of what the fabric and the DNS records derive from (events, leases
+/// and the like change far more often and do not matter here), each on its own: a change to
+/// the policies alone leaves the pods and Services as they were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Revisions {
+    pods: u64,
+    services: u64,
+    endpoints: u64,
+    namespaces: u64,
+    policies: u64,
+}
+
+impl Revisions {
+    fn of(store: &Store) -> Revisions {
+        let at = |rt| store.changed_at(&[rt]);
+        Revisions {
+            pods: at(resources::core("pods")),
+            services: at(resources::core("services")),
+            endpoints: at(resources::core("endpoints")),
+            namespaces: at(resources::core("namespaces")),
+            policies: at(resources::named("networking.k8s.io", "networkpolicies")),
+        }
+    }
+
+    /// Whether the Services and their Endpoints are as at `other`.
+    fn same_services(&self, other: &Revisions) -> bool {
+        (self.services, self.endpoints) == (other.services, other.endpoints)
+    }
+
+    /// Whether what the policies read besides the pods (policies, namespaces' labels) is as at
+    /// `other`.
+    fn same_policies(&self, other: &Revisions) -> bool {
+        (self.policies, self.namespaces) == (other.policies, other.namespaces)
+    }
 }
 
 /// How deep `/dial` may nest (a netexec asking a netexec to dial …).
@@ -108,7 +154,7 @@ impl SimNet {
             rounds: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
             pods: Mutex::new(snapshot::PodCache::default()),
-            programmed: Mutex::new(HashMap::new()),
+            programmed: Mutex::new(Programming::default()),
             policy_engine: crate::config::policy_engine::PolicyEngine::None,
             policy_clock: crate::network::fabric::policy::Clock::default(),
         }
@@ -130,7 +176,7 @@ impl SimNet {
             .unwrap_or_else(std::time::Instant::now);
         {
             let mut programmed = self.programmed.lock().unwrap_or_else(|p| p.into_inner());
-            for entry in programmed.values_mut() {
+            for entry in programmed.services.values_mut() {
                 entry.at = long_ago;
                 entry.before = entry.backends.clone();
             }
@@ -145,37 +191,71 @@ impl SimNet {
         self.snapshot().fabric
     }
 
+    /// The snapshot of the cluster's current state. Taken under the cache's lock, revisions
+    /// included (a caller that read them before another rebuilt must not put an older snapshot
+    /// back), and made from the last one where it can: pods whose facts did not change are
+    /// shared; with the same pods, Services and Endpoints the fabric is the last one (its
+    /// policies read again when they or the namespaces changed).
     fn snapshot(&self) -> Snapshot {
-        // The fabric and the records derive from pods, services and endpoints only (events,
-        // leases and the like change far more often and do not matter here).
-        let rv = self.store.changed_at(&[
-            resources::core("pods"),
-            resources::core("services"),
-            resources::core("endpoints"),
-            resources::core("namespaces"),
-            resources::named("networking.k8s.io", "networkpolicies"),
-        ]);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, snap)) = cache.as_ref()
-            && *at == rv
+        let at = Revisions::of(&self.store);
+        if let Some(snap) = cache.as_ref()
+            && snap.at == at
         {
             return snap.clone();
         }
         let started = std::time::Instant::now();
+        let before = cache.take();
         let mut pods = self.pods.lock().unwrap_or_else(|p| p.into_inner());
-        let mut fabric = snapshot::fabric(&self.store, &self.profiles, &self.nodes, &self.net, &mut pods);
-        drop(pods);
-        self.stamp_changes(&mut fabric);
-        fabric.policies =
-            crate::network::fabric::policy::from_store(&self.store, self.policy_engine, &fabric, &self.policy_clock)
-                .map(Arc::new);
-        let snap = Snapshot {
-            fabric: Arc::new(fabric),
-            records: Arc::new(OnceLock::new()),
+        let running = snapshot::running_pods(&self.store, &self.profiles, &mut pods);
+        let same_base = before
+            .as_ref()
+            .filter(|b| b.at.same_services(&at) && snapshot::same_network(&b.fabric.pods, &running));
+        let (fabric, made) = match same_base {
+            Some(b)
+                if b.at.same_policies(&at)
+                    && b.fabric
+                        .policies
+                        .as_ref()
+                        .is_none_or(|p| snapshot::same_meta(&p.pods, &running)) =>
+            {
+                (b.fabric.clone(), "the last")
+            }
+            // The pods' labels (which only policies read) come from this rebuild's pods.
+            Some(b) => (
+                Arc::new(b.fabric.with_policies(self.policies(&running))),
+                "the last with its policies read again",
+            ),
+            None => {
+                let mut fabric = snapshot::fabric(
+                    &self.store,
+                    &self.profiles,
+                    (&self.nodes, &self.net),
+                    running,
+                    &mut pods,
+                );
+                self.stamp_changes(&mut fabric);
+                fabric.policies = self.policies(&fabric.pods);
+                (Arc::new(fabric), "rebuilt")
+            }
         };
-        *cache = Some((rv, snap.clone()));
-        tracing::trace!(rv, pods = snap.fabric.pods.len(), took = ?started.elapsed(), "network snapshot rebuilt");
+        drop(pods);
+        // The records read the store when asked: the same while pods, Services, Endpoints and
+        // namespaces are.
+        let records = match before {
+            Some(b) if (b.at.pods, b.at.namespaces) == (at.pods, at.namespaces) && b.at.same_services(&at) => b.records,
+            _ => Arc::new(OnceLock::new()),
+        };
+        let snap = Snapshot { fabric, records, at };
+        *cache = Some(snap.clone());
+        tracing::trace!(?at, pods = snap.fabric.pods.len(), took = ?started.elapsed(), "network snapshot: {made}");
         snap
+    }
+
+    /// The cluster's NetworkPolicies over a fabric's `pods`.
+    fn policies(&self, pods: &[Arc<PodFacts>]) -> Option<Arc<crate::network::fabric::policy::Policies>> {
+        crate::network::fabric::policy::from_store(&self.store, self.policy_engine, pods, &self.policy_clock)
+            .map(Arc::new)
     }
 
     /// Stamps each Service with when its state last changed (new, other ports, other
@@ -184,17 +264,15 @@ impl SimNet {
     fn stamp_changes(&self, fabric: &mut Fabric) {
         let mut programmed = self.programmed.lock().unwrap_or_else(|p| p.into_inner());
         let now = std::time::Instant::now();
-        let slowest = fabric.nodes.iter().map(|n| n.programming).max().unwrap_or_default();
-        let mut seen = std::collections::HashSet::new();
-        fabric.settled.clear();
-        for i in 0..fabric.services.len() {
-            let s = &fabric.services[i];
-            let key = format!("{}/{}", s.namespace, s.name);
-            let backends: Vec<Backends> = s
-                .ports
-                .iter()
-                .map(|p| p.targets.iter().map(|(pod, _)| fabric.pods[*pod].ip).collect())
-                .collect();
+        let wiring: &mut crate::network::fabric::Wiring = fabric;
+        let slowest = wiring.nodes.iter().map(|n| n.programming).max().unwrap_or_default();
+        let rebuild = programmed.rebuild.wrapping_add(1);
+        programmed.rebuild = rebuild;
+        wiring.settled.clear();
+        let mut key = String::new();
+        for i in 0..wiring.services.len() {
+            let s = &wiring.services[i];
+            let pods = &wiring.pods;
             // What the proxies program for the Service, as one number: its address, and per port
             // the number, NodePort, protocol and sorted backends (a hash, not a rendering: a
             // DaemonSet's Service has a backend per node and changes at every rebuild's look).
@@ -203,22 +281,36 @@ impl SimNet {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 s.cluster_ip.hash(&mut h);
                 for p in &s.ports {
-                    let mut backends: Vec<(Ipv4Addr, u16)> = p
-                        .targets
-                        .iter()
-                        .map(|(pod, port)| (fabric.pods[*pod].ip, *port))
-                        .collect();
+                    let mut backends: Vec<(Ipv4Addr, u16)> =
+                        p.targets.iter().map(|(pod, port)| (pods[*pod].ip, *port)).collect();
                     backends.sort_unstable();
                     (p.port, p.node_port, p.proto, backends).hash(&mut h);
                 }
                 h.finish()
             };
-            let entry = programmed.entry(key.clone()).or_insert_with(|| Programmed {
-                state,
-                at: now,
-                backends: backends.clone(),
-                before: Vec::new(),
-            });
+            // Each port's backend addresses, made only for a new or changed state.
+            let backends = || -> Arc<Vec<Backends>> {
+                Arc::new(
+                    s.ports
+                        .iter()
+                        .map(|p| p.targets.iter().map(|(pod, _)| pods[*pod].ip).collect())
+                        .collect(),
+                )
+            };
+            key.clear();
+            key.push_str(&s.namespace);
+            key.push('/');
+            key.push_str(&s.name);
+            let entry = match programmed.services.get_mut(key.as_str()) {
+                Some(entry) => entry,
+                None => programmed.services.entry(key.clone()).or_insert(Programmed {
+                    state,
+                    at: now,
+                    backends: backends(),
+                    before: Arc::default(),
+                    seen: rebuild,
+                }),
+            };
             if entry.state != state {
                 // What every node had programmed: the last state, once all of them caught up.
                 if entry.at.elapsed() >= slowest {
@@ -226,13 +318,14 @@ impl SimNet {
                 }
                 entry.state = state;
                 entry.at = now;
-                entry.backends = backends;
+                entry.backends = backends();
             }
-            fabric.services[i].changed_at = Some(entry.at);
-            fabric.settled.insert(i, entry.before.clone());
-            seen.insert(key);
+            entry.seen = rebuild;
+            let (at, before) = (entry.at, entry.before.clone());
+            wiring.services[i].changed_at = Some(at);
+            wiring.settled.insert(i, before);
         }
-        programmed.retain(|k, _| seen.contains(k));
+        programmed.services.retain(|_, p| p.seen == rebuild);
     }
 
     /// The next ephemeral port number (before mapping into the port range).
@@ -251,7 +344,7 @@ impl SimNet {
 
     /// The client a container is, or None when the pod has no network (not running).
     pub fn client_for(self: &Arc<Self>, pod: &Obj, container: &str, dns: DnsConfig, windows: bool) -> Option<Client> {
-        let Snapshot { fabric, records } = self.snapshot();
+        let Snapshot { fabric, records, .. } = self.snapshot();
         let index = fabric.pod_index(pod.namespace(), pod.name())?;
         let container = pod
             .value()
@@ -276,7 +369,7 @@ impl SimNet {
 
     /// A client outside the cluster at `ip` (for the real listeners).
     pub fn outside_client(self: &Arc<Self>, ip: Ipv4Addr) -> Client {
-        let Snapshot { fabric, records } = self.snapshot();
+        let Snapshot { fabric, records, .. } = self.snapshot();
         Client {
             net: self.clone(),
             fabric,

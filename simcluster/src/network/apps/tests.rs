@@ -473,3 +473,87 @@ fn intermittent_dns_fails_a_share_of_lookups(#[case] share: f64) {
     );
     assert_eq!(failed("cli-lin"), 0, "no other node's lookups fail");
 }
+
+/// A snapshot is remade only from what changed: a status write that moves no address, port or
+/// label gives the same fabric; a NetworkPolicy or a pod's new labels give new policies over
+/// the same wiring (addresses, listeners, backends); a pod's new address rewires. Each step's
+/// flows are decided on what the cluster holds then.
+#[test]
+fn a_snapshot_is_remade_from_what_changed() {
+    let lab = lab(&[]);
+    let net = Arc::new(
+        SimNet::new(
+            lab.store.clone(),
+            lab.profiles.clone(),
+            NetFacts::from_topology(&Topology::default_cluster().instant()),
+        )
+        .with_policy_engine(crate::config::policy_engine::PolicyEngine::Calico),
+    );
+    let lab = Lab { net, ..lab };
+    let pods = resources::core("pods");
+    let srv = Ipv4Addr::new(10, 244, 1, 10);
+    let first = lab.net.fabric();
+    assert!(Arc::ptr_eq(&first, &lab.net.fabric()), "nothing changed");
+    assert_eq!(
+        get(&client(&lab, "cli-lin"), srv, 8080, "/hostname"),
+        Ok("srv-lin".into())
+    );
+
+    lab.store
+        .modify(pods, "team", "cli-lin", Part::Status, |p| {
+            p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+            Ok(())
+        })
+        .expect("status");
+    assert!(Arc::ptr_eq(&first, &lab.net.fabric()), "a condition is no network fact");
+
+    lab.store
+        .create(
+            resources::named("networking.k8s.io", "networkpolicies"),
+            "team",
+            json!({"metadata": {"name": "locked"}, "spec": {"podSelector": {"matchLabels": {"role": "locked"}}, "policyTypes": ["Ingress"]}}),
+        )
+        .expect("policy");
+    let policed = lab.net.fabric();
+    assert!(policed.policies.is_some(), "the policy is read");
+    assert_eq!(policed.pods.as_ptr(), first.pods.as_ptr(), "the same wiring");
+    assert_eq!(
+        get(&client(&lab, "cli-lin"), srv, 8080, "/hostname"),
+        Ok("srv-lin".into()),
+        "selects no pod yet"
+    );
+
+    lab.store
+        .modify(pods, "team", "srv-lin", Part::Main, |p| {
+            p["metadata"]["labels"] = json!({"role": "locked"});
+            Ok(())
+        })
+        .expect("labels");
+    let labelled = lab.net.fabric();
+    assert_eq!(labelled.pods.as_ptr(), first.pods.as_ptr(), "labels are no wiring");
+    assert_eq!(
+        get(&client(&lab, "cli-lin"), srv, 8080, "/hostname"),
+        Err(Failure::Timeout),
+        "the policy selects the labelled server and allows no ingress (KNP)"
+    );
+
+    lab.store
+        .modify(pods, "team", "srv-lin", Part::Main, |p| {
+            p["metadata"]["labels"] = json!({"role": "open"});
+            Ok(())
+        })
+        .expect("labels");
+    running(&lab.store, "team", "srv-lin", "10.244.1.11");
+    let moved = lab.net.fabric();
+    assert_ne!(moved.pods.as_ptr(), first.pods.as_ptr(), "a new address rewires");
+    let cli = client(&lab, "cli-lin");
+    assert_eq!(
+        get(&cli, Ipv4Addr::new(10, 244, 1, 11), 8080, "/hostname"),
+        Ok("srv-lin".into())
+    );
+    assert_eq!(
+        get(&cli, srv, 8080, "/hostname"),
+        Err(Failure::Timeout),
+        "nothing at the old address"
+    );
+}

@@ -8,6 +8,7 @@ use std::fmt;
 pub mod attempt;
 mod names;
 pub mod policy;
+mod wiring;
 
 /// A flow's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,7 +55,6 @@ impl fmt::Display for Failure {
     }
 }
 
-use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::config::faults::Fault;
@@ -259,6 +259,44 @@ pub struct PodFacts {
 }
 
 impl PodFacts {
+    /// Whether `other` is the same pod with the same addresses, node and listeners (its labels
+    /// and port names aside).
+    pub fn same_network(&self, other: &PodFacts) -> bool {
+        let PodFacts {
+            namespace,
+            name,
+            hostname,
+            ip,
+            ipv6,
+            node,
+            host_network,
+            serves,
+            host_ports,
+            meta: _,
+        } = self;
+        (
+            namespace,
+            name,
+            hostname,
+            ip,
+            ipv6,
+            node,
+            host_network,
+            serves,
+            host_ports,
+        ) == (
+            &other.namespace,
+            &other.name,
+            &other.hostname,
+            &other.ip,
+            &other.ipv6,
+            &other.node,
+            &other.host_network,
+            &other.serves,
+            &other.host_ports,
+        )
+    }
+
     /// What listens on `port`/`proto` (for loopback flows, only in `container` when given).
     pub fn serving(&self, port: u16, proto: Proto, container: Option<usize>) -> Option<&Serve> {
         self.serves
@@ -392,80 +430,53 @@ impl Decision {
     }
 }
 
-/// What holds an address: a pod, a node, a service or an outside host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Holder {
-    Pod(usize),
-    Node(usize),
-    Service(usize),
-    /// A LoadBalancer Service's ingress address.
-    LoadBalancer(usize),
-    Outside(usize),
-}
-
 /// The Windows error text of a socket call when the ephemeral ports are exhausted.
 pub const WSAENOBUFS: &str = "An operation on a socket could not be performed because the system lacked sufficient buffer space or because a queue was full.";
 /// The Linux error text of a connect when no ephemeral port is free.
 pub const EADDRNOTAVAIL: &str = "cannot assign requested address";
 
-/// The cluster's network at one moment, and the decision function over it.
+/// The cluster's network at one moment, and the decision function over it: its [`Wiring`]
+/// (shared by the snapshots that differ only in their NetworkPolicies, reached through
+/// `Deref`) and the policies.
 #[derive(Debug, Clone)]
 pub struct Fabric {
-    pub net: NetFacts,
-    /// The nodes, made once from their profiles and shared by every snapshot.
-    pub nodes: std::sync::Arc<Vec<NodeFacts>>,
-    /// The running pods, each shared with the snapshots before it while its object is unchanged.
-    pub pods: Vec<std::sync::Arc<PodFacts>>,
-    pub services: Vec<ServiceFacts>,
-    pub outside: Vec<OutsideHost>,
-    addrs: HashMap<Ipv4Addr, Holder>,
-    /// (node, port, proto) → host-network pod listening there.
-    host_listeners: HashMap<(usize, u16, Proto), usize>,
-    /// (node, hostPort, proto) → pod.
-    host_ports: HashMap<(usize, u16, Proto), usize>,
-    /// (nodePort, proto) → (service, port index).
-    node_ports: HashMap<(u16, Proto), (usize, usize)>,
-    /// The pods by namespace and name.
-    names: names::PodNames,
-    /// Service index → per port, the backend addresses every node's proxy had programmed before
-    /// the Service's latest change: they keep answering while the change is programmed (a
-    /// proxy replaces its rules for a Service at its next sync; until then the old ones work).
-    pub settled: HashMap<usize, Vec<std::collections::BTreeSet<Ipv4Addr>>>,
-    /// The node whose host address the API server listens on: the `kubernetes` Service's
-    /// endpoint (None without a control-plane node).
-    pub api_server: Option<usize>,
-    /// Without a control-plane node (a managed platform), the outside host the `kubernetes`
-    /// Service's endpoint is: the provider's API server.
-    pub managed_api_server: Option<usize>,
-    /// Dual-stack: each IPv6 address of a pod or Service (`status.podIPs`, `spec.clusterIPs`)
-    /// to the IPv4 address of the same pod or Service; empty on a single-stack cluster.
-    pub ipv6: HashMap<Ipv6Addr, Ipv4Addr>,
+    wiring: std::sync::Arc<Wiring>,
     /// The NetworkPolicies and the engine that enforces them (None: the cluster has none).
     pub policies: Option<std::sync::Arc<policy::Policies>>,
+}
+
+impl std::ops::Deref for Fabric {
+    type Target = Wiring;
+
+    fn deref(&self) -> &Wiring {
+        &self.wiring
+    }
+}
+
+impl std::ops::DerefMut for Fabric {
+    /// The wiring to change: this fabric's own (a copy when another snapshot shares it).
+    fn deref_mut(&mut self) -> &mut Wiring {
+        std::sync::Arc::make_mut(&mut self.wiring)
+    }
 }
 
 /// The kubelet's read-only port, always open on every node.
 pub const KUBELET_PORT: u16 = 10250;
 
 impl Fabric {
-    /// An empty fabric (add nodes, pods, services, outside hosts, then [`Fabric::index`]).
+    /// An empty fabric (add nodes, pods, services, outside hosts, then [`Wiring::index`]).
     pub fn new(net: NetFacts) -> Fabric {
         Fabric {
-            settled: HashMap::new(),
-            net,
-            nodes: std::sync::Arc::new(Vec::new()),
-            pods: Vec::new(),
-            services: Vec::new(),
-            outside: Vec::new(),
-            addrs: HashMap::new(),
-            host_listeners: HashMap::new(),
-            host_ports: HashMap::new(),
-            node_ports: HashMap::new(),
-            names: names::PodNames::default(),
-            api_server: None,
-            managed_api_server: None,
-            ipv6: HashMap::new(),
+            wiring: std::sync::Arc::new(Wiring::new(net)),
             policies: None,
+        }
+    }
+
+    /// The same wiring with other policies.
+    pub fn with_policies(&self, policies: Option<std::sync::Arc<policy::Policies>>) -> Fabric {
+        Fabric {
+            wiring: self.wiring.clone(),
+            policies,
         }
     }
 
@@ -495,46 +506,6 @@ impl Fabric {
             .decide(&self.nodes, from, to, port, proto)
             .err()
             .map(|(rule, why)| Decision::fail(Failure::Timeout, rule, why))
-    }
-
-    /// Builds the address maps; call after adding everything.
-    pub fn index(&mut self) {
-        self.addrs.clear();
-        self.host_listeners.clear();
-        self.host_ports.clear();
-        self.node_ports.clear();
-        self.names = names::PodNames::default();
-        for (i, h) in self.outside.iter().enumerate() {
-            self.addrs.insert(h.ip, Holder::Outside(i));
-        }
-        for (i, n) in self.nodes.iter().enumerate() {
-            self.addrs.insert(n.ip, Holder::Node(i));
-        }
-        for (i, p) in self.pods.iter().enumerate() {
-            if p.host_network {
-                for s in &p.serves {
-                    self.host_listeners.insert((p.node, s.port, s.proto), i);
-                }
-            } else if !p.ip.is_unspecified() {
-                self.addrs.insert(p.ip, Holder::Pod(i));
-            }
-            for hp in &p.host_ports {
-                self.host_ports.insert((p.node, hp.host_port, hp.proto), i);
-            }
-        }
-        for (i, s) in self.services.iter().enumerate() {
-            if let Some(ip) = s.cluster_ip {
-                self.addrs.insert(ip, Holder::Service(i));
-            }
-            for ip in &s.ingress {
-                self.addrs.insert(*ip, Holder::LoadBalancer(i));
-            }
-            for (j, p) in s.ports.iter().enumerate() {
-                if let Some(np) = p.node_port {
-                    self.node_ports.insert((np, p.proto), (i, j));
-                }
-            }
-        }
     }
 
     /// The node a name belongs to.
@@ -1497,3 +1468,5 @@ mod apiserver;
 mod tests;
 
 pub use apiserver::{API_SERVER_PORT, MANAGED_API_SERVER_PORT};
+use wiring::Holder;
+pub use wiring::Wiring;

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -164,7 +164,7 @@ impl Spec {
 }
 
 /// What a policy decision needs to know of a pod.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodMeta {
     pub namespace: String,
     pub labels: Map<String, Value>,
@@ -223,71 +223,85 @@ struct Versions {
 #[derive(Debug, Clone)]
 pub struct Policies {
     engine: PolicyEngine,
-    policies: Vec<Versions>,
-    namespaces: HashMap<String, Map<String, Value>>,
+    policies: Vec<Arc<Versions>>,
+    namespaces: Arc<NamespaceLabels>,
     /// The fabric's pods' labels and port names, by the fabric's pod index.
-    pub pods: Vec<std::sync::Arc<PodMeta>>,
+    pub pods: Vec<Arc<PodMeta>>,
 }
 
-/// Each policy's versions as the agents last saw them (`namespace/name` → the object's
-/// resourceVersion, its spec's text, spec, previous spec, when it changed): kept between fabric
-/// rebuilds.
+/// Each namespace's labels by its name.
+type NamespaceLabels = HashMap<String, Map<String, Value>>;
+
+/// What the agents last saw, kept between fabric rebuilds: each policy's versions by namespace
+/// and name (with the object's resourceVersion and its spec's text), and the namespaces'
+/// labels with the revision of the namespaces they were read at.
 #[derive(Debug, Default)]
-pub struct Clock(Mutex<HashMap<String, (String, String, Versions)>>);
+pub struct Clock(Mutex<Seen>);
+
+#[derive(Debug, Default)]
+struct Seen {
+    policies: HashMap<String, HashMap<String, Known>>,
+    namespaces: Option<(u64, Arc<NamespaceLabels>)>,
+}
+
+/// One policy as last seen: its object's resourceVersion, its spec's text and its versions.
+#[derive(Debug)]
+struct Known {
+    version: u64,
+    state: String,
+    versions: Arc<Versions>,
+    /// Whether the rebuild under way saw it.
+    seen: bool,
+}
 
 impl Policies {
-    /// The policies of `objects` (NetworkPolicy objects) with the namespaces' labels, stamped
-    /// through `clock`.
-    pub fn read(
+    /// The policies of `objects` (stored NetworkPolicy objects) with the namespaces' labels,
+    /// stamped through `clock`: a policy's spec is read once per version of its object.
+    fn read(
         engine: PolicyEngine,
-        objects: &[&Value],
-        namespaces: HashMap<String, Map<String, Value>>,
-        pods: Vec<std::sync::Arc<PodMeta>>,
+        objects: &[crate::store::Obj],
+        namespaces: Arc<NamespaceLabels>,
+        pods: Vec<Arc<PodMeta>>,
         clock: &Clock,
     ) -> Policies {
-        let mut seen = HashMap::new();
         let mut known = clock.0.lock().unwrap_or_else(|p| p.into_inner());
-        let mut policies = Vec::new();
+        let mut policies = Vec::with_capacity(objects.len());
         for obj in objects {
-            let key = format!(
-                "{}/{}",
-                json::str(obj, "/metadata/namespace"),
-                json::str(obj, "/metadata/name")
-            );
-            let version = json::str(obj, "/metadata/resourceVersion");
+            let in_ns = known.policies.entry(obj.namespace().to_string()).or_default();
             // The same object version as the last rebuild: its spec is read already.
-            if let Some(entry) = known.get(&key)
-                && !version.is_empty()
-                && entry.0 == version
+            if let Some(entry) = in_ns.get_mut(obj.name())
+                && entry.version == obj.resource_version()
             {
-                policies.push(entry.2.clone());
-                seen.insert(key, ());
+                entry.seen = true;
+                policies.push(entry.versions.clone());
                 continue;
             }
-            let Some(spec) = Spec::read(obj) else { continue };
-            let state = obj.get("spec").map(Value::to_string).unwrap_or_default();
-            let entry = known.entry(key.clone()).or_insert_with(|| {
-                (
-                    version.to_string(),
-                    state.clone(),
-                    Versions {
-                        now: spec.clone(),
-                        before: None,
-                        changed: Instant::now(),
-                    },
-                )
-            });
-            entry.0 = version.to_string();
-            if entry.1 != state {
-                let before = std::mem::replace(&mut entry.2.now, spec.clone());
-                entry.2.before = Some(before);
-                entry.2.changed = Instant::now();
-                entry.1 = state;
-            }
-            policies.push(entry.2.clone());
-            seen.insert(key, ());
+            let value = obj.value();
+            let Some(spec) = Spec::read(value) else { continue };
+            let state = value.get("spec").map(Value::to_string).unwrap_or_default();
+            let versions = match in_ns.remove(obj.name()) {
+                Some(old) if old.state == state => old.versions,
+                old => Arc::new(Versions {
+                    before: old.map(|o| o.versions.now.clone()),
+                    now: spec,
+                    changed: Instant::now(),
+                }),
+            };
+            policies.push(versions.clone());
+            in_ns.insert(
+                obj.name().to_string(),
+                Known {
+                    version: obj.resource_version(),
+                    state,
+                    versions,
+                    seen: true,
+                },
+            );
         }
-        known.retain(|k, _| seen.contains_key(k));
+        for in_ns in known.policies.values_mut() {
+            in_ns.retain(|_, k| std::mem::take(&mut k.seen));
+        }
+        known.policies.retain(|_, in_ns| !in_ns.is_empty());
         Policies {
             engine,
             policies,
@@ -411,30 +425,46 @@ impl Policies {
     }
 }
 
-/// The cluster's policies from the store, with what selectors read of the fabric's pods and the
-/// namespaces; None when there is no NetworkPolicy (nothing to decide).
+/// The cluster's policies from the store, with what selectors read of the fabric's `pods` (in
+/// its order) and the namespaces; None when there is no NetworkPolicy (nothing to decide).
 pub fn from_store(
     store: &crate::store::Store,
     engine: PolicyEngine,
-    fabric: &super::Fabric,
+    pods: &[Arc<super::PodFacts>],
     clock: &Clock,
 ) -> Option<Policies> {
     use crate::store::resources;
-    let stored = store
+    let objects = store
         .list(resources::named("networking.k8s.io", "networkpolicies"), None)
         .0;
-    let objects: Vec<&Value> = stored.iter().map(|o| o.value()).collect();
     if objects.is_empty() {
-        clock.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        *clock.0.lock().unwrap_or_else(|p| p.into_inner()) = Seen::default();
         return None;
     }
-    let namespaces = store
-        .list(resources::core("namespaces"), None)
-        .0
-        .iter()
-        .map(|ns| (ns.name().to_string(), labels(ns.value())))
-        .collect();
+    let namespaces = namespace_labels(store, clock);
     // Each pod's labels and named ports, read with the rest of its facts once per version.
-    let pods = fabric.pods.iter().map(|p| p.meta.clone()).collect();
+    let pods = pods.iter().map(|p| p.meta.clone()).collect();
     Some(Policies::read(engine, &objects, namespaces, pods, clock))
+}
+
+/// Each namespace's labels, read again only when a namespace changed.
+fn namespace_labels(store: &crate::store::Store, clock: &Clock) -> Arc<NamespaceLabels> {
+    use crate::store::resources;
+    let at = store.changed_at(&[resources::core("namespaces")]);
+    let mut known = clock.0.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((read_at, labels)) = &known.namespaces
+        && *read_at == at
+    {
+        return labels.clone();
+    }
+    let labels: Arc<HashMap<_, _>> = Arc::new(
+        store
+            .list(resources::core("namespaces"), None)
+            .0
+            .iter()
+            .map(|ns| (ns.name().to_string(), labels(ns.value())))
+            .collect(),
+    );
+    known.namespaces = Some((at, labels.clone()));
+    labels
 }

@@ -903,7 +903,7 @@ fn affinity_outlives_a_new_backend(#[case] from: usize) {
         .push(pod("joined", LIN1, Ipv4Addr::new(10, 244, 99, 9), netexec(0)).into());
     let joined = f.pods.len() - 1;
     f.services[many].ports[0].targets.push((joined, 8080));
-    f.settled.insert(many, vec![old]);
+    f.settled.insert(many, std::sync::Arc::new(vec![old]));
     f.index();
     for pick in 0..10 {
         match to_many(&f, from, pick).result {
@@ -1343,7 +1343,7 @@ fn while_a_change_is_programmed_the_old_backends_answer(#[case] old_kept: bool, 
     } else {
         [Ipv4Addr::new(10, 244, 9, 99)].into()
     };
-    f.settled.insert(svc, vec![before]);
+    f.settled.insert(svc, std::sync::Arc::new(vec![before]));
     f.services[svc].changed_at = Some(std::time::Instant::now());
     let v = to_many(&f, WIN1, 0);
     assert_eq!(class(&v), expect, "{v:?}");
@@ -1410,15 +1410,16 @@ fn without_egress_the_node_resolver_still_answers(#[case] from: From) {
 /// address (as `crate::network::dualstack` assigns them), svc-N its IPv6 ClusterIP.
 fn dual_stack(mode: NetworkMode) -> Fabric {
     let mut f = World::new(mode, Era::Current).build();
-    for p in f.pods.iter_mut().map(std::sync::Arc::make_mut) {
+    let w: &mut super::Wiring = &mut f;
+    for p in w.pods.iter_mut().map(std::sync::Arc::make_mut) {
         let [_, _, n, host] = p.ip.octets();
         let v6: Ipv6Addr = format!("fd00:10:244:{n:x}::{host:x}").parse().expect("ipv6");
         p.ipv6 = Some(v6);
-        f.ipv6.insert(v6, p.ip);
+        w.ipv6.insert(v6, p.ip);
     }
-    for (i, s) in f.services.iter().enumerate() {
+    for (i, s) in w.services.iter().enumerate() {
         if let Some(v4) = s.cluster_ip {
-            f.ipv6
+            w.ipv6
                 .insert(format!("fd00:10:96::{:x}", i + 1).parse().expect("ipv6"), v4);
         }
     }
