@@ -377,6 +377,48 @@ where
     }
 }
 
+/// How long one reading of the API serves the nodes' readings that start after it: each is a
+/// list of every Service, EndpointSlice, pod and node, and under full coverage every Windows
+/// node's cell read them within the same second. A node's load balancers that differ from a
+/// view this old are read again with a view of their own before any difference counts
+/// ([`ApiViews::fresh`]).
+const SHARED_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The API's view of the data planes, read once for the readings that start within
+/// [`SHARED_FOR`] of it (one reading at a time: those that wait meanwhile take it).
+#[derive(Default)]
+pub struct ApiViews {
+    last: tokio::sync::Mutex<Option<(tokio::time::Instant, std::sync::Arc<ApiView>)>>,
+    /// Read anew for every reading.
+    fresh: bool,
+}
+
+impl ApiViews {
+    /// Views read for each reading alone.
+    pub fn fresh() -> ApiViews {
+        ApiViews {
+            fresh: true,
+            ..ApiViews::default()
+        }
+    }
+
+    /// A view of the API read at most [`SHARED_FOR`] ago.
+    async fn get(&self, client: &kube::Client) -> Result<std::sync::Arc<ApiView>, String> {
+        let mut last = self.last.lock().await;
+        if let Some((at, view)) = last.as_ref()
+            && !self.fresh
+            && at.elapsed() <= SHARED_FOR
+        {
+            return Ok(view.clone());
+        }
+        let at = tokio::time::Instant::now();
+        tracing::trace!(target: "mixcheck::api_view", "reading the API's view of the data planes");
+        let view = std::sync::Arc::new(read_api(client).await?);
+        *last = Some((at, view.clone()));
+        Ok(view)
+    }
+}
+
 /// What the API says the nodes' data planes should hold.
 async fn read_api(client: &kube::Client) -> Result<ApiView, String> {
     use k8s_openapi::api::core::v1::{Node, Pod, Service};
@@ -504,14 +546,14 @@ pub struct Reading {
 /// them with what the API holds now.
 pub async fn read(
     pods: &kube::Api<k8s_openapi::api::core::v1::Pod>,
-    client: &kube::Client,
+    (client, views): (&kube::Client, &ApiViews),
     node: &str,
     pod: &str,
 ) -> Result<Reading, String> {
     let (lbs, endpoints, api) = futures::join!(
         crate::probes::hostfacts::run(pods, pod, LIST),
         crate::probes::hostfacts::run(pods, pod, ENDPOINTS),
-        read_api(client),
+        views.get(client),
     );
     let lbs: Vec<NodeLoadBalancer> = parse(&lbs?)?
         .into_iter()
@@ -552,13 +594,18 @@ impl Reading {
 
 async fn matches_api(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> Result<Probed, String> {
     let until = ctx.settle_until(FlowKind::Service);
+    // The first reading with the run's shared view of the API; after a difference, each with
+    // its own.
+    let own = ApiViews::fresh();
+    let mut views = ctx.api_views;
     loop {
         let Reading {
             load_balancers,
             endpoints,
             services,
             drift,
-        } = read(&ctx.pods, &ctx.client, &node.name, pod).await?;
+        } = read(&ctx.pods, (&ctx.client, views), &node.name, pod).await?;
+        views = &own;
         if drift.is_empty() {
             return Ok(seen(
                 true,

@@ -40,6 +40,8 @@ pub struct Ctx<'a> {
     pub outside: &'a crate::probes::egress::Outside,
     /// Whether this machine reaches each node's address (the outside-client view).
     pub reach: &'a crate::cluster::reach::Reach,
+    /// The API's view of the nodes' data planes, shared by the readings of the HNS checks.
+    pub api_views: &'a crate::probes::hnslb::ApiViews,
 }
 
 impl<'a> Ctx<'a> {
@@ -62,6 +64,7 @@ impl<'a> Ctx<'a> {
             egress: self.egress,
             outside: self.outside,
             reach: self.reach,
+            api_views: self.api_views,
         }
     }
 

@@ -214,7 +214,12 @@ async fn to_dns_pod(
 
 /// One reading of the node's HNS data plane against the API.
 async fn hns_reading(api: &Api<Pod>, client: &kube::Client, node: &str, host: &str) -> String {
-    match tokio::time::timeout(TIMEOUT, crate::probes::hnslb::read(api, client, node, host)).await {
+    match tokio::time::timeout(
+        TIMEOUT,
+        crate::probes::hnslb::read(api, (client, &crate::probes::hnslb::ApiViews::fresh()), node, host),
+    )
+    .await
+    {
         Ok(Ok(r)) if r.drift.is_empty() => format!(
             "{node}: the node's {} HNS load balancers and {} endpoints match the API's {} Services",
             r.load_balancers, r.endpoints, r.services

@@ -37,6 +37,8 @@ pub(super) struct Probing {
     /// The usable pods of the shared fixtures once deployed, by node: what the evidence stage
     /// probes from when causes tie.
     pub pods: OnceLock<crate::run::discriminate::Pods>,
+    /// The API's view of the nodes' data planes, shared by the HNS checks' readings.
+    pub api_views: crate::probes::hnslb::ApiViews,
 }
 
 impl Probing {
@@ -160,6 +162,7 @@ pub(super) fn base_ctx<'a>(
         egress: &probing.egress,
         outside: &run.plan.outside,
         reach: &probing.reach,
+        api_views: &probing.api_views,
     }
 }
 

@@ -325,3 +325,43 @@ fn a_plan_creates_nothing_and_counts_the_probes_of_the_run(#[case] coverage: &st
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     assert_eq!(probes_said(&stderr(&run)), Some(planned), "{}", stderr(&run));
 }
+
+/// NET-HNS-MATCHES-API under full coverage reads each Windows node's load balancers against one
+/// view of the API (every Service, EndpointSlice, pod and node listed) shared by the readings
+/// that start within a second, not one listing per node; every node's cell still passes on its
+/// own reading. Pools of three and five nodes per OS, both Windows pools read.
+#[rstest::rstest]
+#[case::three_per_pool(3)]
+#[case::five_per_pool(5)]
+fn the_hns_readings_of_many_nodes_share_the_apis_view(#[case] per_pool: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("topology.yaml"), topology(per_pool, false)).expect("topology");
+    let out = mixcheck()
+        .current_dir(dir.path())
+        .env_remove("KUBECONFIG")
+        .env("MIXCHECK_LOG", "mixcheck::api_view=trace")
+        .env("NO_COLOR", "1")
+        .args(["run", "--quiet", "--topology", "topology.yaml", "--coverage", "full"])
+        .args(["--check", "dataplane/hns-matches-api$", "--report-dir", "report"])
+        .output()
+        .expect("run mixcheck");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let report = results(dir.path(), "report");
+    let cells = report["cells"].as_array().expect("cells");
+    let windows = 2 * per_pool;
+    let read: usize = cells
+        .iter()
+        .filter(|c| c["rule_id"] == "NET-HNS-MATCHES-API")
+        .map(|c| {
+            assert_eq!(c["verdict"], "pass", "{c}");
+            c["nodes"].as_array().map_or(0, Vec::len)
+        })
+        .sum();
+    assert_eq!(read, windows, "every Windows node read: {err}");
+    let views = err.matches("reading the API's view of the data planes").count();
+    assert!(
+        views >= 1 && views < windows,
+        "{views} API views for {windows} nodes: {err}"
+    );
+}
