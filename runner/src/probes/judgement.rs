@@ -41,7 +41,7 @@ pub struct Ctx<'a> {
     /// Whether this machine reaches each node's address (the outside-client view).
     pub reach: &'a crate::cluster::reach::Reach,
     /// The API's view of the nodes' data planes, shared by the readings of the HNS checks.
-    pub api_views: &'a crate::probes::hnslb::ApiViews,
+    pub api_views: &'a crate::probes::apiview::ApiViews,
 }
 
 impl<'a> Ctx<'a> {

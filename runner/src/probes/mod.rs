@@ -6,6 +6,7 @@
 //! `judgement` is the prelude every kind shares, `expectation` evaluates a check's documented
 //! expectation, `transport` runs commands in pods and classifies their output.
 
+pub mod apiview;
 pub mod audit;
 pub mod chain;
 pub mod clock;

@@ -216,7 +216,7 @@ async fn to_dns_pod(
 async fn hns_reading(api: &Api<Pod>, client: &kube::Client, node: &str, host: &str) -> String {
     match tokio::time::timeout(
         TIMEOUT,
-        crate::probes::hnslb::read(api, (client, &crate::probes::hnslb::ApiViews::fresh()), node, host),
+        crate::probes::hnslb::read(api, (client, &crate::probes::apiview::ApiViews::fresh()), node, host),
     )
     .await
     {

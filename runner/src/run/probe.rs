@@ -38,7 +38,7 @@ pub(super) struct Probing {
     /// probes from when causes tie.
     pub pods: OnceLock<crate::run::discriminate::Pods>,
     /// The API's view of the nodes' data planes, shared by the HNS checks' readings.
-    pub api_views: crate::probes::hnslb::ApiViews,
+    pub api_views: crate::probes::apiview::ApiViews,
 }
 
 impl Probing {

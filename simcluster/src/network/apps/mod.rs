@@ -193,9 +193,9 @@ impl SimNet {
 
     /// The snapshot of the cluster's current state. Taken under the cache's lock, revisions
     /// included (a caller that read them before another rebuilt must not put an older snapshot
-    /// back), and made from the last one where it can: pods whose facts did not change are
-    /// shared; with the same pods, Services and Endpoints the fabric is the last one (its
-    /// policies read again when they or the namespaces changed).
+    /// back), and made from the last one where it can: with the same pods in the same places
+    /// (addresses, listeners, nodes), Services and Endpoints, its wiring is the last one's,
+    /// and its policies too unless they, the namespaces' labels or the pods' labels changed.
     fn snapshot(&self) -> Snapshot {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let at = Revisions::of(&self.store);
