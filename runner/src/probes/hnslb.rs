@@ -404,18 +404,19 @@ impl Reading {
 
 async fn matches_api(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> Result<Probed, String> {
     let until = ctx.settle_until(FlowKind::Service);
-    // The first reading with the run's shared view of the API; after a difference, each with
-    // its own.
+    // The first reading with the run's shared view of the API; a difference from it is read
+    // again at once with a view of its own (the API may have changed within the view's second),
+    // and only differences from such a view count.
     let own = ApiViews::fresh();
-    let mut views = ctx.api_views;
+    let mut shared = true;
     loop {
+        let views = if shared { ctx.api_views } else { &own };
         let Reading {
             load_balancers,
             endpoints,
             services,
             drift,
         } = read(&ctx.pods, (&ctx.client, views), &node.name, pod).await?;
-        views = &own;
         if drift.is_empty() {
             return Ok(seen(
                 true,
@@ -424,6 +425,9 @@ async fn matches_api(ctx: &Ctx<'_>, node: &ClusterNode, pod: &str) -> Result<Pro
                     node.name,
                 ),
             ));
+        }
+        if std::mem::take(&mut shared) {
+            continue;
         }
         if tokio::time::Instant::now() >= until {
             let reading = Reading {
