@@ -474,6 +474,16 @@ fn intermittent_dns_fails_a_share_of_lookups(#[case] share: f64) {
     assert_eq!(failed("cli-lin"), 0, "no other node's lookups fail");
 }
 
+/// Gives a pod of `team` the label `role: ROLE`.
+fn label(store: &Store, pod: &str, role: &str) {
+    store
+        .modify(resources::core("pods"), "team", pod, Part::Main, |p| {
+            p["metadata"]["labels"] = json!({"role": role});
+            Ok(())
+        })
+        .expect("labels");
+}
+
 /// A snapshot is remade only from what changed: a status write that moves no address, port or
 /// label gives the same fabric; a NetworkPolicy or a pod's new labels give new policies over
 /// the same wiring (addresses, listeners, backends); a pod's new address rewires. Each step's
@@ -523,12 +533,7 @@ fn a_snapshot_is_remade_from_what_changed() {
         "selects no pod yet"
     );
 
-    lab.store
-        .modify(pods, "team", "srv-lin", Part::Main, |p| {
-            p["metadata"]["labels"] = json!({"role": "locked"});
-            Ok(())
-        })
-        .expect("labels");
+    label(&lab.store, "srv-lin", "locked");
     let labelled = lab.net.fabric();
     assert_eq!(labelled.pods.as_ptr(), first.pods.as_ptr(), "labels are no wiring");
     assert_eq!(
@@ -537,12 +542,7 @@ fn a_snapshot_is_remade_from_what_changed() {
         "the policy selects the labelled server and allows no ingress (KNP)"
     );
 
-    lab.store
-        .modify(pods, "team", "srv-lin", Part::Main, |p| {
-            p["metadata"]["labels"] = json!({"role": "open"});
-            Ok(())
-        })
-        .expect("labels");
+    label(&lab.store, "srv-lin", "open");
     running(&lab.store, "team", "srv-lin", "10.244.1.11");
     let moved = lab.net.fabric();
     assert_ne!(moved.pods.as_ptr(), first.pods.as_ptr(), "a new address rewires");

@@ -262,6 +262,25 @@ impl PodFacts {
     /// Whether `other` is the same pod with the same addresses, node and listeners (its labels
     /// and port names aside).
     pub fn same_network(&self, other: &PodFacts) -> bool {
+        self.network() == other.network()
+    }
+
+    /// Everything but the labels and port names, as one value (a destructuring that names every
+    /// field, so that a field added is compared or left out on purpose).
+    #[allow(clippy::type_complexity)]
+    fn network(
+        &self,
+    ) -> (
+        &str,
+        &str,
+        &str,
+        Ipv4Addr,
+        Option<Ipv6Addr>,
+        usize,
+        bool,
+        &[Serve],
+        &[HostPort],
+    ) {
         let PodFacts {
             namespace,
             name,
@@ -278,22 +297,12 @@ impl PodFacts {
             namespace,
             name,
             hostname,
-            ip,
-            ipv6,
-            node,
-            host_network,
+            *ip,
+            *ipv6,
+            *node,
+            *host_network,
             serves,
             host_ports,
-        ) == (
-            &other.namespace,
-            &other.name,
-            &other.hostname,
-            &other.ip,
-            &other.ipv6,
-            &other.node,
-            &other.host_network,
-            &other.serves,
-            &other.host_ports,
         )
     }
 
