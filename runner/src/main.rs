@@ -13,6 +13,7 @@ use clap::Parser as _;
 
 /// mimalloc: the bundled cluster and a run allocate small JSON values from many threads, where
 /// glibc's allocator fragments across its per-thread arenas and spends its time in free lists.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -18,6 +18,8 @@ use crate::{api::openapi, api::table, store::admission, store::validation};
 pub(crate) struct Selectors {
     pub label: LabelSelector,
     pub field: FieldSelector,
+    /// Whether the kind is the core pods (whose versions carry `spec.nodeName`).
+    pods: bool,
 }
 
 impl Selectors {
@@ -29,11 +31,27 @@ impl Selectors {
         if let Some(bad) = field.fields().find(|f| !rt.supports_field(f)) {
             return Err(ApiError::BadRequest(format!("field label not supported: {bad}")));
         }
-        Ok(Self { label, field })
+        let pods = rt.group.is_empty() && rt.plural == "pods";
+        Ok(Self { label, field, pods })
     }
 
+    /// Whether `obj` passes both selectors. A LIST reads every object of its kind once: an
+    /// empty selector looks at none, a label selector at the labels alone, a field selector on
+    /// the name, namespace or a pod's node at the version's metadata, and a value decoded for
+    /// another field is not kept ([`Stored::peek`](crate::store::Stored::peek)).
     pub(crate) fn matches(&self, obj: &Obj) -> bool {
-        self.label.matches_object(obj.value()) && self.field.matches(obj.value())
+        let known = |field: &str| match field {
+            "metadata.name" => Some(obj.name()),
+            "metadata.namespace" => Some(obj.namespace()),
+            "spec.nodeName" if self.pods => Some(obj.node_name()),
+            _ => None,
+        };
+        (self.label.is_empty() || obj.peek_labels(|labels| self.label.matches(labels)))
+            && (self.field.is_empty()
+                || self
+                    .field
+                    .matches_fields(known)
+                    .unwrap_or_else(|| obj.peek(|value| self.field.matches(value))))
     }
 }
 
@@ -684,4 +702,64 @@ pub(crate) fn bind(state: &ApiState, t: &Target, ct: &str, bytes: &[u8]) -> Resu
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Store, StoreConfig};
+    use rstest::rstest;
+
+    /// A LIST's selectors pick what they did when they read each decoded object, and leave a
+    /// cold version cold: a selector on labels, names, namespaces or a pod's node reads no
+    /// value, one on another field decodes it for the look alone.
+    #[rstest]
+    #[case::everything("", "", &["web-1", "web-2", "db-1"])]
+    #[case::labels("app=web", "", &["web-1", "web-2"])]
+    #[case::label_set("app notin (web),tier", "", &["db-1"])]
+    #[case::node("", "spec.nodeName=win-1", &["web-1", "db-1"])]
+    #[case::name_and_namespace("", "metadata.name!=web-1,metadata.namespace=shop", &["web-2", "db-1"])]
+    #[case::labels_and_node("app=web", "spec.nodeName=win-1", &["web-1"])]
+    #[case::restart_policy("", "spec.restartPolicy=Never", &["web-2"])]
+    #[case::restart_policy_and_labels("tier=back", "spec.restartPolicy!=Never", &["db-1"])]
+    fn list_selectors_pick_without_keeping_values(
+        #[case] labels: &str,
+        #[case] fields: &str,
+        #[case] picked: &[&str],
+    ) {
+        let store = Store::new(StoreConfig::default());
+        let pods = crate::store::resources::core("pods");
+        store
+            .create(resources::core("namespaces"), "", json!({"metadata": {"name": "shop"}}))
+            .expect("namespace");
+        let pod = |name: &str, app: &str, tier: &str, node: &str, restart: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "labels": {"app": app, "tier": tier}},
+                   "spec": {"nodeName": node, "restartPolicy": restart,
+                            "containers": [{"name": "c", "image": "agnhost"}]}})
+        };
+        let cold: Vec<Obj> = [
+            pod("web-1", "web", "front", "win-1", "Always"),
+            pod("web-2", "web", "front", "linux-1", "Never"),
+            pod("db-1", "db", "back", "win-1", "OnFailure"),
+        ]
+        .into_iter()
+        .map(|p| store.create(pods, "shop", p).expect("create").without_value())
+        .collect();
+        let query = Query::parse(Some(&format!(
+            "labelSelector={}&fieldSelector={}",
+            form_urlencoded::byte_serialize(labels.as_bytes()).collect::<String>(),
+            form_urlencoded::byte_serialize(fields.as_bytes()).collect::<String>()
+        )));
+        let selectors = Selectors::parse(pods, &query).expect("valid selectors");
+        let got: Vec<&str> = cold.iter().filter(|o| selectors.matches(o)).map(|o| o.name()).collect();
+        assert_eq!(got, picked);
+        assert!(cold.iter().all(|o| !o.is_decoded()), "a selector kept a decoded value");
+        let by_value: Vec<&str> = cold
+            .iter()
+            .filter(|o| selectors.label.matches_object(o.value()) && selectors.field.matches(o.value()))
+            .map(|o| o.name())
+            .collect();
+        assert_eq!(by_value, picked, "the decoded objects pick the same");
+    }
 }

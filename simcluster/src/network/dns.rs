@@ -246,6 +246,25 @@ struct PodRecord {
     subdomain: String,
 }
 
+impl PodRecord {
+    /// A running pod's record; None for a finished pod or one without an address. Read through
+    /// a peek: the records outlive the pods' decoded values.
+    fn of(p: &Value) -> Option<Self> {
+        if matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed") {
+            return None;
+        }
+        Some(PodRecord {
+            ip: json::str(p, "/status/podIP").parse().ok()?,
+            labels: crate::vocab::json::get(p, "/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            hostname: json::str(p, "/spec/hostname").to_string(),
+            subdomain: json::str(p, "/spec/subdomain").to_string(),
+        })
+    }
+}
+
 impl Records {
     /// The records an outside resolver answers: the simulated outside world only.
     pub fn outside() -> Self {
@@ -377,19 +396,7 @@ impl Zone {
         let pods: Arc<Vec<PodRecord>> = Arc::new(
             objects
                 .iter()
-                .map(|p| p.value())
-                .filter(|p| !matches!(json::str(p, "/status/phase"), "Succeeded" | "Failed"))
-                .filter_map(|p| {
-                    Some(PodRecord {
-                        ip: json::str(p, "/status/podIP").parse().ok()?,
-                        labels: crate::vocab::json::get(p, "/metadata/labels")
-                            .and_then(Value::as_object)
-                            .cloned()
-                            .unwrap_or_default(),
-                        hostname: json::str(p, "/spec/hostname").to_string(),
-                        subdomain: json::str(p, "/spec/subdomain").to_string(),
-                    })
-                })
+                .filter_map(|pod| pod.peek(PodRecord::of))
                 .collect(),
         );
         namespaces.insert(ns.to_string(), pods.clone());

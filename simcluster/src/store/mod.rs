@@ -447,7 +447,11 @@ impl Store {
         }
         let rv = inner.rv + 1;
         set_meta(&mut value, "resourceVersion", json!(rv.to_string()));
-        let stored = Stored::new(value)?;
+        let stored = if rt.kind == "Event" {
+            Stored::new_cold(value)?
+        } else {
+            Stored::new(value)?
+        };
         inner.rv = rv;
         inner.tables.entry(table_key).or_default().insert(k, stored.clone());
         self.publish(&mut inner, rt, EventType::Added, stored.clone(), None);

@@ -422,6 +422,7 @@ impl LabelSelector {
     }
 
     /// Matches a whole object by reading its `metadata.labels`.
+    #[cfg(test)] // used by the tests only
     pub fn matches_object(&self, obj: &Value) -> bool {
         self.matches(
             obj.get("metadata")
@@ -601,10 +602,17 @@ impl FieldSelector {
         Ok(Self { requirements })
     }
 
-    #[cfg(test)] // used by the tests only
     /// True when the selector has no terms and therefore selects everything.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
+    }
+
+    /// Matches from the fields' values alone, as [`matches`](Self::matches) reads them from
+    /// the object; None when `value_of` does not know one of the fields.
+    pub fn matches_fields<'v>(&self, value_of: impl Fn(&str) -> Option<&'v str>) -> Option<bool> {
+        self.requirements.iter().try_fold(true, |all, r| {
+            Some(all && (value_of(&r.field)? == r.value) != r.negated)
+        })
     }
 
     /// The field names used (in canonical order, possibly repeated), so the caller can reject
