@@ -1112,20 +1112,6 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     );
 }
 
-/// The realistic topology's timing section (testdata/realistic.yaml).
-fn realistic_timing() -> String {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/realistic.yaml"))
-        .expect("testdata/realistic.yaml");
-    let start = text.find("\ntiming:").expect("a timing section") + 1;
-    let section: Vec<&str> = text[start..]
-        .lines()
-        .enumerate()
-        .take_while(|(i, l)| *i == 0 || l.starts_with(' '))
-        .map(|(_, l)| l)
-        .collect();
-    format!("{}\n", section.join("\n"))
-}
-
 /// One faulted run on `topology` (YAML text), with `suites`: its exit code, cells and diagnosis.
 fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1166,7 +1152,7 @@ fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one(#[case]
         Topology::Network | Topology::Pods => "default.yaml",
     };
     let shape = std::fs::read_to_string(profiles.join(file)).expect("profile");
-    let converging_timing = format!("{}  scale: 0.25\n", realistic_timing());
+    let converging_timing = crate::topology_text::realistic_timing("0.25");
     let suites: Vec<&str> = case
         .topology
         .args()

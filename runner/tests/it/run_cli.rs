@@ -369,18 +369,18 @@ fn a_run_past_its_deadline_still_writes_its_reports() {
 }
 
 /// A deadline that cuts a run in half keeps what was judged before it: on a cluster whose
-/// kubelets work 200 times slower than the built-in timings (a Linux pod starts in about 20 s, a
-/// Windows pod in over 75 s), a 50 s deadline falls after the Linux cells of two workload checks
+/// kubelets work 100 times slower than the built-in timings (a Linux pod starts in about 10 s, a
+/// Windows pod in over 37 s), a 25 s deadline falls after the Linux cells of two workload checks
 /// and before their Windows cells. The Linux cells keep their verdicts in results.json and
 /// junit.xml; the Windows cells are errors that name the deadline; the run still aborts (exit 1).
 /// No transient events: a first pull attempt that fails (a tenth of pulls, chosen by the run's
-/// namespace) backs off 200 s on this clock and would push a Linux cell past the deadline too.
+/// namespace) backs off 100 s on this clock and would push a Linux cell past the deadline too.
 #[test]
 fn a_deadline_keeps_the_cells_judged_before_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let topology = default_with_timing(
         dir.path(),
-        "timing:\n  scale: 200\n  programmingDelay: {linux: 200ms, windows: 1s}\n",
+        "timing:\n  scale: 100\n  programmingDelay: {linux: 200ms, windows: 1s}\n",
     );
     let out = run_in(
         dir.path(),
@@ -394,7 +394,7 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
             "--check",
             "pod-sandbox-starts",
             "--timeout",
-            "50s",
+            "25s",
         ],
     );
     let report = aborted_at_its_deadline(dir.path(), &out);

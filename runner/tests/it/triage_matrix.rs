@@ -22,9 +22,12 @@ enum Topology {
     File(&'static str),
     /// A platform profile (`mixcheck sim profiles`).
     Profile(&'static str),
+    /// testdata/realistic.yaml, which converges as a real cluster does, on a clock four times
+    /// the wall clock's pace (as faults.rs runs it).
+    Converging,
 }
 
-use Topology::{Default, File, Profile};
+use Topology::{Converging, Default, File, Profile};
 
 /// The suites a row's run selects.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +147,7 @@ const MATRIX: &[(&str, Topology, &str, Selection)] = &[
     ("kube-proxy-stopped", Profile("aks"), "akswin000000", Nodeport),
     // The default cluster converging as a real one does (proxy lag, slow Windows pulls,
     // transient events).
-    ("kube-proxy-stopped", File("realistic.yaml"), "win2022-1", Network),
+    ("kube-proxy-stopped", Converging, "win2022-1", Network),
 ];
 
 /// Pairs of faults, ((fault, node), (fault, node), topology): an ExceptionList fault on one node
@@ -202,6 +205,13 @@ fn causes(
         }
         Profile(p) => {
             cmd.args(["--profile", p]);
+        }
+        Converging => {
+            let realistic = crate::topology_text::realistic();
+            let text = crate::topology_text::with_timing(&realistic, &crate::topology_text::realistic_timing("0.25"));
+            let file = dir.path().join("converging.yaml");
+            std::fs::write(&file, text).expect("write topology");
+            cmd.arg("--topology").arg(file);
         }
     }
     let out = cmd.output().expect("run mixcheck");

@@ -722,11 +722,7 @@ mod tests {
     #[case::labels_and_node("app=web", "spec.nodeName=win-1", &["web-1"])]
     #[case::restart_policy("", "spec.restartPolicy=Never", &["web-2"])]
     #[case::restart_policy_and_labels("tier=back", "spec.restartPolicy!=Never", &["db-1"])]
-    fn list_selectors_pick_without_keeping_values(
-        #[case] labels: &str,
-        #[case] fields: &str,
-        #[case] picked: &[&str],
-    ) {
+    fn list_selectors_pick_without_keeping_values(#[case] labels: &str, #[case] fields: &str, #[case] picked: &[&str]) {
         let store = Store::new(StoreConfig::default());
         let pods = crate::store::resources::core("pods");
         store

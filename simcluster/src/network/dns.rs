@@ -393,12 +393,7 @@ impl Zone {
             return pods.clone();
         }
         let (objects, _) = self.store.list(resources::core("pods"), Some(ns));
-        let pods: Arc<Vec<PodRecord>> = Arc::new(
-            objects
-                .iter()
-                .filter_map(|pod| pod.peek(PodRecord::of))
-                .collect(),
-        );
+        let pods: Arc<Vec<PodRecord>> = Arc::new(objects.iter().filter_map(|pod| pod.peek(PodRecord::of)).collect());
         namespaces.insert(ns.to_string(), pods.clone());
         pods
     }

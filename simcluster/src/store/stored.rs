@@ -122,7 +122,12 @@ impl Stored {
             labels: Option<Map<String, Value>>,
         }
         match self.value.get() {
-            Some(value) => read(value.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object)),
+            Some(value) => read(
+                value
+                    .get("metadata")
+                    .and_then(|m| m.get("labels"))
+                    .and_then(Value::as_object),
+            ),
             None => {
                 let labelled: Option<Labelled> = serde_json::from_slice(&self.json).ok();
                 read(labelled.and_then(|l| l.metadata).and_then(|m| m.labels).as_ref())
@@ -249,7 +254,10 @@ mod tests {
             assert_eq!(s.peek(|v| v.clone()), value);
             assert_eq!(s.peek_labels(|l| l.cloned().map(Value::Object)), labels);
         }
-        assert!(!cold.is_decoded() && !written_cold.is_decoded(), "a peek kept what it decoded");
+        assert!(
+            !cold.is_decoded() && !written_cold.is_decoded(),
+            "a peek kept what it decoded"
+        );
         assert_eq!(written_cold.value(), &value);
         assert!(hot.is_decoded());
     }
