@@ -11,7 +11,7 @@ use rstest::rstest;
 
 /// Flags the documents give tools other than mixcheck: cargo (`--workspace`, `--example`, …),
 /// the benchmarks' examples (`--nodes`, `--pods`, `--watch`, …), kubectl (`--for`, `--as`, `create secret
-/// docker-registry --docker-server`, …) and the node
+/// docker-registry --docker-server`, …), heaptrack_print (`--flamegraph-cost-type`) and the node
 /// agents whose flags the causes name (kube-proxy's `--hostname-override`, `--enable-dsr`).
 const OTHER_TOOLS: &[&str] = &[
     "addons",
@@ -29,6 +29,7 @@ const OTHER_TOOLS: &[&str] = &[
     "example",
     "faults",
     "feature-gates",
+    "flamegraph-cost-type",
     "for",
     "hostname-override",
     "ignored",
@@ -37,6 +38,7 @@ const OTHER_TOOLS: &[&str] = &[
     "locked",
     "no-pairs",
     "no-run",
+    "no-default-features",
     "nodes",
     "path",
     "pods",
@@ -47,6 +49,7 @@ const OTHER_TOOLS: &[&str] = &[
     "timeout",
     "timings",
     "topologies",
+    "unit-graph",
     "watch",
     "watchers",
     "windows-priorityclass",
