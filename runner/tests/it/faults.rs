@@ -1139,9 +1139,9 @@ fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
 /// real one does (testdata/realistic.yaml's proxy lag, slow Windows pulls and transient events),
 /// fails exactly the cells it fails on an instant cluster of the same shape, cell by cell, and
 /// the diagnosis names the same causes on the same nodes. The converging cluster runs those
-/// upstream-sized delays on a clock four times as fast as the wall clock, which the run judges
-/// them on (the clock changes no verdict: `run_cli::the_bundled_clusters_clock_changes_no_verdict`);
-/// the two runs go side by side.
+/// upstream-sized delays on a clock ten times as fast as the wall clock (the default topology's
+/// runs at twenty), which the run judges them on (the clock changes no verdict:
+/// `run_cli::the_bundled_clusters_clock_changes_no_verdict`); the two runs go side by side.
 #[apply(every_fault)]
 fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one(#[case] fault: &str) {
     let case = case_of(fault);
@@ -1152,7 +1152,7 @@ fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one(#[case]
         Topology::Network | Topology::Pods => "default.yaml",
     };
     let shape = std::fs::read_to_string(profiles.join(file)).expect("profile");
-    let converging_timing = crate::topology_text::realistic_timing("0.25");
+    let converging_timing = crate::topology_text::realistic_timing("0.1");
     let suites: Vec<&str> = case
         .topology
         .args()

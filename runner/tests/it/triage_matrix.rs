@@ -22,7 +22,7 @@ enum Topology {
     File(&'static str),
     /// A platform profile (`mixcheck sim profiles`).
     Profile(&'static str),
-    /// testdata/realistic.yaml, which converges as a real cluster does, on a clock four times
+    /// testdata/realistic.yaml, which converges as a real cluster does, on a clock ten times
     /// the wall clock's pace (as faults.rs runs it).
     Converging,
 }
@@ -208,7 +208,7 @@ fn causes(
         }
         Converging => {
             let realistic = crate::topology_text::realistic();
-            let text = crate::topology_text::with_timing(&realistic, &crate::topology_text::realistic_timing("0.25"));
+            let text = crate::topology_text::with_timing(&realistic, &crate::topology_text::realistic_timing("0.1"));
             let file = dir.path().join("converging.yaml");
             std::fs::write(&file, text).expect("write topology");
             cmd.arg("--topology").arg(file);
