@@ -446,10 +446,8 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
         ],
     );
     let lagging_dir = tempfile::tempdir().expect("tempdir");
-    let realistic = crate::topology_text::realistic();
     let topology = lagging_dir.path().join("realistic.yaml");
-    let text = crate::topology_text::with_timing(&realistic, &crate::topology_text::realistic_timing("0.5"));
-    std::fs::write(&topology, text).expect("write topology");
+    std::fs::write(&topology, crate::topology_text::realistic_on_a_clock("0.5")).expect("write topology");
     let topology = topology.to_str().expect("a UTF-8 path");
     let started = Instant::now();
     let report = passing_run(lagging_dir.path(), &["run", "--quiet", "--topology", topology]);

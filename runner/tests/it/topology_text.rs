@@ -46,6 +46,11 @@ pub fn realistic_timing(scale: &str) -> String {
     format!("{timing}  scale: {scale}\n")
 }
 
+/// realistic.yaml whole, its delays on a clock `scale` times the wall clock's pace.
+pub fn realistic_on_a_clock(scale: &str) -> String {
+    with_timing(&realistic(), &realistic_timing(scale))
+}
+
 #[test]
 fn a_timing_section_is_swapped_whole() {
     let t = "name: x\ntiming:\n  scale: 2\n  seed: 1\nnodes:\n  - {name: a, os: linux}\n";
@@ -67,4 +72,5 @@ fn a_timing_section_is_read_whole() {
         "{timing}"
     );
     assert!(timing.contains("  programmingDelay: "), "{timing}");
+    assert_eq!(timing_of(&realistic_on_a_clock("0.25")), timing);
 }

@@ -207,10 +207,8 @@ fn causes(
             cmd.args(["--profile", p]);
         }
         Converging => {
-            let realistic = crate::topology_text::realistic();
-            let text = crate::topology_text::with_timing(&realistic, &crate::topology_text::realistic_timing("0.1"));
             let file = dir.path().join("converging.yaml");
-            std::fs::write(&file, text).expect("write topology");
+            std::fs::write(&file, crate::topology_text::realistic_on_a_clock("0.1")).expect("write topology");
             cmd.arg("--topology").arg(file);
         }
     }
