@@ -10,8 +10,9 @@ use tokio::sync::{Mutex, OnceCell};
 
 use crate::cluster::facts::ClusterNode;
 
-/// How long a port may take to answer.
-const CONNECT_SECS: u64 = 5;
+/// How long a port may take to answer, on the cluster's clock: the caller gives the real time
+/// it stands for (a share of it on the bundled cluster's fast clock).
+pub const CONNECT: Duration = Duration::from_secs(5);
 
 /// The kubelet's port, open on every node: an answer there (or a refusal — a host answered)
 /// shows the address is reachable whatever the Service under test does.
@@ -21,31 +22,18 @@ const KUBELET_PORT: u16 = 10250;
 type Answered = Arc<OnceCell<Result<(), String>>>;
 
 /// Whether this machine reaches each node's outside address, checked once per node.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Reach {
     nodes: Mutex<HashMap<String, Answered>>,
-    /// How long a port may take to answer.
-    wait: Duration,
-}
-
-impl Default for Reach {
-    fn default() -> Self {
-        Self::waiting(Duration::from_secs(CONNECT_SECS))
-    }
 }
 
 impl Reach {
-    fn waiting(wait: Duration) -> Self {
-        Self {
-            nodes: Mutex::default(),
-            wait,
-        }
-    }
-
     /// Ok when a host answers at `node`'s outside address (its kubelet port, or `port`), else
     /// why not. Node addresses are private on most managed clusters (real-clusters reference
     /// §2): from a runner outside the VPC nothing answers, which says nothing about the node.
-    pub async fn check(&self, node: &ClusterNode, port: Option<u16>) -> Result<(), String> {
+    /// Each port may take `wait` ([`CONNECT`] on the cluster's clock) to answer; the first
+    /// check of a node decides for the run.
+    pub async fn check(&self, node: &ClusterNode, port: Option<u16>, wait: Duration) -> Result<(), String> {
         let cell = {
             let mut nodes = self.nodes.lock().await;
             nodes.entry(node.name.clone()).or_default().clone()
@@ -56,7 +44,7 @@ impl Reach {
             // The first port to answer decides; only when none does are all their failures told.
             let mut tries: futures::stream::FuturesUnordered<_> = ports
                 .iter()
-                .map(|p| async move { answers(addr, *p, self.wait).await.map_err(|why| format!("port {p}: {why}")) })
+                .map(|p| async move { answers(addr, *p, wait).await.map_err(|why| format!("port {p}: {why}")) })
                 .collect();
             let mut why = Vec::new();
             while let Some(tried) = futures::StreamExt::next(&mut tries).await {
@@ -127,19 +115,20 @@ mod tests {
         });
         let silent = tokio::net::TcpListener::bind("127.0.0.2:0").await.expect("a listener");
         let held = silent.local_addr().expect("its address").port();
-        let reach = Reach::waiting(Duration::from_millis(300));
+        let reach = Reach::default();
+        let wait = Duration::from_millis(300);
         let local = ClusterNode::sample("linux-1", Os::Linux, "127.0.0.1");
-        assert_eq!(reach.check(&local, Some(open)).await, Ok(()));
+        assert_eq!(reach.check(&local, Some(open), wait).await, Ok(()));
         // Nothing listens on 127.0.0.3:10250: refused, so a host answered.
         let refusing = ClusterNode::sample("linux-2", Os::Linux, "127.0.0.3");
-        assert_eq!(reach.check(&refusing, None).await, Ok(()));
+        assert_eq!(reach.check(&refusing, None, wait).await, Ok(()));
         let mut private = ClusterNode::sample("win-1", Os::Windows, "10.1.2.3");
         private.external_address = Some("127.0.0.2".into());
         // Both ports held silent, as a firewall that drops connections looks from here.
         let _kubelet = tokio::net::TcpListener::bind(("127.0.0.2", KUBELET_PORT))
             .await
             .expect("port 10250 free on 127.0.0.2");
-        let why = reach.check(&private, Some(held)).await.expect_err("unreachable");
+        let why = reach.check(&private, Some(held), wait).await.expect_err("unreachable");
         assert!(
             why.contains("win-1")
                 && why.contains("127.0.0.2")
@@ -147,6 +136,11 @@ mod tests {
                 && why.contains(&held.to_string()),
             "{why}"
         );
+        // The first check of a node decides: a second one with a longer wait is not made.
+        let started = std::time::Instant::now();
+        let again = reach.check(&private, Some(held), Duration::from_secs(60)).await;
+        assert_eq!(again, Err(why));
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
         drop(silent);
     }
 }

@@ -17,7 +17,7 @@ use crate::probes::transport::Observation;
 const LOG_BYTES: i64 = 4 << 20;
 /// The limit on each API call.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long an empty agent log is read again at least.
+/// How long an empty agent log is read again at least (on the cluster's clock).
 const EMPTY_LOG_WAIT: Duration = Duration::from_secs(20);
 
 /// An agent pod's log.
@@ -201,7 +201,7 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, agent: Agent, rule: &LogRul
     // A log that is still empty (an agent pod that has not started, or a read the API server
     // could not answer yet) is waited for a little longer than the settle window: an empty log
     // says nothing, and on a busy cluster the agents may start after the run does.
-    let empty_until = until.max(tokio::time::Instant::now() + EMPTY_LOG_WAIT);
+    let empty_until = until.max(tokio::time::Instant::now() + ctx.clock.real_wait(EMPTY_LOG_WAIT));
     // Where the node's kubelet answers the node log query, the agent's service by the name the
     // platform gives it.
     let query = (log_query_enabled(node.configz.as_ref()) == Some(true)).then(|| {

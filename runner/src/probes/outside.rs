@@ -43,7 +43,14 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         },
     };
     if to != Destination::LoadBalancer
-        && let Err(why) = ctx.reach.check(node, svc.node_ports.0).await
+        && let Err(why) = ctx
+            .reach
+            .check(
+                node,
+                svc.node_ports.0,
+                ctx.clock.real_wait(crate::cluster::reach::CONNECT),
+            )
+            .await
     {
         return from_another_host(ctx, case, to, &why).await;
     }
@@ -56,12 +63,14 @@ pub async fn observe(ctx: &Ctx<'_>, case: &Case<'_>, to: Destination) -> Probed 
         let _permit = ctx.permits.acquire().await;
         // An attempt inside the window waits no longer than the window: a connection the node
         // drops while its proxy is still programming would hold the attempt past it.
-        let full = Duration::from_secs((transport::CONNECT_SECS * 2).into());
+        let full = ctx
+            .clock
+            .real_wait(Duration::from_secs((transport::CONNECT_SECS * 2).into()));
         let left = until.saturating_duration_since(tokio::time::Instant::now());
         let wait = if left.is_zero() {
             full
         } else {
-            left.clamp(Duration::from_millis(500), full)
+            left.clamp(Duration::from_millis(500).min(full), full)
         };
         Ok::<_, std::convert::Infallible>(get(&url, wait).await)
     })
