@@ -173,9 +173,24 @@ impl Cluster {
         let logs = Arc::new(LogBook::default());
         let profiles = Arc::new(seed(&store, &config.topology)?);
         let network = &config.topology.network;
+        let listener_budget = config
+            .node_listeners
+            .unwrap_or_else(crate::network::listeners::listener_budget);
+        // Private node addresses: the firewall stands on each NodePort before its Service is
+        // stored, so that this machine is never refused there.
+        let firewall = (!network.node_addresses_reachable).then(|| {
+            Arc::new(crate::network::firewall::Firewall::new(
+                profiles.iter().map(|p| p.ip).collect(),
+                listener_budget,
+            ))
+        });
+        let guard = firewall
+            .clone()
+            .map(|f| f as Arc<dyn crate::store::allocation::NodePortGuard>);
         let allocator = Arc::new(
             crate::store::allocation::Allocator::new(&network.service_cidr)
-                .with_ipv6(network.dual_stack().then_some(network.service_cidr_v6.as_str())),
+                .with_ipv6(network.dual_stack().then_some(network.service_cidr_v6.as_str()))
+                .with_guard(guard),
         );
         crate::store::allocation::seed(&store, &allocator)?;
         let custom = if config.addons {
@@ -246,10 +261,8 @@ impl Cluster {
             store.clone(),
             profiles.clone(),
             simnet.clone(),
-            config.topology.network.node_addresses_reachable,
-            config
-                .node_listeners
-                .unwrap_or_else(crate::network::listeners::listener_budget),
+            firewall,
+            listener_budget,
             aligned,
         ));
         // Handed over with its listeners (and the firewall of private node addresses) in place.

@@ -482,11 +482,26 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
 /// (`probes/clock.rs`): a cluster whose clock runs twenty (or two) times as fast gives every cell the verdict
 /// it has on the wall clock — the default profile (containerd: a process's 8 s shutdown gets its
 /// time, WI26) and a Docker-era profile (Windows stops the process 5 s after
-/// CTRL_SHUTDOWN_EVENT: known-limitation, W14) — and the termination-grace cells say the clock
-/// they read. `wall` and `fast` are the two timing sections (the same real programming delays).
+/// CTRL_SHUTDOWN_EVENT: known-limitation, W14), and the managed profiles, whose private node
+/// addresses this machine does not reach — and the termination-grace cells say the clock they
+/// read. `wall` and `fast` are the two timing sections (the same real programming delays).
 #[rstest::rstest]
 #[case::default_profile(
     "default.yaml",
+    "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
+    "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
+    "pass"
+)]
+// The managed profiles: node addresses private (the reach check's wait and the outside
+// client's attempts are on the cluster's clock too), a cloud load balancer, transient events.
+#[case::aks_private_addresses(
+    "aks.yaml",
+    "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
+    "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
+    "pass"
+)]
+#[case::eks_private_addresses(
+    "eks.yaml",
     "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
     "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
     "pass"

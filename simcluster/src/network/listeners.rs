@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 use crate::config::profile::NodeProfile;
 use crate::network::apps::SimNet;
 use crate::network::fabric::{Failure, Proto};
+use crate::network::firewall::Firewall;
 use crate::network::wire::Wire as _;
 use crate::store::per_version::PerVersion;
 use crate::store::resources;
@@ -275,17 +276,19 @@ impl Drop for Listening {
     }
 }
 
-/// Keeps the listeners in step with the services until the store closes. With `reachable`
-/// false (`network.nodeAddressesReachable`), every connection is held silent: a firewall between
-/// this machine and private node addresses drops it, whatever the fabric would do.
+/// Keeps the listeners in step with the services until the store closes. With a `firewall`
+/// (`network.nodeAddressesReachable: false`), every connection is held silent: a firewall
+/// between this machine and private node addresses drops it, whatever the fabric would do; the
+/// sockets it bound as each NodePort was allocated are served from then on.
 pub async fn run(
     store: Arc<Store>,
     nodes: Arc<Vec<NodeProfile>>,
     net: Arc<SimNet>,
-    reachable: bool,
+    firewall: Option<Arc<Firewall>>,
     budget: usize,
     first: tokio::sync::oneshot::Sender<()>,
 ) {
+    let reachable = firewall.is_none();
     // Told once the first alignment is done: the firewall in front of private node addresses
     // (the kubelet's port held silent) stands before the cluster is handed over, as on a real one.
     let mut first = Some(first);
@@ -313,8 +316,15 @@ pub async fn run(
             if running.contains_key(&b) {
                 continue;
             }
+            let held = firewall.as_ref().and_then(|f| f.take(b.ip, b.port));
             let bound = if b.ip.is_unspecified() {
+                if let Some(f) = &firewall {
+                    f.release(Some(b.port));
+                }
                 every_node_listener(b.port)
+            } else if let Some(socket) = held {
+                // Held silent since the Service's NodePort was allocated: served from now on.
+                tokio::net::TcpListener::from_std(socket)
             } else {
                 tokio::net::TcpListener::bind(SocketAddr::from((b.ip, b.port))).await
             };
@@ -346,6 +356,9 @@ pub async fn run(
         }
         // A failed bind is retried at the next turn even when nothing changed.
         aligned = all_bound.then_some(state);
+        if let Some(f) = &firewall {
+            f.release(None);
+        }
         if let Some(told) = first.take() {
             let _ = told.send(());
         }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -18,6 +18,13 @@ use crate::store::{Obj, Store};
 /// The NodePort range.
 pub const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
+/// Told of a Service's TCP NodePorts before the Service is stored: what must stand on them
+/// before any client can learn them (the firewall in front of private node addresses,
+/// `network::firewall`).
+pub trait NodePortGuard: Send + Sync + std::fmt::Debug {
+    fn guard(&self, ports: &[u16]);
+}
+
 /// Allocates service addresses; one lock makes allocation and creation atomic together.
 #[derive(Debug)]
 pub struct Allocator {
@@ -26,6 +33,8 @@ pub struct Allocator {
     /// Dual-stack: the IPv6 service range (`network.serviceCidrV6`); None on single-stack.
     ipv6: Option<String>,
     lock: Mutex<()>,
+    /// Told of each created Service's NodePorts before it is stored.
+    guard: Option<Arc<dyn NodePortGuard>>,
 }
 
 /// Parses `a.b.c.d/n` into (network, size).
@@ -45,7 +54,15 @@ impl Allocator {
             size,
             ipv6: None,
             lock: Mutex::new(()),
+            guard: None,
         }
+    }
+
+    /// The same allocator, telling `guard` of each new Service's TCP NodePorts before the
+    /// Service is stored.
+    pub fn with_guard(mut self, guard: Option<Arc<dyn NodePortGuard>>) -> Self {
+        self.guard = guard;
+        self
     }
 
     /// The same allocator on a dual-stack cluster with this IPv6 service range (None: single-stack).
@@ -114,6 +131,12 @@ impl Allocator {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let (ips, ports) = in_use(store, None);
         self.assign(&mut svc, &ips, &ports, None)?;
+        if let Some(guard) = &self.guard {
+            let ports = tcp_node_ports(&svc);
+            if !ports.is_empty() {
+                guard.guard(&ports);
+            }
+        }
         store.create(resources::core("services"), ns, svc)
     }
 
@@ -353,6 +376,18 @@ pub fn seed(store: &Store, allocator: &Allocator) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The TCP NodePorts of a Service (a port without a protocol is TCP).
+fn tcp_node_ports(svc: &Value) -> Vec<u16> {
+    svc.pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| matches!(p.get("protocol").and_then(Value::as_str), None | Some("TCP")))
+        .filter_map(|p| p.get("nodePort").and_then(Value::as_u64))
+        .filter_map(|n| u16::try_from(n).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,6 +468,51 @@ mod tests {
             .expect("svc");
         let np = s.value()["spec"]["ports"][0]["nodePort"].as_i64().unwrap_or(0);
         assert!(NODE_PORTS.contains(&np), "{np}");
+    }
+
+    /// What a guard saw: each call's ports, and whether the store had the Service then.
+    #[derive(Debug)]
+    struct Seen {
+        store: Arc<Store>,
+        calls: Mutex<Vec<(Vec<u16>, bool)>>,
+    }
+
+    impl NodePortGuard for Seen {
+        fn guard(&self, ports: &[u16]) {
+            let stored = self.store.get(resources::core("services"), "a", "np").is_ok();
+            self.calls.lock().expect("calls").push((ports.to_vec(), stored));
+        }
+    }
+
+    /// The guard hears of a Service's TCP NodePorts (not its UDP one) before the Service is
+    /// stored, and of nothing for a ClusterIP Service.
+    #[test]
+    fn the_guard_hears_of_tcp_node_ports_before_the_service_is_stored() {
+        let store = Arc::new(store());
+        let seen = Arc::new(Seen {
+            store: store.clone(),
+            calls: Mutex::default(),
+        });
+        let alloc = Allocator::new("10.96.0.0/12").with_guard(Some(seen.clone()));
+        alloc
+            .create(&store, "a", svc("cip", json!({"ports": [{"port": 80}]})))
+            .expect("ClusterIP");
+        let s = alloc
+            .create(
+                &store,
+                "a",
+                svc(
+                    "np",
+                    json!({"type": "NodePort", "ports": [{"name": "t", "port": 80},
+                        {"name": "u", "port": 53, "protocol": "UDP"}]}),
+                ),
+            )
+            .expect("NodePort");
+        let tcp = s.value()["spec"]["ports"][0]["nodePort"]
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok());
+        let calls = seen.calls.lock().expect("calls").clone();
+        assert_eq!(calls, [(tcp.into_iter().collect(), false)]);
     }
 
     #[test]

@@ -649,6 +649,33 @@ async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
     (if ok { 0 } else { 1 }, out)
 }
 
+/// Neither a connection that answers nor a refusal at any of `ips` on any of `ports`, from this
+/// machine (each address and port dialled at once, each waiting two seconds for an answer).
+async fn held_silent(ips: &[(String, std::net::Ipv4Addr)], ports: &[u16]) {
+    let mut dials = Vec::new();
+    for (name, ip) in ips {
+        for &port in ports {
+            let addr = std::net::SocketAddr::from((*ip, port));
+            let got = tokio::task::spawn_blocking(move || {
+                use std::io::{Read, Write};
+                let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+                stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+                stream.write_all(b"GET /hostname HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n")?;
+                let mut reply = String::new();
+                let _ = stream.read_to_string(&mut reply);
+                Ok::<String, std::io::Error>(reply)
+            });
+            dials.push((name.clone(), addr, got));
+        }
+    }
+    for (name, addr, got) in dials {
+        match got.await.expect("connect task") {
+            Ok(reply) => assert!(reply.is_empty(), "{name} {addr}: something answered: {reply}"),
+            Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{name} {addr} refused"),
+        }
+    }
+}
+
 /// `network.nodeAddressesReachable: false` (real-clusters: node InternalIPs on AKS/EKS/GKE are
 /// private to the VPC, and a firewall drops what a machine outside sends them): a client on
 /// this machine is never refused at a node's address (a refusal proves a host answered) and
@@ -656,8 +683,7 @@ async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
 /// addresses work as before — a node reaches a pod and another node's NodePort.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_node_addresses_neither_answer_nor_refuse() {
-    // On the wall clock: the pods take their unscaled time, and the listeners are aligned with
-    // the Service by the time they run.
+    // On the wall clock: the pods take their unscaled time.
     let mut topology = Topology::default_cluster().instant().on_wall_clock();
     topology.network.node_addresses_reachable = false;
     let (cluster, client) = common::cluster_and_client(topology, "priv").await;
@@ -686,6 +712,9 @@ async fn unreachable_node_addresses_neither_answer_nor_refuse() {
         .and_then(|p| p.first().and_then(|p| p.node_port))
         .and_then(|p| u16::try_from(p).ok())
         .expect("a NodePort");
+    // At once, before the listeners caught up with the new Service: the firewall stood on its
+    // NodePort before the API server stored it.
+    held_silent(&ips, &[node_port]).await;
     let srv_ip = running(&pods, "srv")
         .await
         .status
@@ -693,26 +722,7 @@ async fn unreachable_node_addresses_neither_answer_nor_refuse() {
         .expect("pod IP");
     running(&pods, "host").await;
     // From this machine: neither a connection nor a refusal, at the NodePort or the kubelet's port.
-    for (name, ip) in &ips {
-        for port in [node_port, 10250] {
-            let addr = std::net::SocketAddr::from((*ip, port));
-            let got = tokio::task::spawn_blocking(move || {
-                use std::io::{Read, Write};
-                let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-                stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-                stream.write_all(b"GET /hostname HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n")?;
-                let mut reply = String::new();
-                let _ = stream.read_to_string(&mut reply);
-                Ok::<String, std::io::Error>(reply)
-            })
-            .await
-            .expect("connect task");
-            match got {
-                Ok(reply) => assert!(reply.is_empty(), "{name} {addr}: something answered: {reply}"),
-                Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{name} {addr} refused"),
-            }
-        }
-    }
+    held_silent(&ips, &[node_port, 10250]).await;
     // Inside the cluster: the Windows node reaches the pod and the Linux node's NodePort.
     let linux = ips
         .iter()
