@@ -24,6 +24,8 @@ pub struct Firewall {
     ips: Vec<Ipv4Addr>,
     /// At most this many sockets held at once (the listeners' share of the open-file limit).
     budget: usize,
+    /// How long a socket the listeners did not take is held ([`HOLD`]).
+    hold: Duration,
     held: Mutex<HashMap<(Ipv4Addr, u16), (TcpListener, Instant)>>,
 }
 
@@ -32,6 +34,7 @@ impl Firewall {
         Self {
             ips,
             budget,
+            hold: HOLD,
             held: Mutex::default(),
         }
     }
@@ -47,7 +50,7 @@ impl Firewall {
     /// [`HOLD`].
     pub fn release(&self, port: Option<u16>) {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        held.retain(|(_, p), (_, at)| Some(*p) != port && at.elapsed() < HOLD);
+        held.retain(|(_, p), (_, at)| Some(*p) != port && at.elapsed() < self.hold);
     }
 
     /// How many sockets are held.
@@ -67,7 +70,12 @@ impl NodePortGuard for Firewall {
         }
         for &port in ports {
             for &ip in &self.ips {
-                if held.len() >= self.budget / 2 || held.contains_key(&(ip, port)) {
+                // Held already (a port handed out again within the hold): held afresh.
+                if let Some((_, at)) = held.get_mut(&(ip, port)) {
+                    *at = Instant::now();
+                    continue;
+                }
+                if held.len() >= self.budget / 2 {
                     continue;
                 }
                 // Already bound (the listeners serve this port there): they hold it silent.
@@ -129,6 +137,26 @@ mod tests {
         assert_eq!(dial(b, port), Err(std::io::ErrorKind::ConnectionRefused));
         drop(taken);
         assert_eq!(dial(a, port), Err(std::io::ErrorKind::ConnectionRefused));
+    }
+
+    /// A socket the listeners did not take is let go once held past its time, counted from the
+    /// last time its port was handed out.
+    #[test]
+    fn an_untaken_socket_is_let_go_after_its_hold_which_a_new_hand_out_renews() {
+        let ip = Ipv4Addr::new(127, 0, 5, 1);
+        let port = free_port(ip);
+        let mut firewall = Firewall::new(vec![ip], 100);
+        firewall.hold = Duration::from_millis(1800);
+        firewall.guard(&[port]);
+        std::thread::sleep(Duration::from_millis(1000));
+        firewall.guard(&[port]);
+        std::thread::sleep(Duration::from_millis(1000));
+        firewall.release(None);
+        assert_eq!(firewall.holding(), 1, "renewed 1 s ago: still held");
+        std::thread::sleep(Duration::from_millis(1200));
+        firewall.release(None);
+        assert_eq!(firewall.holding(), 0);
+        assert_eq!(dial(ip, port), Err(std::io::ErrorKind::ConnectionRefused));
     }
 
     /// Past its budget (half the listeners' share) the firewall binds nothing: the listeners
