@@ -650,29 +650,17 @@ async fn exec(pods: &Api<Pod>, pod: &str, line: &str) -> (i32, String) {
 }
 
 /// Neither a connection that answers nor a refusal at any of `ips` on any of `ports`, from this
-/// machine (each address and port dialled at once, each waiting two seconds for an answer).
+/// machine (each address and port dialled at once).
 async fn held_silent(ips: &[(String, std::net::Ipv4Addr)], ports: &[u16]) {
     let mut dials = Vec::new();
     for (name, ip) in ips {
         for &port in ports {
             let addr = std::net::SocketAddr::from((*ip, port));
-            let got = tokio::task::spawn_blocking(move || {
-                use std::io::{Read, Write};
-                let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-                stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-                stream.write_all(b"GET /hostname HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n")?;
-                let mut reply = String::new();
-                let _ = stream.read_to_string(&mut reply);
-                Ok::<String, std::io::Error>(reply)
-            });
-            dials.push((name.clone(), addr, got));
+            dials.push((format!("{name} {addr}"), common::dial(addr, "node")));
         }
     }
-    for (name, addr, got) in dials {
-        match got.await.expect("connect task") {
-            Ok(reply) => assert!(reply.is_empty(), "{name} {addr}: something answered: {reply}"),
-            Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{name} {addr} refused"),
-        }
+    for (what, got) in dials {
+        common::assert_silent(&what, got.await.expect("connect task"));
     }
 }
 

@@ -124,3 +124,27 @@ pub async fn events_for(client: &kube::Client, ns: &str, name: &str) -> Vec<(Str
         .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
         .collect()
 }
+
+/// An HTTP GET from this machine to `addr` (Host `host`), two seconds to connect and two to
+/// answer, on a blocking thread: the reply (empty when the connection was held silent), or why
+/// the connection failed.
+pub fn dial(addr: std::net::SocketAddr, host: &'static str) -> tokio::task::JoinHandle<std::io::Result<String>> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        stream.write_all(format!("GET /hostname HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())?;
+        let mut reply = String::new();
+        let _ = stream.read_to_string(&mut reply);
+        Ok(reply)
+    })
+}
+
+/// Asserts that a [`dial`] of `what` got neither an answer nor a refusal: what a firewall that
+/// drops the connection looks like from this machine.
+pub fn assert_silent(what: &str, got: std::io::Result<String>) {
+    match got {
+        Ok(reply) => assert!(reply.is_empty(), "{what}: something answered: {reply}"),
+        Err(e) => assert_ne!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{what}: refused"),
+    }
+}
