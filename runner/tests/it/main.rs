@@ -24,8 +24,11 @@
 //! - `prepull_cli` — `mixcheck prepull`: every image on every node, a DaemonSet per Windows build,
 //!   failed pulls, the deadline and Ctrl-C, nothing left behind
 //! - `rbac_cli` — deploy/rbac.yaml's service account runs everything; a missing rule exits 3
-//! - `watch_cli` — `mixcheck watch`: an intermittent fault's flake ratio on its node only, its
-//!   cause, healing, an API server restart, Ctrl-C; a real Prometheus scrape (ignored without it)
+//! - `canary_cli` — `mixcheck watch`: an intermittent fault's flake ratio on its node only, its
+//!   cause, healing, an API server restart, Ctrl-C; a real Prometheus scrape (ignored without it).
+//!   Its tests wait on the wall clock for a minute or more at little CPU, and libtest starts tests
+//!   in the order of their names: named last (`watch_cli`) they ran alone for the run's last 70 s
+//!   (docs/benchmarks.md, "2026-12-06 (order)")
 //! - `watch_deploy` — deploy/watch.yaml's pod is restricted and serves where its Service points;
 //!   the dashboard and the alert rules query only the watch's metrics
 //! - `sim_cli` — `mixcheck sim serve`: kubeconfig, stop, bad topologies
@@ -41,6 +44,7 @@
 //!   repository
 
 mod baseline_cli;
+mod canary_cli;
 mod cli;
 mod coverage_cli;
 mod diagnose_cli;
@@ -67,5 +71,4 @@ mod sim_cli;
 mod support_cli;
 mod topology_text;
 mod triage_matrix;
-mod watch_cli;
 mod watch_deploy;
