@@ -40,7 +40,7 @@ pub(crate) fn cmd_entry(args: &[String]) -> Option<String> {
 }
 
 /// `cmd [/S] [/Q] [/D] /C line…`: runs the line; without `/C` prints the banner.
-pub(super) fn cmd(s: &Arc<Session>, call: Call) -> Reply {
+pub(super) fn cmd(s: &Arc<Session>, mut call: Call) -> Reply {
     let Some(line) = cmd_entry(call.args()) else {
         return ExecOutput::ok(format!(
             "Microsoft Windows [Version {}]\r\n(c) Microsoft Corporation. All rights reserved.\r\n\r\nC:\\>",
@@ -48,7 +48,8 @@ pub(super) fn cmd(s: &Arc<Session>, call: Call) -> Reply {
         ))
         .into();
     };
-    Reply::Later(Box::pin(run_cmd(s.clone(), line, call.stdin, call.env)))
+    let env = call.take_env(s);
+    Reply::Later(Box::pin(run_cmd(s.clone(), line, call.stdin, env)))
 }
 
 /// cmd strips the first and the last quote of a line that starts with one.
@@ -582,7 +583,7 @@ pub(super) async fn run_cmd_command(
     let call = Call {
         argv: cmd_tokens(text),
         stdin,
-        env: env.clone(),
+        env: Some(env.clone()),
     };
     Step::Done(match s.run_child(call).await {
         Some(o) => o,

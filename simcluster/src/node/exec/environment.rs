@@ -18,12 +18,12 @@ pub(super) fn env_listing(env: &[(String, String)]) -> ExecOutput {
 
 pub(super) fn printenv(s: &Arc<Session>, call: Call) -> Reply {
     if call.args().is_empty() {
-        return env_listing(&call.env).into();
+        return env_listing(call.env(s)).into();
     }
     let mut stdout = String::new();
     let mut code = 0;
     for name in call.args() {
-        match env_get(&call.env, name, s.windows()) {
+        match env_get(call.env(s), name, s.windows()) {
             Some(v) => {
                 let _ = writeln!(stdout, "{v}");
             }
@@ -34,7 +34,7 @@ pub(super) fn printenv(s: &Arc<Session>, call: Call) -> Reply {
 }
 
 pub(super) fn env(s: &Arc<Session>, call: Call) -> Reply {
-    let mut vars = call.env.clone();
+    let mut vars = call.env(s).to_vec();
     let mut rest = call.args();
     while let Some((first, tail)) = rest.split_first() {
         if first == "-i" {
@@ -52,7 +52,7 @@ pub(super) fn env(s: &Arc<Session>, call: Call) -> Reply {
     let child = Call {
         argv: rest.to_vec(),
         stdin: call.stdin,
-        env: vars,
+        env: Some(vars),
     };
     let s = s.clone();
     Reply::Later(Box::pin(async move {

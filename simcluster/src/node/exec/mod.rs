@@ -156,7 +156,7 @@ impl ContainerRuntime for SimRuntime {
         let windows = ctx.is_windows();
         let session = Arc::new(Session::new(ctx, self.network.clone(), &request.command));
         let call = Call {
-            env: session.env.clone(),
+            env: None,
             argv: request.command,
             stdin: request.stdin.unwrap_or_default(),
         };
@@ -234,10 +234,22 @@ pub fn node_volume_files(store: &Store, node: &NodeProfile) -> BTreeMap<String, 
 struct Call {
     argv: Vec<String>,
     stdin: Bytes,
-    env: Vec<(String, String)>,
+    /// None: the container's own environment ([`Session::env`]), as exec starts a command with;
+    /// a shell's or `env`'s children get the variables it hands them.
+    env: Option<Vec<(String, String)>>,
 }
 
 impl Call {
+    /// The command's environment.
+    fn env<'a>(&'a self, s: &'a Session) -> &'a [(String, String)] {
+        self.env.as_deref().unwrap_or_else(|| s.env())
+    }
+
+    /// The command's environment, to keep.
+    fn take_env(&mut self, s: &Session) -> Vec<(String, String)> {
+        self.env.take().unwrap_or_else(|| s.env().to_vec())
+    }
+
     fn args(&self) -> &[String] {
         self.argv.get(1..).unwrap_or(&[])
     }

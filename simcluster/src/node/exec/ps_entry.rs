@@ -86,7 +86,7 @@ pub(crate) fn ps_args(args: &[String]) -> PsEntry {
 }
 
 /// `powershell …`/`pwsh …` as [`ps_args`] reads them.
-pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
+pub(super) fn ps_entry(s: &Arc<Session>, mut call: Call, core: bool) -> Reply {
     let script = match ps_args(call.args()) {
         PsEntry::Script(text) => Some(text),
         PsEntry::File(path) => match s.disk().get(&s.path(&path)).and_then(|e| e.file.as_ref()) {
@@ -120,7 +120,7 @@ pub(super) fn ps_entry(s: &Arc<Session>, call: Call, core: bool) -> Reply {
         }
     };
     let progress = !core && s.ctx.host_process && first_use_progress(call.args(), &script);
-    let run = super::powershell::run(s.clone(), script, call.env, core);
+    let run = super::powershell::run(s.clone(), script, call.take_env(s), core);
     if !progress {
         return Reply::Later(Box::pin(run));
     }

@@ -31,7 +31,9 @@ pub(super) struct Session {
     pub(super) ctx: CommandContext,
     pub(super) network: Option<Arc<dyn NetworkCommands>>,
     pub(super) kind: ImageKind,
-    pub(super) env: Vec<(String, String)>,
+    /// The container's environment, worked out when a command first reads it: most probes
+    /// (curl, agnhost, ping) never do.
+    env: OnceLock<Vec<(String, String)>>,
     /// What the command sees (its writes update it and the
     /// [`VolumeStore`](super::volumes::VolumeStore)) and the container's mounts, which decide
     /// where writes go: built when the command first touches a file (most probes only connect).
@@ -54,7 +56,6 @@ pub(super) enum WriteError {
 
 impl Session {
     pub(super) fn new(ctx: CommandContext, network: Option<Arc<dyn NetworkCommands>>, argv: &[String]) -> Self {
-        let env = ctx.env();
         let kind = image_kind(&ctx.image);
         let exec_id = hex_id(&["exec", ctx.pod.uid(), &ctx.container, &argv.join("\u{1f}")]);
         let stamp = DateTime::parse_from_rfc3339(json::str(ctx.pod.value(), "/metadata/creationTimestamp"))
@@ -64,11 +65,16 @@ impl Session {
             ctx,
             network,
             kind,
-            env,
+            env: OnceLock::new(),
             built: OnceLock::new(),
             exec_id,
             stamp,
         }
+    }
+
+    /// The container's environment (the image's, the pod spec's and the Services' variables).
+    pub(super) fn env(&self) -> &[(String, String)] {
+        self.env.get_or_init(|| self.ctx.env())
     }
 
     pub(super) fn windows(&self) -> bool {

@@ -549,7 +549,8 @@ pub(crate) fn sh_entry(args: &[String]) -> ShEntry<'_> {
     ShEntry::Stdin
 }
 
-pub(super) fn sh(s: &Arc<Session>, call: Call) -> Reply {
+pub(super) fn sh(s: &Arc<Session>, mut call: Call) -> Reply {
+    let env = call.take_env(s);
     let script = match sh_entry(call.args()) {
         ShEntry::Script(text) => Some(text.to_string()),
         ShEntry::MissingScript => return out("", "sh: -c requires an argument\n", 2).into(),
@@ -563,7 +564,7 @@ pub(super) fn sh(s: &Arc<Session>, call: Call) -> Reply {
         Some(text) => (text, call.stdin),
         None => (String::from_utf8_lossy(&call.stdin).into_owned(), Bytes::new()),
     };
-    Reply::Later(Box::pin(run_sh(s.clone(), script, stdin, call.env)))
+    Reply::Later(Box::pin(run_sh(s.clone(), script, stdin, env)))
 }
 
 /// The state of a running sh script.
@@ -831,7 +832,7 @@ pub(super) async fn sh_simple(
             let call = Call {
                 argv,
                 stdin: cin,
-                env: cmd_env,
+                env: Some(cmd_env),
             };
             match s.run_child(call).await {
                 Some(o) => o,

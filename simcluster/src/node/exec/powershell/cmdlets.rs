@@ -327,7 +327,7 @@ impl Ps {
                     let call = Call {
                         argv,
                         stdin: Bytes::new(),
-                        env: self.env.clone(),
+                        env: Some(self.env.clone()),
                     };
                     let o = network(&session, call).run().await;
                     if code_of(&o) != 0 {

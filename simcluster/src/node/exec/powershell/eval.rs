@@ -480,7 +480,7 @@ impl Ps {
             let call = Call {
                 argv,
                 stdin,
-                env: self.env.clone(),
+                env: Some(self.env.clone()),
             };
             let Some(o) = self.s.run_child(call).await else {
                 errors.add(ps_not_recognized(&e.text, name));
