@@ -1,8 +1,10 @@
 //! What the command-line tests share: the built binary run in a folder of the test's own, with
 //! no kubeconfig or job summary from the environment, and its output as one text.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// `mixcheck` in `dir`, without `KUBECONFIG` or `GITHUB_STEP_SUMMARY` from the environment.
 pub(crate) fn mixcheck(dir: &Path) -> Command {
@@ -44,6 +46,54 @@ pub(crate) fn run_report(dir: &Path, args: &[&str]) -> (Option<i32>, String, ser
     let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
     let report = serde_json::from_str(&results).unwrap_or(serde_json::Value::Null);
     (out.status.code(), text(&out), report)
+}
+
+/// What one `mixcheck run` gave: its exit code, standard output and error, and `results.json`
+/// (Null when the run wrote none).
+pub(crate) struct SharedRun {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub report: serde_json::Value,
+}
+
+impl SharedRun {
+    /// Standard output, then standard error.
+    pub fn text(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// `mixcheck run --quiet ARGS`, made once per test process for each distinct `args` and shared
+/// by every test that asks for it: the reference runs that several tests only read (the default
+/// run, a profile's clean run) start one bundled cluster, not one per test. A test that asks while
+/// the run is under way waits for it. `args` must name no file of a test's own folder.
+pub(crate) fn shared_run(args: &[&str]) -> Arc<SharedRun> {
+    type Runs = Mutex<BTreeMap<Vec<String>, Arc<OnceLock<Arc<SharedRun>>>>>;
+    static RUNS: OnceLock<Runs> = OnceLock::new();
+    let key: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+    let cell = {
+        let mut runs = RUNS
+            .get_or_init(Runs::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(runs.entry(key).or_default())
+    };
+    Arc::clone(cell.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = mixcheck(dir.path())
+            .args(["run", "--quiet"])
+            .args(args)
+            .output()
+            .expect("run mixcheck");
+        let results = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).unwrap_or_default();
+        Arc::new(SharedRun {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            report: serde_json::from_str(&results).unwrap_or(serde_json::Value::Null),
+        })
+    }))
 }
 
 /// The same with `--topology`, the topology's text written to `dir/topology.yaml` first.

@@ -7,11 +7,13 @@
 //! (SEC-HOSTPROCESS) a cluster has no in-cluster way to probe from a Windows host, so node-side
 //! cells there are indeterminate (`docs/design.md`, "Rules the code keeps").
 
-use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 
 use rstest::rstest;
 use serde_json::Value;
+
+use crate::cli::{SharedRun, shared_run};
 
 /// A documented verdict: every cell of `check` whose id contains `cell` has `verdict` (and there
 /// is at least one); with `tool`, its probe ran that program (the evidence's first word).
@@ -263,13 +265,16 @@ const PLATFORM: &[Documented] = &[
     ),
 ];
 
-fn run_profile(dir: &Path, profile: &str) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mixcheck"))
-        .current_dir(dir)
-        .env_remove("KUBECONFIG")
-        .args(["run", "--profile", profile, "--quiet"])
-        .output()
-        .expect("run mixcheck")
+/// `mixcheck run --profile PROFILE --quiet`, once for every test that reads it
+/// (`cli::shared_run`).
+fn run_profile(profile: &str) -> Arc<SharedRun> {
+    shared_run(&["--profile", profile])
+}
+
+/// The run's results.json, or a panic naming the profile and what the run printed.
+fn report_of<'a>(profile: &str, run: &'a SharedRun) -> &'a Value {
+    assert!(!run.report.is_null(), "{profile}: no results.json\n{}", run.text());
+    &run.report
 }
 
 fn cells(report: &Value) -> &[Value] {
@@ -299,14 +304,10 @@ fn show(c: &Value) -> String {
 #[case::kubeadm_flannel_hostprocess("kubeadm-flannel-hostprocess", PLATFORM)]
 #[case::kubeadm_calico("kubeadm-calico", PLATFORM)]
 fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str, #[case] documented: &[Documented]) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = run_profile(dir.path(), profile);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
-        .unwrap_or_else(|e| panic!("{profile}: no results.json ({e})\n{stdout}\n{stderr}"));
-    let report: Value = serde_json::from_str(&text).expect("results.json parses");
-    let all = cells(&report);
+    let out = run_profile(profile);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    let report = report_of(profile, &out);
+    let all = cells(report);
     let gating: Vec<String> = all
         .iter()
         .filter(|c| matches!(c["verdict"].as_str(), Some("fail" | "error")))
@@ -317,7 +318,7 @@ fn profile_runs_pass_the_gate_with_the_documented_verdicts(#[case] profile: &str
         "{profile}: cells that fail the gate:\n{}",
         gating.join("\n")
     );
-    assert_eq!(out.status.code(), Some(0), "{profile}:\n{stdout}\n{stderr}");
+    assert_eq!(out.code, Some(0), "{profile}:\n{stdout}\n{stderr}");
     assert!(stdout.contains("gate: passed"), "{profile}:\n{stdout}");
     // The documented limitations of the era are not causes: the diagnosis is empty.
     let diagnosis = &report["diagnosis"];
@@ -383,13 +384,7 @@ fn indeterminate_share(report: &Value) -> (usize, usize) {
 /// The default profile's clean run, once for every case that compares with it.
 fn default_report() -> &'static Value {
     static REPORT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    REPORT.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let out = run_profile(dir.path(), "default");
-        let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
-            .unwrap_or_else(|e| panic!("default: no results.json ({e}): {out:?}"));
-        serde_json::from_str(&text).expect("results.json parses")
-    })
+    REPORT.get_or_init(|| report_of("default", &run_profile("default")).clone())
 }
 
 /// Each platform profile as a managed cluster is (real-clusters.md §2–§5): the platform fact
@@ -418,11 +413,8 @@ fn a_platform_profile_is_known_from_its_own_sources(
     #[case] source: &str,
     #[case] private_nodes: bool,
 ) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = run_profile(dir.path(), profile);
-    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json"))
-        .unwrap_or_else(|e| panic!("{profile}: no results.json ({e}): {out:?}"));
-    let report: Value = serde_json::from_str(&text).expect("results.json parses");
+    let out = run_profile(profile);
+    let report = report_of(profile, &out);
     let facts = &report["facts"];
     let fact = &facts["platform"];
     assert_eq!(fact["value"], platform, "{fact}");
@@ -531,11 +523,9 @@ fn a_cluster_domain_of_its_own_gives_the_same_verdicts() {
 /// cells are judged from PowerShell probes.
 #[test]
 fn a_windows_server_2025_pool_is_judged_with_images_upstream_publishes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = run_profile(dir.path(), "current-ws2022-ws2025");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).expect("results.json");
-    let report: Value = serde_json::from_str(&text).expect("results.json parses");
+    let out = run_profile("current-ws2022-ws2025");
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let report = report_of("current-ws2022-ws2025", &out);
     let ws2025: Vec<&Value> = cells(&report)
         .iter()
         .filter(|c| c["id"].as_str().is_some_and(|id| id.contains("windows-26100")))

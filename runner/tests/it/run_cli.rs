@@ -27,6 +27,14 @@ fn results(dir: &Path) -> Value {
     serde_json::from_str(&text).expect("results.json parses")
 }
 
+/// The default run (`mixcheck run --quiet`), which passes its gate: one run for every test that
+/// reads it or compares with it (`cli::shared_run`).
+fn default_run() -> std::sync::Arc<crate::cli::SharedRun> {
+    let run = crate::cli::shared_run(&[]);
+    assert_eq!(run.code, Some(0), "{}", run.text());
+    run
+}
+
 /// A run that must pass its gate: its results.json.
 fn passing_run(dir: &Path, args: &[&str]) -> Value {
     let out = run_in(dir, args);
@@ -59,13 +67,9 @@ fn verdicts(report: &Value) -> std::collections::BTreeMap<String, String> {
 
 #[test]
 fn the_default_run_passes_the_gate_on_the_bundled_cluster() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = run_in(dir.path(), &["run", "--quiet"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let report = results(dir.path());
-    let all = cells(&report);
+    let run = default_run();
+    let (stdout, report) = (&run.stdout, &run.report);
+    let all = cells(report);
     // The bar for the default run: at least 80 distinct rule ids and 200 cells.
     let rules: std::collections::BTreeSet<&str> = all.iter().filter_map(|c| c["rule_id"].as_str()).collect();
     assert!(rules.len() >= 80, "{} rule ids: {rules:?}", rules.len());
@@ -154,16 +158,13 @@ fn a_run_through_a_kubeconfig_gives_the_same_verdicts_cell_by_cell() {
         &crate::cli::served(&["run", "--quiet", "--kubeconfig", &serve.kubeconfig()]),
     );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let b = tempfile::tempdir().expect("tempdir");
-    let out = run_in(b.path(), &["run", "--quiet"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let (through_api, in_process) = (results(a.path()), results(b.path()));
+    let (through_api, in_process) = (results(a.path()), &default_run().report);
     assert_eq!(
         through_api["target"]["kind"], "kubeconfig",
         "{:#}",
         through_api["target"]
     );
-    assert_eq!(verdicts(&through_api), verdicts(&in_process));
+    assert_eq!(verdicts(&through_api), verdicts(in_process));
 }
 
 #[test]
@@ -576,8 +577,7 @@ fn the_bundled_clusters_clock_changes_no_verdict(
 /// observed on them, no pod of the run lands there, and results.json says why each was skipped.
 #[test]
 fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
-    let plain_dir = tempfile::tempdir().expect("tempdir");
-    let plain = passing_run(plain_dir.path(), &["run", "--quiet"]);
+    let plain = &default_run().report;
     let dir = tempfile::tempdir().expect("tempdir");
     let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/cordoned-and-virtual.yaml");
     let report = passing_run(dir.path(), &["run", "--quiet", "--topology", topology]);
@@ -599,7 +599,7 @@ fn cordoned_and_virtual_nodes_are_skipped_and_say_why() {
     }
     // Their facts are recorded (above) but judged in no cell: the cells are those of the default
     // cluster, cell by cell.
-    let (a, b) = (verdicts(&plain), verdicts(&report));
+    let (a, b) = (verdicts(plain), verdicts(&report));
     let differ: Vec<_> = a
         .iter()
         .filter(|(id, v)| b.get(*id) != Some(*v))
@@ -699,13 +699,12 @@ fn a_locked_down_cluster_changes_only_the_cells_it_locks(
     #[case] verdict: &str,
     #[case] says: &str,
 ) {
-    let plain_dir = tempfile::tempdir().expect("tempdir");
-    let plain = passing_run(plain_dir.path(), &["run", "--quiet"]);
+    let plain = &default_run().report;
     let dir = tempfile::tempdir().expect("tempdir");
     let topology = default_topology_with(dir.path(), edit);
     let topology = topology.to_str().expect("a UTF-8 path");
     let report = passing_run(dir.path(), &["run", "--quiet", "--topology", topology]);
-    let before = verdicts(&plain);
+    let before = verdicts(plain);
     let mut locked = 0;
     for c in cells(&report) {
         let id = c["id"].as_str().unwrap_or_default();
@@ -932,14 +931,13 @@ fn policy_denials_of_every_shape_leave_their_cells_indeterminate(
     #[case] policy: &str,
     #[case] rules: &[&str],
 ) {
-    let plain_dir = tempfile::tempdir().expect("tempdir");
-    let plain = passing_run(plain_dir.path(), &["run", "--quiet"]);
+    let plain = &default_run().report;
     let dir = tempfile::tempdir().expect("tempdir");
     let topology = default_topology_with(dir.path(), edit);
     let topology = topology.to_str().expect("a UTF-8 path");
     let report = passing_run(dir.path(), &["run", "--quiet", "--topology", topology]);
     assert!(report["aborted"].is_null(), "{:#}", report["aborted"]);
-    let before = verdicts(&plain);
+    let before = verdicts(plain);
     let mut changed_rules = std::collections::BTreeSet::new();
     for c in cells(&report) {
         let id = c["id"].as_str().unwrap_or_default();
