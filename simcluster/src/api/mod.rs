@@ -323,7 +323,7 @@ pub(crate) fn content_type(headers: &HeaderMap) -> String {
 pub(crate) fn decode_object(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
     let value: Value = match ct {
         "" | "application/json" | "application/apply-patch+yaml" if looks_like_json(bytes) => {
-            serde_json::from_slice(bytes)
+            crate::vocab::json::decode(bytes)
                 .map_err(|e| ApiError::BadRequest(format!("the request body is not valid JSON: {e}")))?
         }
         "application/yaml" | "application/apply-patch+yaml" => {

@@ -418,8 +418,8 @@ pub(crate) fn patch(
         return Err(ApiError::BadRequest("force may only be set for apply patches".into()));
     }
     let mode = field_validation(q)?;
-    let body: Value =
-        serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?;
+    let body: Value = crate::vocab::json::decode(bytes)
+        .map_err(|e| ApiError::BadRequest(format!("the patch is not valid JSON: {e}")))?;
     let p = part(t);
     let mut warnings = Vec::new();
     let updated = state.store.modify(rt, t.ns(), &obj_name, p, |cur| {
@@ -578,7 +578,7 @@ fn server_side_apply(
 fn delete_options(q: &Query, bytes: &[u8]) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions::default();
     if bytes.iter().any(|b| !b.is_ascii_whitespace()) {
-        let body: Value = serde_json::from_slice(bytes)
+        let body: Value = crate::vocab::json::decode(bytes)
             .map_err(|e| ApiError::BadRequest(format!("the DeleteOptions body is not valid JSON: {e}")))?;
         if let Some(dry) = body.get("dryRun").and_then(Value::as_array)
             && !dry.is_empty()

@@ -412,6 +412,12 @@ impl NodeProfile {
         self.build.is_some_and(|host| image_build <= host)
     }
 
+    /// The kubelet's `clusterDNS`: the cluster DNS Service's address, which it writes into every
+    /// pod's resolver configuration.
+    pub fn cluster_dns(&self) -> &'static [&'static str] {
+        &["10.96.0.10"]
+    }
+
     /// The kubelet's `/configz` document.
     pub fn configz(&self) -> Value {
         let windows = self.is_windows();
@@ -425,7 +431,7 @@ impl NodeProfile {
             "cgroupsPerQOS": !windows,
             "cgroupDriver": if windows { "" } else { "systemd" },
             "maxPods": self.capacity.get("pods").and_then(|p| p.parse::<u32>().ok()).unwrap_or(110),
-            "clusterDNS": ["10.96.0.10"],
+            "clusterDNS": self.cluster_dns(),
             "clusterDomain": self.cluster_domain,
             "containerRuntimeEndpoint": if windows { "npipe://./pipe/containerd-containerd" } else { "unix:///run/containerd/containerd.sock" },
             "podInfraContainerImage": self.pause_image,

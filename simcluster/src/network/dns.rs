@@ -96,16 +96,19 @@ pub fn container_dns(asker: &Asker) -> DnsConfig {
 /// The cluster resolver of a pod: the kubelet's `clusterDNS` and the search list of its
 /// namespace under `clusterDomain` (one suffix on Windows, DNS-SINGLE-SUFFIX).
 pub fn cluster_dns(asker: &Asker) -> DnsConfig {
-    let configz = asker.node.map(NodeProfile::configz).unwrap_or(Value::Null);
-    let mut nameservers: Vec<String> = json::array(&configz, "/kubeletconfig/clusterDNS")
+    // What the node's kubelet configuration (its `/configz`) says, read from the profile it is
+    // made from rather than the document built for each lookup.
+    let mut nameservers: Vec<String> = asker
+        .node
+        .map(NodeProfile::cluster_dns)
+        .unwrap_or_default()
         .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
+        .map(|s| (*s).to_string())
         .collect();
     if nameservers.is_empty() {
         nameservers.push("10.96.0.10".into());
     }
-    let domain = match json::str(&configz, "/kubeletconfig/clusterDomain") {
+    let domain = match asker.node.map_or("", |n| n.cluster_domain.as_str()) {
         "" => "cluster.local",
         d => d,
     };

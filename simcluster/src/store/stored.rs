@@ -58,8 +58,7 @@ impl Stored {
     }
 
     fn encode(value: Value, keep: bool) -> Result<Arc<Self>, ApiError> {
-        let json =
-            serde_json::to_vec(&value).map_err(|e| ApiError::Internal(format!("cannot serialise object: {e}")))?;
+        let json = crate::vocab::json::encode(&value);
         let stored = Self {
             json: Bytes::from(json),
             value: OnceLock::new(),
@@ -92,7 +91,7 @@ impl Stored {
         self.value.get_or_init(|| {
             // The bytes are this store's own encoding of a value, so they decode; an object
             // that did not would read as null rather than take the cluster down.
-            serde_json::from_slice(&self.json).unwrap_or_else(|e| {
+            crate::vocab::json::decode(&self.json).unwrap_or_else(|e| {
                 tracing::error!("a stored object no longer decodes: {e}");
                 Value::Null
             })
@@ -106,7 +105,7 @@ impl Stored {
     pub fn peek<R>(&self, read: impl FnOnce(&Value) -> R) -> R {
         match self.value.get() {
             Some(value) => read(value),
-            None => read(&serde_json::from_slice(&self.json).unwrap_or(Value::Null)),
+            None => read(&crate::vocab::json::decode(&self.json).unwrap_or(Value::Null)),
         }
     }
 
