@@ -98,7 +98,7 @@ pub struct Cluster {
     tls: axum_server::tls_rustls::RustlsConfig,
 }
 
-/// Serves the API on `listener` over TLS until `handle` stops it.
+/// Serves the API on `listener` over TLS until `handle` stops it (`simcluster_serve`).
 fn serve_api(
     listener: std::net::TcpListener,
     addr: SocketAddr,
@@ -106,20 +106,7 @@ fn serve_api(
     app: axum::Router,
     handle: axum_server::Handle<SocketAddr>,
 ) -> Result<JoinHandle<()>, ClusterError> {
-    // TCP_NODELAY on every connection, as kube-apiserver has it (Go's net package sets it on
-    // every TCP connection: "The default is true (no delay)", net.TCPConn.SetNoDelay). Without
-    // it an exec's small websocket frames wait for the peer's delayed ACK (40 ms on Linux).
-    let acceptor =
-        axum_server::tls_rustls::RustlsAcceptor::new(tls).acceptor(axum_server::accept::NoDelayAcceptor::new());
-    let server = axum_server::from_tcp(listener)
-        .map_err(|cause| ClusterError::Listen { addr, cause })?
-        .acceptor(acceptor)
-        .handle(handle);
-    Ok(tokio::spawn(async move {
-        if let Err(e) = server.serve(app.into_make_service()).await {
-            tracing::error!("bundled cluster API server stopped: {e}");
-        }
-    }))
+    simcluster_serve::spawn(listener, tls, app, handle).map_err(|cause| ClusterError::Listen { addr, cause })
 }
 
 /// Picks a /24 inside 127.0.0.0/8 for this instance's node addresses, away from 127.0.0.x.

@@ -435,10 +435,10 @@ fn a_platform_profile_is_known_from_its_own_sources(
             );
         }
     }
-    let (unknown, total) = indeterminate_share(&report);
+    let (unknown, total) = indeterminate_share(report);
     let (base_unknown, base_total) = indeterminate_share(default_report());
     let show_unknown = || {
-        cells(&report)
+        cells(report)
             .iter()
             .filter(|c| c["verdict"] == "indeterminate")
             .map(show)
@@ -450,7 +450,7 @@ fn a_platform_profile_is_known_from_its_own_sources(
         "{profile}: {unknown} of {total} cells indeterminate, default {base_unknown} of {base_total}:\n{}",
         show_unknown()
     );
-    let outside: Vec<&Value> = cells(&report)
+    let outside: Vec<&Value> = cells(report)
         .iter()
         .filter(|c| c["check"] == "nodeport-from-outside")
         .collect();
@@ -471,7 +471,7 @@ fn a_platform_profile_is_known_from_its_own_sources(
         );
     }
     if profile == "aks" {
-        let other_node: Vec<&Value> = cells(&report)
+        let other_node: Vec<&Value> = cells(report)
             .iter()
             .filter(|c| {
                 c["check"] == "hostport"
@@ -526,7 +526,7 @@ fn a_windows_server_2025_pool_is_judged_with_images_upstream_publishes() {
     let out = run_profile("current-ws2022-ws2025");
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let report = report_of("current-ws2022-ws2025", &out);
-    let ws2025: Vec<&Value> = cells(&report)
+    let ws2025: Vec<&Value> = cells(report)
         .iter()
         .filter(|c| c["id"].as_str().is_some_and(|id| id.contains("windows-26100")))
         .collect();
