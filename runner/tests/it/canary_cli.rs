@@ -190,9 +190,9 @@ fn touches(labels: &BTreeMap<String, String>, node: &str) -> bool {
         .any(|v| v.split(',').any(|n| n == node))
 }
 
-/// The intermittent fault on its node: the lookups from win2022-1 fail a share of cycles near
-/// P = 0.3, every cell not touching win2022-1 has a flake ratio of 0, and the diagnosis over the
-/// window names dns-unreachable on win2022-1.
+/// The intermittent fault on its node: the lookups from win2022-1 fail a share of cycles
+/// around P = 0.3, every cell not touching win2022-1 has a flake ratio of 0, and the diagnosis
+/// over the window names dns-unreachable on win2022-1.
 fn assert_measured(text: &str) {
     let all = samples(text);
     let ratios: Vec<_> = all
@@ -206,9 +206,14 @@ fn assert_measured(text: &str) {
         .map(|(_, _, v)| *v)
         .collect();
     assert!(!dns.is_empty(), "no DNS cell from win2022-1:\n{text}");
+    // Whether the fault holds is drawn per attempt, so over the 25 or so cycles read here the
+    // failing ones are Binomial(25, 0.3): 3 or more (0.1) in 99.1 % of watches — a clean clone
+    // saw 2 of 25 (2026-12-07) — at least 1 (0.04) in 99.99 %, at most 15 (0.6) in 99.95 %.
+    // The band is the wider: this cell fails some cycles and not most, where every cell not
+    // touching the node fails none.
     for r in &dns {
         assert!(
-            (0.1..=0.6).contains(r),
+            (0.04..=0.6).contains(r),
             "flake ratio {r} of the DNS cell from win2022-1"
         );
     }
