@@ -38,14 +38,24 @@ pub(crate) fn text(out: &Output) -> String {
 /// Runs `mixcheck run --quiet ARGS` in `dir`: its exit code, output and `results.json` (Null when
 /// the run wrote none).
 pub(crate) fn run_report(dir: &Path, args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
+    let run = quiet_run(dir, args);
+    (run.code, run.text(), run.report)
+}
+
+/// `mixcheck run --quiet ARGS` in `dir`, as [`SharedRun`] keeps it.
+fn quiet_run(dir: &Path, args: &[&str]) -> SharedRun {
     let out = mixcheck(dir)
         .args(["run", "--quiet"])
         .args(args)
         .output()
         .expect("run mixcheck");
     let results = std::fs::read_to_string(dir.join("mixcheck-report/results.json")).unwrap_or_default();
-    let report = serde_json::from_str(&results).unwrap_or(serde_json::Value::Null);
-    (out.status.code(), text(&out), report)
+    SharedRun {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        report: serde_json::from_str(&results).unwrap_or(serde_json::Value::Null),
+    }
 }
 
 /// What one `mixcheck run` gave: its exit code, standard output and error, and `results.json`
@@ -81,18 +91,7 @@ pub(crate) fn shared_run(args: &[&str]) -> Arc<SharedRun> {
     };
     Arc::clone(cell.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let out = mixcheck(dir.path())
-            .args(["run", "--quiet"])
-            .args(args)
-            .output()
-            .expect("run mixcheck");
-        let results = std::fs::read_to_string(dir.path().join("mixcheck-report/results.json")).unwrap_or_default();
-        Arc::new(SharedRun {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report: serde_json::from_str(&results).unwrap_or(serde_json::Value::Null),
-        })
+        Arc::new(quiet_run(dir.path(), args))
     }))
 }
 

@@ -381,12 +381,6 @@ fn indeterminate_share(report: &Value) -> (usize, usize) {
     (unknown, all.len())
 }
 
-/// The default profile's clean run, once for every case that compares with it.
-fn default_report() -> &'static Value {
-    static REPORT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    REPORT.get_or_init(|| report_of("default", &run_profile("default")).clone())
-}
-
 /// Each platform profile as a managed cluster is (real-clusters.md §2–§5): the platform fact
 /// names the platform and its source (providerID, labels, kubeadm's ConfigMap); the network
 /// mode, DSR and every Windows node's kube-proxy version are known with their source — read on
@@ -436,7 +430,8 @@ fn a_platform_profile_is_known_from_its_own_sources(
         }
     }
     let (unknown, total) = indeterminate_share(report);
-    let (base_unknown, base_total) = indeterminate_share(default_report());
+    let default = run_profile("default");
+    let (base_unknown, base_total) = indeterminate_share(report_of("default", &default));
     let show_unknown = || {
         cells(report)
             .iter()
