@@ -357,6 +357,12 @@ pub struct ServeArgs {
     /// Where to write the kubeconfig (mode 0600).
     #[arg(long, value_name = "PATH", default_value = "mixcheck-sim.kubeconfig")]
     pub kubeconfig: PathBuf,
+    /// Real seconds per second of the served cluster's clock (default 1: the wall clock). Below
+    /// 1 the cluster's own waits — the kubelet's back-offs, pulls, start-up steps, proxy
+    /// programming, CronJob schedules — pass that much faster; its clients time what they see on
+    /// their own clock, so a grace period or shutdown delay looks as much shorter to them.
+    #[arg(long, value_name = "SCALE", allow_negative_numbers = true)]
+    pub time_scale: Option<f64>,
 }
 
 /// A report format for standard output.

@@ -77,8 +77,16 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
     };
     apply_faults(&mut topology, &args.faults)?;
     // Its clients (mixcheck through a kubeconfig, kubectl) judge time on their own clock, as on
-    // a real cluster: a served cluster runs on the wall clock.
-    let topology = topology.on_wall_clock();
+    // a real cluster: a served cluster runs on the wall clock, unless asked for another.
+    let mut topology = topology.on_wall_clock();
+    if let Some(scale) = args.time_scale {
+        if !(scale.is_finite() && scale > 0.0 && scale <= 100.0) {
+            return Err(Error::Usage(format!(
+                "--time-scale {scale}: expected real seconds per second of the cluster's clock, above 0 and at most 100"
+            )));
+        }
+        topology.timing.scale = scale;
+    }
     let mut config = simcluster::ClusterConfig::new(topology.clone());
     config.listen = args.listen;
     // Handlers go in before anything tells a user (or a script) that the cluster is up.
@@ -106,6 +114,10 @@ async fn serve(args: ServeArgs) -> Result<Code, Error> {
         }
     }
     outln!("  network: {}", topology.network.mode.as_str());
+    if let Some(scale) = args.time_scale {
+        let pace = (100.0 / scale).round() / 100.0;
+        outln!("  clock: {scale} real seconds per second of the cluster's ({pace} times the wall clock's pace)");
+    }
     outln!(
         "kubeconfig written to {} (mode 0600); point kubectl at it with:",
         kubeconfig.display()

@@ -87,10 +87,19 @@ fn serve(dir: &Path, faults: &[&str]) -> Running {
     Running(child)
 }
 
-/// `mixcheck watch --kubeconfig` at a one-second interval, metrics on `port`.
+/// What the watches here settle their first cycle's flows on: the served cluster programs a
+/// Service within half a second of the wall clock (the default topology's 10 s on its clock of
+/// twenty times the pace), where a real cluster's 30 s default would keep each flow a fault
+/// breaks retrying for 30 s before the first cycle ends.
+const SETTLE: [&str; 2] = ["--settle", "3s"];
+
+/// `mixcheck watch --kubeconfig` at a half-second interval (a cycle of the default cluster's
+/// light checks takes less), metrics on `port`.
 fn watch(dir: &Path, port: u16) -> Running {
     let child = mixcheck()
-        .args(["watch", "--quiet", "--interval", "1s", "--kubeconfig"])
+        .args(["watch", "--quiet", "--interval", "500ms"])
+        .args(SETTLE)
+        .arg("--kubeconfig")
         .arg(dir.join("kc"))
         .args(["--listen", &format!("127.0.0.1:{port}"), "--history"])
         .arg(dir.join("history"))
@@ -531,8 +540,9 @@ fn mark_nodes_sets_a_condition_on_the_failing_node_only() {
                 "--mark-nodes",
                 "--mark-after",
                 "2",
-                "--kubeconfig",
             ])
+            .args(SETTLE)
+            .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())

@@ -1,5 +1,6 @@
-//! Every fault `mixcheck sim faults` lists, injected on a topology where it applies, against a
-//! clean run of the same topology (cell by cell): the run exits 1; the cells that turn `fail` or
+//! Every fault `mixcheck sim faults` lists, injected on a topology where it applies (a built-in
+//! profile without its timing: an instant cluster of that shape), against a clean run of the
+//! same topology (cell by cell): the run exits 1; the cells that turn `fail` or
 //! `error` are exactly the flows and checks the fault's documented symptom touches, all of them
 //! on the faulted node; the cells it leaves alone keep their verdicts; and each failing cell's
 //! remedy names the documented fix of the matching troubleshooting item (its cause in
@@ -16,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex::Regex;
 use rstest::rstest;
@@ -65,9 +66,10 @@ impl Topology {
         }
     }
 
-    fn args(self) -> Vec<&'static str> {
+    /// The suites its runs select.
+    fn suites(self) -> Vec<&'static str> {
         match self {
-            Topology::Network => NETWORK_SUITES.to_vec(),
+            Topology::Network | Topology::Overlay => NETWORK_SUITES.to_vec(),
             Topology::Pods => vec![
                 "--suite",
                 "network-flows",
@@ -76,9 +78,41 @@ impl Topology {
                 "--suite",
                 "network-config",
             ],
-            Topology::Overlay => [&["--profile", "k8s-1.14-ws2019-vxlan"][..], NETWORK_SUITES].concat(),
-            Topology::Calico => vec!["--profile", "kubeadm-calico", "--suite", "network-policy"],
+            Topology::Calico => vec!["--suite", "network-policy"],
         }
+    }
+
+    /// Its built-in profile's topology file (simcluster/topologies).
+    fn file(self) -> &'static str {
+        match self {
+            Topology::Overlay => "k8s-1.14-ws2019-vxlan.yaml",
+            Topology::Calico => "kubeadm-calico.yaml",
+            Topology::Network | Topology::Pods => "default.yaml",
+        }
+    }
+
+    /// Its profile's topology (YAML text).
+    fn shape(self) -> String {
+        let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
+        std::fs::read_to_string(profiles.join(self.file())).expect("profile")
+    }
+
+    /// Its profile and suites as a user runs them (`--profile NAME` where it is not the default).
+    fn profile_args(self) -> Vec<&'static str> {
+        let profile: &[&str] = match self {
+            Topology::Overlay => &["--profile", "k8s-1.14-ws2019-vxlan"],
+            Topology::Calico => &["--profile", "kubeadm-calico"],
+            Topology::Network | Topology::Pods => &[],
+        };
+        [profile, &self.suites()].concat()
+    }
+
+    /// Its profile without the time a real cluster takes (no timing section: Services programmed
+    /// at once, fast pulls), which the faults are judged on: that settling on a cluster that
+    /// converges as real ones do changes none of these verdicts is
+    /// [`a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one`]'s to show.
+    fn instant(self) -> String {
+        crate::topology_text::with_timing(&self.shape(), "")
     }
 
     /// The clean run, once per test process.
@@ -872,17 +906,27 @@ struct Run {
 }
 
 impl Run {
+    /// A run of `topology`'s instant cluster ([`Topology::instant`]) with `fault` on its node.
     fn of(topology: Topology, fault: Option<(&str, &str)>) -> Run {
         Run::with_faults(topology, fault.as_slice())
     }
 
     fn with_faults(topology: Topology, faults: &[(&str, &str)]) -> Run {
+        Run::on(&topology.instant(), &topology.suites(), faults)
+    }
+
+    /// A run of the topology `text` (YAML) with `suites` and `faults`: its exit code, cells and
+    /// diagnosis.
+    fn on(text: &str, suites: &[&str], faults: &[(&str, &str)]) -> Run {
         let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("topology.yaml");
+        std::fs::write(&file, text).expect("write topology");
         let mut cmd = mixcheck();
         cmd.current_dir(dir.path())
             .env_remove("KUBECONFIG")
-            .args(["run", "--quiet"])
-            .args(topology.args());
+            .args(["run", "--quiet", "--topology"])
+            .arg(&file)
+            .args(suites);
         for (node, fault) in faults {
             cmd.args(["--fault", &format!("{node}:{fault}")]);
         }
@@ -899,6 +943,22 @@ impl Run {
             cells,
             diagnosis,
         }
+    }
+
+    /// The run of `case`'s fault on the instant cluster of its topology, made once per test
+    /// process: the documented-symptom test reads it and the converging test compares with it.
+    /// A test that asks while the run is under way waits for it.
+    fn faulted(case: &'static Case) -> Arc<Run> {
+        type Runs = Mutex<BTreeMap<(&'static str, &'static str), Arc<OnceLock<Arc<Run>>>>>;
+        static RUNS: OnceLock<Runs> = OnceLock::new();
+        let cell = {
+            let mut runs = RUNS
+                .get_or_init(Runs::default)
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(runs.entry((case.fault, case.topology.label())).or_default())
+        };
+        Arc::clone(cell.get_or_init(|| Arc::new(Run::of(case.topology, Some((case.node, case.fault))))))
     }
 
     fn failing(&self) -> Vec<String> {
@@ -1000,7 +1060,7 @@ fn every_fault(#[case] fault: &str) {}
 fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     let case = case_of(fault);
     let clean = case.topology.clean();
-    let run = Run::of(case.topology, Some((case.node, case.fault)));
+    let run = Run::faulted(case);
     assert_eq!(
         run.code,
         Some(1),
@@ -1112,64 +1172,22 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
     );
 }
 
-/// One faulted run on `topology` (YAML text), with `suites`: its exit code, cells and diagnosis.
-fn run_on(topology: &str, suites: &[&str], node: &str, fault: &str) -> Run {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("topology.yaml");
-    std::fs::write(&file, topology).expect("write topology");
-    let out = mixcheck()
-        .current_dir(dir.path())
-        .env_remove("KUBECONFIG")
-        .args(["run", "--quiet", "--topology"])
-        .arg(&file)
-        .args(suites)
-        .args(["--fault", &format!("{node}:{fault}")])
-        .output()
-        .expect("run mixcheck");
-    let (cells, diagnosis) = cells(dir.path())
-        .unwrap_or_else(|why| panic!("{fault}: {why}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr)));
-    Run {
-        code: out.status.code(),
-        cells,
-        diagnosis,
-    }
-}
-
-/// Settling never hides a real failure: every fault, injected on a cluster that converges as a
-/// real one does (testdata/realistic.yaml's proxy lag, slow Windows pulls and transient events),
-/// fails exactly the cells it fails on an instant cluster of the same shape, cell by cell, and
-/// the diagnosis names the same causes on the same nodes. The converging cluster runs those
+/// Settling never hides a real failure: every fault, injected on a cluster that converges as
+/// real ones do (testdata/realistic.yaml's proxy lag, slow Windows pulls and transient events),
+/// fails exactly the cells it fails on an instant cluster of the same shape (the run
+/// [`a_fault_fails_the_cells_its_documented_symptom_touches`] judges), cell by cell, and the
+/// diagnosis names the same causes on the same nodes. The converging cluster runs those
 /// upstream-sized delays on a clock ten times as fast as the wall clock (the default topology's
 /// runs at twenty), which the run judges them on (the clock changes no verdict:
 /// `run_cli::the_bundled_clusters_clock_changes_no_verdict`); the two runs go side by side.
 #[apply(every_fault)]
 fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one(#[case] fault: &str) {
     let case = case_of(fault);
-    let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcluster/topologies");
-    let file = match case.topology {
-        Topology::Overlay => "k8s-1.14-ws2019-vxlan.yaml",
-        Topology::Calico => "kubeadm-calico.yaml",
-        Topology::Network | Topology::Pods => "default.yaml",
-    };
-    let shape = std::fs::read_to_string(profiles.join(file)).expect("profile");
-    let converging_timing = crate::topology_text::realistic_timing("0.1");
-    let suites: Vec<&str> = case
-        .topology
-        .args()
-        .into_iter()
-        .filter(|a| !a.starts_with("--profile") && !a.starts_with("k8s-") && !a.starts_with("kubeadm-"))
-        .collect();
-    let run = |timing: &str| {
-        run_on(
-            &crate::topology_text::with_timing(&shape, timing),
-            &suites,
-            case.node,
-            case.fault,
-        )
-    };
+    let converging =
+        crate::topology_text::with_timing(&case.topology.shape(), &crate::topology_text::realistic_timing("0.1"));
     let (instant, converging) = std::thread::scope(|scope| {
-        let converging = scope.spawn(|| run(&converging_timing));
-        (run(""), converging.join().expect("the converging run"))
+        let converging = scope.spawn(|| Run::on(&converging, &case.topology.suites(), &[(case.node, case.fault)]));
+        (Run::faulted(case), converging.join().expect("the converging run"))
     });
     let failures = compare(case, &instant, &converging);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -1291,7 +1309,7 @@ fn diagnosed(case: &Case, node_diagnostics: bool) -> (Value, Vec<String>) {
     let overlay = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/overlay-current.yaml");
     match case.topology {
         Topology::Overlay => cmd.args(["--topology", overlay]).args(NETWORK_SUITES),
-        other => cmd.args(other.args()),
+        other => cmd.args(other.profile_args()),
     };
     cmd.args(["--fault", &format!("{}:{}", case.node, case.fault)]);
     if node_diagnostics {

@@ -404,13 +404,15 @@ fn unreachable_mirror(dir: &Path) -> String {
 /// the image, the node and the resolver's words — a single failed attempt is reported as
 /// retried, not as the end. (The bundled kubelet keeps retrying a pod's failing image before
 /// its next one, where a real kubelet starts the other containers meanwhile; so the Windows
-/// nodes' later images may still be pulling when the deadline comes: exit 1 either way. A
-/// served cluster runs on the wall clock, so the kubelet's back-off is upstream's 10 s, then
-/// 20 s: the third attempt comes about 32 s after the pre-pull starts, within a 45 s deadline.)
+/// nodes' later images may still be pulling when the deadline comes: exit 1 either way. The
+/// cluster is served on a clock twice the wall clock's pace (`--time-scale 0.5`): the kubelet's
+/// back-off is upstream's 10 s, then 20 s, of that clock, so the third attempt comes about 16 s
+/// after the pre-pull starts, within a 25 s deadline (on the wall clock: 32 s of 45), and the
+/// first retry 5 s after the first attempt, which the pre-pull's 2 s polls see on its own.)
 #[test]
 fn a_mirror_the_nodes_cannot_reach_fails_its_images_naming_image_node_and_the_registrys_words() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let serve = Serve::start_with(&["--topology", &unreachable_mirror(dir.path())]);
+    let serve = Serve::start_with(&["--topology", &unreachable_mirror(dir.path()), "--time-scale", "0.5"]);
     let observer = Observer::new(&serve.kubeconfig());
     let (code, report, stderr) = json_prepull(
         dir.path(),
@@ -420,7 +422,7 @@ fn a_mirror_the_nodes_cannot_reach_fails_its_images_naming_image_node_and_the_re
             "--image-registry-map",
             "mcr.microsoft.com=mirror.example.com/mcr",
             "--timeout",
-            "45s",
+            "25s",
         ],
     );
     assert_eq!(code, Some(1), "{stderr}\n{report:#}");

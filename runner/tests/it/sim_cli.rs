@@ -150,7 +150,7 @@ fn faults_lists_symptoms() {
 
 #[cfg(unix)]
 #[test]
-fn serve_banner_names_the_network_mode_and_injected_faults() {
+fn serve_banner_names_the_network_mode_the_clock_and_injected_faults() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut child = mixcheck()
         .args([
@@ -158,6 +158,8 @@ fn serve_banner_names_the_network_mode_and_injected_faults() {
             "serve",
             "--fault",
             "win2022-1:kube-proxy-stopped",
+            "--time-scale",
+            "0.25",
             "--kubeconfig",
         ])
         .arg(dir.path().join("kc"))
@@ -183,6 +185,29 @@ fn serve_banner_names_the_network_mode_and_injected_faults() {
         "{banner:?}"
     );
     assert!(banner.iter().any(|l| l.trim() == "network: l2bridge"), "{banner:?}");
+    assert!(
+        banner
+            .iter()
+            .any(|l| l.trim() == "clock: 0.25 real seconds per second of the cluster's (4 times the wall clock's pace)"),
+        "{banner:?}"
+    );
+}
+
+/// `--time-scale` is refused unless it is a number of real seconds above 0 and at most 100
+/// (exit 2, naming the flag), before any cluster starts.
+#[rstest::rstest]
+#[case::zero("0")]
+#[case::negative("-0.5")]
+#[case::not_a_number("NaN")]
+#[case::too_slow("1000")]
+#[case::words("fast")]
+fn bad_time_scales_exit_2(#[case] scale: &str) {
+    let out = mixcheck()
+        .args(["sim", "serve", "--time-scale", scale])
+        .output()
+        .expect("run mixcheck");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--time-scale"), "{out:?}");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! CronJobs through kube-rs on a fast simulated clock (a minute of schedule is 3 s):
+//! CronJobs through kube-rs on a fast simulated clock (a minute of schedule is 1.2 s):
 //! `concurrencyPolicy: Forbid` keeps one Job running, `suspend` stops new Jobs, and the history
 //! limits prune finished Jobs.
 
@@ -13,6 +13,14 @@ use simcluster::Topology;
 use crate::common;
 
 const NS: &str = "cron";
+
+/// The cluster's clock: fifty times the wall clock's pace.
+const SCALE: f64 = 0.02;
+
+/// `n` minutes of the cluster's clock, in wall-clock time.
+fn minutes(n: f64) -> Duration {
+    Duration::from_secs_f64(60.0 * SCALE * n)
+}
 
 fn cron_job(name: &str, policy: &str, command: &[&str]) -> CronJob {
     serde_json::from_value(json!({
@@ -50,7 +58,7 @@ fn complete(j: &Job) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forbid_suspend_and_history_limits() {
     let mut topology = Topology::default_cluster().instant().on_wall_clock();
-    topology.timing.scale = 0.05;
+    topology.timing.scale = SCALE;
     let (_cluster, client) = common::cluster_and_client(topology, NS).await;
     let cron: Api<CronJob> = Api::namespaced(client.clone(), NS);
     let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
@@ -62,7 +70,7 @@ async fn forbid_suspend_and_history_limits() {
         .await
         .expect("create quick");
     // Four scheduled minutes pass.
-    tokio::time::sleep(Duration::from_secs(13)).await;
+    tokio::time::sleep(minutes(4.3)).await;
     let forever = jobs_of(&jobs, "forever").await;
     assert_eq!(forever.len(), 1, "Forbid keeps one Job: {forever:#?}");
     let quick = jobs_of(&jobs, "quick").await;
@@ -93,10 +101,10 @@ async fn forbid_suspend_and_history_limits() {
     )
     .await
     .expect("suspend");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(minutes(0.35)).await;
     let names = |js: Vec<Job>| -> Vec<String> { js.into_iter().filter_map(|j| j.metadata.name).collect() };
     let before = names(jobs_of(&jobs, "quick").await);
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    tokio::time::sleep(minutes(2.35)).await;
     let after = names(jobs_of(&jobs, "quick").await);
     assert!(after.iter().all(|n| before.contains(n)), "{before:?} then {after:?}");
 }
