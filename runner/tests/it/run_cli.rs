@@ -430,9 +430,9 @@ fn a_deadline_keeps_the_cells_judged_before_it() {
 /// of many flows time out. Settling (flows tried again until their window, counted from when the
 /// fixtures were ready, has passed) must give the verdicts of the instant default cluster in
 /// every cell — and a flow that converged says how many attempts it took. The delays run on a
-/// clock ten times the wall clock's pace, which the run judges them on (as the faults' and the
-/// triage matrix's converging runs do): at twice the pace the test took 37 s, most of it
-/// waiting.
+/// clock four times the wall clock's pace, which the run judges them on: at twice the pace the
+/// test took 37 s, most of it waiting; at ten times, on a loaded machine, every proxy had caught
+/// up before the run's first probes, so no flow needed a second attempt.
 #[test]
 fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
     let instant_dir = tempfile::tempdir().expect("tempdir");
@@ -449,7 +449,7 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
     );
     let lagging_dir = tempfile::tempdir().expect("tempdir");
     let topology = lagging_dir.path().join("realistic.yaml");
-    std::fs::write(&topology, crate::topology_text::realistic_on_a_clock("0.1")).expect("write topology");
+    std::fs::write(&topology, crate::topology_text::realistic_on_a_clock("0.25")).expect("write topology");
     let topology = topology.to_str().expect("a UTF-8 path");
     let started = Instant::now();
     let report = passing_run(lagging_dir.path(), &["run", "--quiet", "--topology", topology]);
