@@ -266,9 +266,14 @@ const PLATFORM: &[Documented] = &[
 ];
 
 /// `mixcheck run --profile PROFILE --quiet`, once for every test that reads it
-/// (`cli::shared_run`).
-fn run_profile(profile: &str) -> Arc<SharedRun> {
-    shared_run(&["--profile", profile])
+/// (`cli::shared_run`); the default profile is the cluster a run starts without one, so its run
+/// is the default run the other modules read.
+pub(crate) fn run_profile(profile: &str) -> Arc<SharedRun> {
+    if profile == "default" {
+        shared_run(&[])
+    } else {
+        shared_run(&["--profile", profile])
+    }
 }
 
 /// The run's results.json, or a panic naming the profile and what the run printed.

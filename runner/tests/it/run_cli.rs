@@ -486,26 +486,28 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
 /// time, WI26) and a Docker-era profile (Windows stops the process 5 s after
 /// CTRL_SHUTDOWN_EVENT: known-limitation, W14), and the managed profiles, whose private node
 /// addresses this machine does not reach — and the termination-grace cells say the clock they
-/// read. `wall` and `fast` are the two timing sections (the same real programming delays).
+/// read. `wall` is the timing section of the wall-clock run; `fast` the faster one's, or None
+/// for the profile's own (twenty times the pace, the same real programming delays), whose run
+/// the other tests of the profile read as well (`profiles::run_profile`).
 #[rstest::rstest]
 #[case::default_profile(
-    "default.yaml",
+    "default",
     "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
-    "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
+    None,
     "pass"
 )]
 // The managed profiles: node addresses private (the reach check's wait and the outside
 // client's attempts are on the cluster's clock too), a cloud load balancer, transient events.
 #[case::aks_private_addresses(
-    "aks.yaml",
+    "aks",
     "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
-    "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
+    None,
     "pass"
 )]
 #[case::eks_private_addresses(
-    "eks.yaml",
+    "eks",
     "timing:\n  scale: 1.0\n  programmingDelay: {linux: 200ms, windows: 1s}\n  transientEvents: true\n",
-    "timing:\n  scale: 0.05\n  programmingDelay: {linux: 2s, windows: 10s}\n  transientEvents: true\n",
+    None,
     "pass"
 )]
 // Sped up twofold, not tenfold: the kill at 5 s and the shutdown at 8 s are 1.5 s of wall time
@@ -515,34 +517,42 @@ fn a_cluster_whose_proxies_lag_gives_the_verdicts_of_an_instant_one() {
 // Both runs program Services at once: this case is about the shutdown's clock, and a Service
 // converging on a sped-up clock is the default case's.
 #[case::docker_era(
-    "k8s-1.14-ws2019-vxlan.yaml",
+    "k8s-1.14-ws2019-vxlan",
     "timing:\n  scale: 1.0\n  programmingDelay: {linux: 0s, windows: 0s}\n",
-    "timing:\n  scale: 0.5\n  programmingDelay: {linux: 0s, windows: 0s}\n",
+    Some("timing:\n  scale: 0.5\n  programmingDelay: {linux: 0s, windows: 0s}\n"),
     "known-limitation"
 )]
 fn the_bundled_clusters_clock_changes_no_verdict(
     #[case] profile: &str,
     #[case] wall: &str,
-    #[case] fast: &str,
+    #[case] fast: Option<&str>,
     #[case] windows_grace: &str,
 ) {
     let text = std::fs::read_to_string(format!(
-        "{}/../simcluster/topologies/{profile}",
+        "{}/../simcluster/topologies/{profile}.yaml",
         env!("CARGO_MANIFEST_DIR")
     ))
     .expect("the profile");
-    let mut reports = Vec::new();
-    for timing in [wall, fast] {
+    let on_clock = |timing: &str| {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("topology.yaml");
         std::fs::write(&path, crate::topology_text::with_timing(&text, timing)).expect("write the topology");
-        let report = passing_run(
+        passing_run(
             dir.path(),
             &["run", "--quiet", "--topology", path.to_str().expect("a UTF-8 path")],
-        );
-        reports.push(report);
-    }
-    let (a, b) = (verdicts(&reports[0]), verdicts(&reports[1]));
+        )
+    };
+    let fast_timing = fast.map_or_else(|| crate::topology_text::timing_of(&text), str::to_string);
+    let on_wall_clock = on_clock(wall);
+    let fast_report = match fast {
+        Some(timing) => on_clock(timing),
+        None => {
+            let run = crate::profiles::run_profile(profile);
+            assert_eq!(run.code, Some(0), "{}", run.text());
+            run.report.clone()
+        }
+    };
+    let (a, b) = (verdicts(&on_wall_clock), verdicts(&fast_report));
     let differ: Vec<_> = a
         .iter()
         .filter(|(id, v)| b.get(*id) != Some(*v))
@@ -552,11 +562,15 @@ fn the_bundled_clusters_clock_changes_no_verdict(
         differ.is_empty() && a.len() == b.len(),
         "cells whose verdict differs between the wall clock and a faster one: {differ:#?}"
     );
-    let grace: Vec<&Value> = cells(&reports[1])
+    let grace: Vec<&Value> = cells(&fast_report)
         .into_iter()
         .filter(|c| c["rule_id"] == "POD-TERMINATION-GRACE" && c["verdict"] != "not-applicable")
         .collect();
     assert!(!grace.is_empty(), "no termination-grace cell was judged");
+    let scale = fast_timing
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("scale: "))
+        .expect("the fast clock's scale");
     for c in grace {
         let windows = c["coordinates"]["source"]
             .as_str()
@@ -564,8 +578,6 @@ fn the_bundled_clusters_clock_changes_no_verdict(
         let expected = if windows { windows_grace } else { "pass" };
         assert_eq!(c["verdict"], expected, "{c:#}");
         let summary = c["observed"]["summary"].as_str().unwrap_or_default();
-        let scale = fast.trim_start_matches("timing:\n  scale: ");
-        let scale = scale.split_whitespace().next().unwrap_or_default();
         assert!(
             summary.contains("on the bundled cluster's clock") && summary.contains(&format!("timing.scale {scale}")),
             "{summary} (scale {scale})"

@@ -15,8 +15,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Method, RequestBuilder};
 use rstest::rstest;
 use serde_json::{Value, json};
-use simcluster::{Cluster, ClusterConfig, Topology};
 use simcluster::internals::MAX_BODY;
+use simcluster::{Cluster, ClusterConfig, Topology};
 
 mod fuzz;
 
