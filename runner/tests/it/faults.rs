@@ -1177,14 +1177,15 @@ fn a_fault_fails_the_cells_its_documented_symptom_touches(#[case] fault: &str) {
 /// fails exactly the cells it fails on an instant cluster of the same shape (the run
 /// [`a_fault_fails_the_cells_its_documented_symptom_touches`] judges), cell by cell, and the
 /// diagnosis names the same causes on the same nodes. The converging cluster runs those
-/// upstream-sized delays on a clock ten times as fast as the wall clock (the default topology's
-/// runs at twenty), which the run judges them on (the clock changes no verdict:
-/// `run_cli::the_bundled_clusters_clock_changes_no_verdict`); the two runs go side by side.
+/// upstream-sized delays on a clock twenty times as fast as the wall clock (as the default
+/// topology's does), which the run judges them on (the clock changes no verdict:
+/// `run_cli::the_bundled_clusters_clock_changes_no_verdict`): at ten times, the converging runs
+/// of six tests side by side spent seconds waiting on their pulls with the machine idle.
 #[apply(every_fault)]
 fn a_fault_on_a_converging_cluster_fails_what_it_fails_on_an_instant_one(#[case] fault: &str) {
     let case = case_of(fault);
     let converging =
-        crate::topology_text::with_timing(&case.topology.shape(), &crate::topology_text::realistic_timing("0.1"));
+        crate::topology_text::with_timing(&case.topology.shape(), &crate::topology_text::realistic_timing("0.05"));
     let (instant, converging) = std::thread::scope(|scope| {
         let converging = scope.spawn(|| Run::on(&converging, &case.topology.suites(), &[(case.node, case.fault)]));
         (Run::faulted(case), converging.join().expect("the converging run"))
