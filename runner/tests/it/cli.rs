@@ -74,25 +74,36 @@ impl SharedRun {
     }
 }
 
+/// Values made once per test process for each key, and shared by every test that asks for the
+/// same key; a test that asks while the value is being made waits for it (a reference run that
+/// several tests only read starts one bundled cluster, not one per test).
+pub(crate) struct Shared<K, T>(Mutex<BTreeMap<K, Arc<OnceLock<Arc<T>>>>>);
+
+impl<K: Ord, T> Shared<K, T> {
+    pub const fn new() -> Self {
+        Self(Mutex::new(BTreeMap::new()))
+    }
+
+    /// The value of `key`, made with `make` by the first test that asks.
+    pub fn get(&self, key: K, make: impl FnOnce() -> T) -> Arc<T> {
+        let cell = {
+            let mut values = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(values.entry(key).or_default())
+        };
+        Arc::clone(cell.get_or_init(|| Arc::new(make())))
+    }
+}
+
 /// `mixcheck run --quiet ARGS`, made once per test process for each distinct `args` and shared
-/// by every test that asks for it: the reference runs that several tests only read (the default
-/// run, a profile's clean run) start one bundled cluster, not one per test. A test that asks while
-/// the run is under way waits for it. `args` must name no file of a test's own folder.
+/// by every test that asks for it ([`Shared`]): the default run, a profile's clean run. `args`
+/// must name no file of a test's own folder.
 pub(crate) fn shared_run(args: &[&str]) -> Arc<SharedRun> {
-    type Runs = Mutex<BTreeMap<Vec<String>, Arc<OnceLock<Arc<SharedRun>>>>>;
-    static RUNS: OnceLock<Runs> = OnceLock::new();
+    static RUNS: Shared<Vec<String>, SharedRun> = Shared::new();
     let key: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
-    let cell = {
-        let mut runs = RUNS
-            .get_or_init(Runs::default)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(runs.entry(key).or_default())
-    };
-    Arc::clone(cell.get_or_init(|| {
+    RUNS.get(key, || {
         let dir = tempfile::tempdir().expect("tempdir");
-        Arc::new(quiet_run(dir.path(), args))
-    }))
+        quiet_run(dir.path(), args)
+    })
 }
 
 /// The same with `--topology`, the topology's text written to `dir/topology.yaml` first.

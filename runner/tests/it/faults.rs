@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use rstest::rstest;
@@ -949,16 +949,10 @@ impl Run {
     /// process: the documented-symptom test reads it and the converging test compares with it.
     /// A test that asks while the run is under way waits for it.
     fn faulted(case: &'static Case) -> Arc<Run> {
-        type Runs = Mutex<BTreeMap<(&'static str, &'static str), Arc<OnceLock<Arc<Run>>>>>;
-        static RUNS: OnceLock<Runs> = OnceLock::new();
-        let cell = {
-            let mut runs = RUNS
-                .get_or_init(Runs::default)
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            Arc::clone(runs.entry((case.fault, case.topology.label())).or_default())
-        };
-        Arc::clone(cell.get_or_init(|| Arc::new(Run::of(case.topology, Some((case.node, case.fault))))))
+        static RUNS: crate::cli::Shared<(&str, &str), Run> = crate::cli::Shared::new();
+        RUNS.get((case.fault, case.topology.label()), || {
+            Run::of(case.topology, Some((case.node, case.fault)))
+        })
     }
 
     fn failing(&self) -> Vec<String> {

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
@@ -76,19 +75,14 @@ fn open_verdicts(profile: &str) -> Verdicts {
         assert_eq!(run.code, Some(0), "{}", run.text());
         return verdicts(&run.report);
     }
-    static RUNS: OnceLock<Mutex<BTreeMap<String, Verdicts>>> = OnceLock::new();
-    let mut runs = RUNS
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    runs.entry(profile.to_string())
-        .or_insert_with(|| {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let (code, out, report) = run(dir.path(), &topology(profile, ""), &[]);
-            assert_eq!(code, Some(0), "{out}");
-            verdicts(&report)
-        })
-        .clone()
+    static RUNS: crate::cli::Shared<String, Verdicts> = crate::cli::Shared::new();
+    let open = RUNS.get(profile.to_string(), || {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (code, out, report) = run(dir.path(), &topology(profile, ""), &[]);
+        assert_eq!(code, Some(0), "{out}");
+        verdicts(&report)
+    });
+    Verdicts::clone(&open)
 }
 
 /// The indeterminate cells whose reason says `needle`.

@@ -165,6 +165,9 @@ fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
+/// The cluster DNS Service's address every node's kubelet is configured with (`clusterDNS`).
+pub const CLUSTER_DNS: &[&str] = &["10.96.0.10"];
+
 impl NodeProfile {
     /// The profile of a topology node with the given index and address.
     pub fn new(spec: &NodeSpec, topology: &Topology, index: usize, ip: Ipv4Addr) -> Self {
@@ -415,7 +418,7 @@ impl NodeProfile {
     /// The kubelet's `clusterDNS`: the cluster DNS Service's address, which it writes into every
     /// pod's resolver configuration.
     pub fn cluster_dns(&self) -> &'static [&'static str] {
-        &["10.96.0.10"]
+        CLUSTER_DNS
     }
 
     /// The kubelet's `/configz` document.

@@ -98,16 +98,12 @@ pub fn container_dns(asker: &Asker) -> DnsConfig {
 pub fn cluster_dns(asker: &Asker) -> DnsConfig {
     // What the node's kubelet configuration (its `/configz`) says, read from the profile it is
     // made from rather than the document built for each lookup.
-    let mut nameservers: Vec<String> = asker
+    let nameservers: Vec<String> = asker
         .node
-        .map(NodeProfile::cluster_dns)
-        .unwrap_or_default()
+        .map_or(crate::config::profile::CLUSTER_DNS, NodeProfile::cluster_dns)
         .iter()
         .map(|s| (*s).to_string())
         .collect();
-    if nameservers.is_empty() {
-        nameservers.push("10.96.0.10".into());
-    }
     let domain = match asker.node.map_or("", |n| n.cluster_domain.as_str()) {
         "" => "cluster.local",
         d => d,

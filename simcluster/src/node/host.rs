@@ -607,7 +607,7 @@ fn cluster_dns(store: &Store) -> String {
         .map(|s| j::str(s.value(), "/spec/clusterIP").to_string())
         .ok()
         .filter(|ip| !ip.is_empty())
-        .unwrap_or_else(|| "10.96.0.10".into())
+        .unwrap_or_else(|| crate::config::profile::CLUSTER_DNS[0].into())
 }
 
 /// The OutBoundNAT ExceptionList: what pods reach without SNAT — the cluster's pod CIDR
