@@ -60,19 +60,25 @@ impl Budget {
     /// Reads the nodes' capacity and the pods on them; `fixtures` is the run's shared fixture
     /// pods per node. A node whose capacity cannot be read gets no limit.
     pub async fn read(client: &kube::Client, fixtures: &BTreeMap<String, u32>) -> Result<Self, kube::Error> {
-        let nodes = Api::<Node>::all(client.clone()).list(&ListParams::default()).await?;
+        // Both lists in chunks, keeping only the counts: at 5,000 nodes the pods running are
+        // tens of thousands.
+        let mut capacities: Vec<(String, u32)> = Vec::new();
+        crate::cluster::chunks::each(&Api::<Node>::all(client.clone()), &ListParams::default(), |n| {
+            if let Some(capacity) = capacity(&n) {
+                capacities.push((n.metadata.name.unwrap_or_default(), capacity));
+            }
+        })
+        .await?;
         let running = ListParams::default().fields("status.phase!=Succeeded,status.phase!=Failed");
-        let pods = Api::<Pod>::all(client.clone()).list(&running).await?;
         let mut used: HashMap<String, u32> = HashMap::new();
-        for p in &pods.items {
-            if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+        crate::cluster::chunks::each(&Api::<Pod>::all(client.clone()), &running, |p| {
+            if let Some(node) = p.spec.and_then(|s| s.node_name) {
                 *used.entry(node).or_default() += 1;
             }
-        }
+        })
+        .await?;
         let mut budget = Self::default();
-        for n in &nodes.items {
-            let name = n.metadata.name.clone().unwrap_or_default();
-            let Some(capacity) = capacity(n) else { continue };
+        for (name, capacity) in capacities {
             budget.insert(
                 &name,
                 NodeBudget {

@@ -30,6 +30,31 @@ pub struct Warning {
     pub count: i32,
 }
 
+impl Warning {
+    /// The warning `e` is, when it is a Warning event.
+    pub fn of(e: &Event) -> Option<Self> {
+        (e.type_.as_deref() == Some("Warning")).then(|| Self {
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            count: e.count.unwrap_or(1).max(1),
+        })
+    }
+
+    /// The Warnings among `events` about pod `pod`, in their order.
+    pub fn about(events: &[Event], pod: &str) -> Vec<Self> {
+        events
+            .iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(pod))
+            .filter_map(Self::of)
+            .collect()
+    }
+
+    /// As [`crate::cluster::pulls`] reads warnings: (reason, message, count).
+    pub fn as_pull(&self) -> pulls::Warning<'_> {
+        (self.reason.as_str(), self.message.as_str(), self.count)
+    }
+}
+
 /// Waiting reasons that end a container's attempts for good: its configuration, its command or
 /// its image name is wrong, or it keeps crashing.
 const TERMINAL_WAITING: &[&str] = &[
@@ -86,6 +111,16 @@ pub struct PodWatch {
     tasks: Vec<JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for PodWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let seen = lock(&self.seen);
+        f.debug_struct("PodWatch")
+            .field("pods", &seen.pods.len())
+            .field("warned", &seen.warnings.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for PodWatch {
     fn drop(&mut self) {
         for t in &self.tasks {
@@ -134,18 +169,10 @@ impl PodWatch {
                 while let Some(ev) = stream.next().await {
                     match ev {
                         Ok(watcher::Event::Apply(e) | watcher::Event::InitApply(e)) => {
-                            if e.type_.as_deref() == Some("Warning")
-                                && let (Some(pod), Some(name)) =
-                                    (e.involved_object.name.clone(), e.metadata.name.clone())
+                            if let (Some(pod), Some(name), Some(warning)) =
+                                (e.involved_object.name.clone(), e.metadata.name.clone(), Warning::of(&e))
                             {
-                                lock(&seen).warnings.entry(pod).or_default().insert(
-                                    name,
-                                    Warning {
-                                        reason: e.reason.unwrap_or_default(),
-                                        message: e.message.unwrap_or_default(),
-                                        count: e.count.unwrap_or(1).max(1),
-                                    },
-                                );
+                                lock(&seen).warnings.entry(pod).or_default().insert(name, warning);
                             }
                         }
                         Ok(_) => {}

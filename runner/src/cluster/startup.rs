@@ -103,35 +103,38 @@ pub fn pulling(events: &[Event], name: &str) -> Option<(String, i64)> {
     current
 }
 
-/// How each of the run's fixture pods (`placed`: node, pod name) started, by node: one list of the namespace's pods and one
-/// of its events. Unreadable, nothing (the figures are a report's extra, never a verdict's).
+/// How each of the run's fixture pods (`placed`: node, pod name) started, by node: the pods as
+/// the run's pod watch (`watch`) sees them, and the namespace's `Pulled` events, read in chunks
+/// and kept by pod (at 5,000 nodes the namespace holds ten thousand pods and several events
+/// each). Unreadable, nothing (the figures are a report's extra, never a verdict's).
 pub async fn of_fixtures<'p>(
+    watch: &crate::cluster::podwatch::PodWatch,
     client: &kube::Client,
     ns: &str,
     placed: impl IntoIterator<Item = (&'p String, &'p str)>,
 ) -> std::collections::BTreeMap<String, Vec<Startup>> {
     use kube::api::{Api, ListParams};
-    let wait = std::time::Duration::from_secs(20);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let placed: Vec<(&String, &str)> = placed.into_iter().collect();
+    let wanted: std::collections::HashSet<&str> = placed.iter().map(|(_, name)| *name).collect();
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let lp = ListParams::default();
-    let (Ok(Ok(pods)), Ok(Ok(events))) = futures::future::join(
-        tokio::time::timeout(wait, pods.list(&lp)),
-        tokio::time::timeout(wait, events.list(&lp)),
-    )
-    .await
-    else {
+    let mut pulled: std::collections::HashMap<String, Vec<Event>> = std::collections::HashMap::new();
+    let params = ListParams::default().fields("reason=Pulled");
+    let listed = crate::cluster::chunks::each(&events, &params, |e| {
+        if let Some(pod) = e.involved_object.name.as_deref().filter(|p| wanted.contains(p)) {
+            pulled.entry(pod.to_string()).or_default().push(e);
+        }
+    });
+    if !matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(20), listed).await,
+        Ok(Ok(()))
+    ) {
         return std::collections::BTreeMap::new();
-    };
-    let by_name: std::collections::BTreeMap<&str, &Pod> = pods
-        .items
-        .iter()
-        .filter_map(|p| p.metadata.name.as_deref().map(|n| (n, p)))
-        .collect();
+    }
     let mut out: std::collections::BTreeMap<String, Vec<Startup>> = std::collections::BTreeMap::new();
     for (node, name) in placed {
-        if let Some(pod) = by_name.get(name) {
-            out.entry(node.clone()).or_default().push(of(pod, &events.items));
+        if let Some(pod) = watch.view(name).pod {
+            let own = pulled.get(name).map(Vec::as_slice).unwrap_or_default();
+            out.entry(node.clone()).or_default().push(of(&pod, own));
         }
     }
     out

@@ -185,6 +185,11 @@ pub struct Workloads<'a> {
 }
 
 impl<'a> Workloads<'a> {
+    /// The run namespace's pods and warnings, as the run's pod watch sees them.
+    pub fn pods(&self) -> &PodWatch {
+        &self.watch
+    }
+
     pub fn new(
         client: kube::Client,
         ns: &str,
@@ -752,7 +757,7 @@ fn judge_pod(view: &PodView, elapsed: Duration, limit: Duration) -> Option<Resul
     let pull_warnings: Vec<pulls::Warning<'_>> = view
         .warnings
         .iter()
-        .map(|w| (w.reason.as_str(), w.message.as_str(), w.count))
+        .map(crate::cluster::podwatch::Warning::as_pull)
         .collect();
     // An image its registry will not give: the fixture cannot run here, whatever the rule says.
     if let Some(u) = view.pod.as_ref().and_then(|p| pulls::unpullable(p, &pull_warnings)) {

@@ -11,6 +11,7 @@ use kube::api::Api;
 use crate::cluster::budget::Budget;
 use crate::cluster::deploy::{self, Deployment};
 use crate::cluster::facts::ClusterFacts;
+use crate::cluster::podwatch::PodWatch;
 use crate::cluster::progress::Phase;
 use crate::cluster::reach::Reach;
 use crate::cluster::workload::Workloads;
@@ -92,6 +93,7 @@ pub(super) async fn probe(
             full: &full,
             before: None,
             applied: Some(&applied),
+            pods: workloads.pods(),
         };
         let deployed = deploy_until(run, prepared, scope, prepared.deadline).await;
         applied.send_replace(Some(deployed.is_ok()));
@@ -222,11 +224,13 @@ pub(super) async fn deploy_scope(
     prepared: &Prepared<'_>,
     full: &BTreeSet<usize>,
     before: Option<&Deployment>,
+    pods: &PodWatch,
 ) -> Result<Deployment, String> {
     let scope = deploy::Scope {
         full,
         before,
         applied: None,
+        pods,
     };
     deploy_until(run, prepared, scope, prepared.deadline).await
 }
@@ -265,6 +269,7 @@ pub(super) async fn read_nodes<'a>(
     let (read_now, startups) = futures::future::join(
         hostfacts::read(&ctx.pods, dep, run.facts),
         crate::cluster::startup::of_fixtures(
+            ctx.workloads.pods(),
             &ctx.client,
             ctx.ns,
             [&dep.servers, &dep.clients, &dep.hosts]
@@ -324,7 +329,7 @@ async fn promote(
         s.promote(&failing);
         cells::promotion_pairs(cells, facts, &s, &failing)
     };
-    let added = deploy_scope(run, prepared, &failing, Some(dep)).await?;
+    let added = deploy_scope(run, prepared, &failing, Some(dep), early_ctx.workloads.pods()).await?;
     dep.absorb(added);
     let ctx = Ctx {
         facts,

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::cluster::facts::{ClusterFacts, ClusterNode};
 use crate::cluster::fixture::{self, Fixture, Fixtures, MANAGED_BY, RUN_LABEL};
+use crate::cluster::podwatch::{PodWatch, Warning};
 use crate::cluster::progress::{Phase, Progress};
 use crate::cluster::pulls;
 use crate::cluster::registry::Registry;
@@ -216,20 +217,15 @@ fn ready_timeout(os: Os) -> Duration {
 /// a missing HNS network (NET-HNS-NETWORK-PRESENT); they do not resolve by waiting.
 pub const SANDBOX_FAILURES: i32 = 3;
 
-/// The pod's sandbox failure once the kubelet has retried it [`SANDBOX_FAILURES`] times: its
-/// latest FailedCreatePodSandBox warning, with the count.
-fn sandbox_failure<'a>(events: impl IntoIterator<Item = &'a Event>, pod: &str) -> Option<String> {
-    events
-        .into_iter()
-        .filter(|e| {
-            e.involved_object.name.as_deref() == Some(pod)
-                && e.type_.as_deref() == Some("Warning")
-                && e.reason.as_deref() == Some("FailedCreatePodSandBox")
-        })
-        .map(|e| (e.count.unwrap_or(1), e.message.clone().unwrap_or_default()))
-        .max_by_key(|(count, _)| *count)
-        .filter(|(count, _)| *count >= SANDBOX_FAILURES)
-        .map(|(count, message)| format!("FailedCreatePodSandBox ({count} times): {message}"))
+/// A pod's sandbox failure once the kubelet has retried it [`SANDBOX_FAILURES`] times: its
+/// most repeated FailedCreatePodSandBox warning (of the pod's `warnings`), with the count.
+fn sandbox_failure(warnings: &[Warning]) -> Option<String> {
+    warnings
+        .iter()
+        .filter(|w| w.reason == "FailedCreatePodSandBox")
+        .max_by_key(|w| w.count)
+        .filter(|w| w.count >= SANDBOX_FAILURES)
+        .map(|w| format!("FailedCreatePodSandBox ({} times): {}", w.count, w.message))
 }
 
 /// How many awaited pods the progress line names.
@@ -242,7 +238,7 @@ const UNSCHEDULABLE_GRACE: Duration = Duration::from_secs(10);
 /// Why the scheduler cannot place the pod, when it says so: the PodScheduled condition's
 /// message (reason Unschedulable), else its latest FailedScheduling warning. None while it is
 /// scheduled or nothing was said yet.
-fn scheduling_failure<'a>(p: &Pod, events: impl IntoIterator<Item = &'a Event>) -> Option<String> {
+fn scheduling_failure(p: &Pod, warnings: &[Warning]) -> Option<String> {
     if p.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
@@ -250,7 +246,6 @@ fn scheduling_failure<'a>(p: &Pod, events: impl IntoIterator<Item = &'a Event>) 
     {
         return None;
     }
-    let name = p.metadata.name.as_deref().unwrap_or_default();
     let condition = p
         .status
         .as_ref()
@@ -262,15 +257,11 @@ fn scheduling_failure<'a>(p: &Pod, events: impl IntoIterator<Item = &'a Event>) 
         })
         .and_then(|c| c.message.clone());
     condition.or_else(|| {
-        events
-            .into_iter()
-            .filter(|e| {
-                e.involved_object.name.as_deref() == Some(name)
-                    && e.type_.as_deref() == Some("Warning")
-                    && e.reason.as_deref() == Some("FailedScheduling")
-            })
-            .max_by_key(|e| e.count.unwrap_or(1))
-            .and_then(|e| e.message.clone())
+        warnings
+            .iter()
+            .filter(|w| w.reason == "FailedScheduling")
+            .max_by_key(|w| w.count)
+            .map(|w| w.message.clone())
     })
 }
 
@@ -296,12 +287,14 @@ fn transient_unschedulable(message: &str) -> bool {
         })
 }
 
-/// One line about a pod still awaited: where it should run and what holds it up.
+/// One line about a pod still awaited: where it should run and what holds it up (`events`: the
+/// namespace's events, or the pod's own).
 fn waiting_on(p: Option<&Pod>, node: &str, events: &[Event]) -> String {
     let Some(p) = p else {
         return format!("on {node}: not created yet");
     };
-    if let Some(why) = scheduling_failure(p, events) {
+    let name = p.metadata.name.as_deref().unwrap_or_default();
+    if let Some(why) = scheduling_failure(p, &Warning::about(events, name)) {
         return format!("for {node}: unschedulable: {why}");
     }
     let status = p.status.clone().unwrap_or_default();
@@ -313,7 +306,6 @@ fn waiting_on(p: Option<&Pod>, node: &str, events: &[Event]) -> String {
             w.message.unwrap_or_default()
         ))
     });
-    let name = p.metadata.name.as_deref().unwrap_or_default();
     // A pull in progress says what and for how long ("win-1: pulling servercore:ltsc2025,
     // 2 m 10 s"): on a Windows pool the first pulls take minutes.
     if let Some((image, since_ms)) = crate::cluster::startup::pulling(events, name) {
@@ -368,16 +360,6 @@ where
             None => Err(api_err(format!("{what} {name}"))(e)),
         },
     }
-}
-
-/// Applies a fixture pod (see [`apply`]).
-async fn apply_pod(
-    pods: &Api<Pod>,
-    name: &str,
-    pod: &serde_json::Value,
-    refused: &mut BTreeMap<String, Refusal>,
-) -> Result<(), DeployError> {
-    apply(pods, "pod", name, pod, refused).await
 }
 
 /// Applies a service of the run (see [`apply`]).
@@ -452,6 +434,9 @@ pub struct Scope<'a> {
     /// Told `true` once every fixture object is created (the pods not yet awaited), `false`
     /// when the deployment ends before that.
     pub applied: Option<&'a tokio::sync::watch::Sender<Option<bool>>>,
+    /// The run namespace's pods and their warnings as the run's pod watch sees them: the wait
+    /// for the fixtures reads them there.
+    pub pods: &'a PodWatch,
 }
 
 /// How many shared fixture pods [`deploy`] puts on each node (server, client, node-side probe,
@@ -634,22 +619,71 @@ impl Applied {
     }
 }
 
-/// The applying phase: stamps the plan's objects and applies them one after the other,
-/// counting them on the deploy line and keeping what the cluster refused.
+/// How many fixture pods are applied at once: one after the other, a 5,000-node cluster's ten
+/// thousand took minutes through a real API server (a round trip each), and the bundled
+/// cluster's seconds; a few at a time stay well within an API server's fair share for one client
+/// (API Priority and Fairness).
+const PODS_AT_ONCE: usize = 16;
+
+/// How many stamped pods wait to be applied before they are applied together.
+const PODS_QUEUED: usize = 256;
+
+/// The applying phase: stamps the plan's objects and applies them (pods [`PODS_AT_ONCE`] at a
+/// time, in the order stamped), counting them on the deploy line and keeping what the cluster
+/// refused.
 struct Applying<'p, 'a> {
     plan: &'p Plan<'a>,
     pods: Api<Pod>,
     services: Api<Service>,
     bar: &'p ProgressBar,
     out: Applied,
+    /// Pods stamped and not yet applied: (name, object).
+    queued: Vec<(String, serde_json::Value)>,
 }
 
 impl<'p, 'a> Applying<'p, 'a> {
-    /// Applies a fixture pod (see [`apply`]) and counts it.
+    fn new(plan: &'p Plan<'a>, pods: Api<Pod>, services: Api<Service>, bar: &'p ProgressBar) -> Self {
+        Self {
+            plan,
+            pods,
+            services,
+            bar,
+            out: Applied::default(),
+            queued: Vec::new(),
+        }
+    }
+
+    /// Queues a fixture pod to apply (see [`apply`]), applying the queue once it is long.
     async fn pod(&mut self, name: &str, pod: &serde_json::Value) -> Result<(), DeployError> {
-        apply_pod(&self.pods, name, pod, &mut self.out.refused).await?;
-        self.bar.inc(1);
+        self.queued.push((name.to_string(), pod.clone()));
+        if self.queued.len() >= PODS_QUEUED {
+            self.flush().await?;
+        }
         Ok(())
+    }
+
+    /// Applies the queued pods, several at once, each counted as it is done; the first error
+    /// that is not a refusal ends the deployment once those under way are answered.
+    async fn flush(&mut self) -> Result<(), DeployError> {
+        use futures::StreamExt as _;
+        let queued = std::mem::take(&mut self.queued);
+        let pods = &self.pods;
+        let bar = self.bar;
+        let mut answers = futures::stream::iter(queued.iter().map(|(name, pod)| async move {
+            let mut refused = BTreeMap::new();
+            let applied = apply(pods, "pod", name, pod, &mut refused).await;
+            bar.inc(1);
+            applied.map(|()| refused)
+        }))
+        .buffer_unordered(PODS_AT_ONCE);
+        let mut failed = None;
+        while let Some(answer) = answers.next().await {
+            match answer {
+                Ok(refused) => self.out.refused.extend(refused),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        failed.map_or(Ok(()), Err)
     }
 
     /// Applies a service of the run (see [`apply`]) and counts it.
@@ -671,6 +705,7 @@ impl<'p, 'a> Applying<'p, 'a> {
             self.affinity_pools().await?;
             self.hns_subjects().await?;
         }
+        self.flush().await?;
         Ok(self.out)
     }
 
@@ -1129,15 +1164,7 @@ pub async fn deploy(
     };
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
-    let applied = Applying {
-        plan: &plan,
-        pods: pods.clone(),
-        services: services.clone(),
-        bar: &bar,
-        out: Applied::default(),
-    }
-    .all()
-    .await?;
+    let applied = Applying::new(&plan, pods.clone(), services.clone(), &bar).all().await?;
     bar.abandon_with_message("done"); // `finish` would set the position to the (unknown) length
     say_deployed(&applied, ns, progress);
     if let Some(told) = scope.applied {
@@ -1145,7 +1172,7 @@ pub async fn deploy(
     }
     let awaited = applied.awaited();
     let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    let placed = await_pods(&pods, &events, &awaited, deadline, progress).await;
+    let placed = await_pods(scope.pods, &events, &awaited, deadline, progress).await;
     tracing::debug!("fixture pods settled");
     say_unstarted(&awaited, &placed, progress);
     let mut dep = address_services(&services, &plan, place(applied, placed)).await?;
@@ -1197,31 +1224,10 @@ pub fn ingress_of(s: &Service) -> Option<String> {
         .and_then(|i| i.ip.clone().or_else(|| i.hostname.clone()))
 }
 
-/// The Warning events by the pod they are about, each as (reason, message, count).
-fn warnings_by_pod(events: &[Event]) -> BTreeMap<String, Vec<(String, String, i32)>> {
-    let mut by_pod: BTreeMap<String, Vec<(String, String, i32)>> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.type_.as_deref() == Some("Warning")) {
-        let pod = e.involved_object.name.clone().unwrap_or_default();
-        by_pod.entry(pod).or_default().push((
-            e.reason.clone().unwrap_or_default(),
-            e.message.clone().unwrap_or_default(),
-            e.count.unwrap_or(1),
-        ));
-    }
-    by_pod
-}
-
 /// A pod's state with its Warnings: settled or not, its problem, and the image its registry
 /// will not give (settled at once, naming the flag that gets it).
-fn pull_state(
-    p: &Pod,
-    warned: Option<&Vec<(String, String, i32)>>,
-) -> (bool, Option<String>, Option<pulls::Unpullable>) {
-    let warnings: Vec<pulls::Warning<'_>> = warned
-        .into_iter()
-        .flatten()
-        .map(|(r, m, c)| (r.as_str(), m.as_str(), *c))
-        .collect();
+fn pull_state(p: &Pod, warned: &[Warning]) -> (bool, Option<String>, Option<pulls::Unpullable>) {
+    let warnings: Vec<pulls::Warning<'_>> = warned.iter().map(Warning::as_pull).collect();
     match pulls::unpullable(p, &warnings) {
         Some(u) => (true, Some(u.problem()), Some(u)),
         None => {
@@ -1272,11 +1278,14 @@ fn pod_state(p: &Pod, pull_failures: i32) -> (bool, Option<String>) {
 
 /// Awaits the `wanted` pods until each is settled (ready, failed, never starting) or its OS's
 /// timeout or `deadline` has passed, saying what holds them up: each one's placement, with the
-/// problem that keeps it from use.
+/// problem that keeps it from use. The pods and their warnings are read from the run's pod
+/// watch (`watch`), never by listing the namespace: at 5,000 nodes a list of its pods is ten
+/// thousand objects, and its events several times that; the events of the few pods a progress
+/// report names are asked for by pod.
 async fn await_pods(
-    pods: &Api<Pod>,
+    watch: &PodWatch,
     events: &Api<Event>,
-    wanted: &[(String, String, Os)],
+    wanted: &[Wanted],
     deadline: Instant,
     progress: &Progress,
 ) -> BTreeMap<String, Placed> {
@@ -1285,37 +1294,18 @@ async fn await_pods(
     let started = Instant::now();
     let mut done: BTreeMap<String, Placed> = BTreeMap::new();
     let mut last_report = started;
-    let mut ns_events: Vec<Event> = Vec::new();
-    let mut warned = BTreeMap::new();
-    let mut last_events: Option<Instant> = None;
     let mut unschedulable_since: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut changes = watch.subscribe();
     loop {
-        let list = pods
-            .list(&ListParams::default())
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default();
-        // The run namespace's events, every few seconds (sandbox failures are only events).
-        if last_events.is_none_or(|t| t.elapsed() > Duration::from_secs(2)) {
-            ns_events = events
-                .list(&ListParams::default())
-                .await
-                .map(|l| l.items)
-                .unwrap_or_default();
-            warned = warnings_by_pod(&ns_events);
-            last_events = Some(Instant::now());
-        }
-        let by_name: BTreeMap<String, &Pod> = list
-            .iter()
-            .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
-            .collect();
+        changes.mark_unchanged();
         let mut pending = 0;
         for (name, node, os) in wanted {
             if done.contains_key(name) {
                 continue;
             }
             let timed_out = started.elapsed() > ready_timeout(*os) || Instant::now() >= deadline;
-            let Some(p) = by_name.get(name) else {
+            let view = watch.view(name);
+            let Some(p) = view.pod.as_deref() else {
                 if timed_out {
                     done.insert(name.clone(), placed(name, "", Some("the pod does not exist".into())));
                 } else {
@@ -1323,12 +1313,12 @@ async fn await_pods(
                 }
                 continue;
             };
-            let (mut settled, mut problem, unpullable) = pull_state(p, warned.get(name));
-            if !settled && let Some(why) = sandbox_failure(&ns_events, name) {
+            let (mut settled, mut problem, unpullable) = pull_state(p, &view.warnings);
+            if !settled && let Some(why) = sandbox_failure(&view.warnings) {
                 settled = true;
                 problem = Some(why);
             }
-            if !settled && let Some(why) = scheduling_failure(p, &ns_events) {
+            if !settled && let Some(why) = scheduling_failure(p, &view.warnings) {
                 // A lasting reason (a host port taken, a selector no node matches) is settled
                 // after a short grace; pod slots and a node's transient taints are waited out.
                 let since = *unschedulable_since.entry(name.clone()).or_insert_with(Instant::now);
@@ -1337,16 +1327,6 @@ async fn await_pods(
                     problem = Some(format!("unschedulable: {why}"));
                 }
             }
-            let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
-            let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
-            let ipv6 = p
-                .status
-                .as_ref()
-                .and_then(|s| s.pod_ips.as_ref())
-                .into_iter()
-                .flatten()
-                .map(|a| a.ip.clone())
-                .find(|a| a.contains(':'));
             if settled || timed_out {
                 let problem = match problem {
                     Some(why) if timed_out && !settled => {
@@ -1354,12 +1334,7 @@ async fn await_pods(
                     }
                     other => other,
                 };
-                let problem =
-                    problem.or_else(|| (landed != *node).then(|| format!("landed on node {landed}, not on {node}")));
-                let mut p = placed(name, &ip, problem);
-                p.ipv6 = ipv6;
-                p.unpullable = unpullable;
-                done.insert(name.clone(), p);
+                done.insert(name.clone(), settle(p, node, problem, unpullable));
             } else {
                 pending += 1;
             }
@@ -1374,47 +1349,71 @@ async fn await_pods(
         let first = started.elapsed() >= Duration::from_secs(5) && last_report <= started;
         if first || last_report.elapsed() > Duration::from_secs(10) {
             let awaited: Vec<&Wanted> = wanted.iter().filter(|(name, _, _)| !done.contains_key(name)).collect();
-            let waiting = Waiting {
-                awaited: &awaited,
-                pending,
-                elapsed: started.elapsed(),
-            };
-            progress.say(&waiting.report(&by_name, &ns_events));
+            progress.say(&report_waiting(watch, events, &awaited, pending, started.elapsed()).await);
             last_report = Instant::now();
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        // The next look once the watch saw something (a moment later, so that the changes of
+        // pods starting together are read together), or after a while for the timeouts.
+        if tokio::time::timeout(Duration::from_millis(250), changes.changed())
+            .await
+            .is_ok_and(|r| r.is_ok())
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     done
 }
 
-/// The pods still awaited at one moment of [`await_pods`].
-struct Waiting<'w> {
-    awaited: &'w [&'w Wanted],
-    pending: usize,
-    elapsed: Duration,
+/// A settled pod's placement: where it landed and its addresses, with its problem.
+fn settle(p: &Pod, node: &str, problem: Option<String>, unpullable: Option<pulls::Unpullable>) -> Placed {
+    let name = p.metadata.name.as_deref().unwrap_or_default();
+    let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+    let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+    let ipv6 = p
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ips.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|a| a.ip.clone())
+        .find(|a| a.contains(':'));
+    let problem = problem.or_else(|| (landed != node).then(|| format!("landed on node {landed}, not on {node}")));
+    let mut placed = placed(name, &ip, problem);
+    placed.ipv6 = ipv6;
+    placed.unpullable = unpullable;
+    placed
 }
 
-impl Waiting<'_> {
-    /// The progress report: how many pods, for how long, and what holds up the first
-    /// [`WAITING_SHOWN`] (their pods by name, the namespace's events).
-    fn report(&self, by_name: &BTreeMap<String, &Pod>, events: &[Event]) -> String {
-        let pending = self.pending;
-        let mut lines = vec![format!(
-            "  still waiting for {pending} fixture pod{} ({}s):",
-            if pending == 1 { "" } else { "s" },
-            self.elapsed.as_secs()
-        )];
-        for (name, node, _) in self.awaited.iter().take(WAITING_SHOWN) {
-            lines.push(format!(
-                "    {name} {}",
-                waiting_on(by_name.get(name).copied(), node, events)
-            ));
-        }
-        if self.awaited.len() > WAITING_SHOWN {
-            lines.push(format!("    … and {} more", self.awaited.len() - WAITING_SHOWN));
-        }
-        lines.join("\n")
+/// The progress report of [`await_pods`]: how many pods, for how long, and what holds up the
+/// first [`WAITING_SHOWN`] of the `awaited` (their pods as the watch sees them, their events
+/// asked for one pod at a time).
+async fn report_waiting(
+    watch: &PodWatch,
+    events: &Api<Event>,
+    awaited: &[&Wanted],
+    pending: usize,
+    elapsed: Duration,
+) -> String {
+    let mut lines = vec![format!(
+        "  still waiting for {pending} fixture pod{} ({}s):",
+        if pending == 1 { "" } else { "s" },
+        elapsed.as_secs()
+    )];
+    for (name, node, _) in awaited.iter().take(WAITING_SHOWN) {
+        let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
+        let own = match tokio::time::timeout(Duration::from_secs(10), events.list(&about)).await {
+            Ok(Ok(list)) => list.items,
+            _ => Vec::new(),
+        };
+        lines.push(format!(
+            "    {name} {}",
+            waiting_on(watch.view(name).pod.as_deref(), node, &own)
+        ));
     }
+    if awaited.len() > WAITING_SHOWN {
+        lines.push(format!("    … and {} more", awaited.len() - WAITING_SHOWN));
+    }
+    lines.join("\n")
 }
 
 fn placed(name: &str, ip: &str, problem: Option<String>) -> Placed {

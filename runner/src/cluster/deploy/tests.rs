@@ -102,25 +102,64 @@ fn event(pod: &str, kind: &str, reason: &str, count: i32) -> Event {
     .expect("event")
 }
 
+/// Pod cli-3's sandbox failures as the pod watch keeps them: its Warning events only.
+fn failed_sandbox(events: &[Event]) -> Option<String> {
+    sandbox_failure(&Warning::about(events, "cli-3"))
+}
+
 #[test]
 fn a_sandbox_that_keeps_failing_settles_the_pod() {
     let retried = [event("cli-3", "Warning", "FailedCreatePodSandBox", 3)];
     assert_eq!(
-        sandbox_failure(&retried, "cli-3").as_deref(),
+        failed_sandbox(&retried).as_deref(),
         Some("FailedCreatePodSandBox (3 times): Failed to create pod sandbox: (0xc0370101)")
+    );
+    // The most repeated of several counts.
+    let twice = [
+        event("cli-3", "Warning", "FailedCreatePodSandBox", 4),
+        event("cli-3", "Warning", "FailedCreatePodSandBox", 1),
+    ];
+    assert_eq!(
+        failed_sandbox(&twice).as_deref(),
+        Some("FailedCreatePodSandBox (4 times): Failed to create pod sandbox: (0xc0370101)")
     );
     // Once may be transient (e.g. the CNI still starting); other pods and reasons do not count.
     assert_eq!(
-        sandbox_failure(&[event("cli-3", "Warning", "FailedCreatePodSandBox", 1)], "cli-3"),
-        None
-    );
-    assert_eq!(sandbox_failure(&retried, "cli-2"), None);
-    assert_eq!(
-        sandbox_failure(&[event("cli-3", "Warning", "FailedMount", 5)], "cli-3"),
+        failed_sandbox(&[event("cli-3", "Warning", "FailedCreatePodSandBox", 1)]),
         None
     );
     assert_eq!(
-        sandbox_failure(&[event("cli-3", "Normal", "FailedCreatePodSandBox", 5)], "cli-3"),
+        failed_sandbox(&[event("cli-2", "Warning", "FailedCreatePodSandBox", 3)]),
         None
     );
+    assert_eq!(failed_sandbox(&[event("cli-3", "Warning", "FailedMount", 5)]), None);
+    assert_eq!(
+        failed_sandbox(&[event("cli-3", "Normal", "FailedCreatePodSandBox", 5)]),
+        None
+    );
+}
+
+/// An unscheduled pod whose condition says nothing is explained by its most repeated
+/// FailedScheduling warning; a scheduled one by none.
+#[test]
+fn an_unscheduled_pod_is_explained_by_its_failed_scheduling_warning() {
+    let pending: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "hp-1"},
+        "spec": {"containers": []},
+        "status": {"phase": "Pending"}
+    }))
+    .expect("pod");
+    let mut warning = event("hp-1", "Warning", "FailedScheduling", 2);
+    warning.message = Some("0/4 nodes are available: 1 Too many pods.".into());
+    let other = event("hp-1", "Warning", "FailedMount", 7);
+    let warnings = Warning::about(&[other, warning.clone()], "hp-1");
+    assert_eq!(
+        scheduling_failure(&pending, &warnings).as_deref(),
+        Some("0/4 nodes are available: 1 Too many pods.")
+    );
+    assert_eq!(
+        waiting_on(Some(&pending), "linux-1", &[warning]),
+        "for linux-1: unschedulable: 0/4 nodes are available: 1 Too many pods."
+    );
+    assert_eq!(scheduling_failure(&pending, &[]), None);
 }

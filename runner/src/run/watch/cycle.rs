@@ -12,6 +12,7 @@ use super::history::{CellLine, Cycle, Writer};
 use super::rotation::Rotation;
 use super::{Watching, lock, names_of, nodes};
 use crate::cluster::deploy::Deployment;
+use crate::cluster::podwatch::PodWatch;
 use crate::probes::judgement::Ctx;
 use crate::run::Run;
 use crate::run::judge::{Judged, judge_cells};
@@ -45,7 +46,7 @@ impl Epoch {
         let workloads = probe::workloads(run, &prepared, budget);
         let permits = tokio::sync::Semaphore::new(w.plan.concurrency);
         let full = crate::run::lock(&prepared.sets).full.clone();
-        let mut dep = probe::deploy_scope(run, &prepared, &full, None).await?;
+        let mut dep = probe::deploy_scope(run, &prepared, &full, None, workloads.pods()).await?;
         let no_fixtures = Deployment::default();
         let base = probe::base_ctx(run, &prepared, (&permits, &workloads, &no_fixtures), &probing);
         let facts = probe::read_nodes(run, &base, &dep, &probing).await;
@@ -99,7 +100,8 @@ impl Epoch {
                         .map(|n| n.name.clone())
                         .collect(),
                 };
-                if let Err(e) = heal(w, run, &prepared, (&full, &keep), &mut dep, &mut suspects).await {
+                let healing = (&full, &keep, workloads.pods());
+                if let Err(e) = heal(w, run, &prepared, healing, &mut dep, &mut suspects).await {
                     error = Some(e);
                 }
             }
@@ -168,7 +170,7 @@ async fn heal(
     w: &Watching<'_>,
     run: &Run<'_>,
     prepared: &Prepared<'_>,
-    (full, keep): (&BTreeSet<usize>, &Keep<'_>),
+    (full, keep, watch): (&BTreeSet<usize>, &Keep<'_>, &PodWatch),
     dep: &mut Deployment,
     suspects: &mut BTreeSet<String>,
 ) -> Result<bool, String> {
@@ -202,6 +204,7 @@ async fn heal(
         full,
         before: None,
         applied: None,
+        pods: watch,
     };
     *dep = probe::deploy_until(&again, prepared, scope, deadline).await?;
     lock(w.shared).healed += broken.len() as u64;
