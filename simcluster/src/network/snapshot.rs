@@ -72,7 +72,7 @@ pub struct PodCache {
 /// What was read from each version of a stored object, by its resourceVersion: what was read
 /// and the rebuild that last saw it.
 #[derive(Debug)]
-struct ByVersion<T>(HashMap<u64, Seen<T>, BuildHasherDefault<AddressHasher>>);
+pub(crate) struct ByVersion<T>(HashMap<u64, Seen<T>, BuildHasherDefault<AddressHasher>>);
 
 type Seen<T> = (T, u64);
 
@@ -84,7 +84,7 @@ impl<T> Default for ByVersion<T> {
 
 impl<T: Clone> ByVersion<T> {
     /// What `obj`'s version says, read by `read` the first time; marks it seen in `rebuild`.
-    fn get(&mut self, obj: &Obj, rebuild: u64, read: impl FnOnce(&Obj) -> T) -> T {
+    pub(crate) fn get(&mut self, obj: &Obj, rebuild: u64, read: impl FnOnce(&Obj) -> T) -> T {
         let key = obj.resource_version();
         if let Some(entry) = self.0.get_mut(&key) {
             entry.1 = rebuild;
@@ -97,7 +97,7 @@ impl<T: Clone> ByVersion<T> {
 
     /// Forgets the versions `rebuild` did not see (changed or deleted since), when there are
     /// more than the `seen` it saw.
-    fn sweep(&mut self, rebuild: u64, seen: Option<usize>) {
+    pub(crate) fn sweep(&mut self, rebuild: u64, seen: Option<usize>) {
         if seen.is_none_or(|seen| self.0.len() > seen) {
             self.0.retain(|_, (_, at)| *at == rebuild);
         }

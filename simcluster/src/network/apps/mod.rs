@@ -62,6 +62,8 @@ pub struct SimNet {
     cache: Mutex<Option<Snapshot>>,
     /// The pods' facts by object version, so that a rebuild reads only the changed pods.
     pods: Mutex<snapshot::PodCache>,
+    /// The cluster DNS's record of each pod version, kept across snapshots.
+    known_pods: Arc<Mutex<crate::network::dns::KnownPods>>,
     /// The nodes' facts for the fabric, made once from the profiles.
     nodes: Arc<Vec<crate::network::fabric::NodeFacts>>,
     /// Each Service's state (`namespace/name` → its addresses, ports and endpoints) as the
@@ -154,6 +156,7 @@ impl SimNet {
             rounds: Mutex::new(HashMap::new()),
             cache: Mutex::new(None),
             pods: Mutex::new(snapshot::PodCache::default()),
+            known_pods: Arc::default(),
             programmed: Mutex::new(Programming::default()),
             policy_engine: crate::config::policy_engine::PolicyEngine::None,
             policy_clock: crate::network::fabric::policy::Clock::default(),
@@ -469,7 +472,8 @@ impl Client {
     }
 
     fn records(&self) -> &Records {
-        self.records.get_or_init(|| Records::from_store(&self.net.store))
+        self.records
+            .get_or_init(|| Records::from_store_knowing(&self.net.store, &self.net.known_pods))
     }
 
     fn app_at(&self, at: Endpoint, proto: Proto) -> Option<App> {
