@@ -245,7 +245,7 @@ struct Zone {
 /// twentieth of a run's CPU.
 #[derive(Debug, Default)]
 pub struct KnownPods {
-    namespaces: HashMap<String, crate::network::snapshot::ByVersion<Option<Arc<PodRecord>>>>,
+    namespaces: HashMap<String, crate::network::versions::ByVersion<Option<Arc<PodRecord>>>>,
     read: u64,
 }
 

@@ -10,4 +10,5 @@ pub mod fabric;
 pub mod firewall;
 pub mod listeners;
 pub mod snapshot;
+pub mod versions;
 pub mod wire;

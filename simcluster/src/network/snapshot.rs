@@ -5,7 +5,6 @@
 //! ready one, lookups fail), and the simulated outside world with its resolvers.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::BuildHasherDefault;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use crate::network::fabric::{
     App, Fabric, HostPort, NetFacts, NodeFacts, OutsideHost, PodFacts, Proto, Serve, ServiceFacts, ServicePort,
     source_vip_of,
 };
+use crate::network::versions::ByVersion;
 use crate::store::resources;
 use crate::store::{Obj, Store};
 use crate::vocab::json;
@@ -67,41 +67,6 @@ pub struct PodCache {
     rebuild: u64,
     /// Node index by name, made once.
     node_of: HashMap<String, usize>,
-}
-
-/// What was read from each version of a stored object, by its resourceVersion: what was read
-/// and the rebuild that last saw it.
-#[derive(Debug)]
-pub(crate) struct ByVersion<T>(HashMap<u64, Seen<T>, BuildHasherDefault<AddressHasher>>);
-
-type Seen<T> = (T, u64);
-
-impl<T> Default for ByVersion<T> {
-    fn default() -> Self {
-        ByVersion(HashMap::default())
-    }
-}
-
-impl<T: Clone> ByVersion<T> {
-    /// What `obj`'s version says, read by `read` the first time; marks it seen in `rebuild`.
-    pub(crate) fn get(&mut self, obj: &Obj, rebuild: u64, read: impl FnOnce(&Obj) -> T) -> T {
-        let key = obj.resource_version();
-        if let Some(entry) = self.0.get_mut(&key) {
-            entry.1 = rebuild;
-            return entry.0.clone();
-        }
-        let value = read(obj);
-        self.0.insert(key, (value.clone(), rebuild));
-        value
-    }
-
-    /// Forgets the versions `rebuild` did not see (changed or deleted since), when there are
-    /// more than the `seen` it saw.
-    pub(crate) fn sweep(&mut self, rebuild: u64, seen: Option<usize>) {
-        if seen.is_none_or(|seen| self.0.len() > seen) {
-            self.0.retain(|_, (_, at)| *at == rebuild);
-        }
-    }
 }
 
 /// One subset of an Endpoints object: its ports (name, number) and ready addresses (IP, the
@@ -189,30 +154,6 @@ impl ServiceSpec {
             local_only: json::str(v, "/spec/externalTrafficPolicy") == "Local",
             client_ip_affinity: json::str(v, "/spec/sessionAffinity") == "ClientIP",
         }
-    }
-}
-
-/// Hashes a number already unique (an address, a resourceVersion) by one multiplication.
-#[derive(Debug, Default)]
-pub struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
     }
 }
 

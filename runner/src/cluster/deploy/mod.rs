@@ -1334,7 +1334,7 @@ async fn await_pods(
                     }
                     other => other,
                 };
-                done.insert(name.clone(), settle(p, node, problem, unpullable));
+                done.insert(name.clone(), placement(p, node, problem, unpullable));
             } else {
                 pending += 1;
             }
@@ -1365,7 +1365,7 @@ async fn await_pods(
 }
 
 /// A settled pod's placement: where it landed and its addresses, with its problem.
-fn settle(p: &Pod, node: &str, problem: Option<String>, unpullable: Option<pulls::Unpullable>) -> Placed {
+fn placement(p: &Pod, node: &str, problem: Option<String>, unpullable: Option<pulls::Unpullable>) -> Placed {
     let name = p.metadata.name.as_deref().unwrap_or_default();
     let landed = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
     let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
@@ -1399,12 +1399,18 @@ async fn report_waiting(
         if pending == 1 { "" } else { "s" },
         elapsed.as_secs()
     )];
-    for (name, node, _) in awaited.iter().take(WAITING_SHOWN) {
+    let shown = &awaited[..awaited.len().min(WAITING_SHOWN)];
+    // Their events asked for together, each within 5 s: a slow API server holds the wait up for
+    // seconds at most.
+    let own = futures::future::join_all(shown.iter().map(|(name, _, _)| async move {
         let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
-        let own = match tokio::time::timeout(Duration::from_secs(10), events.list(&about)).await {
+        match tokio::time::timeout(Duration::from_secs(5), events.list(&about)).await {
             Ok(Ok(list)) => list.items,
             _ => Vec::new(),
-        };
+        }
+    }))
+    .await;
+    for ((name, node, _), own) in shown.iter().zip(own) {
         lines.push(format!(
             "    {name} {}",
             waiting_on(watch.view(name).pod.as_deref(), node, &own)
