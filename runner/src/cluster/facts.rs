@@ -5,9 +5,9 @@
 //! clusters show them — or as stated with `--network-mode` / `--egress`. A fact that cannot be
 //! read stays unknown, and the checks that need it become indeterminate.
 
-use futures::StreamExt as _;
 use std::collections::BTreeMap;
 
+use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, ListParams};

@@ -251,7 +251,7 @@ pub struct KnownPods {
 
 /// What the records of a running pod come from.
 #[derive(Debug)]
-pub struct PodRecord {
+struct PodRecord {
     ip: Ipv4Addr,
     labels: serde_json::Map<String, Value>,
     hostname: String,
@@ -423,6 +423,10 @@ impl Zone {
                 .collect(),
         );
         versions.sweep(read, Some(objects.len()));
+        if objects.is_empty() {
+            // A namespace deleted (a run's, once it ends) leaves nothing behind.
+            known.namespaces.remove(ns);
+        }
         namespaces.insert(ns.to_string(), pods.clone());
         pods
     }

@@ -654,8 +654,8 @@ impl<'p, 'a> Applying<'p, 'a> {
     }
 
     /// Queues a fixture pod to apply (see [`apply`]), applying the queue once it is long.
-    async fn pod(&mut self, name: &str, pod: &serde_json::Value) -> Result<(), DeployError> {
-        self.queued.push((name.to_string(), pod.clone()));
+    async fn pod(&mut self, name: &str, pod: serde_json::Value) -> Result<(), DeployError> {
+        self.queued.push((name.to_string(), pod));
         if self.queued.len() >= PODS_QUEUED {
             self.flush().await?;
         }
@@ -731,7 +731,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         {
             let name = format!("cli-{i}");
             let p = plan.stamp(pod, &name, node, &plan.labels);
-            self.pod(&name, &p).await?;
+            self.pod(&name, p).await?;
             self.out.clients.push((name, node.name.clone(), node.os));
         }
         let host_ok = match node.os {
@@ -744,7 +744,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         {
             let name = format!("host-{i}");
             let p = plan.stamp(pod, &name, node, &plan.labels);
-            self.pod(&name, &p).await?;
+            self.pod(&name, p).await?;
             self.out.hosts.push((name, node.name.clone(), node.os));
         }
         Ok(())
@@ -764,7 +764,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         let mut p = plan.stamp(pod, &name, node, &l);
         p["spec"]["hostname"] = json!(name);
         p["spec"]["subdomain"] = json!(SUBDOMAIN);
-        self.pod(&name, &p).await?;
+        self.pod(&name, p).await?;
         self.out.dep.hostnames.insert(node.name.clone(), name.clone());
         self.out.servers.push((name, node.name.clone(), node.os));
         Ok(())
@@ -775,7 +775,7 @@ impl<'p, 'a> Applying<'p, 'a> {
         let plan = self.plan;
         let name = format!("hp-{i}");
         let p = host_port_pod(&plan.stamp(pod, &name, node, &plan.labels));
-        self.pod(&name, &p).await?;
+        self.pod(&name, p).await?;
         self.out.host_ports.push((name, node.name.clone(), node.os));
         Ok(())
     }
@@ -908,7 +908,7 @@ impl<'p, 'a> Applying<'p, 'a> {
             let mut l = plan.labels.clone();
             l.insert("mixcheck.io/affinity-pool".into(), pi.to_string());
             let p = plan.stamp(pod, &name, node, &l);
-            self.pod(&name, &p).await?;
+            self.pod(&name, p).await?;
             self.out.affinity.push((name, node.name.clone(), node.os));
             if !backends.contains(&node.name) {
                 backends.push(node.name.clone());
